@@ -133,6 +133,7 @@ impl Slit {
 
     /// Distance from proximity domain `from` to domain `to`, or `None` when either is not
     /// below [`localities`](Self::localities).
+    #[must_use]
     pub fn distance(&self, from: usize, to: usize) -> Option<u8> {
         if from >= self.localities || to >= self.localities {
             return None;

@@ -70,6 +70,7 @@ pub struct Topology {
 
 impl Acpi {
     /// Builds the [`Topology`] from the MADT, SRAT and SLIT.
+    #[must_use]
     pub fn topology(&self) -> Topology {
         // Proximity domain of each node id.
         let mut domains: Vec<u32> = Vec::new();
@@ -138,6 +139,7 @@ impl Topology {
     /// Relative distance from node `from` to node `to`: the SLIT entry for their proximity
     /// domains, or 10 when `from == to` and 20 otherwise when there is no SLIT or it does not
     /// cover those domains. 255 when either node id is not below [`nodes`](Self::nodes).
+    #[must_use]
     pub fn distance(&self, from: usize, to: usize) -> u8 {
         if from >= self.nodes || to >= self.nodes {
             return UNREACHABLE;
@@ -151,6 +153,7 @@ impl Topology {
     /// The node of physical address `phys`: the node of the first [`memory`](Self::memory)
     /// range containing it, or `None` when no range does. When there are no memory ranges
     /// (no SRAT), every address is on node 0.
+    #[must_use]
     pub fn node_of(&self, phys: u64) -> Option<usize> {
         if self.memory.is_empty() {
             return Some(0);
@@ -166,6 +169,7 @@ impl Topology {
     /// the kernel can split a boot loader memory map entry across nodes. Consecutive SRAT
     /// ranges of the same node give one piece; gaps between SRAT ranges give pieces with
     /// `node: None`. Without memory ranges (no SRAT) the whole range is one piece on node 0.
+    #[must_use]
     pub fn split_by_node(&self, base: u64, length: u64) -> Vec<NodeSpan> {
         let end = u128::from(base) + u128::from(length);
         let end = end.min(1 << 64);

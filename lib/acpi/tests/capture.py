@@ -130,7 +130,7 @@ def checksum_ok(data):
 
 
 def find_rsdp(area, base):
-    """Offset-free address of the first valid RSDP in `area` (16-byte aligned)."""
+    """Physical address of the first valid RSDP in `area` (at `base`), on 16-byte boundaries."""
     for off in range(0, len(area) - 19, 16):
         if area[off:off + 8] != b"RSD PTR " or not checksum_ok(area[off:off + 20]):
             continue

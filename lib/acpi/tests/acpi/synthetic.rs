@@ -173,7 +173,7 @@ impl Machine {
         phys
     }
 
-    /// Places a table and lists it in the root table; returns its address.
+    /// Places a table and lists it in the root table.
     fn table(mut self, bytes: Vec<u8>) -> Self {
         let phys = self.place(bytes);
         self.entries.push(phys);
@@ -246,18 +246,17 @@ fn revision_0_walks_the_rsdt() {
 
 #[test]
 fn revision_2_prefers_the_xsdt() {
-    let mut machine = Machine::new();
     // The RSDT lists a one-processor MADT; the XSDT a two-processor one above 4 GiB.
+    let mut machine = Machine::new();
     let old = machine.place(madt(1, &[&lapic(0, 0, 1)]));
+    let rsdt = machine.place(sdt(b"RSDT", 1, &u32::try_from(old).unwrap().to_le_bytes()));
     let new = madt(3, &[&lapic(0, 0, 1), &lapic(1, 1, 1)]);
     let new_len = new.len() as u32;
     machine.memory.put(0x1_2345_0000, new);
-    let mut memory = machine.entry(0x1_2345_0000).xsdt();
-    let rsdt = sdt(b"RSDT", 1, &u32::try_from(old).unwrap().to_le_bytes());
-    memory.put(0x8000, rsdt);
-    memory.put(RSDP, rsdp(2, 0x8000, xsdt_address(&memory)));
+    let xsdt = machine.place(sdt(b"XSDT", 1, &0x1_2345_0000u64.to_le_bytes()));
+    machine.memory.put(RSDP, rsdp(2, rsdt as u32, xsdt));
 
-    let acpi = parse(&memory, RSDP).unwrap();
+    let acpi = parse(&machine.memory, RSDP).unwrap();
     assert_eq!(acpi.revision, 2);
     assert_eq!(&acpi.tables[0].signature, b"XSDT");
     assert_eq!(
@@ -269,14 +268,6 @@ fn revision_2_prefers_the_xsdt() {
         }
     );
     assert_eq!(acpi.madt.unwrap().processors.len(), 2);
-}
-
-/// The XSDT address in the RSDP at [`RSDP`].
-fn xsdt_address(memory: &Memory) -> u64 {
-    use acpi::PhysMemory;
-    let mut bytes = [0; 8];
-    memory.read(RSDP + 24, &mut bytes).unwrap();
-    u64::from_le_bytes(bytes)
 }
 
 #[test]
