@@ -1,0 +1,161 @@
+//! Local APIC (xAPIC, memory-mapped; QEMU's TCG offers no x2APIC) and the legacy 8259 PICs.
+
+use super::cpu;
+use super::paging::phys_to_virt;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+const REG_ID: u32 = 0x20;
+const REG_TPR: u32 = 0x80;
+const REG_EOI: u32 = 0xB0;
+const REG_SVR: u32 = 0xF0;
+const REG_ESR: u32 = 0x280;
+const REG_ICR_LOW: u32 = 0x300;
+const REG_ICR_HIGH: u32 = 0x310;
+const REG_LVT_TIMER: u32 = 0x320;
+const REG_LVT_LINT0: u32 = 0x350;
+const REG_LVT_LINT1: u32 = 0x360;
+const REG_LVT_ERROR: u32 = 0x370;
+const REG_TIMER_INIT: u32 = 0x380;
+const REG_TIMER_CURRENT: u32 = 0x390;
+const REG_TIMER_DIVIDE: u32 = 0x3E0;
+
+const LVT_MASKED: u32 = 1 << 16;
+const TIMER_PERIODIC: u32 = 1 << 17;
+const ICR_DELIVERY_PENDING: u32 = 1 << 12;
+
+/// Vector of spurious local APIC interrupts.
+pub const SPURIOUS_VECTOR: u8 = 0xFF;
+/// Vector of local APIC error interrupts.
+pub const ERROR_VECTOR: u8 = 0xFE;
+
+/// Physical address of the local APIC registers (from the MADT; the architectural default until
+/// then).
+static APIC_PHYS: AtomicU64 = AtomicU64::new(0xFEE0_0000);
+
+/// Sets the physical address of the local APIC registers.
+pub fn set_base(phys: u64) {
+    APIC_PHYS.store(phys, Ordering::Relaxed);
+}
+
+fn reg(offset: u32) -> *mut u32 {
+    phys_to_virt(APIC_PHYS.load(Ordering::Relaxed) + offset as u64) as *mut u32
+}
+
+fn read(offset: u32) -> u32 {
+    // SAFETY: the local APIC register page is mapped by the direct map and registers are
+    // 32-bit aligned; reads have no side effects on the registers used here.
+    unsafe { reg(offset).read_volatile() }
+}
+
+fn write(offset: u32, value: u32) {
+    // SAFETY: as for `read`; writes only reach this core's own local APIC.
+    unsafe { reg(offset).write_volatile(value) }
+}
+
+/// Remaps the legacy PICs away from the exception vectors and masks all their lines: Reef takes
+/// interrupts through the local APIC only.
+pub fn disable_legacy_pic() {
+    // SAFETY: 0x20/0x21/0xA0/0xA1 are the 8259 PICs of every PC; this is their standard
+    // initialization sequence, followed by masking every line.
+    unsafe {
+        cpu::outb(0x20, 0x11);
+        cpu::outb(0xA0, 0x11);
+        cpu::outb(0x21, 0x20);
+        cpu::outb(0xA1, 0x28);
+        cpu::outb(0x21, 4);
+        cpu::outb(0xA1, 2);
+        cpu::outb(0x21, 1);
+        cpu::outb(0xA1, 1);
+        cpu::outb(0x21, 0xff);
+        cpu::outb(0xA1, 0xff);
+    }
+}
+
+/// Enables this core's local APIC: software-enabled, all local interrupts masked except errors,
+/// task priority 0.
+pub fn init_local() {
+    // SAFETY: IA32_APIC_BASE exists on every CPU with an APIC (checked at boot); setting the
+    // global-enable bit keeps the base address unchanged.
+    unsafe {
+        let base = cpu::rdmsr(0x1B);
+        cpu::wrmsr(0x1B, base | (1 << 11));
+    }
+    write(REG_SVR, 0x100 | SPURIOUS_VECTOR as u32);
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_LVT_LINT0, LVT_MASKED);
+    write(REG_LVT_LINT1, LVT_MASKED);
+    write(REG_LVT_ERROR, ERROR_VECTOR as u32);
+    write(REG_ESR, 0);
+    write(REG_ESR, 0);
+    write(REG_TPR, 0);
+    eoi();
+}
+
+/// This core's local APIC id.
+pub fn id() -> u32 {
+    read(REG_ID) >> 24
+}
+
+/// Signals end of interrupt.
+pub fn eoi() {
+    write(REG_EOI, 0);
+}
+
+/// Reads and clears the error status register.
+pub fn error_status() -> u32 {
+    write(REG_ESR, 0);
+    read(REG_ESR)
+}
+
+fn send(apic_id: u32, low: u32) {
+    write(REG_ICR_HIGH, apic_id << 24);
+    write(REG_ICR_LOW, low);
+    while read(REG_ICR_LOW) & ICR_DELIVERY_PENDING != 0 {
+        cpu::pause();
+    }
+}
+
+/// Sends a fixed interrupt with `vector` to the core with `apic_id`.
+pub fn send_ipi(apic_id: u32, vector: u8) {
+    send(apic_id, vector as u32);
+}
+
+/// Sends a fixed interrupt with `vector` to every core except this one.
+pub fn broadcast_ipi(vector: u8) {
+    send(0, (0b11 << 18) | vector as u32);
+}
+
+/// Sends INIT to a core: it stops and waits for a startup IPI.
+pub fn send_init(apic_id: u32) {
+    send(apic_id, 0x4500);
+}
+
+/// Sends a startup IPI: the core starts in real mode at physical address `page << 12`.
+pub fn send_startup(apic_id: u32, page: u8) {
+    send(apic_id, 0x4600 | page as u32);
+}
+
+/// Starts the timer counting down from `initial` with divisor 16, masked (used to calibrate).
+pub fn timer_start_oneshot_masked(initial: u32) {
+    write(REG_TIMER_DIVIDE, 0b0011);
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_TIMER_INIT, initial);
+}
+
+/// Current count of the timer.
+pub fn timer_current() -> u32 {
+    read(REG_TIMER_CURRENT)
+}
+
+/// Starts the periodic timer: `vector` every `initial` ticks of the bus clock divided by 16.
+pub fn timer_start_periodic(vector: u8, initial: u32) {
+    write(REG_TIMER_DIVIDE, 0b0011);
+    write(REG_LVT_TIMER, TIMER_PERIODIC | vector as u32);
+    write(REG_TIMER_INIT, initial);
+}
+
+/// Stops the timer.
+pub fn timer_stop() {
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_TIMER_INIT, 0);
+}

@@ -1,0 +1,191 @@
+//! Interrupt descriptor table, interrupt entry stubs and CPU exception reports.
+//!
+//! All 256 vectors have a stub of 16 bytes (`interrupt_stubs + 16 * vector`) that pushes a dummy
+//! error code where the CPU pushes none, pushes the vector number and jumps to a common path. The
+//! common path saves the general-purpose registers and the FPU/SSE state (kernel code uses SSE
+//! registers, so an interrupted context's must survive the handler), and calls
+//! [`interrupt_dispatch`] with the [`InterruptFrame`].
+
+use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
+use core::arch::global_asm;
+
+global_asm!(
+    r#"
+    .section .text.interrupts, "ax"
+    .balign 16
+    .global interrupt_stubs
+interrupt_stubs:
+    .set vector, 0
+    .rept 256
+    .balign 16
+    .if (vector == 8) | (vector == 10) | (vector == 11) | (vector == 12) | (vector == 13) | (vector == 14) | (vector == 17) | (vector == 21) | (vector == 29) | (vector == 30)
+    .else
+    pushq $0
+    .endif
+    pushq $vector
+    jmp interrupt_common
+    .set vector, vector + 1
+    .endr
+
+interrupt_common:
+    testb $3, 24(%rsp)
+    jz 1f
+    swapgs
+1:  push %rax
+    push %rbx
+    push %rcx
+    push %rdx
+    push %rsi
+    push %rdi
+    push %rbp
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    push %r12
+    push %r13
+    push %r14
+    push %r15
+    sub $512, %rsp
+    fxsave64 (%rsp)
+    lea 512(%rsp), %rdi
+    cld
+    call interrupt_dispatch
+    fxrstor64 (%rsp)
+    add $512, %rsp
+    pop %r15
+    pop %r14
+    pop %r13
+    pop %r12
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rbp
+    pop %rdi
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %rbx
+    pop %rax
+    testb $3, 24(%rsp)
+    jz 2f
+    swapgs
+2:  add $16, %rsp
+    iretq
+"#,
+    options(att_syntax)
+);
+
+extern "C" {
+    static interrupt_stubs: u8;
+}
+
+/// The registers saved on interrupt entry, in stack order.
+#[repr(C)]
+#[derive(Debug)]
+pub struct InterruptFrame {
+    pub r15: u64,
+    pub r14: u64,
+    pub r13: u64,
+    pub r12: u64,
+    pub r11: u64,
+    pub r10: u64,
+    pub r9: u64,
+    pub r8: u64,
+    pub rbp: u64,
+    pub rdi: u64,
+    pub rsi: u64,
+    pub rdx: u64,
+    pub rcx: u64,
+    pub rbx: u64,
+    pub rax: u64,
+    /// Vector number (pushed by the stub).
+    pub vector: u64,
+    /// Error code (pushed by the CPU, or 0).
+    pub error_code: u64,
+    pub rip: u64,
+    pub cs: u64,
+    pub rflags: u64,
+    pub rsp: u64,
+    pub ss: u64,
+}
+
+#[repr(C, align(16))]
+struct Idt([u128; 256]);
+
+static mut IDT: Idt = Idt([0; 256]);
+
+fn gate(handler: u64, ist: u8) -> u128 {
+    let low = (handler & 0xffff)
+        | ((KERNEL_CS as u64) << 16)
+        | ((ist as u64 & 7) << 32)
+        | (0x8e << 40) // present, DPL 0, 64-bit interrupt gate
+        | (((handler >> 16) & 0xffff) << 48);
+    let high = handler >> 32;
+    (low as u128) | ((high as u128) << 64)
+}
+
+/// Fills the IDT. Called once, on the boot core, before any core loads it.
+pub fn init() {
+    let stubs = &raw const interrupt_stubs as u64;
+    let mut table = [0u128; 256];
+    for (vector, entry) in table.iter_mut().enumerate() {
+        let ist = match vector {
+            8 => IST_DOUBLE_FAULT,
+            2 | 18 => IST_NMI,
+            _ => 0,
+        };
+        *entry = gate(stubs + 16 * vector as u64, ist);
+    }
+    // SAFETY: called once on the boot core before any core has loaded the IDT or enabled
+    // interrupts, so nothing reads IDT concurrently.
+    unsafe { (*(&raw mut IDT)).0 = table };
+}
+
+/// Loads the IDT on this core.
+pub fn load() {
+    let ptr = super::gdt::DescriptorPointer {
+        limit: (core::mem::size_of::<Idt>() - 1) as u16,
+        base: &raw const IDT as u64,
+    };
+    // SAFETY: the IDT was filled by `init` and is never modified afterwards.
+    unsafe { core::arch::asm!("lidt [{}]", in(reg) &ptr, options(readonly, nostack)) };
+}
+
+/// Name of a CPU exception vector.
+pub fn exception_name(vector: u64) -> &'static str {
+    match vector {
+        0 => "#DE divide error",
+        1 => "#DB debug",
+        2 => "NMI",
+        3 => "#BP breakpoint",
+        4 => "#OF overflow",
+        5 => "#BR bound range exceeded",
+        6 => "#UD invalid opcode",
+        7 => "#NM device not available",
+        8 => "#DF double fault",
+        10 => "#TS invalid TSS",
+        11 => "#NP segment not present",
+        12 => "#SS stack-segment fault",
+        13 => "#GP general protection fault",
+        14 => "#PF page fault",
+        16 => "#MF x87 floating-point error",
+        17 => "#AC alignment check",
+        18 => "#MC machine check",
+        19 => "#XM SIMD floating-point exception",
+        20 => "#VE virtualization exception",
+        21 => "#CP control protection",
+        _ => "reserved exception",
+    }
+}
+
+/// Called by the entry stub for every interrupt and exception.
+#[no_mangle]
+extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) {
+    if frame.vector < 32 {
+        crate::irq::exception(frame);
+    } else {
+        crate::irq::interrupt(frame);
+    }
+}

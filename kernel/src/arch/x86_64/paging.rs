@@ -1,0 +1,178 @@
+//! The kernel's own page tables.
+//!
+//! Layout of the kernel half of every address space:
+//! - `PHYS_OFFSET + p` maps physical address `p` for all of physical memory (the direct map),
+//!   with 1 GiB pages where the CPU supports them and 2 MiB pages otherwise; not executable.
+//! - `KERNEL_BASE + p` maps the kernel image with 4 KiB pages: text read-only and executable,
+//!   rodata read-only, data and bss writable, neither executable.
+//!
+//! Nothing is identity-mapped once the kernel tables are loaded. The boot page tables in
+//! `boot.S` (identity and higher-half map of the first 1 GiB) stay in place because the AP
+//! trampoline uses them to reach long mode.
+//!
+//! The tables are built by the boot core from a static pool inside the kernel image, before the
+//! frame allocator exists. Memory types: everything is mapped write-back; device MMIO ranges are
+//! made uncached by the firmware's MTRRs on real hardware, and QEMU ignores memory types.
+
+use super::cpu;
+
+/// Virtual address of physical address 0 in the direct map.
+pub const PHYS_OFFSET: u64 = 0xffff_8000_0000_0000;
+/// Virtual address at which the kernel image is linked (plus its physical address).
+pub const KERNEL_BASE: u64 = 0xffff_ffff_8000_0000;
+
+const PRESENT: u64 = 1;
+const WRITABLE: u64 = 1 << 1;
+const HUGE: u64 = 1 << 7;
+const GLOBAL: u64 = 1 << 8;
+const NO_EXECUTE: u64 = 1 << 63;
+const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
+
+const GIB: u64 = 1 << 30;
+const MIB2: u64 = 2 << 20;
+const PAGE: u64 = 4096;
+
+/// Number of 4 KiB pages reserved in the kernel image for the boot-time page tables. With 2 MiB
+/// pages each GiB of direct map needs one page, so this covers about 250 GiB.
+const POOL_PAGES: usize = 256;
+
+#[repr(C, align(4096))]
+struct Pool([[u64; 512]; POOL_PAGES]);
+
+static mut POOL: Pool = Pool([[0; 512]; POOL_PAGES]);
+
+/// Why the kernel page tables could not be built.
+#[derive(Debug)]
+pub enum PagingError {
+    /// The direct map needs more page-table pages than the static pool holds.
+    PoolExhausted { max_phys: u64 },
+}
+
+impl core::fmt::Display for PagingError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PagingError::PoolExhausted { max_phys } => write!(
+                f,
+                "page-table pool ({POOL_PAGES} pages) too small to map {} GiB of physical memory",
+                max_phys / GIB
+            ),
+        }
+    }
+}
+
+struct Builder {
+    used: usize,
+}
+
+impl Builder {
+    /// Returns (kernel-image virtual address, physical address) of a zeroed pool page.
+    fn page(&mut self) -> Result<(*mut [u64; 512], u64), PagingError> {
+        if self.used == POOL_PAGES {
+            return Err(PagingError::PoolExhausted { max_phys: 0 });
+        }
+        // SAFETY: the pool is only touched by `build`, which runs once on the boot core; each
+        // page is handed out once.
+        let ptr = unsafe { (&raw mut (*(&raw mut POOL)).0[self.used]) };
+        self.used += 1;
+        Ok((ptr, ptr as u64 - KERNEL_BASE))
+    }
+
+    /// Returns the table that `table[index]` points to, creating it if absent.
+    fn child(
+        &mut self,
+        table: *mut [u64; 512],
+        index: usize,
+    ) -> Result<*mut [u64; 512], PagingError> {
+        // SAFETY: `table` is a pool page (see `page`), accessed only by this builder.
+        let entry = unsafe { (*table)[index] };
+        if entry & PRESENT != 0 {
+            return Ok(((entry & ADDR_MASK) + KERNEL_BASE) as *mut [u64; 512]);
+        }
+        let (ptr, phys) = self.page()?;
+        // SAFETY: as above.
+        unsafe { (*table)[index] = phys | PRESENT | WRITABLE };
+        Ok(ptr)
+    }
+}
+
+fn index(vaddr: u64, level: u32) -> usize {
+    ((vaddr >> (12 + 9 * level)) & 0x1ff) as usize
+}
+
+extern "C" {
+    static __text_start: u8;
+    static __text_end: u8;
+    static __rodata_end: u8;
+    static __data_end: u8;
+}
+
+/// Builds the kernel page tables for physical memory up to `max_phys` and switches to them.
+/// Returns the physical address of the new top-level table.
+pub fn init(max_phys: u64) -> Result<u64, PagingError> {
+    let huge_1g = cpu::cpuid(0x8000_0001, 0).3 & (1 << 26) != 0;
+    let mut b = Builder { used: 0 };
+    let (pml4, pml4_phys) = b.page()?;
+    let direct = PRESENT | WRITABLE | GLOBAL | NO_EXECUTE | HUGE;
+    let end = max_phys.div_ceil(GIB) * GIB;
+    let exhausted = |_| PagingError::PoolExhausted { max_phys };
+    let mut p = 0;
+    while p < end {
+        let v = PHYS_OFFSET + p;
+        let pdpt = b.child(pml4, index(v, 3)).map_err(exhausted)?;
+        if huge_1g {
+            // SAFETY: pool page owned by the builder.
+            unsafe { (*pdpt)[index(v, 2)] = p | direct };
+        } else {
+            let pd = b.child(pdpt, index(v, 2)).map_err(exhausted)?;
+            for i in 0..512 {
+                // SAFETY: pool page owned by the builder.
+                unsafe { (*pd)[i] = (p + i as u64 * MIB2) | direct };
+            }
+        }
+        p += GIB;
+    }
+
+    let (text_start, text_end, rodata_end, image_end) = (
+        &raw const __text_start as u64,
+        &raw const __text_end as u64,
+        &raw const __rodata_end as u64,
+        &raw const __data_end as u64,
+    );
+    let mut v = KERNEL_BASE + 0x10_0000;
+    while v < image_end {
+        let flags = if (text_start..text_end).contains(&v) {
+            PRESENT | GLOBAL
+        } else if v < rodata_end {
+            PRESENT | GLOBAL | NO_EXECUTE
+        } else {
+            PRESENT | WRITABLE | GLOBAL | NO_EXECUTE
+        };
+        let pdpt = b.child(pml4, index(v, 3))?;
+        let pd = b.child(pdpt, index(v, 2))?;
+        let pt = b.child(pd, index(v, 1))?;
+        // SAFETY: pool page owned by the builder.
+        unsafe { (*pt)[index(v, 0)] = (v - KERNEL_BASE) | flags };
+        v += PAGE;
+    }
+    // SAFETY: the new tables map the kernel image (code, stack in bss, data) at the same virtual
+    // addresses as the boot tables, so execution continues; nothing identity-mapped is in use
+    // any more (the multiboot information was copied before this call).
+    unsafe { cpu::write_cr3(pml4_phys) };
+    Ok(pml4_phys)
+}
+
+/// Converts a physical address to its direct-map virtual address.
+#[inline]
+pub fn phys_to_virt(phys: u64) -> u64 {
+    phys + PHYS_OFFSET
+}
+
+/// Converts a direct-map virtual address back to its physical address.
+#[inline]
+pub fn virt_to_phys(virt: u64) -> u64 {
+    if virt >= KERNEL_BASE {
+        virt - KERNEL_BASE
+    } else {
+        virt - PHYS_OFFSET
+    }
+}

@@ -1,0 +1,121 @@
+//! Interrupt and exception handling above the entry stubs.
+//!
+//! A CPU exception in the kernel is fatal: Reef prints a report (exception name, vector, error
+//! code, RIP, CR2 for page faults, core, registers) and exits QEMU with the exception status
+//! (see `arch::power::ExitCode`). User-mode exceptions become signals with the user-process issue.
+
+use crate::arch::idt::{exception_name, InterruptFrame};
+use crate::arch::power::{self, ExitCode};
+use crate::arch::{apic, cpu};
+use crate::console::print_emergency;
+use crate::kcb::{self, FIRST_BINDABLE_VECTOR};
+use crate::time::TIMER_VECTOR;
+use core::sync::atomic::Ordering;
+
+/// Displays a core id without allocating (the heap may be what failed).
+struct CoreName(Option<usize>);
+
+impl core::fmt::Display for CoreName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(c) => write!(f, "{c}"),
+            None => write!(f, "boot (before KCB)"),
+        }
+    }
+}
+
+/// Reports a CPU exception and exits.
+pub fn exception(frame: &mut InterruptFrame) {
+    let core = CoreName(kcb::try_current().map(|k| k.core_id));
+    print_emergency(format_args!(
+        "\nreef: exception: {} (vector {}) error={:#x} rip={:#x} core={}\n",
+        exception_name(frame.vector),
+        frame.vector,
+        frame.error_code,
+        frame.rip,
+        core
+    ));
+    if frame.vector == 14 {
+        let e = frame.error_code;
+        print_emergency(format_args!(
+            "reef:   cr2={:#x} ({} {} in {} mode{})\n",
+            cpu::read_cr2(),
+            if e & 1 != 0 {
+                "protection violation"
+            } else {
+                "page not present"
+            },
+            if e & 0x10 != 0 {
+                "on instruction fetch"
+            } else if e & 2 != 0 {
+                "on write"
+            } else {
+                "on read"
+            },
+            if e & 4 != 0 { "user" } else { "kernel" },
+            if e & 8 != 0 { ", reserved bit set" } else { "" },
+        ));
+    }
+    print_emergency(format_args!(
+        "reef:   rax={:#018x} rbx={:#018x} rcx={:#018x} rdx={:#018x}\n\
+         reef:   rsi={:#018x} rdi={:#018x} rbp={:#018x} rsp={:#018x}\n\
+         reef:   r8 ={:#018x} r9 ={:#018x} r10={:#018x} r11={:#018x}\n\
+         reef:   r12={:#018x} r13={:#018x} r14={:#018x} r15={:#018x}\n\
+         reef:   cs={:#x} ss={:#x} rflags={:#x}\n",
+        frame.rax,
+        frame.rbx,
+        frame.rcx,
+        frame.rdx,
+        frame.rsi,
+        frame.rdi,
+        frame.rbp,
+        frame.rsp,
+        frame.r8,
+        frame.r9,
+        frame.r10,
+        frame.r11,
+        frame.r12,
+        frame.r13,
+        frame.r14,
+        frame.r15,
+        frame.cs,
+        frame.ss,
+        frame.rflags
+    ));
+    power::exit(ExitCode::Exception)
+}
+
+/// Handles a device, timer or inter-processor interrupt.
+pub fn interrupt(frame: &mut InterruptFrame) {
+    let vector = frame.vector as u8;
+    match vector {
+        TIMER_VECTOR => {
+            if let Some(k) = kcb::try_current() {
+                k.timer_ticks.fetch_add(1, Ordering::Relaxed);
+            }
+            apic::eoi();
+        }
+        crate::ipi::IPI_VECTOR => crate::ipi::handle(),
+        apic::SPURIOUS_VECTOR => {}
+        apic::ERROR_VECTOR => {
+            let esr = apic::error_status();
+            apic::eoi();
+            crate::kprintln!("reef: local APIC error, ESR={esr:#x}");
+        }
+        v if (FIRST_BINDABLE_VECTOR..FIRST_BINDABLE_VECTOR + kcb::BINDABLE_VECTORS as u8)
+            .contains(&v) =>
+        {
+            let bound = kcb::try_current().and_then(|k| {
+                k.interrupt_bindings.lock().gsi[(v - FIRST_BINDABLE_VECTOR) as usize]
+            });
+            apic::eoi();
+            crate::kprintln!(
+                "reef: device interrupt on vector {v:#x} (source {bound:?}) has no driver"
+            );
+        }
+        v => {
+            apic::eoi();
+            crate::kprintln!("reef: unexpected interrupt vector {v:#x}");
+        }
+    }
+}

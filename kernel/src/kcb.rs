@@ -1,0 +1,281 @@
+//! The Kernel Control Block (Barrelfish/DC §4.2): all per-core kernel state, in one object.
+//!
+//! A core finds its KCB through the GS base register (`gs:0` holds the KCB's own address). No
+//! per-core state lives anywhere else, so a core can be stopped, restarted with another kernel
+//! image, or its KCB handed to another core. Kernel images that share KCBs must agree on the
+//! layout: [`Kcb::check_layout`] compares [`KCB_MAGIC`] and [`KCB_LAYOUT_VERSION`] before a core
+//! adopts one.
+//!
+//! The KCB of core `c` and that core's stacks live in one 2 MiB frame of `c`'s NUMA node
+//! ([`CoreMemory`]). The only global is [`KCBS`], a directory of pointers that other cores use
+//! to reach a KCB (to send it an IPI, read its clock offset, or stop it).
+
+use crate::arch::gdt::CpuTables;
+use crate::sync::IrqMutex;
+use alloc::collections::VecDeque;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use frames::TCache;
+
+/// Identifies a KCB.
+pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
+/// Version of the KCB layout; bump on any change to [`Kcb`].
+pub const KCB_LAYOUT_VERSION: u32 = 1;
+/// Most cores Reef manages.
+pub const MAX_CORES: usize = 256;
+
+/// Lifecycle of a core, as the BootDriver sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CoreState {
+    /// KCB created, core not started.
+    Created = 0,
+    /// Startup IPIs sent, waiting for the core to come up.
+    Starting = 1,
+    /// Running the kernel.
+    Online = 2,
+    /// Asked to stop; finishing what it holds.
+    Stopping = 3,
+    /// Halted and reset with INIT; can be started again.
+    Stopped = 4,
+}
+
+impl CoreState {
+    fn from_u8(v: u8) -> CoreState {
+        match v {
+            0 => CoreState::Created,
+            1 => CoreState::Starting,
+            2 => CoreState::Online,
+            3 => CoreState::Stopping,
+            _ => CoreState::Stopped,
+        }
+    }
+}
+
+/// Identifies a thread in a run queue.
+pub type ThreadId = u64;
+
+/// Threads ready to run on this core. The scheduler of the user-process issue fills it; the idle
+/// loop halts only while it is empty.
+#[derive(Default)]
+pub struct RunQueue {
+    /// Ready threads, in FIFO order.
+    pub ready: VecDeque<ThreadId>,
+}
+
+/// Number of local interrupt vectors a core can bind to device interrupt sources.
+pub const BINDABLE_VECTORS: usize = 16;
+/// First vector of the bindable range.
+pub const FIRST_BINDABLE_VECTOR: u8 = 0x40;
+
+/// Device interrupt sources (global system interrupts) routed to this core, by local vector.
+/// Barrelfish/DC re-registers them when a KCB moves to another core; devices arrive with later
+/// issues, so no source is bound yet.
+#[derive(Default)]
+pub struct InterruptBindings {
+    /// `gsi[v]` is the source bound to vector `FIRST_BINDABLE_VECTOR + v`.
+    pub gsi: [Option<u32>; BINDABLE_VECTORS],
+}
+
+/// IPI requests to this core and their acknowledgements (see [`crate::ipi`]).
+#[derive(Default)]
+pub struct IpiMailbox {
+    /// Bit set of pending request kinds.
+    pub pending: AtomicU64,
+    /// Tickets handed out to senders.
+    pub requested: AtomicU64,
+    /// Highest ticket whose request has been handled.
+    pub handled: AtomicU64,
+    /// IPIs received (for reports).
+    pub received: AtomicU64,
+}
+
+/// Top addresses of a core's stacks.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreStacks {
+    /// Stack for kernel code and entries from user mode.
+    pub kernel_top: u64,
+    /// IST stack for double faults.
+    pub double_fault_top: u64,
+    /// IST stack for NMIs and machine checks.
+    pub nmi_top: u64,
+}
+
+/// All per-core kernel state.
+#[repr(C, align(64))]
+pub struct Kcb {
+    /// Address of this KCB (read through `gs:0`).
+    self_ptr: *const Kcb,
+    /// [`KCB_MAGIC`].
+    magic: u64,
+    /// [`KCB_LAYOUT_VERSION`].
+    layout_version: u32,
+    /// Dense core number (0 is the boot core), stable for the life of the KCB.
+    pub core_id: usize,
+    /// NUMA node of the core.
+    pub node_id: usize,
+    /// Local APIC id of the core currently running this KCB.
+    pub apic_id: u32,
+    /// Lifecycle state ([`CoreState`]).
+    state: AtomicU8,
+    /// This core's TSC minus the boot core's TSC, measured at start-up (the timer offset).
+    pub tsc_offset: AtomicI64,
+    /// Per-core frame cache (NrOS TCache), refilled from this node's NCache.
+    pub tcache: IrqMutex<TCache>,
+    /// Ready threads.
+    pub run_queue: IrqMutex<RunQueue>,
+    /// Device interrupts routed to this core.
+    pub interrupt_bindings: IrqMutex<InterruptBindings>,
+    /// IPI requests and acknowledgements.
+    pub ipi: IpiMailbox,
+    /// Local APIC timer interrupts taken.
+    pub timer_ticks: AtomicU64,
+    /// Stacks of this core.
+    pub stacks: CoreStacks,
+    /// GDT and TSS; touched only by the core running this KCB.
+    tables: UnsafeCell<CpuTables>,
+}
+
+// SAFETY: every field shared between cores is atomic or behind an IrqMutex; `tables` is only
+// accessed by the core running this KCB (see `load_tables`), and `self_ptr` is immutable.
+unsafe impl Sync for Kcb {}
+// SAFETY: as above; a KCB is handed from the BootDriver to the core that runs it.
+unsafe impl Send for Kcb {}
+
+/// Memory of one core: its KCB and stacks, in one 2 MiB frame of its node.
+pub struct CoreMemory;
+
+impl CoreMemory {
+    /// Size of the region.
+    pub const SIZE: u64 = frames::LARGE_PAGE_SIZE as u64;
+    /// Bytes reserved for the KCB at the start of the region.
+    pub const KCB_SPACE: u64 = 64 * 1024;
+    /// Kernel stack size.
+    pub const KERNEL_STACK: u64 = 1024 * 1024;
+    /// Size of each IST stack.
+    pub const IST_STACK: u64 = 128 * 1024;
+
+    /// Stack tops for a region starting at virtual address `base`.
+    pub fn stacks(base: u64) -> CoreStacks {
+        let kernel_top = base + Self::KCB_SPACE + Self::KERNEL_STACK;
+        CoreStacks {
+            kernel_top,
+            double_fault_top: kernel_top + Self::IST_STACK,
+            nmi_top: kernel_top + 2 * Self::IST_STACK,
+        }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<Kcb>() as u64 <= CoreMemory::KCB_SPACE);
+const _: () = assert!(
+    CoreMemory::KCB_SPACE + CoreMemory::KERNEL_STACK + 2 * CoreMemory::IST_STACK
+        <= CoreMemory::SIZE
+);
+
+/// Directory of all KCBs, by core id.
+static KCBS: [AtomicPtr<Kcb>; MAX_CORES] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CORES];
+
+/// Placeholder GS target before the boot core has a KCB: its first word is null, which
+/// [`try_current`] reads as "no KCB yet".
+static NO_KCB: [u64; 2] = [0, 0];
+
+/// Points GS at the "no KCB yet" placeholder. Called first thing on the boot core.
+pub fn init_early() {
+    // SAFETY: NO_KCB is a static whose first word is null, which `try_current` understands.
+    unsafe { crate::arch::cpu::set_gs_base(NO_KCB.as_ptr() as u64) };
+}
+
+impl Kcb {
+    /// Writes a new KCB for `core_id` at `base` (the start of a [`CoreMemory`] region) and
+    /// registers it in the directory.
+    ///
+    /// # Safety
+    /// `base` must be the direct-map address of an unused [`CoreMemory::SIZE`]-byte region that
+    /// stays allocated for as long as the KCB is in use.
+    pub unsafe fn create(base: u64, core_id: usize, node_id: usize, apic_id: u32) -> &'static Kcb {
+        let ptr = base as *mut Kcb;
+        let kcb = Kcb {
+            self_ptr: ptr,
+            magic: KCB_MAGIC,
+            layout_version: KCB_LAYOUT_VERSION,
+            core_id,
+            node_id,
+            apic_id,
+            state: AtomicU8::new(CoreState::Created as u8),
+            tsc_offset: AtomicI64::new(0),
+            tcache: IrqMutex::new(TCache::new(node_id)),
+            run_queue: IrqMutex::new(RunQueue::default()),
+            interrupt_bindings: IrqMutex::new(InterruptBindings::default()),
+            ipi: IpiMailbox::default(),
+            timer_ticks: AtomicU64::new(0),
+            stacks: CoreMemory::stacks(base),
+            tables: UnsafeCell::new(CpuTables::new()),
+        };
+        // SAFETY: per the caller, the region is unused, writable and large enough (checked at
+        // compile time above); 2 MiB frames are aligned far beyond the KCB's alignment.
+        unsafe { ptr.write(kcb) };
+        KCBS[core_id].store(ptr, Ordering::Release);
+        // SAFETY: just initialized; lives as long as the region, which the caller keeps.
+        unsafe { &*ptr }
+    }
+
+    /// Whether this KCB has the layout this kernel image was built with.
+    pub fn check_layout(&self) -> Result<(), (u64, u32)> {
+        if self.magic == KCB_MAGIC && self.layout_version == KCB_LAYOUT_VERSION {
+            Ok(())
+        } else {
+            Err((self.magic, self.layout_version))
+        }
+    }
+
+    /// Makes this KCB the current core's: GS base, GDT/TSS.
+    ///
+    /// # Safety
+    /// Must be called on the core that will run this KCB, and no other core may run it.
+    pub unsafe fn adopt(&'static self) {
+        // SAFETY: the KCB's first word is its own address (set by `create`), as `set_gs_base`
+        // requires, and it lives for the rest of the kernel's life.
+        unsafe { crate::arch::cpu::set_gs_base(self as *const Kcb as u64) };
+        // SAFETY: only this core touches `tables` (caller's contract); they live in the KCB and
+        // do not move; the stacks are inside this core's CoreMemory region.
+        unsafe {
+            (*self.tables.get()).load(
+                self.stacks.kernel_top,
+                self.stacks.double_fault_top,
+                self.stacks.nmi_top,
+            )
+        };
+    }
+
+    /// Current lifecycle state.
+    pub fn state(&self) -> CoreState {
+        CoreState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// Sets the lifecycle state.
+    pub fn set_state(&self, state: CoreState) {
+        self.state.store(state as u8, Ordering::Release);
+    }
+}
+
+/// The KCB of the current core, if it has one yet.
+pub fn try_current() -> Option<&'static Kcb> {
+    // SAFETY: GS always points at a KCB or at NO_KCB (set first thing on every core), both at
+    // least 8 bytes long.
+    let ptr = unsafe { crate::arch::cpu::read_gs_u64(0) } as *const Kcb;
+    // SAFETY: a non-null first word is the address of a live KCB (see `Kcb::create`).
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
+}
+
+/// The KCB of the current core. Panics before the boot core has created its KCB.
+pub fn current() -> &'static Kcb {
+    try_current().expect("per-core state used before this core's KCB exists")
+}
+
+/// The KCB of `core_id`, if one was created.
+pub fn get(core_id: usize) -> Option<&'static Kcb> {
+    let ptr = KCBS.get(core_id)?.load(Ordering::Acquire);
+    // SAFETY: non-null directory entries point at live KCBs (`Kcb::create`).
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
+}

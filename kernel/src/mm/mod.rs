@@ -1,0 +1,129 @@
+//! Physical memory (NrOS §4.1): one NCache per NUMA node holding that node's free frames, one
+//! TCache per core (in its KCB) refilling from its own node's NCache, and a kernel heap that
+//! serves each core from its own node ([`heap`]).
+//!
+//! The allocation logic is the host-tested `frames` crate; this module gives it memory access
+//! (free lists are stored in the free frames, written through the direct map) and locking.
+
+pub mod heap;
+
+use crate::arch::paging::phys_to_virt;
+use crate::kcb;
+use crate::sync::IrqMutex;
+use alloc::vec::Vec;
+pub use frames::{AllocError, Frame, FrameSize, PhysRange};
+use frames::{FrameLinks, NCache};
+use spin::Once;
+
+/// Most NUMA nodes Reef manages.
+pub const MAX_NODES: usize = 16;
+
+/// Free-list links stored in the first word of each free frame, through the direct map.
+pub struct DirectMapLinks;
+
+impl FrameLinks for DirectMapLinks {
+    fn write_next(&mut self, frame_base: u64, next: u64) {
+        // SAFETY: the `frames` crate only writes links into free frames it owns (FrameLinks
+        // contract); free frames are RAM from the firmware map, mapped by the direct map, and
+        // nothing else uses them.
+        unsafe { (phys_to_virt(frame_base) as *mut u64).write_volatile(next) }
+    }
+
+    fn read_next(&self, frame_base: u64) -> u64 {
+        // SAFETY: as for `write_next`: only free frames, whose link was written before.
+        unsafe { (phys_to_virt(frame_base) as *const u64).read_volatile() }
+    }
+}
+
+/// The memory of one NUMA node.
+pub struct NodeMemory {
+    /// The node's free frames.
+    pub ncache: IrqMutex<NCache>,
+    /// Physical ranges of the node's RAM handed to the NCache.
+    pub ranges: Vec<PhysRange>,
+}
+
+static NODES: Once<Vec<NodeMemory>> = Once::new();
+
+/// Sets up the NCaches: `ranges[n]` are the free RAM ranges of node `n`.
+pub fn init(ranges: Vec<Vec<PhysRange>>) {
+    NODES.call_once(|| {
+        ranges
+            .into_iter()
+            .enumerate()
+            .map(|(node, ranges)| {
+                let mut ncache = NCache::new(node);
+                for r in &ranges {
+                    ncache.add_range(&mut DirectMapLinks, *r);
+                }
+                NodeMemory {
+                    ncache: IrqMutex::new(ncache),
+                    ranges,
+                }
+            })
+            .collect()
+    });
+}
+
+/// All nodes' memory (empty before [`init`]).
+pub fn nodes() -> &'static [NodeMemory] {
+    NODES.get().map(|v| v.as_slice()).unwrap_or(&[])
+}
+
+/// The node whose RAM contains `phys`.
+pub fn node_of(phys: u64) -> Option<usize> {
+    nodes()
+        .iter()
+        .position(|n| n.ranges.iter().any(|r| r.contains(phys)))
+}
+
+/// Allocates a frame from `node`'s NCache directly (for memory that must live on a particular
+/// node, such as another core's KCB).
+pub fn allocate_on(node: usize, size: FrameSize) -> Result<Frame, AllocError> {
+    let n = nodes()
+        .get(node)
+        .ok_or(AllocError::OutOfMemory { node, size })?;
+    n.ncache.lock().allocate(&mut DirectMapLinks, size)
+}
+
+/// Allocates a frame through the current core's TCache (its own node's memory).
+pub fn allocate(size: FrameSize) -> Result<Frame, AllocError> {
+    match kcb::try_current() {
+        Some(kcb) => {
+            let node = &nodes()[kcb.node_id];
+            let mut tcache = kcb.tcache.lock();
+            let mut ncache = node.ncache.lock();
+            tcache.allocate(&mut ncache, &mut DirectMapLinks, size)
+        }
+        None => allocate_on(0, size),
+    }
+}
+
+/// Returns a frame: to the current core's TCache if it is of this core's node, else to its
+/// node's NCache.
+pub fn release(frame: Frame) -> Result<(), AllocError> {
+    let node = nodes()
+        .get(frame.node())
+        .ok_or(AllocError::ForeignFrame { node: 0, frame })?;
+    match kcb::try_current() {
+        Some(kcb) if kcb.node_id == frame.node() => {
+            let mut tcache = kcb.tcache.lock();
+            let mut ncache = node.ncache.lock();
+            tcache.release(&mut ncache, &mut DirectMapLinks, frame)
+        }
+        _ => node.ncache.lock().release(&mut DirectMapLinks, frame),
+    }
+}
+
+/// Free bytes in all NCaches and TCaches.
+pub fn free_bytes() -> u64 {
+    let cached: u64 = (0..kcb::MAX_CORES)
+        .filter_map(kcb::get)
+        .map(|k| k.tcache.lock().cached_bytes())
+        .sum();
+    nodes()
+        .iter()
+        .map(|n| n.ncache.lock().free_bytes())
+        .sum::<u64>()
+        + cached
+}

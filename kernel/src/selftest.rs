@@ -1,0 +1,307 @@
+//! Kernel self-tests, selected with `test=NAME` on the command line and checked by the QEMU
+//! integration tests (`cargo xtask test`):
+//!
+//! - `ipi`: every core sends a `Ping` IPI to every other core and waits for its acknowledgement
+//!   (all ordered pairs, all cores at once), then a clock relay passes a timestamp from core to
+//!   core and checks that the clock never goes backwards across cores;
+//! - `corectl`: stops the last core with the BootDriver, restarts it with its KCB, and pings it;
+//! - `memory`: allocates frames and heap memory on every core and checks they come from the
+//!   core's own node;
+//! - `fault`: the boot core touches an unmapped address (the exception report and status 5);
+//! - `fault-ap`: the last core executes an invalid instruction (the report names that core);
+//! - `panic`: the boot core panics (the panic report and status 3).
+//!
+//! A self-test that fails prints `reef: selftest NAME: FAILED: ...` and exits with status 7.
+
+use crate::arch::power::{self, ExitCode};
+use crate::ipi::{self, IpiKind};
+use crate::kcb::{self, CoreState};
+use crate::mm::{self, FrameSize};
+use crate::smp::BootDriver;
+use crate::time;
+use crate::{kprintln, online_cores};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Phase of the multi-core part of a self-test: cores run their part when it is non-zero.
+static PHASE: AtomicUsize = AtomicUsize::new(0);
+const PHASE_IPI: usize = 1;
+const PHASE_FAULT_AP: usize = 2;
+const PHASE_MEMORY: usize = 3;
+const PHASE_RELAY: usize = 4;
+/// Bit set of cores that finished their part of the current phase.
+static DONE: [AtomicU64; kcb::MAX_CORES / 64] = [const { AtomicU64::new(0) }; kcb::MAX_CORES / 64];
+/// Failures reported by any core.
+static FAILURES: AtomicUsize = AtomicUsize::new(0);
+/// Round-trip times, `RTT[from * MAX_CORES + to]` in ns (0: not measured).
+static RTT: [AtomicU64; 64 * 64] = [const { AtomicU64::new(0) }; 64 * 64];
+const RTT_CORES: usize = 64;
+/// Clock relay: number of hops, and (hop, timestamp) passed from core to core.
+static RELAY_HOPS: AtomicUsize = AtomicUsize::new(0);
+static RELAY_HOP: AtomicUsize = AtomicUsize::new(0);
+static RELAY_TIME: AtomicU64 = AtomicU64::new(0);
+const ACK_TIMEOUT_NS: u64 = 5_000_000_000;
+
+fn fail(test: &str, args: core::fmt::Arguments<'_>) {
+    FAILURES.fetch_add(1, Ordering::SeqCst);
+    kprintln!("reef: selftest {test}: FAILED: {args}");
+}
+
+fn mark_done(core: usize) {
+    DONE[core / 64].fetch_or(1 << (core % 64), Ordering::SeqCst);
+}
+
+fn all_done(cores: &[usize]) -> bool {
+    cores
+        .iter()
+        .all(|&c| DONE[c / 64].load(Ordering::SeqCst) & (1 << (c % 64)) != 0)
+}
+
+/// Whether a multi-core phase is waiting for this core (checked by the idle loop with
+/// interrupts disabled).
+pub fn pending() -> bool {
+    let phase = PHASE.load(Ordering::Acquire);
+    let core = kcb::current().core_id;
+    phase != 0 && DONE[core / 64].load(Ordering::SeqCst) & (1 << (core % 64)) == 0
+}
+
+/// Runs this core's part of the current phase (called by the idle loop of every core).
+pub fn run_pending() {
+    let core = kcb::current().core_id;
+    match PHASE.load(Ordering::Acquire) {
+        PHASE_IPI => ipi_part(core),
+        PHASE_FAULT_AP => {
+            if core == *online_cores().last().expect("cores") {
+                kprintln!("reef: selftest fault-ap: core {core} executes ud2");
+                // SAFETY: deliberately raises #UD to test the exception report; the handler
+                // never returns.
+                unsafe { core::arch::asm!("ud2") };
+            }
+        }
+        PHASE_MEMORY => memory_part(core),
+        PHASE_RELAY => relay_part(core),
+        _ => {}
+    }
+    mark_done(core);
+}
+
+fn ipi_part(me: usize) {
+    for to in online_cores() {
+        if to == me {
+            continue;
+        }
+        let start = time::now_ns();
+        let result = ipi::send(to, IpiKind::Ping).and_then(|t| ipi::wait(&t, ACK_TIMEOUT_NS));
+        match result {
+            Ok(()) if me < RTT_CORES && to < RTT_CORES => {
+                RTT[me * RTT_CORES + to].store((time::now_ns() - start).max(1), Ordering::SeqCst)
+            }
+            Ok(()) => {}
+            Err(e) => fail("ipi", format_args!("{me}->{to}: {e}")),
+        }
+    }
+}
+
+fn memory_part(me: usize) {
+    let node = kcb::current().node_id;
+    let mut frames = Vec::new();
+    for _ in 0..100 {
+        match mm::allocate(FrameSize::Base) {
+            Ok(f) => frames.push(f),
+            Err(e) => return fail("memory", format_args!("core {me}: {e}")),
+        }
+    }
+    if let Some(f) = frames
+        .iter()
+        .find(|f| f.node() != node || mm::node_of(f.base()) != Some(node))
+    {
+        fail(
+            "memory",
+            format_args!("core {me} on node {node} got frame {f}"),
+        );
+    }
+    for f in frames {
+        if let Err(e) = mm::release(f) {
+            fail("memory", format_args!("core {me}: release: {e}"));
+        }
+    }
+    let boxed = alloc::boxed::Box::new([0u8; 1024]);
+    let phys = crate::arch::paging::virt_to_phys(boxed.as_ptr() as u64);
+    if mm::node_of(phys) != Some(node) {
+        fail(
+            "memory",
+            format_args!(
+                "core {me} on node {node}: heap memory at {phys:#x} is on node {:?}",
+                mm::node_of(phys)
+            ),
+        );
+    }
+}
+
+/// Runs a multi-core phase on all online cores (including this one) and waits for them.
+fn run_phase(phase: usize) {
+    for d in &DONE {
+        d.store(0, Ordering::SeqCst);
+    }
+    PHASE.store(phase, Ordering::Release);
+    let mut tickets = Vec::new();
+    ipi::broadcast(IpiKind::Ping, &mut tickets);
+    run_pending();
+    let cores = online_cores();
+    let deadline = time::now_ns() + 60_000_000_000;
+    while !all_done(&cores) {
+        if time::now_ns() > deadline {
+            fail("phase", format_args!("cores did not finish phase {phase}"));
+            break;
+        }
+        crate::arch::cpu::pause();
+    }
+    PHASE.store(0, Ordering::Release);
+}
+
+/// Passes a timestamp around all cores `4 * cores` times; see `relay_part`.
+fn clock_relay() {
+    let cores = online_cores().len();
+    RELAY_HOPS.store(4 * cores, Ordering::SeqCst);
+    RELAY_TIME.store(time::now_ns(), Ordering::SeqCst);
+    RELAY_HOP.store(0, Ordering::SeqCst);
+    run_phase(PHASE_RELAY);
+    kprintln!(
+        "reef: clock relay: {} hops across {cores} cores, never backwards",
+        4 * cores
+    );
+}
+
+/// At hop `h` the core at position `h % cores` reads the clock, checks it is not earlier than
+/// the previous core's reading, and passes its reading on.
+fn relay_part(me: usize) {
+    let cores = online_cores();
+    let count = cores.len();
+    let index = cores
+        .iter()
+        .position(|&c| c == me)
+        .expect("running core is online");
+    let hops = RELAY_HOPS.load(Ordering::SeqCst);
+    let deadline = time::now_ns() + 30_000_000_000;
+    loop {
+        let hop = RELAY_HOP.load(Ordering::SeqCst);
+        if hop >= hops {
+            return;
+        }
+        if hop % count == index {
+            let previous = RELAY_TIME.load(Ordering::SeqCst);
+            let now = time::now_ns();
+            if now < previous {
+                fail("ipi", format_args!("clock went backwards from {previous} to {now} ns at hop {hop} on core {me}"));
+            }
+            RELAY_TIME.store(now, Ordering::SeqCst);
+            RELAY_HOP.store(hop + 1, Ordering::SeqCst);
+        } else if time::now_ns() > deadline {
+            fail(
+                "ipi",
+                format_args!("clock relay stalled at hop {hop} on core {me}"),
+            );
+            return;
+        }
+        crate::arch::cpu::pause();
+    }
+}
+
+/// Runs the self-test `name` on the boot core after boot. Returns normally if it passed.
+pub fn run(name: &str, driver: &BootDriver) {
+    match name {
+        "ipi" => {
+            run_phase(PHASE_IPI);
+            let cores = online_cores();
+            let mut pairs = 0;
+            for &from in &cores {
+                for &to in &cores {
+                    if from != to && from < RTT_CORES && to < RTT_CORES {
+                        let rtt = RTT[from * RTT_CORES + to].load(Ordering::SeqCst);
+                        if rtt > 0 {
+                            kprintln!("reef: ipi {from}->{to} ok rtt={rtt}ns");
+                            pairs += 1;
+                        }
+                    }
+                }
+            }
+            clock_relay();
+            kprintln!("reef: ipi: {pairs} pairs acknowledged");
+        }
+        "memory" => {
+            let before = mm::free_bytes();
+            run_phase(PHASE_MEMORY);
+            kprintln!(
+                "reef: memory: frames and heap local on {} cores; free {} KiB before, {} KiB after; \
+                 {} heap allocations served by a remote node",
+                online_cores().len(),
+                before / 1024,
+                mm::free_bytes() / 1024,
+                mm::heap::remote_fallbacks()
+            );
+        }
+        "corectl" => corectl(driver),
+        "fault" => {
+            kprintln!("reef: selftest fault: writing to unmapped address 0xdead0000");
+            // SAFETY: deliberately faults (the address is not mapped) to test the exception
+            // report; the handler never returns.
+            unsafe { (0xdead_0000 as *mut u64).write_volatile(1) };
+        }
+        "fault-ap" => run_phase(PHASE_FAULT_AP),
+        "panic" => panic!("deliberate panic (test=panic)"),
+        other => fail(
+            other,
+            format_args!("no such self-test (ipi, memory, corectl, fault, fault-ap, panic)"),
+        ),
+    }
+    let failures = FAILURES.load(Ordering::SeqCst);
+    if failures > 0 {
+        kprintln!("reef: selftest {name}: {failures} failures");
+        power::exit(ExitCode::TestFailure);
+    }
+    kprintln!("reef: selftest {name}: passed");
+}
+
+fn corectl(driver: &BootDriver) {
+    let cores = online_cores();
+    let Some(&last) = cores.last().filter(|&&c| c != 0) else {
+        return fail("corectl", format_args!("needs at least two cores"));
+    };
+    let kcb = kcb::get(last).expect("online core has a KCB");
+    let ticks_before = kcb.timer_ticks.load(Ordering::Relaxed);
+    if let Err(e) = driver.stop(kcb) {
+        return fail("corectl", format_args!("stop: {e}"));
+    }
+    kprintln!(
+        "reef: corectl: core {last} stopped (state {:?}, cached frames {})",
+        kcb.state(),
+        kcb.tcache.lock().cached_base()
+    );
+    if ipi::send(last, IpiKind::Ping).is_ok() {
+        fail("corectl", format_args!("a stopped core accepted an IPI"));
+    }
+    time::spin_ns(50_000_000);
+    if kcb.timer_ticks.load(Ordering::Relaxed) > ticks_before + 1 {
+        fail(
+            "corectl",
+            format_args!("stopped core {last} kept taking timer interrupts"),
+        );
+    }
+    if let Err(e) = driver.start(kcb, crate::smp::core_main) {
+        return fail("corectl", format_args!("restart: {e}"));
+    }
+    kprintln!(
+        "reef: corectl: core {last} restarted with its KCB (state {:?})",
+        kcb.state()
+    );
+    match ipi::send(last, IpiKind::Ping).and_then(|t| ipi::wait(&t, ACK_TIMEOUT_NS)) {
+        Ok(()) => kprintln!("reef: corectl: core {last} acknowledges IPIs again"),
+        Err(e) => fail("corectl", format_args!("ping after restart: {e}")),
+    }
+    if kcb.state() != CoreState::Online {
+        fail(
+            "corectl",
+            format_args!("core {last} is {:?} after restart", kcb.state()),
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! Cores as devices (Barrelfish/DC §4.1–4.4): the [`BootDriver`] starts a core with a given entry
+//! point, stack and KCB, and stops it again.
+//!
+//! Starting: the BootDriver writes the core's KCB into a 2 MiB frame of the core's node (see
+//! `kcb::CoreMemory`), fills the trampoline's parameter block (boot page tables, kernel page
+//! tables, entry point, stack top, KCB address) and sends INIT, then a startup IPI (a second one
+//! if the core has not reported in after 1 ms). The core runs the real-mode trampoline at
+//! `AP_TRAMPOLINE_PHYS`, reaches long mode, switches to the kernel page tables and calls the
+//! entry point with its KCB, which checks the KCB layout, adopts it and reports online. The
+//! BootDriver then measures the core's TSC offset with it. Cores are started one at a time
+//! because they share the trampoline.
+//!
+//! Stopping: a `Stop` IPI makes the core hand its cached frames back to its node, mark itself
+//! stopped and halt with interrupts off; the BootDriver then sends INIT, which holds the core in
+//! wait-for-SIPI. The KCB stays, so a later [`BootDriver::start`] resumes the core with all its
+//! per-core state.
+
+use crate::arch::{self, apic, cpu, paging::phys_to_virt};
+use crate::kcb::{self, CoreState, Kcb};
+use crate::mm::{self, FrameSize};
+use crate::time;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Physical address of the kernel's top-level page table, loaded by every core.
+static KERNEL_PML4: AtomicU64 = AtomicU64::new(0);
+
+/// Records the kernel page tables that started cores load.
+pub fn set_kernel_pml4(phys: u64) {
+    KERNEL_PML4.store(phys, Ordering::Relaxed);
+}
+
+/// Signature of a core's entry point: it receives the address of its KCB.
+pub type CoreEntry = extern "C" fn(kcb: u64) -> !;
+
+/// Why a core could not be started or stopped.
+#[derive(Debug)]
+pub enum BootError {
+    /// No frame left on the core's node for its KCB and stacks.
+    NoMemory(mm::AllocError),
+    /// The core did not come up after its startup IPIs.
+    NoResponse { core: usize, apic_id: u32 },
+    /// The core is not in a state that allows the operation.
+    WrongState { core: usize, state: CoreState },
+    /// The core did not acknowledge the stop request.
+    StopTimeout { core: usize },
+}
+
+impl core::fmt::Display for BootError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            BootError::NoMemory(e) => write!(f, "no memory for a KCB: {e}"),
+            BootError::NoResponse { core, apic_id } => {
+                write!(f, "core {core} (APIC id {apic_id}) did not start")
+            }
+            BootError::WrongState { core, state } => write!(f, "core {core} is {state:?}"),
+            BootError::StopTimeout { core } => write!(f, "core {core} did not stop"),
+        }
+    }
+}
+
+/// Layout of the trampoline's parameter block (must match `boot.S`).
+#[repr(C)]
+struct ApParams {
+    boot_cr3: u64,
+    kernel_cr3: u64,
+    entry: u64,
+    stack_top: u64,
+    arg: u64,
+}
+
+/// Starts and stops cores.
+pub struct BootDriver {
+    _private: (),
+}
+
+impl BootDriver {
+    /// Installs the AP trampoline below 1 MiB. The page at `AP_TRAMPOLINE_PHYS` is never given to
+    /// the frame allocator (the first MiB is kept out of it).
+    pub fn new() -> BootDriver {
+        let image = arch::ap_trampoline();
+        assert!(
+            image.len() as u64 <= arch::AP_PARAMS_OFFSET,
+            "AP trampoline too large"
+        );
+        let dst = phys_to_virt(arch::AP_TRAMPOLINE_PHYS) as *mut u8;
+        // SAFETY: the trampoline page is reserved RAM below 1 MiB, mapped by the direct map and
+        // used by nothing else; the image is shorter than the parameter block offset.
+        unsafe { core::ptr::copy_nonoverlapping(image.as_ptr(), dst, image.len()) };
+        BootDriver { _private: () }
+    }
+
+    /// Creates the KCB of core `core_id` (APIC id `apic_id`) in memory of its node `node`.
+    pub fn create_kcb(
+        &self,
+        core_id: usize,
+        node: usize,
+        apic_id: u32,
+    ) -> Result<&'static Kcb, BootError> {
+        let frame = mm::allocate_on(node, FrameSize::Large).map_err(BootError::NoMemory)?;
+        // SAFETY: the frame is a fresh 2 MiB frame of the node, owned by this core from now on.
+        Ok(unsafe { Kcb::create(phys_to_virt(frame.base()), core_id, node, apic_id) })
+    }
+
+    /// Starts the core of `kcb` at `entry`, waits until it is online, and measures its TSC
+    /// offset.
+    pub fn start(&self, kcb: &'static Kcb, entry: CoreEntry) -> Result<(), BootError> {
+        match kcb.state() {
+            CoreState::Created | CoreState::Stopped => {}
+            state => {
+                return Err(BootError::WrongState {
+                    core: kcb.core_id,
+                    state,
+                })
+            }
+        }
+        let params = ApParams {
+            boot_cr3: arch::boot_pml4_phys(),
+            kernel_cr3: KERNEL_PML4.load(Ordering::Relaxed),
+            entry: entry as usize as u64,
+            stack_top: kcb.stacks.kernel_top,
+            arg: kcb as *const Kcb as u64,
+        };
+        let dst = phys_to_virt(arch::AP_TRAMPOLINE_PHYS + arch::AP_PARAMS_OFFSET) as *mut ApParams;
+        // SAFETY: the parameter block is inside the reserved trampoline page; cores are started
+        // one at a time (`&self` of the single BootDriver on the boot core), so no started core
+        // reads it while it is written.
+        unsafe { dst.write_volatile(params) };
+        kcb.set_state(CoreState::Starting);
+        apic::send_init(kcb.apic_id);
+        time::spin_ns(10_000_000);
+        let page = (arch::AP_TRAMPOLINE_PHYS >> 12) as u8;
+        apic::send_startup(kcb.apic_id, page);
+        if !wait_for(kcb, CoreState::Online, 1_000_000) {
+            apic::send_startup(kcb.apic_id, page);
+        }
+        // QEMU's TCG may take long to schedule a new vCPU thread on a loaded host.
+        if !wait_for(kcb, CoreState::Online, 10_000_000_000) {
+            return Err(BootError::NoResponse {
+                core: kcb.core_id,
+                apic_id: kcb.apic_id,
+            });
+        }
+        kcb.tsc_offset
+            .store(time::tsc_sync_source(), Ordering::Relaxed);
+        CORE_READY.store(kcb.core_id as u64 + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Stops an online core: it returns its cached frames, halts, and is put in wait-for-SIPI
+    /// with INIT. Its KCB stays for a later [`BootDriver::start`].
+    pub fn stop(&self, kcb: &'static Kcb) -> Result<(), BootError> {
+        if kcb.core_id == kcb::current().core_id || kcb.state() != CoreState::Online {
+            return Err(BootError::WrongState {
+                core: kcb.core_id,
+                state: kcb.state(),
+            });
+        }
+        crate::ipi::send(kcb.core_id, crate::ipi::IpiKind::Stop).map_err(|_| {
+            BootError::WrongState {
+                core: kcb.core_id,
+                state: kcb.state(),
+            }
+        })?;
+        if !wait_for(kcb, CoreState::Stopped, 5_000_000_000) {
+            return Err(BootError::StopTimeout { core: kcb.core_id });
+        }
+        // The core is halted with interrupts off and holds no lock (see `stop_this_core`).
+        apic::send_init(kcb.apic_id);
+        Ok(())
+    }
+}
+
+fn wait_for(kcb: &Kcb, state: CoreState, timeout_ns: u64) -> bool {
+    let deadline = time::now_ns() + timeout_ns;
+    while kcb.state() != state {
+        if time::now_ns() > deadline {
+            return false;
+        }
+        cpu::pause();
+    }
+    true
+}
+
+/// Core id + 1 of the core whose TSC offset has been stored (it waits for this before using the
+/// clock).
+static CORE_READY: AtomicU64 = AtomicU64::new(0);
+
+/// Entry point of every core the BootDriver starts.
+pub extern "C" fn core_main(kcb_addr: u64) -> ! {
+    // SAFETY: the BootDriver passes the address of a KCB it created; reading its layout fields
+    // is valid for any KCB-sized readable region, and `check_layout` refuses foreign layouts.
+    let kcb: &'static Kcb = unsafe { &*(kcb_addr as *const Kcb) };
+    if let Err((magic, version)) = kcb.check_layout() {
+        crate::console::print_emergency(format_args!(
+            "reef: core refuses KCB at {kcb_addr:#x}: magic {magic:#x} layout {version} \
+             (this kernel: layout {})\n",
+            kcb::KCB_LAYOUT_VERSION
+        ));
+        cpu::halt_forever();
+    }
+    // SAFETY: the BootDriver started this core for this KCB, and no other core runs it.
+    unsafe { kcb.adopt() };
+    arch::idt::load();
+    apic::init_local();
+    kcb.set_state(CoreState::Online);
+    time::tsc_sync_target();
+    while CORE_READY.load(Ordering::Acquire) != kcb.core_id as u64 + 1 {
+        cpu::pause();
+    }
+    time::start_timer();
+    crate::idle_loop()
+}
+
+/// Stops the current core (the `Stop` IPI): returns its cached frames to its node, acknowledges
+/// ticket `requested`, marks itself stopped and halts. Never returns.
+pub fn stop_this_core(kcb: &Kcb, requested: u64) -> ! {
+    apic::timer_stop();
+    if let Some(node) = mm::nodes().get(kcb.node_id) {
+        let mut tcache = kcb.tcache.lock();
+        let mut ncache = node.ncache.lock();
+        if let Err(e) = tcache.drain_into(&mut ncache, &mut mm::DirectMapLinks) {
+            crate::kprintln!(
+                "reef: core {}: could not return cached frames: {e}",
+                kcb.core_id
+            );
+        }
+    }
+    kcb.ipi.handled.fetch_max(requested, Ordering::SeqCst);
+    kcb.set_state(CoreState::Stopped);
+    cpu::halt_forever()
+}

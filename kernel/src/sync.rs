@@ -1,0 +1,73 @@
+//! The kernel's one lock type for state shared between cores outside node replication.
+//!
+//! [`IrqMutex`] is a spin lock that also disables interrupts on the holding core while held, so
+//! an interrupt handler that takes the same lock cannot deadlock against the code it interrupted.
+
+use crate::arch::cpu;
+use core::ops::{Deref, DerefMut};
+
+/// A spin lock that disables interrupts while held.
+pub struct IrqMutex<T> {
+    inner: spin::Mutex<T>,
+}
+
+/// Guard of an [`IrqMutex`]; restores the interrupt flag when dropped.
+pub struct IrqMutexGuard<'a, T> {
+    guard: Option<spin::MutexGuard<'a, T>>,
+    were_enabled: bool,
+}
+
+impl<T> IrqMutex<T> {
+    /// A new unlocked mutex.
+    pub const fn new(value: T) -> Self {
+        IrqMutex {
+            inner: spin::Mutex::new(value),
+        }
+    }
+
+    /// Disables interrupts and takes the lock.
+    pub fn lock(&self) -> IrqMutexGuard<'_, T> {
+        let were_enabled = cpu::disable_interrupts();
+        IrqMutexGuard {
+            guard: Some(self.inner.lock()),
+            were_enabled,
+        }
+    }
+
+    /// Takes the lock if it is free within `spins` attempts (used on the panic path, where the
+    /// holder may be the panicking code itself).
+    pub fn try_lock_for(&self, spins: usize) -> Option<IrqMutexGuard<'_, T>> {
+        let were_enabled = cpu::disable_interrupts();
+        for _ in 0..spins {
+            if let Some(guard) = self.inner.try_lock() {
+                return Some(IrqMutexGuard {
+                    guard: Some(guard),
+                    were_enabled,
+                });
+            }
+            cpu::pause();
+        }
+        cpu::restore_interrupts(were_enabled);
+        None
+    }
+}
+
+impl<T> Deref for IrqMutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().expect("guard present until drop")
+    }
+}
+
+impl<T> DerefMut for IrqMutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_mut().expect("guard present until drop")
+    }
+}
+
+impl<T> Drop for IrqMutexGuard<'_, T> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        cpu::restore_interrupts(self.were_enabled);
+    }
+}

@@ -1,0 +1,52 @@
+//! Building the kernel and its boot image.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Repository root (the parent of `xtask/`).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repository")
+        .to_path_buf()
+}
+
+/// Paths of a built kernel.
+pub struct Kernel {
+    /// The ELF with symbols (for gdb).
+    pub elf: PathBuf,
+    /// The flat multiboot image QEMU boots.
+    pub image: PathBuf,
+}
+
+/// Builds the kernel (release profile, with debug info) and its flat boot image.
+pub fn kernel() -> Result<Kernel, String> {
+    let root = root();
+    let kernel_dir = root.join("kernel");
+    eprintln!("xtask: building the kernel");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&kernel_dir)
+        .args(["build", "--release", "--quiet"])
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err("kernel build failed".into());
+    }
+    let elf = kernel_dir.join("target/x86_64-unknown-linux-gnu/release/reef");
+    let out = root.join("out");
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let image = out.join("reef.bin");
+    let status = Command::new("objcopy")
+        .args(["-O", "binary"])
+        .arg(&elf)
+        .arg(&image)
+        .status()
+        .map_err(|e| format!("cannot run objcopy: {e}"))?;
+    if !status.success() {
+        return Err("objcopy failed to make the boot image".into());
+    }
+    Ok(Kernel { elf, image })
+}

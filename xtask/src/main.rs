@@ -1,0 +1,125 @@
+//! `cargo xtask`: Reef's build tool.
+//!
+//! - `cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb]
+//!   [-- KERNEL_COMMAND_LINE...]` builds Reef and boots it in QEMU.
+//! - `cargo xtask test [--host-only|--qemu-only] [FILTER]` runs the host tests of every crate
+//!   and the QEMU integration tests.
+//! - `cargo xtask boottime [--runs N]` measures boot time in the test configurations.
+//!
+//! Missing system packages (QEMU, binutils) are installed with apt-get, saying what is installed.
+
+mod build;
+mod deps;
+mod qemu;
+mod tests;
+
+use qemu::{Accel, Machine};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage:
+  cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb] [-- KERNEL_COMMAND_LINE...]
+  cargo xtask test [--host-only | --qemu-only] [FILTER]
+  cargo xtask boottime [--runs N]
+
+defaults: --cores 4 --nodes 2 --memory 1024, accelerator: KVM where real hardware
+virtualization exists, else TCG.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => run(&args[1..]),
+        Some("test") => tests::main(&args[1..]),
+        Some("boottime") => tests::boottime(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(0)
+        }
+        _ => Err(format!("unknown or missing command\n{USAGE}")),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn number(flag: &str, value: Option<&String>) -> Result<u32, String> {
+    let v = value.ok_or_else(|| format!("{flag} needs a value"))?;
+    v.parse()
+        .map_err(|_| format!("{flag}: '{v}' is not a number"))
+}
+
+/// Parses machine options; returns the machine, whether `--gdb` was given, and the words after
+/// `--`.
+fn parse_run(args: &[String]) -> Result<(Machine, bool, Vec<String>), String> {
+    let mut m = Machine {
+        cores: 4,
+        nodes: 2,
+        memory_mib: 1024,
+        accel: Accel::detect(),
+    };
+    let mut gdb = false;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--cores" => {
+                m.cores = number("--cores", args.get(i + 1))?;
+                i += 1;
+            }
+            "--nodes" => {
+                m.nodes = number("--nodes", args.get(i + 1))?;
+                i += 1;
+            }
+            "--memory" => {
+                m.memory_mib = number("--memory", args.get(i + 1))?;
+                i += 1;
+            }
+            "--accel" => {
+                m.accel = match args.get(i + 1).map(String::as_str) {
+                    Some("tcg") => Accel::Tcg,
+                    Some("kvm") => Accel::Kvm,
+                    other => return Err(format!("--accel must be tcg or kvm, not {other:?}")),
+                };
+                i += 1;
+            }
+            "--gdb" => gdb = true,
+            "--" => return Ok((m, gdb, args[i + 1..].to_vec())),
+            other => return Err(format!("unknown option '{other}'\n{USAGE}")),
+        }
+        i += 1;
+    }
+    Ok((m, gdb, Vec::new()))
+}
+
+fn run(args: &[String]) -> Result<u8, String> {
+    let (machine, gdb, cmdline) = parse_run(args)?;
+    machine.validate()?;
+    deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
+    let kernel = build::kernel()?;
+    let mut cmd = machine.command(&kernel.image, &cmdline.join(" "), true);
+    if gdb {
+        cmd.args(["-s", "-S"]);
+        eprintln!("xtask: QEMU waits for a debugger on localhost:1234. In another terminal:");
+        eprintln!(
+            "  gdb {} -ex 'target remote localhost:1234' -ex 'break kmain_bsp' -ex continue",
+            kernel.elf.display()
+        );
+    }
+    eprintln!(
+        "xtask: booting Reef: {} cores, {} nodes, {} MiB, {:?} (quit: Ctrl-A X)",
+        machine.cores, machine.nodes, machine.memory_mib, machine.accel
+    );
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start QEMU: {e}"))?;
+    let code = status.code().unwrap_or(1);
+    if code != 0 {
+        eprintln!(
+            "xtask: QEMU exited with status {code} ({})",
+            tests::describe_status(code)
+        );
+    }
+    Ok(code.clamp(0, 255) as u8)
+}

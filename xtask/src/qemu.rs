@@ -1,0 +1,147 @@
+//! The QEMU machine Reef boots on, from `--cores/--nodes/--memory`.
+
+use std::path::Path;
+use std::process::Command;
+
+/// A virtual machine configuration.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// Number of cores.
+    pub cores: u32,
+    /// Number of NUMA nodes (cores and memory are spread evenly).
+    pub nodes: u32,
+    /// Memory in MiB.
+    pub memory_mib: u32,
+    /// Accelerator.
+    pub accel: Accel,
+}
+
+/// How QEMU runs the guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// Software emulation (multi-threaded TCG): the default.
+    Tcg,
+    /// Hardware virtualization.
+    Kvm,
+}
+
+impl Accel {
+    /// KVM only where it is real hardware virtualization (see DESIGN.md): `/dev/kvm` exists and
+    /// the CPU flags show vmx or svm. Otherwise TCG.
+    pub fn detect() -> Accel {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let hw = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("flags"))
+            .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+        if Path::new("/dev/kvm").exists() && hw {
+            Accel::Kvm
+        } else {
+            Accel::Tcg
+        }
+    }
+}
+
+impl Machine {
+    /// Checks that the configuration can be built.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cores == 0 || self.cores > 255 {
+            return Err(format!("--cores must be 1..=255, not {}", self.cores));
+        }
+        if self.nodes == 0 || self.nodes > 16 {
+            return Err(format!("--nodes must be 1..=16, not {}", self.nodes));
+        }
+        if self.nodes > self.cores {
+            return Err(format!(
+                "--nodes {} exceeds --cores {}: every node needs a core",
+                self.nodes, self.cores
+            ));
+        }
+        if self.memory_mib % self.nodes != 0 {
+            return Err(format!(
+                "--memory {} MiB does not split evenly over {} nodes",
+                self.memory_mib, self.nodes
+            ));
+        }
+        if self.memory_mib / self.nodes < 64 {
+            return Err(format!(
+                "each node needs at least 64 MiB (got {} MiB)",
+                self.memory_mib / self.nodes
+            ));
+        }
+        Ok(())
+    }
+
+    /// Cores of `node`: a contiguous block, `[node*N/M, (node+1)*N/M)`.
+    pub fn node_cores(&self, node: u32) -> std::ops::Range<u32> {
+        node * self.cores / self.nodes..(node + 1) * self.cores / self.nodes
+    }
+
+    /// The QEMU command line, without the kernel and serial options.
+    pub fn args(&self) -> Vec<String> {
+        let mut a: Vec<String> = vec!["-machine".into(), "pc".into()];
+        match self.accel {
+            Accel::Tcg => a.extend([
+                "-accel".into(),
+                "tcg,thread=multi".into(),
+                "-cpu".into(),
+                "max".into(),
+            ]),
+            Accel::Kvm => a.extend([
+                "-accel".into(),
+                "kvm".into(),
+                "-cpu".into(),
+                "host,-arch-capabilities".into(),
+            ]),
+        }
+        a.extend(["-bios".into(), "/usr/share/qemu/qboot.rom".into()]);
+        a.extend([
+            "-m".into(),
+            format!("{}M", self.memory_mib),
+            "-smp".into(),
+            self.cores.to_string(),
+        ]);
+        if self.nodes > 1 {
+            let per_node = self.memory_mib / self.nodes;
+            for n in 0..self.nodes {
+                let cpus = self.node_cores(n);
+                a.push("-object".into());
+                a.push(format!("memory-backend-ram,id=m{n},size={per_node}M"));
+                a.push("-numa".into());
+                a.push(format!(
+                    "node,nodeid={n},cpus={}-{},memdev=m{n}",
+                    cpus.start,
+                    cpus.end - 1
+                ));
+            }
+            for i in 0..self.nodes {
+                for j in i + 1..self.nodes {
+                    a.push("-numa".into());
+                    a.push(format!("dist,src={i},dst={j},val=20"));
+                }
+            }
+        }
+        a.extend([
+            "-display".into(),
+            "none".into(),
+            "-no-reboot".into(),
+            "-device".into(),
+            "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
+        ]);
+        a
+    }
+
+    /// A QEMU command booting `kernel` with `cmdline`, serial on stdio.
+    pub fn command(&self, kernel: &Path, cmdline: &str, interactive: bool) -> Command {
+        let mut c = Command::new("qemu-system-x86_64");
+        c.args(self.args());
+        c.arg("-kernel").arg(kernel);
+        c.arg("-append").arg(cmdline);
+        if interactive {
+            c.args(["-serial", "mon:stdio"]);
+        } else {
+            c.args(["-serial", "stdio", "-monitor", "none"]);
+        }
+        c
+    }
+}
