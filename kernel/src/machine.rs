@@ -40,6 +40,8 @@ pub struct Machine {
     /// RAM of each node in bytes, as the firmware reports it (SRAT ranges intersected with the
     /// memory map's available RAM; without an SRAT, all available RAM is node 0's).
     pub node_ram: Vec<u64>,
+    /// Available RAM of each node, as physical ranges.
+    pub node_ranges: Vec<Vec<PhysRange>>,
     /// RAM of each node that the frame allocator may hand out: available RAM minus the first
     /// MiB, the kernel image and the boot modules.
     pub node_free: Vec<Vec<PhysRange>>,
@@ -103,6 +105,7 @@ impl Machine {
         let nodes = topology.nodes.max(1);
         let mut node_ram = vec![0u64; nodes];
         let mut node_free = vec![Vec::new(); nodes];
+        let mut node_ranges = vec![Vec::new(); nodes];
         let mut unassigned = 0;
         for region in boot
             .regions()
@@ -119,7 +122,9 @@ impl Machine {
                     }
                 };
                 node_ram[node] += span.length;
-                let mut free = vec![PhysRange::from_base_len(span.base, span.length)];
+                let range = PhysRange::from_base_len(span.base, span.length);
+                node_ranges[node].push(range);
+                let mut free = vec![range];
                 free = subtract(free, PhysRange::new(0, 1 << 20));
                 free = subtract(free, image);
                 for m in boot.modules() {
@@ -132,6 +137,7 @@ impl Machine {
             acpi,
             topology,
             node_ram,
+            node_ranges,
             node_free,
             unassigned,
         })

@@ -111,7 +111,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
             .map(|m| m.local_apic_address)
             .unwrap_or(0xFEE0_0000),
     );
-    mm::init(machine.node_free.clone());
+    mm::init(machine.node_free.clone(), machine.node_ranges.clone());
 
     let driver = smp::BootDriver::new();
     let bsp_apic = {

@@ -39,27 +39,26 @@ impl FrameLinks for DirectMapLinks {
 pub struct NodeMemory {
     /// The node's free frames.
     pub ncache: IrqMutex<NCache>,
-    /// Physical ranges of the node's RAM handed to the NCache.
+    /// All RAM of the node (including what the kernel image and boot arena occupy, which the
+    /// NCache never sees).
     pub ranges: Vec<PhysRange>,
 }
 
 static NODES: Once<Vec<NodeMemory>> = Once::new();
 
-/// Sets up the NCaches: `ranges[n]` are the free RAM ranges of node `n`.
-pub fn init(ranges: Vec<Vec<PhysRange>>) {
+/// Sets up the NCaches: `free[n]` are the RAM ranges node `n`'s NCache may hand out, `all[n]`
+/// all RAM ranges of node `n`.
+pub fn init(free: Vec<Vec<PhysRange>>, all: Vec<Vec<PhysRange>>) {
     NODES.call_once(|| {
-        ranges
-            .into_iter()
+        free.into_iter()
+            .zip(all)
             .enumerate()
-            .map(|(node, ranges)| {
+            .map(|(node, (free, ranges))| {
                 let mut ncache = NCache::new(node);
-                for r in &ranges {
-                    ncache.add_range(&mut DirectMapLinks, *r);
+                for r in free {
+                    ncache.add_range(&mut DirectMapLinks, r);
                 }
-                NodeMemory {
-                    ncache: IrqMutex::new(ncache),
-                    ranges,
-                }
+                NodeMemory { ncache: IrqMutex::new(ncache), ranges }
             })
             .collect()
     });
