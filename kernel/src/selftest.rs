@@ -3,7 +3,8 @@
 //!
 //! - `ipi`: every core sends a `Ping` IPI to every other core and waits for its acknowledgement
 //!   (all ordered pairs, all cores at once), then a clock relay passes a timestamp from core to
-//!   core and checks that the clock never goes backwards across cores;
+//!   core and checks that the clock never goes backwards across cores, and every core's APIC
+//!   timer must tick;
 //! - `corectl`: stops the last core with the BootDriver, restarts it with its KCB, and pings it;
 //! - `memory`: allocates frames and heap memory on every core and checks they come from the
 //!   core's own node;
@@ -227,6 +228,7 @@ pub fn run(name: &str, driver: &BootDriver) {
             }
             clock_relay();
             kprintln!("reef: ipi: {pairs} pairs acknowledged");
+            timers_tick(&cores);
         }
         "memory" => {
             let before = mm::free_bytes();
@@ -260,6 +262,26 @@ pub fn run(name: &str, driver: &BootDriver) {
         power::exit(ExitCode::TestFailure);
     }
     kprintln!("reef: selftest {name}: passed");
+}
+
+/// Checks that every core's calibrated local APIC timer interrupts it (waits for two ticks on
+/// each, with a generous deadline: this checks behaviour, not timing).
+fn timers_tick(cores: &[usize]) {
+    let deadline = time::now_ns() + 10_000_000_000;
+    for &c in cores {
+        let kcb = kcb::get(c).expect("online core has a KCB");
+        while kcb.timer_ticks.load(Ordering::Relaxed) < 2 {
+            if time::now_ns() > deadline {
+                return fail("ipi", format_args!("core {c}'s APIC timer does not tick"));
+            }
+            crate::arch::cpu::pause();
+        }
+    }
+    kprintln!(
+        "reef: APIC timer ticking on all {} cores at {} Hz",
+        cores.len(),
+        time::TIMER_HZ
+    );
 }
 
 fn corectl(driver: &BootDriver) {

@@ -171,6 +171,10 @@ fn check_ipi(m: &Machine, o: &Outcome) -> Result<(), String> {
         &format!("reef: ipi: {} pairs acknowledged", m.cores * (m.cores - 1)),
     )?;
     expect(&o.log, "never backwards")?;
+    expect(
+        &o.log,
+        &format!("reef: APIC timer ticking on all {} cores", m.cores),
+    )?;
     expect(&o.log, "reef: selftest ipi: passed")?;
     expect(&o.log, "reef: power off")
 }

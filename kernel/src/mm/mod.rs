@@ -58,7 +58,10 @@ pub fn init(free: Vec<Vec<PhysRange>>, all: Vec<Vec<PhysRange>>) {
                 for r in free {
                     ncache.add_range(&mut DirectMapLinks, r);
                 }
-                NodeMemory { ncache: IrqMutex::new(ncache), ranges }
+                NodeMemory {
+                    ncache: IrqMutex::new(ncache),
+                    ranges,
+                }
             })
             .collect()
     });
