@@ -147,7 +147,7 @@ pub struct CoreMemory;
 
 impl CoreMemory {
     /// Size of the region.
-    pub const SIZE: u64 = frames::LARGE_PAGE_SIZE as u64;
+    pub const SIZE: u64 = frames::LARGE_PAGE_SIZE;
     /// Bytes reserved for the KCB at the start of the region.
     pub const KCB_SPACE: u64 = 64 * 1024;
     /// Kernel stack size.

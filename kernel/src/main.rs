@@ -55,7 +55,8 @@ use crate::multiboot::BootInfo;
 use alloc::vec::Vec;
 use frames::PhysRange;
 
-static mut BOOT_INFO: BootInfo = BootInfo::empty();
+/// The multiboot information, copied once at boot.
+static BOOT_INFO: spin::Once<BootInfo> = spin::Once::new();
 
 extern "C" {
     static __image_start_phys: u8;
@@ -76,15 +77,11 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     console::init();
     kprintln!("reef: booting");
 
-    // SAFETY: BOOT_INFO is written once here, on the boot core, before any other core runs;
-    // afterwards it is only read.
-    let boot: &'static BootInfo = unsafe {
-        let info = &mut *(&raw mut BOOT_INFO);
-        if let Err(e) = info.read(magic as u32, mbi_phys) {
-            fatal("multiboot information", &e);
-        }
-        &*(&raw const BOOT_INFO)
-    };
+    let mut info = BootInfo::empty();
+    if let Err(e) = info.read(magic as u32, mbi_phys) {
+        fatal("multiboot information", &e);
+    }
+    let boot: &'static BootInfo = BOOT_INFO.call_once(|| info);
     let direct_map_end = boot.max_phys().max(4 << 30);
     let pml4 = paging::init(direct_map_end).unwrap_or_else(|e| fatal("page tables", &e));
     smp::set_kernel_pml4(pml4);
@@ -145,15 +142,14 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     );
 
     report_topology(&machine);
-    let mut core_id = 1;
-    for core in topo.cores.iter().filter(|c| c.apic_id != bsp_apic) {
+    let others = topo.cores.iter().filter(|c| c.apic_id != bsp_apic);
+    for (core_id, core) in (1..).zip(others) {
         let kcb = driver
             .create_kcb(core_id, core.node, core.apic_id)
             .unwrap_or_else(|e| fatal("creating a KCB", &e));
         if let Err(e) = driver.start(kcb, smp::core_main) {
             fatal("starting a core", &e);
         }
-        core_id += 1;
     }
     for c in online_cores() {
         let k = kcb::get(c).expect("online core has a KCB");

@@ -71,13 +71,11 @@ pub fn run_pending() {
     let core = kcb::current().core_id;
     match PHASE.load(Ordering::Acquire) {
         PHASE_IPI => ipi_part(core),
-        PHASE_FAULT_AP => {
-            if core == *online_cores().last().expect("cores") {
-                kprintln!("reef: selftest fault-ap: core {core} executes ud2");
-                // SAFETY: deliberately raises #UD to test the exception report; the handler
-                // never returns.
-                unsafe { core::arch::asm!("ud2") };
-            }
+        PHASE_FAULT_AP if core == *online_cores().last().expect("cores") => {
+            kprintln!("reef: selftest fault-ap: core {core} executes ud2");
+            // SAFETY: deliberately raises #UD to test the exception report; the handler never
+            // returns.
+            unsafe { core::arch::asm!("ud2") };
         }
         PHASE_MEMORY => memory_part(core),
         PHASE_RELAY => relay_part(core),

@@ -114,7 +114,7 @@ pub struct InterruptFrame {
 #[repr(C, align(16))]
 struct Idt([u128; 256]);
 
-static mut IDT: Idt = Idt([0; 256]);
+static IDT: spin::Once<Idt> = spin::Once::new();
 
 fn gate(handler: u64, ist: u8) -> u128 {
     let low = (handler & 0xffff)
@@ -126,7 +126,8 @@ fn gate(handler: u64, ist: u8) -> u128 {
     (low as u128) | ((high as u128) << 64)
 }
 
-/// Fills the IDT. Called once, on the boot core, before any core loads it.
+/// Fills the IDT. Called once, on the boot core, before any core loads it; it never changes
+/// afterwards.
 pub fn init() {
     let stubs = &raw const interrupt_stubs as u64;
     let mut table = [0u128; 256];
@@ -138,16 +139,17 @@ pub fn init() {
         };
         *entry = gate(stubs + 16 * vector as u64, ist);
     }
-    // SAFETY: called once on the boot core before any core has loaded the IDT or enabled
-    // interrupts, so nothing reads IDT concurrently.
-    unsafe { (*(&raw mut IDT)).0 = table };
+    IDT.call_once(|| Idt(table));
 }
 
 /// Loads the IDT on this core.
 pub fn load() {
     let ptr = super::gdt::DescriptorPointer {
         limit: (core::mem::size_of::<Idt>() - 1) as u16,
-        base: &raw const IDT as u64,
+        base: IDT
+            .get()
+            .expect("idt::init runs before any core loads the IDT") as *const Idt
+            as u64,
     };
     // SAFETY: the IDT was filled by `init` and is never modified afterwards.
     unsafe { core::arch::asm!("lidt [{}]", in(reg) &ptr, options(readonly, nostack)) };

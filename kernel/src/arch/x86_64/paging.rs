@@ -72,7 +72,7 @@ impl Builder {
         }
         // SAFETY: the pool is only touched by `build`, which runs once on the boot core; each
         // page is handed out once.
-        let ptr = unsafe { (&raw mut (*(&raw mut POOL)).0[self.used]) };
+        let ptr = unsafe { &raw mut POOL.0[self.used] };
         self.used += 1;
         Ok((ptr, ptr as u64 - KERNEL_BASE))
     }
