@@ -57,7 +57,7 @@ impl Machine {
                 self.nodes, self.cores
             ));
         }
-        if self.memory_mib % self.nodes != 0 {
+        if !self.memory_mib.is_multiple_of(self.nodes) {
             return Err(format!(
                 "--memory {} MiB does not split evenly over {} nodes",
                 self.memory_mib, self.nodes

@@ -225,7 +225,7 @@ fn check_fault(_: &Machine, o: &Outcome) -> Result<(), String> {
 fn check_fault_ap(m: &Machine, o: &Outcome) -> Result<(), String> {
     expect(
         &o.log,
-        &format!("reef: exception: #UD invalid opcode (vector 6) error=0x0 rip=0xffffffff8"),
+        "reef: exception: #UD invalid opcode (vector 6) error=0x0 rip=0xffffffff8",
     )?;
     expect(&o.log, &format!("core={}", m.cores - 1))
 }
