@@ -21,6 +21,22 @@
     .set EFER_BITS, 0x900                 /* LME | NXE */
     .set CR0_BITS, 0x80010023             /* PG | WP | NE | MP | PE */
 
+/* From 32-bit protected mode with CR3 loaded: PAE and SSE on, long mode and NX enabled, paging
+ * on. The next far jump to a 64-bit code segment enters long mode. */
+.macro enter_long_mode
+    mov %cr4, %eax
+    or $CR4_BITS, %eax
+    mov %eax, %cr4
+    mov $EFER_MSR, %ecx
+    rdmsr
+    or $EFER_BITS, %eax
+    wrmsr
+    mov %cr0, %eax
+    and $~0x4, %eax                       /* clear EM: SSE instructions must not trap */
+    or $CR0_BITS, %eax
+    mov %eax, %cr0
+.endm
+
     .section .multiboot, "a"
     .balign 4
 multiboot_header:
@@ -44,19 +60,9 @@ _start32:
     mov %eax, boot_tsc
     mov %edx, boot_tsc + 4
 
-    mov %cr4, %eax
-    or $CR4_BITS, %eax
-    mov %eax, %cr4
     mov $boot_pml4, %eax
     mov %eax, %cr3
-    mov $EFER_MSR, %ecx
-    rdmsr
-    or $EFER_BITS, %eax
-    wrmsr
-    mov %cr0, %eax
-    and $~0x4, %eax                       /* clear EM: SSE instructions must not trap */
-    or $CR0_BITS, %eax
-    mov %eax, %cr0
+    enter_long_mode
 
     lgdt boot_gdtr
     ljmp $0x08, $start64_low
@@ -163,19 +169,9 @@ ap_pm32:
     mov %eax, %ds
     mov %eax, %es
     mov %eax, %ss
-    mov %cr4, %eax
-    or $CR4_BITS, %eax
-    mov %eax, %cr4
     mov P_BOOT_CR3, %eax
     mov %eax, %cr3
-    mov $EFER_MSR, %ecx
-    rdmsr
-    or $EFER_BITS, %eax
-    wrmsr
-    mov %cr0, %eax
-    and $~0x4, %eax
-    or $CR0_BITS, %eax
-    mov %eax, %cr0
+    enter_long_mode
     ljmp $0x18, $(AP_TRAMPOLINE_PHYS + ap_lm64 - ap_trampoline_start)
     .code64
 ap_lm64:
