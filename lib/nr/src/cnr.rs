@@ -442,7 +442,11 @@ where
                 }
             }
             if batch.is_empty() {
-                self.apply(j, &[], &mut 0);
+                // Nothing to wait for: if the log is stopped at a scan, push the scan's other
+                // logs forward instead of spinning.
+                if !self.apply(j, &[], &mut 0) {
+                    self.help(Some(j));
+                }
                 return;
             }
             log.append(

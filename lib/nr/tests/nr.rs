@@ -65,7 +65,7 @@ fn log_wraps_and_idle_replica_is_advanced_by_appender() {
     for i in 0..100u64 {
         assert_eq!(
             r1.execute_mut(Update::Put((i % 8) as usize, i), &t1),
-            if i >= 8 { i - 8 } else { 0 }
+            i.saturating_sub(8)
         );
     }
     assert!(log.tail() == 100);
