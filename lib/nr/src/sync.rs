@@ -68,6 +68,7 @@ impl<T> DerefMut for CachePadded<T> {
 static SPIN_HOOK: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 
 /// Number of `pause` iterations before a spin-wait starts calling the spin hook.
+#[cfg(not(loom))]
 const SPINS_BEFORE_HOOK: u32 = 128;
 
 /// Registers `hook` to be called from every iteration of a long spin-wait (one that has already
@@ -85,6 +86,7 @@ pub fn set_spin_hook(hook: fn()) {
 /// Exponential-free spin-wait helper: `pause` first, then the registered spin hook.
 #[derive(Debug, Default)]
 pub(crate) struct Backoff {
+    #[cfg(not(loom))]
     spins: u32,
 }
 
@@ -92,7 +94,10 @@ impl Backoff {
     /// Creates a fresh backoff state.
     #[inline(always)]
     pub(crate) fn new() -> Self {
-        Self { spins: 0 }
+        Self {
+            #[cfg(not(loom))]
+            spins: 0,
+        }
     }
 
     /// Waits a little. Under loom, yields to the model scheduler instead.
