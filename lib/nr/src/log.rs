@@ -61,7 +61,7 @@ pub struct Log<T> {
     tail: CachePadded<AtomicUsize>,
     ctail: CachePadded<AtomicUsize>,
     head: CachePadded<AtomicUsize>,
-    ltails: Box<[CachePadded<AtomicUsize>]>,
+    ltails: [CachePadded<AtomicUsize>; MAX_REPLICAS_PER_LOG],
     nreplicas: AtomicUsize,
     consumers: SpinLock<Vec<Weak<dyn LogConsumer>>>,
     lag_callback: Option<LagCallback>,
@@ -116,9 +116,7 @@ impl<T> Log<T> {
             tail: CachePadded(AtomicUsize::new(0)),
             ctail: CachePadded(AtomicUsize::new(0)),
             head: CachePadded(AtomicUsize::new(0)),
-            ltails: (0..MAX_REPLICAS_PER_LOG)
-                .map(|_| CachePadded(AtomicUsize::new(0)))
-                .collect(),
+            ltails: core::array::from_fn(|_| CachePadded(AtomicUsize::new(0))),
             nreplicas: AtomicUsize::new(0),
             consumers: SpinLock::new(Vec::new()),
             lag_callback: None,

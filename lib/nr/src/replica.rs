@@ -1,13 +1,14 @@
 //! NR replicas: one copy of a sequential structure, flat combining and reads (§2.1).
 
+use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::context::{Slot, Slots};
+use crate::context::Slot;
 use crate::log::{Log, LogConsumer};
-use crate::rwlock::RwLock;
+use crate::rwlock::{ReaderFlag, RwLock};
 use crate::sync::{next_uid, AtomicUsize, Backoff, CachePadded, Ordering, UnsafeCell};
 use crate::Dispatch;
 
@@ -18,6 +19,13 @@ pub const DEFAULT_MAX_THREADS: usize = 64;
 const FREE: usize = 0;
 /// Combiner-lock value used by threads that are not registered (lagging-replica advancement).
 const FOREIGN: usize = usize::MAX;
+
+/// A registered thread's operation slot and reader flag, each on its own cache line.
+#[repr(align(128))]
+struct ThreadState<Op, Resp> {
+    slot: Slot<Op, Resp>,
+    reader: ReaderFlag,
+}
 
 /// Identifies a registered thread to one replica (returned by `register`).
 ///
@@ -74,7 +82,7 @@ pub struct Replica<D: Dispatch> {
     combiner: CachePadded<AtomicUsize>,
     registered: CachePadded<AtomicUsize>,
     data: RwLock<D>,
-    slots: Slots<D::UpdateOp, D::Resp>,
+    threads: Box<[ThreadState<D::UpdateOp, D::Resp>]>,
     /// Slot indices of the current batch, in log order; only touched by the combiner.
     batch: UnsafeCell<Vec<usize>>,
 }
@@ -107,7 +115,7 @@ where
         f.debug_struct("Replica")
             .field("id", &self.rid)
             .field("registered", &self.registered.load(Ordering::Relaxed))
-            .field("max_threads", &self.slots.len())
+            .field("max_threads", &self.threads.len())
             .finish()
     }
 }
@@ -158,8 +166,13 @@ where
                 log: log.clone(),
                 combiner: CachePadded(AtomicUsize::new(FREE)),
                 registered: CachePadded(AtomicUsize::new(0)),
-                data: RwLock::new(data, max_threads),
-                slots: (0..max_threads).map(|_| CachePadded(Slot::new())).collect(),
+                data: RwLock::new(data),
+                threads: (0..max_threads)
+                    .map(|_| ThreadState {
+                        slot: Slot::new(),
+                        reader: ReaderFlag::new(),
+                    })
+                    .collect(),
                 batch: UnsafeCell::new(Vec::with_capacity(max_threads)),
             }
         })
@@ -174,7 +187,7 @@ where
     pub fn register(&self) -> Option<ReplicaToken> {
         let mut n = self.registered.load(Ordering::Relaxed);
         loop {
-            if n >= self.slots.len() {
+            if n >= self.threads.len() {
                 return None;
             }
             match self.registered.compare_exchange_weak(
@@ -199,13 +212,22 @@ where
         let tid = token.check(self.uid);
         let ctail = self.log.ctail();
         if self.log.ltail(self.rid) < ctail {
-            let mut backoff = Backoff::new();
-            while self.log.ltail(self.rid) < ctail {
-                self.try_combine(tid);
-                backoff.spin();
-            }
+            self.catch_up(ctail, tid);
         }
-        self.data.read(tid, |d| d.dispatch(op))
+        self.data
+            .read(&self.threads[tid].reader, |d| d.dispatch(op))
+    }
+
+    /// Combines (or waits for the combiner) until this replica has applied the log up to
+    /// `ctail`. Kept out of line so that the read fast path stays small.
+    #[cold]
+    #[inline(never)]
+    fn catch_up(&self, ctail: usize, tid: usize) {
+        let mut backoff = Backoff::new();
+        while self.log.ltail(self.rid) < ctail {
+            self.try_combine(tid);
+            backoff.spin();
+        }
     }
 
     /// Executes an update through the log and returns its response.
@@ -216,7 +238,7 @@ where
     #[inline]
     pub fn execute_mut(&self, op: D::UpdateOp, token: &ReplicaToken) -> D::Resp {
         let tid = token.check(self.uid);
-        let slot = &self.slots[tid];
+        let slot = &self.threads[tid].slot;
         slot.post(op, 0);
         let mut backoff = Backoff::new();
         loop {
@@ -247,7 +269,7 @@ where
     pub fn verify<R>(&self, token: &ReplicaToken, f: impl FnOnce(&D) -> R) -> R {
         self.sync(token);
         let tid = token.check(self.uid);
-        self.data.read(tid, f)
+        self.data.read(&self.threads[tid].reader, f)
     }
 
     /// Becomes the combiner and runs one round of combining, unless another thread is the
@@ -267,6 +289,7 @@ where
     }
 
     /// One round of flat combining. The caller holds the combiner lock.
+    #[inline(never)]
     fn combine(&self) {
         self.batch.with_mut(|batch| {
             // SAFETY: `batch` is only accessed by the holder of the combiner lock, which we
@@ -274,8 +297,8 @@ where
             let batch = unsafe { &mut *batch };
             batch.clear();
             let registered = self.registered.load(Ordering::Acquire);
-            for (i, slot) in self.slots[..registered].iter().enumerate() {
-                if slot.is_posted(0) {
+            for (i, t) in self.threads[..registered].iter().enumerate() {
+                if t.slot.is_posted(0) {
                     batch.push(i);
                 }
             }
@@ -285,13 +308,13 @@ where
                     batch.len(),
                     // SAFETY: we hold the combiner lock and observed the slot POSTED; each
                     // batched slot is taken exactly once.
-                    |k| unsafe { self.slots[batch[k]].take_op() },
+                    |k| unsafe { self.threads[batch[k]].slot.take_op() },
                     &mut || self.apply(&[]),
                 );
             }
             self.apply(batch);
             for &i in batch.iter() {
-                self.slots[i].complete();
+                self.threads[i].slot.complete();
             }
         });
     }
@@ -305,7 +328,8 @@ where
         }
         let readers = self.registered.load(Ordering::SeqCst);
         let rid = self.rid;
-        self.data.write(readers, |d| {
+        let flags = self.threads[..readers].iter().map(|t| &t.reader);
+        self.data.write(flags, |d| {
             let mut next = 0;
             self.log.exec(rid, |op, issuer| {
                 let resp = d.dispatch_mut(op.clone());
@@ -314,7 +338,7 @@ where
                     // batch: every earlier combiner applied its own batch before unlocking.
                     // SAFETY: we hold the combiner lock and `batch[next]` is a slot whose
                     // operation we took in this round.
-                    unsafe { self.slots[batch[next]].set_resp(resp) };
+                    unsafe { self.threads[batch[next]].slot.set_resp(resp) };
                     next += 1;
                 }
                 true
