@@ -305,7 +305,11 @@ impl<T> Log<T> {
         }
         if i != start {
             self.ltails[rid].store(i, Ordering::Release);
-            if self.ctail.load(Ordering::Relaxed) < i {
+            if self.replicas() == 1 {
+                // The only replica's local tail is the completed tail; only the holder of its
+                // combiner lock writes it, so a plain store keeps it monotonic.
+                self.ctail.store(i, Ordering::Release);
+            } else if self.ctail.load(Ordering::Relaxed) < i {
                 self.ctail.fetch_max(i, Ordering::AcqRel);
             }
         }

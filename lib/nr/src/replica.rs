@@ -15,6 +15,10 @@ use crate::Dispatch;
 /// Default bound on the number of threads that can register with one replica.
 pub const DEFAULT_MAX_THREADS: usize = 64;
 
+/// How often a thread waiting for its response polls its own slot before trying to become the
+/// combiner itself.
+const POLLS_PER_COMBINE: usize = 16;
+
 /// Combiner-lock value meaning "free".
 const FREE: usize = 0;
 /// Combiner-lock value used by threads that are not registered (lagging-replica advancement).
@@ -184,22 +188,25 @@ where
     }
 
     /// Registers the calling thread; returns `None` once `max_threads` threads registered.
+    ///
+    /// Registration briefly takes the combiner lock, so that the number of registered threads
+    /// never changes under a combiner (see `apply`).
     pub fn register(&self) -> Option<ReplicaToken> {
-        let mut n = self.registered.load(Ordering::Relaxed);
-        loop {
-            if n >= self.threads.len() {
-                return None;
-            }
-            match self.registered.compare_exchange_weak(
-                n,
-                n + 1,
-                Ordering::SeqCst,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some(ReplicaToken::new(self.uid, n)),
-                Err(cur) => n = cur,
-            }
+        let mut backoff = Backoff::new();
+        while self
+            .combiner
+            .compare_exchange(FREE, FOREIGN, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            backoff.spin();
         }
+        let n = self.registered.load(Ordering::Relaxed);
+        let token = (n < self.threads.len()).then(|| {
+            self.registered.store(n + 1, Ordering::Relaxed);
+            ReplicaToken::new(self.uid, n)
+        });
+        self.combiner.store(FREE, Ordering::Release);
+        token
     }
 
     /// Executes a read-only operation on the local replica.
@@ -240,13 +247,27 @@ where
         let tid = token.check(self.uid);
         let slot = &self.threads[tid].slot;
         slot.post(op, 0);
+        self.try_combine(tid);
+        if let Some(resp) = slot.try_take_resp() {
+            return resp;
+        }
+        self.wait_for_response(slot, tid)
+    }
+
+    /// Waits for the combiner to answer our posted operation. Spins on the thread's own slot
+    /// and only looks at the (contended) combiner lock every [`POLLS_PER_COMBINE`] polls, in
+    /// case the combiner collected its batch before we posted and nobody else will combine.
+    #[inline(never)]
+    fn wait_for_response(&self, slot: &Slot<D::UpdateOp, D::Resp>, tid: usize) -> D::Resp {
         let mut backoff = Backoff::new();
         loop {
-            self.try_combine(tid);
-            if let Some(resp) = slot.try_take_resp() {
-                return resp;
+            for _ in 0..POLLS_PER_COMBINE {
+                if let Some(resp) = slot.try_take_resp() {
+                    return resp;
+                }
+                backoff.spin();
             }
-            backoff.spin();
+            self.try_combine(tid);
         }
     }
 
@@ -284,13 +305,13 @@ where
         {
             return;
         }
-        self.combine();
+        self.combine(tid);
         self.combiner.store(FREE, Ordering::Release);
     }
 
-    /// One round of flat combining. The caller holds the combiner lock.
+    /// One round of flat combining by thread `tid`, which holds the combiner lock.
     #[inline(never)]
-    fn combine(&self) {
+    fn combine(&self, tid: usize) {
         self.batch.with_mut(|batch| {
             // SAFETY: `batch` is only accessed by the holder of the combiner lock, which we
             // are, and the reference does not outlive this closure.
@@ -309,10 +330,10 @@ where
                     // SAFETY: we hold the combiner lock and observed the slot POSTED; each
                     // batched slot is taken exactly once.
                     |k| unsafe { self.threads[batch[k]].slot.take_op() },
-                    &mut || self.apply(&[]),
+                    &mut || self.apply(&[], tid),
                 );
             }
-            self.apply(batch);
+            self.apply(batch, tid);
             for &i in batch.iter() {
                 self.threads[i].slot.complete();
             }
@@ -320,17 +341,17 @@ where
     }
 
     /// Applies the log to the structure up to the current tail; responses to this replica's
-    /// operations go to the slots listed in `batch`, in order. The caller holds the combiner
-    /// lock.
-    fn apply(&self, batch: &[usize]) {
+    /// operations go to the slots listed in `batch`, in order. The caller, thread `holder`
+    /// ([`FOREIGN`] for an unregistered thread), holds the combiner lock.
+    fn apply(&self, batch: &[usize], holder: usize) {
         if self.log.is_idle(self.rid) {
             return;
         }
-        let readers = self.registered.load(Ordering::SeqCst);
+        // Stable while we hold the combiner lock (`register` takes it).
+        let registered = self.registered.load(Ordering::Relaxed);
         let rid = self.rid;
-        let flags = self.threads[..readers].iter().map(|t| &t.reader);
-        self.data.write(flags, |d| {
-            let mut next = 0;
+        let mut next = 0;
+        let run = |d: &mut D| {
             self.log.exec(rid, |op, issuer| {
                 let resp = d.dispatch_mut(op.clone());
                 if issuer == rid {
@@ -343,8 +364,17 @@ where
                 }
                 true
             });
-            debug_assert_eq!(next, batch.len());
-        });
+        };
+        if registered == 1 && holder == 0 {
+            // SAFETY: the only registered thread is the caller, which is combining and hence
+            // not reading; no other thread can register (or read) while we hold the combiner
+            // lock. So no reader can exist and the writer flag is not needed.
+            unsafe { self.data.with_mut_unlocked(run) };
+        } else {
+            let flags = self.threads[..registered].iter().map(|t| &t.reader);
+            self.data.write(flags, run);
+        }
+        debug_assert_eq!(next, batch.len());
     }
 }
 
@@ -362,7 +392,7 @@ where
         {
             return false;
         }
-        self.apply(&[]);
+        self.apply(&[], FOREIGN);
         self.combiner.store(FREE, Ordering::Release);
         true
     }

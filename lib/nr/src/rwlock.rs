@@ -59,6 +59,17 @@ impl<T> RwLock<T> {
         r
     }
 
+    /// Runs `f` with exclusive access without taking the lock.
+    ///
+    /// # Safety
+    /// No reader may be active or start while `f` runs, and the caller must be the only
+    /// writer.
+    #[inline(always)]
+    pub(crate) unsafe fn with_mut_unlocked<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: the caller guarantees exclusive access.
+        self.data.with_mut(|p| f(unsafe { &mut *p }))
+    }
+
     /// Runs `f` with exclusive access, after waiting for every flag in `readers` to clear. The
     /// caller must be the only writer (it holds the combiner lock) and `readers` must cover
     /// every reader flag that is in use.
@@ -67,7 +78,7 @@ impl<T> RwLock<T> {
         readers: impl Iterator<Item = &'a ReaderFlag>,
         f: impl FnOnce(&mut T) -> R,
     ) -> R {
-        self.writer.store(true, Ordering::SeqCst);
+        self.writer.fetch_or(true, Ordering::SeqCst);
         for flag in readers {
             let mut backoff = Backoff::new();
             while flag.0.load(Ordering::SeqCst) {
