@@ -408,10 +408,19 @@ fn main() {
         thread_counts
     );
 
+    // Systems are measured back to back for each configuration, in an order that rotates from
+    // one configuration and run to the next, so that slow drifts of the machine (other tenants,
+    // frequency changes) do not favour any system.
     let mut samples = Vec::new();
     for run in 0..args.runs {
-        for &system in &System::ALL {
-            for (wr, t, r) in configs(system, &thread_counts) {
+        for (i, (wr, t, r)) in configs(System::Nr, &thread_counts).into_iter().enumerate() {
+            let mut order: Vec<System> = System::ALL
+                .into_iter()
+                .filter(|s| configs(*s, &thread_counts).contains(&(wr, t, r)))
+                .collect();
+            let len = order.len();
+            order.rotate_left((run + i) % len);
+            for system in order {
                 let ops_per_sec = measure(system, wr, t, r, args.duration, &base);
                 samples.push(Sample {
                     system,
