@@ -333,14 +333,31 @@ fn machine(c: &Case) -> Machine {
     }
 }
 
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(build::root());
+    c
+}
+
+/// Unit and integration tests of every host crate, then the loom model checks of `lib/nr`
+/// (built with `--cfg loom` in a target directory of their own, so the two builds do not
+/// invalidate each other).
 fn host_tests() -> Result<bool, String> {
     eprintln!("xtask: host tests (cargo test --workspace)");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(build::root())
+    let unit = cargo()
         .args(["test", "--workspace", "--exclude", "nr-bench"])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
-    Ok(status.success())
+    eprintln!(
+        "xtask: loom model checks (RUSTFLAGS='--cfg loom' cargo test -p nr --release --test loom)"
+    );
+    let loom = cargo()
+        .args(["test", "-p", "nr", "--release", "--test", "loom"])
+        .env("RUSTFLAGS", "--cfg loom")
+        .env("CARGO_TARGET_DIR", build::root().join("target/loom"))
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    Ok(unit.success() && loom.success())
 }
 
 fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
