@@ -139,6 +139,8 @@ struct Pair([loom::sync::atomic::AtomicU64; 2]);
 enum PairOp {
     Set(usize, u64),
     Sum,
+    /// Zeroes both slots and returns their old sum: a scan-update over both logs.
+    Clear,
 }
 
 impl LogMapper for PairOp {
@@ -146,7 +148,7 @@ impl LogMapper for PairOp {
         logs.clear();
         match *self {
             PairOp::Set(k, _) => logs.push(k % nlogs),
-            PairOp::Sum => logs.push_all(nlogs),
+            PairOp::Sum | PairOp::Clear => logs.push_all(nlogs),
         }
     }
 }
@@ -159,11 +161,13 @@ impl cnr::Dispatch for Pair {
         match op {
             PairOp::Sum => self.0.iter().map(|v| v.load(Ordering::SeqCst)).sum(),
             PairOp::Set(k, _) => self.0[k].load(Ordering::SeqCst),
+            PairOp::Clear => unreachable!("Clear is an update"),
         }
     }
     fn dispatch_mut(&self, op: PairOp) -> u64 {
         match op {
             PairOp::Set(k, v) => self.0[k].swap(v, Ordering::SeqCst),
+            PairOp::Clear => self.0.iter().map(|v| v.swap(0, Ordering::SeqCst)).sum(),
             PairOp::Sum => unreachable!("Sum is a read"),
         }
     }
@@ -189,5 +193,37 @@ fn cnr_scan_sees_a_snapshot() {
         assert!([0, 1, 11].contains(&sum), "scan saw a torn state: {sum}");
         writer.join().unwrap();
         assert_eq!(r.execute(PairOp::Sum, &ts), 11);
+    });
+}
+
+/// A scan-update issued on one replica is applied at the same point of both logs on both
+/// replicas: the writer (on the other replica) sets slot 0 and then slot 1, so `Clear` returns
+/// 0, 1 or 11 and both replicas end in the state that order implies.
+#[test]
+fn cnr_scan_update_is_atomic_on_every_replica() {
+    model(|| {
+        let logs = Arc::new(Logs::<PairOp>::with_capacity(2, 4));
+        let r0 = cnr::Replica::with_data(&logs, Pair::default(), 1);
+        let r1 = cnr::Replica::with_data(&logs, Pair::default(), 1);
+        let tw = r0.register().unwrap();
+        let tc = r1.register().unwrap();
+        let writer = {
+            let r0 = r0.clone();
+            thread::spawn(move || {
+                r0.execute_mut(PairOp::Set(0, 1), &tw);
+                r0.execute_mut(PairOp::Set(1, 10), &tw);
+                tw
+            })
+        };
+        let cleared = r1.execute_mut(PairOp::Clear, &tc);
+        let tw = writer.join().unwrap();
+        let expected = match cleared {
+            0 => 11,
+            1 => 10,
+            11 => 0,
+            torn => panic!("scan-update saw a torn state: {torn}"),
+        };
+        assert_eq!(r0.execute(PairOp::Sum, &tw), expected);
+        assert_eq!(r1.execute(PairOp::Sum, &tc), expected);
     });
 }
