@@ -72,7 +72,7 @@ static SPIN_HOOK: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 const SPINS_BEFORE_HOOK: u32 = 128;
 
 /// Registers `hook` to be called from every iteration of a long spin-wait (one that has already
-/// spun [`SPINS_BEFORE_HOOK`] times), for the whole program.
+/// spun 128 times), for the whole program.
 ///
 /// Spin-waits in this crate wait for other cores (a combiner, a lagging replica, an appender
 /// that reserved log entries but has not written them yet). A host program that runs more
