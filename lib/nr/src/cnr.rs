@@ -86,6 +86,11 @@ impl LogSet {
         (0..MAX_LOGS).filter(move |log| bits & (1 << log) != 0)
     }
 
+    /// Whether every log in the set is below `nlogs`.
+    fn within(&self, nlogs: usize) -> bool {
+        nlogs >= MAX_LOGS || self.bits >> nlogs == 0
+    }
+
     fn first(&self) -> usize {
         self.bits.trailing_zeros() as usize
     }
@@ -347,7 +352,7 @@ where
         let mut set = LogSet::new();
         op.hash(self.logs.len(), &mut set);
         assert!(
-            !set.is_empty() && set.iter().all(|l| l < self.logs.len()),
+            !set.is_empty() && set.within(self.logs.len()),
             "LogMapper must map every operation to at least one existing log"
         );
         set
