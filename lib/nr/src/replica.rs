@@ -16,8 +16,10 @@ use crate::Dispatch;
 pub const DEFAULT_MAX_THREADS: usize = 64;
 
 /// How often a thread waiting for its response polls its own slot before trying to become the
-/// combiner itself.
-const POLLS_PER_COMBINE: usize = 16;
+/// combiner itself. Waiting patiently keeps the combiner role (and with it the replica's cache
+/// lines) on one core while it keeps combining; trying sooner only matters when the combiner
+/// collected its batch just before we posted and then stopped issuing updates.
+const POLLS_PER_COMBINE: usize = 256;
 
 /// Combiner-lock value meaning "free".
 const FREE: usize = 0;
