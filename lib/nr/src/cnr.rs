@@ -454,9 +454,11 @@ where
                 }
                 return;
             }
+            // Not exclusive: scans append to this log without its combiner lock.
             log.append(
                 self.rid,
                 batch.len(),
+                false,
                 // SAFETY: we claimed each batched slot; each is taken exactly once.
                 |k| Entry::Update(unsafe { self.slots[batch[k]].take_op() }),
                 &mut || {
@@ -571,6 +573,7 @@ where
                 self.logs.logs[j].append(
                     self.rid,
                     1,
+                    false,
                     |_| entry.take().expect("one entry"),
                     &mut || {
                         self.help(None);

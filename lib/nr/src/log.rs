@@ -5,7 +5,7 @@ use alloc::sync::Weak;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::sync::{AtomicUsize, Backoff, CachePadded, Ordering, SpinLock, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicUsize, Backoff, CachePadded, Ordering, SpinLock, UnsafeCell};
 
 /// Most replicas that can register with one log.
 pub const MAX_REPLICAS_PER_LOG: usize = 16;
@@ -63,6 +63,8 @@ pub struct Log<T> {
     head: CachePadded<AtomicUsize>,
     ltails: [CachePadded<AtomicUsize>; MAX_REPLICAS_PER_LOG],
     nreplicas: AtomicUsize,
+    /// Set by the first append; registration fails afterwards.
+    sealed: AtomicBool,
     consumers: SpinLock<Vec<Weak<dyn LogConsumer>>>,
     lag_callback: Option<LagCallback>,
     id: usize,
@@ -118,6 +120,7 @@ impl<T> Log<T> {
             head: CachePadded(AtomicUsize::new(0)),
             ltails: core::array::from_fn(|_| CachePadded(AtomicUsize::new(0))),
             nreplicas: AtomicUsize::new(0),
+            sealed: AtomicBool::new(false),
             consumers: SpinLock::new(Vec::new()),
             lag_callback: None,
             id: 0,
@@ -155,7 +158,7 @@ impl<T> Log<T> {
     /// replicas or has already been appended to.
     pub(crate) fn register(&self, consumer: Weak<dyn LogConsumer>) -> Option<usize> {
         let mut consumers = self.consumers.lock();
-        if consumers.len() >= MAX_REPLICAS_PER_LOG || self.tail.load(Ordering::Acquire) != 0 {
+        if consumers.len() >= MAX_REPLICAS_PER_LOG || self.sealed.load(Ordering::Acquire) {
             return None;
         }
         consumers.push(consumer);
@@ -196,8 +199,21 @@ impl<T> Log<T> {
             .unwrap_or(0)
     }
 
+    /// Closes registration, so that the set of replicas is final; called by every append.
+    #[inline(always)]
+    fn seal(&self) {
+        if !self.sealed.load(Ordering::Acquire) {
+            let _consumers = self.consumers.lock();
+            self.sealed.store(true, Ordering::Release);
+        }
+    }
+
     /// Appends `n` operations for replica `rid` with one reservation and returns the logical
     /// index of the first. `fill(k)` produces the `k`-th operation.
+    ///
+    /// `per_replica_exclusive` states that the caller excludes every other append of replica
+    /// `rid` (it holds the replica's only combiner lock, as NR combiners do); if the log also
+    /// has a single replica, the reservation is then a plain store instead of a CAS.
     ///
     /// While the log is full, calls `help` (which must apply outstanding entries to replica
     /// `rid` without blocking), advances lagging replicas where their combiner lock is free,
@@ -206,10 +222,14 @@ impl<T> Log<T> {
         &self,
         rid: usize,
         n: usize,
+        per_replica_exclusive: bool,
         mut fill: impl FnMut(usize) -> T,
         help: &mut dyn FnMut(),
     ) -> usize {
         debug_assert!(n <= self.capacity());
+        self.seal();
+        // Sealed: no replica can register any more, so a single replica stays alone.
+        let exclusive = per_replica_exclusive && self.replicas() == 1;
         let cap = self.capacity();
         let mut backoff = Backoff::new();
         let mut waited = 0usize;
@@ -217,11 +237,15 @@ impl<T> Log<T> {
             let tail = self.tail.load(Ordering::Relaxed);
             let head = self.head.load(Ordering::Acquire);
             if tail + n <= head + cap {
-                if self
-                    .tail
-                    .compare_exchange_weak(tail, tail + n, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
+                let reserved = if exclusive {
+                    self.tail.store(tail + n, Ordering::Relaxed);
+                    true
+                } else {
+                    self.tail
+                        .compare_exchange_weak(tail, tail + n, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                };
+                if reserved {
                     for k in 0..n {
                         self.write(tail + k, rid, fill(k));
                     }

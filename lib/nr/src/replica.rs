@@ -329,6 +329,7 @@ where
                 self.log.append(
                     self.rid,
                     batch.len(),
+                    true,
                     // SAFETY: we hold the combiner lock and observed the slot POSTED; each
                     // batched slot is taken exactly once.
                     |k| unsafe { self.threads[batch[k]].slot.take_op() },
