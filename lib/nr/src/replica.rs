@@ -248,12 +248,40 @@ where
     pub fn execute_mut(&self, op: D::UpdateOp, token: &ReplicaToken) -> D::Resp {
         let tid = token.check(self.uid);
         let slot = &self.threads[tid].slot;
-        slot.post(op, 0);
-        self.try_combine(tid);
-        if let Some(resp) = slot.try_take_resp() {
+        if self.try_lock(tid) {
+            // Stable while we hold the combiner lock (`register` takes it).
+            let resp = if self.registered.load(Ordering::Relaxed) == 1 {
+                // We are the replica's only thread: nobody else can have posted, so append
+                // and apply our operation directly, without going through the slot.
+                self.execute_alone(op, tid)
+            } else {
+                slot.post(op, 0);
+                self.combine(tid);
+                slot.try_take_resp()
+                    .expect("the combiner answers its own operation")
+            };
+            self.combiner.store(FREE, Ordering::Release);
             return resp;
         }
+        slot.post(op, 0);
         self.wait_for_response(slot, tid)
+    }
+
+    /// Appends and applies one operation of thread `tid`, the only registered thread, which
+    /// holds the combiner lock.
+    #[inline(never)]
+    fn execute_alone(&self, op: D::UpdateOp, tid: usize) -> D::Resp {
+        let mut op = Some(op);
+        self.log.append(
+            self.rid,
+            1,
+            true,
+            |_| op.take().expect("one operation"),
+            &mut || self.apply(tid, |_| unreachable!("no operation of ours is pending")),
+        );
+        let mut resp = None;
+        self.apply(tid, |r| resp = Some(r));
+        resp.expect("the log holds our operation")
     }
 
     /// Waits for the combiner to answer our posted operation. Spins on the thread's own slot
@@ -299,16 +327,20 @@ where
     /// combiner.
     #[inline]
     fn try_combine(&self, tid: usize) {
-        if self.combiner.load(Ordering::Relaxed) != FREE
-            || self
+        if self.try_lock(tid) {
+            self.combine(tid);
+            self.combiner.store(FREE, Ordering::Release);
+        }
+    }
+
+    /// Takes the combiner lock for thread `tid` if it is free.
+    #[inline]
+    fn try_lock(&self, tid: usize) -> bool {
+        self.combiner.load(Ordering::Relaxed) == FREE
+            && self
                 .combiner
                 .compare_exchange(FREE, tid + 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            return;
-        }
-        self.combine(tid);
-        self.combiner.store(FREE, Ordering::Release);
+                .is_ok()
     }
 
     /// One round of flat combining by thread `tid`, which holds the combiner lock.
@@ -333,37 +365,42 @@ where
                     // SAFETY: we hold the combiner lock and observed the slot POSTED; each
                     // batched slot is taken exactly once.
                     |k| unsafe { self.threads[batch[k]].slot.take_op() },
-                    &mut || self.apply(&[], tid),
+                    &mut || self.apply(tid, |_| unreachable!("the batch is not applied yet")),
                 );
             }
-            self.apply(batch, tid);
+            let mut next = 0;
+            self.apply(tid, |resp| {
+                // SAFETY: we hold the combiner lock and `batch[next]` is a slot whose operation
+                // we took in this round; responses come in batch order.
+                unsafe { self.threads[batch[next]].slot.set_resp(resp) };
+                next += 1;
+            });
+            debug_assert_eq!(next, batch.len());
             for &i in batch.iter() {
                 self.threads[i].slot.complete();
             }
         });
     }
 
-    /// Applies the log to the structure up to the current tail; responses to this replica's
-    /// operations go to the slots listed in `batch`, in order. The caller, thread `holder`
+    /// Applies the log to the structure up to the current tail, passing the responses to this
+    /// replica's operations to `respond`, in log order. The caller, thread `holder`
     /// ([`FOREIGN`] for an unregistered thread), holds the combiner lock.
-    fn apply(&self, batch: &[usize], holder: usize) {
+    #[inline]
+    fn apply(&self, holder: usize, mut respond: impl FnMut(D::Resp)) {
         if self.log.is_idle(self.rid) {
             return;
         }
         // Stable while we hold the combiner lock (`register` takes it).
         let registered = self.registered.load(Ordering::Relaxed);
         let rid = self.rid;
-        let mut next = 0;
         let run = |d: &mut D| {
             self.log.exec(rid, |op, issuer| {
                 let resp = d.dispatch_mut(op.clone());
                 if issuer == rid {
-                    // Entries of this replica past its local tail are exactly the current
-                    // batch: every earlier combiner applied its own batch before unlocking.
-                    // SAFETY: we hold the combiner lock and `batch[next]` is a slot whose
-                    // operation we took in this round.
-                    unsafe { self.threads[batch[next]].slot.set_resp(resp) };
-                    next += 1;
+                    // Entries of this replica past its local tail are exactly the operations
+                    // the lock holder appended: every earlier holder applied its own before
+                    // unlocking.
+                    respond(resp);
                 }
                 true
             });
@@ -377,7 +414,6 @@ where
             let flags = self.threads[..registered].iter().map(|t| &t.reader);
             self.data.write(flags, run);
         }
-        debug_assert_eq!(next, batch.len());
     }
 }
 
@@ -395,7 +431,9 @@ where
         {
             return false;
         }
-        self.apply(&[], FOREIGN);
+        self.apply(FOREIGN, |_| {
+            unreachable!("a replica's own operations are applied by its combiner")
+        });
         self.combiner.store(FREE, Ordering::Release);
         true
     }
