@@ -243,7 +243,8 @@ where
     ///
     /// Posts `op` in the thread's slot; the combiner of this replica (this thread, if the
     /// combiner lock is free) appends all posted operations to the log with one reservation,
-    /// applies the log to the replica and hands back every response.
+    /// applies the log to the replica and hands back every response. The only registered
+    /// thread of a replica skips the slot and appends its operation directly.
     #[inline]
     pub fn execute_mut(&self, op: D::UpdateOp, token: &ReplicaToken) -> D::Resp {
         let tid = token.check(self.uid);
