@@ -71,6 +71,8 @@ pub enum BootInfoError {
     CmdlineTooLong(usize),
     /// More modules than [`MAX_MODULES`].
     TooManyModules(u32),
+    /// The command line is not UTF-8.
+    CmdlineNotUtf8,
 }
 
 impl fmt::Display for BootInfoError {
@@ -93,6 +95,7 @@ impl fmt::Display for BootInfoError {
                     "kernel command line is {n} bytes, the limit is {MAX_CMDLINE}"
                 )
             }
+            BootInfoError::CmdlineNotUtf8 => write!(f, "kernel command line is not UTF-8"),
             BootInfoError::TooManyModules(n) => {
                 write!(f, "{n} boot modules given, the limit is {MAX_MODULES}")
             }
@@ -191,6 +194,8 @@ impl BootInfo {
                 self.cmdline[len] = b;
                 len += 1;
             }
+            core::str::from_utf8(&self.cmdline[..len])
+                .map_err(|_| BootInfoError::CmdlineNotUtf8)?;
             self.cmdline_len = len;
         }
         if flags & (1 << 3) != 0 {
@@ -222,7 +227,8 @@ impl BootInfo {
 
     /// The kernel command line without the kernel image path that multiboot loaders put first.
     pub fn cmdline(&self) -> &str {
-        let raw = core::str::from_utf8(&self.cmdline[..self.cmdline_len]).unwrap_or("");
+        // `read` accepted only UTF-8.
+        let raw = core::str::from_utf8(&self.cmdline[..self.cmdline_len]).unwrap_or_default();
         match raw.trim_start().split_once(' ') {
             Some((_path, rest)) => rest.trim(),
             None => "",

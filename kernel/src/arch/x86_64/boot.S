@@ -21,6 +21,17 @@
     .set EFER_BITS, 0x900                 /* LME | NXE */
     .set CR0_BITS, 0x80010023             /* PG | WP | NE | MP | PE */
 
+/* In 64-bit mode: flat kernel data segment (selector 0x10) in DS/ES/SS, null FS/GS. */
+.macro load_data_segments
+    mov $0x10, %eax
+    mov %eax, %ds
+    mov %eax, %es
+    mov %eax, %ss
+    xor %eax, %eax
+    mov %eax, %fs
+    mov %eax, %gs
+.endm
+
 /* From 32-bit protected mode with CR3 loaded: PAE and SSE on, long mode and NX enabled, paging
  * on. The next far jump to a 64-bit code segment enters long mode. */
 .macro enter_long_mode
@@ -69,13 +80,7 @@ _start32:
 
     .code64
 start64_low:
-    mov $0x10, %eax
-    mov %eax, %ds
-    mov %eax, %es
-    mov %eax, %ss
-    xor %eax, %eax
-    mov %eax, %fs
-    mov %eax, %gs
+    load_data_segments
     mov %edi, %edi                        /* upper halves are undefined after the mode switch */
     mov %esi, %esi
     mov boot_tsc, %rdx
@@ -175,13 +180,7 @@ ap_pm32:
     ljmp $0x18, $(AP_TRAMPOLINE_PHYS + ap_lm64 - ap_trampoline_start)
     .code64
 ap_lm64:
-    mov $0x10, %eax
-    mov %eax, %ds
-    mov %eax, %es
-    mov %eax, %ss
-    xor %eax, %eax
-    mov %eax, %fs
-    mov %eax, %gs
+    load_data_segments
     mov P_STACK, %rsp
     mov P_ARG, %rdi
     mov P_KERNEL_CR3, %rbx
