@@ -1,0 +1,216 @@
+/*
+ * reef-test.h: the small shared harness of Reef's user test programs (one .c file each in usr/).
+ *
+ * Every program prints what it checks, one line at a time, and ends with `PASS <name>` and exit
+ * status 0, or prints `FAIL <name>: FILE:LINE: <why>` and exits with status 1. The programs are
+ * static musl binaries that must pass on Linux as well as on Reef; `on_reef()` tells them apart
+ * (uname release `6.1.0-reef`) for the few checks that only make sense on one of the two.
+ *
+ * Only system calls that Reef's user-process issue lists are used (no pipes, no files): children
+ * report to their parents through exit statuses and MAP_SHARED memory.
+ */
+#ifndef REEF_TEST_H
+#define REEF_TEST_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Name printed in PASS/FAIL lines; every program sets it first thing with test_begin(). */
+static const char *test_name = "?";
+
+/* Reef's own system call: free physical memory in bytes (-1 with ENOSYS on Linux). */
+#define SYS_reef_free_bytes 1024
+
+/* Unbuffered stdout (one write per printf, nothing duplicated by fork or lost by a crash). */
+static inline void test_begin(const char *name)
+{
+    test_name = name;
+    setvbuf(stdout, NULL, _IONBF, 0);
+}
+
+static inline void test_fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+
+/* Prints `FAIL <name>: FILE:LINE: <message>` and ends the whole process with status 1. */
+static inline void test_fail_at(const char *file, int line, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("FAIL %s: %s:%d: %s\n", test_name, file, line, msg);
+    _exit(1);
+}
+
+#define FAIL(...) test_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Fails unless `cond` holds. */
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            FAIL("check failed: %s", #cond);                                                       \
+    } while (0)
+
+/* Fails unless the two integer expressions are equal; prints both values. */
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long check_a_ = (long long)(a), check_b_ = (long long)(b);                            \
+        if (check_a_ != check_b_)                                                                  \
+            FAIL("check failed: %s == %s (%lld != %lld, 0x%llx != 0x%llx)", #a, #b, check_a_,      \
+                 check_b_, (unsigned long long)check_a_, (unsigned long long)check_b_);            \
+    } while (0)
+
+/* Evaluates a libc call that returns -1 with errno on failure; fails with the errno if it does. */
+#define CHECK_SYS(expr)                                                                            \
+    ({                                                                                             \
+        long check_r_ = (long)(expr);                                                              \
+        if (check_r_ == -1)                                                                        \
+            FAIL("%s failed: %s (errno %d)", #expr, strerror(errno), errno);                       \
+        check_r_;                                                                                  \
+    })
+
+/* Fails unless the libc call returns -1 with errno `err`. */
+#define CHECK_ERRNO(expr, err)                                                                     \
+    do {                                                                                           \
+        errno = 0;                                                                                 \
+        long check_r_ = (long)(expr);                                                              \
+        if (check_r_ != -1 || errno != (err))                                                      \
+            FAIL("%s: expected -1 with %s, got %ld with errno %d (%s)", #expr, #err, check_r_,     \
+                 errno, strerror(errno));                                                          \
+    } while (0)
+
+/* Fails with the error number a pthread function returned. */
+#define CHECK_PT(expr)                                                                             \
+    do {                                                                                           \
+        int check_e_ = (expr);                                                                     \
+        if (check_e_ != 0)                                                                         \
+            FAIL("%s failed: %s (%d)", #expr, strerror(check_e_), check_e_);                       \
+    } while (0)
+
+/* Prints one progress line, prefixed by the test name. */
+#define SAY(...)                                                                                   \
+    do {                                                                                           \
+        printf("%s: ", test_name);                                                                 \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+    } while (0)
+
+/* Prints `PASS <name>` and exits with status 0. */
+#define PASS()                                                                                     \
+    do {                                                                                           \
+        printf("PASS %s\n", test_name);                                                            \
+        exit(0);                                                                                   \
+    } while (0)
+
+/* Whether this runs on Reef (uname release 6.1.0-reef) rather than Linux. */
+static inline int on_reef(void)
+{
+    struct utsname u;
+    return uname(&u) == 0 && strstr(u.release, "-reef") != NULL;
+}
+
+/* The running program's own path, for re-executing itself: $REEF_SELF, else argv[0] when it
+ * holds a '/', else /proc/self/exe (Linux only). */
+static inline const char *self_path(const char *argv0)
+{
+    const char *env = getenv("REEF_SELF");
+    if (env && *env)
+        return env;
+    if (argv0 && strchr(argv0, '/'))
+        return argv0;
+    return "/proc/self/exe";
+}
+
+/* Describes a wait status ("exited with status 3", "killed by signal 9"). */
+static inline const char *describe_wait(int status)
+{
+    static char buf[64];
+    if (WIFEXITED(status))
+        snprintf(buf, sizeof buf, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, sizeof buf, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, sizeof buf, "wait status 0x%x", status);
+    return buf;
+}
+
+/* Waits for child `pid` (again if interrupted) and fails unless it exited with status `code`. */
+#define CHECK_CHILD_EXIT(pid, code)                                                                \
+    do {                                                                                           \
+        int check_st_ = 0;                                                                         \
+        pid_t check_w_;                                                                            \
+        while ((check_w_ = waitpid((pid), &check_st_, 0)) == -1 && errno == EINTR)                 \
+            ;                                                                                      \
+        if (check_w_ == -1)                                                                        \
+            FAIL("waitpid(%d) failed: %s", (int)(pid), strerror(errno));                           \
+        CHECK_EQ(check_w_, (pid));                                                                 \
+        if (!WIFEXITED(check_st_) || WEXITSTATUS(check_st_) != (code))                             \
+            FAIL("child %d %s, expected exit status %d", (int)(pid), describe_wait(check_st_),     \
+                 (int)(code));                                                                     \
+    } while (0)
+
+/* The CPUs this process may run on, in increasing order; returns how many (at most `max`). */
+static inline int allowed_cpus(int *cpus, int max)
+{
+    cpu_set_t set;
+    CHECK_SYS(sched_getaffinity(0, sizeof set, &set));
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    CHECK(n >= 1);
+    return n;
+}
+
+/* Pins the calling thread to `cpu` and checks that it now runs there. */
+static inline void pin_self(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    CHECK_SYS(sched_setaffinity(0, sizeof set, &set));
+    int now = sched_getcpu();
+    if (now != cpu)
+        FAIL("pinned to cpu %d, but sched_getcpu() says %d", cpu, now);
+}
+
+/* Anonymous shared memory that survives fork, for children to report to their parent. */
+static inline void *shared_page(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        FAIL("mmap of %zu shared bytes failed: %s", len, strerror(errno));
+    return p;
+}
+
+/* Reef's free physical memory in bytes, or -1 (errno ENOSYS) where the call does not exist. */
+static inline long reef_free_bytes(void)
+{
+    return syscall(SYS_reef_free_bytes);
+}
+
+/* Monotonic time in nanoseconds. */
+static inline long long now_ns(void)
+{
+    struct timespec ts;
+    CHECK_SYS(clock_gettime(CLOCK_MONOTONIC, &ts));
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif
