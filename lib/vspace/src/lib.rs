@@ -1,0 +1,75 @@
+//! One replica of a process address space for NR-vMem: the region database and the x86-64
+//! page tables.
+//!
+//! NrOS (Bhardwaj et al., OSDI '21, §4.2) keeps each process's mapping database and its hardware
+//! page tables in one *sequential* structure and replicates it once per NUMA node with node
+//! replication; `MapFrame`, `Unmap` and `Adjust` are updates, `Resolve` a read. This crate is
+//! that structure: [`AddressSpace`] holds the regions (like Linux VMAs: `mmap`, `munmap`,
+//! `mprotect`, `brk`) and builds the page tables of its replica from table frames that the
+//! kernel supplies through [`TableMemory`] (frames of the replica's node). The kernel wraps it in
+//! `nr`; this crate has no `unsafe` code and is tested on the host.
+//!
+//! # Determinism
+//!
+//! Every replica runs every update, so every result must depend only on the sequence of
+//! operations, never on where a replica's tables live: [`AddressSpace::find_free`] picks
+//! addresses deterministically, results never mention table addresses, and a failed operation
+//! changes nothing (the tables it needs are allocated before the first write). Running out of
+//! table memory on one replica but not another is the one way replicas can still diverge; the
+//! kernel should keep enough table frames per node.
+//!
+//! # Hardware interplay
+//!
+//! * Entries use the layout in [`PRESENT`], [`WRITABLE`], [`USER`], [`HUGE`], [`NX`] and
+//!   [`ADDR_MASK`]. NX needs `EFER.NXE`. Intermediate entries are present, writable and user, so
+//!   leaves alone decide access. `PROT_NONE` pages are not present but keep their frame, marked
+//!   with the software bit [`PROT_NONE`].
+//! * The walker sets [`ACCESSED`] and [`DIRTY`] in a replica's entries; they are ignored when
+//!   comparing entries and kept by `protect`.
+//! * New paths are built bottom-up and linked last, and tables are unlinked before
+//!   [`TableMemory::free_table`]. Other cores may still cache a freed table until the TLB
+//!   shootdown that follows `unmap`, so the kernel must not reuse freed table frames before it.
+//! * The kernel half of the PML4 (entries 256..512) is written once by [`AddressSpace::new`] and
+//!   never touched again; the kernel should preallocate its upper-level tables so those entries
+//!   never change.
+//!
+//! # Dependencies
+//!
+//! Only `abi` (Linux errno values) and `alloc`'s `BTreeMap` for the regions: the mapping
+//! database is a B-tree as in NrOS, and a crate for interval trees would add nothing needed at
+//! the sizes of a process's region list.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod entry;
+mod space;
+mod types;
+
+pub use entry::{
+    decode, EntryInfo, ACCESSED, ADDR_MASK, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT, PROT_NONE,
+    TABLE_FLAGS, USER, WRITABLE,
+};
+pub use space::AddressSpace;
+pub use types::{
+    MapError, Mapping, PageSize, Prot, Region, RegionKind, Translation, Unmapped, Walk,
+    LARGE_PAGE_SIZE, PAGE_SIZE, USER_END,
+};
+
+/// Where page-table pages live. The kernel implements it over its direct map of physical memory
+/// (allocating from the replica's NUMA node); tests implement it over a map.
+pub trait TableMemory {
+    /// A zeroed 4 KiB frame for a page table: its physical address (4 KiB-aligned, below
+    /// 2^52), or `None` if there is no memory.
+    fn allocate_table(&mut self) -> Option<u64>;
+    /// Returns a table frame that the address space no longer uses. It is all zero, but other
+    /// cores may still cache it until the next TLB shootdown.
+    fn free_table(&mut self, phys: u64);
+    /// Entry `index` (0..512) of the table at `table`.
+    fn read(&self, table: u64, index: usize) -> u64;
+    /// Sets entry `index` (0..512) of the table at `table` to `entry`.
+    fn write(&mut self, table: u64, index: usize, entry: u64);
+}
