@@ -1,0 +1,332 @@
+//! Path resolution, written once against [`Namespace`] and used by both layers.
+//!
+//! The walker is iterative (an explicit stack of symlink bodies, like Linux's `nameidata`), so
+//! its stack use does not grow with the number of symlinks followed.
+
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+
+use abi::Errno;
+
+use crate::{Ino, Kind, Last, ParentPath, NAME_MAX, PATH_MAX, ROOT_INO, SYMLOOP_MAX};
+
+/// The reads path resolution needs. Each method reads one inode, so the replicated file
+/// system implements each with one read on that inode's log.
+pub(crate) trait Namespace {
+    /// The kind of inode `ino` (ENOENT if it does not exist).
+    fn kind(&self, ino: Ino) -> Result<Kind, Errno>;
+    /// Looks `name` (a single, valid component) up in directory `dir` (ENOENT if `dir` does
+    /// not exist, ENOTDIR if it is not a directory); `None` if there is no such entry.
+    fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Option<(Ino, Kind)>, Errno>;
+    /// The parent (`..`) of directory `dir` (the root is its own parent).
+    fn parent(&self, dir: Ino) -> Result<Ino, Errno>;
+    /// The target of symlink `ino`.
+    fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno>;
+}
+
+/// Checks a whole path: ENOENT if empty, ENAMETOOLONG if longer than `PATH_MAX - 1` bytes.
+pub(crate) fn check_path(path: &[u8]) -> Result<(), Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(())
+}
+
+/// One path being walked: the original, or the body of a symlink being followed.
+struct Frame<'p> {
+    path: Cow<'p, [u8]>,
+    pos: usize,
+}
+
+impl Frame<'_> {
+    /// Whether only slashes are left.
+    fn exhausted(&self) -> bool {
+        self.path[self.pos..].iter().all(|&b| b == b'/')
+    }
+}
+
+/// A component taken from the top frame.
+struct Component {
+    start: usize,
+    end: usize,
+    /// The last component of the walk: no component follows in any frame.
+    last: bool,
+    /// Slashes follow it in its frame.
+    trailing: bool,
+}
+
+/// Walker state: the current directory, the frames and the number of symlinks followed.
+struct Walk<'p> {
+    dir: Ino,
+    frames: Vec<Frame<'p>>,
+    links: u32,
+}
+
+impl<'p> Walk<'p> {
+    /// Starts at the root for an absolute path, else at `start` (which must be a directory).
+    fn new(ns: &(impl Namespace + ?Sized), start: Ino, path: &'p [u8]) -> Result<Self, Errno> {
+        check_path(path)?;
+        let dir = if path[0] == b'/' { ROOT_INO } else { start };
+        if ns.kind(dir)? != Kind::Dir {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(Self {
+            dir,
+            frames: alloc::vec![Frame {
+                path: Cow::Borrowed(path),
+                pos: 0,
+            }],
+            links: 0,
+        })
+    }
+
+    /// Takes the next component, dropping finished frames; `None` when nothing is left.
+    fn next(&mut self) -> Option<Component> {
+        loop {
+            let top = self.frames.last_mut()?;
+            while top.pos < top.path.len() && top.path[top.pos] == b'/' {
+                top.pos += 1;
+            }
+            if top.pos == top.path.len() {
+                self.frames.pop();
+                continue;
+            }
+            let start = top.pos;
+            let end = top.path[start..]
+                .iter()
+                .position(|&b| b == b'/')
+                .map_or(top.path.len(), |i| start + i);
+            top.pos = end;
+            let trailing = end < top.path.len();
+            let last = self.frames.iter().all(Frame::exhausted);
+            return Some(Component {
+                start,
+                end,
+                last,
+                trailing,
+            });
+        }
+    }
+
+    fn name(&self, c: &Component) -> &[u8] {
+        let top = self
+            .frames
+            .last()
+            .expect("a component comes from the top frame");
+        &top.path[c.start..c.end]
+    }
+
+    /// Follows symlink `link` (found in the current directory): pushes its body.
+    fn follow(&mut self, ns: &(impl Namespace + ?Sized), link: Ino) -> Result<(), Errno> {
+        self.links += 1;
+        if self.links > SYMLOOP_MAX {
+            return Err(Errno::ELOOP);
+        }
+        let target = ns.link_target(link)?;
+        check_path(&target)?;
+        if target[0] == b'/' {
+            self.dir = ROOT_INO;
+        }
+        self.frames.push(Frame {
+            path: Cow::Owned(target),
+            pos: 0,
+        });
+        Ok(())
+    }
+
+    /// Looks a `Name` component up (ENAMETOOLONG, ENOENT).
+    fn lookup(&self, ns: &(impl Namespace + ?Sized), c: &Component) -> Result<(Ino, Kind), Errno> {
+        let name = self.name(c);
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        ns.lookup(self.dir, name)?.ok_or(Errno::ENOENT)
+    }
+
+    /// Moves into a component that is not the last one: it must be (or lead to) a directory.
+    fn step(&mut self, ns: &(impl Namespace + ?Sized), c: &Component) -> Result<(), Errno> {
+        match self.name(c) {
+            b"." => Ok(()),
+            b".." => {
+                self.dir = ns.parent(self.dir)?;
+                Ok(())
+            }
+            _ => match self.lookup(ns, c)? {
+                (ino, Kind::Dir) => {
+                    self.dir = ino;
+                    Ok(())
+                }
+                (ino, Kind::Symlink) => self.follow(ns, ino),
+                _ => Err(Errno::ENOTDIR),
+            },
+        }
+    }
+}
+
+/// Resolves `path` to an inode and its kind. See [`crate::FileSystem::resolve`].
+pub(crate) fn resolve(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+    follow_last: bool,
+) -> Result<(Ino, Kind), Errno> {
+    let mut w = Walk::new(ns, start, path)?;
+    let mut follow_last = follow_last;
+    let mut must_be_dir = false;
+    let mut found = (w.dir, Kind::Dir);
+    while let Some(c) = w.next() {
+        if !c.last {
+            w.step(ns, &c)?;
+            found = (w.dir, Kind::Dir);
+            continue;
+        }
+        if c.trailing {
+            // Linux: a trailing slash means LOOKUP_FOLLOW | LOOKUP_DIRECTORY, and it sticks.
+            must_be_dir = true;
+            follow_last = true;
+        }
+        found = match w.name(&c) {
+            b"." => (w.dir, Kind::Dir),
+            b".." => (ns.parent(w.dir)?, Kind::Dir),
+            _ => match w.lookup(ns, &c)? {
+                (ino, Kind::Symlink) if follow_last => {
+                    w.follow(ns, ino)?;
+                    continue;
+                }
+                other => other,
+            },
+        };
+        if found.1 == Kind::Dir {
+            w.dir = found.0;
+        }
+    }
+    if must_be_dir && found.1 != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(found)
+}
+
+/// Resolves all but the last component of `path`. See [`crate::FileSystem::resolve_parent`].
+pub(crate) fn resolve_parent(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+) -> Result<ParentPath, Errno> {
+    resolve_parent_counting(ns, start, path, &mut 0)
+}
+
+/// [`resolve_parent`] that adds the symlinks it follows to `links` (and fails with ELOOP when
+/// the total passes the limit), for callers that follow a last-component symlink themselves.
+pub(crate) fn resolve_parent_counting(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+    links: &mut u32,
+) -> Result<ParentPath, Errno> {
+    let mut w = Walk::new(ns, start, path)?;
+    w.links = *links;
+    while let Some(c) = w.next() {
+        if !c.last {
+            w.step(ns, &c)?;
+            continue;
+        }
+        let last = match w.name(&c) {
+            b"." => Last::Dot,
+            b".." => Last::DotDot,
+            name => Last::Name(name.to_vec()),
+        };
+        *links = w.links;
+        return Ok(ParentPath {
+            dir: w.dir,
+            last,
+            trailing_slash: c.trailing,
+        });
+    }
+    // Nothing but slashes: the root.
+    *links = w.links;
+    Ok(ParentPath {
+        dir: ROOT_INO,
+        last: Last::Root,
+        trailing_slash: false,
+    })
+}
+
+/// Where `open(O_CREAT)` acts: the directory, the name, and the existing entry if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CreateTarget {
+    pub(crate) dir: Ino,
+    pub(crate) name: Vec<u8>,
+    pub(crate) existing: Option<Ino>,
+}
+
+/// Plans `open(O_CREAT)`: finds the parent, follows a symlink in the last component (Linux
+/// creates the target of a dangling symlink unless `O_EXCL`), and reports an existing entry.
+pub(crate) fn plan_create(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+    exclusive: bool,
+) -> Result<CreateTarget, Errno> {
+    let mut links = 0;
+    let mut start = start;
+    let mut path: Cow<'_, [u8]> = Cow::Borrowed(path);
+    loop {
+        let p = resolve_parent_counting(ns, start, &path, &mut links)?;
+        let name = match p.last {
+            Last::Name(n) => n,
+            _ if exclusive => return Err(Errno::EEXIST),
+            _ => return Err(Errno::EISDIR),
+        };
+        if p.trailing_slash {
+            return Err(Errno::EISDIR);
+        }
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        match ns.lookup(p.dir, &name)? {
+            None => {
+                return Ok(CreateTarget {
+                    dir: p.dir,
+                    name,
+                    existing: None,
+                })
+            }
+            Some(_) if exclusive => return Err(Errno::EEXIST),
+            Some((_, Kind::Dir)) => return Err(Errno::EISDIR),
+            Some((ino, Kind::Symlink)) => {
+                links += 1;
+                if links > SYMLOOP_MAX {
+                    return Err(Errno::ELOOP);
+                }
+                let target = ns.link_target(ino)?;
+                check_path(&target)?;
+                start = p.dir;
+                path = Cow::Owned(target);
+            }
+            Some((ino, _)) => {
+                return Ok(CreateTarget {
+                    dir: p.dir,
+                    name,
+                    existing: Some(ino),
+                })
+            }
+        }
+    }
+}
+
+/// Plans an operation that adds a new name (`mkdir`, `symlink`, `mknod`, the new side of
+/// `link`): `.`, `..` and `/` are EEXIST (Linux `filename_create`).
+pub(crate) fn plan_new_name(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+) -> Result<(Ino, Vec<u8>, bool), Errno> {
+    let p = resolve_parent(ns, start, path)?;
+    match p.last {
+        Last::Name(n) => Ok((p.dir, n, p.trailing_slash)),
+        _ => Err(Errno::EEXIST),
+    }
+}
