@@ -32,6 +32,19 @@ pub const OBJCOPY: Need = Need {
     purpose: "making the kernel's boot image",
 };
 
+/// musl-gcc, to build the user test programs in `usr/` as static musl binaries.
+pub const MUSL_GCC: Need = Need {
+    program: "musl-gcc",
+    package: "musl-tools",
+    purpose: "building the user test programs in usr/",
+};
+/// Debian's statically linked busybox, the initramfs's `/bin/busybox`.
+pub const BUSYBOX: Need = Need {
+    program: "/bin/busybox",
+    package: "busybox-static",
+    purpose: "the initramfs's /bin/busybox and its applets",
+};
+
 fn present(program: &str) -> bool {
     if program.starts_with('/') {
         return Path::new(program).exists();

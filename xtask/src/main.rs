@@ -1,28 +1,37 @@
 //! `cargo xtask`: Reef's build tool.
 //!
 //! - `cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb]
-//!   [-- KERNEL_COMMAND_LINE...]` builds Reef and boots it in QEMU.
-//! - `cargo xtask test [--host-only|--qemu-only] [FILTER]` runs the host tests of every crate
-//!   and the QEMU integration tests.
+//!   [-- WORD...]` builds Reef and the initramfs and boots them in QEMU; each WORD becomes one
+//!   word of the kernel command line (quoted when needed, see `cmdline`).
+//! - `cargo xtask test [--host-only|--linux-only|--qemu-only] [FILTER]` runs the host tests of
+//!   every crate, the user test programs natively on Linux, and the QEMU integration tests.
 //! - `cargo xtask boottime [--runs N]` measures boot time in the test configurations.
+//! - `cargo xtask initramfs [--list]` builds the user programs and `out/initramfs.cpio`.
 //!
-//! Missing system packages (QEMU, binutils) are installed with apt-get, saying what is installed.
+//! Missing system packages (QEMU, binutils, musl-tools, busybox-static) are installed with
+//! apt-get, saying what is installed.
 
 mod build;
+mod cmdline;
+mod cpio;
 mod deps;
 mod qemu;
 mod tests;
+mod usr;
 
 use qemu::{Accel, Machine};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb] [-- KERNEL_COMMAND_LINE...]
-  cargo xtask test [--host-only | --qemu-only] [FILTER]
+  cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb] [-- WORD...]
+  cargo xtask test [--host-only | --linux-only | --qemu-only] [FILTER]
   cargo xtask boottime [--runs N]
+  cargo xtask initramfs [--list]
 
 defaults: --cores 4 --nodes 2 --memory 1024, accelerator: KVM where real hardware
-virtualization exists, else TCG.";
+virtualization exists, else TCG.
+run: each WORD is one kernel command-line word, e.g.
+  cargo xtask run -- init=/bin/busybox sh -c 'echo a; echo b'";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +39,7 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("test") => tests::main(&args[1..]),
         Some("boottime") => tests::boottime(&args[1..]),
+        Some("initramfs") => usr::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(0)
@@ -94,11 +104,13 @@ fn parse_run(args: &[String]) -> Result<(Machine, bool, Vec<String>), String> {
 }
 
 fn run(args: &[String]) -> Result<u8, String> {
-    let (machine, gdb, cmdline) = parse_run(args)?;
+    let (machine, gdb, words) = parse_run(args)?;
     machine.validate()?;
+    let line = cmdline::join(&words)?;
     deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
     let kernel = build::kernel()?;
-    let mut cmd = machine.command(&kernel.image, &cmdline.join(" "), true);
+    let initrd = usr::initramfs()?;
+    let mut cmd = machine.command(&kernel.image, &initrd, &line, true);
     if gdb {
         cmd.args(["-s", "-S"]);
         eprintln!("xtask: QEMU waits for a debugger on localhost:1234. In another terminal:");

@@ -131,11 +131,19 @@ impl Machine {
         a
     }
 
-    /// A QEMU command booting `kernel` with `cmdline`, serial on stdio.
-    pub fn command(&self, kernel: &Path, cmdline: &str, interactive: bool) -> Command {
+    /// A QEMU command booting `kernel` with the initramfs `initrd` (a multiboot module) and
+    /// `cmdline`, serial on stdio.
+    pub fn command(
+        &self,
+        kernel: &Path,
+        initrd: &Path,
+        cmdline: &str,
+        interactive: bool,
+    ) -> Command {
         let mut c = Command::new("qemu-system-x86_64");
         c.args(self.args());
         c.arg("-kernel").arg(kernel);
+        c.arg("-initrd").arg(initrd);
         c.arg("-append").arg(cmdline);
         if interactive {
             c.args(["-serial", "mon:stdio"]);

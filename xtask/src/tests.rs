@@ -1,50 +1,88 @@
-//! `cargo xtask test`: host unit tests of every crate, then QEMU integration tests that boot
-//! Reef in several configurations and check its serial output and exit status.
+//! `cargo xtask test`: host unit tests of every crate and the user test programs run natively on
+//! Linux, then QEMU integration tests that boot Reef in several configurations and check its
+//! serial output and exit status.
 //!
-//! Each QEMU test has a time limit and prints the whole serial log when it fails. Tests check
-//! behaviour, never timing.
+//! Each test has a time limit and prints the whole log when it fails. Tests check behaviour,
+//! never timing.
+//!
+//! The `user-...` cases boot a user program as init (`init=/test/<name>` from the initramfs, or
+//! busybox) and expect its output, `reef: init exited with status N`, the power-off report lines
+//! and the QEMU exit status that N maps to (see [`qemu_status_for_init`]). The same programs run
+//! on the host as `linux::user-...` to show that they pass on Linux.
 
-use crate::build;
-use crate::deps;
 use crate::qemu::{Accel, Machine};
+use crate::{build, cmdline, deps, usr};
 use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Time limit of one QEMU boot.
 const LIMIT: Duration = Duration::from_secs(180);
+/// Time limit of the boots that create many processes.
+const LONG_LIMIT: Duration = Duration::from_secs(400);
+/// Time limit of one user program run natively on Linux.
+const NATIVE_LIMIT: Duration = Duration::from_secs(120);
 
-/// What a QEMU run produced.
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Exited with this status.
+    Exited(i32),
+    /// Killed by this signal (only native runs; QEMU exits by itself).
+    Signaled(i32),
+    /// Still running at the time limit, and killed.
+    TimedOut,
+}
+
+/// What a QEMU (or native) run produced.
 pub struct Outcome {
-    /// Serial output.
+    /// Serial output (stdout and stderr of the process).
     pub log: String,
-    /// Exit status, or None when killed at the time limit.
-    pub status: Option<i32>,
-    /// Wall time from spawning QEMU to its exit.
+    /// How it ended.
+    pub end: End,
+    /// Wall time from spawning the process to its exit.
     pub wall: Duration,
 }
 
-/// Explains a QEMU exit status (see docs/debugging.md).
-pub fn describe_status(code: i32) -> &'static str {
-    match code {
-        0 => "clean power-off",
-        3 => "kernel panic",
-        5 => "CPU exception in the kernel",
-        7 => "kernel self-test failed",
-        9 => "ACPI power-off did not work",
-        _ => "QEMU error",
+/// QEMU's exit status when init exits with status `n`: 0 for 0 (ACPI power-off), else the
+/// kernel writes `16 + min(n, 111)` to isa-debug-exit and QEMU exits with twice that plus one.
+pub fn qemu_status_for_init(n: u32) -> i32 {
+    if n == 0 {
+        0
+    } else {
+        33 + 2 * n.min(111) as i32
     }
 }
 
-/// Boots `kernel` on `machine` with `cmdline` and collects the serial output.
-pub fn boot(machine: &Machine, kernel: &std::path::Path, cmdline: &str) -> Result<Outcome, String> {
-    let mut cmd = machine.command(kernel, cmdline, false);
+/// Explains a QEMU exit status (see docs/debugging.md).
+pub fn describe_status(code: i32) -> String {
+    match code {
+        0 => "clean power-off, or init exited with status 0".into(),
+        1 => "QEMU error".into(),
+        3 => "kernel panic".into(),
+        5 => "CPU exception in the kernel".into(),
+        7 => "kernel self-test failed".into(),
+        9 => "ACPI power-off did not work".into(),
+        255 => "init exited with status 111 or more (the serial log has the exact status)".into(),
+        35..=253 if code % 2 == 1 => format!("init exited with status {}", (code - 33) / 2),
+        _ => "unknown status (QEMU error?)".into(),
+    }
+}
+
+/// Runs `cmd` with stdin closed, collecting stdout and stderr until it exits or `limit` passes
+/// (then it is killed).
+pub fn collect(mut cmd: Command, limit: Duration) -> Result<Outcome, String> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut readers = Vec::new();
     for mut pipe in [
@@ -62,14 +100,18 @@ pub fn boot(machine: &Machine, kernel: &std::path::Path, cmdline: &str) -> Resul
             }
         }));
     }
-    let status = loop {
+    let end = loop {
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break s.code();
+            break match (s.code(), s.signal()) {
+                (Some(c), _) => End::Exited(c),
+                (None, Some(sig)) => End::Signaled(sig),
+                (None, None) => End::Exited(-1),
+            };
         }
-        if start.elapsed() > LIMIT {
+        if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            break End::TimedOut;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -78,18 +120,31 @@ pub fn boot(machine: &Machine, kernel: &std::path::Path, cmdline: &str) -> Resul
         let _ = r.join();
     }
     let log = String::from_utf8_lossy(&log.lock().expect("log lock")).replace('\r', "");
-    Ok(Outcome { log, status, wall })
+    Ok(Outcome { log, end, wall })
 }
 
-type Check = fn(&Machine, &Outcome) -> Result<(), String>;
+/// Boots `kernel` with the initramfs `initrd` on `machine` with `cmdline` and collects the
+/// serial output.
+pub fn boot(
+    machine: &Machine,
+    kernel: &Path,
+    initrd: &Path,
+    cmdline: &str,
+    limit: Duration,
+) -> Result<Outcome, String> {
+    collect(machine.command(kernel, initrd, cmdline, false), limit)
+}
+
+type Check = Box<dyn Fn(&Machine, &Outcome) -> Result<(), String>>;
 
 struct Case {
-    name: &'static str,
+    name: String,
     cores: u32,
     nodes: u32,
     memory_mib: u32,
-    cmdline: &'static str,
+    cmdline: String,
     status: i32,
+    limit: Duration,
     check: Check,
 }
 
@@ -240,89 +295,308 @@ fn check_unknown_test(_: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, "reef: ignoring unknown command-line word 'bogus=1'")
 }
 
-const CASES: &[Case] = &[
+/// A kernel self-test case.
+fn kernel_case(
+    name: &str,
+    (cores, nodes, memory_mib): (u32, u32, u32),
+    cmdline: &str,
+    status: i32,
+    check: fn(&Machine, &Outcome) -> Result<(), String>,
+) -> Case {
     Case {
-        name: "boot-1c1n",
-        cores: 1,
-        nodes: 1,
-        memory_mib: 128,
-        cmdline: "test=ipi poweroff",
-        status: 0,
-        check: check_ipi,
-    },
-    Case {
-        name: "boot-2c2n",
-        cores: 2,
-        nodes: 2,
-        memory_mib: 256,
-        cmdline: "test=ipi poweroff",
-        status: 0,
-        check: check_ipi,
-    },
-    Case {
-        name: "boot-4c2n",
-        cores: 4,
-        nodes: 2,
-        memory_mib: 512,
-        cmdline: "test=ipi poweroff",
-        status: 0,
-        check: check_ipi,
-    },
-    Case {
-        name: "memory-4c2n",
-        cores: 4,
-        nodes: 2,
-        memory_mib: 512,
-        cmdline: "test=memory poweroff",
-        status: 0,
-        check: check_memory,
-    },
-    Case {
-        name: "corectl-4c2n",
-        cores: 4,
-        nodes: 2,
-        memory_mib: 512,
-        cmdline: "test=corectl poweroff",
-        status: 0,
-        check: check_corectl,
-    },
-    Case {
-        name: "fault-bsp",
-        cores: 2,
-        nodes: 1,
-        memory_mib: 128,
-        cmdline: "test=fault poweroff",
-        status: 5,
-        check: check_fault,
-    },
-    Case {
-        name: "fault-ap",
-        cores: 2,
-        nodes: 2,
-        memory_mib: 256,
-        cmdline: "test=fault-ap poweroff",
-        status: 5,
-        check: check_fault_ap,
-    },
-    Case {
-        name: "panic",
-        cores: 1,
-        nodes: 1,
-        memory_mib: 128,
-        cmdline: "test=panic poweroff",
-        status: 3,
-        check: check_panic,
-    },
-    Case {
-        name: "unknown-test",
-        cores: 1,
-        nodes: 1,
-        memory_mib: 128,
-        cmdline: "bogus=1 test=nonsense poweroff",
-        status: 7,
-        check: check_unknown_test,
-    },
+        name: name.into(),
+        cores,
+        nodes,
+        memory_mib,
+        cmdline: cmdline.into(),
+        status,
+        limit: LIMIT,
+        check: Box::new(check),
+    }
+}
+
+fn kernel_cases() -> Vec<Case> {
+    vec![
+        kernel_case("boot-1c1n", (1, 1, 128), "test=ipi poweroff", 0, check_ipi),
+        kernel_case("boot-2c2n", (2, 2, 256), "test=ipi poweroff", 0, check_ipi),
+        kernel_case("boot-4c2n", (4, 2, 512), "test=ipi poweroff", 0, check_ipi),
+        kernel_case(
+            "memory-4c2n",
+            (4, 2, 512),
+            "test=memory poweroff",
+            0,
+            check_memory,
+        ),
+        kernel_case(
+            "corectl-4c2n",
+            (4, 2, 512),
+            "test=corectl poweroff",
+            0,
+            check_corectl,
+        ),
+        kernel_case(
+            "fault-bsp",
+            (2, 1, 128),
+            "test=fault poweroff",
+            5,
+            check_fault,
+        ),
+        kernel_case(
+            "fault-ap",
+            (2, 2, 256),
+            "test=fault-ap poweroff",
+            5,
+            check_fault_ap,
+        ),
+        kernel_case("panic", (1, 1, 128), "test=panic poweroff", 3, check_panic),
+        kernel_case(
+            "unknown-test",
+            (1, 1, 128),
+            "bogus=1 test=nonsense poweroff",
+            7,
+            check_unknown_test,
+        ),
+    ]
+}
+
+// ---- user programs ----
+
+/// Machine configurations of the user cases: (cores, nodes, memory MiB).
+const ONE_CORE: (u32, u32, u32) = (1, 1, 256);
+const FOUR_CORES: (u32, u32, u32) = (4, 2, 512);
+
+/// Arguments the `args` case passes to init: spaces, quotes, backslashes, an empty word, a tab,
+/// words that look like kernel options, and non-ASCII text.
+const ARGS_WORDS: &[&str] = &[
+    "hello world",
+    r#"say "hi""#,
+    r"back\slash",
+    "",
+    "tab\there",
+    "plain",
+    r#"""#,
+    r"\",
+    r#"a\"b"#,
+    r"trailing\",
+    "  two leading spaces",
+    "poweroff",
+    "init=/bin/false",
+    "naïve",
 ];
+
+/// The `expect=N:HEX,...` word that tells `args` what the following words must be.
+fn args_expectation(words: &[&str]) -> String {
+    let hex: Vec<String> = words
+        .iter()
+        .map(|w| w.bytes().map(|b| format!("{b:02x}")).collect())
+        .collect();
+    format!("expect={}:{}", words.len(), hex.join(","))
+}
+
+/// Something a user program's output must show.
+#[derive(Clone, Debug)]
+enum Expect {
+    /// A line exactly equal to this.
+    Line(String),
+    /// A line starting with this.
+    LineStart(String),
+    /// These lines, exactly, in this order (others may come between).
+    InOrder(Vec<String>),
+}
+
+fn check_expects(log: &str, expects: &[Expect]) -> Result<(), String> {
+    let lines: Vec<&str> = log.lines().collect();
+    for e in expects {
+        match e {
+            Expect::Line(l) => {
+                if !lines.iter().any(|x| x == l) {
+                    return Err(format!("expected the line: {l}"));
+                }
+            }
+            Expect::LineStart(s) => {
+                if !lines.iter().any(|x| x.starts_with(s.as_str())) {
+                    return Err(format!("expected a line starting with: {s}"));
+                }
+            }
+            Expect::InOrder(want) => {
+                let mut rest = lines.iter();
+                for l in want {
+                    if !rest.any(|x| x == l) {
+                        return Err(format!("expected the lines {want:?} in this order"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(fail) = lines.iter().find(|l| l.starts_with("FAIL ")) {
+        return Err(format!("the program failed: {fail}"));
+    }
+    Ok(())
+}
+
+/// What a user program's output must show, given its argv[0] as run.
+type ExpectFn = Box<dyn Fn(&str) -> Vec<Expect>>;
+
+/// A user program run as init (and, where it makes sense, natively on Linux).
+struct UserTest {
+    /// Case name after `user-` (the QEMU cases add the configuration).
+    name: &'static str,
+    /// init's argv: argv[0] is the path in the initramfs.
+    argv: Vec<String>,
+    /// init's exit status (128 + signal for a signal).
+    status: u32,
+    /// The signal that kills init, as the kernel names it.
+    signal: Option<&'static str>,
+    /// What the output must show.
+    expect: ExpectFn,
+    /// The configurations to boot it in.
+    configs: &'static [(u32, u32, u32)],
+    /// Also run it on the host (where it behaves the same on Linux).
+    native: bool,
+}
+
+fn words(w: &[&str]) -> Vec<String> {
+    w.iter().map(|s| s.to_string()).collect()
+}
+
+fn user_tests() -> Vec<UserTest> {
+    let mut tests = Vec::new();
+    for p in usr::PROGRAMS {
+        let name = p.name;
+        let mut argv = vec![format!("/test/{name}")];
+        let expect: ExpectFn = match name {
+            "hello" => Box::new(|argv0| vec![Expect::Line(format!("hello from {argv0}"))]),
+            "args" | "args-pie" => {
+                argv.push(args_expectation(ARGS_WORDS));
+                argv.extend(words(ARGS_WORDS));
+                Box::new(move |_| {
+                    vec![
+                        Expect::Line(format!(
+                            "{name}: {} arguments match the expectation",
+                            ARGS_WORDS.len()
+                        )),
+                        Expect::Line(format!("PASS {name}")),
+                    ]
+                })
+            }
+            _ => Box::new(move |_| vec![Expect::Line(format!("PASS {name}"))]),
+        };
+        tests.push(UserTest {
+            name,
+            argv,
+            status: 0,
+            signal: None,
+            expect,
+            configs: &[ONE_CORE, FOUR_CORES],
+            native: true,
+        });
+    }
+    tests.push(UserTest {
+        name: "busybox-echo",
+        argv: words(&["/bin/busybox", "echo", "hello", "world"]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::Line("hello world".into())]),
+        configs: &[ONE_CORE],
+        native: true,
+    });
+    tests.push(UserTest {
+        name: "busybox-uname",
+        argv: words(&["/bin/busybox", "uname", "-a"]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::LineStart("Linux reef 6.1.0-reef".into())]),
+        configs: &[ONE_CORE],
+        native: false,
+    });
+    tests.push(UserTest {
+        name: "busybox-sh",
+        argv: words(&["/bin/busybox", "sh", "-c", "echo a; echo b"]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::InOrder(words(&["a", "b"]))]),
+        configs: &[FOUR_CORES],
+        native: true,
+    });
+    tests.push(UserTest {
+        name: "exit-status",
+        argv: words(&["/bin/busybox", "sh", "-c", "exit 3"]),
+        status: 3,
+        signal: None,
+        expect: Box::new(|_| Vec::new()),
+        configs: &[ONE_CORE],
+        native: true,
+    });
+    tests.push(UserTest {
+        name: "init-killed",
+        argv: words(&["/test/hello", "segv"]),
+        status: 128 + 11,
+        signal: Some("SIGSEGV"),
+        expect: Box::new(|argv0| vec![Expect::Line(format!("hello from {argv0}"))]),
+        configs: &[ONE_CORE],
+        native: true,
+    });
+    tests
+}
+
+/// The line the kernel prints when init ends this way.
+fn init_exit_line(status: u32, signal: Option<&str>) -> String {
+    match signal {
+        Some(s) => format!("reef: init exited with status {status} (killed by {s})"),
+        None => format!("reef: init exited with status {status}"),
+    }
+}
+
+fn user_cases() -> Result<Vec<Case>, String> {
+    let mut cases = Vec::new();
+    for t in user_tests() {
+        let t = Rc::new(t);
+        for &(cores, nodes, memory_mib) in t.configs {
+            let init = format!("init={}", t.argv[0]);
+            let words: Vec<&str> = std::iter::once(init.as_str())
+                .chain(t.argv[1..].iter().map(String::as_str))
+                .collect();
+            let t2 = Rc::clone(&t);
+            cases.push(Case {
+                name: format!("user-{}-{cores}c{nodes}n", t.name),
+                cores,
+                nodes,
+                memory_mib,
+                cmdline: cmdline::join(&words)?,
+                status: qemu_status_for_init(t.status),
+                limit: if t.name == "spawnloop" {
+                    LONG_LIMIT
+                } else {
+                    LIMIT
+                },
+                check: Box::new(move |_, o| {
+                    check_expects(&o.log, &(t2.expect)(&t2.argv[0]))?;
+                    let lines: Vec<&str> = o.log.lines().collect();
+                    let exit = init_exit_line(t2.status, t2.signal);
+                    if !lines.contains(&exit.as_str()) {
+                        return Err(format!("expected the line: {exit}"));
+                    }
+                    for start in [
+                        "reef: unimplemented syscalls: ",
+                        "reef: free memory: before init ",
+                    ] {
+                        if !lines.iter().any(|l| l.starts_with(start)) {
+                            return Err(format!("expected a line starting with: {start}"));
+                        }
+                    }
+                    Ok(())
+                }),
+            });
+        }
+    }
+    Ok(cases)
+}
+
+fn all_cases() -> Result<Vec<Case>, String> {
+    let mut cases = kernel_cases();
+    cases.extend(user_cases()?);
+    Ok(cases)
+}
 
 fn machine(c: &Case) -> Machine {
     Machine {
@@ -360,46 +634,99 @@ fn host_tests() -> Result<bool, String> {
     Ok(unit.success() && loom.success())
 }
 
+fn report(group: &str, name: &str, verdict: Result<(), String>, o: &Outcome, how: &str) -> bool {
+    match verdict {
+        Ok(()) => {
+            println!(
+                "test {group}::{name} ... ok ({:.1} s)",
+                o.wall.as_secs_f64()
+            );
+            true
+        }
+        Err(why) => {
+            println!("test {group}::{name} ... FAILED: {why}");
+            println!("---- log of {group}::{name} ({how}) ----");
+            println!("{}", o.log);
+            println!("---- end of log ----");
+            false
+        }
+    }
+}
+
+/// The user programs run directly on this (Linux) machine: they must pass here too.
+fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
+    let tests: Vec<UserTest> = user_tests()
+        .into_iter()
+        .filter(|t| t.native)
+        .filter(|t| filter.is_none_or(|f| format!("user-{}", t.name).contains(f)))
+        .collect();
+    if tests.is_empty() {
+        return Ok((0, 0));
+    }
+    usr::build_programs()?;
+    let (mut passed, mut failed) = (0, 0);
+    for t in &tests {
+        let program: PathBuf = match t.argv[0].strip_prefix("/test/") {
+            Some(name) => usr::program_path(name),
+            None => PathBuf::from(&t.argv[0]),
+        };
+        let argv0 = program.to_string_lossy().into_owned();
+        let mut cmd = Command::new(&program);
+        cmd.args(&t.argv[1..]);
+        let o = collect(cmd, NATIVE_LIMIT)?;
+        let want = match t.signal {
+            Some(_) => End::Signaled(t.status as i32 - 128),
+            None => End::Exited(t.status as i32),
+        };
+        let verdict = if o.end != want {
+            Err(format!("ended {:?}, expected {want:?}", o.end))
+        } else {
+            check_expects(&o.log, &(t.expect)(&argv0))
+        };
+        let how = format!("{argv0} {:?}", &t.argv[1..]);
+        if report("linux", &format!("user-{}", t.name), verdict, &o, &how) {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    Ok((passed, failed))
+}
+
 fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
     deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
-    let kernel = build::kernel()?;
-    let (mut passed, mut failed) = (0, 0);
-    for case in CASES
-        .iter()
+    let cases: Vec<Case> = all_cases()?
+        .into_iter()
         .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
-    {
+        .collect();
+    if cases.is_empty() {
+        return Ok((0, 0));
+    }
+    let kernel = build::kernel()?;
+    let initrd = usr::initramfs()?;
+    let (mut passed, mut failed) = (0, 0);
+    for case in &cases {
         let m = machine(case);
-        let o = boot(&m, &kernel.image, case.cmdline)?;
-        let verdict = match o.status {
-            None => Err(format!("no exit within {} s", LIMIT.as_secs())),
-            Some(s) if s != case.status => Err(format!(
+        let o = boot(&m, &kernel.image, &initrd, &case.cmdline, case.limit)?;
+        let verdict = match o.end {
+            End::TimedOut => Err(format!("no exit within {} s", case.limit.as_secs())),
+            End::Exited(s) if s != case.status => Err(format!(
                 "exit status {s} ({}), expected {} ({})",
                 describe_status(s),
                 case.status,
                 describe_status(case.status)
             )),
-            Some(_) => (case.check)(&m, &o),
+            End::Signaled(sig) => Err(format!("QEMU was killed by signal {sig}")),
+            End::Exited(_) => (case.check)(&m, &o),
         };
-        match verdict {
-            Ok(()) => {
-                passed += 1;
-                println!(
-                    "test qemu::{} ... ok ({:.1} s)",
-                    case.name,
-                    o.wall.as_secs_f64()
-                );
-            }
-            Err(why) => {
-                failed += 1;
-                println!("test qemu::{} ... FAILED: {why}", case.name);
-                println!(
-                    "---- serial log of qemu::{} (QEMU {}) ----",
-                    case.name,
-                    m.args().join(" ")
-                );
-                println!("{}", o.log);
-                println!("---- end of serial log ----");
-            }
+        let how = format!(
+            "{:?}",
+            m.command(&kernel.image, &initrd, &case.cmdline, false)
+        );
+        if report("qemu", &case.name, verdict, &o, &how) {
+            passed += 1;
+        } else {
+            failed += 1;
         }
     }
     Ok((passed, failed))
@@ -407,30 +734,42 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
 
 /// `cargo xtask test`.
 pub fn main(args: &[String]) -> Result<u8, String> {
-    let mut host = true;
-    let mut qemu = true;
+    let (mut host, mut linux, mut qemu) = (true, true, true);
     let mut filter = None;
     for a in args {
         match a.as_str() {
             "--host-only" => qemu = false,
-            "--qemu-only" => host = false,
+            "--qemu-only" => (host, linux) = (false, false),
+            "--linux-only" => (host, qemu) = (false, false),
             f if !f.starts_with('-') => filter = Some(f.to_string()),
             other => return Err(format!("unknown option '{other}'")),
         }
     }
     let host_ok = if host { host_tests()? } else { true };
+    let (lpassed, lfailed) = if linux {
+        linux_tests(filter.as_deref())?
+    } else {
+        (0, 0)
+    };
     let (passed, failed) = if qemu {
         qemu_tests(filter.as_deref())?
     } else {
         (0, 0)
     };
+    if linux {
+        println!("linux: {lpassed} passed, {lfailed} failed");
+    }
     if qemu {
         println!("qemu: {passed} passed, {failed} failed");
     }
     if !host_ok {
         println!("xtask: host tests failed");
     }
-    Ok(if host_ok && failed == 0 { 0 } else { 1 })
+    Ok(if host_ok && failed == 0 && lfailed == 0 {
+        0
+    } else {
+        1
+    })
 }
 
 /// `cargo xtask boottime`: boots each test configuration with `poweroff` several times and
@@ -443,8 +782,12 @@ pub fn boottime(args: &[String]) -> Result<u8, String> {
             .map_err(|_| format!("--runs: '{n}' is not a number"))?,
         _ => return Err("usage: cargo xtask boottime [--runs N]".into()),
     };
+    if runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
     deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
     let kernel = build::kernel()?;
+    let initrd = usr::initramfs()?;
     println!(
         "| configuration | boot summary time= (median ms) | QEMU wall time (median ms) | runs |"
     );
@@ -459,9 +802,12 @@ pub fn boottime(args: &[String]) -> Result<u8, String> {
         let mut kernel_ms = Vec::new();
         let mut wall_ms = Vec::new();
         for _ in 0..runs {
-            let o = boot(&m, &kernel.image, "poweroff")?;
-            if o.status != Some(0) {
-                return Err(format!("boot of {cores}c{nodes}n failed:\n{}", o.log));
+            let o = boot(&m, &kernel.image, &initrd, "poweroff", LIMIT)?;
+            if o.end != End::Exited(0) {
+                return Err(format!(
+                    "boot of {cores}c{nodes}n failed ({:?}):\n{}",
+                    o.end, o.log
+                ));
             }
             let ms = o
                 .log
@@ -484,4 +830,118 @@ pub fn boottime(args: &[String]) -> Result<u8, String> {
         );
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn init_status_mapping() {
+        assert_eq!(qemu_status_for_init(0), 0);
+        assert_eq!(qemu_status_for_init(1), 35);
+        assert_eq!(qemu_status_for_init(3), 39);
+        assert_eq!(qemu_status_for_init(110), 253);
+        assert_eq!(qemu_status_for_init(111), 255);
+        assert_eq!(qemu_status_for_init(139), 255);
+        for n in 1..=110 {
+            assert_eq!(
+                describe_status(qemu_status_for_init(n)),
+                format!("init exited with status {n}")
+            );
+        }
+        assert!(describe_status(255).contains("111 or more"));
+        assert_eq!(describe_status(3), "kernel panic");
+    }
+
+    #[test]
+    fn every_program_has_a_case_per_configuration() {
+        let cases = user_cases().unwrap();
+        for p in usr::PROGRAMS {
+            for cfg in ["1c1n", "4c2n"] {
+                let name = format!("user-{}-{cfg}", p.name);
+                let case = cases.iter().find(|c| c.name == name);
+                let case = case.unwrap_or_else(|| panic!("no case {name}"));
+                assert!(
+                    case.cmdline.starts_with(&format!("init=/test/{} ", p.name))
+                        || case.cmdline == format!("init=/test/{}", p.name)
+                );
+                assert_eq!(case.status, 0);
+            }
+        }
+        let exit3 = cases
+            .iter()
+            .find(|c| c.name.starts_with("user-exit-status"))
+            .unwrap();
+        assert_eq!(exit3.cmdline, r#"init=/bin/busybox sh -c "exit 3""#);
+        assert_eq!(exit3.status, 39);
+        // The filter `user` selects exactly the user cases.
+        let all = all_cases().unwrap();
+        let selected = all.iter().filter(|c| c.name.contains("user")).count();
+        assert_eq!(selected, cases.len());
+        assert!(all
+            .iter()
+            .filter(|c| !c.name.starts_with("user-"))
+            .all(|c| !c.name.contains("user")));
+    }
+
+    #[test]
+    fn args_case_carries_every_word() {
+        let case = user_cases()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name == "user-args-1c1n")
+            .unwrap();
+        let words = cmdline::split(&case.cmdline).unwrap();
+        assert_eq!(words[0], "init=/test/args");
+        assert_eq!(words[1], args_expectation(ARGS_WORDS));
+        assert_eq!(&words[2..], ARGS_WORDS);
+        assert_eq!(args_expectation(&["hi", ""]), "expect=2:6869,");
+    }
+
+    #[test]
+    fn user_checks_need_the_exit_and_report_lines() {
+        let case = user_cases()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name == "user-exit-status-1c1n")
+            .unwrap();
+        let m = machine(&case);
+        let outcome = |log: &str| Outcome {
+            log: log.into(),
+            end: End::Exited(39),
+            wall: Duration::ZERO,
+        };
+        let good = "reef: init exited with status 3\n\
+                    reef: unimplemented syscalls: none\n\
+                    reef: free memory: before init 1000 KiB, at power-off 1000 KiB\n";
+        assert_eq!((case.check)(&m, &outcome(good)), Ok(()));
+        let wrong = good.replace("status 3", "status 4");
+        assert!((case.check)(&m, &outcome(&wrong)).is_err());
+        let no_report = good.replace("unimplemented", "unknown");
+        assert!((case.check)(&m, &outcome(&no_report)).is_err());
+
+        let killed = user_cases()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name == "user-init-killed-1c1n")
+            .unwrap();
+        assert_eq!(killed.status, 255);
+        let log = "hello from /test/hello\n\
+                   reef: init exited with status 139 (killed by SIGSEGV)\n\
+                   reef: unimplemented syscalls: none\n\
+                   reef: free memory: before init 1 KiB, at power-off 1 KiB\n";
+        assert_eq!((killed.check)(&m, &outcome(log)), Ok(()));
+    }
+
+    #[test]
+    fn expectations() {
+        let log = "x\na\nFAILED? no\nb\n";
+        assert!(check_expects(log, &[Expect::InOrder(words(&["a", "b"]))]).is_ok());
+        assert!(check_expects(log, &[Expect::InOrder(words(&["b", "a"]))]).is_err());
+        assert!(check_expects(log, &[Expect::Line("a".into())]).is_ok());
+        assert!(check_expects(log, &[Expect::Line("FAILED".into())]).is_err());
+        assert!(check_expects(log, &[Expect::LineStart("FAILED".into())]).is_ok());
+        assert!(check_expects("PASS x\nFAIL x: y\n", &[Expect::Line("PASS x".into())]).is_err());
+    }
 }

@@ -1,0 +1,449 @@
+//! The user test programs in `usr/` (static musl binaries, built into `out/usr/`) and the
+//! initramfs that carries them and busybox (`out/initramfs.cpio`, passed to QEMU with `-initrd`).
+//!
+//! Initramfs contents, directories before their contents, uid/gid 0, mtime 0:
+//!
+//! | path | what |
+//! |---|---|
+//! | `/bin/busybox` (0755) | Debian `busybox-static`'s `/bin/busybox` |
+//! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
+//! | `/dev`, `/proc`, `/etc`, `/root`, `/test` (0755), `/tmp` (01777) | directories |
+//! | `/etc/passwd`, `/etc/group` (0644) | root only |
+//! | `/test/<name>` (0755) | the test programs |
+
+use crate::cpio::{self, Entry};
+use crate::{build, deps};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+/// A user test program: `usr/<name>.c`, or another program's source built another way.
+pub struct Program {
+    /// Name in `out/usr/` and `/test/` (and in its `PASS <name>` line).
+    pub name: &'static str,
+    /// Source file in `usr/`.
+    pub source: &'static str,
+    /// Linked as a static PIE (ET_DYN, loaded at a bias) instead of a fixed-address executable.
+    pub pie: bool,
+}
+
+/// Every test program, in the order they go into `/test`.
+pub const PROGRAMS: &[Program] = &[
+    Program {
+        name: "hello",
+        source: "hello.c",
+        pie: false,
+    },
+    Program {
+        name: "args",
+        source: "args.c",
+        pie: false,
+    },
+    Program {
+        name: "args-pie",
+        source: "args.c",
+        pie: true,
+    },
+    Program {
+        name: "threads",
+        source: "threads.c",
+        pie: false,
+    },
+    Program {
+        name: "forkexec",
+        source: "forkexec.c",
+        pie: false,
+    },
+    Program {
+        name: "mman",
+        source: "mman.c",
+        pie: false,
+    },
+    Program {
+        name: "shootdown",
+        source: "shootdown.c",
+        pie: false,
+    },
+    Program {
+        name: "signals",
+        source: "signals.c",
+        pie: false,
+    },
+    Program {
+        name: "spawnloop",
+        source: "spawnloop.c",
+        pie: false,
+    },
+];
+
+/// The shared header every program includes.
+const HEADER: &str = "reef-test.h";
+
+/// Directories of the initramfs, with their permissions, in archive order.
+const DIRS: &[(&str, u32)] = &[
+    ("bin", 0o755),
+    ("dev", 0o755),
+    ("etc", 0o755),
+    ("proc", 0o755),
+    ("root", 0o755),
+    ("test", 0o755),
+    ("tmp", 0o1777),
+];
+
+const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\n";
+const GROUP: &str = "root:x:0:\n";
+
+/// Where the programs are built.
+pub fn out_dir() -> PathBuf {
+    build::root().join("out/usr")
+}
+
+/// Path of the built program `name`.
+pub fn program_path(name: &str) -> PathBuf {
+    out_dir().join(name)
+}
+
+fn mtime(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Whether `output` is missing or older than any of `inputs` (a missing input counts as new).
+fn stale(output: &Path, inputs: &[PathBuf]) -> bool {
+    let Some(out) = mtime(output) else {
+        return true;
+    };
+    inputs.iter().any(|i| mtime(i).is_none_or(|t| t > out))
+}
+
+/// musl's library directory (crt files, libc.a), from the `-specs` file the musl-gcc wrapper
+/// passes to gcc. Needed to link a static PIE, which the wrapper's specs cannot do.
+fn musl_lib_dir() -> Result<PathBuf, String> {
+    let wrapper = std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("musl-gcc"))
+                .find(|p| p.is_file())
+        })
+        .ok_or("musl-gcc is not on PATH")?;
+    let text = std::fs::read_to_string(&wrapper)
+        .map_err(|e| format!("cannot read {}: {e}", wrapper.display()))?;
+    let specs = text
+        .split("-specs")
+        .nth(1)
+        .and_then(|rest| rest.split('"').nth(1))
+        .ok_or_else(|| {
+            format!(
+                "{} does not name a -specs file; cannot find musl's crt files for static PIE",
+                wrapper.display()
+            )
+        })?;
+    let dir = Path::new(specs)
+        .parent()
+        .ok_or_else(|| format!("musl specs path {specs} has no directory"))?;
+    if !dir.join("rcrt1.o").is_file() {
+        return Err(format!(
+            "{} has no rcrt1.o: this musl cannot link static PIE programs",
+            dir.display()
+        ));
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// What the build checks about an ELF executable.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ElfInfo {
+    /// `e_type`: 2 (ET_EXEC) or 3 (ET_DYN).
+    pub e_type: u16,
+    /// Whether it asks for a program interpreter (PT_INTERP): a dynamically linked program.
+    pub interp: bool,
+}
+
+/// Reads the header and program headers of a 64-bit little-endian x86-64 ELF file.
+pub fn elf_info(bytes: &[u8]) -> Result<ElfInfo, String> {
+    let u16_at = |o: usize| {
+        bytes
+            .get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |o: usize| {
+        bytes
+            .get(o..o + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    };
+    let u64_at = |o: usize| {
+        bytes
+            .get(o..o + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    };
+    if bytes.get(..4) != Some(b"\x7fELF") {
+        return Err("not an ELF file".into());
+    }
+    if bytes.len() < 64 {
+        return Err("truncated ELF header".into());
+    }
+    if bytes[4] != 2 || bytes[5] != 1 || u16_at(18) != Some(62) {
+        return Err("not a 64-bit little-endian x86-64 ELF file".into());
+    }
+    let e_type = u16_at(16).ok_or("truncated ELF header")?;
+    let phoff = u64_at(32).ok_or("truncated ELF header")? as usize;
+    let phentsize = u16_at(54).ok_or("truncated ELF header")? as usize;
+    let phnum = u16_at(56).ok_or("truncated ELF header")? as usize;
+    let mut interp = false;
+    for i in 0..phnum {
+        let p_type = u32_at(phoff + i * phentsize).ok_or("truncated program headers")?;
+        interp |= p_type == 3;
+    }
+    Ok(ElfInfo { e_type, interp })
+}
+
+fn check_static(path: &Path, want_type: u16) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let info = elf_info(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    if info.interp {
+        return Err(format!(
+            "{} is dynamically linked (it has a program interpreter); Reef runs static binaries",
+            path.display()
+        ));
+    }
+    if info.e_type != want_type {
+        return Err(format!(
+            "{} has ELF type {}, expected {want_type}",
+            path.display(),
+            info.e_type
+        ));
+    }
+    Ok(())
+}
+
+/// Builds every test program that is out of date (older than its source, the shared header or
+/// this tool) with `musl-gcc -static`, installing musl-tools when missing. Returns their paths.
+pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
+    deps::ensure(&[deps::MUSL_GCC])?;
+    let src = build::root().join("usr");
+    let out = out_dir();
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let tool = std::env::current_exe().ok();
+    let mut built = Vec::new();
+    let mut musl = None;
+    for p in PROGRAMS {
+        let source = src.join(p.source);
+        let target = out.join(p.name);
+        let mut inputs = vec![source.clone(), src.join(HEADER)];
+        inputs.extend(tool.clone());
+        if stale(&target, &inputs) {
+            eprintln!("xtask: building usr/{} -> out/usr/{}", p.source, p.name);
+            let tmp = out.join(format!(".{}.tmp", p.name));
+            let mut cc = Command::new("musl-gcc");
+            cc.args(["-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-pthread"])
+                .arg("-I")
+                .arg(&src)
+                .arg("-o")
+                .arg(&tmp);
+            if p.pie {
+                // The wrapper's specs link a PIE against libc.so with an interpreter; name the
+                // self-relocating start file (rcrt1.o) and link statically by hand instead.
+                let lib: &PathBuf = match &musl {
+                    Some(dir) => dir,
+                    None => musl.insert(musl_lib_dir()?),
+                };
+                cc.args(["-fPIE", "-nostartfiles", "-static"])
+                    .arg("-Wl,-pie,--no-dynamic-linker,-z,text")
+                    .arg(lib.join("rcrt1.o"))
+                    .arg(lib.join("crti.o"))
+                    .arg(&source)
+                    .arg(lib.join("crtn.o"));
+            } else {
+                cc.args(["-static", "-no-pie"]).arg(&source);
+            }
+            let status = cc
+                .status()
+                .map_err(|e| format!("cannot run musl-gcc: {e}"))?;
+            if !status.success() {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(format!("musl-gcc failed to build usr/{}", p.source));
+            }
+            check_static(&tmp, if p.pie { 3 } else { 2 })?;
+            std::fs::rename(&tmp, &target)
+                .map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+        }
+        built.push((p.name, target));
+    }
+    Ok(built)
+}
+
+/// Busybox's applet names, from `busybox --list`.
+fn applets(busybox: &Path) -> Result<Vec<String>, String> {
+    let out = Command::new(busybox)
+        .arg("--list")
+        .output()
+        .map_err(|e| format!("cannot run {} --list: {e}", busybox.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} --list failed", busybox.display()));
+    }
+    let text = String::from_utf8(out.stdout)
+        .map_err(|_| format!("{} --list printed non-UTF-8 names", busybox.display()))?;
+    let mut names: Vec<String> = Vec::new();
+    for name in text.lines().map(str::trim).filter(|n| !n.is_empty()) {
+        if name.contains('/') || name == "." || name == ".." {
+            return Err(format!("busybox lists a strange applet name {name:?}"));
+        }
+        if name != "busybox" {
+            names.push(name.to_string());
+        }
+    }
+    names.sort();
+    names.dedup();
+    if !names.iter().any(|n| n == "sh") {
+        return Err(format!("{} has no sh applet", busybox.display()));
+    }
+    Ok(names)
+}
+
+/// The initramfs entries for `busybox` (its bytes and applets) and the built `programs`.
+pub fn entries(busybox: Vec<u8>, applets: &[String], programs: &[(&str, Vec<u8>)]) -> Vec<Entry> {
+    let mut e: Vec<Entry> = DIRS.iter().map(|&(d, perm)| Entry::dir(d, perm)).collect();
+    e.push(Entry::file("bin/busybox", 0o755, busybox));
+    for a in applets {
+        e.push(Entry::symlink(&format!("bin/{a}"), "busybox"));
+    }
+    e.push(Entry::file("etc/group", 0o644, GROUP.into()));
+    e.push(Entry::file("etc/passwd", 0o644, PASSWD.into()));
+    for (name, bytes) in programs {
+        e.push(Entry::file(&format!("test/{name}"), 0o755, bytes.clone()));
+    }
+    e
+}
+
+/// Builds the test programs and writes `out/initramfs.cpio`; returns its absolute path.
+pub fn initramfs() -> Result<PathBuf, String> {
+    deps::ensure(&[deps::MUSL_GCC, deps::BUSYBOX])?;
+    let programs = build_programs()?;
+    let busybox = Path::new(deps::BUSYBOX.program);
+    check_static(busybox, 2).map_err(|e| {
+        format!(
+            "{e}\n(Debian's `busybox` package installs a dynamic /bin/busybox; \
+             `apt-get install busybox-static` replaces it with the static one)"
+        )
+    })?;
+    let busybox_bytes =
+        std::fs::read(busybox).map_err(|e| format!("cannot read {}: {e}", busybox.display()))?;
+    let applets = applets(busybox)?;
+    let mut program_bytes = Vec::new();
+    for (name, path) in &programs {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        program_bytes.push((*name, bytes));
+    }
+    let archive = cpio::write(&entries(busybox_bytes, &applets, &program_bytes))?;
+    let path = build::root().join("out/initramfs.cpio");
+    let text = path.to_string_lossy();
+    if text.contains(',') || text.contains(' ') {
+        return Err(format!(
+            "the initramfs path {text} holds a comma or space, which QEMU's -initrd cannot \
+             carry for a multiboot kernel: use a checkout path without them"
+        ));
+    }
+    let tmp = path.with_extension("cpio.tmp");
+    std::fs::write(&tmp, &archive).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+    Ok(path)
+}
+
+/// `cargo xtask initramfs [--list]`: builds the programs and the initramfs, reads the archive
+/// back to check it, and prints a summary (or every entry, like `cpio -tv`).
+pub fn main(args: &[String]) -> Result<u8, String> {
+    let list = match args {
+        [] => false,
+        [flag] if flag == "--list" => true,
+        _ => return Err("usage: cargo xtask initramfs [--list]".into()),
+    };
+    let path = initramfs()?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let entries = cpio::read(&bytes)?;
+    if list {
+        for r in &entries {
+            let e = &r.entry;
+            let target = if e.mode & cpio::S_IFMT == cpio::S_IFLNK {
+                format!(" -> {}", String::from_utf8_lossy(&e.data))
+            } else {
+                String::new()
+            };
+            println!(
+                "{} {}/{} {:>8} /{}{target}",
+                cpio::mode_string(e.mode),
+                r.uid,
+                r.gid,
+                e.data.len(),
+                e.name
+            );
+        }
+    }
+    println!(
+        "{}: {} entries, {} KiB",
+        path.display(),
+        entries.len(),
+        bytes.len() / 1024
+    );
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_has_directories_first_and_sane_modes() {
+        let applets = vec!["echo".to_string(), "sh".to_string()];
+        let e = entries(vec![1, 2, 3], &applets, &[("hello", vec![4, 5])]);
+        let archive = cpio::write(&e).expect("valid layout");
+        let back = cpio::read(&archive).unwrap();
+        let find = |n: &str| {
+            back.iter()
+                .find(|r| r.entry.name == n)
+                .unwrap_or_else(|| panic!("{n} missing"))
+        };
+        assert_eq!(find("tmp").entry.mode, cpio::S_IFDIR | 0o1777);
+        assert_eq!(find("bin").entry.mode, cpio::S_IFDIR | 0o755);
+        assert_eq!(find("bin/busybox").entry.mode, cpio::S_IFREG | 0o755);
+        assert_eq!(find("bin/sh").entry.mode, cpio::S_IFLNK | 0o777);
+        assert_eq!(find("bin/sh").entry.data, b"busybox");
+        assert_eq!(find("etc/passwd").entry.mode, cpio::S_IFREG | 0o644);
+        assert!(String::from_utf8_lossy(&find("etc/passwd").entry.data).starts_with("root:x:0:0:"));
+        assert_eq!(find("test/hello").entry.data, vec![4, 5]);
+        for d in ["dev", "proc", "root", "etc", "test"] {
+            assert_eq!(find(d).entry.mode & cpio::S_IFMT, cpio::S_IFDIR);
+        }
+    }
+
+    #[test]
+    fn elf_info_reads_type_and_interpreter() {
+        // A minimal ELF64 header with one PT_INTERP program header right after it.
+        let mut elf = vec![0u8; 64 + 56];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[5] = 1;
+        elf[16] = 3; // ET_DYN
+        elf[18] = 62; // x86-64
+        elf[32] = 64; // e_phoff
+        elf[54] = 56; // e_phentsize
+        elf[56] = 1; // e_phnum
+        elf[64] = 3; // PT_INTERP
+        assert_eq!(
+            elf_info(&elf).unwrap(),
+            ElfInfo {
+                e_type: 3,
+                interp: true
+            }
+        );
+        elf[64] = 1; // PT_LOAD
+        assert_eq!(
+            elf_info(&elf).unwrap(),
+            ElfInfo {
+                e_type: 3,
+                interp: false
+            }
+        );
+        assert!(elf_info(&elf[..60]).is_err());
+        assert!(elf_info(b"#!/bin/sh\n").is_err());
+    }
+}
