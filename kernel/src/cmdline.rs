@@ -1,16 +1,25 @@
 //! The kernel command line.
 //!
-//! Words, separated by spaces:
+//! Words are separated by spaces. A word may be written in double quotes, inside which `\"` and
+//! `\\` stand for `"` and `\`, so a word can hold spaces and quotes (`cargo xtask run` quotes
+//! every word that needs it). Kernel options:
 //! - `poweroff`: power the machine off (QEMU exits with status 0) once boot is complete and any
-//!   self-test has passed;
+//!   self-test has passed (no init is started);
 //! - `test=NAME`: run a kernel self-test after boot (see `selftest`);
-//! - `acpidump`: print every ACPI table in hex (for debugging and for capturing test data).
+//! - `acpidump`: print every ACPI table in hex (for debugging and for capturing test data);
+//! - `init=PATH ARG...`: the first program and its arguments. Every word after `init=PATH` is
+//!   an argument of init (argv[1..]; argv[0] is PATH), so kernel options go before it. Without
+//!   `init=`, Reef runs [`DEFAULT_INIT`].
 //!
-//! Unknown words are reported, not silently ignored.
+//! Unknown words are reported, not silently ignored; an unterminated quote is reported and the
+//! rest of the line is taken as one word.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use spin::Once;
+
+/// The first program when the command line names none.
+pub const DEFAULT_INIT: &str = "/bin/sh";
 
 /// Parsed command line.
 #[derive(Debug, Default)]
@@ -21,24 +30,83 @@ pub struct Config {
     pub test: Option<String>,
     /// `acpidump` was given.
     pub acpidump: bool,
+    /// `init=PATH` and the words after it (argv of init).
+    pub init: Option<Vec<String>>,
     /// Words Reef does not know.
     pub unknown: Vec<String>,
+    /// Problems with the line itself (an unterminated quote).
+    pub errors: Vec<&'static str>,
 }
 
 static CONFIG: Once<Config> = Once::new();
+
+/// Splits a command line into words, honouring double quotes with `\"` and `\\` escapes.
+/// Returns the words and whether a quote was left open.
+pub fn split(line: &str) -> (Vec<String>, bool) {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quoted = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            '\\' if quoted => match chars.next() {
+                Some(e @ ('"' | '\\')) => word.push(e),
+                Some(other) => {
+                    word.push('\\');
+                    word.push(other);
+                }
+                None => word.push('\\'),
+            },
+            ' ' | '\t' | '\n' if !quoted => {
+                if in_word {
+                    words.push(core::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    (words, quoted)
+}
 
 /// Parses `line` and makes it the kernel configuration.
 pub fn init(line: &str) -> &'static Config {
     CONFIG.call_once(|| {
         let mut config = Config::default();
-        for word in line.split_ascii_whitespace() {
+        let (words, open_quote) = split(line);
+        if open_quote {
+            config.errors.push("unterminated double quote");
+        }
+        let mut words = words.into_iter();
+        while let Some(word) = words.next() {
             match word.split_once('=') {
                 None if word == "poweroff" => config.poweroff = true,
                 None if word == "acpidump" => config.acpidump = true,
                 Some(("test", name)) if !name.is_empty() => config.test = Some(name.into()),
-                _ => config.unknown.push(word.into()),
+                Some(("init", path)) if !path.is_empty() => {
+                    let mut argv = alloc::vec![String::from(path)];
+                    argv.extend(words.by_ref());
+                    config.init = Some(argv);
+                }
+                _ => config.unknown.push(word),
             }
         }
         config
     })
+}
+
+/// The configuration parsed at boot.
+pub fn get() -> &'static Config {
+    CONFIG.get().expect("cmdline::init runs at boot")
 }

@@ -8,8 +8,8 @@
 //! If the handler read r < t, the sender's IPI is still pending at the APIC and runs the handler
 //! again. Several requests and several senders may thus share one interrupt.
 //!
-//! Acknowledgement comes when the request is handled; kinds that must acknowledge earlier (TLB
-//! shootdown: acknowledge, then flush) will publish before finishing.
+//! Acknowledgement comes when the request is handled: a TLB shootdown is acknowledged after the
+//! flush, so the initiator may free frames as soon as every target acknowledged.
 
 use crate::arch::apic;
 use crate::kcb::{self, CoreState, Kcb};
@@ -27,6 +27,10 @@ pub enum IpiKind {
     Ping = 0,
     /// Stop: return cached frames, report stopped, halt (see `smp::BootDriver::stop`).
     Stop = 1,
+    /// Flush this core's TLB (NR-vMem shootdown); acknowledged after the flush.
+    TlbFlush = 2,
+    /// Bring this node's replicas up to date at the next safe point (NR log GC, §4.5).
+    NrSync = 3,
 }
 
 /// A sent request, to wait on.
@@ -121,6 +125,12 @@ pub fn handle() {
     apic::eoi();
     if pending & (1 << IpiKind::Stop as u32) != 0 {
         crate::smp::stop_this_core(kcb, requested);
+    }
+    if pending & (1 << IpiKind::TlbFlush as u32) != 0 {
+        crate::arch::cpu::flush_tlb();
+    }
+    if pending & (1 << IpiKind::NrSync as u32) != 0 {
+        kcb.sched.nr_sync.store(true, Ordering::Release);
     }
     kcb.ipi.handled.fetch_max(requested, Ordering::SeqCst);
 }

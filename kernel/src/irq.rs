@@ -2,7 +2,8 @@
 //!
 //! A CPU exception in the kernel is fatal: Reef prints a report (exception name, vector, error
 //! code, RIP, CR2 for page faults, core, registers) and exits QEMU with the exception status
-//! (see `arch::power::ExitCode`). User-mode exceptions become signals with the user-process issue.
+//! (see `arch::power::ExitCode`). User-mode exceptions become signals; page faults on user
+//! memory go to NR-vMem (`crate::vm`).
 
 use crate::arch::idt::{exception_name, InterruptFrame};
 use crate::arch::power::{self, ExitCode};
@@ -24,8 +25,70 @@ impl core::fmt::Display for CoreName {
     }
 }
 
-/// Reports a CPU exception and exits.
+/// Handles a CPU exception: page faults on user memory (demand paging, NR-vMem replicas that
+/// lag, or a SIGSEGV), exceptions in user mode (signals), faults in the user-copy routine
+/// (EFAULT); anything else in the kernel is fatal.
 pub fn exception(frame: &mut InterruptFrame) {
+    let user_mode = frame.cs & 3 == 3;
+    if frame.vector == 14 {
+        let addr = cpu::read_cr2();
+        let err = frame.error_code;
+        if user_mode || crate::arch::user::in_user_copy(frame) {
+            if let Some(me) = crate::proc::sched::current() {
+                // Interrupts go back on while resolving (NR operations may wait for other
+                // cores, whose IPIs must get through), as the faulting context had them on.
+                let vm = me.process.vm();
+                let write = err & 2 != 0;
+                let exec = err & 0x10 != 0;
+                if frame.rflags & (1 << 9) != 0 {
+                    // SAFETY: the interrupted context had interrupts on, and the IDT and local
+                    // APIC of this core are set up.
+                    unsafe { cpu::enable_interrupts() };
+                }
+                match vm.fault(addr, write, exec) {
+                    Ok(()) => return,
+                    Err(code) if user_mode => {
+                        crate::proc::signal::force(
+                            &me,
+                            crate::proc::signal::SIGSEGV,
+                            crate::proc::signal::SigInfo {
+                                code,
+                                addr,
+                                ..Default::default()
+                            },
+                        );
+                        return;
+                    }
+                    Err(_) => {
+                        crate::arch::user::fixup_user_copy(frame);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    if user_mode {
+        if let Some(me) = crate::proc::sched::current() {
+            use crate::proc::signal::{self as sig, SigInfo};
+            let signo = match frame.vector {
+                0 | 16 | 19 => sig::SIGFPE,
+                1 | 3 => sig::SIGTRAP,
+                6 => sig::SIGILL,
+                17 => sig::SIGBUS,
+                _ => sig::SIGSEGV,
+            };
+            sig::force(
+                &me,
+                signo,
+                SigInfo {
+                    code: 0x80,
+                    addr: frame.rip,
+                    ..Default::default()
+                },
+            );
+            return;
+        }
+    }
     let core = CoreName(kcb::try_current().map(|k| k.core_id));
     print_emergency(format_args!(
         "\nreef: exception: {} (vector {}) error={:#x} rip={:#x} core={}\n",
@@ -94,6 +157,7 @@ pub fn interrupt(frame: &mut InterruptFrame) {
                 k.timer_ticks.fetch_add(1, Ordering::Relaxed);
             }
             apic::eoi();
+            crate::proc::sched::timer_tick();
         }
         crate::ipi::IPI_VECTOR => crate::ipi::handle(),
         apic::SPURIOUS_VECTOR => {}

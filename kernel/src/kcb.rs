@@ -12,7 +12,7 @@
 
 use crate::arch::gdt::CpuTables;
 use crate::sync::IrqMutex;
-use alloc::collections::VecDeque;
+use crate::proc::sched::CoreScheduler;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use frames::TCache;
@@ -20,7 +20,7 @@ use frames::TCache;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 1;
+pub const KCB_LAYOUT_VERSION: u32 = 2;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -50,17 +50,6 @@ impl CoreState {
             _ => CoreState::Stopped,
         }
     }
-}
-
-/// Identifies a thread in a run queue.
-pub type ThreadId = u64;
-
-/// Threads ready to run on this core. The scheduler of the user-process issue fills it; the idle
-/// loop halts only while it is empty.
-#[derive(Default)]
-pub struct RunQueue {
-    /// Ready threads, in FIFO order.
-    pub ready: VecDeque<ThreadId>,
 }
 
 /// Number of local interrupt vectors a core can bind to device interrupt sources.
@@ -106,6 +95,11 @@ pub struct CoreStacks {
 pub struct Kcb {
     /// Address of this KCB (read through `gs:0`).
     self_ptr: *const Kcb,
+    /// User stack pointer, saved by the `syscall` entry (`gs:8`) until it is pushed.
+    user_rsp_scratch: AtomicU64,
+    /// Kernel stack top of the thread running on this core (`gs:16`, loaded by the `syscall`
+    /// entry; the TSS's RSP0 holds the same value for interrupts from user mode).
+    kernel_rsp: AtomicU64,
     /// [`KCB_MAGIC`].
     magic: u64,
     /// [`KCB_LAYOUT_VERSION`].
@@ -122,8 +116,8 @@ pub struct Kcb {
     pub tsc_offset: AtomicI64,
     /// Per-core frame cache (NrOS TCache), refilled from this node's NCache.
     pub tcache: IrqMutex<TCache>,
-    /// Ready threads.
-    pub run_queue: IrqMutex<RunQueue>,
+    /// Scheduler state: run queue, current thread, timers (see `proc::sched`).
+    pub sched: CoreScheduler,
     /// Device interrupts routed to this core.
     pub interrupt_bindings: IrqMutex<InterruptBindings>,
     /// IPI requests and acknowledgements.
@@ -167,6 +161,9 @@ impl CoreMemory {
 }
 
 const _: () = assert!(core::mem::size_of::<Kcb>() as u64 <= CoreMemory::KCB_SPACE);
+// The `syscall` entry (arch/x86_64/user.rs) reads these fields at fixed GS offsets.
+const _: () = assert!(core::mem::offset_of!(Kcb, user_rsp_scratch) == 8);
+const _: () = assert!(core::mem::offset_of!(Kcb, kernel_rsp) == 16);
 const _: () = assert!(
     CoreMemory::KCB_SPACE + CoreMemory::KERNEL_STACK + 2 * CoreMemory::IST_STACK
         <= CoreMemory::SIZE
@@ -197,6 +194,8 @@ impl Kcb {
         let ptr = base as *mut Kcb;
         let kcb = Kcb {
             self_ptr: ptr,
+            user_rsp_scratch: AtomicU64::new(0),
+            kernel_rsp: AtomicU64::new(0),
             magic: KCB_MAGIC,
             layout_version: KCB_LAYOUT_VERSION,
             core_id,
@@ -205,7 +204,7 @@ impl Kcb {
             state: AtomicU8::new(CoreState::Created as u8),
             tsc_offset: AtomicI64::new(0),
             tcache: IrqMutex::new(TCache::new(node_id)),
-            run_queue: IrqMutex::new(RunQueue::default()),
+            sched: CoreScheduler::new(),
             interrupt_bindings: IrqMutex::new(InterruptBindings::default()),
             ipi: IpiMailbox::default(),
             timer_ticks: AtomicU64::new(0),
@@ -246,6 +245,22 @@ impl Kcb {
                 self.stacks.nmi_top,
             )
         };
+    }
+
+    /// Makes `top` the kernel stack that entries from user mode use on this core (TSS RSP0 and
+    /// the `syscall` entry's stack).
+    ///
+    /// # Panics
+    /// If called on a core that does not run this KCB.
+    pub fn set_kernel_stack(&self, top: u64) {
+        assert!(
+            core::ptr::eq(self, current()),
+            "kernel stack set on a foreign KCB"
+        );
+        self.kernel_rsp.store(top, Ordering::Relaxed);
+        // SAFETY: `tables` is only touched by the core running this KCB, checked above, and
+        // interrupts cannot observe a torn RSP0 because it is a single aligned store.
+        unsafe { (*self.tables.get()).set_rsp0(top) };
     }
 
     /// Current lifecycle state.

@@ -35,17 +35,28 @@ extern crate alloc;
 mod arch;
 mod cmdline;
 mod console;
+mod exec;
+mod fd;
+mod fs;
+mod futex;
 mod ipi;
 mod irq;
 mod kcb;
 mod machine;
 mod mm;
 mod multiboot;
+mod proc;
+mod random;
+mod replicated;
 mod rt;
 mod selftest;
 mod smp;
 mod sync;
+mod syscall;
 mod time;
+mod tty;
+mod uaccess;
+mod vm;
 
 use crate::arch::power::{self, ExitCode};
 use crate::arch::{apic, cpu, paging};
@@ -90,6 +101,9 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     for word in &config.unknown {
         kprintln!("reef: ignoring unknown command-line word '{word}'");
     }
+    for problem in &config.errors {
+        kprintln!("reef: command line: {problem}");
+    }
 
     let image = PhysRange::new(
         &raw const __image_start_phys as u64,
@@ -127,13 +141,16 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
         .unwrap_or_else(|e| fatal("boot core KCB", &e));
     // SAFETY: this is the boot core, and core 0's KCB is run by no other core.
     unsafe { bsp.adopt() };
+    replicated::init(machine.node_ram.len(), topo.cores.len());
     arch::idt::init();
     arch::idt::load();
+    arch::user::init_core();
     apic::disable_legacy_pic();
     apic::init_local();
     bsp.set_state(CoreState::Online);
     let (pm_port, pm_32) = machine.pm_timer();
     time::calibrate(pm_port, pm_32).unwrap_or_else(|e| fatal("clock calibration", &e));
+    time::init_realtime();
     time::start_timer();
     kprintln!(
         "reef: clock: TSC {} MHz, APIC timer {} kHz (calibrated against the ACPI PM timer)",
@@ -175,13 +192,90 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     if let Some(test) = &config.test {
         selftest::run(test, &driver);
     }
+    let (a, b) = machine.pm1_control();
+    PM1_CONTROL.call_once(|| (a, b));
     if config.poweroff {
         kprintln!("reef: power off");
-        let (a, b) = machine.pm1_control();
         power::acpi_poweroff(a, b, 0);
     }
-    kprintln!("reef: nothing to run yet (user programs come with the user-process issue); idle. Quit QEMU with Ctrl-A X.");
-    idle_loop()
+    start_init(boot, &machine, config);
+    proc::idle_loop()
+}
+
+/// The ACPI power-off ports, for when init exits.
+static PM1_CONTROL: spin::Once<(u16, u16)> = spin::Once::new();
+/// Free memory when init started, in bytes.
+static FREE_BEFORE_INIT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Unpacks the initramfs into NR-FS and starts the first process.
+fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
+    let (smep, smap) = arch::user::protection();
+    kprintln!("reef: user mode: SMEP {}, SMAP {}", on_off(smep), on_off(smap));
+    if let Err(e) = fs::init(machine.node_ram.len(), machine.topology.cores.len()) {
+        fatal("creating the root file system", &e);
+    }
+    match boot.modules().first() {
+        Some(m) => {
+            let archive = paging::phys_slice(m.start, m.end - m.start);
+            match fs::unpack_initramfs(archive) {
+                Ok(u) => kprintln!(
+                    "reef: initramfs: {} KiB, {} files ({} KiB), {} directories, {} links",
+                    (m.end - m.start) / 1024,
+                    u.files,
+                    u.bytes / 1024,
+                    u.dirs,
+                    u.links
+                ),
+                Err(e) => kprintln!("reef: initramfs is damaged: {e}"),
+            }
+        }
+        None => kprintln!("reef: no initramfs was passed (QEMU -initrd); the root file system is empty"),
+    }
+    let argv: Vec<alloc::string::String> = config
+        .init
+        .clone()
+        .unwrap_or_else(|| alloc::vec![cmdline::DEFAULT_INIT.into()]);
+    FREE_BEFORE_INIT.store(mm::free_bytes(), core::sync::atomic::Ordering::Relaxed);
+    if let Err(e) = proc::spawn_init(&argv) {
+        kprintln!("reef: cannot start init '{}': {e}", argv[0]);
+        init_exited(127 << 8);
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off (the CPU lacks it)"
+    }
+}
+
+/// Init (process 1) ended with wait status `wstatus`: report and power off.
+pub fn init_exited(wstatus: i32) -> ! {
+    let (n, killed) = if wstatus & 0x7f == 0 {
+        (((wstatus >> 8) & 0xff) as u32, None)
+    } else {
+        let sig = (wstatus & 0x7f) as u32;
+        (128 + sig, Some(sig))
+    };
+    match killed {
+        Some(sig) => kprintln!(
+            "reef: init exited with status {n} (killed by {})",
+            proc::signal::name(sig)
+        ),
+        None => kprintln!("reef: init exited with status {n}"),
+    }
+    kprintln!("reef: unimplemented syscalls:{}", syscall::unimplemented_report());
+    kprintln!(
+        "reef: free memory: before init {} KiB, at power-off {} KiB",
+        FREE_BEFORE_INIT.load(core::sync::atomic::Ordering::Relaxed) / 1024,
+        mm::free_bytes() / 1024
+    );
+    if n == 0 {
+        let (a, b) = PM1_CONTROL.get().copied().unwrap_or((0, 0));
+        power::acpi_poweroff(a, b, 0);
+    }
+    power::exit_init_status(n)
 }
 
 fn report_topology(m: &Machine) {
@@ -235,25 +329,6 @@ pub fn online_cores() -> Vec<usize> {
     (0..kcb::MAX_CORES)
         .filter(|&c| kcb::get(c).is_some_and(|k| k.state() == CoreState::Online))
         .collect()
-}
-
-/// What a core does when it has nothing else to do: run pending self-test work, and halt until
-/// the next interrupt while its run queue is empty.
-pub fn idle_loop() -> ! {
-    let kcb = kcb::current();
-    loop {
-        cpu::disable_interrupts();
-        if selftest::pending() {
-            // SAFETY: this core's IDT and local APIC are initialized.
-            unsafe { cpu::enable_interrupts() };
-            selftest::run_pending();
-        } else if kcb.run_queue.lock().ready.is_empty() {
-            cpu::enable_and_halt();
-        } else {
-            // SAFETY: as above.
-            unsafe { cpu::enable_interrupts() };
-        }
-    }
 }
 
 #[panic_handler]

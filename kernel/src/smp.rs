@@ -29,6 +29,11 @@ pub fn set_kernel_pml4(phys: u64) {
     KERNEL_PML4.store(phys, Ordering::Relaxed);
 }
 
+/// Physical address of the kernel's top-level page table.
+pub fn kernel_pml4() -> u64 {
+    KERNEL_PML4.load(Ordering::Relaxed)
+}
+
 /// Signature of a core's entry point: it receives the address of its KCB.
 pub type CoreEntry = extern "C" fn(kcb: u64) -> !;
 
@@ -201,6 +206,7 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     // SAFETY: the BootDriver started this core for this KCB, and no other core runs it.
     unsafe { kcb.adopt() };
     arch::idt::load();
+    arch::user::init_core();
     apic::init_local();
     kcb.set_state(CoreState::Online);
     time::tsc_sync_target();
@@ -208,7 +214,7 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
         cpu::pause();
     }
     time::start_timer();
-    crate::idle_loop()
+    crate::proc::idle_loop()
 }
 
 /// Stops the current core (the `Stop` IPI): returns its cached frames to its node, acknowledges

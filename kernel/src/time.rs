@@ -177,3 +177,31 @@ pub fn tsc_sync_target() {
         SYNC_STEP.store(2 * round + 2, Ordering::SeqCst);
     }
 }
+
+/// Wall-clock time at clock zero, in ns since the Unix epoch (set from the RTC at boot).
+static REALTIME_OFFSET: AtomicU64 = AtomicU64::new(0);
+
+/// Days from 1970-01-01 to the given civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Reads the RTC and sets the realtime clock from it.
+pub fn init_realtime() {
+    let (y, mo, d, h, mi, s) = crate::arch::rtc::read();
+    let days = days_from_civil(y as i64, mo.clamp(1, 12), d.clamp(1, 31));
+    let secs = days * 86_400 + (h * 3600 + mi * 60 + s) as i64;
+    let unix_ns = (secs.max(0) as u64) * 1_000_000_000;
+    REALTIME_OFFSET.store(unix_ns.saturating_sub(now_ns()), Ordering::Relaxed);
+}
+
+/// Add to [`now_ns`] for the wall-clock time (ns since the Unix epoch).
+pub fn realtime_offset_ns() -> u64 {
+    REALTIME_OFFSET.load(Ordering::Relaxed)
+}

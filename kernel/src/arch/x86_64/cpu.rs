@@ -101,6 +101,44 @@ pub unsafe fn write_cr3(pml4_phys: u64) {
     unsafe { asm!("mov cr3, {}", in(reg) pml4_phys, options(nostack)) };
 }
 
+/// Reads CR3.
+pub fn read_cr3() -> u64 {
+    let v: u64;
+    // SAFETY: reading CR3 has no side effects.
+    unsafe { asm!("mov {}, cr3", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+/// Flushes this core's TLB entries that are not global (all user mappings) by reloading CR3.
+pub fn flush_tlb() {
+    // SAFETY: reloading the current CR3 keeps the same page tables.
+    unsafe { write_cr3(read_cr3()) };
+}
+
+/// Drops this core's TLB entry for the page containing `addr`.
+pub fn invlpg(addr: u64) {
+    // SAFETY: invalidating a TLB entry only makes the next access walk the page tables.
+    unsafe { asm!("invlpg [{}]", in(reg) addr, options(nostack)) };
+}
+
+/// Reads CR4.
+pub fn read_cr4() -> u64 {
+    let v: u64;
+    // SAFETY: reading CR4 has no side effects.
+    unsafe { asm!("mov {}, cr4", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+/// Writes CR4.
+///
+/// # Safety
+/// The new value must keep the features the kernel relies on (PAE, PGE, OSFXSR) and enable only
+/// features the CPU has.
+pub unsafe fn write_cr4(value: u64) {
+    // SAFETY: per the caller's contract.
+    unsafe { asm!("mov cr4, {}", in(reg) value, options(nostack)) };
+}
+
 /// Enables maskable interrupts.
 ///
 /// # Safety

@@ -106,6 +106,13 @@ impl CpuTables {
     }
 }
 
+impl CpuTables {
+    /// Sets the stack the CPU loads on an interrupt from user mode.
+    pub fn set_rsp0(&mut self, top: u64) {
+        self.tss.rsp[0] = top;
+    }
+}
+
 /// Operand of `lgdt`/`lidt`.
 #[repr(C, packed)]
 pub struct DescriptorPointer {

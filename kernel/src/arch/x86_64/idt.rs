@@ -4,7 +4,9 @@
 //! error code where the CPU pushes none, pushes the vector number and jumps to a common path. The
 //! common path saves the general-purpose registers and the FPU/SSE state (kernel code uses SSE
 //! registers, so an interrupted context's must survive the handler), and calls
-//! [`interrupt_dispatch`] with the [`InterruptFrame`].
+//! [`interrupt_dispatch`] with the [`InterruptFrame`]. The exit path (`interrupt_exit`) is shared
+//! with the `syscall` entry and new threads (see `user.rs`); from user mode, the entry swaps GS to
+//! the KCB and clears AC (so SMAP holds even if the user set it).
 
 use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
 use core::arch::global_asm;
@@ -31,6 +33,9 @@ interrupt_common:
     testb $3, 24(%rsp)
     jz 1f
     swapgs
+    cmpb $0, SMAP_ENABLED(%rip)
+    je 1f
+    clac
 1:  push %rax
     push %rbx
     push %rcx
@@ -51,6 +56,9 @@ interrupt_common:
     lea 512(%rsp), %rdi
     cld
     call interrupt_dispatch
+    .global interrupt_exit
+interrupt_exit:
+    cli
     fxrstor64 (%rsp)
     add $512, %rsp
     pop %r15
@@ -83,7 +91,7 @@ extern "C" {
 
 /// The registers saved on interrupt entry, in stack order.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct InterruptFrame {
     pub r15: u64,
     pub r14: u64,
@@ -189,5 +197,8 @@ extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) {
         crate::irq::exception(frame);
     } else {
         crate::irq::interrupt(frame);
+    }
+    if frame.cs & 3 == 3 {
+        crate::proc::return_to_user(frame);
     }
 }

@@ -7,7 +7,9 @@ pub mod gdt;
 pub mod idt;
 pub mod paging;
 pub mod power;
+pub mod rtc;
 pub mod serial;
+pub mod user;
 
 core::arch::global_asm!(include_str!("boot.S"), options(att_syntax));
 

@@ -176,3 +176,67 @@ pub fn virt_to_phys(virt: u64) -> u64 {
         virt - PHYS_OFFSET
     }
 }
+
+/// Reads entry `index` of the page table at physical address `table`.
+///
+/// # Panics
+/// If `index` is not below 512.
+pub fn read_entry(table: u64, index: usize) -> u64 {
+    assert!(index < 512, "page-table index {index} out of range");
+    // SAFETY: page tables are 4 KiB-aligned RAM frames, mapped by the direct map; an aligned
+    // 8-byte read of one of their 512 entries is valid.
+    unsafe { ((phys_to_virt(table) as *const u64).add(index)).read_volatile() }
+}
+
+/// Writes entry `index` of the page table at physical address `table`.
+///
+/// # Panics
+/// If `index` is not below 512.
+pub fn write_entry(table: u64, index: usize, entry: u64) {
+    assert!(index < 512, "page-table index {index} out of range");
+    // SAFETY: as for `read_entry`; the caller (an address space's `TableMemory`) owns the table.
+    unsafe { ((phys_to_virt(table) as *mut u64).add(index)).write_volatile(entry) }
+}
+
+/// Fills `len` bytes of physical memory at `phys` with zeros.
+///
+/// # Panics
+/// If the range is not inside the direct map's reach (a frame from the allocator always is).
+pub fn zero_phys(phys: u64, len: u64) {
+    let v = phys_to_virt(phys);
+    assert!(v.checked_add(len).is_some() && v < KERNEL_BASE, "bad physical range");
+    // SAFETY: the caller owns the frames (freshly allocated), which the direct map covers.
+    unsafe { core::ptr::write_bytes(v as *mut u8, 0, len as usize) }
+}
+
+/// Copies `data` to physical memory at `phys`.
+pub fn write_phys(phys: u64, data: &[u8]) {
+    let v = phys_to_virt(phys);
+    // SAFETY: the caller owns the destination frames (allocated for a mapping it builds), which
+    // the direct map covers, and `data` is a separate kernel buffer.
+    unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), v as *mut u8, data.len()) }
+}
+
+/// Copies `len` bytes of physical memory from `src` to `dst` (frames of two address spaces).
+pub fn copy_phys(dst: u64, src: u64, len: u64) {
+    // SAFETY: both ranges are whole frames owned by address spaces of the caller (fork copies a
+    // parent's frame into the child's fresh one); they never overlap.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            phys_to_virt(src) as *const u8,
+            phys_to_virt(dst) as *mut u8,
+            len as usize,
+        )
+    }
+}
+
+/// The bytes of a boot module (the initramfs) at physical `[start, start + len)`.
+///
+/// # Panics
+/// If the range wraps.
+pub fn phys_slice(start: u64, len: u64) -> &'static [u8] {
+    assert!(start.checked_add(len).is_some(), "boot module range wraps");
+    // SAFETY: boot modules lie in RAM the machine description keeps out of the frame allocator
+    // (`Machine::discover` reserves them), mapped by the direct map, and nothing writes them.
+    unsafe { core::slice::from_raw_parts(phys_to_virt(start) as *const u8, len as usize) }
+}

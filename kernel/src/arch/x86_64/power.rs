@@ -2,7 +2,8 @@
 //!
 //! Exit statuses seen by whoever started QEMU (documented in docs/debugging.md):
 //! - 0: clean power-off through ACPI S5 (`poweroff` on the command line);
-//! - `2 * code + 1` for a code written to `isa-debug-exit` (port 0xF4): see [`ExitCode`].
+//! - `2 * code + 1` for a code written to `isa-debug-exit` (port 0xF4): see [`ExitCode`];
+//! - `33 + 2 * min(n, 111)` when init exits with a non-zero status `n` ([`exit_init_status`]).
 
 use super::cpu;
 
@@ -18,6 +19,18 @@ pub enum ExitCode {
     TestFailure = 3,
     /// ACPI power-off did not take effect: status 9.
     PowerOffFailed = 4,
+}
+
+/// First `isa-debug-exit` value used for init's exit status `n` (1..=111): `16 + n`, so QEMU
+/// exits with `33 + 2n` (35..=255); statuses above 111 share 255.
+pub const INIT_STATUS_BASE: u8 = 16;
+
+/// Exits QEMU reporting init's non-zero exit status `n` (see [`INIT_STATUS_BASE`]).
+pub fn exit_init_status(n: u32) -> ! {
+    let v = INIT_STATUS_BASE + n.clamp(1, 111) as u8;
+    // SAFETY: as in `exit`.
+    unsafe { cpu::outb(0xF4, v) };
+    cpu::halt_forever()
 }
 
 /// Exits QEMU with the status for `code`. On a machine without `isa-debug-exit` the write is

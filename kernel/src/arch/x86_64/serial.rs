@@ -38,6 +38,14 @@ impl Serial {
     }
 }
 
+impl Serial {
+    /// Takes one received byte, if one is waiting.
+    pub fn read_byte(&mut self) -> Option<u8> {
+        // SAFETY: reading COM1's line status and data registers only consumes received input.
+        unsafe { (inb(COM1 + 5) & 1 != 0).then(|| inb(COM1)) }
+    }
+}
+
 impl core::fmt::Write for Serial {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         for b in s.bytes() {

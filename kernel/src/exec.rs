@@ -1,0 +1,182 @@
+//! `execve`: loading a static Linux ELF executable (or a `#!` script) into a fresh replicated
+//! address space and starting it with the Linux initial stack.
+//!
+//! The `exec` crate validates the file and computes what to map and copy; this module reads the
+//! file from the file system, allocates frames (before the mapping operations enter the log, as
+//! NR-vMem requires), fills them through the direct map, and maps them.
+
+use crate::arch::idt::InterruptFrame;
+use crate::arch::{paging, user};
+use crate::proc::Thread;
+use crate::vm::{self, VSpace, PAGE_SIZE};
+use abi::Errno;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use exec::{AuxInfo, Executable, InitialStack};
+use vspace::{PageSize, Prot, RegionKind};
+
+/// Where a static-PIE program is loaded (as Linux does for ET_DYN without an interpreter).
+const PIE_BASE: u64 = 0x5555_5555_4000;
+/// Most `#!` interpreter levels followed.
+const MAX_SCRIPT_DEPTH: usize = 4;
+
+/// A program ready to run: its address space and the registers to start it with.
+pub struct Image {
+    /// The new address space.
+    pub vm: Arc<VSpace>,
+    /// Entry point.
+    pub entry: u64,
+    /// Initial stack pointer.
+    pub rsp: u64,
+    /// Initial program break.
+    pub brk: u64,
+    /// The path of the program that runs (after `#!` resolution).
+    pub path: Vec<u8>,
+}
+
+/// Loads `path` with `argv` and `envp`, following `#!` interpreters.
+pub fn load(path: &[u8], argv: Vec<Vec<u8>>, envp: &[Vec<u8>]) -> Result<Image, Errno> {
+    let mut path = path.to_vec();
+    let mut argv = argv;
+    for _ in 0..=MAX_SCRIPT_DEPTH {
+        let data = crate::fs::read_file(&path)?;
+        if data.starts_with(b"#!") {
+            let line_end = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());
+            let line = &data[2..line_end.min(256)];
+            let mut words = line
+                .split(|&b| b == b' ' || b == b'\t')
+                .filter(|w| !w.is_empty());
+            let interp = words.next().ok_or(Errno::ENOEXEC)?.to_vec();
+            let rest: Vec<u8> = words.collect::<Vec<_>>().join(&b' ');
+            let mut new_argv = alloc::vec![interp.clone()];
+            if !rest.is_empty() {
+                new_argv.push(rest);
+            }
+            new_argv.push(path.clone());
+            new_argv.extend(argv.into_iter().skip(1));
+            argv = new_argv;
+            path = interp;
+            continue;
+        }
+        return load_elf(&path, &data, &argv, envp);
+    }
+    Err(Errno::ELOOP)
+}
+
+fn load_elf(path: &[u8], data: &[u8], argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Result<Image, Errno> {
+    let exe = Executable::parse_at(data, PIE_BASE).map_err(|e| e.to_errno())?;
+    let vm = VSpace::new()?;
+    for m in exe.mappings() {
+        let prot = Prot {
+            read: m.readable,
+            write: m.writable,
+            exec: m.executable,
+        };
+        vm.map_fixed(m.start, m.end - m.start, prot, RegionKind::Image, false)?;
+        let mut pages = Vec::new();
+        let mut va = m.start;
+        while va < m.end {
+            let frame = match vm::allocate_user_frame() {
+                Ok(f) => f,
+                Err(e) => {
+                    vm.map_frames(pages);
+                    vm.teardown();
+                    return Err(e);
+                }
+            };
+            for s in exe.segments() {
+                let file = s.file_range();
+                let (lo, hi) = (s.vaddr, s.vaddr + s.filesz);
+                let (from, to) = (lo.max(va), hi.min(va + PAGE_SIZE));
+                if from < to {
+                    let off = file.start + (from - lo) as usize;
+                    paging::write_phys(frame + (from - va), &data[off..off + (to - from) as usize]);
+                }
+            }
+            pages.push((va, frame, PageSize::Base4K, prot));
+            va += PAGE_SIZE;
+        }
+        vm.map_frames(pages);
+    }
+
+    let mut random = [0u8; 16];
+    crate::random::fill(&mut random);
+    let mut aux = AuxInfo::new(&exe, random);
+    aux.hwcap = crate::arch::cpu::cpuid(1, 0).3 as u64;
+    let argv_refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
+    let envp_refs: Vec<&[u8]> = envp.iter().map(|a| a.as_slice()).collect();
+    let stack = InitialStack::build(vm::STACK_TOP, &argv_refs, &envp_refs, path, &aux)
+        .map_err(|e| e.to_errno())?;
+    let stack_bottom = vm::STACK_TOP - vm::STACK_SIZE;
+    vm.map_fixed(
+        stack_bottom,
+        vm::STACK_SIZE,
+        Prot::RW,
+        RegionKind::Stack,
+        false,
+    )?;
+    let first_page = stack.rsp & !(PAGE_SIZE - 1);
+    vm.populate(first_page, vm::STACK_TOP, Prot::RW, false)?;
+    let mut va = first_page;
+    while va < vm::STACK_TOP {
+        let t = vm.resolve(va).0.ok_or(Errno::ENOMEM)?;
+        let from = va.max(stack.rsp);
+        let to = (va + PAGE_SIZE).min(vm::STACK_TOP);
+        let off = (from - stack.rsp) as usize;
+        paging::write_phys(t.frame + (from - va), &stack.bytes[off..off + (to - from) as usize]);
+        va += PAGE_SIZE;
+    }
+    Ok(Image {
+        vm,
+        entry: exe.entry(),
+        rsp: stack.rsp,
+        brk: exe.brk(),
+        path: path.to_vec(),
+    })
+}
+
+/// The user registers a new program starts with.
+pub fn initial_frame(entry: u64, rsp: u64) -> InterruptFrame {
+    InterruptFrame {
+        r15: 0,
+        r14: 0,
+        r13: 0,
+        r12: 0,
+        r11: 0,
+        r10: 0,
+        r9: 0,
+        r8: 0,
+        rbp: 0,
+        rdi: 0,
+        rsi: 0,
+        rdx: 0,
+        rcx: 0,
+        rbx: 0,
+        rax: 0,
+        vector: 0,
+        error_code: 0,
+        rip: entry,
+        cs: user::USER_CS,
+        rflags: 0x202,
+        rsp,
+        ss: user::USER_SS,
+    }
+}
+
+/// Replaces the calling thread's program with `image` (the point of no return of `execve`).
+pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image) {
+    let p = &me.process;
+    let k = crate::kcb::current();
+    image.vm.activate(k);
+    let old = p.replace_vm(image.vm);
+    old.teardown();
+    drop(old);
+    *p.brk.lock() = (image.brk, image.brk);
+    *p.exe.lock() = alloc::string::String::from_utf8_lossy(&image.path).into_owned();
+    p.signals.lock().exec();
+    p.files.lock().close_on_exec();
+    *frame = initial_frame(image.entry, image.rsp);
+    *me.fpu() = user::initial_fpu_state();
+    me.fs_base.store(0, core::sync::atomic::Ordering::Relaxed);
+    user::set_fs_base(0);
+}

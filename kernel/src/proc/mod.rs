@@ -1,0 +1,362 @@
+//! Processes and threads (NrOS §4.4).
+//!
+//! A [`Process`] is the kernel object behind a Linux process: its address space (a replicated
+//! [`crate::vm::VSpace`]), its threads, file descriptors, signal actions and program break. The
+//! process tree and life states are in the replicated [`table::ProcessTable`] (NR-Scheduler);
+//! threads are scheduled per core ([`sched`]).
+//!
+//! A [`Thread`] owns a kernel stack; its user registers and FPU state sit at the top of that
+//! stack whenever it is in the kernel (see `arch::x86_64::user`).
+
+pub mod sched;
+pub mod signal;
+pub mod table;
+pub mod wait;
+
+use crate::arch::idt::InterruptFrame;
+use crate::arch::{cpu, user};
+use crate::fd::FdTable;
+use crate::kcb;
+use crate::replicated::NodeReplicated;
+use crate::sync::IrqMutex;
+use crate::vm::VSpace;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub use sched::{current_thread, idle_loop};
+use signal::SignalState;
+use table::ProcessTable;
+use wait::WaitQueue;
+
+/// A process or thread id (Linux `pid_t`).
+pub type Pid = u32;
+
+/// Size of a thread's kernel stack.
+pub const KERNEL_STACK_SIZE: usize = 64 * 1024;
+
+/// Life cycle of a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ThreadState {
+    /// In a run queue.
+    Ready = 0,
+    /// Running on a core.
+    Running = 1,
+    /// Waiting for an event.
+    Blocked = 2,
+    /// Finished; its stack is freed once no core uses it.
+    Exited = 3,
+}
+
+/// A set of cores (`sched_setaffinity`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSet(pub [u64; kcb::MAX_CORES / 64]);
+
+impl CpuSet {
+    /// Every core.
+    pub fn all() -> Self {
+        CpuSet([u64::MAX; kcb::MAX_CORES / 64])
+    }
+
+    /// Whether `core` is in the set.
+    pub fn contains(&self, core: usize) -> bool {
+        core < kcb::MAX_CORES && self.0[core / 64] & (1 << (core % 64)) != 0
+    }
+}
+
+/// A thread of a process.
+pub struct Thread {
+    /// Thread id (the process id for the first thread).
+    pub tid: Pid,
+    /// The process.
+    pub process: Arc<Process>,
+    stack: Vec<u128>,
+    /// Kernel stack pointer saved while switched out.
+    pub(crate) saved_rsp: AtomicU64,
+    state: AtomicU8,
+    /// Core whose run queue the thread belongs to (the core it last ran on).
+    pub core: AtomicUsize,
+    /// Cores it may run on.
+    pub affinity: IrqMutex<CpuSet>,
+    /// User FS base (TLS).
+    pub fs_base: AtomicU64,
+    /// `set_tid_address` / `CLONE_CHILD_CLEARTID`: cleared and futex-woken at exit.
+    pub clear_child_tid: AtomicU64,
+    /// Signal mask and pending signals of this thread.
+    pub signals: IrqMutex<signal::ThreadSignals>,
+    /// Set by the timer when a sleep's deadline passed.
+    pub timed_out: AtomicBool,
+}
+
+impl Thread {
+    /// A new thread of `process` whose first return to user mode uses `frame` and `fpu`.
+    pub fn new(
+        tid: Pid,
+        process: Arc<Process>,
+        frame: &InterruptFrame,
+        fpu: &[u8; user::FPU_AREA],
+        fs_base: u64,
+        affinity: CpuSet,
+        sigmask: u64,
+    ) -> Arc<Thread> {
+        let stack = vec![0u128; KERNEL_STACK_SIZE / 16];
+        let t = Thread {
+            tid,
+            process,
+            stack,
+            saved_rsp: AtomicU64::new(0),
+            state: AtomicU8::new(ThreadState::Ready as u8),
+            core: AtomicUsize::new(kcb::current().core_id),
+            affinity: IrqMutex::new(affinity),
+            fs_base: AtomicU64::new(fs_base),
+            clear_child_tid: AtomicU64::new(0),
+            signals: IrqMutex::new(signal::ThreadSignals::new(sigmask)),
+            timed_out: AtomicBool::new(false),
+        };
+        // SAFETY: the stack is this thread's own, unused, 64 KiB, 16-byte aligned (u128), and
+        // lives as long as the thread; nothing runs on it before the first switch.
+        let rsp = unsafe { user::prepare_stack(t.stack_top(), frame, fpu) };
+        t.saved_rsp.store(rsp, Ordering::Relaxed);
+        Arc::new(t)
+    }
+
+    /// Top of the kernel stack.
+    pub fn stack_top(&self) -> u64 {
+        self.stack.as_ptr_range().end as u64
+    }
+
+    /// Current state.
+    pub fn state(&self) -> ThreadState {
+        match self.state.load(Ordering::Acquire) {
+            0 => ThreadState::Ready,
+            1 => ThreadState::Running,
+            2 => ThreadState::Blocked,
+            _ => ThreadState::Exited,
+        }
+    }
+
+    /// Sets the state.
+    pub fn set_state(&self, s: ThreadState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    /// Moves from `from` to `to` if the thread is in `from`.
+    pub fn transition(&self, from: ThreadState, to: ThreadState) -> bool {
+        self.state
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The user registers, valid while this thread is the current one on this core and in the
+    /// kernel.
+    pub fn frame(&self) -> &mut InterruptFrame {
+        // SAFETY: the thread entered the kernel from user mode (or was prepared), so its frame
+        // is at the top of its stack; only the thread itself calls this, on its own core.
+        unsafe { user::user_frame(self.stack_top()) }
+    }
+
+    /// The user FPU state, as for [`Thread::frame`].
+    pub fn fpu(&self) -> &mut [u8; user::FPU_AREA] {
+        // SAFETY: as for `frame`.
+        unsafe { user::fpu_area(self.stack_top()) }
+    }
+
+    /// Whether a signal that is not blocked is pending for this thread or its process.
+    pub fn signal_pending(&self) -> bool {
+        let own = self.signals.lock();
+        let shared = self.process.signals.lock().pending;
+        (own.pending | shared) & !own.mask != 0 || self.process.exiting.load(Ordering::Acquire)
+    }
+}
+
+/// A process.
+pub struct Process {
+    /// Process id.
+    pub pid: Pid,
+    vm: IrqMutex<Arc<VSpace>>,
+    /// Live threads.
+    pub threads: IrqMutex<Vec<Arc<Thread>>>,
+    /// `exit_group` or a fatal signal began: every thread exits at its next chance.
+    pub exiting: AtomicBool,
+    /// The wait status the process exits with once `exiting`.
+    pub exit_status: AtomicI32,
+    /// Bumped when a child exits (`wait4` sleeps on it).
+    pub child_events: WaitQueue,
+    /// File descriptors.
+    pub files: IrqMutex<FdTable>,
+    /// Signal actions and process-wide pending signals.
+    pub signals: IrqMutex<SignalState>,
+    /// Program break: (start, current).
+    pub brk: IrqMutex<(u64, u64)>,
+    /// Path of the running program.
+    pub exe: IrqMutex<String>,
+    /// File-creation mask.
+    pub umask: AtomicU32,
+}
+
+impl Process {
+    /// A process with no threads yet.
+    pub fn new(pid: Pid, vm: Arc<VSpace>, files: FdTable, signals: SignalState) -> Arc<Process> {
+        Arc::new(Process {
+            pid,
+            vm: IrqMutex::new(vm),
+            threads: IrqMutex::new(Vec::new()),
+            exiting: AtomicBool::new(false),
+            exit_status: AtomicI32::new(0),
+            child_events: WaitQueue::new(),
+            files: IrqMutex::new(files),
+            signals: IrqMutex::new(signals),
+            brk: IrqMutex::new((0, 0)),
+            exe: IrqMutex::new(String::new()),
+            umask: AtomicU32::new(0o022),
+        })
+    }
+
+    /// The address space.
+    pub fn vm(&self) -> Arc<VSpace> {
+        self.vm.lock().clone()
+    }
+
+    /// Replaces the address space (`execve`), returning the old one.
+    pub fn replace_vm(&self, vm: Arc<VSpace>) -> Arc<VSpace> {
+        core::mem::replace(&mut *self.vm.lock(), vm)
+    }
+}
+
+static NEXT_PID: AtomicU32 = AtomicU32::new(1);
+static TABLE: spin::Once<Arc<NodeReplicated<ProcessTable>>> = spin::Once::new();
+
+/// Draws a fresh process/thread id (before the operation that uses it enters the log).
+pub fn next_pid() -> Pid {
+    NEXT_PID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The replicated process table.
+pub fn table() -> &'static NodeReplicated<ProcessTable> {
+    TABLE.call_once(|| NodeReplicated::new(1024, |_| ProcessTable::default()))
+}
+
+/// Looks up a live or zombie process.
+pub fn lookup(pid: Pid) -> Option<table::Entry> {
+    match table().execute(table::ReadOp::Get(pid)) {
+        table::Resp::Entry(e) => e,
+        _ => None,
+    }
+}
+
+/// Work done on every return to user mode: switching when the timer asked for it, syncing
+/// replicas after an `NrSync` IPI, exiting a dying process, delivering signals. Returns with
+/// interrupts disabled.
+pub fn return_to_user(frame: &mut InterruptFrame) {
+    loop {
+        cpu::disable_interrupts();
+        let k = kcb::current();
+        if k.sched.need_resched.load(Ordering::Relaxed) {
+            sched::schedule();
+            continue;
+        }
+        if k.sched.nr_sync.swap(false, Ordering::AcqRel) {
+            // SAFETY: the IDT and local APIC of this core are set up.
+            unsafe { cpu::enable_interrupts() };
+            crate::replicated::sync_local_node();
+            continue;
+        }
+        let me = current_thread();
+        if me.process.exiting.load(Ordering::Acquire) {
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            exit_thread(&me);
+        }
+        if me.signal_pending() {
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            signal::deliver(&me, frame);
+            continue;
+        }
+        return;
+    }
+}
+
+/// Ends the current thread. The last thread of a process ends the process: it releases the
+/// address space and files, becomes a zombie in the process table, and notifies its parent.
+pub fn exit_thread(me: &Arc<Thread>) -> ! {
+    let p = me.process.clone();
+    let ctid = me.clear_child_tid.swap(0, Ordering::AcqRel);
+    if ctid != 0 && !p.exiting.load(Ordering::Acquire) {
+        if crate::uaccess::write_user(ctid, &0u32).is_ok() {
+            let _ = crate::futex::wake(&p, ctid, u32::MAX);
+        }
+    }
+    let last = {
+        let mut threads = p.threads.lock();
+        threads.retain(|t| !Arc::ptr_eq(t, me));
+        threads.is_empty()
+    };
+    if last {
+        exit_process(&p);
+    }
+    me.set_state(ThreadState::Exited);
+    sched::schedule();
+    unreachable!("an exited thread was scheduled again");
+}
+
+/// The last thread of `p` has ended: free what the process holds and make it a zombie.
+fn exit_process(p: &Arc<Process>) {
+    let status = p.exit_status.load(Ordering::Acquire);
+    p.files.lock().close_all();
+    p.vm().teardown();
+    if p.pid == 1 {
+        crate::init_exited(status);
+    }
+    let parent = match table().execute_mut(table::UpdateOp::Exit { pid: p.pid, status }) {
+        table::Resp::Exited(parent) => parent,
+        _ => None,
+    };
+    if let Some(parent) = parent {
+        signal::send_process(&parent, signal::SIGCHLD, signal::SigInfo::child(p.pid, status));
+        parent.child_events.notify_all();
+    }
+}
+
+/// Starts `exit_group` for `p` with wait status `status`: every thread exits at its next return
+/// to user mode (sleeping threads are woken).
+pub fn begin_group_exit(p: &Arc<Process>, status: i32) {
+    if p
+        .exiting
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        p.exit_status.store(status, Ordering::Release);
+    }
+    let threads = p.threads.lock().clone();
+    for t in threads {
+        sched::wake(&t);
+    }
+}
+
+/// Creates process 1 running `argv[0]` with `argv`, its descriptors 0-2 on the console.
+pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
+    let pid = next_pid();
+    let args: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let envp = [
+        b"HOME=/".to_vec(),
+        b"TERM=linux".to_vec(),
+        b"PATH=/bin:/test".to_vec(),
+    ];
+    let image = crate::exec::load(argv[0].as_bytes(), args, &envp)?;
+    let p = Process::new(pid, image.vm.clone(), FdTable::console(), SignalState::new());
+    *p.brk.lock() = (image.brk, image.brk);
+    *p.exe.lock() = String::from_utf8_lossy(&image.path).into_owned();
+    let frame = crate::exec::initial_frame(image.entry, image.rsp);
+    let t = Thread::new(pid, p.clone(), &frame, &user::initial_fpu_state(), 0, CpuSet::all(), 0);
+    p.threads.lock().push(t.clone());
+    table().execute_mut(table::UpdateOp::Spawn {
+        pid,
+        ppid: 0,
+        process: p,
+    });
+    sched::start(t);
+    Ok(())
+}

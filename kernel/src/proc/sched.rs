@@ -1,0 +1,316 @@
+//! The per-core scheduler: run queues in the KCB, preemption by the APIC timer, blocking and
+//! waking, and the idle context.
+//!
+//! Each core runs threads from its own run queue (in its KCB) and only that core takes threads
+//! out of it; other cores only append (waking a thread appends it to the queue of the core it
+//! last ran on). The kernel is not preemptive: a thread switches only at the return to user
+//! mode (when the timer asked for it), when it blocks, and when it exits. A thread that was
+//! switched away from is handled by the next context on the same core (`finish_switch`), once
+//! its stack is no longer in use, so no other core can run it while its stack is live.
+//!
+//! A core with nothing to run returns to its idle context (its boot stack), which halts until an
+//! interrupt and brings its node's replicas up to date when asked to (NrOS §4.5).
+
+use super::{Thread, ThreadState};
+use crate::arch::{cpu, user};
+use crate::kcb::{self, Kcb};
+use crate::sync::IrqMutex;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Timer ticks a thread runs before it yields to another ready thread.
+const TIME_SLICE_TICKS: u64 = 2;
+
+/// Per-core scheduler state (part of the KCB).
+pub struct CoreScheduler {
+    /// Ready threads, in FIFO order.
+    pub ready: IrqMutex<VecDeque<Arc<Thread>>>,
+    /// The thread running on this core (None: the idle context).
+    current: IrqMutex<Option<Arc<Thread>>>,
+    /// The thread this core just switched away from, for `finish_switch`.
+    prev: IrqMutex<Option<Arc<Thread>>>,
+    /// Saved stack pointer of the idle context.
+    idle_rsp: AtomicU64,
+    /// The timer asked for a switch at the next return to user mode.
+    pub need_resched: AtomicBool,
+    /// The core is in its idle loop (wake it with an IPI when giving it work).
+    pub idle: AtomicBool,
+    /// Ticks left in the current thread's time slice.
+    slice: AtomicU64,
+    /// Sleeping threads with a deadline (ns), woken by the timer.
+    timers: IrqMutex<Vec<(u64, Arc<Thread>)>>,
+    /// An `NrSync` IPI asked this core to bring its node's replicas up to date.
+    pub nr_sync: AtomicBool,
+    /// Id of the address space whose page tables are loaded (0: the kernel's).
+    pub active_vspace: AtomicUsize,
+    /// Context switches done.
+    pub switches: AtomicU64,
+}
+
+impl CoreScheduler {
+    /// An idle core's scheduler.
+    pub fn new() -> Self {
+        CoreScheduler {
+            ready: IrqMutex::new(VecDeque::new()),
+            current: IrqMutex::new(None),
+            prev: IrqMutex::new(None),
+            idle_rsp: AtomicU64::new(0),
+            need_resched: AtomicBool::new(false),
+            idle: AtomicBool::new(false),
+            slice: AtomicU64::new(TIME_SLICE_TICKS),
+            timers: IrqMutex::new(Vec::new()),
+            nr_sync: AtomicBool::new(false),
+            active_vspace: AtomicUsize::new(0),
+            switches: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Default for CoreScheduler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The thread running on this core, if any.
+pub fn current() -> Option<Arc<Thread>> {
+    kcb::try_current().and_then(|k| k.sched.current.lock().clone())
+}
+
+/// The thread running on this core; panics in the idle context (syscalls and user faults
+/// always have one).
+pub fn current_thread() -> Arc<Thread> {
+    current().expect("no thread runs on this core")
+}
+
+/// Chooses the core a new or migrating thread goes to: the allowed core with the fewest ready
+/// threads, preferring `preferred` on a tie.
+pub fn choose_core(thread: &Thread, preferred: usize) -> usize {
+    let allowed = thread.affinity.lock().clone();
+    let mut best: Option<(usize, usize)> = None;
+    for core in crate::online_cores() {
+        if !allowed.contains(core) {
+            continue;
+        }
+        let k = kcb::get(core).expect("online core has a KCB");
+        let mut load = k.sched.ready.lock().len();
+        if k.sched.current.lock().is_some() {
+            load += 1;
+        }
+        let better = match best {
+            None => true,
+            Some((c, l)) => load < l || (load == l && core == preferred && c != preferred),
+        };
+        if better {
+            best = Some((core, load));
+        }
+    }
+    best.map(|(c, _)| c).unwrap_or(preferred)
+}
+
+/// Appends a ready thread to `core`'s run queue and wakes the core if it idles.
+pub fn enqueue(core: usize, thread: Arc<Thread>) {
+    let Some(k) = kcb::get(core) else { return };
+    thread.core.store(core, Ordering::Release);
+    k.sched.ready.lock().push_back(thread);
+    if core != kcb::current().core_id && k.sched.idle.load(Ordering::Acquire) {
+        let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
+    }
+}
+
+/// Makes a new thread runnable on a core its affinity allows.
+pub fn start(thread: Arc<Thread>) {
+    let here = kcb::current().core_id;
+    let core = choose_core(&thread, here);
+    thread.set_state(ThreadState::Ready);
+    enqueue(core, thread);
+}
+
+/// Wakes a blocked thread: it becomes ready on the core it last ran on. Returns whether it was
+/// blocked.
+pub fn wake(thread: &Arc<Thread>) -> bool {
+    if thread.transition(ThreadState::Blocked, ThreadState::Ready) {
+        enqueue(thread.core.load(Ordering::Acquire), thread.clone());
+        true
+    } else {
+        false
+    }
+}
+
+/// Takes the next thread this core may run; threads whose affinity no longer allows this core
+/// move to one that is allowed.
+fn pick_next(k: &Kcb, prev: Option<&Arc<Thread>>) -> Option<Arc<Thread>> {
+    loop {
+        let t = k.sched.ready.lock().pop_front()?;
+        if t.state() == ThreadState::Exited {
+            continue;
+        }
+        let is_prev = prev.is_some_and(|p| Arc::ptr_eq(p, &t));
+        if !is_prev && !t.affinity.lock().contains(k.core_id) {
+            let core = choose_core(&t, k.core_id);
+            if core != k.core_id {
+                enqueue(core, t);
+                continue;
+            }
+        }
+        return Some(t);
+    }
+}
+
+/// Switches to the next ready thread, or to the idle context if there is none and the current
+/// thread cannot continue. Returns when this context runs again.
+pub fn schedule() {
+    let were = cpu::disable_interrupts();
+    let k = kcb::current();
+    k.sched.need_resched.store(false, Ordering::Relaxed);
+    let prev = k.sched.current.lock().clone();
+    let prev_runnable = prev
+        .as_ref()
+        .is_some_and(|p| matches!(p.state(), ThreadState::Running | ThreadState::Ready));
+    let next = pick_next(k, prev.as_ref());
+    let next = match next {
+        Some(n) if prev.as_ref().is_some_and(|p| Arc::ptr_eq(p, &n)) => {
+            n.set_state(ThreadState::Running);
+            k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
+            cpu::restore_interrupts(were);
+            return;
+        }
+        Some(n) => Some(n),
+        None if prev_runnable => {
+            if let Some(p) = &prev {
+                p.set_state(ThreadState::Running);
+            }
+            k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
+            cpu::restore_interrupts(were);
+            return;
+        }
+        None if prev.is_none() => {
+            cpu::restore_interrupts(were);
+            return;
+        }
+        None => None,
+    };
+    let save: *mut u64 = match &prev {
+        Some(p) => p.saved_rsp.as_ptr(),
+        None => k.sched.idle_rsp.as_ptr(),
+    };
+    let target = match &next {
+        Some(n) => {
+            n.set_state(ThreadState::Running);
+            n.core.store(k.core_id, Ordering::Release);
+            k.set_kernel_stack(n.stack_top());
+            n.process.vm().activate(k);
+            user::set_fs_base(n.fs_base.load(Ordering::Relaxed));
+            n.saved_rsp.load(Ordering::Relaxed)
+        }
+        None => {
+            crate::vm::activate_kernel(k);
+            k.sched.idle_rsp.load(Ordering::Relaxed)
+        }
+    };
+    k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
+    k.sched.switches.fetch_add(1, Ordering::Relaxed);
+    *k.sched.prev.lock() = prev;
+    *k.sched.current.lock() = next;
+    // SAFETY: `target` was saved by a previous switch of a context that is not running (the idle
+    // context of this core, or a thread that only this core takes from its run queue), or made
+    // by `prepare_stack`; interrupts are off; `save` points into a live object (the previous
+    // thread, kept alive by `prev`, or this core's KCB).
+    unsafe { user::switch_to(save, target) };
+    finish_switch();
+    cpu::restore_interrupts(were);
+}
+
+/// Runs on the new context right after a switch: re-queues the previous thread if it was
+/// preempted, and drops it if it exited (freeing its stack, which is no longer in use).
+pub fn finish_switch() {
+    let k = kcb::current();
+    let Some(prev) = k.sched.prev.lock().take() else {
+        return;
+    };
+    if prev.transition(ThreadState::Running, ThreadState::Ready) {
+        let core = choose_core(&prev, k.core_id);
+        enqueue(core, prev);
+    }
+}
+
+/// First code a new thread runs on its own stack, before it enters user mode.
+#[no_mangle]
+extern "C" fn thread_first_run(frame: &mut crate::arch::idt::InterruptFrame) {
+    finish_switch();
+    super::return_to_user(frame);
+}
+
+/// Called on every timer interrupt: wakes sleepers whose deadline passed and asks for a switch
+/// when the time slice is used up and another thread is ready.
+pub fn timer_tick() {
+    let Some(k) = kcb::try_current() else { return };
+    let now = crate::time::now_ns();
+    let expired: Vec<Arc<Thread>> = {
+        let mut timers = k.sched.timers.lock();
+        let mut out = Vec::new();
+        timers.retain(|(deadline, t)| {
+            if *deadline <= now {
+                out.push(t.clone());
+                false
+            } else {
+                true
+            }
+        });
+        out
+    };
+    for t in expired {
+        t.timed_out.store(true, Ordering::Release);
+        wake(&t);
+    }
+    let left = k.sched.slice.load(Ordering::Relaxed).saturating_sub(1);
+    k.sched.slice.store(left, Ordering::Relaxed);
+    if left == 0 && !k.sched.ready.lock().is_empty() {
+        k.sched.need_resched.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Arms a wake-up of the current thread at `deadline_ns` (on this core's timer list).
+pub fn arm_timer(thread: &Arc<Thread>, deadline_ns: u64) {
+    thread.timed_out.store(false, Ordering::Release);
+    kcb::current()
+        .sched
+        .timers
+        .lock()
+        .push((deadline_ns, thread.clone()));
+}
+
+/// Removes the current thread's pending wake-up, if any.
+pub fn disarm_timer(thread: &Arc<Thread>) {
+    kcb::current()
+        .sched
+        .timers
+        .lock()
+        .retain(|(_, t)| !Arc::ptr_eq(t, thread));
+}
+
+/// The idle loop of every core: runs ready threads, brings the node's replicas up to date when
+/// asked to, runs pending self-test work, and otherwise halts until an interrupt.
+pub fn idle_loop() -> ! {
+    let k = kcb::current();
+    loop {
+        cpu::disable_interrupts();
+        if !k.sched.ready.lock().is_empty() {
+            k.sched.idle.store(false, Ordering::Release);
+            schedule();
+        } else if k.sched.nr_sync.swap(false, Ordering::AcqRel) {
+            crate::replicated::sync_local_node();
+        } else if crate::selftest::pending() {
+            // SAFETY: this core's IDT and local APIC are initialized.
+            unsafe { cpu::enable_interrupts() };
+            crate::selftest::run_pending();
+        } else {
+            k.sched.idle.store(true, Ordering::Release);
+            if k.sched.ready.lock().is_empty() && !k.sched.nr_sync.load(Ordering::Acquire) {
+                cpu::enable_and_halt();
+            }
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Signals: actions, masks, pending sets, delivery to user handlers with the Linux x86-64
+//! signal frame (`rt_sigframe`), `rt_sigreturn`, and default actions.
+//!
+//! Standard signals (1..=31) are pending at most once; real-time signals (32..=64) are treated
+//! the same way (not queued), which is documented in docs/architecture.md. A signal that a
+//! fault raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE) while blocked or ignored kills the process, as
+//! Linux does.
+
+use super::{sched, Pid, Process, Thread};
+use crate::arch::idt::InterruptFrame;
+use crate::arch::user::{self, FPU_AREA, USER_CS, USER_END, USER_SS};
+use crate::uaccess;
+use abi::Errno;
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+/// Hangup.
+pub const SIGHUP: u32 = 1;
+/// Interrupt (Ctrl-C).
+pub const SIGINT: u32 = 2;
+/// Illegal instruction.
+pub const SIGILL: u32 = 4;
+/// Trap.
+pub const SIGTRAP: u32 = 5;
+/// Abort.
+pub const SIGABRT: u32 = 6;
+/// Bus error.
+pub const SIGBUS: u32 = 7;
+/// Arithmetic error.
+pub const SIGFPE: u32 = 8;
+/// Kill (cannot be caught).
+pub const SIGKILL: u32 = 9;
+/// Segmentation fault.
+pub const SIGSEGV: u32 = 11;
+/// Broken pipe.
+pub const SIGPIPE: u32 = 13;
+/// Termination.
+pub const SIGTERM: u32 = 15;
+/// Child stopped or exited.
+pub const SIGCHLD: u32 = 17;
+/// Continue.
+pub const SIGCONT: u32 = 18;
+/// Stop (cannot be caught).
+pub const SIGSTOP: u32 = 19;
+/// Terminal stop.
+pub const SIGTSTP: u32 = 20;
+/// Background read.
+pub const SIGTTIN: u32 = 21;
+/// Background write.
+pub const SIGTTOU: u32 = 22;
+/// Urgent data.
+pub const SIGURG: u32 = 23;
+/// Window size change.
+pub const SIGWINCH: u32 = 28;
+/// Highest signal number.
+pub const NSIG: u32 = 64;
+
+const SIG_DFL: u64 = 0;
+const SIG_IGN: u64 = 1;
+/// `sa_flags` bits.
+const SA_SIGINFO: u64 = 4;
+const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESTART: u64 = 0x1000_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+const SA_RESTORER: u64 = 0x0400_0000;
+const SUPPORTED_FLAGS: u64 =
+    SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER | SA_RESETHAND | SA_RESTORER | 1 | 2;
+
+/// `si_code` values.
+pub const SI_USER: i32 = 0;
+/// Sent by `tgkill`.
+pub const SI_TKILL: i32 = -6;
+/// SIGSEGV: address not mapped.
+pub const SEGV_MAPERR: i32 = 1;
+/// SIGSEGV: access not permitted.
+pub const SEGV_ACCERR: i32 = 2;
+/// SIGCHLD: child exited.
+pub const CLD_EXITED: i32 = 1;
+/// SIGCHLD: child killed.
+pub const CLD_KILLED: i32 = 2;
+
+fn bit(sig: u32) -> u64 {
+    1 << (sig - 1)
+}
+
+/// Signals that cannot be caught, blocked or ignored.
+const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
+
+/// A `struct sigaction` as the kernel sees it.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct SigAction {
+    /// Handler address, SIG_DFL or SIG_IGN.
+    pub handler: u64,
+    /// SA_* flags.
+    pub flags: u64,
+    /// Return trampoline (`SA_RESTORER`).
+    pub restorer: u64,
+    /// Signals blocked while the handler runs.
+    pub mask: u64,
+}
+
+/// What a signal carries (the parts of `siginfo_t` Reef fills).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SigInfo {
+    /// `si_code`.
+    pub code: i32,
+    /// Sending process (kill, SIGCHLD).
+    pub pid: Pid,
+    /// Faulting address (SIGSEGV and friends).
+    pub addr: u64,
+    /// Child's exit code or signal (SIGCHLD).
+    pub status: i32,
+}
+
+impl SigInfo {
+    /// Sent by `kill` from `pid`.
+    pub fn user(pid: Pid) -> Self {
+        SigInfo {
+            code: SI_USER,
+            pid,
+            ..Default::default()
+        }
+    }
+
+    /// SIGCHLD for a child that exited with wait status `wstatus`.
+    pub fn child(pid: Pid, wstatus: i32) -> Self {
+        let (code, status) = if wstatus & 0x7f == 0 {
+            (CLD_EXITED, (wstatus >> 8) & 0xff)
+        } else {
+            (CLD_KILLED, wstatus & 0x7f)
+        };
+        SigInfo {
+            code,
+            pid,
+            status,
+            addr: 0,
+        }
+    }
+}
+
+/// Process-wide signal state.
+pub struct SignalState {
+    /// Actions, indexed by signal number - 1.
+    pub actions: [SigAction; NSIG as usize],
+    /// Signals pending for the process (any thread may take them).
+    pub pending: u64,
+    /// Information of pending process-wide signals.
+    infos: [SigInfo; NSIG as usize],
+}
+
+impl SignalState {
+    /// Default actions, nothing pending.
+    pub fn new() -> Self {
+        SignalState {
+            actions: [SigAction::default(); NSIG as usize],
+            pending: 0,
+            infos: [SigInfo::default(); NSIG as usize],
+        }
+    }
+
+    /// The state a child of `fork` inherits: the same actions, nothing pending.
+    pub fn forked(&self) -> Self {
+        SignalState {
+            actions: self.actions,
+            pending: 0,
+            infos: [SigInfo::default(); NSIG as usize],
+        }
+    }
+
+    /// The state after `execve`: handled signals revert to default, ignored stay ignored.
+    pub fn exec(&mut self) {
+        for a in self.actions.iter_mut() {
+            if a.handler != SIG_IGN {
+                *a = SigAction::default();
+            }
+        }
+    }
+}
+
+impl Default for SignalState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A thread's signal mask and own pending signals.
+pub struct ThreadSignals {
+    /// Blocked signals.
+    pub mask: u64,
+    /// Signals sent to this thread.
+    pub pending: u64,
+    /// The mask to restore after the next handler (`rt_sigsuspend` replaced it).
+    pub saved: Option<u64>,
+    infos: [SigInfo; NSIG as usize],
+}
+
+impl ThreadSignals {
+    /// Nothing pending, `mask` blocked.
+    pub fn new(mask: u64) -> Self {
+        ThreadSignals {
+            mask: mask & !UNBLOCKABLE,
+            pending: 0,
+            saved: None,
+            infos: [SigInfo::default(); NSIG as usize],
+        }
+    }
+}
+
+fn valid(sig: u32) -> Result<(), Errno> {
+    if (1..=NSIG).contains(&sig) {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+/// What the default action of `sig` does.
+fn default_kills(sig: u32) -> bool {
+    !matches!(
+        sig,
+        SIGCHLD | SIGURG | SIGWINCH | SIGCONT | SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU
+    )
+}
+
+/// Whether `sig` would be discarded on arrival (ignored, or default-ignored).
+fn ignored(p: &Process, sig: u32) -> bool {
+    let a = p.signals.lock().actions[(sig - 1) as usize];
+    sig != SIGKILL && (a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_kills(sig)))
+}
+
+/// Sends `sig` to process `p` (any of its threads may take it) and wakes a thread that can.
+pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
+    if sig == 0 || ignored(p, sig) {
+        return;
+    }
+    {
+        let mut s = p.signals.lock();
+        s.pending |= bit(sig);
+        s.infos[(sig - 1) as usize] = info;
+    }
+    let threads = p.threads.lock().clone();
+    let target = threads
+        .iter()
+        .find(|t| t.signals.lock().mask & bit(sig) == 0)
+        .or(threads.first());
+    if let Some(t) = target {
+        sched::wake(t);
+        kick(t);
+    }
+}
+
+/// Sends `sig` to one thread.
+pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
+    if sig == 0 || ignored(&t.process, sig) {
+        return;
+    }
+    {
+        let mut s = t.signals.lock();
+        s.pending |= bit(sig);
+        s.infos[(sig - 1) as usize] = info;
+    }
+    sched::wake(t);
+    kick(t);
+}
+
+/// Makes a thread running in user mode on another core enter the kernel soon (it checks
+/// signals on its way back).
+fn kick(t: &Thread) {
+    if t.state() == super::ThreadState::Running {
+        let core = t.core.load(Ordering::Acquire);
+        if core != crate::kcb::current().core_id {
+            let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
+        }
+    }
+}
+
+/// Raises a fault signal on the current thread (from an exception in user mode). If the signal
+/// is blocked or ignored, its action is reset to the default, so it kills the process.
+pub fn force(me: &Arc<Thread>, sig: u32, info: SigInfo) {
+    {
+        let mut ps = me.process.signals.lock();
+        let blocked = me.signals.lock().mask & bit(sig) != 0;
+        let a = &mut ps.actions[(sig - 1) as usize];
+        if blocked || a.handler == SIG_IGN {
+            *a = SigAction::default();
+        }
+    }
+    let mut s = me.signals.lock();
+    s.mask &= !bit(sig);
+    s.pending |= bit(sig);
+    s.infos[(sig - 1) as usize] = info;
+}
+
+/// Takes the lowest-numbered deliverable signal of `me`.
+fn take(me: &Thread) -> Option<(u32, SigInfo)> {
+    let mut own = me.signals.lock();
+    let ready_own = own.pending & !own.mask;
+    if ready_own != 0 {
+        let sig = ready_own.trailing_zeros() + 1;
+        own.pending &= !bit(sig);
+        return Some((sig, own.infos[(sig - 1) as usize]));
+    }
+    let mask = own.mask;
+    drop(own);
+    let mut shared = me.process.signals.lock();
+    let ready = shared.pending & !mask;
+    if ready != 0 {
+        let sig = ready.trailing_zeros() + 1;
+        shared.pending &= !bit(sig);
+        return Some((sig, shared.infos[(sig - 1) as usize]));
+    }
+    None
+}
+
+/// Size of the kernel's part of `struct ucontext`.
+const UCONTEXT: usize = 304;
+/// Size of `siginfo_t`.
+const SIGINFO: usize = 128;
+/// Offset of `uc_mcontext` in `ucontext`.
+const MCONTEXT: usize = 40;
+/// Offset of `uc_sigmask` in `ucontext`.
+const SIGMASK: usize = 296;
+
+fn put(buf: &mut [u8], at: usize, v: u64) {
+    buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get(buf: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// `sigcontext` register order (as `gregs` in `ucontext_t`).
+fn gregs(f: &InterruptFrame) -> [u64; 18] {
+    [
+        f.r8, f.r9, f.r10, f.r11, f.r12, f.r13, f.r14, f.r15, f.rdi, f.rsi, f.rbp, f.rbx, f.rdx,
+        f.rax, f.rcx, f.rsp, f.rip, f.rflags,
+    ]
+}
+
+/// Delivers pending signals to the current thread on its way to user mode: runs default
+/// actions, or builds a signal frame on the user stack and points the thread at the handler.
+pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
+    let Some((sig, info)) = take(me) else { return };
+    let action = me.process.signals.lock().actions[(sig - 1) as usize];
+    if action.handler == SIG_IGN {
+        return;
+    }
+    if action.handler == SIG_DFL {
+        if default_kills(sig) {
+            super::begin_group_exit(&me.process, sig as i32);
+        }
+        return;
+    }
+    // A syscall interrupted by this signal: restart it (SA_RESTART) or let it return EINTR.
+    if frame.vector == user::SYSCALL_VECTOR && frame.rax as i64 == Errno::EINTR.to_return() as i64 {
+        if action.flags & SA_RESTART != 0 {
+            frame.rax = frame.error_code;
+            frame.rip -= 2;
+        }
+        frame.vector = 0;
+    }
+    let old_mask = {
+        let mut s = me.signals.lock();
+        s.saved.take().unwrap_or(s.mask)
+    };
+    if let Err(()) = push_frame(me, frame, sig, &info, &action, old_mask) {
+        force(me, SIGSEGV, SigInfo::default());
+        let mut ps = me.process.signals.lock();
+        ps.actions[(SIGSEGV - 1) as usize] = SigAction::default();
+        return;
+    }
+    let mut s = me.signals.lock();
+    s.mask |= action.mask & !UNBLOCKABLE;
+    if action.flags & SA_NODEFER == 0 {
+        s.mask |= bit(sig);
+    }
+    drop(s);
+    if action.flags & SA_RESETHAND != 0 {
+        me.process.signals.lock().actions[(sig - 1) as usize] = SigAction::default();
+    }
+}
+
+fn push_frame(
+    me: &Thread,
+    frame: &mut InterruptFrame,
+    sig: u32,
+    info: &SigInfo,
+    action: &SigAction,
+    old_mask: u64,
+) -> Result<(), ()> {
+    let mut sp = frame.rsp.checked_sub(128).ok_or(())?;
+    sp = (sp - FPU_AREA as u64) & !63;
+    let fpstate = sp;
+    uaccess::copy_to_user(fpstate, &me.fpu()[..]).map_err(|_| ())?;
+    sp -= (8 + UCONTEXT + SIGINFO) as u64;
+    sp = (sp & !15) - 8;
+    let mut buf = [0u8; 8 + UCONTEXT + SIGINFO];
+    put(&mut buf, 0, action.restorer);
+    let uc = 8;
+    for (i, r) in gregs(frame).iter().enumerate() {
+        put(&mut buf, uc + MCONTEXT + 8 * i, *r);
+    }
+    let csgsfs = USER_CS | (USER_SS << 48);
+    put(&mut buf, uc + MCONTEXT + 144, csgsfs);
+    put(&mut buf, uc + MCONTEXT + 152, frame.error_code);
+    put(&mut buf, uc + MCONTEXT + 160, frame.vector);
+    put(&mut buf, uc + MCONTEXT + 168, old_mask);
+    put(&mut buf, uc + MCONTEXT + 176, info.addr);
+    put(&mut buf, uc + MCONTEXT + 184, fpstate);
+    put(&mut buf, uc + SIGMASK, old_mask);
+    let si = 8 + UCONTEXT;
+    buf[si..si + 4].copy_from_slice(&(sig as i32).to_le_bytes());
+    buf[si + 8..si + 12].copy_from_slice(&info.code.to_le_bytes());
+    if matches!(sig, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP) && info.code > 0 {
+        put(&mut buf, si + 16, info.addr);
+    } else {
+        buf[si + 16..si + 20].copy_from_slice(&(info.pid as i32).to_le_bytes());
+        if sig == SIGCHLD {
+            buf[si + 24..si + 28].copy_from_slice(&info.status.to_le_bytes());
+        }
+    }
+    uaccess::copy_to_user(sp, &buf).map_err(|_| ())?;
+    frame.rsp = sp;
+    frame.rip = action.handler;
+    frame.rdi = sig as u64;
+    frame.rsi = sp + si as u64;
+    frame.rdx = sp + uc as u64;
+    frame.rax = 0;
+    frame.rflags &= !(1 << 10 | 1 << 8);
+    Ok(())
+}
+
+/// `rt_sigreturn`: restores the registers, FPU state and mask saved by [`deliver`]. The user
+/// controls the frame, so every value is checked: the instruction pointer must be canonical
+/// user space, segments are forced to the user ones, and only harmless flags are taken.
+pub fn sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame) -> Result<(), Errno> {
+    let uc = frame.rsp;
+    let mut buf = [0u8; UCONTEXT];
+    uaccess::copy_from_user(uc, &mut buf)?;
+    let r = |i: usize| get(&buf, MCONTEXT + 8 * i);
+    let rip = r(16);
+    if rip >= USER_END {
+        return Err(Errno::EFAULT);
+    }
+    let fpstate = get(&buf, MCONTEXT + 184);
+    if fpstate != 0 {
+        let mut fpu = [0u8; FPU_AREA];
+        uaccess::copy_from_user(fpstate, &mut fpu)?;
+        let mxcsr = u32::from_le_bytes(fpu[24..28].try_into().expect("4 bytes")) & 0xffff;
+        fpu[24..28].copy_from_slice(&mxcsr.to_le_bytes());
+        *me.fpu() = fpu;
+    }
+    frame.r8 = r(0);
+    frame.r9 = r(1);
+    frame.r10 = r(2);
+    frame.r11 = r(3);
+    frame.r12 = r(4);
+    frame.r13 = r(5);
+    frame.r14 = r(6);
+    frame.r15 = r(7);
+    frame.rdi = r(8);
+    frame.rsi = r(9);
+    frame.rbp = r(10);
+    frame.rbx = r(11);
+    frame.rdx = r(12);
+    frame.rax = r(13);
+    frame.rcx = r(14);
+    frame.rsp = r(15);
+    frame.rip = rip;
+    const USER_FLAGS: u64 = 0x0000_0000_0025_0fd5;
+    frame.rflags = (frame.rflags & !USER_FLAGS) | (r(17) & USER_FLAGS) | (1 << 9);
+    frame.cs = USER_CS;
+    frame.ss = USER_SS;
+    frame.vector = 0;
+    me.signals.lock().mask = get(&buf, SIGMASK) & !UNBLOCKABLE;
+    Ok(())
+}
+
+/// `rt_sigaction`.
+pub fn set_action(
+    p: &Process,
+    sig: u32,
+    new: Option<SigAction>,
+) -> Result<SigAction, Errno> {
+    valid(sig)?;
+    let mut s = p.signals.lock();
+    let old = s.actions[(sig - 1) as usize];
+    if let Some(mut a) = new {
+        if sig == SIGKILL || sig == SIGSTOP {
+            return Err(Errno::EINVAL);
+        }
+        a.flags &= SUPPORTED_FLAGS;
+        a.mask &= !UNBLOCKABLE;
+        s.actions[(sig - 1) as usize] = a;
+        if a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_kills(sig)) {
+            s.pending &= !bit(sig);
+        }
+    }
+    Ok(old)
+}
+
+/// `rt_sigprocmask`: `how` is SIG_BLOCK (0), SIG_UNBLOCK (1) or SIG_SETMASK (2).
+pub fn set_mask(me: &Thread, how: u64, set: Option<u64>) -> Result<u64, Errno> {
+    let mut s = me.signals.lock();
+    let old = s.mask;
+    if let Some(set) = set {
+        s.mask = match how {
+            0 => old | set,
+            1 => old & !set,
+            2 => set,
+            _ => return Err(Errno::EINVAL),
+        } & !UNBLOCKABLE;
+    }
+    Ok(old)
+}
+
+/// Signals pending for the thread (own and process-wide), for `rt_sigpending`.
+pub fn pending(me: &Thread) -> u64 {
+    me.signals.lock().pending | me.process.signals.lock().pending
+}
+
+/// Checks a signal number from user space (0 allowed: "may I send?").
+pub fn check(sig: u64) -> Result<u32, Errno> {
+    if sig > NSIG as u64 {
+        Err(Errno::EINVAL)
+    } else {
+        Ok(sig as u32)
+    }
+}
+
+/// Name of a signal, for reports.
+pub fn name(sig: u32) -> &'static str {
+    match sig {
+        SIGHUP => "SIGHUP",
+        SIGINT => "SIGINT",
+        3 => "SIGQUIT",
+        SIGILL => "SIGILL",
+        SIGTRAP => "SIGTRAP",
+        SIGABRT => "SIGABRT",
+        SIGBUS => "SIGBUS",
+        SIGFPE => "SIGFPE",
+        SIGKILL => "SIGKILL",
+        10 => "SIGUSR1",
+        SIGSEGV => "SIGSEGV",
+        12 => "SIGUSR2",
+        SIGPIPE => "SIGPIPE",
+        14 => "SIGALRM",
+        SIGTERM => "SIGTERM",
+        SIGCHLD => "SIGCHLD",
+        SIGCONT => "SIGCONT",
+        SIGSTOP => "SIGSTOP",
+        SIGTSTP => "SIGTSTP",
+        _ => "signal",
+    }
+}

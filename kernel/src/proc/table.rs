@@ -1,0 +1,258 @@
+//! The process table, replicated per NUMA node with NR (NrOS §4.4, NR-Scheduler).
+//!
+//! [`ProcessTable`] is a sequential structure: the parent/child tree, process groups and
+//! sessions, and each process's life state (alive, or a zombie with its wait status). Every
+//! change (`Spawn`, `Exit`, `Reap`, `SetPgid`, `SetSid`) goes through the log; lookups (`kill`
+//! targets, `wait4` candidates, `getppid`) run on the local replica. Process ids are drawn
+//! before an operation enters the log, so every replica records the same ids.
+//!
+//! Each entry also holds an `Arc` of the process's kernel object (threads, address space,
+//! files), shared by all replicas; it is dropped when the last replica has applied the `Reap`.
+
+use super::{Pid, Process};
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+/// What a process is in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Life {
+    /// Running (some thread alive).
+    Alive,
+    /// Exited; the wait status (Linux encoding) waits for the parent.
+    Zombie(i32),
+}
+
+/// One process in the table.
+#[derive(Clone)]
+pub struct Entry {
+    /// Parent process id (0 for init).
+    pub ppid: Pid,
+    /// Process group id.
+    pub pgid: Pid,
+    /// Session id.
+    pub sid: Pid,
+    /// Life state.
+    pub life: Life,
+    /// The kernel object.
+    pub process: Arc<Process>,
+}
+
+/// Which children a wait accepts (`wait4`'s pid argument).
+#[derive(Clone, Copy, Debug)]
+pub enum WaitFor {
+    /// Any child.
+    Any,
+    /// The child with this id.
+    Pid(Pid),
+    /// Any child in this process group.
+    Group(Pid),
+}
+
+/// The replicated table.
+#[derive(Default)]
+pub struct ProcessTable {
+    entries: BTreeMap<Pid, Entry>,
+    children: BTreeMap<Pid, BTreeSet<Pid>>,
+}
+
+/// Read operations.
+pub enum ReadOp {
+    /// The entry of a process.
+    Get(Pid),
+    /// A zombie child of `parent` matching the selector, and whether any child matches at all.
+    FindZombie(Pid, WaitFor),
+    /// The processes of a group (for `kill(-pgid)`), or all processes but init for `kill(-1)`.
+    Members(Option<Pid>),
+    /// Number of processes.
+    Count,
+}
+
+/// Update operations.
+#[derive(Clone)]
+pub enum UpdateOp {
+    /// A new process (fork or the first process).
+    Spawn {
+        /// Its id (drawn before logging).
+        pid: Pid,
+        /// Its parent.
+        ppid: Pid,
+        /// The kernel object.
+        process: Arc<Process>,
+    },
+    /// A process exited with a wait status; its children go to init (pid 1).
+    Exit {
+        /// Who exited.
+        pid: Pid,
+        /// Its wait status.
+        status: i32,
+    },
+    /// The parent collected a zombie.
+    Reap {
+        /// The zombie.
+        pid: Pid,
+    },
+    /// `setpgid(pid, pgid)` on behalf of `caller`.
+    SetPgid {
+        /// Calling process.
+        caller: Pid,
+        /// Target (0 = caller).
+        pid: Pid,
+        /// New group (0 = target's pid).
+        pgid: Pid,
+    },
+    /// `setsid()` by `pid`.
+    SetSid {
+        /// Calling process.
+        pid: Pid,
+    },
+}
+
+/// Responses.
+pub enum Resp {
+    /// An entry, if present.
+    Entry(Option<Entry>),
+    /// `FindZombie`: a zombie (pid, status) if any; whether any matching child exists.
+    Zombie(Option<(Pid, i32)>, bool),
+    /// Process ids.
+    Pids(Vec<Pid>),
+    /// A count.
+    Count(usize),
+    /// Success or an errno.
+    Done(Result<Pid, abi::Errno>),
+    /// `Exit`: the parent to notify, if it is alive.
+    Exited(Option<Arc<Process>>),
+}
+
+impl ProcessTable {
+    fn matches(&self, pid: Pid, e: &Entry, w: WaitFor) -> bool {
+        match w {
+            WaitFor::Any => true,
+            WaitFor::Pid(p) => p == pid,
+            WaitFor::Group(g) => e.pgid == g,
+        }
+    }
+}
+
+impl nr::Dispatch for ProcessTable {
+    type ReadOp = ReadOp;
+    type UpdateOp = UpdateOp;
+    type Resp = Resp;
+
+    fn dispatch(&self, op: ReadOp) -> Resp {
+        match op {
+            ReadOp::Get(pid) => Resp::Entry(self.entries.get(&pid).cloned()),
+            ReadOp::FindZombie(parent, w) => {
+                let mut any = false;
+                for &c in self.children.get(&parent).into_iter().flatten() {
+                    let Some(e) = self.entries.get(&c) else { continue };
+                    if !self.matches(c, e, w) {
+                        continue;
+                    }
+                    any = true;
+                    if let Life::Zombie(status) = e.life {
+                        return Resp::Zombie(Some((c, status)), true);
+                    }
+                }
+                Resp::Zombie(None, any)
+            }
+            ReadOp::Members(group) => Resp::Pids(
+                self.entries
+                    .iter()
+                    .filter(|(pid, e)| match group {
+                        Some(g) => e.pgid == g,
+                        None => **pid != 1,
+                    })
+                    .filter(|(_, e)| e.life == Life::Alive)
+                    .map(|(pid, _)| *pid)
+                    .collect(),
+            ),
+            ReadOp::Count => Resp::Count(self.entries.len()),
+        }
+    }
+
+    fn dispatch_mut(&mut self, op: UpdateOp) -> Resp {
+        match op {
+            UpdateOp::Spawn { pid, ppid, process } => {
+                let (pgid, sid) = self
+                    .entries
+                    .get(&ppid)
+                    .map(|p| (p.pgid, p.sid))
+                    .unwrap_or((pid, pid));
+                self.entries.insert(
+                    pid,
+                    Entry {
+                        ppid,
+                        pgid,
+                        sid,
+                        life: Life::Alive,
+                        process,
+                    },
+                );
+                self.children.entry(ppid).or_default().insert(pid);
+                Resp::Done(Ok(pid))
+            }
+            UpdateOp::Exit { pid, status } => {
+                let Some(e) = self.entries.get_mut(&pid) else {
+                    return Resp::Exited(None);
+                };
+                e.life = Life::Zombie(status);
+                let ppid = e.ppid;
+                if let Some(orphans) = self.children.remove(&pid) {
+                    for c in &orphans {
+                        if let Some(ce) = self.entries.get_mut(c) {
+                            ce.ppid = 1;
+                        }
+                    }
+                    self.children.entry(1).or_default().extend(orphans);
+                }
+                let parent = self
+                    .entries
+                    .get(&ppid)
+                    .filter(|p| p.life == Life::Alive)
+                    .map(|p| p.process.clone());
+                Resp::Exited(parent)
+            }
+            UpdateOp::Reap { pid } => match self.entries.get(&pid) {
+                Some(e) if matches!(e.life, Life::Zombie(_)) => {
+                    let ppid = e.ppid;
+                    self.entries.remove(&pid);
+                    if let Some(set) = self.children.get_mut(&ppid) {
+                        set.remove(&pid);
+                    }
+                    Resp::Done(Ok(pid))
+                }
+                _ => Resp::Done(Err(abi::Errno::ECHILD)),
+            },
+            UpdateOp::SetPgid { caller, pid, pgid } => {
+                let target = if pid == 0 { caller } else { pid };
+                let pgid = if pgid == 0 { target } else { pgid };
+                let allowed = target == caller
+                    || self.entries.get(&target).is_some_and(|e| e.ppid == caller);
+                if !allowed {
+                    return Resp::Done(Err(abi::Errno::ESRCH));
+                }
+                match self.entries.get_mut(&target) {
+                    Some(e) if e.sid == target => Resp::Done(Err(abi::Errno::EPERM)),
+                    Some(e) => {
+                        e.pgid = pgid;
+                        Resp::Done(Ok(0))
+                    }
+                    None => Resp::Done(Err(abi::Errno::ESRCH)),
+                }
+            }
+            UpdateOp::SetSid { pid } => {
+                let leader = self.entries.values().any(|e| e.pgid == pid);
+                match self.entries.get_mut(&pid) {
+                    Some(e) if e.pgid == pid || leader => Resp::Done(Err(abi::Errno::EPERM)),
+                    Some(e) => {
+                        e.pgid = pid;
+                        e.sid = pid;
+                        Resp::Done(Ok(pid))
+                    }
+                    None => Resp::Done(Err(abi::Errno::ESRCH)),
+                }
+            }
+        }
+    }
+}

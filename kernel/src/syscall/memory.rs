@@ -1,0 +1,155 @@
+//! Memory calls: `mmap`, `munmap`, `mprotect`, `madvise`, `brk` (NR-vMem, see `crate::vm`).
+
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::proc::Thread;
+use crate::vm::PAGE_SIZE;
+use abi::Errno;
+use alloc::sync::Arc;
+use vspace::{Prot, RegionKind};
+
+const MAP_SHARED: u64 = 0x01;
+const MAP_PRIVATE: u64 = 0x02;
+const MAP_SHARED_VALIDATE: u64 = 0x03;
+const MAP_FIXED: u64 = 0x10;
+const MAP_ANONYMOUS: u64 = 0x20;
+const MAP_GROWSDOWN: u64 = 0x100;
+const MAP_DENYWRITE: u64 = 0x800;
+const MAP_EXECUTABLE: u64 = 0x1000;
+const MAP_LOCKED: u64 = 0x2000;
+const MAP_NORESERVE: u64 = 0x4000;
+const MAP_POPULATE: u64 = 0x8000;
+const MAP_NONBLOCK: u64 = 0x10000;
+const MAP_STACK: u64 = 0x20000;
+const MAP_FIXED_NOREPLACE: u64 = 0x100000;
+const KNOWN_FLAGS: u64 = MAP_SHARED
+    | MAP_PRIVATE
+    | MAP_FIXED
+    | MAP_ANONYMOUS
+    | MAP_GROWSDOWN
+    | MAP_DENYWRITE
+    | MAP_EXECUTABLE
+    | MAP_LOCKED
+    | MAP_NORESERVE
+    | MAP_POPULATE
+    | MAP_NONBLOCK
+    | MAP_STACK
+    | MAP_FIXED_NOREPLACE;
+
+fn page_up(len: u64) -> Result<u64, Errno> {
+    len.checked_add(PAGE_SIZE - 1)
+        .map(|l| l & !(PAGE_SIZE - 1))
+        .ok_or(Errno::ENOMEM)
+}
+
+fn prot_arg(p: u64) -> Result<Prot, Errno> {
+    // PROT_GROWSDOWN/PROT_GROWSUP only matter for stack regions; Reef ignores them.
+    Prot::from_linux(p & !0x0300_0000).ok_or(Errno::EINVAL)
+}
+
+/// `mmap`: anonymous private and shared memory (file mappings come with the file-system issue).
+pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
+    if len == 0 || flags & !KNOWN_FLAGS != 0 || addr % PAGE_SIZE != 0 && flags & MAP_FIXED != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let shared = match flags & MAP_SHARED_VALIDATE {
+        MAP_SHARED | MAP_SHARED_VALIDATE => true,
+        MAP_PRIVATE => false,
+        _ => return Err(Errno::EINVAL),
+    };
+    if flags & MAP_ANONYMOUS == 0 {
+        let _ = (fd, off);
+        return Err(Errno::ENODEV);
+    }
+    let prot = prot_arg(prot)?;
+    let len = page_up(len)?;
+    let kind = RegionKind::Anonymous { shared };
+    let vm = me.process.vm();
+    let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
+        vm.map_fixed(addr, len, prot, kind, flags & MAP_FIXED_NOREPLACE == 0)?
+    } else {
+        vm.map_anywhere(len, addr & !(PAGE_SIZE - 1), prot, kind)?
+    };
+    if shared || flags & MAP_POPULATE != 0 {
+        if let Err(e) = vm.populate(start, start + len, prot, shared) {
+            let _ = vm.unmap(start, len);
+            return Err(e);
+        }
+    }
+    Ok(start)
+}
+
+pub fn munmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[0] % PAGE_SIZE != 0 || a[1] == 0 {
+        return Err(Errno::EINVAL);
+    }
+    me.process.vm().unmap(a[0], page_up(a[1])?)?;
+    Ok(0)
+}
+
+pub fn mprotect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[0] % PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a[1] == 0 {
+        return Ok(0);
+    }
+    let prot = prot_arg(a[2])?;
+    me.process.vm().protect(a[0], page_up(a[1])?, prot)?;
+    Ok(0)
+}
+
+/// `madvise`: every advice is accepted; `MADV_DONTNEED` and `MADV_FREE` drop the pages of a
+/// private anonymous range (they read as zero afterwards, as on Linux); the rest are hints Reef
+/// does not act on.
+pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MADV_DONTNEED: u64 = 4;
+    const MADV_FREE: u64 = 8;
+    if a[0] % PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a[1] == 0 {
+        return Ok(0);
+    }
+    let len = page_up(a[1])?;
+    if matches!(a[2], MADV_DONTNEED | MADV_FREE) {
+        let vm = me.process.vm();
+        let regions = vm.regions();
+        let end = a[0].checked_add(len).ok_or(Errno::EINVAL)?;
+        let region = regions
+            .iter()
+            .find(|r| r.start <= a[0] && end <= r.end)
+            .ok_or(Errno::ENOMEM)?;
+        if region.kind == (RegionKind::Anonymous { shared: false }) {
+            vm.map_fixed(a[0], len, region.prot, region.kind, true)?;
+        }
+    }
+    Ok(0)
+}
+
+/// `brk`: grows or shrinks the heap region; returns the (possibly unchanged) break.
+pub fn brk(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let p = &me.process;
+    let mut brk = p.brk.lock();
+    let (start, current) = *brk;
+    let want = a[0];
+    if want < start || want >= crate::vm::MMAP_CEILING {
+        return Ok(current);
+    }
+    let old_end = page_up(current)?;
+    let new_end = page_up(want)?;
+    let vm = p.vm();
+    if new_end > old_end {
+        if vm
+            .map_fixed(old_end, new_end - old_end, Prot::RW, RegionKind::Heap, false)
+            .is_err()
+        {
+            return Ok(current);
+        }
+    } else if new_end < old_end {
+        vm.unmap(new_end, old_end - new_end)?;
+    }
+    brk.1 = want;
+    Ok(want)
+}

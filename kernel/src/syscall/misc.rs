@@ -1,0 +1,105 @@
+//! System information, random bytes, resource limits, credentials, and Reef's own calls.
+
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::proc::Thread;
+use crate::uaccess::{self, read_user, write_user};
+use abi::Errno;
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+/// The `uname` fields: sysname, nodename, release, version, machine, domainname.
+const UTSNAME: [&str; 6] = [
+    "Linux",
+    "reef",
+    "6.1.0-reef",
+    concat!("#1 SMP Reef ", env!("CARGO_PKG_VERSION")),
+    "x86_64",
+    "(none)",
+];
+
+pub fn uname(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let mut buf = [0u8; 6 * 65];
+    for (i, field) in UTSNAME.iter().enumerate() {
+        buf[i * 65..i * 65 + field.len()].copy_from_slice(field.as_bytes());
+    }
+    uaccess::copy_to_user(a[0], &buf)?;
+    Ok(0)
+}
+
+pub fn getrandom(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const GRND_NONBLOCK: u64 = 1;
+    const GRND_RANDOM: u64 = 2;
+    const GRND_INSECURE: u64 = 4;
+    if a[2] & !(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = (a[1] as usize).min(32 << 20);
+    let mut done = 0;
+    let mut chunk = [0u8; 256];
+    while done < len {
+        let n = chunk.len().min(len - done);
+        crate::random::fill(&mut chunk[..n]);
+        uaccess::copy_to_user(a[0] + done as u64, &chunk[..n])?;
+        done += n;
+    }
+    Ok(len as u64)
+}
+
+const RLIM_INFINITY: u64 = u64::MAX;
+
+/// The limits Reef reports: the stack size it reserves, the descriptor table size, and
+/// no limit for the rest. Setting a limit is accepted and has no effect (documented).
+fn limit(resource: u64) -> Result<[u64; 2], Errno> {
+    match resource {
+        3 => Ok([crate::vm::STACK_SIZE, RLIM_INFINITY]),
+        7 => Ok([crate::fd::MAX_FDS as u64, crate::fd::MAX_FDS as u64]),
+        0..=15 => Ok([RLIM_INFINITY, RLIM_INFINITY]),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub fn prlimit64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[0] != 0 && a[0] as u32 != me.process.pid {
+        return Err(Errno::ESRCH);
+    }
+    let old = limit(a[1])?;
+    if a[2] != 0 {
+        let new: [u64; 2] = read_user(a[2])?;
+        if new[0] > new[1] {
+            return Err(Errno::EINVAL);
+        }
+    }
+    if a[3] != 0 {
+        write_user(a[3], &old)?;
+    }
+    Ok(0)
+}
+
+pub fn getrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    write_user(a[1], &limit(a[0])?)?;
+    Ok(0)
+}
+
+pub fn setrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    limit(a[0])?;
+    let new: [u64; 2] = read_user(a[1])?;
+    if new[0] > new[1] {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// `getuid`, `geteuid`, `getgid`, `getegid`: everything runs as root.
+pub fn zero(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+pub fn umask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    Ok(me.process.umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed) as u64)
+}
+
+/// `reef_free_bytes()`: free physical memory (NCaches and TCaches) in bytes.
+pub fn reef_free_bytes(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(crate::mm::free_bytes())
+}

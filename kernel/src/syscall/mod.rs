@@ -1,0 +1,152 @@
+//! System calls: the Linux x86-64 numbers and semantics.
+//!
+//! `syscall_dispatch` (called by the `syscall` entry in `arch::x86_64::user`) looks the number up
+//! in [`handler`], runs it with the six argument registers, and stores the result (or `-errno`)
+//! in RAX. A number Reef does not implement returns `-ENOSYS` and is counted; the counts are
+//! printed at power-off (`reef: unimplemented syscalls: ...`). Reef's own calls use numbers from
+//! [`REEF_BASE`] up.
+//!
+//! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, ids,
+//! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors),
+//! [`misc`] (uname, getrandom, limits, credentials).
+
+mod file;
+mod memory;
+mod misc;
+mod process;
+mod signal;
+mod time;
+
+use crate::arch::idt::InterruptFrame;
+use crate::proc::{self, Thread};
+use abi::syscalls::*;
+use abi::Errno;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// First number of Reef's own system calls.
+pub const REEF_BASE: usize = 1024;
+/// `reef_free_bytes()`: free physical memory in bytes.
+pub const REEF_FREE_BYTES: usize = REEF_BASE;
+
+/// The result of a handler: a value for RAX or an error number.
+pub type SysResult = Result<u64, Errno>;
+/// A handler: the calling thread, its user registers, and the six arguments.
+type Handler = fn(&Arc<Thread>, &mut InterruptFrame, [u64; 6]) -> SysResult;
+
+/// Calls answered with ENOSYS, by number (numbers past Linux's range share the last slot).
+static UNIMPLEMENTED: [AtomicU64; SYSCALL_LIMIT + 1] = [const { AtomicU64::new(0) }; SYSCALL_LIMIT + 1];
+
+fn handler(nr: usize) -> Option<Handler> {
+    Some(match nr {
+        SYS_READ => file::read,
+        SYS_WRITE => file::write,
+        SYS_READV => file::readv,
+        SYS_WRITEV => file::writev,
+        SYS_CLOSE => file::close,
+        SYS_DUP => file::dup,
+        SYS_DUP2 => file::dup2,
+        SYS_DUP3 => file::dup3,
+        SYS_FCNTL => file::fcntl,
+        SYS_IOCTL => file::ioctl,
+        SYS_LSEEK => file::lseek,
+        SYS_FSTAT => file::fstat,
+        SYS_MMAP => memory::mmap,
+        SYS_MUNMAP => memory::munmap,
+        SYS_MPROTECT => memory::mprotect,
+        SYS_MADVISE => memory::madvise,
+        SYS_BRK => memory::brk,
+        SYS_RT_SIGACTION => signal::rt_sigaction,
+        SYS_RT_SIGPROCMASK => signal::rt_sigprocmask,
+        SYS_RT_SIGRETURN => signal::rt_sigreturn,
+        SYS_RT_SIGPENDING => signal::rt_sigpending,
+        SYS_RT_SIGSUSPEND => signal::rt_sigsuspend,
+        SYS_SIGALTSTACK => signal::sigaltstack,
+        SYS_KILL => signal::kill,
+        SYS_TKILL => signal::tkill,
+        SYS_TGKILL => signal::tgkill,
+        SYS_SCHED_YIELD => process::sched_yield,
+        SYS_GETPID => process::getpid,
+        SYS_GETTID => process::gettid,
+        SYS_GETPPID => process::getppid,
+        SYS_CLONE => process::clone,
+        SYS_FORK | SYS_VFORK => process::fork,
+        SYS_EXECVE => process::execve,
+        SYS_EXIT => process::exit,
+        SYS_EXIT_GROUP => process::exit_group,
+        SYS_WAIT4 => process::wait4,
+        SYS_WAITID => process::waitid,
+        SYS_SET_TID_ADDRESS => process::set_tid_address,
+        SYS_SET_ROBUST_LIST => process::set_robust_list,
+        SYS_ARCH_PRCTL => process::arch_prctl,
+        SYS_FUTEX => process::futex,
+        SYS_SCHED_GETAFFINITY => process::sched_getaffinity,
+        SYS_SCHED_SETAFFINITY => process::sched_setaffinity,
+        SYS_GETCPU => process::getcpu,
+        SYS_SETPGID => process::setpgid,
+        SYS_GETPGID => process::getpgid,
+        SYS_GETPGRP => process::getpgrp,
+        SYS_SETSID => process::setsid,
+        SYS_GETSID => process::getsid,
+        SYS_CLOCK_GETTIME => time::clock_gettime,
+        SYS_CLOCK_GETRES => time::clock_getres,
+        SYS_GETTIMEOFDAY => time::gettimeofday,
+        SYS_NANOSLEEP => time::nanosleep,
+        SYS_CLOCK_NANOSLEEP => time::clock_nanosleep,
+        SYS_UNAME => misc::uname,
+        SYS_GETRANDOM => misc::getrandom,
+        SYS_PRLIMIT64 => misc::prlimit64,
+        SYS_GETRLIMIT => misc::getrlimit,
+        SYS_SETRLIMIT => misc::setrlimit,
+        SYS_GETUID | SYS_GETEUID | SYS_GETGID | SYS_GETEGID => misc::zero,
+        SYS_UMASK => misc::umask,
+        REEF_FREE_BYTES => misc::reef_free_bytes,
+        _ => return None,
+    })
+}
+
+/// Entry from the `syscall` instruction, on the calling thread's kernel stack.
+#[no_mangle]
+extern "C" fn syscall_dispatch(frame: &mut InterruptFrame) {
+    let nr = frame.rax as usize;
+    let args = [frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9];
+    let me = proc::current_thread();
+    let result = match handler(nr) {
+        Some(h) => h(&me, frame, args),
+        None => {
+            UNIMPLEMENTED[nr.min(SYSCALL_LIMIT)].fetch_add(1, Ordering::Relaxed);
+            Err(Errno::ENOSYS)
+        }
+    };
+    // rt_sigreturn and execve replace every register themselves.
+    if !matches!(nr, SYS_RT_SIGRETURN | SYS_EXECVE) || result.is_err() {
+        frame.rax = match result {
+            Ok(v) => v,
+            Err(e) => e.to_return() as u64,
+        };
+    }
+    drop(me);
+    proc::return_to_user(frame);
+}
+
+/// The unimplemented-call report printed at power-off.
+pub fn unimplemented_report() -> String {
+    let mut out = String::new();
+    for (nr, count) in UNIMPLEMENTED.iter().enumerate() {
+        let n = count.load(Ordering::Relaxed);
+        if n == 0 {
+            continue;
+        }
+        let _ = match abi::syscalls::name(nr) {
+            Some(name) => write!(out, " {name}={n}"),
+            None if nr == SYSCALL_LIMIT => write!(out, " beyond-linux-range={n}"),
+            None => write!(out, " unknown-{nr}={n}"),
+        };
+    }
+    if out.is_empty() {
+        out.push_str(" none");
+    }
+    out
+}

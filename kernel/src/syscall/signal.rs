@@ -1,0 +1,184 @@
+//! Signal calls: actions, masks, `rt_sigreturn`, `kill`, `tkill`, `tgkill`.
+
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::proc::signal::{self as sig, SigAction, SigInfo};
+use crate::proc::table::Life;
+use crate::proc::wait::WaitQueue;
+use crate::proc::{self, Pid, Thread};
+use crate::uaccess::{read_user, write_user};
+use abi::Errno;
+use alloc::sync::Arc;
+
+fn check_sigset_size(size: u64) -> Result<(), Errno> {
+    if size == 8 {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+pub fn rt_sigaction(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    check_sigset_size(a[3])?;
+    let signo = sig::check(a[0])?;
+    if signo == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let new = if a[1] != 0 {
+        let raw: [u64; 4] = read_user(a[1])?;
+        Some(SigAction {
+            handler: raw[0],
+            flags: raw[1],
+            restorer: raw[2],
+            mask: raw[3],
+        })
+    } else {
+        None
+    };
+    let old = sig::set_action(&me.process, signo, new)?;
+    if a[2] != 0 {
+        write_user(a[2], &[old.handler, old.flags, old.restorer, old.mask])?;
+    }
+    Ok(0)
+}
+
+pub fn rt_sigprocmask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    check_sigset_size(a[3])?;
+    let set = if a[1] != 0 {
+        Some(read_user::<u64>(a[1])?)
+    } else {
+        None
+    };
+    let old = sig::set_mask(me, a[0], set)?;
+    if a[2] != 0 {
+        write_user(a[2], &old)?;
+    }
+    Ok(0)
+}
+
+pub fn rt_sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    if let Err(e) = sig::sigreturn(me, frame) {
+        // A corrupt signal frame: Linux kills the process with SIGSEGV.
+        sig::force(me, sig::SIGSEGV, SigInfo::default());
+        return Err(e);
+    }
+    Ok(frame.rax)
+}
+
+pub fn rt_sigpending(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    check_sigset_size(a[1])?;
+    write_user(a[0], &sig::pending(me))?;
+    Ok(0)
+}
+
+/// Waiting room for `rt_sigsuspend`: nothing ever notifies it, a signal ends the wait.
+static SUSPENDED: WaitQueue = WaitQueue::new();
+
+pub fn rt_sigsuspend(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    check_sigset_size(a[1])?;
+    let mask: u64 = read_user(a[0])?;
+    let old = sig::set_mask(me, 2, Some(mask))?;
+    loop {
+        let seq = SUSPENDED.seq();
+        if me.signal_pending() {
+            break;
+        }
+        SUSPENDED.wait(seq, None);
+    }
+    // The handler runs with the suspended mask; the old one comes back with its sigreturn.
+    me.signals.lock().saved = Some(old);
+    Err(Errno::EINTR)
+}
+
+/// `sigaltstack`: Reef runs handlers on the current stack; it reports no alternate stack and
+/// refuses to install one (ENOSYS is not used because libc treats it as fatal).
+pub fn sigaltstack(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const SS_DISABLE: i32 = 2;
+    if a[1] != 0 {
+        let mut old = [0u8; 24];
+        old[8..12].copy_from_slice(&SS_DISABLE.to_le_bytes());
+        crate::uaccess::copy_to_user(a[1], &old)?;
+    }
+    if a[0] != 0 {
+        let ss: [u64; 3] = read_user(a[0])?;
+        if ss[1] as i32 & SS_DISABLE == 0 {
+            return Err(Errno::ENOMEM);
+        }
+    }
+    Ok(0)
+}
+
+pub fn kill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let signo = sig::check(a[1])?;
+    let pid = a[0] as i32;
+    let info = SigInfo::user(me.process.pid);
+    let targets = match pid {
+        p if p > 0 => alloc::vec![p as Pid],
+        0 => super::process::members(Some(
+            proc::lookup(me.process.pid).map(|e| e.pgid).unwrap_or(me.process.pid),
+        )),
+        -1 => super::process::members(None)
+            .into_iter()
+            .filter(|&p| p != me.process.pid)
+            .collect(),
+        p => super::process::members(Some(p.unsigned_abs())),
+    };
+    let mut sent = false;
+    for pid in targets {
+        if let Some(e) = proc::lookup(pid) {
+            if e.life == Life::Alive {
+                sig::send_process(&e.process, signo, info);
+            }
+            sent = true;
+        }
+    }
+    if sent {
+        Ok(0)
+    } else {
+        Err(Errno::ESRCH)
+    }
+}
+
+fn find_thread(tgid: Option<Pid>, tid: Pid) -> Result<Arc<Thread>, Errno> {
+    let owner = tgid.unwrap_or(tid);
+    let search = |p: &proc::Process| p.threads.lock().iter().find(|t| t.tid == tid).cloned();
+    if let Some(t) = proc::lookup(owner).and_then(|e| search(&e.process)) {
+        return Ok(t);
+    }
+    Err(Errno::ESRCH)
+}
+
+pub fn tkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let signo = sig::check(a[1])?;
+    let tid = a[0] as i32;
+    if tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = match me.process.threads.lock().iter().find(|t| t.tid == tid as Pid) {
+        Some(t) => t.clone(),
+        None => find_thread(None, tid as Pid)?,
+    };
+    let info = SigInfo {
+        code: sig::SI_TKILL,
+        pid: me.process.pid,
+        ..Default::default()
+    };
+    sig::send_thread(&t, signo, info);
+    Ok(0)
+}
+
+pub fn tgkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let signo = sig::check(a[2])?;
+    let (tgid, tid) = (a[0] as i32, a[1] as i32);
+    if tgid <= 0 || tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = find_thread(Some(tgid as Pid), tid as Pid)?;
+    let info = SigInfo {
+        code: sig::SI_TKILL,
+        pid: me.process.pid,
+        ..Default::default()
+    };
+    sig::send_thread(&t, signo, info);
+    Ok(0)
+}

@@ -1,0 +1,36 @@
+//! The console terminal: keyboard input from the serial port for `read` on descriptors 0-2.
+//!
+//! The serial port raises no interrupt here; a reader with no input waiting polls on every
+//! timer tick (10 ms), sleeping in between.
+
+use crate::proc::{sched, wait::Wake};
+use abi::Errno;
+
+/// Reads at least one byte (or fails with `EAGAIN` when `nonblock`), at most `buf.len()`.
+pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    loop {
+        let mut n = 0;
+        while n < buf.len() {
+            match crate::console::read_byte() {
+                Some(b'\r') => buf[n] = b'\n',
+                Some(b) => buf[n] = b,
+                None => break,
+            }
+            n += 1;
+        }
+        if n > 0 {
+            return Ok(n);
+        }
+        if nonblock {
+            return Err(Errno::EAGAIN);
+        }
+        let me = sched::current_thread();
+        me.set_state(crate::proc::ThreadState::Blocked);
+        if crate::proc::wait::block(&me, Some(crate::time::now_ns() + 10_000_000)) == Wake::Interrupted {
+            return Err(Errno::EINTR);
+        }
+    }
+}
