@@ -33,6 +33,60 @@
 //!   never touched again; the kernel should preallocate its upper-level tables so those entries
 //!   never change.
 //!
+//! # Using it from the kernel
+//!
+//! * `mmap`: [`find_free`](AddressSpace::find_free) and [`map_region`](AddressSpace::map_region)
+//!   run inside the same NR update; pages are mapped eagerly or on fault with
+//!   [`map_frame`](AddressSpace::map_frame), with frames allocated *before* the update enters the
+//!   log (NrOS §4.1) so every replica maps the same frame.
+//! * `munmap`/`mprotect`: after [`unmap`](AddressSpace::unmap) or
+//!   [`protect`](AddressSpace::protect) returns on the local replica, shoot down the returned
+//!   ranges, then free the [`Unmapped`] frames.
+//! * Page faults: [`resolve`](AddressSpace::resolve) (a read, which advances the replica) tells a
+//!   fault caused by a lagging replica (mapping found, access allowed) from a bad access;
+//!   [`walk`](AddressSpace::walk) and [`decode`] describe the entries for a report.
+//! * `fork`: copy [`regions`](AddressSpace::regions) and [`pages`](AddressSpace::pages) into the
+//!   child. `map_frame` refuses `PROT_NONE`, so map a `PROT_NONE` region with some other
+//!   protection, map its pages, then `protect` it back to `PROT_NONE`. For copy-on-write, map
+//!   pages read-only in writable regions; note that a later `protect` sets every page in its range
+//!   to the region's new protection.
+//! * Linux differences the syscall layer handles: `mprotect` with length 0 succeeds in Linux
+//!   but is `BadAddress` here; `mmap` beyond the user half is `ENOMEM` in Linux but `BadAddress`
+//!   (`EINVAL`) here; Linux never hands out the last user page (the `sysret` erratum), so pass a
+//!   `ceiling` of `USER_END - PAGE_SIZE` to `find_free` and refuse `MAP_FIXED` there.
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use vspace::{AddressSpace, PageSize, Prot, RegionKind, TableMemory};
+//!
+//! /// Page tables in a map, at made-up physical addresses.
+//! struct Tables { tables: HashMap<u64, [u64; 512]>, next: u64 }
+//! impl TableMemory for Tables {
+//!     fn allocate_table(&mut self) -> Option<u64> {
+//!         self.next += 0x1000;
+//!         self.tables.insert(self.next, [0; 512]);
+//!         Some(self.next)
+//!     }
+//!     fn free_table(&mut self, phys: u64) { self.tables.remove(&phys); }
+//!     fn read(&self, table: u64, i: usize) -> u64 { self.tables[&table][i] }
+//!     fn write(&mut self, table: u64, i: usize, e: u64) { self.tables.get_mut(&table).unwrap()[i] = e; }
+//! }
+//!
+//! let mem = Tables { tables: HashMap::new(), next: 0 };
+//! let mut space = AddressSpace::new(mem, &[0; 256]).unwrap();
+//! // mmap(NULL, 8 KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS)
+//! let va = space.find_free(0x2000, 0, 0x1_0000, 0x7000_0000_0000).unwrap();
+//! space.map_region(va, 0x2000, Prot::RW, RegionKind::Anonymous { shared: false }, false).unwrap();
+//! space.map_frame(va, 0x20_0000, PageSize::Base4K, Prot::RW).unwrap();
+//! assert_eq!(space.resolve(va + 0x10).unwrap().phys, 0x20_0010);
+//! // munmap: the frame comes back for freeing after the TLB shootdown.
+//! let removed = space.unmap(va, 0x2000).unwrap();
+//! assert_eq!(removed[0].phys, 0x20_0000);
+//! assert_eq!(space.table_count(), 1);
+//! ```
+//!
 //! # Dependencies
 //!
 //! Only `abi` (Linux errno values) and `alloc`'s `BTreeMap` for the regions: the mapping
