@@ -219,7 +219,8 @@ fn check_static(path: &Path, want_type: u16) -> Result<(), String> {
 /// this tool) with `musl-gcc -static`, installing musl-tools when missing. Returns their paths.
 pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     deps::ensure(&[deps::MUSL_GCC])?;
-    let src = build::root().join("usr");
+    let root = build::root();
+    let src = root.join("usr");
     let out = out_dir();
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let tool = std::env::current_exe().ok();
@@ -227,16 +228,27 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     let mut musl = None;
     for p in PROGRAMS {
         let source = src.join(p.source);
+        // Relative to the repository root (the compiler's directory), so FAIL lines name
+        // `usr/FILE.c`.
+        let relative = Path::new("usr").join(p.source);
         let target = out.join(p.name);
         let mut inputs = vec![source.clone(), src.join(HEADER)];
         inputs.extend(tool.clone());
         if stale(&target, &inputs) {
             eprintln!("xtask: building usr/{} -> out/usr/{}", p.source, p.name);
-            let tmp = out.join(format!(".{}.tmp", p.name));
+            // A name of its own, as other xtask processes may build at the same time.
+            let tmp = out.join(format!(".{}.{}.tmp", p.name, std::process::id()));
             let mut cc = Command::new("musl-gcc");
-            cc.args(["-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-pthread"])
-                .arg("-I")
-                .arg(&src)
+            cc.current_dir(&root)
+                .args([
+                    "-O2",
+                    "-g",
+                    "-Wall",
+                    "-Wextra",
+                    "-std=gnu11",
+                    "-pthread",
+                    "-Iusr",
+                ])
                 .arg("-o")
                 .arg(&tmp);
             if p.pie {
@@ -250,10 +262,10 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
                     .arg("-Wl,-pie,--no-dynamic-linker,-z,text")
                     .arg(lib.join("rcrt1.o"))
                     .arg(lib.join("crti.o"))
-                    .arg(&source)
+                    .arg(&relative)
                     .arg(lib.join("crtn.o"));
             } else {
-                cc.args(["-static", "-no-pie"]).arg(&source);
+                cc.args(["-static", "-no-pie"]).arg(&relative);
             }
             let status = cc
                 .status()
@@ -343,7 +355,7 @@ pub fn initramfs() -> Result<PathBuf, String> {
              carry for a multiboot kernel: use a checkout path without them"
         ));
     }
-    let tmp = path.with_extension("cpio.tmp");
+    let tmp = path.with_extension(format!("cpio.{}.tmp", std::process::id()));
     std::fs::write(&tmp, &archive).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
     Ok(path)
