@@ -644,7 +644,10 @@ fn report(group: &str, name: &str, verdict: Result<(), String>, o: &Outcome, how
             true
         }
         Err(why) => {
-            println!("test {group}::{name} ... FAILED: {why}");
+            println!(
+                "test {group}::{name} ... FAILED after {:.1} s: {why}",
+                o.wall.as_secs_f64()
+            );
             println!("---- log of {group}::{name} ({how}) ----");
             println!("{}", o.log);
             println!("---- end of log ----");
