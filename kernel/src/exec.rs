@@ -7,6 +7,7 @@
 
 use crate::arch::idt::InterruptFrame;
 use crate::arch::{paging, user};
+use crate::fs::ExecFile;
 use crate::proc::Thread;
 use crate::vm::{self, VSpace, PAGE_SIZE};
 use abi::Errno;
@@ -17,6 +18,8 @@ use vspace::{PageSize, Prot, RegionKind};
 
 /// Where a static-PIE program is loaded (as Linux does for ET_DYN without an interpreter).
 const PIE_BASE: u64 = 0x5555_5555_4000;
+/// Bytes read before parsing: the ELF header, program headers and `#!` line must fit.
+const PREFIX: usize = 16 * 1024;
 /// Most `#!` interpreter levels followed.
 const MAX_SCRIPT_DEPTH: usize = 4;
 
@@ -39,7 +42,10 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>, envp: &[Vec<u8>]) -> Result<Image, 
     let mut path = path.to_vec();
     let mut argv = argv;
     for _ in 0..=MAX_SCRIPT_DEPTH {
-        let data = crate::fs::read_file(&path)?;
+        let file = ExecFile::open(&path)?;
+        let mut data = alloc::vec![0u8; (file.size as usize).min(PREFIX)];
+        let n = file.read_at(0, &mut data)?;
+        data.truncate(n);
         if data.starts_with(b"#!") {
             let line_end = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());
             let line = &data[2..line_end.min(256)];
@@ -58,13 +64,20 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>, envp: &[Vec<u8>]) -> Result<Image, 
             path = interp;
             continue;
         }
-        return load_elf(&path, &data, &argv, envp);
+        return load_elf(&path, &file, &data, &argv, envp);
     }
     Err(Errno::ELOOP)
 }
 
-fn load_elf(path: &[u8], data: &[u8], argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Result<Image, Errno> {
-    let exe = Executable::parse_at(data, PIE_BASE).map_err(|e| e.to_errno())?;
+fn load_elf(
+    path: &[u8],
+    file: &ExecFile,
+    prefix: &[u8],
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+) -> Result<Image, Errno> {
+    let exe = Executable::parse_prefix(prefix, file.size, PIE_BASE).map_err(|e| e.to_errno())?;
+    let mut buf = alloc::vec![0u8; PAGE_SIZE as usize];
     let vm = VSpace::new()?;
     for m in exe.mappings() {
         let prot = Prot {
@@ -85,12 +98,18 @@ fn load_elf(path: &[u8], data: &[u8], argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Res
                 }
             };
             for s in exe.segments() {
-                let file = s.file_range();
+                let file_range = s.file_range();
                 let (lo, hi) = (s.vaddr, s.vaddr + s.filesz);
                 let (from, to) = (lo.max(va), hi.min(va + PAGE_SIZE));
                 if from < to {
-                    let off = file.start + (from - lo) as usize;
-                    paging::write_phys(frame + (from - va), &data[off..off + (to - from) as usize]);
+                    let off = file_range.start as u64 + (from - lo);
+                    let chunk = &mut buf[..(to - from) as usize];
+                    if file_read(file, off, chunk).is_err() {
+                        vm.map_frames(pages);
+                        vm.teardown();
+                        return Err(Errno::EIO);
+                    }
+                    paging::write_phys(frame + (from - va), chunk);
                 }
             }
             pages.push((va, frame, PageSize::Base4K, prot));
@@ -133,6 +152,14 @@ fn load_elf(path: &[u8], data: &[u8], argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Res
         brk: exe.brk(),
         path: path.to_vec(),
     })
+}
+
+/// Reads exactly `buf.len()` bytes of `file` at `off`.
+fn file_read(file: &ExecFile, off: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    match file.read_at(off, buf)? {
+        n if n == buf.len() => Ok(()),
+        _ => Err(Errno::EIO),
+    }
 }
 
 /// The user registers a new program starts with.

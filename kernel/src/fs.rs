@@ -78,31 +78,41 @@ pub fn with_client<R>(f: impl FnOnce(&FsClient) -> Result<R, Errno>) -> Result<R
     f(slot.as_ref().expect("registered above"))
 }
 
-/// Reads a whole regular file (for `execve`).
-pub fn read_file(path: &[u8]) -> Result<Vec<u8>, Errno> {
-    with_client(|c| {
-        let ino = c.resolve(ROOT_INO, path, true)?;
-        let st = c.stat(ino)?;
-        match st.kind {
-            nrfs::Kind::File => {}
-            nrfs::Kind::Dir => return Err(Errno::EACCES),
-            _ => return Err(Errno::EACCES),
-        }
-        if st.mode & 0o111 == 0 {
-            return Err(Errno::EACCES);
-        }
-        let mut data = alloc::vec![0u8; st.size as usize];
-        let mut done = 0;
-        while done < data.len() {
-            let n = c.read(ino, done as u64, &mut data[done..])?;
-            if n == 0 {
-                break;
+/// A regular file opened for `execve`: read piece by piece, so a large program never needs
+/// one large kernel buffer.
+pub struct ExecFile {
+    ino: Ino,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl ExecFile {
+    /// Opens `path` for execution: it must be a regular file with an execute bit.
+    pub fn open(path: &[u8]) -> Result<ExecFile, Errno> {
+        with_client(|c| {
+            let ino = c.resolve(ROOT_INO, path, true)?;
+            let st = c.stat(ino)?;
+            if st.kind != nrfs::Kind::File || st.mode & 0o111 == 0 {
+                return Err(Errno::EACCES);
             }
-            done += n;
-        }
-        data.truncate(done);
-        Ok(data)
-    })
+            Ok(ExecFile { ino, size: st.size })
+        })
+    }
+
+    /// Fills `buf` from offset `off` (short only at the end of the file).
+    pub fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        with_client(|c| {
+            let mut done = 0;
+            while done < buf.len() {
+                let n = c.read(self.ino, off + done as u64, &mut buf[done..])?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+            Ok(done)
+        })
+    }
 }
 
 /// Unpacks a cpio (newc) archive into the root file system.

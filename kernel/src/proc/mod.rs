@@ -88,6 +88,8 @@ pub struct Thread {
     pub signals: IrqMutex<signal::ThreadSignals>,
     /// Set by the timer when a sleep's deadline passed.
     pub timed_out: AtomicBool,
+    /// `exit` was called: the thread ends on its way back to user mode.
+    exit_requested: AtomicBool,
 }
 
 impl Thread {
@@ -114,6 +116,7 @@ impl Thread {
             clear_child_tid: AtomicU64::new(0),
             signals: IrqMutex::new(signal::ThreadSignals::new(sigmask)),
             timed_out: AtomicBool::new(false),
+            exit_requested: AtomicBool::new(false),
         };
         // SAFETY: the stack is this thread's own, unused, 64 KiB, 16-byte aligned (u128), and
         // lives as long as the thread; nothing runs on it before the first switch.
@@ -264,10 +267,10 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             continue;
         }
         let me = current_thread();
-        if me.process.exiting.load(Ordering::Acquire) {
+        if me.process.exiting.load(Ordering::Acquire) || me.exit_requested.load(Ordering::Acquire) {
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
-            exit_thread(&me);
+            exit_thread(me);
         }
         if me.signal_pending() {
             // SAFETY: as above.
@@ -279,33 +282,45 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
     }
 }
 
-/// Ends the current thread. The last thread of a process ends the process: it releases the
-/// address space and files, becomes a zombie in the process table, and notifies its parent.
-pub fn exit_thread(me: &Arc<Thread>) -> ! {
-    let p = me.process.clone();
-    let ctid = me.clear_child_tid.swap(0, Ordering::AcqRel);
-    if ctid != 0 && !p.exiting.load(Ordering::Acquire) {
-        if crate::uaccess::write_user(ctid, &0u32).is_ok() {
-            let _ = crate::futex::wake(&p, ctid, u32::MAX);
+/// Ends the current thread (called on its way back to user mode, holding the only reference
+/// on this stack: a reference left in a frame of a stack that never returns would leak the
+/// thread). The last thread of a process ends the process: it releases the address space and
+/// files, becomes a zombie in the process table, and notifies its parent.
+fn exit_thread(me: Arc<Thread>) -> ! {
+    {
+        let p = me.process.clone();
+        let ctid = me.clear_child_tid.swap(0, Ordering::AcqRel);
+        if ctid != 0 && !p.exiting.load(Ordering::Acquire) {
+            if crate::uaccess::write_user(ctid, &0u32).is_ok() {
+                let _ = crate::futex::wake(&p, ctid, u32::MAX);
+            }
+        }
+        let last = {
+            let mut threads = p.threads.lock();
+            threads.retain(|t| !Arc::ptr_eq(t, &me));
+            threads.is_empty()
+        };
+        if last {
+            exit_process(&p);
         }
     }
-    let last = {
-        let mut threads = p.threads.lock();
-        threads.retain(|t| !Arc::ptr_eq(t, me));
-        threads.is_empty()
-    };
-    if last {
-        exit_process(&p);
-    }
     me.set_state(ThreadState::Exited);
+    drop(me);
     sched::schedule();
     unreachable!("an exited thread was scheduled again");
+}
+
+/// Asks the current thread to end when it next returns to user mode (`exit`).
+pub fn request_exit(me: &Thread) {
+    me.exit_requested.store(true, Ordering::Release);
 }
 
 /// The last thread of `p` has ended: free what the process holds and make it a zombie.
 fn exit_process(p: &Arc<Process>) {
     let status = p.exit_status.load(Ordering::Acquire);
     p.files.lock().close_all();
+    // Leave the process's page tables before they go away with the zombie's reaping.
+    crate::vm::activate_kernel(kcb::current());
     p.vm().teardown();
     if p.pid == 1 {
         crate::init_exited(status);

@@ -166,12 +166,15 @@ pub fn schedule() {
     let k = kcb::current();
     k.sched.need_resched.store(false, Ordering::Relaxed);
     let prev = k.sched.current.lock().clone();
-    let prev_runnable = prev
-        .as_ref()
-        .is_some_and(|p| matches!(p.state(), ThreadState::Running | ThreadState::Ready));
+    // A thread whose affinity no longer allows this core must leave it (`finish_switch` then
+    // queues it on an allowed core), even if nothing else is ready here.
+    let prev_runnable = prev.as_ref().is_some_and(|p| {
+        matches!(p.state(), ThreadState::Running | ThreadState::Ready)
+            && p.affinity.lock().contains(k.core_id)
+    });
     let next = pick_next(k, prev.as_ref());
     let next = match next {
-        Some(n) if prev.as_ref().is_some_and(|p| Arc::ptr_eq(p, &n)) => {
+        Some(n) if prev_runnable && prev.as_ref().is_some_and(|p| Arc::ptr_eq(p, &n)) => {
             n.set_state(ThreadState::Running);
             k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
             cpu::restore_interrupts(were);

@@ -199,12 +199,13 @@ pub fn exit(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     if !p.exiting.load(Ordering::Acquire) {
         p.exit_status.store(((a[0] & 0xff) << 8) as i32, Ordering::Release);
     }
-    proc::exit_thread(me)
+    proc::request_exit(me);
+    Ok(0)
 }
 
 pub fn exit_group(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     proc::begin_group_exit(&me.process, ((a[0] & 0xff) << 8) as i32);
-    proc::exit_thread(me)
+    Ok(0)
 }
 
 fn wait_target(me: &Process, pid: i64) -> Result<WaitFor, Errno> {

@@ -187,7 +187,22 @@ impl Executable {
     /// at `pie_base` (rounded down to the largest power-of-two `p_align` of its `PT_LOAD`
     /// segments, as Linux does). `pie_base` is ignored for `ET_EXEC` files.
     pub fn parse_at(file: &[u8], pie_base: u64) -> Result<Executable, ExecError> {
-        let file_len = file.len() as u64;
+        Executable::parse_prefix(file, file.len() as u64, pie_base)
+    }
+
+    /// As [`Executable::parse_at`], from the first bytes of a file of `file_len` bytes, so a
+    /// kernel need not hold a large program in one buffer. `prefix` must hold the ELF header,
+    /// the program header table and the `PT_INTERP` string, if any (in practice the first page
+    /// or two: `Truncated` otherwise); segment bounds are checked against `file_len`.
+    pub fn parse_prefix(file: &[u8], file_len: u64, pie_base: u64) -> Result<Executable, ExecError> {
+        if (file.len() as u64) > file_len {
+            return Err(ExecError::Truncated {
+                what: "file (prefix longer than the file)",
+                offset: 0,
+                len: file.len() as u64,
+                file_len,
+            });
+        }
         // A short non-ELF file (a script, say) is "not ELF" rather than "truncated".
         if !file.starts_with(b"\x7fELF") {
             return Err(ExecError::BadMagic);
@@ -241,8 +256,7 @@ impl Executable {
         let table = phoff
             .checked_add(table_len)
             .filter(|&end| end <= file_len)
-            // Both ends are <= file_len, so they fit in usize.
-            .map(|end| &file[phoff as usize..end as usize])
+            .and_then(|end| file.get(usize::try_from(phoff).ok()?..usize::try_from(end).ok()?))
             .ok_or(ExecError::Truncated {
                 what: "program header table",
                 offset: phoff,
@@ -266,7 +280,8 @@ impl Executable {
 
         // A dynamic loader is out of scope whatever else is wrong with the file.
         if let Some(interp) = phdrs.iter().find(|p| p.p_type == PT_INTERP) {
-            let bytes = file_bytes(file, interp)?;
+            check_in_file(file_len, interp)?;
+            let bytes = file_bytes(file, interp).unwrap_or(&[]);
             let name = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
             return Err(ExecError::NeedsInterpreter {
                 path: String::from_utf8_lossy(name).into(),
@@ -300,7 +315,7 @@ impl Executable {
                     memsz: p.memsz,
                 });
             }
-            file_bytes(file, p)?;
+            check_in_file(file_len, p)?;
         }
         // Zero-sized segments map nothing (as in Linux).
         let loads: Vec<&Phdr> = phdrs
@@ -498,17 +513,24 @@ impl Executable {
     }
 }
 
-/// The file bytes of a segment, or `SegmentBeyondFile`.
-fn file_bytes<'f>(file: &'f [u8], p: &Phdr) -> Result<&'f [u8], ExecError> {
+/// The file bytes of a segment, if they lie in `file` (the bytes read).
+fn file_bytes<'f>(file: &'f [u8], p: &Phdr) -> Option<&'f [u8]> {
     p.offset
         .checked_add(p.filesz)
         .and_then(|end| file.get(usize::try_from(p.offset).ok()?..usize::try_from(end).ok()?))
-        .ok_or(ExecError::SegmentBeyondFile {
+}
+
+/// `SegmentBeyondFile` unless the segment's file bytes lie inside a file of `file_len` bytes.
+fn check_in_file(file_len: u64, p: &Phdr) -> Result<(), ExecError> {
+    match p.offset.checked_add(p.filesz) {
+        Some(end) if end <= file_len && usize::try_from(end).is_ok() => Ok(()),
+        _ => Err(ExecError::SegmentBeyondFile {
             index: p.index,
             offset: p.offset,
             filesz: p.filesz,
-            file_len: file.len() as u64,
-        })
+            file_len,
+        }),
+    }
 }
 
 /// The biased start address of a segment, checked to lie with its whole memory size in the
