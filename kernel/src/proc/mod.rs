@@ -370,7 +370,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
     table().execute_mut(table::UpdateOp::Spawn {
         pid,
         ppid: 0,
-        process: p,
+        process: nr::Payload::new(p, table().replica_count()),
     });
     sched::start(t);
     Ok(())

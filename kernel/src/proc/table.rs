@@ -8,6 +8,8 @@
 //!
 //! Each entry also holds an `Arc` of the process's kernel object (threads, address space,
 //! files), shared by all replicas; it is dropped when the last replica has applied the `Reap`.
+//! `Spawn` carries it as an `nr::Payload` (§4.5), so the log entry, which lives until the log
+//! wraps, does not keep a reaped process alive.
 
 use super::{Pid, Process};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -77,8 +79,9 @@ pub enum UpdateOp {
         pid: Pid,
         /// Its parent.
         ppid: Pid,
-        /// The kernel object.
-        process: Arc<Process>,
+        /// The kernel object, held outside the log entry (a `Payload`), so that the entry does
+        /// not keep the process alive after every replica has taken its reference.
+        process: nr::Payload<Arc<Process>>,
     },
     /// A process exited with a wait status; its children go to init (pid 1).
     Exit {
@@ -174,6 +177,9 @@ impl nr::Dispatch for ProcessTable {
     fn dispatch_mut(&mut self, op: UpdateOp) -> Resp {
         match op {
             UpdateOp::Spawn { pid, ppid, process } => {
+                let Some(process) = process.apply().map(|p| p.clone()) else {
+                    return Resp::Done(Err(abi::Errno::EINVAL));
+                };
                 let (pgid, sid) = self
                     .entries
                     .get(&ppid)

@@ -116,7 +116,7 @@ fn fork_process(
     proc::table().execute_mut(UpdateOp::Spawn {
         pid,
         ppid: parent.pid,
-        process: child,
+        process: nr::Payload::new(child, proc::table().replica_count()),
     });
     sched::start(t);
     Ok(pid as u64)
