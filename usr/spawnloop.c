@@ -6,7 +6,9 @@
  * - 1000 rounds of fork, a child that touches some memory (a copy of a data page, a fresh
  *   mapping) and calls _exit(i & 0xff), and waitpid checking that status;
  * - 200 rounds of fork + exec of this program with `noop` (exits 0), checked the same way;
- * - free memory measured again: more than 1 MiB less than before is a leak (FAIL).
+ * - free memory measured again: more than 4 MiB less than before is a leak (FAIL). Reef's
+ *   kernel heap takes memory in 2 MiB steps and keeps it, so one or two steps of growth are
+ *   not a leak; a leak of even 4 KiB per process would lose 4.7 MiB over these 1200.
  *
  * On Linux reef_free_bytes is ENOSYS and the memory check is skipped (the loops still run).
  */
@@ -15,7 +17,7 @@
 #define WARMUP 50
 #define FORKS 1000
 #define EXECS 200
-#define MAX_LOSS (1L << 20)
+#define MAX_LOSS (4L << 20)
 
 static const char *self;
 static char **environment;

@@ -105,8 +105,3 @@ pub fn init(line: &str) -> &'static Config {
         config
     })
 }
-
-/// The configuration parsed at boot.
-pub fn get() -> &'static Config {
-    CONFIG.get().expect("cmdline::init runs at boot")
-}

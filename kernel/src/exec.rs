@@ -142,7 +142,10 @@ fn load_elf(
         let from = va.max(stack.rsp);
         let to = (va + PAGE_SIZE).min(vm::STACK_TOP);
         let off = (from - stack.rsp) as usize;
-        paging::write_phys(t.frame + (from - va), &stack.bytes[off..off + (to - from) as usize]);
+        paging::write_phys(
+            t.frame + (from - va),
+            &stack.bytes[off..off + (to - from) as usize],
+        );
         va += PAGE_SIZE;
     }
     Ok(Image {

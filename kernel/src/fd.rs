@@ -4,7 +4,6 @@
 //! status flags. `dup` and `fork` share it (one offset), so it is reference counted; an
 //! [`FdTable`] maps descriptor numbers to open files plus the per-descriptor close-on-exec flag.
 
-use crate::sync::IrqMutex;
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -28,8 +27,6 @@ pub enum Node {
 pub struct OpenFile {
     /// What is open.
     pub node: Node,
-    /// File offset.
-    pub offset: IrqMutex<u64>,
     /// Status flags (`O_APPEND`, `O_NONBLOCK`, access mode).
     pub flags: AtomicU32,
 }
@@ -39,7 +36,6 @@ impl OpenFile {
     pub fn new(node: Node, flags: u32) -> Arc<OpenFile> {
         Arc::new(OpenFile {
             node,
-            offset: IrqMutex::new(0),
             flags: AtomicU32::new(flags),
         })
     }
@@ -47,7 +43,9 @@ impl OpenFile {
     /// Reads into `buf` (a kernel buffer) at the current offset.
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
         match &self.node {
-            Node::Console => crate::tty::read(buf, self.flags.load(Ordering::Relaxed) & O_NONBLOCK != 0),
+            Node::Console => {
+                crate::tty::read(buf, self.flags.load(Ordering::Relaxed) & O_NONBLOCK != 0)
+            }
         }
     }
 
@@ -128,7 +126,10 @@ impl FdTable {
 
     /// Installs `file` at exactly `fd`, closing what was there (`dup2`).
     pub fn insert_at(&mut self, fd: i32, file: Arc<OpenFile>, cloexec: bool) -> Result<(), Errno> {
-        let slot = usize::try_from(fd).ok().filter(|&i| i < MAX_FDS).ok_or(Errno::EBADF)?;
+        let slot = usize::try_from(fd)
+            .ok()
+            .filter(|&i| i < MAX_FDS)
+            .ok_or(Errno::EBADF)?;
         if slot >= self.entries.len() {
             self.entries.resize(slot + 1, None);
         }

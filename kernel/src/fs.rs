@@ -165,8 +165,3 @@ pub fn unpack_initramfs(archive: &[u8]) -> Result<Unpacked, cpio::CpioError> {
     }
     Ok(out)
 }
-
-/// The inode of a path (for reports and tests).
-pub fn lookup(path: &[u8]) -> Result<Ino, Errno> {
-    with_client(|c| c.resolve(ROOT_INO, path, true))
-}

@@ -30,7 +30,12 @@ fn key(p: &Process, uaddr: u64) -> Result<u64, Errno> {
 
 /// `FUTEX_WAIT`: sleeps while the word at `uaddr` holds `expected`, until woken, `deadline_ns`
 /// passes (`ETIMEDOUT`) or a signal arrives (`EINTR`).
-pub fn wait(me: &Arc<Thread>, uaddr: u64, expected: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
+pub fn wait(
+    me: &Arc<Thread>,
+    uaddr: u64,
+    expected: u32,
+    deadline_ns: Option<u64>,
+) -> Result<(), Errno> {
     let k = key(&me.process, uaddr)?;
     {
         let mut table = FUTEXES.lock();
@@ -86,7 +91,13 @@ pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
 
 /// `FUTEX_REQUEUE`: wakes up to `wake_count` waiters of `uaddr` and moves up to `move_count` of
 /// the rest to `uaddr2`; returns how many were woken plus moved.
-pub fn requeue(p: &Process, uaddr: u64, wake_count: u32, uaddr2: u64, move_count: u32) -> Result<usize, Errno> {
+pub fn requeue(
+    p: &Process,
+    uaddr: u64,
+    wake_count: u32,
+    uaddr2: u64,
+    move_count: u32,
+) -> Result<usize, Errno> {
     let from = key(p, uaddr)?;
     let to = key(p, uaddr2)?;
     let mut table = FUTEXES.lock();

@@ -11,8 +11,8 @@
 //! to reach a KCB (to send it an IPI, read its clock offset, or stop it).
 
 use crate::arch::gdt::CpuTables;
-use crate::sync::IrqMutex;
 use crate::proc::sched::CoreScheduler;
+use crate::sync::IrqMutex;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use frames::TCache;

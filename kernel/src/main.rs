@@ -210,7 +210,11 @@ static FREE_BEFORE_INIT: core::sync::atomic::AtomicU64 = core::sync::atomic::Ato
 /// Unpacks the initramfs into NR-FS and starts the first process.
 fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     let (smep, smap) = arch::user::protection();
-    kprintln!("reef: user mode: SMEP {}, SMAP {}", on_off(smep), on_off(smap));
+    kprintln!(
+        "reef: user mode: SMEP {}, SMAP {}",
+        on_off(smep),
+        on_off(smap)
+    );
     if let Err(e) = fs::init(machine.node_ram.len(), machine.topology.cores.len()) {
         fatal("creating the root file system", &e);
     }
@@ -229,7 +233,9 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
                 Err(e) => kprintln!("reef: initramfs is damaged: {e}"),
             }
         }
-        None => kprintln!("reef: no initramfs was passed (QEMU -initrd); the root file system is empty"),
+        None => {
+            kprintln!("reef: no initramfs was passed (QEMU -initrd); the root file system is empty")
+        }
     }
     let argv: Vec<alloc::string::String> = config
         .init
@@ -265,7 +271,10 @@ pub fn init_exited(wstatus: i32) -> ! {
         ),
         None => kprintln!("reef: init exited with status {n}"),
     }
-    kprintln!("reef: unimplemented syscalls:{}", syscall::unimplemented_report());
+    kprintln!(
+        "reef: unimplemented syscalls:{}",
+        syscall::unimplemented_report()
+    );
     kprintln!(
         "reef: free memory: before init {} KiB, at power-off {} KiB",
         FREE_BEFORE_INIT.load(core::sync::atomic::Ordering::Relaxed) / 1024,

@@ -27,7 +27,8 @@ fn next() -> u64 {
     if let Some(v) = rdrand() {
         return v;
     }
-    let mut x = STATE.load(Ordering::Relaxed) ^ cpu::rdtsc().rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
+    let mut x =
+        STATE.load(Ordering::Relaxed) ^ cpu::rdtsc().rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;

@@ -134,11 +134,6 @@ where
         self.with_token(node, |r, t| r.verify(t, f))
     }
 
-    /// The log's tail (number of operations ever appended), for reports.
-    pub fn log_tail(&self) -> usize {
-        self.log.tail()
-    }
-
     /// Number of replicas (nodes).
     pub fn replica_count(&self) -> usize {
         self.nodes
@@ -180,11 +175,8 @@ fn lagging_replica(_log_id: usize, replica: usize) {
 /// return to user mode call it after an `NrSync` IPI).
 pub fn sync_local_node() {
     let node = kcb::current().node_id;
-    let live: Vec<Arc<dyn SyncReplica>> = REGISTRY
-        .lock()
-        .values()
-        .filter_map(Weak::upgrade)
-        .collect();
+    let live: Vec<Arc<dyn SyncReplica>> =
+        REGISTRY.lock().values().filter_map(Weak::upgrade).collect();
     for r in live {
         r.sync_node(node);
     }

@@ -29,7 +29,9 @@ pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
         }
         let me = sched::current_thread();
         me.set_state(crate::proc::ThreadState::Blocked);
-        if crate::proc::wait::block(&me, Some(crate::time::now_ns() + 10_000_000)) == Wake::Interrupted {
+        if crate::proc::wait::block(&me, Some(crate::time::now_ns() + 10_000_000))
+            == Wake::Interrupted
+        {
             return Err(Errno::EINTR);
         }
     }

@@ -24,7 +24,9 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 pub use sched::{current_thread, idle_loop};
 use signal::SignalState;
 use table::ProcessTable;
@@ -152,17 +154,13 @@ impl Thread {
             .is_ok()
     }
 
-    /// The user registers, valid while this thread is the current one on this core and in the
-    /// kernel.
-    pub fn frame(&self) -> &mut InterruptFrame {
-        // SAFETY: the thread entered the kernel from user mode (or was prepared), so its frame
-        // is at the top of its stack; only the thread itself calls this, on its own core.
-        unsafe { user::user_frame(self.stack_top()) }
-    }
-
-    /// The user FPU state, as for [`Thread::frame`].
+    /// The user FPU state, saved below the user registers at the top of the kernel stack;
+    /// valid while this thread is the current one on this core and in the kernel.
+    #[allow(clippy::mut_from_ref)]
     pub fn fpu(&self) -> &mut [u8; user::FPU_AREA] {
-        // SAFETY: as for `frame`.
+        // SAFETY: the thread entered the kernel from user mode (or was prepared), so its FPU
+        // area is at the top of its stack; only the thread itself calls this, on its own core,
+        // and the syscall and signal code never hold two references to it at once.
         unsafe { user::fpu_area(self.stack_top()) }
     }
 
@@ -330,7 +328,11 @@ fn exit_process(p: &Arc<Process>) {
         _ => None,
     };
     if let Some(parent) = parent {
-        signal::send_process(&parent, signal::SIGCHLD, signal::SigInfo::child(p.pid, status));
+        signal::send_process(
+            &parent,
+            signal::SIGCHLD,
+            signal::SigInfo::child(p.pid, status),
+        );
         parent.child_events.notify_all();
     }
 }
@@ -338,8 +340,7 @@ fn exit_process(p: &Arc<Process>) {
 /// Starts `exit_group` for `p` with wait status `status`: every thread exits at its next return
 /// to user mode (sleeping threads are woken).
 pub fn begin_group_exit(p: &Arc<Process>, status: i32) {
-    if p
-        .exiting
+    if p.exiting
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
     {
@@ -361,11 +362,24 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         b"PATH=/bin:/test".to_vec(),
     ];
     let image = crate::exec::load(argv[0].as_bytes(), args, &envp)?;
-    let p = Process::new(pid, image.vm.clone(), FdTable::console(), SignalState::new());
+    let p = Process::new(
+        pid,
+        image.vm.clone(),
+        FdTable::console(),
+        SignalState::new(),
+    );
     *p.brk.lock() = (image.brk, image.brk);
     *p.exe.lock() = String::from_utf8_lossy(&image.path).into_owned();
     let frame = crate::exec::initial_frame(image.entry, image.rsp);
-    let t = Thread::new(pid, p.clone(), &frame, &user::initial_fpu_state(), 0, CpuSet::all(), 0);
+    let t = Thread::new(
+        pid,
+        p.clone(),
+        &frame,
+        &user::initial_fpu_state(),
+        0,
+        CpuSet::all(),
+        0,
+    );
     p.threads.lock().push(t.clone());
     table().execute_mut(table::UpdateOp::Spawn {
         pid,

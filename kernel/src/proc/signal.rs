@@ -479,11 +479,7 @@ pub fn sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame) -> Result<(), Err
 }
 
 /// `rt_sigaction`.
-pub fn set_action(
-    p: &Process,
-    sig: u32,
-    new: Option<SigAction>,
-) -> Result<SigAction, Errno> {
+pub fn set_action(p: &Process, sig: u32, new: Option<SigAction>) -> Result<SigAction, Errno> {
     valid(sig)?;
     let mut s = p.signals.lock();
     let old = s.actions[(sig - 1) as usize];

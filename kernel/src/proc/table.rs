@@ -66,8 +66,6 @@ pub enum ReadOp {
     FindZombie(Pid, WaitFor),
     /// The processes of a group (for `kill(-pgid)`), or all processes but init for `kill(-1)`.
     Members(Option<Pid>),
-    /// Number of processes.
-    Count,
 }
 
 /// Update operations.
@@ -119,8 +117,6 @@ pub enum Resp {
     Zombie(Option<(Pid, i32)>, bool),
     /// Process ids.
     Pids(Vec<Pid>),
-    /// A count.
-    Count(usize),
     /// Success or an errno.
     Done(Result<Pid, abi::Errno>),
     /// `Exit`: the parent to notify, if it is alive.
@@ -148,7 +144,9 @@ impl nr::Dispatch for ProcessTable {
             ReadOp::FindZombie(parent, w) => {
                 let mut any = false;
                 for &c in self.children.get(&parent).into_iter().flatten() {
-                    let Some(e) = self.entries.get(&c) else { continue };
+                    let Some(e) = self.entries.get(&c) else {
+                        continue;
+                    };
                     if !self.matches(c, e, w) {
                         continue;
                     }
@@ -170,7 +168,6 @@ impl nr::Dispatch for ProcessTable {
                     .map(|(pid, _)| *pid)
                     .collect(),
             ),
-            ReadOp::Count => Resp::Count(self.entries.len()),
         }
     }
 
@@ -233,8 +230,8 @@ impl nr::Dispatch for ProcessTable {
             UpdateOp::SetPgid { caller, pid, pgid } => {
                 let target = if pid == 0 { caller } else { pid };
                 let pgid = if pgid == 0 { target } else { pgid };
-                let allowed = target == caller
-                    || self.entries.get(&target).is_some_and(|e| e.ppid == caller);
+                let allowed =
+                    target == caller || self.entries.get(&target).is_some_and(|e| e.ppid == caller);
                 if !allowed {
                     return Resp::Done(Err(abi::Errno::ESRCH));
                 }

@@ -41,7 +41,9 @@ fn iovecs(addr: u64, count: u64) -> Result<alloc::vec::Vec<[u64; 2]>, Errno> {
     if count > IOV_MAX {
         return Err(Errno::EINVAL);
     }
-    (0..count).map(|i| read_user::<[u64; 2]>(addr + 16 * i)).collect()
+    (0..count)
+        .map(|i| read_user::<[u64; 2]>(addr + 16 * i))
+        .collect()
 }
 
 pub fn writev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -59,7 +61,11 @@ pub fn writev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
 pub fn readv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
     let vecs = iovecs(a[1], a[2])?;
-    let total: usize = vecs.iter().map(|v| v[1] as usize).sum::<usize>().min(MAX_IO);
+    let total: usize = vecs
+        .iter()
+        .map(|v| v[1] as usize)
+        .sum::<usize>()
+        .min(MAX_IO);
     let mut buf = vec![0u8; total];
     let n = f.read(&mut buf)?;
     let mut done = 0;
@@ -133,8 +139,10 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         F_SETFL => {
             let f = files.get(fd)?;
             let old = f.flags.load(Ordering::Relaxed);
-            f.flags
-                .store((old & !SETTABLE) | (a[2] as u32 & SETTABLE), Ordering::Relaxed);
+            f.flags.store(
+                (old & !SETTABLE) | (a[2] as u32 & SETTABLE),
+                Ordering::Relaxed,
+            );
             Ok(0)
         }
         _ => Err(Errno::EINVAL),

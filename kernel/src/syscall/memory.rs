@@ -142,7 +142,13 @@ pub fn brk(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let vm = p.vm();
     if new_end > old_end {
         if vm
-            .map_fixed(old_end, new_end - old_end, Prot::RW, RegionKind::Heap, false)
+            .map_fixed(
+                old_end,
+                new_end - old_end,
+                Prot::RW,
+                RegionKind::Heap,
+                false,
+            )
             .is_err()
         {
             return Ok(current);

@@ -96,7 +96,10 @@ pub fn zero(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
 }
 
 pub fn umask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    Ok(me.process.umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed) as u64)
+    Ok(me
+        .process
+        .umask
+        .swap(a[0] as u32 & 0o777, Ordering::Relaxed) as u64)
 }
 
 /// `reef_free_bytes()`: free physical memory (NCaches and TCaches) in bytes.

@@ -37,7 +37,8 @@ pub type SysResult = Result<u64, Errno>;
 type Handler = fn(&Arc<Thread>, &mut InterruptFrame, [u64; 6]) -> SysResult;
 
 /// Calls answered with ENOSYS, by number (numbers past Linux's range share the last slot).
-static UNIMPLEMENTED: [AtomicU64; SYSCALL_LIMIT + 1] = [const { AtomicU64::new(0) }; SYSCALL_LIMIT + 1];
+static UNIMPLEMENTED: [AtomicU64; SYSCALL_LIMIT + 1] =
+    [const { AtomicU64::new(0) }; SYSCALL_LIMIT + 1];
 
 fn handler(nr: usize) -> Option<Handler> {
     Some(match nr {
@@ -111,7 +112,9 @@ fn handler(nr: usize) -> Option<Handler> {
 #[no_mangle]
 extern "C" fn syscall_dispatch(frame: &mut InterruptFrame) {
     let nr = frame.rax as usize;
-    let args = [frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9];
+    let args = [
+        frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9,
+    ];
     let me = proc::current_thread();
     let result = match handler(nr) {
         Some(h) => h(&me, frame, args),

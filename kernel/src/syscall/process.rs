@@ -102,7 +102,15 @@ fn fork_process(
         me.fs_base.load(Ordering::Relaxed)
     };
     let mask = me.signals.lock().mask;
-    let t = Thread::new(pid, child.clone(), &cf, me.fpu(), fs, me.affinity.lock().clone(), mask);
+    let t = Thread::new(
+        pid,
+        child.clone(),
+        &cf,
+        me.fpu(),
+        fs,
+        me.affinity.lock().clone(),
+        mask,
+    );
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(ctid, Ordering::Relaxed);
     }
@@ -160,7 +168,15 @@ pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         me.fs_base.load(Ordering::Relaxed)
     };
     let mask = me.signals.lock().mask;
-    let t = Thread::new(tid, p.clone(), &cf, me.fpu(), fs, me.affinity.lock().clone(), mask);
+    let t = Thread::new(
+        tid,
+        p.clone(),
+        &cf,
+        me.fpu(),
+        fs,
+        me.affinity.lock().clone(),
+        mask,
+    );
     if flags & CLONE_PARENT_SETTID != 0 {
         write_user(ptid, &tid)?;
     }
@@ -197,7 +213,8 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
 pub fn exit(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let p = &me.process;
     if !p.exiting.load(Ordering::Acquire) {
-        p.exit_status.store(((a[0] & 0xff) << 8) as i32, Ordering::Release);
+        p.exit_status
+            .store(((a[0] & 0xff) << 8) as i32, Ordering::Release);
     }
     proc::request_exit(me);
     Ok(0)
@@ -219,7 +236,12 @@ fn wait_target(me: &Process, pid: i64) -> Result<WaitFor, Errno> {
 
 /// Waits for a zombie child matching `which`; reaps it unless `nowait`. `Ok(None)`: WNOHANG
 /// and none yet.
-fn wait_child(p: &Process, which: WaitFor, nohang: bool, nowait: bool) -> Result<Option<(Pid, i32)>, Errno> {
+fn wait_child(
+    p: &Process,
+    which: WaitFor,
+    nohang: bool,
+    nowait: bool,
+) -> Result<Option<(Pid, i32)>, Errno> {
     loop {
         let seq = p.child_events.seq();
         match proc::table().execute(ReadOp::FindZombie(p.pid, which)) {
@@ -279,7 +301,12 @@ pub fn waitid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         2 => WaitFor::Group(Pid::try_from(id).map_err(|_| Errno::EINVAL)?),
         _ => return Err(Errno::EINVAL),
     };
-    let found = wait_child(&me.process, which, options & WNOHANG != 0, options & WNOWAIT != 0)?;
+    let found = wait_child(
+        &me.process,
+        which,
+        options & WNOHANG != 0,
+        options & WNOWAIT != 0,
+    )?;
     if infop != 0 {
         let mut info = [0u8; 128];
         if let Some((cpid, status)) = found {
@@ -336,7 +363,9 @@ pub fn deadline_from(timeout: u64, absolute: bool) -> Result<Option<u64>, Errno>
     if ts[0] < 0 || !(0..1_000_000_000).contains(&ts[1]) {
         return Err(Errno::EINVAL);
     }
-    let ns = (ts[0] as u64).saturating_mul(1_000_000_000).saturating_add(ts[1] as u64);
+    let ns = (ts[0] as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts[1] as u64);
     Ok(Some(if absolute {
         ns
     } else {
@@ -351,7 +380,8 @@ pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     const CMP_REQUEUE: u64 = 4;
     const WAIT_BITSET: u64 = 9;
     const WAKE_BITSET: u64 = 10;
-    let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2] as u32, a[3], a[4], a[5] as u32);
+    let (uaddr, op, val, timeout, uaddr2, val3) =
+        (a[0], a[1], a[2] as u32, a[3], a[4], a[5] as u32);
     let cmd = op & 0x7f;
     match cmd {
         WAIT | WAIT_BITSET => {
@@ -371,8 +401,7 @@ pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
                     return Err(Errno::EAGAIN);
                 }
             }
-            crate::futex::requeue(&me.process, uaddr, val, uaddr2, timeout as u32)
-                .map(|n| n as u64)
+            crate::futex::requeue(&me.process, uaddr, val, uaddr2, timeout as u32).map(|n| n as u64)
         }
         _ => Err(Errno::ENOSYS),
     }
@@ -485,9 +514,7 @@ pub fn getpgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
         0 => me.process.pid,
         p => p,
     };
-    proc::lookup(pid)
-        .map(|e| e.pgid as u64)
-        .ok_or(Errno::ESRCH)
+    proc::lookup(pid).map(|e| e.pgid as u64).ok_or(Errno::ESRCH)
 }
 
 pub fn getpgrp(me: &Arc<Thread>, f: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
@@ -508,9 +535,7 @@ pub fn getsid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         0 => me.process.pid,
         p => p,
     };
-    proc::lookup(pid)
-        .map(|e| e.sid as u64)
-        .ok_or(Errno::ESRCH)
+    proc::lookup(pid).map(|e| e.sid as u64).ok_or(Errno::ESRCH)
 }
 
 /// Live processes of a group (`Some(pgid)`) or all but init (`None`), for `kill`.

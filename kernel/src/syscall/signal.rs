@@ -115,7 +115,9 @@ pub fn kill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     let targets = match pid {
         p if p > 0 => alloc::vec![p as Pid],
         0 => super::process::members(Some(
-            proc::lookup(me.process.pid).map(|e| e.pgid).unwrap_or(me.process.pid),
+            proc::lookup(me.process.pid)
+                .map(|e| e.pgid)
+                .unwrap_or(me.process.pid),
         )),
         -1 => super::process::members(None)
             .into_iter()
@@ -154,7 +156,13 @@ pub fn tkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     if tid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let t = match me.process.threads.lock().iter().find(|t| t.tid == tid as Pid) {
+    let t = match me
+        .process
+        .threads
+        .lock()
+        .iter()
+        .find(|t| t.tid == tid as Pid)
+    {
         Some(t) => t.clone(),
         None => find_thread(None, tid as Pid)?,
     };

@@ -48,7 +48,13 @@ pub fn clock_getres(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
 pub fn gettimeofday(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
         let ns = clock_ns(CLOCK_REALTIME)?;
-        write_user(a[0], &[(ns / 1_000_000_000) as i64, ((ns % 1_000_000_000) / 1000) as i64])?;
+        write_user(
+            a[0],
+            &[
+                (ns / 1_000_000_000) as i64,
+                ((ns % 1_000_000_000) / 1000) as i64,
+            ],
+        )?;
     }
     if a[1] != 0 {
         write_user(a[1], &[0i32, 0])?;

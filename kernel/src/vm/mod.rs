@@ -48,8 +48,30 @@ pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 pub const STACK_SIZE: u64 = 8 << 20;
 
 /// Page-table memory of one replica: frames of its node, written through the direct map.
+///
+/// A table the address space stops using may still sit in other cores' paging-structure
+/// caches until the next TLB shootdown, so it is not freed at once: it waits in `retired`
+/// until [`VSpace::shootdown`] has flushed every core that runs the address space.
 pub struct NodeTables {
     node: usize,
+    retired: IrqMutex<Vec<u64>>,
+}
+
+impl NodeTables {
+    fn release_retired(&self) {
+        let retired = core::mem::take(&mut *self.retired.lock());
+        for phys in retired {
+            if let Some(f) = Frame::new(phys, FrameSize::Base, self.node) {
+                let _ = mm::release(f);
+            }
+        }
+    }
+}
+
+impl Drop for NodeTables {
+    fn drop(&mut self) {
+        self.release_retired();
+    }
 }
 
 impl TableMemory for NodeTables {
@@ -60,9 +82,7 @@ impl TableMemory for NodeTables {
     }
 
     fn free_table(&mut self, phys: u64) {
-        if let Some(f) = Frame::new(phys, FrameSize::Base, self.node) {
-            let _ = mm::release(f);
-        }
+        self.retired.lock().push(phys);
     }
 
     fn read(&self, table: u64, index: usize) -> u64 {
@@ -166,10 +186,9 @@ impl nr::Dispatch for Replica {
 
     fn dispatch(&self, op: ReadOp) -> Resp {
         match op {
-            ReadOp::Resolve(va) => Resp::Resolved(
-                self.space.resolve(va),
-                self.space.region_at(va).copied(),
-            ),
+            ReadOp::Resolve(va) => {
+                Resp::Resolved(self.space.resolve(va), self.space.region_at(va).copied())
+            }
             ReadOp::Snapshot => Resp::Snapshot(
                 self.space.regions().copied().collect(),
                 self.space.pages().collect(),
@@ -282,7 +301,11 @@ impl VSpace {
     pub fn new() -> Result<Arc<VSpace>, Errno> {
         let kernel = kernel_entries();
         let nr = NodeReplicated::try_new(LOG_ENTRIES, |node| {
-            AddressSpace::new(NodeTables { node }, &kernel)
+            let tables = NodeTables {
+                node,
+                retired: IrqMutex::new(Vec::new()),
+            };
+            AddressSpace::new(tables, &kernel)
                 .map(|space| Replica { space })
                 .map_err(|_| Errno::ENOMEM)
         })?;
@@ -482,6 +505,9 @@ impl VSpace {
                 panic!("TLB shootdown not acknowledged: {e}");
             }
         }
+        for node in 0..self.roots.len() {
+            self.nr.verify(node, |r| r.space.memory().release_retired());
+        }
     }
 
     /// A copy for `fork`: the same regions; private pages copied into fresh frames, shared
@@ -579,16 +605,6 @@ impl VSpace {
             done += n;
         }
         Ok(())
-    }
-
-    /// Id (for reports).
-    pub fn id(&self) -> usize {
-        self.id
-    }
-
-    /// Operations logged so far (for reports).
-    pub fn log_tail(&self) -> usize {
-        self.nr.log_tail()
     }
 }
 

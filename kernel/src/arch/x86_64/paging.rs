@@ -204,7 +204,10 @@ pub fn write_entry(table: u64, index: usize, entry: u64) {
 /// If the range is not inside the direct map's reach (a frame from the allocator always is).
 pub fn zero_phys(phys: u64, len: u64) {
     let v = phys_to_virt(phys);
-    assert!(v.checked_add(len).is_some() && v < KERNEL_BASE, "bad physical range");
+    assert!(
+        v.checked_add(len).is_some() && v < KERNEL_BASE,
+        "bad physical range"
+    );
     // SAFETY: the caller owns the frames (freshly allocated), which the direct map covers.
     unsafe { core::ptr::write_bytes(v as *mut u8, 0, len as usize) }
 }

@@ -195,7 +195,8 @@ pub fn set_fs_base(base: u64) {
 /// user mode (or was prepared by [`prepare_stack`]), and nothing else may access the frame for
 /// the lifetime of the returned reference.
 pub unsafe fn user_frame<'a>(stack_top: u64) -> &'a mut InterruptFrame {
-    let frame = (stack_top as usize - core::mem::size_of::<InterruptFrame>()) as *mut InterruptFrame;
+    let frame =
+        (stack_top as usize - core::mem::size_of::<InterruptFrame>()) as *mut InterruptFrame;
     // SAFETY: per the caller's contract, the frame lies at the top of that stack.
     unsafe { &mut *frame }
 }
