@@ -172,16 +172,24 @@ pub fn schedule() {
         matches!(p.state(), ThreadState::Running | ThreadState::Ready)
             && p.affinity.lock().contains(k.core_id)
     });
-    let next = pick_next(k, prev.as_ref());
-    let next = match next {
-        Some(n) if prev_runnable && prev.as_ref().is_some_and(|p| Arc::ptr_eq(p, &n)) => {
-            n.set_state(ThreadState::Running);
-            k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
-            cpu::restore_interrupts(were);
-            return;
+    let mut next = pick_next(k, prev.as_ref());
+    if let (Some(p), Some(n)) = (&prev, &next) {
+        if Arc::ptr_eq(p, n) {
+            // The current thread was woken while it was blocking, so it was queued here
+            // again: it goes on running (never "switch" to oneself, which would resume a stale
+            // context), unless its affinity excludes this core; then it leaves for the idle
+            // context and `finish_switch` queues it on an allowed core.
+            p.set_state(ThreadState::Running);
+            if p.affinity.lock().contains(k.core_id) {
+                k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
+                cpu::restore_interrupts(were);
+                return;
+            }
+            next = None;
         }
-        Some(n) => Some(n),
-        None if prev_runnable => {
+    }
+    if next.is_none() {
+        if prev_runnable || prev.is_none() {
             if let Some(p) = &prev {
                 p.set_state(ThreadState::Running);
             }
@@ -189,12 +197,7 @@ pub fn schedule() {
             cpu::restore_interrupts(were);
             return;
         }
-        None if prev.is_none() => {
-            cpu::restore_interrupts(were);
-            return;
-        }
-        None => None,
-    };
+    }
     let save: *mut u64 = match &prev {
         Some(p) => p.saved_rsp.as_ptr(),
         None => k.sched.idle_rsp.as_ptr(),
