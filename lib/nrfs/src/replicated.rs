@@ -942,14 +942,21 @@ impl FsClient {
 
     /// Executes a raw update (through the logs).
     pub fn update_op(&self, op: FsUpdate) -> Result<FsValue, FsError> {
+        let mut logs = LogSet::new();
+        op.hash(self.fs.shared.nlogs, &mut logs);
         if let Some(row) = self.fs.shared.submitted.get(self.row) {
-            let mut logs = LogSet::new();
-            op.hash(self.fs.shared.nlogs, &mut logs);
             for j in logs.iter() {
                 row.0[j].fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.replica.execute_mut(op, &self.token)
+        let r = self.replica.execute_mut(op, &self.token);
+        if logs.len() > 1 {
+            // lib/nr returns a scan's response before the completed tails of its logs cover
+            // the scan entry, so a read on another replica could miss it. Bringing this
+            // replica up to date moves its local tails (and so the completed tails) past it.
+            self.replica.sync(&self.token);
+        }
+        r
     }
 
     /// Runs a namespace operation planned by `plan`, re-planning while it is stale and

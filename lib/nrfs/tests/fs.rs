@@ -387,7 +387,7 @@ fn resolve_errors() {
     // Relative to a non-directory, or a missing inode.
     assert_eq!(fx.fs.resolve(f, b"x", true), Err(Errno::ENOTDIR));
     assert_eq!(fx.fs.resolve(f, b".", true), Err(Errno::ENOTDIR));
-    assert_eq!(fx.fs.resolve(f, b"/d", true).is_ok(), true);
+    assert!(fx.fs.resolve(f, b"/d", true).is_ok());
     assert_eq!(fx.fs.resolve(999, b"x", true), Err(Errno::ENOENT));
     // Name and path length limits.
     assert_eq!(fx.resolve(&"n".repeat(256)), Err(Errno::ENAMETOOLONG));
@@ -744,7 +744,7 @@ fn rename_directories() {
     // Move a directory to another parent: `..` and link counts follow.
     fx.rename("a/b", "e/b2", 0).unwrap();
     assert_eq!(fx.resolve("e/b2/.."), fx.resolve("e"));
-    assert_eq!(fx.resolve("e/b2/f").is_ok(), true);
+    assert!(fx.resolve("e/b2/f").is_ok());
     assert_eq!((fx.nlink("a"), fx.nlink("e")), (2, 3));
     assert_eq!(
         fx.fs.read_dir(b, 1, 1).unwrap()[0].ino,

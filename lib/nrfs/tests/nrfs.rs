@@ -373,7 +373,7 @@ fn directory_moves_between_directories() {
     );
     c[0].rename(ROOT_INO, b"a", b, b"y", RENAME_EXCHANGE, t(4))
         .unwrap();
-    assert_eq!(c[1].resolve(ROOT_INO, b"a/f", true).is_ok(), true);
+    assert!(c[1].resolve(ROOT_INO, b"a/f", true).is_ok());
     assert_eq!(snapshot(&c[0]), snapshot(&c[1]));
 }
 

@@ -1,0 +1,279 @@
+//! Several threads on three replicas create, write, rename (within and across directories,
+//! files and directories), unlink and list concurrently on small logs that wrap around many
+//! times. Checks: every update is visible at once on another replica (linearizability),
+//! listings never repeat a name and never miss an entry that existed throughout, and in the
+//! end all replicas are identical and hold exactly what the threads left.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use abi::Errno;
+use nrfs::*;
+
+const REPLICAS: usize = 3;
+const WORKERS: usize = 4;
+const LISTERS: usize = 2;
+const KEEP: usize = 12;
+
+static CLOCK: AtomicI64 = AtomicI64::new(1);
+
+fn now() -> Timespec {
+    Timespec::new(CLOCK.fetch_add(1, Ordering::Relaxed), 0)
+}
+
+const FILE: Attrs = Attrs::new(0o644, 0, 0);
+const DIR: Attrs = Attrs::new(0o755, 0, 0);
+
+fn excl() -> CreateFlags {
+    CreateFlags {
+        exclusive: true,
+        open: false,
+    }
+}
+
+fn contents(i: usize, w: usize) -> Vec<u8> {
+    (0..(100 + 37 * i)).map(|k| (k + w * 7 + i) as u8).collect()
+}
+
+fn worker(w: usize, rounds: usize, local: FsClient, remote: FsClient) -> Vec<(String, Vec<u8>)> {
+    let mut kept = Vec::new();
+    for i in 0..rounds {
+        let name = format!("/d/t{w}_{i}");
+        let ino = local
+            .create(ROOT_INO, name.as_bytes(), FILE, excl(), now())
+            .unwrap()
+            .ino;
+        // Linearizable: another replica sees the new name and the data right away.
+        assert_eq!(remote.resolve(ROOT_INO, name.as_bytes(), true), Ok(ino));
+        let data = contents(i, w);
+        assert_eq!(local.write(ino, 0, &data, now()), Ok(data.len()));
+        let mut buf = vec![0u8; data.len() + 5];
+        assert_eq!(remote.read(ino, 0, &mut buf), Ok(data.len()));
+        assert_eq!(&buf[..data.len()], &data[..]);
+
+        // Rename within /d, then (sometimes) across to /x.
+        let renamed = format!("/d/r{w}_{i}");
+        local
+            .rename(
+                ROOT_INO,
+                name.as_bytes(),
+                ROOT_INO,
+                renamed.as_bytes(),
+                0,
+                now(),
+            )
+            .unwrap();
+        assert_eq!(
+            remote.resolve(ROOT_INO, name.as_bytes(), true),
+            Err(Errno::ENOENT)
+        );
+        let path = if i % 3 == 0 {
+            let moved = format!("/x/m{w}_{i}");
+            remote
+                .rename(
+                    ROOT_INO,
+                    renamed.as_bytes(),
+                    ROOT_INO,
+                    moved.as_bytes(),
+                    0,
+                    now(),
+                )
+                .unwrap();
+            moved
+        } else {
+            renamed
+        };
+        assert_eq!(local.resolve(ROOT_INO, path.as_bytes(), true), Ok(ino));
+
+        // Shared files: O_APPEND writes from every worker.
+        let shared = format!("/d/keep{}", i % KEEP);
+        let sino = remote.resolve(ROOT_INO, shared.as_bytes(), true).unwrap();
+        local.append(sino, &[w as u8; 3], now()).unwrap();
+
+        // A directory built in /w and moved to /x (a scan over all logs), then removed.
+        if i % 5 == 0 {
+            let dir = format!("/w/dir{w}_{i}");
+            let dino = local.mkdir(ROOT_INO, dir.as_bytes(), DIR, now()).unwrap();
+            local.create(dino, b"inner", FILE, excl(), now()).unwrap();
+            let moved = format!("/x/dir{w}_{i}");
+            local
+                .rename(
+                    ROOT_INO,
+                    dir.as_bytes(),
+                    ROOT_INO,
+                    moved.as_bytes(),
+                    0,
+                    now(),
+                )
+                .unwrap();
+            assert_eq!(
+                remote.lookup(dino, b".."),
+                remote.resolve(ROOT_INO, b"/x", true)
+            );
+            assert_eq!(
+                remote.rmdir(ROOT_INO, moved.as_bytes(), now()),
+                Err(Errno::ENOTEMPTY)
+            );
+            remote.unlink(dino, b"inner", now()).unwrap();
+            remote.rmdir(ROOT_INO, moved.as_bytes(), now()).unwrap();
+        }
+
+        // Remove most files; sometimes while open, reading it after the unlink.
+        if i % 7 == 3 {
+            kept.push((path, data));
+        } else if i % 2 == 0 {
+            local.open(ino).unwrap();
+            remote.unlink(ROOT_INO, path.as_bytes(), now()).unwrap();
+            assert_eq!(local.read(ino, 0, &mut buf), Ok(data.len()));
+            local.close(ino).unwrap();
+            assert_eq!(remote.stat(ino), Err(Errno::ENOENT));
+        } else {
+            local.unlink(ROOT_INO, path.as_bytes(), now()).unwrap();
+        }
+    }
+    kept
+}
+
+/// Lists /d in chunks of three, alternating replicas between chunks; returns the listings.
+fn lister(a: FsClient, b: FsClient, stop: &AtomicBool) -> usize {
+    let d = a.resolve(ROOT_INO, b"/d", true).unwrap();
+    let mut listings = 0;
+    while !stop.load(Ordering::Relaxed) || listings < 3 {
+        let mut seen = BTreeSet::new();
+        let mut cookie = 0;
+        let mut turn = 0;
+        loop {
+            let c = if turn % 2 == 0 { &a } else { &b };
+            turn += 1;
+            let chunk = c.read_dir(d, cookie, 3).unwrap();
+            let Some(last) = chunk.last() else { break };
+            cookie = last.next_cookie;
+            for e in chunk {
+                let name = String::from_utf8(e.name).unwrap();
+                assert!(seen.insert(name.clone()), "{name} listed twice");
+            }
+        }
+        for k in 0..KEEP {
+            assert!(
+                seen.contains(&format!("keep{k}")),
+                "keep{k} missing from a listing"
+            );
+        }
+        assert!(seen.contains(".") && seen.contains(".."));
+        listings += 1;
+    }
+    listings
+}
+
+#[test]
+fn concurrent_operations_four_logs() {
+    // 16-entry logs: thousands of operations wrap them many times.
+    run(4, 16, 150);
+}
+
+#[test]
+fn concurrent_operations_two_tiny_logs() {
+    // 8-entry logs shared by many threads: appends keep waiting for lagging replicas.
+    run(2, 8, 80);
+}
+
+fn run(nlogs: usize, entries: usize, rounds: usize) {
+    nr::set_spin_hook(thread::yield_now);
+    let (fs, replicas) = NrFs::new(nlogs, entries, REPLICAS).unwrap();
+    let main = fs.client(&replicas[0]).unwrap();
+    for dir in ["/d", "/w", "/x"] {
+        main.mkdir(ROOT_INO, dir.as_bytes(), DIR, now()).unwrap();
+    }
+    for k in 0..KEEP {
+        main.create(
+            ROOT_INO,
+            format!("/d/keep{k}").as_bytes(),
+            FILE,
+            excl(),
+            now(),
+        )
+        .unwrap();
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(WORKERS + LISTERS));
+    let mut workers = Vec::new();
+    for w in 0..WORKERS {
+        let local = fs.client(&replicas[w % REPLICAS]).unwrap();
+        let remote = fs.client(&replicas[(w + 1) % REPLICAS]).unwrap();
+        let start = start.clone();
+        workers.push(thread::spawn(move || {
+            start.wait();
+            worker(w, rounds, local, remote)
+        }));
+    }
+    let mut listers = Vec::new();
+    for l in 0..LISTERS {
+        let a = fs.client(&replicas[(l + 1) % REPLICAS]).unwrap();
+        let b = fs.client(&replicas[(l + 2) % REPLICAS]).unwrap();
+        let (stop, start) = (stop.clone(), start.clone());
+        listers.push(thread::spawn(move || {
+            start.wait();
+            lister(a, b, &stop)
+        }));
+    }
+    let kept: Vec<(String, Vec<u8>)> = workers
+        .into_iter()
+        .flat_map(|h| h.join().expect("worker failed"))
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    for h in listers {
+        assert!(h.join().expect("lister failed") >= 3);
+    }
+
+    // Every replica caught up and identical.
+    let clients: Vec<FsClient> = replicas.iter().map(|r| fs.client(r).unwrap()).collect();
+    let snaps: Vec<FileSystem> = clients
+        .iter()
+        .map(|c| c.replica().verify(c.token(), |d| d.snapshot()))
+        .collect();
+    for s in &snaps[1..] {
+        assert!(s == &snaps[0], "replicas differ");
+    }
+    for s in fs.log_stats() {
+        assert_eq!(s.applied, vec![s.submitted; REPLICAS], "log {}", s.log);
+    }
+    // What is left is what the workers kept, with their contents.
+    let c = &clients[2];
+    let mut expected_names = BTreeSet::new();
+    for (path, data) in &kept {
+        let ino = c.resolve(ROOT_INO, path.as_bytes(), true).unwrap();
+        let mut buf = vec![0u8; data.len() + 1];
+        assert_eq!(c.read(ino, 0, &mut buf), Ok(data.len()));
+        assert_eq!(&buf[..data.len()], &data[..]);
+        assert_eq!(c.stat(ino).unwrap().nlink, 1);
+        expected_names.insert(path.clone());
+    }
+    let mut names = BTreeSet::new();
+    for dir in ["/d", "/x"] {
+        let d = c.resolve(ROOT_INO, dir.as_bytes(), true).unwrap();
+        for e in c.read_dir(d, 0, usize::MAX).unwrap() {
+            let n = String::from_utf8(e.name).unwrap();
+            if n != "." && n != ".." && !n.starts_with("keep") {
+                names.insert(format!("{dir}/{n}"));
+            }
+        }
+    }
+    assert_eq!(names, expected_names);
+    let w = c.resolve(ROOT_INO, b"/w", true).unwrap();
+    assert_eq!(c.read_dir(w, 2, 10).unwrap(), vec![]);
+    assert_eq!(c.stat(ROOT_INO).unwrap().nlink, 5);
+    // Each shared file got 3 bytes per append, from rounds i with i % KEEP == k.
+    for k in 0..KEEP {
+        let appends = (0..rounds).filter(|i| i % KEEP == k).count() * WORKERS;
+        let ino = c
+            .resolve(ROOT_INO, format!("/d/keep{k}").as_bytes(), true)
+            .unwrap();
+        assert_eq!(c.stat(ino).unwrap().size, 3 * appends as u64);
+    }
+    // Root, three directories, the shared files and the kept files.
+    let stats = c.statfs().unwrap();
+    assert_eq!(stats.inodes, 1 + 3 + KEEP as u64 + kept.len() as u64);
+}
