@@ -39,7 +39,8 @@
 //!   the log entry only references it, and it is freed as soon as every replica has applied
 //!   the write, not when the log entry is reused.
 //! * *CNR and the `LogMapper` (§4.3.1)*: inodes are hash-partitioned over the logs (inode
-//!   number modulo the number of logs). Inside a replica the inodes are split into the same
+//!   number modulo the number of logs; numbers are handed out in sequence, so this spreads
+//!   new files evenly). Inside a replica the inodes are split into the same
 //!   number of shards, shard *i* holding the inodes of log *i*, each behind its own
 //!   reader-writer lock; an operation locks exactly the shards of its logs, so combiners of
 //!   different logs never touch the same shard, and a read locks the one shard it reads.
@@ -58,6 +59,10 @@
 //!   be stale. Renaming a directory (or over one) between two different directories needs
 //!   the ancestors of both directories (Linux's "directory into its own subtree" checks),
 //!   which can be anywhere, so that case is always a scan over all logs, as in the paper.
+//! * *Completing a scan*: `lib/nr` hands a scan-update's response back before the completed
+//!   tails of its logs cover the scan entry, so a read on another replica could still miss
+//!   it (the multi-threaded test catches this). [`FsClient`] therefore brings its replica up
+//!   to date ([`nr::cnr::Replica::sync`]) after every multi-log update before returning.
 //! * *Reads*: `read`, `stat`, `read_dir`, `readlink` and each step of a path lookup read one
 //!   inode, so each is a CNR read on that inode's log: it waits until the local replica has
 //!   applied that log up to its completed tail and is linearizable, without logging. A whole
@@ -77,8 +82,37 @@
 //! with its pages at its last close. A removed directory that is still open (for example a
 //! working directory) lists as ENOENT and accepts no new entries.
 //!
+//! File offsets, and their sharing between processes after `fork` (Hare §3.1, §3.5), belong
+//! to the kernel's open-file table: the file system offers positional I/O and an atomic
+//! append, which is what a shared `O_APPEND` descriptor needs.
+//!
 //! Not implemented: permission checks (the caller's job), `RENAME_WHITEOUT`, block devices,
 //! FIFOs and sockets, extended attributes, and a size limit (the kernel bounds memory).
+//!
+//! # Example
+//!
+//! ```
+//! use nrfs::{Attrs, CreateFlags, FileSystem, NrFs, Timespec, ROOT_INO};
+//!
+//! let now = Timespec::new(1, 0);
+//! let file = Attrs::new(0o644, 1000, 1000);
+//!
+//! // Sequential: the caller picks inode numbers.
+//! let mut fs = FileSystem::new(Attrs::new(0o755, 0, 0), now);
+//! fs.mkdir(ROOT_INO, b"etc", 2, Attrs::new(0o755, 0, 0), now).unwrap();
+//! let f = fs.create(ROOT_INO, b"/etc/motd", 3, file, CreateFlags::default(), now).unwrap();
+//! fs.write(f.ino, 0, b"hello\n", now).unwrap();
+//! assert_eq!(fs.resolve(ROOT_INO, b"etc/../etc/motd", true), Ok(3));
+//!
+//! // Replicated: two replicas, four logs of 1024 entries; one client per thread.
+//! let (nrfs, replicas) = NrFs::new(4, 1024, 2).unwrap();
+//! let a = nrfs.client(&replicas[0]).unwrap();
+//! let b = nrfs.client(&replicas[1]).unwrap();
+//! let f = a.create(ROOT_INO, b"motd", file, CreateFlags::default(), now).unwrap();
+//! a.write(f.ino, 0, b"hello\n", now).unwrap();
+//! let mut buf = [0u8; 16];
+//! assert_eq!(b.read(b.resolve(ROOT_INO, b"/motd", true).unwrap(), 0, &mut buf), Ok(6));
+//! ```
 //!
 //! # Dependencies
 //!
