@@ -456,6 +456,8 @@ struct Shared {
     submitted: Box<[Row]>,
     /// Operations applied per log, by each replica.
     applied: Box<[Row]>,
+    /// Namespace operations that came back stale and were planned again.
+    stale: AtomicU64,
 }
 
 /// One replica's copy of the file system: inodes in one shard per log, each behind a
@@ -787,6 +789,7 @@ impl NrFs {
                 created: Mutex::new(0),
                 submitted: (0..replicas).map(|_| Row::new()).collect(),
                 applied: (0..replicas).map(|_| Row::new()).collect(),
+                stale: AtomicU64::new(0),
             }),
         })
     }
@@ -838,6 +841,12 @@ impl NrFs {
     /// Allocates an inode number (shared by all replicas, never reused).
     pub fn alloc_ino(&self) -> Ino {
         self.shared.next_ino.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Namespace operations that found a name changed since their client resolved it, and
+    /// were planned again (see [`FsError::Stale`]).
+    pub fn stale_retries(&self) -> u64 {
+        self.shared.stale.load(Ordering::Relaxed)
     }
 
     /// Per-log progress: operations submitted and applied by each replica.
@@ -974,7 +983,9 @@ impl FsClient {
                 scope
             };
             match self.update_op(FsUpdate::Namespace { op, scope, now }) {
-                Err(FsError::Stale) => continue,
+                Err(FsError::Stale) => {
+                    self.fs.shared.stale.fetch_add(1, Ordering::Relaxed);
+                }
                 r => return r.map_err(to_errno),
             }
         }
