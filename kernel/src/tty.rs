@@ -4,7 +4,24 @@
 //! timer tick (10 ms), sleeping in between.
 
 use crate::proc::{sched, wait::Wake};
+use crate::sync::IrqMutex;
 use abi::Errno;
+
+/// A byte taken from the port by [`has_input`] and not read yet.
+static PEEKED: IrqMutex<Option<u8>> = IrqMutex::new(None);
+
+fn next_byte() -> Option<u8> {
+    PEEKED.lock().take().or_else(crate::console::read_byte)
+}
+
+/// Whether a `read` would return data now (for `poll`).
+pub fn has_input() -> bool {
+    let mut peeked = PEEKED.lock();
+    if peeked.is_none() {
+        *peeked = crate::console::read_byte();
+    }
+    peeked.is_some()
+}
 
 /// Reads at least one byte (or fails with `EAGAIN` when `nonblock`), at most `buf.len()`.
 pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
@@ -14,7 +31,7 @@ pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
     loop {
         let mut n = 0;
         while n < buf.len() {
-            match crate::console::read_byte() {
+            match next_byte() {
                 Some(b'\r') => buf[n] = b'\n',
                 Some(b) => buf[n] = b,
                 None => break,

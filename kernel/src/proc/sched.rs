@@ -43,6 +43,8 @@ pub struct CoreScheduler {
     timers: IrqMutex<Vec<(u64, Arc<Thread>)>>,
     /// An `NrSync` IPI asked this core to bring its node's replicas up to date.
     pub nr_sync: AtomicBool,
+    /// Timer tick at which the idle loop last synced this node's replicas.
+    last_idle_sync: AtomicU64,
     /// Id of the address space whose page tables are loaded (0: the kernel's).
     pub active_vspace: AtomicUsize,
     /// Context switches done.
@@ -62,6 +64,7 @@ impl CoreScheduler {
             slice: AtomicU64::new(TIME_SLICE_TICKS),
             timers: IrqMutex::new(Vec::new()),
             nr_sync: AtomicBool::new(false),
+            last_idle_sync: AtomicU64::new(0),
             active_vspace: AtomicUsize::new(0),
             switches: AtomicU64::new(0),
         }
@@ -297,6 +300,11 @@ pub fn disarm_timer(thread: &Arc<Thread>) {
         .retain(|(_, t)| !Arc::ptr_eq(t, thread));
 }
 
+/// Whether an idle core should sync its node's replicas now (once per timer tick).
+fn idle_sync_due(k: &Kcb) -> bool {
+    k.sched.last_idle_sync.load(Ordering::Relaxed) != k.timer_ticks.load(Ordering::Relaxed)
+}
+
 /// The idle loop of every core: runs ready threads, brings the node's replicas up to date when
 /// asked to, runs pending self-test work, and otherwise halts until an interrupt.
 pub fn idle_loop() -> ! {
@@ -306,8 +314,16 @@ pub fn idle_loop() -> ! {
         if !k.sched.ready.lock().is_empty() {
             k.sched.idle.store(false, Ordering::Release);
             schedule();
-        } else if k.sched.nr_sync.swap(false, Ordering::AcqRel) {
+        } else if k.sched.nr_sync.swap(false, Ordering::AcqRel) || idle_sync_due(k) {
+            // NrOS §4.5: an idle core keeps its node's replicas up to date, so they neither
+            // hold up log space nor keep objects that other nodes already released (a reaped
+            // process stays referenced by a replica until that replica applies the reap).
+            // SAFETY: this core's IDT and local APIC are initialized.
+            unsafe { cpu::enable_interrupts() };
             crate::replicated::sync_local_node();
+            k.sched
+                .last_idle_sync
+                .store(k.timer_ticks.load(Ordering::Relaxed), Ordering::Relaxed);
         } else if crate::selftest::pending() {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };

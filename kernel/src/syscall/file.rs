@@ -158,7 +158,8 @@ pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     }
     match a[1] {
         TCGETS => {
-            let mut termios = [0u8; 60];
+            // The kernel's `struct termios` (36 bytes: four flag words, c_line, 19 c_cc).
+            let mut termios = [0u8; 36];
             termios[0..4].copy_from_slice(&0x0500u32.to_le_bytes()); // ICRNL | IXON
             termios[4..8].copy_from_slice(&0x0005u32.to_le_bytes()); // OPOST | ONLCR
             termios[8..12].copy_from_slice(&0x00bfu32.to_le_bytes()); // CS8 | CREAD | B38400
@@ -194,4 +195,63 @@ pub fn fstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     }
     uaccess::copy_to_user(a[1], &st)?;
     Ok(0)
+}
+
+/// `poll` on the descriptors Reef has today (the console): POLLIN when keyboard input waits,
+/// POLLOUT always, POLLNVAL for a closed descriptor. Sleeps a timer tick between checks.
+pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const POLLIN: i16 = 1;
+    const POLLOUT: i16 = 4;
+    const POLLNVAL: i16 = 0x20;
+    let (fds, nfds, timeout_ms) = (a[0], a[1], a[2] as i32);
+    if nfds > crate::fd::MAX_FDS as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
+    loop {
+        let mut ready = 0;
+        for i in 0..nfds {
+            let at = fds + 8 * i;
+            let entry: [u16; 4] = read_user(at)?;
+            let fd = (u32::from(entry[0]) | (u32::from(entry[1]) << 16)) as i32;
+            let events = entry[2] as i16;
+            let revents = if fd < 0 {
+                0
+            } else {
+                match file(me, fd as u64) {
+                    Err(_) => POLLNVAL,
+                    Ok(f) if f.is_tty() => {
+                        let mut r = events & POLLOUT;
+                        if events & POLLIN != 0 && crate::tty::has_input() {
+                            r |= POLLIN;
+                        }
+                        r
+                    }
+                    Ok(_) => events & (POLLIN | POLLOUT),
+                }
+            };
+            write_user(at + 6, &(revents as u16))?;
+            if revents != 0 {
+                ready += 1;
+            }
+        }
+        if ready > 0 || deadline.is_some_and(|d| crate::time::now_ns() >= d) {
+            return Ok(ready);
+        }
+        me.set_state(crate::proc::ThreadState::Blocked);
+        let tick = crate::time::now_ns() + 10_000_000;
+        let wake = deadline.map_or(tick, |d| d.min(tick));
+        if crate::proc::wait::block(me, Some(wake)) == crate::proc::wait::Wake::Interrupted {
+            return Err(Errno::EINTR);
+        }
+    }
+}
+
+/// `getcwd`: Reef has no `chdir` yet, so every process works in `/`.
+pub fn getcwd(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[1] < 2 {
+        return Err(Errno::ERANGE);
+    }
+    uaccess::copy_to_user(a[0], b"/\0")?;
+    Ok(2)
 }

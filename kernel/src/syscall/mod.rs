@@ -54,6 +54,8 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_IOCTL => file::ioctl,
         SYS_LSEEK => file::lseek,
         SYS_FSTAT => file::fstat,
+        SYS_POLL => file::poll,
+        SYS_GETCWD => file::getcwd,
         SYS_MMAP => memory::mmap,
         SYS_MUNMAP => memory::munmap,
         SYS_MPROTECT => memory::mprotect,
