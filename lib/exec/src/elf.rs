@@ -194,7 +194,11 @@ impl Executable {
     /// kernel need not hold a large program in one buffer. `prefix` must hold the ELF header,
     /// the program header table and the `PT_INTERP` string, if any (in practice the first page
     /// or two: `Truncated` otherwise); segment bounds are checked against `file_len`.
-    pub fn parse_prefix(file: &[u8], file_len: u64, pie_base: u64) -> Result<Executable, ExecError> {
+    pub fn parse_prefix(
+        file: &[u8],
+        file_len: u64,
+        pie_base: u64,
+    ) -> Result<Executable, ExecError> {
         if (file.len() as u64) > file_len {
             return Err(ExecError::Truncated {
                 what: "file (prefix longer than the file)",

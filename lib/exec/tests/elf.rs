@@ -886,12 +886,15 @@ fn busybox() {
 #[test]
 fn parse_prefix_matches_whole_file_and_checks_bounds() {
     let whole = Executable::parse(FIXTURE).unwrap();
-    let prefix = Executable::parse_prefix(&FIXTURE[..4096], FIXTURE.len() as u64, DEFAULT_PIE_BASE)
-        .unwrap();
+    let prefix =
+        Executable::parse_prefix(&FIXTURE[..4096], FIXTURE.len() as u64, DEFAULT_PIE_BASE).unwrap();
     assert_eq!(whole, prefix);
     // A file shorter than its segments is refused even when only a prefix is given.
     let short = Executable::parse_prefix(&FIXTURE[..4096], 5000, DEFAULT_PIE_BASE);
-    assert!(matches!(short, Err(ExecError::SegmentBeyondFile { .. })), "{short:?}");
+    assert!(
+        matches!(short, Err(ExecError::SegmentBeyondFile { .. })),
+        "{short:?}"
+    );
     // The program header table must be inside the prefix.
     let tiny = Executable::parse_prefix(&FIXTURE[..100], FIXTURE.len() as u64, DEFAULT_PIE_BASE);
     assert!(matches!(tiny, Err(ExecError::Truncated { .. })), "{tiny:?}");
