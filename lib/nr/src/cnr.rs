@@ -562,6 +562,7 @@ where
             arrived: (0..replicas).map(|_| AtomicUsize::new(0)).collect(),
             done: (0..replicas).map(|_| AtomicBool::new(false)).collect(),
         });
+        let mut positions = [0usize; MAX_LOGS];
         {
             let _scan = self.logs.scan_lock.lock();
             for j in set.iter() {
@@ -570,7 +571,7 @@ where
                     ScanOp::Update(u) => Entry::ScanUpdate(u.clone(), barrier.clone()),
                 };
                 let mut entry = Some(entry);
-                self.logs.logs[j].append(
+                positions[j] = self.logs.logs[j].append(
                     self.rid,
                     1,
                     false,
@@ -593,7 +594,14 @@ where
             ScanOp::Update(op) => self.data.dispatch_mut(op),
         };
         barrier.done[self.rid].store(true, Ordering::Release);
-        self.help(None);
+        // Return only once this replica has moved past the scan's entry in every one of its
+        // logs: that publishes the entry in each log's completed tail, so a read that starts
+        // after this scan returns, on any replica, waits for it (linearizability).
+        let mut backoff = Backoff::new();
+        while set.iter().any(|j| self.logs.logs[j].ltail(self.rid) <= positions[j]) {
+            self.help(None);
+            backoff.spin();
+        }
         resp
     }
 }
