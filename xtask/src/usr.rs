@@ -76,6 +76,14 @@ pub const PROGRAMS: &[Program] = &[
     },
 ];
 
+/// Measurement programs: built and put into `/test` like [`PROGRAMS`], after them, but not
+/// tests (they print numbers, no `PASS` line), so `cargo xtask test` makes no cases for them.
+pub const TOOLS: &[Program] = &[Program {
+    name: "uperf",
+    source: "uperf.c",
+    pie: false,
+}];
+
 /// The shared header every program includes.
 const HEADER: &str = "reef-test.h";
 
@@ -226,7 +234,7 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     let tool = std::env::current_exe().ok();
     let mut built = Vec::new();
     let mut musl = None;
-    for p in PROGRAMS {
+    for p in PROGRAMS.iter().chain(TOOLS) {
         let source = src.join(p.source);
         // Relative to the repository root (the compiler's directory), so FAIL lines name
         // `usr/FILE.c`.

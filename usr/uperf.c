@@ -1,0 +1,391 @@
+/*
+ * uperf: user-level micro-benchmarks for Reef (a measurement program, not a test: it prints
+ * numbers, never PASS/FAIL). One mode per run:
+ *
+ *   uperf null  [ITERS [REPS]]      syscall(SYS_getppid) in a loop: ns per call
+ *   uperf spawn [ITERS [REPS]]      fork + execve(self, "noop") + waitpid: us per round
+ *   uperf vmops N [OPS [REPS]]      N threads (0: one per allowed core), each pinned to its own
+ *                                   core and mapping in its own region, each doing OPS rounds of
+ *                                   mmap(4 KiB, MAP_POPULATE) + write + munmap: total ops/s
+ *   uperf noop                      exits 0 at once (the exec target of `spawn`)
+ *
+ * Defaults: null 200000 x 7, spawn 200 x 5, vmops 20000 per thread x 5. Unless ITERS/OPS is
+ * given, a warm-up run estimates the cost and the count is scaled down so that the timed
+ * repetitions of a mode take about BUDGET_S seconds at most (Reef under TCG is much slower than
+ * Linux); the counts used are printed. A vmops repetition that runs past twice its share of the
+ * budget stops early and reports the rate of the operations done (its line says "cut short").
+ *
+ * Output: progress lines start with `uperf:`; each measurement ends with one result line
+ *
+ *   uperf <name> threads=<n> <median> <unit> min=<v> median=<v> max=<v> iters=<i> reps=<r>
+ *
+ * Times come from clock_gettime(CLOCK_MONOTONIC). Errors print `uperf: error: ...` and exit 1.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Timed repetitions of one mode should take at most about this long. */
+#define BUDGET_S 15.0
+#define MAX_REPS 64
+#define MAX_THREADS 256
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("uperf: error: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    exit(1);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        die("clock_gettime(CLOCK_MONOTONIC): %s", strerror(errno));
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long parse_count(const char *s, const char *what)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < 0)
+        die("bad %s %s", what, s);
+    return v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Prints the result line for `n` repetition values (the headline value is the median). */
+static void report(const char *name, int threads, const char *unit, const char *fmt,
+                   double *v, int n, long iters)
+{
+    double s[MAX_REPS];
+    memcpy(s, v, sizeof(double) * n);
+    qsort(s, n, sizeof(double), cmp_double);
+    double median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    char med[32], lo[32], hi[32];
+    snprintf(med, sizeof med, fmt, median);
+    snprintf(lo, sizeof lo, fmt, s[0]);
+    snprintf(hi, sizeof hi, fmt, s[n - 1]);
+    printf("uperf %s threads=%d %s %s min=%s median=%s max=%s iters=%ld reps=%d\n", name, threads,
+           med, unit, lo, med, hi, iters, n);
+}
+
+/* The count that makes `reps` repetitions take about BUDGET_S, given `per_op` seconds per
+ * operation, but never more than `want` nor less than `floor`. */
+static long scaled(long want, int reps, double per_op, long floor)
+{
+    if (per_op <= 0)
+        return want;
+    double fit = BUDGET_S / (per_op * reps);
+    if (fit >= (double)want)
+        return want;
+    long n = (long)fit;
+    if (n < floor)
+        n = floor;
+    if (n > want)
+        n = want;
+    /* Round down to two significant digits, so the printed counts read well. */
+    long unit = 1;
+    while (n / unit >= 100)
+        unit *= 10;
+    return n / unit * unit;
+}
+
+static void get_counts(int argc, char **argv, int first, long *iters, int *reps, int *explicit_)
+{
+    *explicit_ = 0;
+    if (argc > first) {
+        *iters = parse_count(argv[first], "count");
+        if (*iters < 1)
+            die("the count must be at least 1");
+        *explicit_ = 1;
+    }
+    if (argc > first + 1) {
+        long r = parse_count(argv[first + 1], "repetition count");
+        if (r < 1 || r > MAX_REPS)
+            die("repetitions must be 1..%d", MAX_REPS);
+        *reps = (int)r;
+    }
+    if (argc > first + 2)
+        die("too many arguments");
+}
+
+/* ---- null ------------------------------------------------------------------------------- */
+
+static double null_loop(long iters)
+{
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++)
+        syscall(SYS_getppid);
+    return now_s() - t0;
+}
+
+static void mode_null(int argc, char **argv)
+{
+    long iters = 200000;
+    int reps = 7, explicit_;
+    get_counts(argc, argv, 2, &iters, &reps, &explicit_);
+    long warm = iters < 20000 ? iters : 20000;
+    double w = null_loop(warm);
+    printf("uperf: null warm-up: %ld calls, %.1f ns/call\n", warm, w / warm * 1e9);
+    if (!explicit_)
+        iters = scaled(iters, reps, w / warm, 1000);
+    printf("uperf: null: %ld calls x %d repetitions\n", iters, reps);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t = null_loop(iters);
+        v[r] = t / iters * 1e9;
+        printf("uperf: null rep %d/%d: %.1f ns/call (%.3f s)\n", r + 1, reps, v[r], t);
+    }
+    report("null", 1, "ns/call", "%.1f", v, reps, iters);
+}
+
+/* ---- spawn ------------------------------------------------------------------------------ */
+
+static const char *self;
+static char **environment;
+
+static void spawn_once(void)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        char *argv[] = {(char *)self, "noop", NULL};
+        execve(self, argv, environment);
+        _exit(127);
+    }
+    int st;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) == -1 && errno == EINTR)
+        ;
+    if (w != pid)
+        die("waitpid(%d) returned %d: %s", (int)pid, (int)w, strerror(errno));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("child %d did not exit 0 (wait status 0x%x; 127: execve of %s failed)", (int)pid, st,
+            self);
+}
+
+static double spawn_loop(long iters)
+{
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++)
+        spawn_once();
+    return now_s() - t0;
+}
+
+static void mode_spawn(int argc, char **argv)
+{
+    long iters = 200;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 2, &iters, &reps, &explicit_);
+    long warm = iters < 20 ? iters : 20;
+    double w = spawn_loop(warm);
+    printf("uperf: spawn warm-up: %ld rounds of %s, %.1f us/round\n", warm, self, w / warm * 1e6);
+    if (!explicit_)
+        iters = scaled(iters, reps, w / warm, 10);
+    printf("uperf: spawn: %ld rounds x %d repetitions\n", iters, reps);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t = spawn_loop(iters);
+        v[r] = t / iters * 1e6;
+        printf("uperf: spawn rep %d/%d: %.1f us/round (%.3f s)\n", r + 1, reps, v[r], t);
+    }
+    report("spawn", 1, "us/round", "%.1f", v, reps, iters);
+}
+
+/* ---- vmops ------------------------------------------------------------------------------ */
+
+struct worker {
+    pthread_t thread;
+    int index, cpu, pinned_cpu;
+    long done; /* operations finished in the current round */
+    double start, end;
+    char pad[64];
+};
+
+static struct worker workers[MAX_THREADS];
+static int nthreads;
+static pthread_barrier_t go, done;
+static volatile long round_ops; /* operations per thread in the current round */
+static volatile double round_deadline; /* threads stop early at this time (now_s()) */
+static volatile int quit;
+
+/* The start of thread i's own part of the address space (a hint; mmap may place it elsewhere). */
+static uintptr_t region_of(int i)
+{
+    return (uintptr_t)0x100000000000ull + (uintptr_t)i * 0x40000000ull;
+}
+
+static void *vm_worker(void *arg)
+{
+    struct worker *me = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(me->cpu, &set);
+    int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (e)
+        die("pthread_setaffinity_np(cpu %d): %s", me->cpu, strerror(e));
+    me->pinned_cpu = sched_getcpu();
+    void *hint = (void *)region_of(me->index);
+    for (;;) {
+        pthread_barrier_wait(&go);
+        if (quit)
+            return NULL;
+        long ops = round_ops, i;
+        double deadline = round_deadline;
+        me->start = now_s();
+        for (i = 0; i < ops; i++) {
+            if (i % 64 == 63 && now_s() > deadline)
+                break;
+            char *p = mmap(hint, 4096, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+            if (p == MAP_FAILED)
+                die("thread %d: mmap: %s (after %ld operations)", me->index, strerror(errno), i);
+            p[0] = 1;
+            if (munmap(p, 4096) != 0)
+                die("thread %d: munmap(%p): %s", me->index, (void *)p, strerror(errno));
+        }
+        me->end = now_s();
+        me->done = i;
+        pthread_barrier_wait(&done);
+    }
+}
+
+/* One round: every thread does `ops` operations, or fewer if `cap` seconds pass first; returns
+ * the wall time from the first start to the last end and the operations done in `*total`. */
+static double vm_round(long ops, double cap, long *total)
+{
+    round_ops = ops;
+    round_deadline = now_s() + cap;
+    pthread_barrier_wait(&go);
+    pthread_barrier_wait(&done);
+    double first = workers[0].start, last = workers[0].end;
+    *total = 0;
+    for (int i = 0; i < nthreads; i++)
+        *total += workers[i].done;
+    for (int i = 1; i < nthreads; i++) {
+        if (workers[i].start < first)
+            first = workers[i].start;
+        if (workers[i].end > last)
+            last = workers[i].end;
+    }
+    return last - first;
+}
+
+static void mode_vmops(int argc, char **argv)
+{
+    if (argc < 3)
+        die("usage: uperf vmops N [OPS [REPS]] (N = 0: one thread per allowed core)");
+    long want = parse_count(argv[2], "thread count");
+    long iters = 20000;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 3, &iters, &reps, &explicit_);
+
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        die("sched_getaffinity: %s", strerror(errno));
+    int cpus[CPU_SETSIZE], ncpu = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[ncpu++] = c;
+    if (ncpu == 0)
+        die("sched_getaffinity gave no cpu");
+    nthreads = want == 0 ? ncpu : (int)want;
+    if (nthreads > MAX_THREADS)
+        die("at most %d threads", MAX_THREADS);
+    if (nthreads > ncpu)
+        printf("uperf: note: %d threads on %d cpus: some share a core\n", nthreads, ncpu);
+
+    if (pthread_barrier_init(&go, NULL, nthreads + 1) ||
+        pthread_barrier_init(&done, NULL, nthreads + 1))
+        die("pthread_barrier_init failed");
+    for (int i = 0; i < nthreads; i++) {
+        workers[i].index = i;
+        workers[i].cpu = cpus[i % ncpu];
+        int e = pthread_create(&workers[i].thread, NULL, vm_worker, &workers[i]);
+        if (e)
+            die("pthread_create %d: %s", i, strerror(e));
+    }
+
+    long warm = iters < 200 ? iters : 200, total;
+    double w = vm_round(warm, BUDGET_S, &total);
+    printf("uperf: vmops threads:");
+    for (int i = 0; i < nthreads; i++)
+        printf(" %d@cpu%d", i, workers[i].pinned_cpu);
+    printf("\n");
+    printf("uperf: vmops warm-up: %ld ops, %.0f ops/s total\n", total, (double)total / w);
+    if (!explicit_)
+        iters = scaled(iters, reps, w * nthreads / total, 100);
+    /* A repetition that runs past twice its share of the budget is cut short (the kernel's speed
+     * can change during a run); its rate counts the operations done until then. */
+    double cap = explicit_ ? 1e9 : 2 * BUDGET_S / reps;
+    printf("uperf: vmops: %d threads x %ld ops x %d repetitions", nthreads, iters, reps);
+    if (!explicit_)
+        printf(" (a repetition stops after %.0f s)", cap);
+    printf("\n");
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t = vm_round(iters, cap, &total);
+        v[r] = (double)total / t;
+        printf("uperf: vmops rep %d/%d: %.0f ops/s (%ld ops in %.3f s, %.2f us/op per thread)%s\n",
+               r + 1, reps, v[r], total, t, t * nthreads / total * 1e6,
+               total < iters * nthreads ? " (cut short)" : "");
+    }
+    quit = 1;
+    pthread_barrier_wait(&go);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(workers[i].thread, NULL);
+    report("vmops", nthreads, "ops/s", "%.0f", v, reps, iters);
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv, char **envp)
+{
+    if (argc == 2 && strcmp(argv[1], "noop") == 0)
+        return 0;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc < 2)
+        die("usage: uperf null|spawn [ITERS [REPS]] | uperf vmops N [OPS [REPS]]");
+    const char *env = getenv("REEF_SELF");
+    self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
+    environment = envp;
+    struct utsname u;
+    if (uname(&u) == 0)
+        printf("uperf: %s %s, %ld cpus online\n", u.sysname, u.release,
+               sysconf(_SC_NPROCESSORS_ONLN));
+    if (strcmp(argv[1], "null") == 0)
+        mode_null(argc, argv);
+    else if (strcmp(argv[1], "spawn") == 0)
+        mode_spawn(argc, argv);
+    else if (strcmp(argv[1], "vmops") == 0)
+        mode_vmops(argc, argv);
+    else
+        die("unknown mode %s", argv[1]);
+    return 0;
+}
