@@ -45,8 +45,7 @@ pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
             return Err(Errno::EAGAIN);
         }
         let me = sched::current_thread();
-        me.set_state(crate::proc::ThreadState::Blocked);
-        if crate::proc::wait::block(&me, Some(crate::time::now_ns() + 10_000_000))
+        if crate::proc::wait::sleep_until(&me, crate::time::now_ns() + 10_000_000)
             == Wake::Interrupted
         {
             return Err(Errno::EINTR);

@@ -240,7 +240,13 @@ pub fn finish_switch() {
         return;
     };
     if prev.transition(ThreadState::Running, ThreadState::Ready) {
-        let core = choose_core(&prev, k.core_id);
+        // A preempted thread stays on this core (no scan of every core's queue on this path)
+        // unless its affinity excludes it.
+        let core = if prev.affinity.lock().contains(k.core_id) {
+            k.core_id
+        } else {
+            choose_core(&prev, k.core_id)
+        };
         enqueue(core, prev);
     }
 }

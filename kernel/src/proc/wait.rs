@@ -91,6 +91,12 @@ impl Default for WaitQueue {
     }
 }
 
+/// Sleeps until `deadline_ns` passes or a signal arrives (nothing else wakes the thread).
+pub fn sleep_until(me: &Arc<Thread>, deadline_ns: u64) -> Wake {
+    me.set_state(ThreadState::Blocked);
+    block(me, Some(deadline_ns))
+}
+
 /// Blocks the current thread, already marked blocked and registered where a waker finds it,
 /// until it is woken or `deadline_ns` passes.
 pub fn block(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {

@@ -238,10 +238,9 @@ pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         if ready > 0 || deadline.is_some_and(|d| crate::time::now_ns() >= d) {
             return Ok(ready);
         }
-        me.set_state(crate::proc::ThreadState::Blocked);
         let tick = crate::time::now_ns() + 10_000_000;
         let wake = deadline.map_or(tick, |d| d.min(tick));
-        if crate::proc::wait::block(me, Some(wake)) == crate::proc::wait::Wake::Interrupted {
+        if crate::proc::wait::sleep_until(me, wake) == crate::proc::wait::Wake::Interrupted {
             return Err(Errno::EINTR);
         }
     }

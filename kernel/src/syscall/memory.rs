@@ -115,11 +115,11 @@ pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     let len = page_up(a[1])?;
     if matches!(a[2], MADV_DONTNEED | MADV_FREE) {
         let vm = me.process.vm();
-        let regions = vm.regions();
         let end = a[0].checked_add(len).ok_or(Errno::EINVAL)?;
-        let region = regions
-            .iter()
-            .find(|r| r.start <= a[0] && end <= r.end)
+        let region = vm
+            .resolve(a[0])
+            .1
+            .filter(|r| end <= r.end)
             .ok_or(Errno::ENOMEM)?;
         if region.kind == (RegionKind::Anonymous { shared: false }) {
             vm.map_fixed(a[0], len, region.prot, region.kind, true)?;

@@ -1,6 +1,6 @@
 //! System calls: the Linux x86-64 numbers and semantics.
 //!
-//! `syscall_dispatch` (called by the `syscall` entry in `arch::x86_64::user`) looks the number up
+//! [`dispatch`] (reached from the `syscall` entry in `arch::x86_64::user`) looks the number up
 //! in [`handler`], runs it with the six argument registers, and stores the result (or `-errno`)
 //! in RAX. A number Reef does not implement returns `-ENOSYS` and is counted; the counts are
 //! printed at power-off (`reef: unimplemented syscalls: ...`). Reef's own calls use numbers from
@@ -110,9 +110,12 @@ fn handler(nr: usize) -> Option<Handler> {
     })
 }
 
-/// Entry from the `syscall` instruction, on the calling thread's kernel stack.
-#[no_mangle]
-extern "C" fn syscall_dispatch(frame: &mut InterruptFrame) {
+/// Runs the system call in `frame` (entered with `syscall`, on the calling thread's kernel stack)
+/// and stores its result in RAX. The caller then returns to user mode.
+pub fn dispatch(frame: &mut InterruptFrame) {
+    // SAFETY: the IDT and local APIC of every core that runs user code are set up; system
+    // calls run with interrupts on, as the interrupted user code had them.
+    unsafe { crate::arch::cpu::enable_interrupts() };
     let nr = frame.rax as usize;
     let args = [
         frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9,
@@ -132,8 +135,6 @@ extern "C" fn syscall_dispatch(frame: &mut InterruptFrame) {
             Err(e) => e.to_return() as u64,
         };
     }
-    drop(me);
-    proc::return_to_user(frame);
 }
 
 /// The unimplemented-call report printed at power-off.

@@ -69,6 +69,33 @@ pub fn sched_yield(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysR
     Ok(0)
 }
 
+/// The new thread of `fork` or `clone`: the caller's registers (with 0 as the call's result,
+/// and `newsp` as the stack if given), FPU state, signal mask and affinity; the TLS base from
+/// `tls` with `CLONE_SETTLS`, else the caller's.
+fn child_thread(
+    me: &Thread,
+    frame: &InterruptFrame,
+    tid: Pid,
+    process: Arc<Process>,
+    flags: u64,
+    newsp: u64,
+    tls: u64,
+) -> Arc<Thread> {
+    let mut cf = frame.clone();
+    cf.rax = 0;
+    if newsp != 0 {
+        cf.rsp = newsp;
+    }
+    let fs = if flags & CLONE_SETTLS != 0 {
+        tls
+    } else {
+        me.fs_base.load(Ordering::Relaxed)
+    };
+    let mask = me.signals.lock().mask;
+    let affinity = me.affinity.lock().clone();
+    Thread::new(tid, process, &cf, me.fpu(), fs, affinity, mask)
+}
+
 /// Creates a new process as a copy of the caller (`fork`, or `clone` without `CLONE_VM`).
 fn fork_process(
     me: &Arc<Thread>,
@@ -91,26 +118,7 @@ fn fork_process(
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
-    let mut cf = frame.clone();
-    cf.rax = 0;
-    if newsp != 0 {
-        cf.rsp = newsp;
-    }
-    let fs = if flags & CLONE_SETTLS != 0 {
-        tls
-    } else {
-        me.fs_base.load(Ordering::Relaxed)
-    };
-    let mask = me.signals.lock().mask;
-    let t = Thread::new(
-        pid,
-        child.clone(),
-        &cf,
-        me.fpu(),
-        fs,
-        me.affinity.lock().clone(),
-        mask,
-    );
+    let t = child_thread(me, frame, pid, child.clone(), flags, newsp, tls);
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(ctid, Ordering::Relaxed);
     }
@@ -157,26 +165,7 @@ pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         return Err(Errno::EAGAIN);
     }
     let tid = proc::next_pid();
-    let mut cf = frame.clone();
-    cf.rax = 0;
-    if newsp != 0 {
-        cf.rsp = newsp;
-    }
-    let fs = if flags & CLONE_SETTLS != 0 {
-        tls
-    } else {
-        me.fs_base.load(Ordering::Relaxed)
-    };
-    let mask = me.signals.lock().mask;
-    let t = Thread::new(
-        tid,
-        p.clone(),
-        &cf,
-        me.fpu(),
-        fs,
-        me.affinity.lock().clone(),
-        mask,
-    );
+    let t = child_thread(me, frame, tid, p.clone(), flags, newsp, tls);
     if flags & CLONE_PARENT_SETTID != 0 {
         write_user(ptid, &tid)?;
     }

@@ -4,8 +4,8 @@
 use super::process::deadline_from;
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
-use crate::proc::wait::{block, Wake};
-use crate::proc::{Thread, ThreadState};
+use crate::proc::wait::{self, Wake};
+use crate::proc::Thread;
 use crate::uaccess::write_user;
 use abi::Errno;
 use alloc::sync::Arc;
@@ -64,14 +64,13 @@ pub fn gettimeofday(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
 
 /// Sleeps until `deadline` on the monotonic clock; `EINTR` (with the time left written to
 /// `rem`, if given) when a signal arrives.
-fn sleep_until(me: &Arc<Thread>, deadline: u64, rem: u64) -> SysResult {
+fn sleep_until_deadline(me: &Arc<Thread>, deadline: u64, rem: u64) -> SysResult {
     loop {
         let now = crate::time::now_ns();
         if now >= deadline {
             return Ok(0);
         }
-        me.set_state(ThreadState::Blocked);
-        if block(me, Some(deadline)) == Wake::Interrupted {
+        if wait::sleep_until(me, deadline) == Wake::Interrupted {
             if rem != 0 {
                 let left = deadline.saturating_sub(crate::time::now_ns());
                 write_user(rem, &timespec(left))?;
@@ -83,7 +82,7 @@ fn sleep_until(me: &Arc<Thread>, deadline: u64, rem: u64) -> SysResult {
 
 pub fn nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let deadline = deadline_from(a[0], false)?.ok_or(Errno::EFAULT)?;
-    sleep_until(me, deadline, a[1])
+    sleep_until_deadline(me, deadline, a[1])
 }
 
 pub fn clock_nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -94,5 +93,5 @@ pub fn clock_nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) ->
     if absolute && matches!(clock, CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_TAI) {
         deadline = deadline.saturating_sub(crate::time::realtime_offset_ns());
     }
-    sleep_until(me, deadline, if absolute { 0 } else { rem })
+    sleep_until_deadline(me, deadline, if absolute { 0 } else { rem })
 }

@@ -108,8 +108,6 @@ pub enum ReadOp {
     Resolve(u64),
     /// All regions and pages (for `fork`).
     Snapshot,
-    /// All regions.
-    Regions,
 }
 
 /// Update operations.
@@ -167,8 +165,6 @@ pub enum Resp {
     Resolved(Option<Translation>, Option<Region>),
     /// `Snapshot`.
     Snapshot(Vec<Region>, Vec<Mapping>),
-    /// `Regions`.
-    Regions(Vec<Region>),
     /// A region was added at this address; these pages were removed.
     Mapped(Result<(u64, Vec<vspace::Unmapped>), MapError>),
     /// `MapFrames`: which pages could not be mapped (their frames stay the caller's).
@@ -193,7 +189,6 @@ impl nr::Dispatch for Replica {
                 self.space.regions().copied().collect(),
                 self.space.pages().collect(),
             ),
-            ReadOp::Regions => Resp::Regions(self.space.regions().copied().collect()),
         }
     }
 
@@ -457,14 +452,6 @@ impl VSpace {
         match self.nr.execute(ReadOp::Resolve(va)) {
             Resp::Resolved(t, r) => (t, r),
             _ => unreachable!("Resolve answers Resolved"),
-        }
-    }
-
-    /// All regions.
-    pub fn regions(&self) -> Vec<Region> {
-        match self.nr.execute(ReadOp::Regions) {
-            Resp::Regions(r) => r,
-            _ => unreachable!("Regions answers Regions"),
         }
     }
 

@@ -598,7 +598,10 @@ where
         // logs: that publishes the entry in each log's completed tail, so a read that starts
         // after this scan returns, on any replica, waits for it (linearizability).
         let mut backoff = Backoff::new();
-        while set.iter().any(|j| self.logs.logs[j].ltail(self.rid) <= positions[j]) {
+        while set
+            .iter()
+            .any(|j| self.logs.logs[j].ltail(self.rid) <= positions[j])
+        {
             self.help(None);
             backoff.spin();
         }

@@ -6,7 +6,8 @@
 //! registers, so an interrupted context's must survive the handler), and calls
 //! [`interrupt_dispatch`] with the [`InterruptFrame`]. The exit path (`interrupt_exit`) is shared
 //! with the `syscall` entry and new threads (see `user.rs`); from user mode, the entry swaps GS to
-//! the KCB and clears AC (so SMAP holds even if the user set it).
+//! the KCB and clears AC (so SMAP holds even if the user set it). The `syscall` entry builds the
+//! same hardware part of the frame and joins the common path at `interrupt_save`.
 
 use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
 use core::arch::global_asm;
@@ -36,7 +37,10 @@ interrupt_common:
     cmpb $0, SMAP_ENABLED(%rip)
     je 1f
     clac
-1:  push %rax
+1:
+    .global interrupt_save
+interrupt_save:
+    push %rax
     push %rbx
     push %rcx
     push %rdx
@@ -193,7 +197,9 @@ pub fn exception_name(vector: u64) -> &'static str {
 /// Called by the entry stub for every interrupt and exception.
 #[no_mangle]
 extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) {
-    if frame.vector < 32 {
+    if frame.vector == super::user::SYSCALL_VECTOR {
+        crate::syscall::dispatch(frame);
+    } else if frame.vector < 32 {
         crate::irq::exception(frame);
     } else {
         crate::irq::interrupt(frame);

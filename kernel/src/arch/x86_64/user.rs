@@ -8,9 +8,10 @@
 //! scheduler, `fork`, signal delivery and `rt_sigreturn` edit it there ([`user_frame`]).
 //!
 //! `syscall` clears IF, DF, TF and AC (SFMASK), swaps GS to the KCB, saves the user stack pointer
-//! in the KCB (`gs:8`) and loads the thread's kernel stack top (`gs:16`), builds the frame as an
-//! interrupt would (vector [`SYSCALL_VECTOR`], the syscall number in the error-code slot so that
-//! a restarted syscall can be re-issued) and calls `syscall_dispatch` with interrupts on.
+//! in the KCB (`gs:8`) and loads the thread's kernel stack top (`gs:16`), pushes what an
+//! interrupt would push (vector [`SYSCALL_VECTOR`], the syscall number in the error-code slot so
+//! that a restarted syscall can be re-issued) and joins the interrupt entry's common path, whose
+//! dispatcher hands the frame to `crate::syscall::dispatch`.
 //! Returning uses `iretq` through the common exit path, which restores every register, so a
 //! signal handler or `execve` can replace any of them.
 
@@ -52,28 +53,7 @@ syscall_entry:
     push %rcx
     push %rax
     pushq ${syscall_vector}
-    push %rax
-    push %rbx
-    push %rcx
-    push %rdx
-    push %rsi
-    push %rdi
-    push %rbp
-    push %r8
-    push %r9
-    push %r10
-    push %r11
-    push %r12
-    push %r13
-    push %r14
-    push %r15
-    sub $512, %rsp
-    fxsave64 (%rsp)
-    lea 512(%rsp), %rdi
-    cld
-    sti
-    call syscall_dispatch
-    jmp interrupt_exit
+    jmp interrupt_save
 
     .global switch_stacks
 switch_stacks:
