@@ -14,6 +14,7 @@ use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use exec::{AuxInfo, Executable, InitialStack};
+use nrfs::Ino;
 use vspace::{PageSize, Prot, RegionKind};
 
 /// Where a static-PIE program is loaded (as Linux does for ET_DYN without an interpreter).
@@ -35,14 +36,17 @@ pub struct Image {
     pub brk: u64,
     /// The path of the program that runs (after `#!` resolution).
     pub path: Vec<u8>,
+    /// The arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
+    pub cmdline: Vec<u8>,
 }
 
-/// Loads `path` with `argv` and `envp`, following `#!` interpreters.
-pub fn load(path: &[u8], argv: Vec<Vec<u8>>, envp: &[Vec<u8>]) -> Result<Image, Errno> {
+/// Loads `path` (relative to NR-FS directory `start`) with `argv` and `envp`, following `#!`
+/// interpreters.
+pub fn load(start: Ino, path: &[u8], argv: Vec<Vec<u8>>, envp: &[Vec<u8>]) -> Result<Image, Errno> {
     let mut path = path.to_vec();
     let mut argv = argv;
     for _ in 0..=MAX_SCRIPT_DEPTH {
-        let file = ExecFile::open(&path)?;
+        let file = ExecFile::open(start, &path)?;
         let mut data = alloc::vec![0u8; (file.size as usize).min(PREFIX)];
         let n = file.read_at(0, &mut data)?;
         data.truncate(n);
@@ -154,6 +158,10 @@ fn load_elf(
         rsp: stack.rsp,
         brk: exe.brk(),
         path: path.to_vec(),
+        cmdline: argv
+            .iter()
+            .flat_map(|a| a.iter().copied().chain([0]))
+            .collect(),
     })
 }
 
@@ -193,8 +201,9 @@ pub fn initial_frame(entry: u64, rsp: u64) -> InterruptFrame {
     }
 }
 
-/// Replaces the calling thread's program with `image` (the point of no return of `execve`).
-pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image) {
+/// Replaces the calling thread's program with `image` (the point of no return of `execve`);
+/// `exe` is the program's absolute path.
+pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &[u8]) {
     let p = &me.process;
     let k = crate::kcb::current();
     image.vm.activate(k);
@@ -202,9 +211,11 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image) {
     old.teardown();
     drop(old);
     *p.brk.lock() = (image.brk, image.brk);
-    *p.exe.lock() = alloc::string::String::from_utf8_lossy(&image.path).into_owned();
+    *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();
+    *p.cmdline.lock() = image.cmdline;
     p.signals.lock().exec();
-    p.files.lock().close_on_exec();
+    let closed = p.files.lock().take_cloexec();
+    drop(closed);
     *frame = initial_frame(image.entry, image.rsp);
     *me.fpu() = user::initial_fpu_state();
     me.fs_base.store(0, core::sync::atomic::Ordering::Relaxed);

@@ -1,67 +1,409 @@
 //! File descriptors and open file descriptions.
 //!
-//! An [`OpenFile`] is a Linux "open file description": what was opened, the file offset and the
-//! status flags. `dup` and `fork` share it (one offset), so it is reference counted; an
-//! [`FdTable`] maps descriptor numbers to open files plus the per-descriptor close-on-exec flag.
+//! An [`OpenFile`] is a Linux "open file description": what was opened ([`Node`]), the file
+//! offset and the status flags. `dup` and `fork` share it (one offset), so it is reference
+//! counted; an [`FdTable`] maps descriptor numbers to open files plus the per-descriptor
+//! close-on-exec flag.
+//!
+//! File offsets live here, outside the replicated file system (NrOS §4.3: NR-FS offers
+//! positional reads and writes only). A read or write on a shared description holds the
+//! description's offset lock across the NR-FS operation, so two processes sharing one offset
+//! never read or write the same bytes twice. `O_APPEND` writes are one NR-FS `Append` update,
+//! atomic however many cores append at once.
+//!
+//! A description of an NR-FS inode counts as an open of that inode (NR-FS keeps an unlinked
+//! file alive while it is open); dropping the last reference to the description closes it.
 
+use crate::fs::dev::{self, Device};
+use crate::fs::pipe::Pipe;
+use crate::fs::procfs;
+use crate::proc::wait::WaitQueue;
+use crate::sync::IrqMutex;
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
+use nrfs::{Ino, Kind, Timespec};
 
 /// Most descriptors a process may hold (`RLIMIT_NOFILE`).
 pub const MAX_FDS: usize = 1024;
 
-/// `O_NONBLOCK`.
-pub const O_NONBLOCK: u32 = 0o4000;
+/// Access mode bits of the flags.
+pub const O_ACCMODE: u32 = 3;
+/// Read only.
+pub const O_RDONLY: u32 = 0;
+/// Write only.
+pub const O_WRONLY: u32 = 1;
+/// Read and write.
+pub const O_RDWR: u32 = 2;
 /// `O_APPEND`.
 pub const O_APPEND: u32 = 0o2000;
+/// `O_NONBLOCK`.
+pub const O_NONBLOCK: u32 = 0o4000;
+/// `O_PATH`: a descriptor that only names a file.
+pub const O_PATH: u32 = 0o10000000;
+
+/// Woken whenever something a `poll` or `select` may wait for changes (pipes, the terminal).
+pub static POLL_WAKE: WaitQueue = WaitQueue::new();
+
+/// Device numbers (`st_dev`) of Reef's file systems.
+pub const DEV_NRFS: u64 = 1;
+/// `st_dev` of pipes.
+pub const DEV_PIPE: u64 = 2;
+/// `st_dev` of `/proc`.
+pub const DEV_PROC: u64 = 3;
 
 /// What an open file refers to.
 pub enum Node {
-    /// The serial console (terminal).
-    Console,
+    /// A regular NR-FS file.
+    File(Ino),
+    /// An NR-FS directory; the offset is the `read_dir` cookie.
+    Dir(Ino),
+    /// A character device (its NR-FS inode, if it was opened by name).
+    Device(Device, Option<Ino>),
+    /// The read end of a pipe.
+    PipeRead(Arc<Pipe>),
+    /// The write end of a pipe.
+    PipeWrite(Arc<Pipe>),
+    /// A `/proc` file, its contents generated when it was opened.
+    ProcFile(procfs::Place, Vec<u8>),
+    /// A `/proc` directory; the offset counts entries.
+    ProcDir(procfs::Place),
+}
+
+/// File attributes as `stat` reports them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KStat {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// `st_mode` (type and permission bits).
+    pub mode: u32,
+    /// `st_nlink`.
+    pub nlink: u32,
+    /// `st_uid`.
+    pub uid: u32,
+    /// `st_gid`.
+    pub gid: u32,
+    /// `st_rdev`.
+    pub rdev: u64,
+    /// `st_size`.
+    pub size: u64,
+    /// `st_blocks` (512-byte units).
+    pub blocks: u64,
+    /// Access time.
+    pub atime: Timespec,
+    /// Modification time.
+    pub mtime: Timespec,
+    /// Status change time.
+    pub ctime: Timespec,
+}
+
+impl KStat {
+    /// Attributes of an NR-FS inode.
+    pub fn from_nrfs(s: &nrfs::Stat) -> KStat {
+        KStat {
+            dev: DEV_NRFS,
+            ino: s.ino,
+            mode: s.st_mode(),
+            nlink: s.nlink,
+            uid: s.uid,
+            gid: s.gid,
+            rdev: s.rdev,
+            size: s.size,
+            blocks: s.blocks,
+            atime: s.atime,
+            mtime: s.mtime,
+            ctime: s.ctime,
+        }
+    }
+
+    /// Attributes of an object outside NR-FS: `mode` on device `dev`, times now.
+    pub fn synthetic(dev: u64, ino: u64, mode: u32, size: u64) -> KStat {
+        let t = crate::fs::now();
+        KStat {
+            dev,
+            ino,
+            mode,
+            nlink: 1,
+            size,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            ..KStat::default()
+        }
+    }
+
+    /// Whether this is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.mode & 0o170000 == Kind::Dir.mode_bits()
+    }
 }
 
 /// An open file description.
 pub struct OpenFile {
     /// What is open.
     pub node: Node,
-    /// Status flags (`O_APPEND`, `O_NONBLOCK`, access mode).
+    /// Access mode and status flags (`O_APPEND`, `O_NONBLOCK`, ...).
     pub flags: AtomicU32,
+    /// The file offset (directories: the listing position).
+    pub pos: IrqMutex<u64>,
+    /// The absolute path it was opened by (shown in `/proc/<pid>/fd`).
+    pub path: Vec<u8>,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        match &self.node {
+            Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => {
+                let ino = *ino;
+                if let Err(e) = crate::fs::with_client(|c| c.close(ino)) {
+                    crate::kprintln!("reef: nrfs: closing inode {ino} failed: {e}");
+                }
+            }
+            Node::PipeRead(p) => p.close_reader(),
+            Node::PipeWrite(p) => p.close_writer(),
+            Node::Device(_, None) | Node::ProcFile(..) | Node::ProcDir(_) => {}
+        }
+    }
+}
+
+/// Copies from `data` at `off` into `buf`.
+fn read_from(data: &[u8], off: u64, buf: &mut [u8]) -> usize {
+    let start = (off as usize).min(data.len());
+    let n = buf.len().min(data.len() - start);
+    buf[..n].copy_from_slice(&data[start..start + n]);
+    n
 }
 
 impl OpenFile {
     /// A new description.
-    pub fn new(node: Node, flags: u32) -> Arc<OpenFile> {
+    pub fn new(node: Node, flags: u32, path: Vec<u8>) -> Arc<OpenFile> {
         Arc::new(OpenFile {
             node,
             flags: AtomicU32::new(flags),
+            pos: IrqMutex::new(0),
+            path,
         })
+    }
+
+    /// The status flags.
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+
+    fn nonblock(&self) -> bool {
+        self.flags() & O_NONBLOCK != 0
+    }
+
+    fn readable(&self) -> bool {
+        let f = self.flags();
+        f & O_PATH == 0 && f & O_ACCMODE != O_WRONLY
+    }
+
+    fn writable(&self) -> bool {
+        let f = self.flags();
+        f & O_PATH == 0 && matches!(f & O_ACCMODE, O_WRONLY | O_RDWR)
     }
 
     /// Reads into `buf` (a kernel buffer) at the current offset.
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        if !self.readable() {
+            return Err(Errno::EBADF);
+        }
         match &self.node {
-            Node::Console => {
-                crate::tty::read(buf, self.flags.load(Ordering::Relaxed) & O_NONBLOCK != 0)
+            Node::File(ino) => {
+                let mut pos = self.pos.lock();
+                let n = crate::fs::with_client(|c| c.read(*ino, *pos, buf))?;
+                *pos += n as u64;
+                Ok(n)
             }
+            Node::ProcFile(_, data) => {
+                let mut pos = self.pos.lock();
+                let n = read_from(data, *pos, buf);
+                *pos += n as u64;
+                Ok(n)
+            }
+            Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
+            Node::Device(Device::Console, _) => crate::tty::read(buf, self.nonblock()),
+            Node::Device(d, _) => Ok(dev::read(*d, buf)),
+            Node::PipeRead(p) => p.read(buf, self.nonblock()),
+            Node::PipeWrite(_) => Err(Errno::EBADF),
         }
     }
 
-    /// Writes `data` at the current offset (or the end, with `O_APPEND`).
-    pub fn write(&self, data: &[u8]) -> Result<usize, Errno> {
+    /// Reads at offset `off` without moving the file offset (`pread64`).
+    pub fn pread(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        if !self.readable() {
+            return Err(Errno::EBADF);
+        }
         match &self.node {
-            Node::Console => {
-                crate::console::write_bytes(data);
-                Ok(data.len())
+            Node::File(ino) => crate::fs::with_client(|c| c.read(*ino, off, buf)),
+            Node::ProcFile(_, data) => Ok(read_from(data, off, buf)),
+            Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
+            Node::Device(Device::Console, _) | Node::PipeRead(_) | Node::PipeWrite(_) => {
+                Err(Errno::ESPIPE)
             }
+            Node::Device(d, _) => Ok(dev::read(*d, buf)),
+        }
+    }
+
+    /// Writes `data` at the current offset (or at the end, with `O_APPEND`).
+    pub fn write(&self, data: Vec<u8>) -> Result<usize, Errno> {
+        if !self.writable() {
+            return Err(Errno::EBADF);
+        }
+        match &self.node {
+            Node::File(ino) => {
+                let t = crate::fs::now();
+                let len = data.len();
+                if self.flags() & O_APPEND != 0 {
+                    let at = crate::fs::with_client(|c| c.append(*ino, &data, t))?;
+                    *self.pos.lock() = at + len as u64;
+                    return Ok(len);
+                }
+                let mut pos = self.pos.lock();
+                let n = crate::fs::with_client(|c| c.write_owned(*ino, *pos, data, t))?;
+                *pos += n as u64;
+                Ok(n)
+            }
+            Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
+            Node::ProcFile(..) | Node::PipeRead(_) => Err(Errno::EBADF),
+            Node::Device(Device::Console, _) => crate::tty::write(&data),
+            Node::Device(d, _) => dev::write(*d, &data),
+            Node::PipeWrite(p) => p.write(&data, self.nonblock()),
+        }
+    }
+
+    /// Writes at offset `off` without moving the file offset (`pwrite64`; with `O_APPEND` it
+    /// appends, as on Linux).
+    pub fn pwrite(&self, data: Vec<u8>, off: u64) -> Result<usize, Errno> {
+        if !self.writable() {
+            return Err(Errno::EBADF);
+        }
+        match &self.node {
+            Node::File(ino) => {
+                let t = crate::fs::now();
+                if self.flags() & O_APPEND != 0 {
+                    let len = data.len();
+                    crate::fs::with_client(|c| c.append(*ino, &data, t))?;
+                    return Ok(len);
+                }
+                crate::fs::with_client(|c| c.write_owned(*ino, off, data, t))
+            }
+            Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
+            Node::ProcFile(..) => Err(Errno::EBADF),
+            Node::Device(Device::Console, _) | Node::PipeRead(_) | Node::PipeWrite(_) => {
+                Err(Errno::ESPIPE)
+            }
+            Node::Device(d, _) => dev::write(*d, &data),
+        }
+    }
+
+    /// `lseek`.
+    pub fn seek(&self, off: i64, whence: u32) -> Result<u64, Errno> {
+        const SEEK_SET: u32 = 0;
+        const SEEK_CUR: u32 = 1;
+        const SEEK_END: u32 = 2;
+        const SEEK_DATA: u32 = 3;
+        const SEEK_HOLE: u32 = 4;
+        let size = match &self.node {
+            Node::File(_) | Node::ProcFile(..) => self.stat()?.size,
+            Node::Dir(_) | Node::ProcDir(_) => {
+                // A directory offset is a listing position: only absolute positions mean
+                // anything (0 rewinds).
+                if whence != SEEK_SET || off < 0 {
+                    return Err(Errno::EINVAL);
+                }
+                *self.pos.lock() = off as u64;
+                return Ok(off as u64);
+            }
+            Node::Device(Device::Console, _) | Node::PipeRead(_) | Node::PipeWrite(_) => {
+                return Err(Errno::ESPIPE)
+            }
+            Node::Device(..) => return Ok(0),
+        };
+        let mut pos = self.pos.lock();
+        let new = match whence {
+            SEEK_SET => off,
+            SEEK_CUR => (*pos as i64).checked_add(off).ok_or(Errno::EOVERFLOW)?,
+            SEEK_END => (size as i64).checked_add(off).ok_or(Errno::EOVERFLOW)?,
+            // The whole file counts as data (holes read as zeros; NR-FS does not report them).
+            SEEK_DATA if off >= 0 && (off as u64) < size => off,
+            SEEK_HOLE if off >= 0 && (off as u64) < size => size as i64,
+            SEEK_DATA | SEEK_HOLE => return Err(Errno::ENXIO),
+            _ => return Err(Errno::EINVAL),
+        };
+        if new < 0 {
+            return Err(Errno::EINVAL);
+        }
+        *pos = new as u64;
+        Ok(new as u64)
+    }
+
+    /// `fstat`.
+    pub fn stat(&self) -> Result<KStat, Errno> {
+        match &self.node {
+            Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => {
+                let s = crate::fs::with_client(|c| c.stat(*ino))?;
+                Ok(KStat::from_nrfs(&s))
+            }
+            Node::Device(_, None) => {
+                let mut s = KStat::synthetic(DEV_NRFS, 0, Kind::CharDev.mode_bits() | 0o620, 0);
+                s.rdev = dev::makedev(5, 1);
+                Ok(s)
+            }
+            Node::PipeRead(p) | Node::PipeWrite(p) => {
+                Ok(KStat::synthetic(DEV_PIPE, p.id, 0o010600, 0))
+            }
+            Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
+            Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
+        }
+    }
+
+    /// `ftruncate`.
+    pub fn truncate(&self, size: u64) -> Result<(), Errno> {
+        match &self.node {
+            Node::File(ino) if self.writable() => {
+                let t = crate::fs::now();
+                crate::fs::with_client(|c| c.truncate(*ino, size, t))
+            }
+            Node::File(_) => Err(Errno::EBADF),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// The NR-FS inode this description names, if any.
+    pub fn ino(&self) -> Option<Ino> {
+        match &self.node {
+            Node::File(i) | Node::Dir(i) | Node::Device(_, Some(i)) => Some(*i),
+            _ => None,
         }
     }
 
     /// Whether this is a terminal.
     pub fn is_tty(&self) -> bool {
-        matches!(self.node, Node::Console)
+        matches!(self.node, Node::Device(Device::Console, _))
+    }
+
+    /// The `poll` events (`POLLIN`, `POLLOUT`, `POLLHUP`, `POLLERR`) that hold now.
+    pub fn poll(&self) -> u16 {
+        use crate::syscall::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
+        match &self.node {
+            Node::PipeRead(p) => {
+                let (readable, _, hup, _) = p.poll_state();
+                (if readable { POLLIN } else { 0 }) | if hup { POLLHUP } else { 0 }
+            }
+            Node::PipeWrite(p) => {
+                let (_, writable, _, broken) = p.poll_state();
+                (if writable { POLLOUT } else { 0 }) | if broken { POLLERR } else { 0 }
+            }
+            Node::Device(Device::Console, _) => {
+                POLLOUT | if crate::tty::readable() { POLLIN } else { 0 }
+            }
+            _ => POLLIN | POLLOUT,
+        }
     }
 }
 
@@ -83,7 +425,11 @@ pub struct FdTable {
 impl FdTable {
     /// Descriptors 0, 1 and 2 on the console (the first process).
     pub fn console() -> FdTable {
-        let tty = OpenFile::new(Node::Console, 2);
+        let tty = OpenFile::new(
+            Node::Device(Device::Console, None),
+            O_RDWR,
+            b"/dev/console".to_vec(),
+        );
         let fd = Fd {
             file: tty,
             cloexec: false,
@@ -124,8 +470,14 @@ impl FdTable {
         Ok(slot as i32)
     }
 
-    /// Installs `file` at exactly `fd`, closing what was there (`dup2`).
-    pub fn insert_at(&mut self, fd: i32, file: Arc<OpenFile>, cloexec: bool) -> Result<(), Errno> {
+    /// Installs `file` at exactly `fd`, returning what was there (`dup2`; the caller drops it
+    /// after releasing the table, since closing may call into the file system).
+    pub fn insert_at(
+        &mut self,
+        fd: i32,
+        file: Arc<OpenFile>,
+        cloexec: bool,
+    ) -> Result<Option<Fd>, Errno> {
         let slot = usize::try_from(fd)
             .ok()
             .filter(|&i| i < MAX_FDS)
@@ -133,30 +485,39 @@ impl FdTable {
         if slot >= self.entries.len() {
             self.entries.resize(slot + 1, None);
         }
-        self.entries[slot] = Some(Fd { file, cloexec });
-        Ok(())
+        Ok(self.entries[slot].replace(Fd { file, cloexec }))
     }
 
-    /// Closes `fd`.
-    pub fn close(&mut self, fd: i32) -> Result<(), Errno> {
+    /// Removes `fd` and returns it (the caller drops it after releasing the table).
+    pub fn close(&mut self, fd: i32) -> Result<Fd, Errno> {
         let slot = usize::try_from(fd)
             .ok()
             .and_then(|i| self.entries.get_mut(i))
             .ok_or(Errno::EBADF)?;
-        slot.take().map(|_| ()).ok_or(Errno::EBADF)
+        slot.take().ok_or(Errno::EBADF)
     }
 
-    /// Closes every descriptor (process exit).
-    pub fn close_all(&mut self) {
-        self.entries.clear();
+    /// Removes every descriptor (process exit) and returns them.
+    pub fn take_all(&mut self) -> Vec<Option<Fd>> {
+        core::mem::take(&mut self.entries)
     }
 
-    /// Closes the close-on-exec descriptors (`execve`).
-    pub fn close_on_exec(&mut self) {
+    /// Removes the close-on-exec descriptors (`execve`) and returns them.
+    pub fn take_cloexec(&mut self) -> Vec<Fd> {
+        let mut out = Vec::new();
         for e in self.entries.iter_mut() {
             if e.as_ref().is_some_and(|f| f.cloexec) {
-                *e = None;
+                out.extend(e.take());
             }
         }
+        out
+    }
+
+    /// The open descriptors, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (i32, &Fd)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|f| (i as i32, f)))
     }
 }

@@ -237,6 +237,9 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
             kprintln!("reef: no initramfs was passed (QEMU -initrd); the root file system is empty")
         }
     }
+    if let Err(e) = fs::dev::populate() {
+        kprintln!("reef: cannot create the /dev entries: {e}");
+    }
     let argv: Vec<alloc::string::String> = config
         .init
         .clone()
@@ -271,6 +274,26 @@ pub fn init_exited(wstatus: i32) -> ! {
         ),
         None => kprintln!("reef: init exited with status {n}"),
     }
+    final_report();
+    if n == 0 {
+        let (a, b) = PM1_CONTROL.get().copied().unwrap_or((0, 0));
+        power::acpi_poweroff(a, b, 0);
+    }
+    power::exit_init_status(n)
+}
+
+/// `reboot(LINUX_REBOOT_CMD_POWER_OFF)` (or HALT, RESTART) by process `pid`: report and power
+/// off (QEMU exits with status 0).
+pub fn power_off_by(pid: u32) -> ! {
+    kprintln!("reef: power off requested by process {pid}");
+    final_report();
+    let (a, b) = PM1_CONTROL.get().copied().unwrap_or((0, 0));
+    power::acpi_poweroff(a, b, 0)
+}
+
+/// The lines printed before power-off once user programs ran: unimplemented system calls
+/// and free memory.
+fn final_report() {
     kprintln!(
         "reef: unimplemented syscalls:{}",
         syscall::unimplemented_report()
@@ -280,11 +303,6 @@ pub fn init_exited(wstatus: i32) -> ! {
         FREE_BEFORE_INIT.load(core::sync::atomic::Ordering::Relaxed) / 1024,
         mm::free_bytes() / 1024
     );
-    if n == 0 {
-        let (a, b) = PM1_CONTROL.get().copied().unwrap_or((0, 0));
-        power::acpi_poweroff(a, b, 0);
-    }
-    power::exit_init_status(n)
 }
 
 fn report_topology(m: &Machine) {

@@ -15,7 +15,7 @@ fn next_byte() -> Option<u8> {
 }
 
 /// Whether a `read` would return data now (for `poll`).
-pub fn has_input() -> bool {
+pub fn readable() -> bool {
     let mut peeked = PEEKED.lock();
     if peeked.is_none() {
         *peeked = crate::console::read_byte();
@@ -50,5 +50,34 @@ pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
         {
             return Err(Errno::EINTR);
         }
+    }
+}
+
+/// Writes program output to the console (a newline becomes CR LF).
+pub fn write(data: &[u8]) -> Result<usize, Errno> {
+    crate::console::write_bytes(data);
+    Ok(data.len())
+}
+
+/// Terminal `ioctl`s: TCGETS (fixed settings) and TIOCGWINSZ (24x80); others ENOTTY.
+pub fn ioctl(_: &alloc::sync::Arc<crate::proc::Thread>, cmd: u64, arg: u64) -> Result<u64, Errno> {
+    const TCGETS: u64 = 0x5401;
+    const TIOCGWINSZ: u64 = 0x5413;
+    match cmd {
+        TCGETS => {
+            // The kernel's `struct termios` (36 bytes: four flag words, c_line, 19 c_cc).
+            let mut termios = [0u8; 36];
+            termios[0..4].copy_from_slice(&0x0500u32.to_le_bytes()); // ICRNL | IXON
+            termios[4..8].copy_from_slice(&0x0005u32.to_le_bytes()); // OPOST | ONLCR
+            termios[8..12].copy_from_slice(&0x00bfu32.to_le_bytes()); // CS8 | CREAD | B38400
+            termios[12..16].copy_from_slice(&0x8a3bu32.to_le_bytes()); // ISIG ICANON ECHO...
+            crate::uaccess::copy_to_user(arg, &termios)?;
+            Ok(0)
+        }
+        TIOCGWINSZ => {
+            crate::uaccess::write_user(arg, &[24u16, 80, 0, 0])?;
+            Ok(0)
+        }
+        _ => Err(Errno::ENOTTY),
     }
 }

@@ -15,7 +15,7 @@ pub mod wait;
 
 use crate::arch::idt::InterruptFrame;
 use crate::arch::{cpu, user};
-use crate::fd::FdTable;
+use crate::fd::{FdTable, OpenFile};
 use crate::kcb;
 use crate::replicated::NodeReplicated;
 use crate::sync::IrqMutex;
@@ -193,13 +193,23 @@ pub struct Process {
     pub brk: IrqMutex<(u64, u64)>,
     /// Path of the running program.
     pub exe: IrqMutex<String>,
+    /// Its arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
+    pub cmdline: IrqMutex<Vec<u8>>,
+    /// Working directory (a directory description: it keeps the directory open).
+    pub cwd: IrqMutex<Arc<OpenFile>>,
     /// File-creation mask.
     pub umask: AtomicU32,
 }
 
 impl Process {
-    /// A process with no threads yet.
-    pub fn new(pid: Pid, vm: Arc<VSpace>, files: FdTable, signals: SignalState) -> Arc<Process> {
+    /// A process with no threads yet, working in `cwd`.
+    pub fn new(
+        pid: Pid,
+        vm: Arc<VSpace>,
+        files: FdTable,
+        signals: SignalState,
+        cwd: Arc<OpenFile>,
+    ) -> Arc<Process> {
         Arc::new(Process {
             pid,
             vm: IrqMutex::new(vm),
@@ -211,6 +221,8 @@ impl Process {
             signals: IrqMutex::new(signals),
             brk: IrqMutex::new((0, 0)),
             exe: IrqMutex::new(String::new()),
+            cmdline: IrqMutex::new(Vec::new()),
+            cwd: IrqMutex::new(cwd),
             umask: AtomicU32::new(0o022),
         })
     }
@@ -237,6 +249,14 @@ pub fn next_pid() -> Pid {
 /// The replicated process table.
 pub fn table() -> &'static NodeReplicated<ProcessTable> {
     TABLE.call_once(|| NodeReplicated::new(1024, |_| ProcessTable::default()))
+}
+
+/// Every process in the table (live and zombie), in order.
+pub fn all_pids() -> Vec<Pid> {
+    match table().execute(table::ReadOp::Pids) {
+        table::Resp::Pids(p) => p,
+        _ => Vec::new(),
+    }
 }
 
 /// Looks up a live or zombie process.
@@ -316,7 +336,8 @@ pub fn request_exit(me: &Thread) {
 /// The last thread of `p` has ended: free what the process holds and make it a zombie.
 fn exit_process(p: &Arc<Process>) {
     let status = p.exit_status.load(Ordering::Acquire);
-    p.files.lock().close_all();
+    let files = p.files.lock().take_all();
+    drop(files);
     // Leave the process's page tables before they go away with the zombie's reaping.
     crate::vm::activate_kernel(kcb::current());
     p.vm().teardown();
@@ -361,15 +382,17 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         b"TERM=linux".to_vec(),
         b"PATH=/bin:/test".to_vec(),
     ];
-    let image = crate::exec::load(argv[0].as_bytes(), args, &envp)?;
+    let image = crate::exec::load(nrfs::ROOT_INO, argv[0].as_bytes(), args, &envp)?;
     let p = Process::new(
         pid,
         image.vm.clone(),
         FdTable::console(),
         SignalState::new(),
+        crate::fs::root_dir()?,
     );
     *p.brk.lock() = (image.brk, image.brk);
-    *p.exe.lock() = String::from_utf8_lossy(&image.path).into_owned();
+    *p.exe.lock() = String::from_utf8_lossy(&crate::fs::path::join(b"/", &image.path)).into_owned();
+    *p.cmdline.lock() = image.cmdline;
     let frame = crate::exec::initial_frame(image.entry, image.rsp);
     let t = Thread::new(
         pid,

@@ -66,6 +66,8 @@ pub enum ReadOp {
     FindZombie(Pid, WaitFor),
     /// The processes of a group (for `kill(-pgid)`), or all processes but init for `kill(-1)`.
     Members(Option<Pid>),
+    /// Every process id in the table (`/proc`).
+    Pids,
 }
 
 /// Update operations.
@@ -157,6 +159,7 @@ impl nr::Dispatch for ProcessTable {
                 }
                 Resp::Zombie(None, any)
             }
+            ReadOp::Pids => Resp::Pids(self.entries.keys().copied().collect()),
             ReadOp::Members(group) => Resp::Pids(
                 self.entries
                     .iter()

@@ -1,22 +1,70 @@
-//! Descriptor calls on open files (the console for now; regular files come with NR-FS).
+//! Calls on descriptors: reading and writing, offsets, duplication, descriptor flags, `fstat`,
+//! directory listing, pipes and `sendfile`.
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
-use crate::fd::OpenFile;
+use crate::fd::{KStat, Node, OpenFile, MAX_FDS, O_APPEND, O_NONBLOCK, O_RDONLY, O_WRONLY};
+use crate::fs::flags::{O_CLOEXEC, O_DIRECT, O_NOATIME};
+use crate::fs::pipe::Pipe;
+use crate::fs::procfs;
+use crate::proc::signal::{self, SigInfo};
 use crate::proc::Thread;
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec;
+use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
-/// Largest single transfer (bigger requests are shortened, as Linux does at 2 GiB).
+/// Largest transfer of one read (a longer request reads less, as POSIX allows) and the chunk
+/// size of writes.
 const MAX_IO: usize = 1 << 20;
 /// Most iovec entries (`IOV_MAX`).
 const IOV_MAX: u64 = 1024;
 
-fn file(me: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
+/// The open file of descriptor `fd`.
+pub fn file(me: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
     me.process.files.lock().get(fd as i32)
+}
+
+/// `write` to a pipe without readers raises SIGPIPE, as on Linux.
+fn sigpipe(me: &Arc<Thread>, r: Result<usize, Errno>) -> Result<usize, Errno> {
+    if r == Err(Errno::EPIPE) {
+        signal::send_thread(me, signal::SIGPIPE, SigInfo::user(me.process.pid));
+    }
+    r
+}
+
+/// Writes `len` bytes of user memory at `addr` to `f`, a chunk at a time, at the file offset
+/// (`at == None`) or at a position; returns the bytes written (short only if a later chunk
+/// failed after an earlier one went through, as Linux reports).
+fn write_user_data(
+    me: &Arc<Thread>,
+    f: &OpenFile,
+    addr: u64,
+    len: usize,
+    at: Option<u64>,
+) -> Result<usize, Errno> {
+    uaccess::check_range(addr, len)?;
+    let mut done = 0;
+    loop {
+        let n = (len - done).min(MAX_IO);
+        let mut buf = vec![0u8; n];
+        let r = uaccess::copy_from_user(addr + done as u64, &mut buf).and_then(|()| match at {
+            None => f.write(buf),
+            Some(off) => f.pwrite(buf, off + done as u64),
+        });
+        match sigpipe(me, r) {
+            Ok(w) => {
+                done += w;
+                if w < n || done == len {
+                    return Ok(done);
+                }
+            }
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => return Ok(done),
+        }
+    }
 }
 
 pub fn read(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -31,34 +79,73 @@ pub fn read(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
 
 pub fn write(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
-    let len = (a[2] as usize).min(MAX_IO);
-    let mut buf = vec![0u8; len];
-    uaccess::copy_from_user(a[1], &mut buf)?;
-    Ok(f.write(&buf)? as u64)
+    Ok(write_user_data(me, &f, a[1], a[2] as usize, None)? as u64)
 }
 
-fn iovecs(addr: u64, count: u64) -> Result<alloc::vec::Vec<[u64; 2]>, Errno> {
+/// A position argument: negative is EINVAL.
+fn position(v: u64) -> Result<u64, Errno> {
+    if (v as i64) < 0 {
+        Err(Errno::EINVAL)
+    } else {
+        Ok(v)
+    }
+}
+
+pub fn pread64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let f = file(me, a[0])?;
+    let off = position(a[3])?;
+    let len = (a[2] as usize).min(MAX_IO);
+    uaccess::check_range(a[1], len)?;
+    let mut buf = vec![0u8; len];
+    let n = f.pread(&mut buf, off)?;
+    uaccess::copy_to_user(a[1], &buf[..n])?;
+    Ok(n as u64)
+}
+
+pub fn pwrite64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let f = file(me, a[0])?;
+    let off = position(a[3])?;
+    Ok(write_user_data(me, &f, a[1], a[2] as usize, Some(off))? as u64)
+}
+
+fn iovecs(addr: u64, count: u64) -> Result<Vec<[u64; 2]>, Errno> {
     if count > IOV_MAX {
         return Err(Errno::EINVAL);
     }
-    (0..count)
+    let v: Vec<[u64; 2]> = (0..count)
         .map(|i| read_user::<[u64; 2]>(addr + 16 * i))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mut total: u64 = 0;
+    for [base, len] in &v {
+        uaccess::check_range(*base, *len as usize)?;
+        total = total.checked_add(*len).ok_or(Errno::EINVAL)?;
+    }
+    if total > isize::MAX as u64 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(v)
 }
 
-pub fn writev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+/// `writev`/`pwritev`: the buffers gathered into one write (so one `O_APPEND` record or one
+/// atomic pipe write), at most [`MAX_IO`] bytes.
+fn gather_write(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
     let f = file(me, a[0])?;
-    let mut data = alloc::vec::Vec::new();
+    let mut data = Vec::new();
     for [base, len] in iovecs(a[1], a[2])? {
         let len = (len as usize).min(MAX_IO - data.len());
         let start = data.len();
         data.resize(start + len, 0);
         uaccess::copy_from_user(base, &mut data[start..])?;
     }
-    Ok(f.write(&data)? as u64)
+    let r = match at {
+        None => f.write(data),
+        Some(off) => f.pwrite(data, off),
+    };
+    Ok(sigpipe(me, r)? as u64)
 }
 
-pub fn readv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+/// `readv`/`preadv`: one read scattered over the buffers.
+fn scatter_read(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
     let f = file(me, a[0])?;
     let vecs = iovecs(a[1], a[2])?;
     let total: usize = vecs
@@ -67,7 +154,10 @@ pub fn readv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         .sum::<usize>()
         .min(MAX_IO);
     let mut buf = vec![0u8; total];
-    let n = f.read(&mut buf)?;
+    let n = match at {
+        None => f.read(&mut buf)?,
+        Some(off) => f.pread(&mut buf, off)?,
+    };
     let mut done = 0;
     for [base, len] in vecs {
         if done == n {
@@ -80,8 +170,32 @@ pub fn readv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(n as u64)
 }
 
+pub fn writev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    gather_write(me, a, None)
+}
+
+pub fn readv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    scatter_read(me, a, None)
+}
+
+pub fn pwritev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let off = position(a[3])?;
+    gather_write(me, a, Some(off))
+}
+
+pub fn preadv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let off = position(a[3])?;
+    scatter_read(me, a, Some(off))
+}
+
+pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let whence = u32::try_from(a[2]).map_err(|_| Errno::EINVAL)?;
+    file(me, a[0])?.seek(a[1] as i64, whence)
+}
+
 pub fn close(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    me.process.files.lock().close(a[0] as i32)?;
+    let closed = me.process.files.lock().close(a[0] as i32)?;
+    drop(closed);
     Ok(0)
 }
 
@@ -92,22 +206,32 @@ pub fn dup(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
 }
 
 pub fn dup2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let mut files = me.process.files.lock();
-    let f = files.get(a[0] as i32)?;
-    if a[0] != a[1] {
-        files.insert_at(a[1] as i32, f, false)?;
-    }
+    let replaced = {
+        let mut files = me.process.files.lock();
+        let f = files.get(a[0] as i32)?;
+        if a[0] == a[1] {
+            return Ok(a[1]);
+        }
+        files.insert_at(a[1] as i32, f, false)?
+    };
+    drop(replaced);
     Ok(a[1])
 }
 
 pub fn dup3(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    const O_CLOEXEC: u64 = 0o2000000;
-    if a[0] == a[1] || a[2] & !O_CLOEXEC != 0 {
+    let cloexec = u64::from(O_CLOEXEC);
+    if a[2] & !cloexec != 0 {
         return Err(Errno::EINVAL);
     }
-    let mut files = me.process.files.lock();
-    let f = files.get(a[0] as i32)?;
-    files.insert_at(a[1] as i32, f, a[2] & O_CLOEXEC != 0)?;
+    let replaced = {
+        let mut files = me.process.files.lock();
+        let f = files.get(a[0] as i32)?;
+        if a[0] == a[1] {
+            return Err(Errno::EINVAL);
+        }
+        files.insert_at(a[1] as i32, f, a[2] & cloexec != 0)?
+    };
+    drop(replaced);
     Ok(a[1])
 }
 
@@ -118,14 +242,15 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     const F_GETFL: u64 = 3;
     const F_SETFL: u64 = 4;
     const F_DUPFD_CLOEXEC: u64 = 1030;
-    const SETTABLE: u32 = crate::fd::O_APPEND | crate::fd::O_NONBLOCK;
+    const F_GETPIPE_SZ: u64 = 1032;
+    const SETTABLE: u32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
     let mut files = me.process.files.lock();
     let fd = a[0] as i32;
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
             let f = files.get(fd)?;
             let min = usize::try_from(a[2]).map_err(|_| Errno::EINVAL)?;
-            if min >= crate::fd::MAX_FDS {
+            if min >= MAX_FDS {
                 return Err(Errno::EINVAL);
             }
             Ok(files.insert(f, a[1] == F_DUPFD_CLOEXEC, min)? as u64)
@@ -135,122 +260,263 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             files.entry_mut(fd)?.cloexec = a[2] & 1 != 0;
             Ok(0)
         }
-        F_GETFL => Ok(files.get(fd)?.flags.load(Ordering::Relaxed) as u64),
+        F_GETFL => Ok(files.get(fd)?.flags() as u64),
         F_SETFL => {
             let f = files.get(fd)?;
-            let old = f.flags.load(Ordering::Relaxed);
+            let old = f.flags();
             f.flags.store(
                 (old & !SETTABLE) | (a[2] as u32 & SETTABLE),
                 Ordering::Relaxed,
             );
             Ok(0)
         }
+        F_GETPIPE_SZ => match files.get(fd)?.node {
+            Node::PipeRead(_) | Node::PipeWrite(_) => Ok(crate::fs::pipe::CAPACITY as u64),
+            _ => Err(Errno::EBADF),
+        },
         _ => Err(Errno::EINVAL),
     }
 }
 
 pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    const TCGETS: u64 = 0x5401;
-    const TIOCGWINSZ: u64 = 0x5413;
+    const FIONREAD: u64 = 0x541b;
+    const FIONBIO: u64 = 0x5421;
+    const FIONCLEX: u64 = 0x5450;
+    const FIOCLEX: u64 = 0x5451;
+    let fd = a[0] as i32;
     let f = file(me, a[0])?;
-    if !f.is_tty() {
-        return Err(Errno::ENOTTY);
-    }
     match a[1] {
-        TCGETS => {
-            // The kernel's `struct termios` (36 bytes: four flag words, c_line, 19 c_cc).
-            let mut termios = [0u8; 36];
-            termios[0..4].copy_from_slice(&0x0500u32.to_le_bytes()); // ICRNL | IXON
-            termios[4..8].copy_from_slice(&0x0005u32.to_le_bytes()); // OPOST | ONLCR
-            termios[8..12].copy_from_slice(&0x00bfu32.to_le_bytes()); // CS8 | CREAD | B38400
-            termios[12..16].copy_from_slice(&0x8a3bu32.to_le_bytes()); // ISIG ICANON ECHO...
-            uaccess::copy_to_user(a[2], &termios)?;
+        FIOCLEX | FIONCLEX => {
+            me.process.files.lock().entry_mut(fd)?.cloexec = a[1] == FIOCLEX;
+            return Ok(0);
+        }
+        FIONBIO => {
+            let on: i32 = read_user(a[2])?;
+            let old = f.flags();
+            let new = if on != 0 {
+                old | O_NONBLOCK
+            } else {
+                old & !O_NONBLOCK
+            };
+            f.flags.store(new, Ordering::Relaxed);
+            return Ok(0);
+        }
+        _ => {}
+    }
+    if f.is_tty() {
+        return crate::tty::ioctl(me, a[1], a[2]);
+    }
+    match (&f.node, a[1]) {
+        (Node::PipeRead(p), FIONREAD) => {
+            write_user(a[2], &(p.available() as i32))?;
             Ok(0)
         }
-        TIOCGWINSZ => {
-            write_user(a[2], &[24u16, 80, 0, 0])?;
+        (Node::File(_), FIONREAD) => {
+            let size = f.stat()?.size;
+            let pos = *f.pos.lock();
+            write_user(
+                a[2],
+                &(size.saturating_sub(pos).min(i32::MAX as u64) as i32),
+            )?;
             Ok(0)
         }
         _ => Err(Errno::ENOTTY),
     }
 }
 
-pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let f = file(me, a[0])?;
-    if f.is_tty() {
-        return Err(Errno::ESPIPE);
-    }
-    Err(Errno::EINVAL)
+/// Writes `s` as the kernel's `struct stat` (144 bytes) to `addr`.
+pub fn write_stat(addr: u64, s: &KStat) -> Result<(), Errno> {
+    let words: [u64; 18] = [
+        s.dev,
+        s.ino,
+        u64::from(s.nlink),
+        u64::from(s.mode) | (u64::from(s.uid) << 32),
+        u64::from(s.gid),
+        s.rdev,
+        s.size,
+        4096,
+        s.blocks,
+        s.atime.sec as u64,
+        u64::from(s.atime.nsec),
+        s.mtime.sec as u64,
+        u64::from(s.mtime.nsec),
+        s.ctime.sec as u64,
+        u64::from(s.ctime.nsec),
+        0,
+        0,
+        0,
+    ];
+    write_user(addr, &words)
 }
 
 pub fn fstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let f = file(me, a[0])?;
-    let mut st = [0u8; 144];
-    if f.is_tty() {
-        const S_IFCHR: u32 = 0o020000;
-        st[24..28].copy_from_slice(&(S_IFCHR | 0o620).to_le_bytes());
-        st[16..24].copy_from_slice(&1u64.to_le_bytes());
-        st[40..48].copy_from_slice(&((5u64 << 8) | 1).to_le_bytes());
-        st[56..64].copy_from_slice(&1024u64.to_le_bytes());
-    }
-    uaccess::copy_to_user(a[1], &st)?;
+    let st = file(me, a[0])?.stat()?;
+    write_stat(a[1], &st)?;
     Ok(0)
 }
 
-/// `poll` on the descriptors Reef has today (the console): POLLIN when keyboard input waits,
-/// POLLOUT always, POLLNVAL for a closed descriptor. Sleeps a timer tick between checks.
-pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    const POLLIN: i16 = 1;
-    const POLLOUT: i16 = 4;
-    const POLLNVAL: i16 = 0x20;
-    let (fds, nfds, timeout_ms) = (a[0], a[1], a[2] as i32);
-    if nfds > crate::fd::MAX_FDS as u64 {
-        return Err(Errno::EINVAL);
-    }
-    let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
-    loop {
-        let mut ready = 0;
-        for i in 0..nfds {
-            let at = fds + 8 * i;
-            let entry: [u16; 4] = read_user(at)?;
-            let fd = (u32::from(entry[0]) | (u32::from(entry[1]) << 16)) as i32;
-            let events = entry[2] as i16;
-            let revents = if fd < 0 {
-                0
-            } else {
-                match file(me, fd as u64) {
-                    Err(_) => POLLNVAL,
-                    Ok(f) if f.is_tty() => {
-                        let mut r = events & POLLOUT;
-                        if events & POLLIN != 0 && crate::tty::has_input() {
-                            r |= POLLIN;
-                        }
-                        r
-                    }
-                    Ok(_) => events & (POLLIN | POLLOUT),
-                }
-            };
-            write_user(at + 6, &(revents as u16))?;
-            if revents != 0 {
-                ready += 1;
-            }
-        }
-        if ready > 0 || deadline.is_some_and(|d| crate::time::now_ns() >= d) {
-            return Ok(ready);
-        }
-        let tick = crate::time::now_ns() + 10_000_000;
-        let wake = deadline.map_or(tick, |d| d.min(tick));
-        if crate::proc::wait::sleep_until(me, wake) == crate::proc::wait::Wake::Interrupted {
-            return Err(Errno::EINTR);
-        }
-    }
+pub fn ftruncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let size = position(a[1])?;
+    file(me, a[0])?.truncate(size)?;
+    Ok(0)
 }
 
-/// `getcwd`: Reef has no `chdir` yet, so every process works in `/`.
-pub fn getcwd(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    if a[1] < 2 {
-        return Err(Errno::ERANGE);
+/// `fsync`, `fdatasync`, `syncfs`: NR-FS is in memory, so there is nothing to write back;
+/// the descriptor is checked.
+pub fn fsync(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    file(me, a[0])?;
+    Ok(0)
+}
+
+/// `getdents64`: `struct linux_dirent64` records (inode, next offset, record length, type,
+/// NUL-terminated name, padded to 8 bytes) for as many entries as fit.
+pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let f = file(me, a[0])?;
+    let count = (a[2] as usize).min(MAX_IO);
+    uaccess::check_range(a[1], count)?;
+    let mut out = Vec::with_capacity(count);
+    let mut pos = f.pos.lock();
+    let push = |out: &mut Vec<u8>, ino: u64, next: u64, kind: u8, name: &[u8]| -> bool {
+        let reclen = (19 + name.len() + 1).next_multiple_of(8);
+        if out.len() + reclen > count {
+            return false;
+        }
+        out.extend_from_slice(&ino.to_le_bytes());
+        out.extend_from_slice(&next.to_le_bytes());
+        out.extend_from_slice(&(reclen as u16).to_le_bytes());
+        out.push(kind);
+        out.extend_from_slice(name);
+        out.resize(out.len() + reclen - 19 - name.len(), 0);
+        true
+    };
+    match &f.node {
+        Node::Dir(ino) => {
+            let max = count / 24 + 1;
+            let entries = crate::fs::with_client(|c| c.read_dir(*ino, *pos, max))?;
+            for e in entries {
+                if !push(
+                    &mut out,
+                    e.ino,
+                    e.next_cookie,
+                    e.kind.dirent_type(),
+                    &e.name,
+                ) {
+                    break;
+                }
+                *pos = e.next_cookie;
+            }
+        }
+        Node::ProcDir(place) => {
+            let entries = procfs::list(*place)?;
+            for (i, (ino, kind, name)) in entries.iter().enumerate().skip(*pos as usize) {
+                if !push(&mut out, *ino, i as u64 + 1, *kind, name) {
+                    break;
+                }
+                *pos = i as u64 + 1;
+            }
+        }
+        _ => return Err(Errno::ENOTDIR),
     }
-    uaccess::copy_to_user(a[0], b"/\0")?;
-    Ok(2)
+    drop(pos);
+    if out.is_empty() && count > 0 {
+        // Either the end of the directory, or the next entry does not fit.
+        let at_end = match &f.node {
+            Node::Dir(ino) => {
+                let p = *f.pos.lock();
+                crate::fs::with_client(|c| c.read_dir(*ino, p, 1))?.is_empty()
+            }
+            Node::ProcDir(place) => procfs::list(*place)?.len() <= *f.pos.lock() as usize,
+            _ => true,
+        };
+        if !at_end {
+            return Err(Errno::EINVAL);
+        }
+    }
+    uaccess::copy_to_user(a[1], &out)?;
+    Ok(out.len() as u64)
+}
+
+pub fn pipe2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let allowed = u64::from(O_CLOEXEC | O_NONBLOCK);
+    if a[1] & !allowed != 0 {
+        return Err(Errno::EINVAL);
+    }
+    uaccess::check_range(a[0], 8)?;
+    let nonblock = a[1] as u32 & O_NONBLOCK;
+    let cloexec = a[1] & u64::from(O_CLOEXEC) != 0;
+    let p = Pipe::new();
+    let name = alloc::format!("pipe:[{}]", p.id).into_bytes();
+    let r = OpenFile::new(Node::PipeRead(p.clone()), O_RDONLY | nonblock, name.clone());
+    let w = OpenFile::new(Node::PipeWrite(p), O_WRONLY | nonblock, name);
+    let fds = {
+        let mut files = me.process.files.lock();
+        let rfd = files.insert(r, cloexec, 0)?;
+        match files.insert(w, cloexec, 0) {
+            Ok(wfd) => [rfd, wfd],
+            Err(e) => {
+                let undone = files.close(rfd);
+                drop(files);
+                drop(undone);
+                return Err(e);
+            }
+        }
+    };
+    if let Err(e) = write_user(a[0], &fds) {
+        let undone = {
+            let mut files = me.process.files.lock();
+            [files.close(fds[0]), files.close(fds[1])]
+        };
+        drop(undone);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+pub fn pipe(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    pipe2(me, f, [a[0], 0, 0, 0, 0, 0])
+}
+
+/// `sendfile(out, in, offset, count)`: copies from a file (at `*offset`, which is advanced,
+/// or at its file offset) to any writable descriptor, 64 KiB at a time.
+pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const CHUNK: usize = 64 * 1024;
+    let out = file(me, a[0])?;
+    let input = file(me, a[1])?;
+    if !matches!(input.node, Node::File(_) | Node::Device(..)) || input.is_tty() {
+        return Err(Errno::EINVAL);
+    }
+    let mut off = match a[2] {
+        0 => None,
+        p => Some(position(read_user::<u64>(p)?)?),
+    };
+    let count = (a[3] as usize).min(0x7fff_f000);
+    let mut done = 0;
+    let mut buf = vec![0u8; CHUNK.min(count)];
+    while done < count {
+        let want = (count - done).min(CHUNK);
+        let n = match off {
+            Some(o) => input.pread(&mut buf[..want], o)?,
+            None => input.read(&mut buf[..want])?,
+        };
+        if n == 0 {
+            break;
+        }
+        let r = sigpipe(me, out.write(buf[..n].to_vec()));
+        let w = match r {
+            Ok(w) => w,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        done += w;
+        if let Some(o) = off.as_mut() {
+            *o += w as u64;
+        }
+        if w < n {
+            break;
+        }
+    }
+    if let Some(o) = off {
+        write_user(a[2], &o)?;
+    }
+    Ok(done as u64)
 }

@@ -106,3 +106,23 @@ pub fn umask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 pub fn reef_free_bytes(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     Ok(crate::mm::free_bytes())
 }
+
+/// `reboot(magic1, magic2, cmd, arg)`: POWER_OFF, HALT and RESTART all power the machine off
+/// (under QEMU there is nothing to restart into); CAD_ON/CAD_OFF are accepted.
+pub fn reboot(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MAGIC1: u32 = 0xfee1_dead;
+    const MAGIC2: [u32; 4] = [672_274_793, 85_072_278, 369_367_448, 537_993_216];
+    const CMD_RESTART: u32 = 0x0123_4567;
+    const CMD_HALT: u32 = 0xcdef_0123;
+    const CMD_POWER_OFF: u32 = 0x4321_fedc;
+    const CMD_CAD_ON: u32 = 0x89ab_cdef;
+    const CMD_CAD_OFF: u32 = 0;
+    if a[0] as u32 != MAGIC1 || !MAGIC2.contains(&(a[1] as u32)) {
+        return Err(Errno::EINVAL);
+    }
+    match a[2] as u32 {
+        CMD_RESTART | CMD_HALT | CMD_POWER_OFF => crate::power_off_by(me.process.pid),
+        CMD_CAD_ON | CMD_CAD_OFF => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}

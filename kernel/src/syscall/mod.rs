@@ -7,13 +7,16 @@
 //! [`REEF_BASE`] up.
 //!
 //! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, ids,
-//! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors),
-//! [`misc`] (uname, getrandom, limits, credentials).
+//! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors,
+//! pipes), [`path`] (open, stat, names, directories), [`poll`] (poll, select), [`misc`] (uname,
+//! getrandom, limits, credentials, reboot).
 
 mod file;
 mod memory;
 mod misc;
-mod process;
+mod path;
+pub mod poll;
+pub mod process;
 mod signal;
 mod time;
 
@@ -44,8 +47,12 @@ fn handler(nr: usize) -> Option<Handler> {
     Some(match nr {
         SYS_READ => file::read,
         SYS_WRITE => file::write,
+        SYS_PREAD64 => file::pread64,
+        SYS_PWRITE64 => file::pwrite64,
         SYS_READV => file::readv,
         SYS_WRITEV => file::writev,
+        SYS_PREADV => file::preadv,
+        SYS_PWRITEV => file::pwritev,
         SYS_CLOSE => file::close,
         SYS_DUP => file::dup,
         SYS_DUP2 => file::dup2,
@@ -54,8 +61,56 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_IOCTL => file::ioctl,
         SYS_LSEEK => file::lseek,
         SYS_FSTAT => file::fstat,
-        SYS_POLL => file::poll,
-        SYS_GETCWD => file::getcwd,
+        SYS_FTRUNCATE => file::ftruncate,
+        SYS_FSYNC | SYS_FDATASYNC | SYS_SYNCFS => file::fsync,
+        SYS_GETDENTS64 => file::getdents64,
+        SYS_PIPE => file::pipe,
+        SYS_PIPE2 => file::pipe2,
+        SYS_SENDFILE => file::sendfile,
+        SYS_POLL => poll::poll,
+        SYS_PPOLL => poll::ppoll,
+        SYS_SELECT => poll::select,
+        SYS_PSELECT6 => poll::pselect6,
+        SYS_OPEN => path::open,
+        SYS_OPENAT => path::openat,
+        SYS_CREAT => path::creat,
+        SYS_STAT => path::stat,
+        SYS_LSTAT => path::lstat,
+        SYS_NEWFSTATAT => path::newfstatat,
+        SYS_STATX => path::statx,
+        SYS_MKDIR => path::mkdir,
+        SYS_MKDIRAT => path::mkdirat,
+        SYS_RMDIR => path::rmdir,
+        SYS_UNLINK => path::unlink,
+        SYS_UNLINKAT => path::unlinkat,
+        SYS_RENAME => path::rename,
+        SYS_RENAMEAT => path::renameat,
+        SYS_RENAMEAT2 => path::renameat2,
+        SYS_LINK => path::link,
+        SYS_LINKAT => path::linkat,
+        SYS_SYMLINK => path::symlink,
+        SYS_SYMLINKAT => path::symlinkat,
+        SYS_READLINK => path::readlink,
+        SYS_READLINKAT => path::readlinkat,
+        SYS_TRUNCATE => path::truncate,
+        SYS_CHDIR => path::chdir,
+        SYS_FCHDIR => path::fchdir,
+        SYS_GETCWD => path::getcwd,
+        SYS_ACCESS => path::access,
+        SYS_FACCESSAT => path::faccessat,
+        SYS_FACCESSAT2 => path::faccessat2,
+        SYS_CHMOD => path::chmod,
+        SYS_FCHMOD => path::fchmod,
+        SYS_FCHMODAT => path::fchmodat,
+        SYS_CHOWN => path::chown,
+        SYS_LCHOWN => path::lchown,
+        SYS_FCHOWN => path::fchown,
+        SYS_FCHOWNAT => path::fchownat,
+        SYS_UTIMENSAT => path::utimensat,
+        SYS_STATFS => path::statfs,
+        SYS_FSTATFS => path::fstatfs,
+        SYS_SYNC => path::sync,
+        SYS_REBOOT => misc::reboot,
         SYS_MMAP => memory::mmap,
         SYS_MUNMAP => memory::munmap,
         SYS_MPROTECT => memory::mprotect,

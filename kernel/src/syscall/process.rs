@@ -112,9 +112,11 @@ fn fork_process(
     // The child gets a copy of the descriptor table sharing the open files (CLONE_FILES
     // between processes, a shared table, is treated the same way; see docs/architecture.md).
     let files = parent.files.lock().clone();
-    let child = Process::new(pid, vm, files, parent.signals.lock().forked());
+    let cwd = parent.cwd.lock().clone();
+    let child = Process::new(pid, vm, files, parent.signals.lock().forked(), cwd);
     *child.brk.lock() = *parent.brk.lock();
     *child.exe.lock() = parent.exe.lock().clone();
+    *child.cmdline.lock() = parent.cmdline.lock().clone();
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -194,8 +196,13 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
         // docs/architecture.md.
         return Err(Errno::EAGAIN);
     }
-    let image = crate::exec::load(&path, argv, &envp)?;
-    crate::exec::commit(me, frame, image);
+    let start = match crate::fs::path::start_dir(&me.process, crate::fs::path::AT_FDCWD)?.node {
+        crate::fd::Node::Dir(ino) => ino,
+        _ => nrfs::ROOT_INO,
+    };
+    let image = crate::exec::load(start, &path, argv, &envp)?;
+    let exe = crate::fs::path::display(&me.process, crate::fs::path::AT_FDCWD, &image.path);
+    crate::exec::commit(me, frame, image, &exe);
     Ok(0)
 }
 

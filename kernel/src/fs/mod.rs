@@ -1,0 +1,394 @@
+//! The root file system: NR-FS (NrOS §4.3), one CNR replica per NUMA node, filled from the
+//! initramfs at boot, with devices ([`dev`]), pipes ([`pipe`]) and `/proc` ([`procfs`]) beside
+//! it.
+//!
+//! The file-system logic and its CNR operations are the host-tested `nrfs` crate; this module
+//! creates one replica per node, gives every core a client handle registered with its node's
+//! replica (registered lazily, kept per core, used with interrupts off like every NR call in
+//! the kernel), unpacks the cpio archive the loader passed as a boot module, and opens files
+//! for the system calls ([`open`]).
+
+pub mod dev;
+pub mod path;
+pub mod pipe;
+pub mod procfs;
+
+use crate::fd::{Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};
+use crate::kcb;
+use crate::proc::Process;
+use crate::sync::IrqMutex;
+use abi::Errno;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use nrfs::{Attrs, CreateFlags, FsClient, FsReplica, Ino, Kind, NrFs, Timespec, ROOT_INO};
+use path::Place;
+
+/// `open` flags beyond the access mode and status flags of [`crate::fd`].
+pub mod flags {
+    /// Create the file if it does not exist.
+    pub const O_CREAT: u32 = 0o100;
+    /// With `O_CREAT`: fail if it exists.
+    pub const O_EXCL: u32 = 0o200;
+    /// Do not make a terminal the controlling terminal (accepted; nothing to do).
+    pub const O_NOCTTY: u32 = 0o400;
+    /// Truncate a regular file opened for writing.
+    pub const O_TRUNC: u32 = 0o1000;
+    /// Direct I/O (accepted, no effect).
+    pub const O_DIRECT: u32 = 0o40000;
+    /// Fail unless a directory.
+    pub const O_DIRECTORY: u32 = 0o200000;
+    /// Do not follow a symlink in the last component.
+    pub const O_NOFOLLOW: u32 = 0o400000;
+    /// Do not update access times (accepted).
+    pub const O_NOATIME: u32 = 0o1000000;
+    /// Close on `execve`.
+    pub const O_CLOEXEC: u32 = 0o2000000;
+    /// An unnamed temporary file (with `O_DIRECTORY`): not supported.
+    pub const O_TMPFILE: u32 = 0o20000000;
+}
+
+/// Number of CNR logs (operations on different inodes use different logs).
+const LOGS: usize = 8;
+/// Entries per log.
+const LOG_ENTRIES: usize = 512;
+
+struct Root {
+    fs: NrFs,
+    replicas: Vec<Arc<FsReplica>>,
+    /// `clients[core]`: that core's handle on its node's replica.
+    clients: Vec<IrqMutex<Option<FsClient>>>,
+}
+
+static ROOT: spin::Once<Root> = spin::Once::new();
+
+/// What unpacking the initramfs found.
+#[derive(Default, Debug)]
+pub struct Unpacked {
+    /// Regular files.
+    pub files: usize,
+    /// Directories.
+    pub dirs: usize,
+    /// Symbolic links.
+    pub links: usize,
+    /// Bytes of file data.
+    pub bytes: u64,
+}
+
+/// Creates NR-FS with one replica per node (each made on the calling core; see the note in
+/// docs/architecture.md about replica placement).
+pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
+    let logs = nr::cnr::Logs::with_capacity(LOGS, LOG_ENTRIES);
+    let fs = NrFs::with_logs(logs, nodes, Attrs::new(0o755, 0, 0), now())?;
+    let mut replicas = Vec::with_capacity(nodes);
+    for _ in 0..nodes {
+        replicas.push(fs.new_replica(cores.min(LOG_ENTRIES))?);
+    }
+    ROOT.call_once(|| Root {
+        fs,
+        replicas,
+        clients: (0..kcb::MAX_CORES).map(|_| IrqMutex::new(None)).collect(),
+    });
+    Ok(())
+}
+
+/// The current time as NR-FS records it (realtime clock).
+pub fn now() -> Timespec {
+    let ns = crate::time::now_ns() + crate::time::realtime_offset_ns();
+    Timespec {
+        sec: (ns / 1_000_000_000) as i64,
+        nsec: (ns % 1_000_000_000) as u32,
+    }
+}
+
+/// Runs `f` with this core's NR-FS client.
+pub fn with_client<R>(f: impl FnOnce(&FsClient) -> Result<R, Errno>) -> Result<R, Errno> {
+    let root = ROOT.get().ok_or(Errno::ENOENT)?;
+    let k = kcb::current();
+    let mut slot = root.clients[k.core_id].lock();
+    if slot.is_none() {
+        let replica = &root.replicas[k.node_id.min(root.replicas.len() - 1)];
+        *slot = Some(root.fs.client(replica).ok_or(Errno::EAGAIN)?);
+    }
+    f(slot.as_ref().expect("registered above"))
+}
+
+/// A regular file opened for `execve`: read piece by piece, so a large program never needs
+/// one large kernel buffer.
+pub struct ExecFile {
+    ino: Ino,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl ExecFile {
+    /// Opens `path` (relative to directory `start`) for execution: it must be a regular file
+    /// with an execute bit.
+    pub fn open(start: Ino, path: &[u8]) -> Result<ExecFile, Errno> {
+        with_client(|c| {
+            let ino = c.resolve(start, path, true)?;
+            let st = c.stat(ino)?;
+            if st.kind != nrfs::Kind::File || st.mode & 0o111 == 0 {
+                return Err(Errno::EACCES);
+            }
+            Ok(ExecFile { ino, size: st.size })
+        })
+    }
+
+    /// Fills `buf` from offset `off` (short only at the end of the file).
+    pub fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        with_client(|c| {
+            let mut done = 0;
+            while done < buf.len() {
+                let n = c.read(self.ino, off + done as u64, &mut buf[done..])?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+            Ok(done)
+        })
+    }
+}
+
+/// Unpacks a cpio (newc) archive into the root file system.
+pub fn unpack_initramfs(archive: &[u8]) -> Result<Unpacked, cpio::CpioError> {
+    let mut out = Unpacked::default();
+    let t = now();
+    for entry in cpio::Archive::new(archive) {
+        let e = entry?;
+        let name = e.name;
+        if name.is_empty() || name == b"." {
+            continue;
+        }
+        let attrs = Attrs::new(e.permissions(), e.uid, e.gid);
+        let result = with_client(|c| {
+            if e.is_dir() {
+                match c.mkdir(ROOT_INO, name, attrs, t) {
+                    Ok(_) | Err(Errno::EEXIST) => {}
+                    Err(err) => return Err(err),
+                }
+                out.dirs += 1;
+            } else if e.is_symlink() {
+                c.symlink(e.data, ROOT_INO, name, attrs, t)?;
+                out.links += 1;
+            } else if e.is_file() {
+                let flags = CreateFlags {
+                    exclusive: false,
+                    open: false,
+                };
+                let created = c.create(ROOT_INO, name, attrs, flags, t)?;
+                c.truncate(created.ino, 0, t)?;
+                let mut off = 0;
+                for chunk in e.data.chunks(64 * 1024) {
+                    c.write(created.ino, off, chunk, t)?;
+                    off += chunk.len() as u64;
+                }
+                out.files += 1;
+                out.bytes += e.data.len() as u64;
+            } else if e.is_char_device() {
+                let rdev = ((e.rdev_major as u64) << 8) | e.rdev_minor as u64;
+                c.mknod(ROOT_INO, name, attrs, rdev, t)?;
+            }
+            Ok(())
+        });
+        if let Err(err) = result {
+            crate::kprintln!(
+                "reef: initramfs: cannot create '{}': {err}",
+                core::str::from_utf8(name).unwrap_or("?")
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The text of `/proc/reef/nrfs`: NR-FS's logs, what was appended to each, and how far each
+/// replica (one per NUMA node) has applied it.
+pub fn report() -> String {
+    let mut s = String::new();
+    let Some(root) = ROOT.get() else {
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "nrfs: logs={} replicas={} stale_retries={}",
+        root.fs.nlogs(),
+        root.fs.replicas(),
+        root.fs.stale_retries()
+    );
+    for l in root.fs.log_stats() {
+        let applied: Vec<String> = l.applied.iter().map(|a| alloc::format!("{a}")).collect();
+        let _ = writeln!(
+            s,
+            "log {}: submitted={} applied={}",
+            l.log,
+            l.submitted,
+            applied.join(",")
+        );
+    }
+    s
+}
+
+/// Drops an open of NR-FS inode `ino` taken on behalf of a description that was not made.
+fn close_ino(ino: Ino) {
+    let _ = with_client(|c| c.close(ino));
+}
+
+/// Opens `path` relative to `dirfd` with `open` flags `flags` and creation mode `mode` (the
+/// caller's umask applied here), as `openat` does.
+pub fn open(
+    me: &Process,
+    dirfd: i32,
+    path: &[u8],
+    flags: u32,
+    mode: u32,
+) -> Result<Arc<OpenFile>, Errno> {
+    use flags::*;
+    if flags & O_TMPFILE == O_TMPFILE {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let shown = path::display(me, dirfd, path);
+    // Flags a description keeps (the creation flags are spent here).
+    let kept = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
+    match path::locate(me, dirfd, path)? {
+        Place::Fs { start, path } => open_nrfs(me, start, &path, flags, mode, kept, shown),
+        Place::Proc(comps) => {
+            let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+            let follow = flags & O_NOFOLLOW == 0;
+            let resolved = match procfs::resolve(me, &comps, follow) {
+                Err(Errno::ENOENT) if flags & O_CREAT != 0 => return Err(Errno::EACCES),
+                r => r?,
+            };
+            if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+                return Err(Errno::EEXIST);
+            }
+            match resolved {
+                procfs::Resolved::Proc(place) => {
+                    if flags & O_DIRECTORY != 0 && !procfs::stat_of(place, 0).is_dir() {
+                        return Err(Errno::ENOTDIR);
+                    }
+                    procfs::open(place, kept, shown)
+                }
+                procfs::Resolved::Outside(target) => {
+                    open_nrfs(me, ROOT_INO, &target, flags, mode, kept, target.clone())
+                }
+                procfs::Resolved::Open(f) => reopen(&f, kept),
+            }
+        }
+    }
+}
+
+/// A new description of what `f` names (`/proc/<pid>/fd/<n>`): NR-FS files and directories
+/// are opened afresh with their own offset; pipes, devices and `/proc` files share `f`.
+fn reopen(f: &Arc<OpenFile>, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+    let node = match &f.node {
+        Node::File(ino) => Node::File(*ino),
+        Node::Dir(ino) => Node::Dir(*ino),
+        _ => return Ok(f.clone()),
+    };
+    let ino = f.ino().ok_or(Errno::EIO)?;
+    with_client(|c| c.open(ino))?;
+    Ok(OpenFile::new(node, flags, f.path.clone()))
+}
+
+fn open_nrfs(
+    me: &Process,
+    start: Ino,
+    path: &[u8],
+    flags: u32,
+    mode: u32,
+    kept: u32,
+    shown: Vec<u8>,
+) -> Result<Arc<OpenFile>, Errno> {
+    use flags::*;
+    let t = now();
+    let follow = flags & O_NOFOLLOW == 0;
+    let (ino, st) = with_client(|c| {
+        let ino = if flags & O_CREAT != 0 {
+            let perm = mode & 0o7777 & !me.umask.load(core::sync::atomic::Ordering::Relaxed);
+            let create = CreateFlags {
+                exclusive: flags & O_EXCL != 0,
+                open: true,
+            };
+            c.create(start, path, Attrs::new(perm, 0, 0), create, t)?
+                .ino
+        } else {
+            c.open_path(start, path, follow)?
+        };
+        match c.stat(ino) {
+            Ok(st) => Ok((ino, st)),
+            Err(e) => {
+                let _ = c.close(ino);
+                Err(e)
+            }
+        }
+    })?;
+    let writing = flags & O_ACCMODE != O_RDONLY;
+    let refuse = |e: Errno| {
+        close_ino(ino);
+        Err(e)
+    };
+    let node = match st.kind {
+        Kind::Dir if writing || flags & O_CREAT != 0 => return refuse(Errno::EISDIR),
+        Kind::Dir => Node::Dir(ino),
+        _ if flags & O_DIRECTORY != 0 => return refuse(Errno::ENOTDIR),
+        Kind::Symlink if flags & O_PATH == 0 => return refuse(Errno::ELOOP),
+        Kind::Symlink | Kind::File => Node::File(ino),
+        Kind::CharDev => match dev::from_rdev(st.rdev) {
+            Ok(d) => Node::Device(d, Some(ino)),
+            Err(e) => return refuse(e),
+        },
+    };
+    let file = OpenFile::new(node, kept, shown);
+    if flags & O_TRUNC != 0 && writing && st.kind == Kind::File && flags & O_PATH == 0 {
+        with_client(|c| c.truncate(ino, 0, t))?;
+    }
+    Ok(file)
+}
+
+/// The absolute path of NR-FS directory `dir`, found by walking `..` to the root and looking
+/// each directory up in its parent. ENOENT if a directory on the way was removed.
+pub fn dir_path(dir: Ino) -> Result<Vec<u8>, Errno> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut at = dir;
+    with_client(|c| {
+        while at != ROOT_INO {
+            let parent = c.lookup(at, b"..")?;
+            let mut cookie = 0;
+            let name = 'found: loop {
+                let entries = c.read_dir(parent, cookie, 64)?;
+                if entries.is_empty() {
+                    return Err(Errno::ENOENT);
+                }
+                for e in &entries {
+                    if e.ino == at && e.name != b"." && e.name != b".." {
+                        break 'found e.name.clone();
+                    }
+                }
+                cookie = entries.last().map_or(cookie, |e| e.next_cookie);
+            };
+            names.push(name);
+            at = parent;
+        }
+        Ok(())
+    })?;
+    let mut out = Vec::new();
+    for n in names.iter().rev() {
+        out.push(b'/');
+        out.extend_from_slice(n);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    Ok(out)
+}
+
+/// A description of the root directory (the first process's working directory).
+pub fn root_dir() -> Result<Arc<OpenFile>, Errno> {
+    with_client(|c| c.open(ROOT_INO))?;
+    Ok(OpenFile::new(Node::Dir(ROOT_INO), O_RDONLY, b"/".to_vec()))
+}

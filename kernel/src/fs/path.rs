@@ -1,0 +1,142 @@
+//! Where a system call's path leads: the directory it starts from (the root, the working
+//! directory, or a directory descriptor) and the file system it lies in (NR-FS or `/proc`).
+//!
+//! NR-FS resolves its own paths (components, symlinks, `..`, Linux's errors; see the `nrfs`
+//! crate). `/proc` is recognised here, before NR-FS sees the path: an absolute path whose first
+//! component is `proc` (after `.` and `..` are applied, as long as they stay inside `/proc`),
+//! and any path relative to a directory inside `/proc`. A relative path from an NR-FS directory
+//! that climbs into `/proc` with `..`, or an NR-FS symlink pointing into `/proc`, reaches the
+//! empty NR-FS directory `/proc` instead (documented in docs/architecture.md).
+
+use crate::fd::{Node, OpenFile};
+use crate::proc::Process;
+use abi::Errno;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use nrfs::{Ino, ROOT_INO};
+
+/// `AT_FDCWD`: relative to the working directory.
+pub const AT_FDCWD: i32 = -100;
+
+/// Where a path lies.
+pub enum Place {
+    /// In NR-FS: `path` relative to directory `start` (or absolute).
+    Fs {
+        /// Directory a relative path starts from.
+        start: Ino,
+        /// The path.
+        path: Vec<u8>,
+    },
+    /// In `/proc`: the components below `/proc`.
+    Proc(Vec<Vec<u8>>),
+}
+
+impl Place {
+    /// The NR-FS part, or `err` for a path in `/proc`.
+    pub fn fs(self, err: Errno) -> Result<(Ino, Vec<u8>), Errno> {
+        match self {
+            Place::Fs { start, path } => Ok((start, path)),
+            Place::Proc(_) => Err(err),
+        }
+    }
+}
+
+/// The directory a relative path starts from: `dirfd`'s, or the working directory's for
+/// [`AT_FDCWD`]. ENOTDIR if `dirfd` is not a directory.
+pub fn start_dir(me: &Process, dirfd: i32) -> Result<Arc<OpenFile>, Errno> {
+    let f = if dirfd == AT_FDCWD {
+        me.cwd.lock().clone()
+    } else {
+        me.files.lock().get(dirfd)?
+    };
+    match f.node {
+        Node::Dir(_) | Node::ProcDir(_) => Ok(f),
+        _ => Err(Errno::ENOTDIR),
+    }
+}
+
+/// Locates `path` relative to `dirfd` (ENOENT for an empty path).
+pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path[0] == b'/' {
+        return Ok(absolute(path));
+    }
+    let base = start_dir(me, dirfd)?;
+    match base.node {
+        Node::Dir(ino) => Ok(Place::Fs {
+            start: ino,
+            path: path.to_vec(),
+        }),
+        _ => Ok(absolute(&join(&base.path, path))),
+    }
+}
+
+/// An absolute path's place.
+fn absolute(path: &[u8]) -> Place {
+    let mut comps = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
+    if comps.next() == Some(b"proc") {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut inside = true;
+        for c in comps {
+            match c {
+                b"." => {}
+                b".." => {
+                    if out.pop().is_none() {
+                        inside = false;
+                        break;
+                    }
+                }
+                _ => out.push(c.to_vec()),
+            }
+        }
+        if inside {
+            return Place::Proc(out);
+        }
+    }
+    Place::Fs {
+        start: ROOT_INO,
+        path: path.to_vec(),
+    }
+}
+
+/// `base` (absolute) joined with `path`, for display: `.` and `..` applied by name, repeated
+/// slashes removed. An absolute `path` replaces `base`.
+pub fn join(base: &[u8], path: &[u8]) -> Vec<u8> {
+    let mut comps: Vec<&[u8]> = Vec::new();
+    let whole = if path.first() == Some(&b'/') {
+        [path].concat()
+    } else {
+        [base, b"/", path].concat()
+    };
+    for c in whole.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                comps.pop();
+            }
+            _ => comps.push(c),
+        }
+    }
+    let mut out = Vec::with_capacity(whole.len());
+    for c in comps {
+        out.push(b'/');
+        out.extend_from_slice(c);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// The absolute path shown for a file opened by `path` relative to `dirfd`.
+pub fn display(me: &Process, dirfd: i32, path: &[u8]) -> Vec<u8> {
+    if path.first() == Some(&b'/') {
+        return join(b"/", path);
+    }
+    match start_dir(me, dirfd) {
+        Ok(base) => join(&base.path, path),
+        Err(_) => path.to_vec(),
+    }
+}

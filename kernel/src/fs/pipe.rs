@@ -1,0 +1,174 @@
+//! Pipes: a bounded byte queue between a read end and a write end.
+//!
+//! Linux semantics: a read returns what is there (at least one byte), blocking while the pipe is
+//! empty and a writer exists, and 0 (end of file) once every write end is closed. A write of at
+//! most [`PIPE_BUF`] bytes is atomic (it waits until the whole of it fits); a longer write may be
+//! split between readers. Writing with no read end left fails with EPIPE (the caller raises
+//! SIGPIPE). With `O_NONBLOCK` an operation that would block answers EAGAIN. Every change of
+//! state wakes the pipe's waiters and the pollers ([`crate::fd::POLL_WAKE`]).
+
+use crate::proc::wait::{WaitQueue, Wake};
+use crate::sync::IrqMutex;
+use abi::Errno;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes a pipe holds (Linux's default, 16 pages).
+pub const CAPACITY: usize = 64 * 1024;
+/// Writes up to this size are atomic.
+pub const PIPE_BUF: usize = 4096;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+struct State {
+    buf: VecDeque<u8>,
+    readers: usize,
+    writers: usize,
+}
+
+/// A pipe (both ends share it).
+pub struct Pipe {
+    /// Number shown as `pipe:[id]` in `/proc/<pid>/fd`.
+    pub id: u64,
+    state: IrqMutex<State>,
+    readable: WaitQueue,
+    writable: WaitQueue,
+}
+
+impl Pipe {
+    /// A new pipe with one read end and one write end open.
+    pub fn new() -> Arc<Pipe> {
+        Arc::new(Pipe {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            state: IrqMutex::new(State {
+                buf: VecDeque::new(),
+                readers: 1,
+                writers: 1,
+            }),
+            readable: WaitQueue::new(),
+            writable: WaitQueue::new(),
+        })
+    }
+
+    fn changed(&self) {
+        self.readable.notify_all();
+        self.writable.notify_all();
+        crate::fd::POLL_WAKE.notify_all();
+    }
+
+    /// A read end was closed.
+    pub fn close_reader(&self) {
+        self.state.lock().readers -= 1;
+        self.changed();
+    }
+
+    /// A write end was closed.
+    pub fn close_writer(&self) {
+        self.state.lock().writers -= 1;
+        self.changed();
+    }
+
+    /// Bytes waiting (`FIONREAD`).
+    pub fn available(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+
+    /// (readable, writable, hung up, no readers) for `poll`: data or end of file waits; at
+    /// least `PIPE_BUF` bytes of space; every writer is gone; every reader is gone.
+    pub fn poll_state(&self) -> (bool, bool, bool, bool) {
+        let s = self.state.lock();
+        (
+            !s.buf.is_empty() || s.writers == 0,
+            CAPACITY - s.buf.len() >= PIPE_BUF || s.readers == 0,
+            s.writers == 0,
+            s.readers == 0,
+        )
+    }
+
+    /// Reads into `out`: at least one byte, or 0 at end of file.
+    pub fn read(&self, out: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let seq = self.readable.seq();
+            {
+                let mut s = self.state.lock();
+                if !s.buf.is_empty() {
+                    let n = out.len().min(s.buf.len());
+                    for (dst, src) in out.iter_mut().zip(s.buf.drain(..n)) {
+                        *dst = src;
+                    }
+                    drop(s);
+                    self.changed();
+                    return Ok(n);
+                }
+                if s.writers == 0 {
+                    return Ok(0);
+                }
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            if self.readable.wait(seq, None) == Wake::Interrupted {
+                return Err(Errno::EINTR);
+            }
+        }
+    }
+
+    /// Writes `data`; returns the bytes written (fewer than asked only when a signal or
+    /// `O_NONBLOCK` stopped a long write after some went in). EPIPE without readers.
+    pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let mut done = 0;
+        loop {
+            let seq = self.writable.seq();
+            {
+                let mut s = self.state.lock();
+                if s.readers == 0 {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    };
+                }
+                let space = CAPACITY - s.buf.len();
+                let rest = &data[done..];
+                // A write of at most PIPE_BUF bytes goes in whole or not at all.
+                let fits = if data.len() <= PIPE_BUF {
+                    if space >= rest.len() {
+                        rest.len()
+                    } else {
+                        0
+                    }
+                } else {
+                    space.min(rest.len())
+                };
+                if fits > 0 {
+                    s.buf.extend(&rest[..fits]);
+                    done += fits;
+                    drop(s);
+                    self.changed();
+                    if done == data.len() {
+                        return Ok(done);
+                    }
+                    continue;
+                }
+            }
+            if nonblock {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+            if self.writable.wait(seq, None) == Wake::Interrupted {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EINTR)
+                };
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! `/proc`: files generated from kernel state when they are opened.
+//!
+//! ```text
+//! /proc/cpuinfo  meminfo  mounts  uptime  version   system information
+//! /proc/self -> <pid>                                the caller's directory
+//! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
+//! /proc/reef/nrfs                                    NR-FS log tails and replica progress
+//! ```
+//!
+//! `/proc` is reached by absolute paths, by paths relative to a working directory inside it,
+//! and by directory descriptors opened in it ([`super::path`]); the NR-FS directory `/proc` is
+//! only its mount point. Contents are generated once per open, so a reader sees one consistent
+//! snapshot. Nothing here is writable (EACCES).
+
+use crate::fd::{KStat, Node, OpenFile, DEV_PROC, O_ACCMODE, O_RDONLY};
+use crate::proc::{self, Pid, Process};
+use abi::Errno;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use nrfs::Kind;
+
+/// A generated file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum File {
+    /// `/proc/cpuinfo`.
+    CpuInfo,
+    /// `/proc/meminfo`.
+    MemInfo,
+    /// `/proc/mounts`.
+    Mounts,
+    /// `/proc/uptime`.
+    Uptime,
+    /// `/proc/version`.
+    Version,
+    /// `/proc/reef/nrfs`.
+    Nrfs,
+    /// `/proc/<pid>/status`.
+    Status(Pid),
+    /// `/proc/<pid>/stat`.
+    Stat(Pid),
+    /// `/proc/<pid>/cmdline`.
+    Cmdline(Pid),
+}
+
+/// A place in `/proc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// `/proc`.
+    Root,
+    /// `/proc/reef`.
+    Reef,
+    /// `/proc/<pid>`.
+    Pid(Pid),
+    /// `/proc/<pid>/fd`.
+    Fds(Pid),
+    /// A file.
+    File(File),
+    /// `/proc/self`.
+    SelfLink(Pid),
+    /// `/proc/<pid>/exe`.
+    Exe(Pid),
+    /// `/proc/<pid>/fd/<n>`.
+    Fd(Pid, i32),
+}
+
+/// What a path in `/proc` leads to.
+pub enum Resolved {
+    /// A place in `/proc`.
+    Proc(Place),
+    /// A symlink followed out of `/proc`: resolve this absolute path instead.
+    Outside(Vec<u8>),
+    /// `/proc/<pid>/fd/<n>` followed: that open file.
+    Open(Arc<OpenFile>),
+}
+
+const ROOT_FILES: &[(&[u8], File)] = &[
+    (b"cpuinfo", File::CpuInfo),
+    (b"meminfo", File::MemInfo),
+    (b"mounts", File::Mounts),
+    (b"uptime", File::Uptime),
+    (b"version", File::Version),
+];
+
+fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
+    proc::lookup(pid).map(|e| e.process).ok_or(Errno::ENOENT)
+}
+
+fn parse_num(s: &[u8]) -> Option<u32> {
+    if s.is_empty()
+        || s.len() > 9
+        || !s.iter().all(u8::is_ascii_digit)
+        || s[0] == b'0' && s.len() > 1
+    {
+        return None;
+    }
+    Some(s.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')))
+}
+
+/// Looks `name` up in directory `dir`.
+fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
+    match dir {
+        Place::Root => {
+            if let Some((_, f)) = ROOT_FILES.iter().find(|(n, _)| *n == name) {
+                return Ok(Place::File(*f));
+            }
+            match name {
+                b"self" => Ok(Place::SelfLink(me.pid)),
+                b"reef" => Ok(Place::Reef),
+                _ => {
+                    let pid = parse_num(name).ok_or(Errno::ENOENT)?;
+                    process(pid)?;
+                    Ok(Place::Pid(pid))
+                }
+            }
+        }
+        Place::Reef => match name {
+            b"nrfs" => Ok(Place::File(File::Nrfs)),
+            _ => Err(Errno::ENOENT),
+        },
+        Place::Pid(pid) => match name {
+            b"exe" => Ok(Place::Exe(pid)),
+            b"fd" => Ok(Place::Fds(pid)),
+            b"status" => Ok(Place::File(File::Status(pid))),
+            b"stat" => Ok(Place::File(File::Stat(pid))),
+            b"cmdline" => Ok(Place::File(File::Cmdline(pid))),
+            _ => Err(Errno::ENOENT),
+        },
+        Place::Fds(pid) => {
+            let fd = parse_num(name).ok_or(Errno::ENOENT)? as i32;
+            process(pid)?
+                .files
+                .lock()
+                .get(fd)
+                .map_err(|_| Errno::ENOENT)?;
+            Ok(Place::Fd(pid, fd))
+        }
+        Place::File(_) | Place::Exe(_) | Place::Fd(..) => Err(Errno::ENOTDIR),
+        Place::SelfLink(pid) => child(me, Place::Pid(pid), name),
+    }
+}
+
+/// Resolves the components of a path below `/proc` (already free of `.` and `..`).
+pub fn resolve(me: &Process, comps: &[&[u8]], follow_last: bool) -> Result<Resolved, Errno> {
+    let mut at = Place::Root;
+    for (i, c) in comps.iter().enumerate() {
+        let last = i + 1 == comps.len();
+        at = child(me, at, c)?;
+        if last && !follow_last {
+            break;
+        }
+        match at {
+            Place::SelfLink(pid) => at = Place::Pid(pid),
+            Place::Exe(pid) if last => {
+                return Ok(Resolved::Outside(
+                    process(pid)?.exe.lock().as_bytes().to_vec(),
+                ))
+            }
+            Place::Fd(pid, fd) if last => {
+                return Ok(Resolved::Open(process(pid)?.files.lock().get(fd)?))
+            }
+            Place::Exe(_) | Place::Fd(..) if !last => return Err(Errno::ENOTDIR),
+            _ => {}
+        }
+    }
+    Ok(Resolved::Proc(at))
+}
+
+/// A symlink's target (`readlink`); EINVAL for anything else.
+pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
+    match place {
+        Place::SelfLink(pid) => Ok(format!("{pid}").into_bytes()),
+        Place::Exe(pid) => Ok(process(pid)?.exe.lock().as_bytes().to_vec()),
+        Place::Fd(pid, fd) => {
+            let f = process(pid)?.files.lock().get(fd)?;
+            Ok(match &f.node {
+                Node::PipeRead(p) | Node::PipeWrite(p) => format!("pipe:[{}]", p.id).into_bytes(),
+                _ => f.path.clone(),
+            })
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn is_dir(place: Place) -> bool {
+    matches!(
+        place,
+        Place::Root | Place::Reef | Place::Pid(_) | Place::Fds(_)
+    )
+}
+
+/// A synthetic inode number, distinct per place.
+fn ino_of(place: Place) -> u64 {
+    let (kind, pid, n) = match place {
+        Place::Root => (1, 0, 0),
+        Place::Reef => (2, 0, 0),
+        Place::Pid(p) => (3, p, 0),
+        Place::Fds(p) => (4, p, 0),
+        Place::SelfLink(_) => (5, 0, 0),
+        Place::Exe(p) => (6, p, 0),
+        Place::Fd(p, fd) => (7, p, fd as u32),
+        Place::File(f) => match f {
+            File::CpuInfo => (8, 0, 0),
+            File::MemInfo => (8, 0, 1),
+            File::Mounts => (8, 0, 2),
+            File::Uptime => (8, 0, 3),
+            File::Version => (8, 0, 4),
+            File::Nrfs => (8, 0, 5),
+            File::Status(p) => (9, p, 0),
+            File::Stat(p) => (9, p, 1),
+            File::Cmdline(p) => (9, p, 2),
+        },
+    };
+    (kind << 56) | (u64::from(pid) << 16) | u64::from(n)
+}
+
+/// Attributes of `place` (`size` for a file whose contents were generated).
+pub fn stat_of(place: Place, size: u64) -> KStat {
+    let mode = if is_dir(place) {
+        Kind::Dir.mode_bits() | 0o555
+    } else if matches!(place, Place::File(_)) {
+        Kind::File.mode_bits() | 0o444
+    } else {
+        Kind::Symlink.mode_bits() | 0o777
+    };
+    let mut s = KStat::synthetic(DEV_PROC, ino_of(place), mode, size);
+    if is_dir(place) {
+        s.nlink = 2;
+    }
+    s
+}
+
+/// Opens a place (read-only).
+pub fn open(place: Place, flags: u32, path: Vec<u8>) -> Result<Arc<OpenFile>, Errno> {
+    if flags & O_ACCMODE != O_RDONLY {
+        return Err(Errno::EACCES);
+    }
+    match place {
+        Place::File(f) => Ok(OpenFile::new(
+            Node::ProcFile(place, generate(f)?),
+            flags,
+            path,
+        )),
+        p if is_dir(p) => Ok(OpenFile::new(Node::ProcDir(place), flags, path)),
+        // Only reached with O_NOFOLLOW on a link.
+        _ => Err(Errno::ELOOP),
+    }
+}
+
+/// One directory entry: inode, `d_type`, name.
+pub type Entry = (u64, u8, Vec<u8>);
+
+/// The entries of directory `dir` (`.` and `..` first).
+pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
+    let d = Kind::Dir.dirent_type();
+    let f = Kind::File.dirent_type();
+    let l = Kind::Symlink.dirent_type();
+    let mut out: Vec<Entry> = alloc::vec![
+        (ino_of(dir), d, b".".to_vec()),
+        (ino_of(Place::Root), d, b"..".to_vec())
+    ];
+    match dir {
+        Place::Root => {
+            for (name, file) in ROOT_FILES {
+                out.push((ino_of(Place::File(*file)), f, name.to_vec()));
+            }
+            out.push((ino_of(Place::Reef), d, b"reef".to_vec()));
+            out.push((ino_of(Place::SelfLink(0)), l, b"self".to_vec()));
+            for pid in proc::all_pids() {
+                out.push((ino_of(Place::Pid(pid)), d, format!("{pid}").into_bytes()));
+            }
+        }
+        Place::Reef => out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec())),
+        Place::Pid(pid) => {
+            process(pid)?;
+            out.push((ino_of(Place::Exe(pid)), l, b"exe".to_vec()));
+            out.push((ino_of(Place::Fds(pid)), d, b"fd".to_vec()));
+            for (name, file) in [
+                (&b"status"[..], File::Status(pid)),
+                (b"stat", File::Stat(pid)),
+                (b"cmdline", File::Cmdline(pid)),
+            ] {
+                out.push((ino_of(Place::File(file)), f, name.to_vec()));
+            }
+        }
+        Place::Fds(pid) => {
+            let p = process(pid)?;
+            let fds: Vec<i32> = p.files.lock().iter().map(|(n, _)| n).collect();
+            for fd in fds {
+                out.push((ino_of(Place::Fd(pid, fd)), l, format!("{fd}").into_bytes()));
+            }
+        }
+        _ => return Err(Errno::ENOTDIR),
+    }
+    Ok(out)
+}
+
+/// The contents of a file, now.
+fn generate(f: File) -> Result<Vec<u8>, Errno> {
+    let mut s = String::new();
+    match f {
+        File::CpuInfo => {
+            let mhz = crate::time::tsc_hz() / 1_000_000;
+            for core in crate::online_cores() {
+                let k = crate::kcb::get(core).ok_or(Errno::EIO)?;
+                let _ = write!(
+                    s,
+                    "processor\t: {core}\nvendor_id\t: {}\nmodel name\t: Reef virtual CPU\n\
+                     cpu MHz\t\t: {mhz}.000\nphysical id\t: {}\ncore id\t\t: {core}\n\
+                     apicid\t\t: {}\nnuma node\t: {}\n\n",
+                    vendor(),
+                    k.node_id,
+                    k.apic_id,
+                    k.node_id
+                );
+            }
+        }
+        File::MemInfo => {
+            let total: u64 = crate::mm::nodes()
+                .iter()
+                .flat_map(|n| n.ranges.iter())
+                .map(|r| r.len())
+                .sum();
+            let free = crate::mm::free_bytes();
+            let _ = write!(
+                s,
+                "MemTotal:       {:8} kB\nMemFree:        {:8} kB\nMemAvailable:   {:8} kB\n",
+                total / 1024,
+                free / 1024,
+                free / 1024
+            );
+        }
+        File::Mounts => {
+            s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\n");
+        }
+        File::Uptime => {
+            let ns = crate::time::now_ns();
+            let _ = writeln!(
+                s,
+                "{}.{:02} 0.00",
+                ns / 1_000_000_000,
+                (ns / 10_000_000) % 100
+            );
+        }
+        File::Version => {
+            s.push_str(concat!(
+                "Linux version 6.1.0-reef (Reef ",
+                env!("CARGO_PKG_VERSION"),
+                ") #1 SMP\n"
+            ));
+        }
+        File::Nrfs => s = crate::fs::report(),
+        File::Status(pid) => {
+            let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
+            let threads = e.process.threads.lock().len();
+            let _ = write!(
+                s,
+                "Name:\t{}\nState:\t{}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\nThreads:\t{threads}\n",
+                comm(&e.process),
+                state_letter(&e).1,
+                e.ppid
+            );
+        }
+        File::Stat(pid) => {
+            let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
+            let threads = e.process.threads.lock().len();
+            // Fields after the thread count (start time, memory sizes, ...) are reported as 0.
+            let _ = writeln!(
+                s,
+                "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 0 0",
+                comm(&e.process),
+                state_letter(&e).0,
+                e.ppid,
+                e.pgid,
+                e.sid
+            );
+        }
+        File::Cmdline(pid) => return Ok(process(pid)?.cmdline.lock().clone()),
+    }
+    Ok(s.into_bytes())
+}
+
+/// The CPU vendor string (CPUID leaf 0).
+fn vendor() -> String {
+    let (_, b, c, d) = crate::arch::cpu::cpuid(0, 0);
+    let bytes: Vec<u8> = [b, d, c].iter().flat_map(|r| r.to_le_bytes()).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The program name (`comm`): the last component of its path, at most 15 bytes.
+fn comm(p: &Process) -> String {
+    let exe = p.exe.lock();
+    let base = exe.rsplit('/').next().unwrap_or("");
+    base.chars().take(15).collect()
+}
+
+fn state_letter(e: &proc::table::Entry) -> (char, &'static str) {
+    match e.life {
+        proc::table::Life::Alive => ('R', "R (running)"),
+        _ => ('Z', "Z (zombie)"),
+    }
+}

@@ -1,0 +1,602 @@
+//! Calls on paths: `open`, the `stat` family, directories, names (`link`, `unlink`, `rename`,
+//! `symlink`, `readlink`), attributes, the working directory, `statfs`.
+//!
+//! Each path is read from user memory once (at most `PATH_MAX - 1` bytes, else ENAMETOOLONG)
+//! and located by [`crate::fs::path`]; NR-FS operations resolve it and apply Linux's checks.
+//! `/proc` is read-only: calls that would change it answer EACCES (EXDEV for a rename or link
+//! between `/proc` and NR-FS). Everything runs as root, so permission bits are reported and
+//! stored but only `access(X_OK)` consults them.
+
+use super::file::{file, write_stat};
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::fd::{KStat, Node, OpenFile, O_PATH};
+use crate::fs::flags::{O_CLOEXEC, O_CREAT, O_DIRECTORY, O_TRUNC};
+use crate::fs::path::{self, Place, AT_FDCWD};
+use crate::fs::{procfs, with_client};
+use crate::proc::{Process, Thread};
+use crate::uaccess::{self, read_user};
+use abi::Errno;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use nrfs::{Attrs, Ino, Timespec, NAME_MAX, PATH_MAX};
+
+/// `AT_SYMLINK_NOFOLLOW`.
+const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+/// `AT_REMOVEDIR`.
+const AT_REMOVEDIR: u64 = 0x200;
+/// `AT_SYMLINK_FOLLOW`.
+const AT_SYMLINK_FOLLOW: u64 = 0x400;
+/// `AT_NO_AUTOMOUNT` (accepted; Reef has no automounts).
+const AT_NO_AUTOMOUNT: u64 = 0x800;
+/// `AT_EMPTY_PATH`.
+const AT_EMPTY_PATH: u64 = 0x1000;
+/// `AT_STATX_SYNC_TYPE` bits (accepted; everything is in memory).
+const AT_STATX_SYNC_TYPE: u64 = 0x6000;
+/// `AT_EACCESS` for `faccessat2`.
+const AT_EACCESS: u64 = 0x200;
+
+/// Reads a path argument.
+fn path_arg(addr: u64) -> Result<Vec<u8>, Errno> {
+    uaccess::read_cstring(addr, PATH_MAX - 1)
+}
+
+/// A `dirfd` argument (an `int`).
+fn dirfd(v: u64) -> i32 {
+    v as i32
+}
+
+fn now() -> Timespec {
+    crate::fs::now()
+}
+
+fn open_common(me: &Arc<Thread>, dir: i32, path: u64, flags: u64, mode: u64) -> SysResult {
+    let path = path_arg(path)?;
+    let flags = flags as u32;
+    let f = crate::fs::open(&me.process, dir, &path, flags, mode as u32)?;
+    let fd = me
+        .process
+        .files
+        .lock()
+        .insert(f, flags & O_CLOEXEC != 0, 0)?;
+    Ok(fd as u64)
+}
+
+pub fn open(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    open_common(me, AT_FDCWD, a[0], a[1], a[2])
+}
+
+pub fn openat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    open_common(me, dirfd(a[0]), a[1], a[2], a[3])
+}
+
+pub fn creat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let flags = O_CREAT | O_TRUNC | crate::fd::O_WRONLY;
+    open_common(me, AT_FDCWD, a[0], u64::from(flags), a[1])
+}
+
+/// Attributes of `path` relative to `dir` (following a final symlink if `follow`).
+fn stat_path(p: &Process, dir: i32, path: &[u8], follow: bool) -> Result<KStat, Errno> {
+    match path::locate(p, dir, path)? {
+        Place::Fs { start, path } => {
+            let s = with_client(|c| {
+                let ino = c.resolve(start, &path, follow)?;
+                c.stat(ino)
+            })?;
+            Ok(KStat::from_nrfs(&s))
+        }
+        Place::Proc(comps) => {
+            let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+            match procfs::resolve(p, &comps, follow)? {
+                procfs::Resolved::Proc(place) => Ok(procfs::stat_of(place, 0)),
+                procfs::Resolved::Outside(target) => stat_path(p, AT_FDCWD, &target, true),
+                procfs::Resolved::Open(f) => f.stat(),
+            }
+        }
+    }
+}
+
+/// The attributes a `*at` stat call asks for: of `dirfd` itself with `AT_EMPTY_PATH` and an
+/// empty path.
+fn stat_at(me: &Arc<Thread>, dir: i32, path_addr: u64, flags: u64) -> Result<KStat, Errno> {
+    let path = path_arg(path_addr)?;
+    if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        return if dir == AT_FDCWD {
+            me.process.cwd.lock().clone().stat()
+        } else {
+            file(me, dir as u32 as u64)?.stat()
+        };
+    }
+    stat_path(&me.process, dir, &path, flags & AT_SYMLINK_NOFOLLOW == 0)
+}
+
+pub fn stat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let st = stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, true)?;
+    write_stat(a[1], &st)?;
+    Ok(0)
+}
+
+pub fn lstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let st = stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, false)?;
+    write_stat(a[1], &st)?;
+    Ok(0)
+}
+
+pub fn newfstatat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[3] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let st = stat_at(me, dirfd(a[0]), a[1], a[3])?;
+    write_stat(a[2], &st)?;
+    Ok(0)
+}
+
+/// `statx(dirfd, path, flags, mask, buf)`: every basic field is filled whatever the mask asks
+/// (STATX_BASIC_STATS is reported); no birth time.
+pub fn statx(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const STATX_BASIC_STATS: u32 = 0x7ff;
+    const STATX_RESERVED: u64 = 0x8000_0000;
+    if a[2] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0
+        || a[2] & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+        || a[3] & STATX_RESERVED != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let s = stat_at(me, dirfd(a[0]), a[1], a[2])?;
+    let mut b = [0u8; 256];
+    let put = |b: &mut [u8; 256], at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+    put(&mut b, 0, &STATX_BASIC_STATS.to_le_bytes());
+    put(&mut b, 4, &4096u32.to_le_bytes());
+    put(&mut b, 16, &s.nlink.to_le_bytes());
+    put(&mut b, 20, &s.uid.to_le_bytes());
+    put(&mut b, 24, &s.gid.to_le_bytes());
+    put(&mut b, 28, &(s.mode as u16).to_le_bytes());
+    put(&mut b, 32, &s.ino.to_le_bytes());
+    put(&mut b, 40, &s.size.to_le_bytes());
+    put(&mut b, 48, &s.blocks.to_le_bytes());
+    for (at, t) in [(64, s.atime), (96, s.ctime), (112, s.mtime)] {
+        put(&mut b, at, &t.sec.to_le_bytes());
+        put(&mut b, at + 8, &t.nsec.to_le_bytes());
+    }
+    put(&mut b, 128, &((s.rdev >> 8) as u32).to_le_bytes());
+    put(&mut b, 132, &((s.rdev & 0xff) as u32).to_le_bytes());
+    put(&mut b, 136, &0u32.to_le_bytes());
+    put(&mut b, 140, &(s.dev as u32).to_le_bytes());
+    uaccess::copy_to_user(a[4], &b)?;
+    Ok(0)
+}
+
+/// The NR-FS location of a path that changes the namespace; EACCES inside `/proc`.
+fn fs_place(p: &Process, dir: i32, path: &[u8]) -> Result<(Ino, Vec<u8>), Errno> {
+    path::locate(p, dir, path)?.fs(Errno::EACCES)
+}
+
+fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
+    let path = path_arg(path)?;
+    let (start, path) = match path::locate(&me.process, dir, &path)? {
+        Place::Fs { start, path } => (start, path),
+        Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
+        Place::Proc(_) => return Err(Errno::EACCES),
+    };
+    let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
+    let t = now();
+    with_client(|c| c.mkdir(start, &path, Attrs::new(perm, 0, 0), t))?;
+    Ok(0)
+}
+
+pub fn mkdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    mkdir_common(me, AT_FDCWD, a[0], a[1])
+}
+
+pub fn mkdirat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    mkdir_common(me, dirfd(a[0]), a[1], a[2])
+}
+
+fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
+    let path = path_arg(path)?;
+    let (start, path) = fs_place(&me.process, dir, &path)?;
+    let t = now();
+    with_client(|c| {
+        if is_dir {
+            c.rmdir(start, &path, t)
+        } else {
+            c.unlink(start, &path, t)
+        }
+    })?;
+    Ok(0)
+}
+
+pub fn rmdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    remove(me, AT_FDCWD, a[0], true)
+}
+
+pub fn unlink(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    remove(me, AT_FDCWD, a[0], false)
+}
+
+pub fn unlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[2] & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    remove(me, dirfd(a[0]), a[1], a[2] & AT_REMOVEDIR != 0)
+}
+
+/// Locates both paths of a two-path call; EXDEV between `/proc` and NR-FS, EACCES in `/proc`.
+fn two_places(
+    p: &Process,
+    (dir1, path1): (i32, &[u8]),
+    (dir2, path2): (i32, &[u8]),
+) -> Result<((Ino, Vec<u8>), (Ino, Vec<u8>)), Errno> {
+    let a = path::locate(p, dir1, path1)?;
+    let b = path::locate(p, dir2, path2)?;
+    match (a, b) {
+        (
+            Place::Fs {
+                start: s1,
+                path: p1,
+            },
+            Place::Fs {
+                start: s2,
+                path: p2,
+            },
+        ) => Ok(((s1, p1), (s2, p2))),
+        (Place::Proc(_), Place::Proc(_)) => Err(Errno::EACCES),
+        _ => Err(Errno::EXDEV),
+    }
+}
+
+fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) -> SysResult {
+    let (old, new) = (path_arg(a[0])?, path_arg(a[1])?);
+    let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
+    let ((s1, p1), (s2, p2)) = two_places(&me.process, (dirs.0, &old), (dirs.1, &new))?;
+    let t = now();
+    with_client(|c| c.rename(s1, &p1, s2, &p2, flags, t))?;
+    Ok(0)
+}
+
+pub fn rename(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    rename_common(me, [a[0], a[1], 0, 0, 0, 0], (AT_FDCWD, AT_FDCWD), 0)
+}
+
+pub fn renameat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    rename_common(me, [a[1], a[3], 0, 0, 0, 0], (dirfd(a[0]), dirfd(a[2])), 0)
+}
+
+pub fn renameat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    rename_common(
+        me,
+        [a[1], a[3], 0, 0, 0, 0],
+        (dirfd(a[0]), dirfd(a[2])),
+        a[4],
+    )
+}
+
+fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u64) -> SysResult {
+    if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (old, new) = (path_arg(old)?, path_arg(new)?);
+    let ((s1, p1), (s2, p2)) = two_places(&me.process, (dirs.0, &old), (dirs.1, &new))?;
+    let t = now();
+    let follow = flags & AT_SYMLINK_FOLLOW != 0;
+    with_client(|c| c.link(s1, &p1, s2, &p2, follow, t))?;
+    Ok(0)
+}
+
+pub fn link(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    link_common(me, (AT_FDCWD, AT_FDCWD), a[0], a[1], 0)
+}
+
+pub fn linkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    link_common(me, (dirfd(a[0]), dirfd(a[2])), a[1], a[3], a[4])
+}
+
+fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResult {
+    let target = path_arg(target)?;
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let path = path_arg(path)?;
+    let (start, path) = fs_place(&me.process, dir, &path)?;
+    let t = now();
+    with_client(|c| c.symlink(&target, start, &path, Attrs::new(0o777, 0, 0), t))?;
+    Ok(0)
+}
+
+pub fn symlink(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    symlink_common(me, a[0], AT_FDCWD, a[1])
+}
+
+pub fn symlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    symlink_common(me, a[0], dirfd(a[1]), a[2])
+}
+
+fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -> SysResult {
+    let size = (size as i32).max(-1);
+    if size <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg(path)?;
+    let target = match path::locate(&me.process, dir, &path)? {
+        Place::Fs { start, path } => with_client(|c| {
+            let ino = c.resolve(start, &path, false)?;
+            c.readlink(ino)
+        })?,
+        Place::Proc(comps) => {
+            let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+            match procfs::resolve(&me.process, &comps, false)? {
+                procfs::Resolved::Proc(place) => procfs::readlink(place)?,
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+    };
+    // readlink(2) truncates to the buffer and does not add a NUL.
+    let n = target.len().min(size as usize);
+    uaccess::copy_to_user(buf, &target[..n])?;
+    Ok(n as u64)
+}
+
+pub fn readlink(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    readlink_common(me, AT_FDCWD, a[0], a[1], a[2])
+}
+
+pub fn readlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    readlink_common(me, dirfd(a[0]), a[1], a[2], a[3])
+}
+
+pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg(a[0])?;
+    let (start, path) = fs_place(&me.process, AT_FDCWD, &path)?;
+    let t = now();
+    with_client(|c| {
+        let ino = c.resolve(start, &path, true)?;
+        match c.stat(ino)?.kind {
+            nrfs::Kind::Dir => Err(Errno::EISDIR),
+            nrfs::Kind::File => c.truncate(ino, a[1], t),
+            _ => Err(Errno::EINVAL),
+        }
+    })?;
+    Ok(0)
+}
+
+/// Makes `f` (a directory description) the working directory.
+fn set_cwd(p: &Process, f: Arc<OpenFile>) {
+    let old = core::mem::replace(&mut *p.cwd.lock(), f);
+    drop(old);
+}
+
+pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let path = path_arg(a[0])?;
+    let f = crate::fs::open(&me.process, AT_FDCWD, &path, O_DIRECTORY | O_PATH, 0)?;
+    // Show the canonical path (symlinks resolved) in /proc and to getcwd.
+    let f = match f.node {
+        Node::Dir(ino) => {
+            let canonical = crate::fs::dir_path(ino)?;
+            with_client(|c| c.open(ino))?;
+            OpenFile::new(Node::Dir(ino), f.flags(), canonical)
+        }
+        _ => f,
+    };
+    set_cwd(&me.process, f);
+    Ok(0)
+}
+
+pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let f = file(me, a[0])?;
+    match f.node {
+        Node::Dir(_) | Node::ProcDir(_) => {
+            set_cwd(&me.process, f);
+            Ok(0)
+        }
+        _ => Err(Errno::ENOTDIR),
+    }
+}
+
+pub fn getcwd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let cwd = me.process.cwd.lock().clone();
+    let mut path = match cwd.node {
+        Node::Dir(ino) => crate::fs::dir_path(ino)?,
+        _ => cwd.path.clone(),
+    };
+    path.push(0);
+    if path.len() as u64 > a[1] {
+        return Err(Errno::ERANGE);
+    }
+    uaccess::copy_to_user(a[0], &path)?;
+    Ok(path.len() as u64)
+}
+
+fn access_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, flags: u64) -> SysResult {
+    const W_OK: u64 = 2;
+    const X_OK: u64 = 1;
+    if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let st = stat_at(me, dir, path, flags)?;
+    // Root may read and write anything (but not change /proc) and execute anything with an
+    // execute bit, and search any directory.
+    if mode & W_OK != 0 && st.dev == crate::fd::DEV_PROC {
+        return Err(Errno::EACCES);
+    }
+    if mode & X_OK != 0 && !st.is_dir() && st.mode & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(0)
+}
+
+pub fn access(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    access_common(me, AT_FDCWD, a[0], a[1], 0)
+}
+
+pub fn faccessat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    access_common(me, dirfd(a[0]), a[1], a[2], 0)
+}
+
+pub fn faccessat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    access_common(me, dirfd(a[0]), a[1], a[2], a[3])
+}
+
+/// The NR-FS inode a path names, for attribute changes (EACCES in `/proc`).
+fn inode_at(me: &Arc<Thread>, dir: i32, path: &[u8], follow: bool) -> Result<Ino, Errno> {
+    let (start, path) = fs_place(&me.process, dir, path)?;
+    with_client(|c| c.resolve(start, &path, follow))
+}
+
+/// The NR-FS inode of a descriptor (EPERM for pipes and `/proc`, as Linux's read-only or
+/// attribute-less objects answer).
+fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Ino, Errno> {
+    file(me, fd)?.ino().ok_or(Errno::EPERM)
+}
+
+/// The inode an `*at` attribute call names: `dirfd` itself with `AT_EMPTY_PATH` and "".
+fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<Ino, Errno> {
+    let p = path_arg(path)?;
+    if p.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        return if dir == AT_FDCWD {
+            me.process.cwd.lock().ino().ok_or(Errno::EPERM)
+        } else {
+            inode_of(me, dir as u32 as u64)
+        };
+    }
+    inode_at(me, dir, &p, flags & AT_SYMLINK_NOFOLLOW == 0)
+}
+
+fn chmod_ino(ino: Ino, mode: u64) -> SysResult {
+    let t = now();
+    with_client(|c| c.chmod(ino, mode as u32 & 0o7777, t))?;
+    Ok(0)
+}
+
+pub fn chmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    chmod_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1])
+}
+
+pub fn fchmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    chmod_ino(inode_of(me, a[0])?, a[1])
+}
+
+pub fn fchmodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    chmod_ino(inode_at(me, dirfd(a[0]), &path_arg(a[1])?, true)?, a[2])
+}
+
+fn chown_ino(ino: Ino, uid: u64, gid: u64) -> SysResult {
+    let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
+    let t = now();
+    with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
+    Ok(0)
+}
+
+pub fn chown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    chown_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1], a[2])
+}
+
+pub fn lchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    chown_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, false)?, a[1], a[2])
+}
+
+pub fn fchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    chown_ino(inode_of(me, a[0])?, a[1], a[2])
+}
+
+pub fn fchownat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    chown_ino(inode_at_flags(me, dirfd(a[0]), a[1], a[4])?, a[2], a[3])
+}
+
+/// `utimensat(dirfd, path, times, flags)`; a NULL path changes `dirfd` itself (`futimens`).
+pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const UTIME_NOW: u64 = (1 << 30) - 1;
+    const UTIME_OMIT: u64 = (1 << 30) - 2;
+    if a[3] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = now();
+    let (atime, mtime) = if a[2] == 0 {
+        (Some(t), Some(t))
+    } else {
+        let ts: [u64; 4] = read_user(a[2])?;
+        let pick = |sec: u64, nsec: u64| -> Result<Option<Timespec>, Errno> {
+            match nsec {
+                UTIME_NOW => Ok(Some(t)),
+                UTIME_OMIT => Ok(None),
+                n if n < 1_000_000_000 => Ok(Some(Timespec::new(sec as i64, n as u32))),
+                _ => Err(Errno::EINVAL),
+            }
+        };
+        (pick(ts[0], ts[1])?, pick(ts[2], ts[3])?)
+    };
+    let ino = if a[1] == 0 {
+        inode_of(me, a[0])?
+    } else {
+        inode_at_flags(me, dirfd(a[0]), a[1], a[3])?
+    };
+    if atime.is_none() && mtime.is_none() {
+        return Ok(0);
+    }
+    with_client(|c| c.set_times(ino, atime, mtime, t))?;
+    Ok(0)
+}
+
+/// Writes a `struct statfs` (120 bytes) for the file system of `st`.
+fn write_statfs(addr: u64, st: &KStat) -> SysResult {
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+    const PIPEFS_MAGIC: u64 = 0x5049_5045;
+    let page = 4096u64;
+    let free_pages = crate::mm::free_bytes() / page;
+    let (magic, blocks, bfree, files, ffree) = match st.dev {
+        crate::fd::DEV_NRFS => {
+            let s = with_client(|c| c.statfs())?;
+            let total = s.pages + free_pages;
+            (
+                TMPFS_MAGIC,
+                total,
+                free_pages,
+                s.inodes + free_pages,
+                free_pages,
+            )
+        }
+        crate::fd::DEV_PROC => (PROC_SUPER_MAGIC, 0, 0, 0, 0),
+        _ => (PIPEFS_MAGIC, 0, 0, 0, 0),
+    };
+    let words: [u64; 15] = [
+        magic,
+        page,
+        blocks,
+        bfree,
+        bfree,
+        files,
+        ffree,
+        st.dev,
+        NAME_MAX as u64,
+        page,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    crate::uaccess::write_user(addr, &words)?;
+    Ok(0)
+}
+
+pub fn statfs(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let st = stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, true)?;
+    write_statfs(a[1], &st)
+}
+
+pub fn fstatfs(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let st = file(me, a[0])?.stat()?;
+    write_statfs(a[1], &st)
+}
+
+/// `sync`: nothing to write back.
+pub fn sync(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(0)
+}

@@ -1,0 +1,241 @@
+//! `poll`, `ppoll`, `select`, `pselect6`: waiting until descriptors are ready.
+//!
+//! Readiness comes from [`crate::fd::OpenFile::poll`]. A waiter scans its descriptors and, if
+//! none is ready, sleeps on [`crate::fd::POLL_WAKE`] (woken by every pipe and terminal change),
+//! re-reading the queue's counter before each scan so no wake-up is lost. Regular files,
+//! directories and memory devices are always ready. The sleep is also capped at one timer tick
+//! (10 ms) as a safety net for readiness sources that do not notify.
+
+use super::file::file;
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::fd::{MAX_FDS, POLL_WAKE};
+use crate::proc::signal;
+use crate::proc::wait::Wake;
+use crate::proc::Thread;
+use crate::uaccess::{read_user, write_user};
+use abi::Errno;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+/// Data to read.
+pub const POLLIN: u16 = 0x001;
+/// Urgent data (never reported).
+pub const POLLPRI: u16 = 0x002;
+/// Room to write.
+pub const POLLOUT: u16 = 0x004;
+/// An error (a pipe without readers).
+pub const POLLERR: u16 = 0x008;
+/// Hung up (a pipe without writers).
+pub const POLLHUP: u16 = 0x010;
+/// Not an open descriptor.
+pub const POLLNVAL: u16 = 0x020;
+/// Same as `POLLIN` for the cases Reef has.
+const POLLRDNORM: u16 = 0x040;
+/// Same as `POLLOUT` for the cases Reef has.
+const POLLWRNORM: u16 = 0x100;
+
+/// The events of `fd` among `wanted` (plus the always-reported error conditions).
+fn events_of(me: &Thread, fd: i32, wanted: u16) -> u16 {
+    let Ok(f) = file(me, fd as u32 as u64) else {
+        return POLLNVAL;
+    };
+    let mut ready = f.poll();
+    if ready & POLLIN != 0 {
+        ready |= POLLRDNORM;
+    }
+    if ready & POLLOUT != 0 {
+        ready |= POLLWRNORM;
+    }
+    ready & (wanted | POLLERR | POLLHUP)
+}
+
+/// Scans with `scan` until it reports something ready, the deadline passes (`None`: never),
+/// or a signal arrives (EINTR).
+fn wait_ready(
+    me: &Arc<Thread>,
+    deadline: Option<u64>,
+    mut scan: impl FnMut() -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    loop {
+        let seq = POLL_WAKE.seq();
+        let n = scan()?;
+        let now = crate::time::now_ns();
+        if n > 0 || deadline.is_some_and(|d| now >= d) {
+            return Ok(n);
+        }
+        let tick = now + 10_000_000;
+        let wake = deadline.map_or(tick, |d| d.min(tick));
+        if POLL_WAKE.wait(seq, Some(wake)) == Wake::Interrupted || me.signal_pending() {
+            return Err(Errno::EINTR);
+        }
+    }
+}
+
+/// Runs `body` with the signal mask `mask_addr` points to (if not 0), restoring the old mask
+/// afterwards (`ppoll`, `pselect6`).
+fn with_mask(
+    me: &Arc<Thread>,
+    mask_addr: u64,
+    size: u64,
+    body: impl FnOnce() -> SysResult,
+) -> SysResult {
+    if mask_addr == 0 {
+        return body();
+    }
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mask: u64 = read_user(mask_addr)?;
+    let old = signal::set_mask(me, 2, Some(mask))?;
+    let r = body();
+    signal::set_mask(me, 2, Some(old))?;
+    r
+}
+
+/// A relative `struct timespec` timeout as an absolute deadline (`None` for a NULL pointer).
+fn timespec_deadline(addr: u64) -> Result<Option<u64>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let [sec, nsec]: [i64; 2] = read_user(addr)?;
+    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    let ns = (sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nsec as u64);
+    Ok(Some(crate::time::now_ns().saturating_add(ns)))
+}
+
+fn poll_common(me: &Arc<Thread>, fds: u64, nfds: u64, deadline: Option<u64>) -> SysResult {
+    if nfds > MAX_FDS as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let mut entries: Vec<[u16; 4]> = (0..nfds)
+        .map(|i| read_user::<[u16; 4]>(fds + 8 * i))
+        .collect::<Result<_, _>>()?;
+    let n = wait_ready(me, deadline, || {
+        let mut ready = 0;
+        for e in entries.iter_mut() {
+            let fd = (u32::from(e[0]) | (u32::from(e[1]) << 16)) as i32;
+            e[3] = if fd < 0 { 0 } else { events_of(me, fd, e[2]) };
+            if e[3] != 0 {
+                ready += 1;
+            }
+        }
+        Ok(ready)
+    })?;
+    for (i, e) in entries.iter().enumerate() {
+        write_user(fds + 8 * i as u64 + 6, &e[3])?;
+    }
+    Ok(n as u64)
+}
+
+pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let timeout_ms = a[2] as i32;
+    let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
+    poll_common(me, a[0], a[1], deadline)
+}
+
+pub fn ppoll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let deadline = timespec_deadline(a[2])?;
+    with_mask(me, a[3], a[4], || poll_common(me, a[0], a[1], deadline))
+}
+
+/// Reads an `fd_set` of `nfds` bits (all clear for a NULL pointer).
+fn read_set(addr: u64, words: usize) -> Result<Vec<u64>, Errno> {
+    if addr == 0 {
+        return Ok(alloc::vec![0; words]);
+    }
+    (0..words)
+        .map(|i| read_user::<u64>(addr + 8 * i as u64))
+        .collect()
+}
+
+fn select_common(me: &Arc<Thread>, nfds: u64, sets: [u64; 3], deadline: Option<u64>) -> SysResult {
+    let nfds = usize::try_from(nfds as i32).map_err(|_| Errno::EINVAL)?;
+    if nfds > MAX_FDS {
+        return Err(Errno::EINVAL);
+    }
+    let words = nfds.div_ceil(64);
+    let wanted = [
+        read_set(sets[0], words)?,
+        read_set(sets[1], words)?,
+        read_set(sets[2], words)?,
+    ];
+    for fd in 0..nfds {
+        let bit = 1u64 << (fd % 64);
+        if wanted.iter().any(|s| s[fd / 64] & bit != 0) && file(me, fd as u64).is_err() {
+            return Err(Errno::EBADF);
+        }
+    }
+    let mut got = [
+        alloc::vec![0u64; words],
+        alloc::vec![0u64; words],
+        alloc::vec![0u64; words],
+    ];
+    let n = wait_ready(me, deadline, || {
+        let mut count = 0;
+        for fd in 0..nfds {
+            let (w, bit) = (fd / 64, 1u64 << (fd % 64));
+            let any = wanted.iter().any(|s| s[w] & bit != 0);
+            if !any {
+                continue;
+            }
+            let ev = events_of(me, fd as i32, POLLIN | POLLOUT | POLLPRI);
+            let hits = [
+                ev & (POLLIN | POLLHUP | POLLERR) != 0,
+                ev & (POLLOUT | POLLERR) != 0,
+                ev & POLLPRI != 0,
+            ];
+            for k in 0..3 {
+                if wanted[k][w] & bit != 0 && hits[k] {
+                    got[k][w] |= bit;
+                    count += 1;
+                } else {
+                    got[k][w] &= !bit;
+                }
+            }
+        }
+        Ok(count)
+    })?;
+    for k in 0..3 {
+        if sets[k] != 0 {
+            for (i, word) in got[k].iter().enumerate() {
+                write_user(sets[k] + 8 * i as u64, word)?;
+            }
+        }
+    }
+    Ok(n as u64)
+}
+
+pub fn select(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let deadline = if a[4] == 0 {
+        None
+    } else {
+        let [sec, usec]: [i64; 2] = read_user(a[4])?;
+        if sec < 0 || !(0..1_000_000).contains(&usec) {
+            return Err(Errno::EINVAL);
+        }
+        let ns = (sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(usec as u64 * 1000);
+        Some(crate::time::now_ns().saturating_add(ns))
+    };
+    select_common(me, a[0], [a[1], a[2], a[3]], deadline)
+}
+
+pub fn pselect6(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let deadline = timespec_deadline(a[4])?;
+    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+    let (mask, size) = if a[5] == 0 {
+        (0, 0)
+    } else {
+        let [p, len]: [u64; 2] = read_user(a[5])?;
+        (p, len)
+    };
+    with_mask(me, mask, size, || {
+        select_common(me, a[0], [a[1], a[2], a[3]], deadline)
+    })
+}
