@@ -244,11 +244,27 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
         .init
         .clone()
         .unwrap_or_else(|| alloc::vec![cmdline::DEFAULT_INIT.into()]);
+    if config.init.is_none() {
+        greet(machine);
+    }
     FREE_BEFORE_INIT.store(mm::free_bytes(), core::sync::atomic::Ordering::Relaxed);
     if let Err(e) = proc::spawn_init(&argv) {
         kprintln!("reef: cannot start init '{}': {e}", argv[0]);
         init_exited(127 << 8);
     }
+}
+
+/// The greeting before the default shell starts.
+fn greet(machine: &Machine) {
+    kprintln!();
+    kprintln!("Welcome to Reef, a research kernel for manycore x86-64 machines.");
+    kprintln!(
+        "This is busybox sh on NR-FS, a file system replicated on each of the {} NUMA node(s)",
+        machine.node_ram.len()
+    );
+    kprintln!("(NrOS node replication); try: ls /proc, cat /proc/reef/nrfs, ls /test.");
+    kprintln!("To power off: type 'exit' (or 'poweroff -f'); to leave QEMU at once: Ctrl-A X.");
+    kprintln!();
 }
 
 fn on_off(b: bool) -> &'static str {

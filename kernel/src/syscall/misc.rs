@@ -126,3 +126,43 @@ pub fn reboot(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         _ => Err(Errno::EINVAL),
     }
 }
+
+/// `prctl`: the thread name (PR_SET_NAME is checked and accepted, PR_GET_NAME answers the
+/// program name), and the flags Reef has no use for (parent-death signal, dumpable, no new
+/// privileges) accepted or answered with their defaults. Other options: EINVAL.
+pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const PR_SET_PDEATHSIG: u64 = 1;
+    const PR_GET_PDEATHSIG: u64 = 2;
+    const PR_GET_DUMPABLE: u64 = 3;
+    const PR_SET_DUMPABLE: u64 = 4;
+    const PR_SET_NAME: u64 = 15;
+    const PR_GET_NAME: u64 = 16;
+    const PR_SET_NO_NEW_PRIVS: u64 = 38;
+    const PR_GET_NO_NEW_PRIVS: u64 = 39;
+    match a[0] {
+        PR_SET_PDEATHSIG => crate::proc::signal::check(a[1]).map(|_| 0),
+        PR_GET_PDEATHSIG => {
+            write_user(a[1], &0i32)?;
+            Ok(0)
+        }
+        PR_GET_DUMPABLE => Ok(1),
+        PR_SET_DUMPABLE if a[1] <= 1 => Ok(0),
+        PR_SET_NAME => {
+            let mut name = [0u8; 16];
+            uaccess::copy_from_user(a[1], &mut name)?;
+            Ok(0)
+        }
+        PR_GET_NAME => {
+            let exe = me.process.exe.lock().clone();
+            let base = exe.rsplit('/').next().unwrap_or("").as_bytes();
+            let mut name = [0u8; 16];
+            let n = base.len().min(15);
+            name[..n].copy_from_slice(&base[..n]);
+            uaccess::copy_to_user(a[1], &name)?;
+            Ok(0)
+        }
+        PR_SET_NO_NEW_PRIVS if a[1] == 1 => Ok(0),
+        PR_GET_NO_NEW_PRIVS => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}

@@ -111,6 +111,8 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_FSTATFS => path::fstatfs,
         SYS_SYNC => path::sync,
         SYS_REBOOT => misc::reboot,
+        SYS_PRCTL => misc::prctl,
+        SYS_TIME => time::time,
         SYS_MMAP => memory::mmap,
         SYS_MUNMAP => memory::munmap,
         SYS_MPROTECT => memory::mprotect,

@@ -45,6 +45,15 @@ pub fn clock_getres(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
     Ok(0)
 }
 
+/// `time(tloc)`: seconds since the epoch, also stored at `tloc` unless it is NULL.
+pub fn time(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let secs = clock_ns(CLOCK_REALTIME)? / 1_000_000_000;
+    if a[0] != 0 {
+        write_user(a[0], &(secs as i64))?;
+    }
+    Ok(secs)
+}
+
 pub fn gettimeofday(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
         let ns = clock_ns(CLOCK_REALTIME)?;
