@@ -6,8 +6,10 @@
  * static musl binaries that must pass on Linux as well as on Reef; `on_reef()` tells them apart
  * (uname release `6.1.0-reef`) for the few checks that only make sense on one of the two.
  *
- * Only system calls that Reef's user-process issue lists are used (no pipes, no files): children
- * report to their parents through exit statuses and MAP_SHARED memory.
+ * The programs of the user-process issue use no pipes and no files: children report to their
+ * parents through exit statuses and MAP_SHARED memory. Those of the file-system issue (fsshare,
+ * pipes, ...) also use files under /tmp (unique names, /tmp/<name>.<pid>, removed at the end)
+ * and pipes.
  */
 #ifndef REEF_TEST_H
 #define REEF_TEST_H

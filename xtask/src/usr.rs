@@ -74,6 +74,16 @@ pub const PROGRAMS: &[Program] = &[
         source: "spawnloop.c",
         pie: false,
     },
+    Program {
+        name: "fsshare",
+        source: "fsshare.c",
+        pie: false,
+    },
+    Program {
+        name: "pipes",
+        source: "pipes.c",
+        pie: false,
+    },
 ];
 
 /// Measurement programs: built and put into `/test` like [`PROGRAMS`], after them, but not
