@@ -158,8 +158,14 @@ impl Drop for OpenFile {
         match &self.node {
             Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => {
                 let ino = *ino;
-                if let Err(e) = crate::fs::with_client(|c| c.close(ino)) {
-                    crate::kprintln!("reef: nrfs: closing inode {ino} failed: {e}");
+                let closed = crate::fs::with_client(|c| {
+                    let orphan = c.stat(ino).is_ok_and(|s| s.nlink == 0 && s.blocks > 0);
+                    c.close(ino).map(|()| orphan)
+                });
+                match closed {
+                    Ok(true) => crate::fs::sync_all(),
+                    Ok(false) => {}
+                    Err(e) => crate::kprintln!("reef: nrfs: closing inode {ino} failed: {e}"),
                 }
             }
             Node::PipeRead(p) => p.close_reader(),

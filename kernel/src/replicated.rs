@@ -160,7 +160,7 @@ impl<D: Dispatch> Drop for NodeReplicated<D> {
 }
 
 /// The `nr` library's lagging-replica callback: asks a core of the lagging node to sync.
-fn lagging_replica(_log_id: usize, replica: usize) {
+pub fn lagging_replica(_log_id: usize, replica: usize) {
     let target = (0..kcb::MAX_CORES)
         .filter_map(kcb::get)
         .find(|k| k.node_id == replica && k.state() == kcb::CoreState::Online);
@@ -180,4 +180,5 @@ pub fn sync_local_node() {
     for r in live {
         r.sync_node(node);
     }
+    crate::fs::sync_local();
 }

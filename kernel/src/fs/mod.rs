@@ -57,7 +57,8 @@ const LOG_ENTRIES: usize = 512;
 struct Root {
     fs: NrFs,
     replicas: Vec<Arc<FsReplica>>,
-    /// `clients[core]`: that core's handle on its node's replica.
+    /// `clients[core * nodes + node]`: that core's handle on `node`'s replica (a core works on
+    /// its own node's replica and may bring the others up to date).
     clients: Vec<IrqMutex<Option<FsClient>>>,
 }
 
@@ -79,7 +80,8 @@ pub struct Unpacked {
 /// Creates NR-FS with one replica per node (each made on the calling core; see the note in
 /// docs/architecture.md about replica placement).
 pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
-    let logs = nr::cnr::Logs::with_capacity(LOGS, LOG_ENTRIES);
+    let logs = nr::cnr::Logs::with_capacity(LOGS, LOG_ENTRIES)
+        .with_lag_callback(crate::replicated::lagging_replica);
     let fs = NrFs::with_logs(logs, nodes, Attrs::new(0o755, 0, 0), now())?;
     let mut replicas = Vec::with_capacity(nodes);
     for _ in 0..nodes {
@@ -88,7 +90,9 @@ pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
     ROOT.call_once(|| Root {
         fs,
         replicas,
-        clients: (0..kcb::MAX_CORES).map(|_| IrqMutex::new(None)).collect(),
+        clients: (0..kcb::MAX_CORES * nodes)
+            .map(|_| IrqMutex::new(None))
+            .collect(),
     });
     Ok(())
 }
@@ -102,16 +106,50 @@ pub fn now() -> Timespec {
     }
 }
 
-/// Runs `f` with this core's NR-FS client.
-pub fn with_client<R>(f: impl FnOnce(&FsClient) -> Result<R, Errno>) -> Result<R, Errno> {
-    let root = ROOT.get().ok_or(Errno::ENOENT)?;
-    let k = kcb::current();
-    let mut slot = root.clients[k.core_id].lock();
+/// Runs `f` with this core's client of `node`'s replica.
+fn with_client_of<R>(
+    root: &Root,
+    node: usize,
+    f: impl FnOnce(&FsClient) -> Result<R, Errno>,
+) -> Result<R, Errno> {
+    let core = kcb::current().core_id;
+    let node = node.min(root.replicas.len() - 1);
+    let mut slot = root.clients[core * root.replicas.len() + node].lock();
     if slot.is_none() {
-        let replica = &root.replicas[k.node_id.min(root.replicas.len() - 1)];
-        *slot = Some(root.fs.client(replica).ok_or(Errno::EAGAIN)?);
+        *slot = Some(root.fs.client(&root.replicas[node]).ok_or(Errno::EAGAIN)?);
     }
     f(slot.as_ref().expect("registered above"))
+}
+
+/// Runs `f` with this core's NR-FS client (of its own node's replica).
+pub fn with_client<R>(f: impl FnOnce(&FsClient) -> Result<R, Errno>) -> Result<R, Errno> {
+    let root = ROOT.get().ok_or(Errno::ENOENT)?;
+    with_client_of(root, kcb::current().node_id, f)
+}
+
+/// Brings this node's NR-FS replica up to date (idle cores, and the `NrSync` IPI of a log
+/// that found this node lagging; NrOS §4.5).
+pub fn sync_local() {
+    let _ = with_client(|c| {
+        c.replica().sync(c.token());
+        Ok(())
+    });
+}
+
+/// Brings every node's NR-FS replica up to date from this core. Used after an operation that
+/// frees file data (the last close of an unlinked file, the unlink of a file's last name):
+/// each replica frees its copy of the pages when it applies the operation, and this makes
+/// the memory come back at once instead of when each node next uses NR-FS.
+pub fn sync_all() {
+    let Some(root) = ROOT.get() else {
+        return;
+    };
+    for node in 0..root.replicas.len() {
+        let _ = with_client_of(root, node, |c| {
+            c.replica().sync(c.token());
+            Ok(())
+        });
+    }
 }
 
 /// A regular file opened for `execve`: read piece by piece, so a large program never needs

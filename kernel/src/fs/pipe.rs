@@ -74,12 +74,13 @@ impl Pipe {
         self.state.lock().buf.len()
     }
 
-    /// (readable, writable, hung up, no readers) for `poll`: data or end of file waits; at
-    /// least `PIPE_BUF` bytes of space; every writer is gone; every reader is gone.
+    /// (readable, writable, hung up, no readers) for `poll`: data waits; at least `PIPE_BUF`
+    /// bytes of space; every writer is gone (end of file: `POLLHUP`, not `POLLIN`, as on
+    /// Linux); every reader is gone.
     pub fn poll_state(&self) -> (bool, bool, bool, bool) {
         let s = self.state.lock();
         (
-            !s.buf.is_empty() || s.writers == 0,
+            !s.buf.is_empty(),
             CAPACITY - s.buf.len() >= PIPE_BUF || s.readers == 0,
             s.writers == 0,
             s.readers == 0,

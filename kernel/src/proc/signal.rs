@@ -344,6 +344,13 @@ fn gregs(f: &InterruptFrame) -> [u64; 18] {
 pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
     let Some((sig, info)) = take(me) else { return };
     let action = me.process.signals.lock().actions[(sig - 1) as usize];
+    if action.handler == SIG_IGN || action.handler == SIG_DFL {
+        // No handler runs: a mask saved by rt_sigsuspend, ppoll or pselect6 comes back now.
+        let mut s = me.signals.lock();
+        if let Some(m) = s.saved.take() {
+            s.mask = m;
+        }
+    }
     if action.handler == SIG_IGN {
         return;
     }

@@ -197,13 +197,20 @@ fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
     let path = path_arg(path)?;
     let (start, path) = fs_place(&me.process, dir, &path)?;
     let t = now();
-    with_client(|c| {
+    let frees_data = with_client(|c| {
         if is_dir {
-            c.rmdir(start, &path, t)
-        } else {
-            c.unlink(start, &path, t)
+            return c.rmdir(start, &path, t).map(|()| false);
         }
+        // A last name of a file with data: its pages go when each replica applies this.
+        let last = c
+            .resolve(start, &path, false)
+            .and_then(|ino| c.stat(ino))
+            .is_ok_and(|s| s.nlink == 1 && s.blocks > 0);
+        c.unlink(start, &path, t).map(|()| last)
     })?;
+    if frees_data {
+        crate::fs::sync_all();
+    }
     Ok(0)
 }
 

@@ -73,7 +73,7 @@ fn wait_ready(
 }
 
 /// Runs `body` with the signal mask `mask_addr` points to (if not 0), restoring the old mask
-/// afterwards (`ppoll`, `pselect6`).
+/// afterwards, or after the handler of the signal that interrupted it (`ppoll`, `pselect6`).
 fn with_mask(
     me: &Arc<Thread>,
     mask_addr: u64,
@@ -89,7 +89,13 @@ fn with_mask(
     let mask: u64 = read_user(mask_addr)?;
     let old = signal::set_mask(me, 2, Some(mask))?;
     let r = body();
-    signal::set_mask(me, 2, Some(old))?;
+    if r == Err(Errno::EINTR) {
+        // The handler runs with the call's mask; the old one comes back with its sigreturn
+        // (as for rt_sigsuspend).
+        me.signals.lock().saved = Some(old);
+    } else {
+        signal::set_mask(me, 2, Some(old))?;
+    }
     r
 }
 
