@@ -84,6 +84,16 @@ pub const PROGRAMS: &[Program] = &[
         source: "pipes.c",
         pie: false,
     },
+    Program {
+        name: "fileio",
+        source: "fileio.c",
+        pie: false,
+    },
+    Program {
+        name: "devproc",
+        source: "devproc.c",
+        pie: false,
+    },
 ];
 
 /// Measurement programs: built and put into `/test` like [`PROGRAMS`], after them, but not
