@@ -84,15 +84,32 @@ pub const PROGRAMS: &[Program] = &[
         source: "pipes.c",
         pie: false,
     },
+    Program {
+        name: "fileio",
+        source: "fileio.c",
+        pie: false,
+    },
+    Program {
+        name: "devproc",
+        source: "devproc.c",
+        pie: false,
+    },
 ];
 
 /// Measurement programs: built and put into `/test` like [`PROGRAMS`], after them, but not
 /// tests (they print numbers, no `PASS` line), so `cargo xtask test` makes no cases for them.
-pub const TOOLS: &[Program] = &[Program {
-    name: "uperf",
-    source: "uperf.c",
-    pie: false,
-}];
+pub const TOOLS: &[Program] = &[
+    Program {
+        name: "uperf",
+        source: "uperf.c",
+        pie: false,
+    },
+    Program {
+        name: "fsbench",
+        source: "fsbench.c",
+        pie: false,
+    },
+];
 
 /// The shared header every program includes.
 const HEADER: &str = "reef-test.h";
