@@ -208,7 +208,8 @@ impl OpenFile {
         f & O_PATH == 0 && f & O_ACCMODE != O_WRONLY
     }
 
-    fn writable(&self) -> bool {
+    /// Whether the description allows writing.
+    pub fn writable(&self) -> bool {
         let f = self.flags();
         f & O_PATH == 0 && matches!(f & O_ACCMODE, O_WRONLY | O_RDWR)
     }
@@ -236,6 +237,15 @@ impl OpenFile {
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
             Node::PipeWrite(_) => Err(Errno::EBADF),
+        }
+    }
+
+    /// Gives back `n` bytes a [`OpenFile::read`] consumed but could not deliver (the user
+    /// buffer faulted), so the offset is where it was, as on Linux.
+    pub fn unread(&self, n: usize) {
+        if matches!(self.node, Node::File(_) | Node::ProcFile(..)) {
+            let mut pos = self.pos.lock();
+            *pos = pos.saturating_sub(n as u64);
         }
     }
 
@@ -375,7 +385,7 @@ impl OpenFile {
                 let t = crate::fs::now();
                 crate::fs::with_client(|c| c.truncate(*ino, size, t))
             }
-            Node::File(_) => Err(Errno::EBADF),
+            // Linux answers EINVAL (not EBADF) for a descriptor not open for writing.
             _ => Err(Errno::EINVAL),
         }
     }

@@ -73,7 +73,10 @@ pub fn read(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     uaccess::check_range(a[1], len)?;
     let mut buf = vec![0u8; len];
     let n = f.read(&mut buf)?;
-    uaccess::copy_to_user(a[1], &buf[..n])?;
+    if let Err(e) = uaccess::copy_to_user(a[1], &buf[..n]) {
+        f.unread(n);
+        return Err(e);
+    }
     Ok(n as u64)
 }
 
@@ -164,7 +167,12 @@ fn scatter_read(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
             break;
         }
         let take = (len as usize).min(n - done);
-        uaccess::copy_to_user(base, &buf[done..done + take])?;
+        if let Err(e) = uaccess::copy_to_user(base, &buf[done..done + take]) {
+            if at.is_none() {
+                f.unread(n - done);
+            }
+            return if done > 0 { Ok(done as u64) } else { Err(e) };
+        }
         done += take;
     }
     Ok(n as u64)
@@ -481,6 +489,9 @@ pub fn pipe(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
 pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const CHUNK: usize = 64 * 1024;
     let out = file(me, a[0])?;
+    if !out.writable() {
+        return Err(Errno::EBADF);
+    }
     let input = file(me, a[1])?;
     if !matches!(input.node, Node::File(_) | Node::Device(..)) || input.is_tty() {
         return Err(Errno::EINVAL);

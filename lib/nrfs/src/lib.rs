@@ -59,10 +59,9 @@
 //!   be stale. Renaming a directory (or over one) between two different directories needs
 //!   the ancestors of both directories (Linux's "directory into its own subtree" checks),
 //!   which can be anywhere, so that case is always a scan over all logs, as in the paper.
-//! * *Completing a scan*: `lib/nr` hands a scan-update's response back before the completed
-//!   tails of its logs cover the scan entry, so a read on another replica could still miss
-//!   it (the multi-threaded test catches this). [`FsClient`] therefore brings its replica up
-//!   to date ([`nr::cnr::Replica::sync`]) after every multi-log update before returning.
+//! * *Completing a scan*: a multi-log update returns only once its replica has applied it in
+//!   every one of its logs, so the completed tails cover it and a read that starts afterwards
+//!   on any replica sees it (`lib/nr`'s scan completion; the multi-threaded test checks this).
 //! * *Reads*: `read`, `stat`, `read_dir`, `readlink` and each step of a path lookup read one
 //!   inode, so each is a CNR read on that inode's log: it waits until the local replica has
 //!   applied that log up to its completed tail and is linearizable, without logging. A whole

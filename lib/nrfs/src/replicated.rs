@@ -958,14 +958,7 @@ impl FsClient {
                 row.0[j].fetch_add(1, Ordering::Relaxed);
             }
         }
-        let r = self.replica.execute_mut(op, &self.token);
-        if logs.len() > 1 {
-            // lib/nr returns a scan's response before the completed tails of its logs cover
-            // the scan entry, so a read on another replica could miss it. Bringing this
-            // replica up to date moves its local tails (and so the completed tails) past it.
-            self.replica.sync(&self.token);
-        }
-        r
+        self.replica.execute_mut(op, &self.token)
     }
 
     /// Runs a namespace operation planned by `plan`, re-planning while it is stale and
