@@ -52,10 +52,7 @@ impl OpenFile {
     /// Writes `data` at the current offset (or the end, with `O_APPEND`).
     pub fn write(&self, data: &[u8]) -> Result<usize, Errno> {
         match &self.node {
-            Node::Console => {
-                crate::console::write_bytes(data);
-                Ok(data.len())
-            }
+            Node::Console => crate::tty::write(data),
         }
     }
 

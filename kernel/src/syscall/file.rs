@@ -150,29 +150,11 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 }
 
 pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    const TCGETS: u64 = 0x5401;
-    const TIOCGWINSZ: u64 = 0x5413;
     let f = file(me, a[0])?;
     if !f.is_tty() {
         return Err(Errno::ENOTTY);
     }
-    match a[1] {
-        TCGETS => {
-            // The kernel's `struct termios` (36 bytes: four flag words, c_line, 19 c_cc).
-            let mut termios = [0u8; 36];
-            termios[0..4].copy_from_slice(&0x0500u32.to_le_bytes()); // ICRNL | IXON
-            termios[4..8].copy_from_slice(&0x0005u32.to_le_bytes()); // OPOST | ONLCR
-            termios[8..12].copy_from_slice(&0x00bfu32.to_le_bytes()); // CS8 | CREAD | B38400
-            termios[12..16].copy_from_slice(&0x8a3bu32.to_le_bytes()); // ISIG ICANON ECHO...
-            uaccess::copy_to_user(a[2], &termios)?;
-            Ok(0)
-        }
-        TIOCGWINSZ => {
-            write_user(a[2], &[24u16, 80, 0, 0])?;
-            Ok(0)
-        }
-        _ => Err(Errno::ENOTTY),
-    }
+    crate::tty::ioctl(me, a[1], a[2])
 }
 
 pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -198,7 +180,8 @@ pub fn fstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 }
 
 /// `poll` on the descriptors Reef has today (the console): POLLIN when keyboard input waits,
-/// POLLOUT always, POLLNVAL for a closed descriptor. Sleeps a timer tick between checks.
+/// POLLOUT always, POLLNVAL for a closed descriptor. Sleeps on the console's input queue
+/// between checks.
 pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const POLLIN: i16 = 1;
     const POLLOUT: i16 = 4;
@@ -209,6 +192,7 @@ pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     }
     let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
     loop {
+        let seq = crate::tty::input_queue().seq();
         let mut ready = 0;
         for i in 0..nfds {
             let at = fds + 8 * i;
@@ -222,7 +206,7 @@ pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
                     Err(_) => POLLNVAL,
                     Ok(f) if f.is_tty() => {
                         let mut r = events & POLLOUT;
-                        if events & POLLIN != 0 && crate::tty::has_input() {
+                        if events & POLLIN != 0 && crate::tty::readable() {
                             r |= POLLIN;
                         }
                         r
@@ -238,9 +222,7 @@ pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         if ready > 0 || deadline.is_some_and(|d| crate::time::now_ns() >= d) {
             return Ok(ready);
         }
-        let tick = crate::time::now_ns() + 10_000_000;
-        let wake = deadline.map_or(tick, |d| d.min(tick));
-        if crate::proc::wait::sleep_until(me, wake) == crate::proc::wait::Wake::Interrupted {
+        if crate::tty::input_queue().wait(seq, deadline) == crate::proc::wait::Wake::Interrupted {
             return Err(Errno::EINTR);
         }
     }

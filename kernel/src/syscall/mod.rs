@@ -13,7 +13,7 @@
 mod file;
 mod memory;
 mod misc;
-mod process;
+pub(crate) mod process;
 mod signal;
 mod time;
 
