@@ -737,6 +737,14 @@ fn tty_cases() -> Vec<Case> {
         Send("echo rc=$?\r"),
         Expect("\nrc=130\n"),
         Expect(PROMPT),
+        // ... and a process that computes and never reads (here the shell itself).
+        Send("echo looping; while :; do :; done\r"),
+        Expect("\nlooping\n"),
+        Send("\x03"),
+        Expect(PROMPT),
+        Send("echo rc=$?\r"),
+        Expect("\nrc=130\n"),
+        Expect(PROMPT),
         // Background jobs.
         Send("sleep 1000 &\r"),
         Expect(PROMPT),
