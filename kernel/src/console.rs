@@ -34,14 +34,11 @@ pub fn print_emergency(args: core::fmt::Arguments<'_>) {
     }
 }
 
-/// Prints to the console.
-/// Writes bytes from a user program (a newline becomes CR LF, as a terminal expects).
-pub fn write_bytes(data: &[u8]) {
+/// Writes bytes as they are (the terminal's output processing, `crate::tty`, already turned
+/// newlines into CR LF), atomically with respect to other writers.
+pub fn write_raw(data: &[u8]) {
     if let Some(serial) = CONSOLE.lock().as_mut() {
         for &b in data {
-            if b == b'\n' {
-                serial.write_byte(b'\r');
-            }
             serial.write_byte(b);
         }
     }
@@ -52,6 +49,7 @@ pub fn read_byte() -> Option<u8> {
     CONSOLE.lock().as_mut().and_then(|s| s.read_byte())
 }
 
+/// Prints to the console.
 #[macro_export]
 macro_rules! kprint {
     ($($arg:tt)*) => { $crate::console::print(format_args!($($arg)*)) };

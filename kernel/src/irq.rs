@@ -81,7 +81,7 @@ pub fn exception(frame: &mut InterruptFrame) {
                 &me,
                 signo,
                 SigInfo {
-                    code: 0x80,
+                    code: crate::proc::signal::SI_KERNEL,
                     addr: frame.rip,
                     ..Default::default()
                 },
@@ -158,6 +158,9 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             }
             apic::eoi();
             crate::proc::sched::timer_tick();
+            if kcb::try_current().is_some_and(|k| k.core_id == 0) {
+                crate::tty::receive_input();
+            }
         }
         crate::ipi::IPI_VECTOR => crate::ipi::handle(),
         apic::SPURIOUS_VECTOR => {}

@@ -1,83 +1,406 @@
-//! The console terminal: keyboard input from the serial port for `read` on descriptors 0-2.
+//! The console terminal: the serial port behind descriptors 0-2 of process 1, with a line
+//! discipline (`lib/tty`, Linux N_TTY semantics), a session, a foreground process group and a
+//! window size.
 //!
-//! The serial port raises no interrupt here; a reader with no input waiting polls on every
-//! timer tick (10 ms), sleeping in between.
+//! **Input.** The UART raises no interrupt here: the boot core's timer tick (every 10 ms)
+//! drains the receive FIFO into the line discipline ([`receive_input`]), whether or not anyone
+//! reads, so Ctrl-C works while a program computes. Echo goes straight back to the serial port.
+//! Every tick that received something bumps the input wait queue, which readers sleep
+//! on: a read never polls.
+//!
+//! **Signals.** A signal character (VINTR, VQUIT, VSUSP under `ISIG`) is recorded with the
+//! foreground group of that moment; the send itself happens outside the interrupt handler, on
+//! the next return to user mode or pass of the idle loop on any core ([`send_signals`]),
+//! because it looks the group up in the replicated process table. SIGTSTP is sent like the
+//! others, but Reef does not stop processes yet, so by default it does nothing.
+//!
+//! **Job control.** The console's session is process 1's (set when init is spawned); a process
+//! has the console as controlling terminal exactly when it is in that session (Reef keeps no
+//! per-process controlling terminal, so `TIOCNOTTY` by a process that is not the session leader
+//! has no effect). `TIOCSPGRP` moves the foreground group within the session. A *read* by a
+//! process of the session that is not in the foreground group fails with `EIO`: Linux would
+//! stop it with SIGTTIN, and Reef, which cannot stop processes, returns what Linux returns when
+//! SIGTTIN is ignored. *Writes* from the background are allowed (Linux's behaviour without
+//! `TOSTOP`; `TOSTOP` is stored but not enforced), and so are `TCSETS` and `TIOCSPGRP` from the
+//! background (Linux would raise SIGTTOU, which shells ignore anyway). Processes outside the
+//! session (after `setsid`) read and write without checks, as on Linux.
 
-use crate::proc::{sched, wait::Wake};
+use crate::proc::signal::{self, SigInfo};
+use crate::proc::table::Life;
+use crate::proc::wait::{WaitQueue, Wake};
+use crate::proc::{self, sched, Pid, Thread};
 use crate::sync::IrqMutex;
+use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+use tty::{LineDiscipline, ReadWait, Termios, TERMIOS_SIZE};
 
-/// A byte taken from the port by [`has_input`] and not read yet.
-static PEEKED: IrqMutex<Option<u8>> = IrqMutex::new(None);
+const TCGETS: u64 = 0x5401;
+const TCSETS: u64 = 0x5402;
+const TCSETSW: u64 = 0x5403;
+const TCSETSF: u64 = 0x5404;
+const TCSBRK: u64 = 0x5409;
+const TCXONC: u64 = 0x540a;
+const TCFLSH: u64 = 0x540b;
+const TIOCSCTTY: u64 = 0x540e;
+const TIOCGPGRP: u64 = 0x540f;
+const TIOCSPGRP: u64 = 0x5410;
+const TIOCOUTQ: u64 = 0x5411;
+const TIOCGWINSZ: u64 = 0x5413;
+const TIOCSWINSZ: u64 = 0x5414;
+const FIONREAD: u64 = 0x541b;
+const TIOCNOTTY: u64 = 0x5422;
+const TCSBRKP: u64 = 0x5425;
+const TIOCGSID: u64 = 0x5429;
 
-fn next_byte() -> Option<u8> {
-    PEEKED.lock().take().or_else(crate::console::read_byte)
+/// `TCFLSH` arguments.
+const TCIFLUSH: u64 = 0;
+const TCOFLUSH: u64 = 1;
+const TCIOFLUSH: u64 = 2;
+/// `TCXONC` arguments.
+const TCOOFF: u64 = 0;
+const TCOON: u64 = 1;
+const TCIOFF: u64 = 2;
+const TCION: u64 = 3;
+
+/// Bytes of a write processed per hold of the terminal lock.
+const WRITE_CHUNK: usize = 4096;
+/// Most bytes taken from the UART per timer tick (its FIFO holds 16).
+const INPUT_PER_TICK: usize = 64;
+
+/// The console terminal's state.
+struct Console {
+    ld: LineDiscipline,
+    /// The session whose controlling terminal this is.
+    session: Option<Pid>,
+    /// The foreground process group.
+    foreground: Option<Pid>,
+    /// `struct winsize`: rows, columns, x and y pixels.
+    winsize: [u16; 4],
+    /// Signals from signal characters not sent yet: (process group, signal).
+    signals: Vec<(Pid, u32)>,
 }
 
-/// Whether a `read` would return data now (for `poll`).
+static CONSOLE: IrqMutex<Console> = IrqMutex::new(Console {
+    ld: LineDiscipline::new(),
+    session: None,
+    foreground: None,
+    winsize: [24, 80, 0, 0],
+    signals: Vec::new(),
+});
+
+/// Bumped on every input event (bytes received, settings changed, output restarted).
+static INPUT: WaitQueue = WaitQueue::new();
+
+/// `CONSOLE.signals` is not empty.
+static SIGNALS_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Makes the console the controlling terminal of process `pid`'s session, with its group in
+/// the foreground (process 1, which leads session 1 and group 1, when it is spawned).
+pub fn attach_init(pid: Pid) {
+    let mut c = CONSOLE.lock();
+    c.session = Some(pid);
+    c.foreground = Some(pid);
+}
+
+/// Wakes readers and pollers ([`crate::fd::POLL_WAKE`]) after an input event.
+fn input_event() {
+    INPUT.notify_all();
+    crate::fd::POLL_WAKE.notify_all();
+}
+
+/// Whether input is ready for `read` (a complete line in canonical mode, or the `VMIN` rule in
+/// non-canonical mode: Linux's `poll` rule).
 pub fn readable() -> bool {
-    let mut peeked = PEEKED.lock();
-    if peeked.is_none() {
-        *peeked = crate::console::read_byte();
-    }
-    peeked.is_some()
+    CONSOLE.lock().ld.readable()
 }
 
-/// Reads at least one byte (or fails with `EAGAIN` when `nonblock`), at most `buf.len()`.
+/// Drains the UART into the line discipline, echoes, records signals and wakes readers. Called
+/// by the boot core's timer interrupt.
+pub fn receive_input() {
+    let mut bytes = [0u8; INPUT_PER_TICK];
+    let mut n = 0;
+    while n < bytes.len() {
+        match crate::console::read_byte() {
+            Some(b) => bytes[n] = b,
+            None => break,
+        }
+        n += 1;
+    }
+    if n == 0 {
+        return;
+    }
+    let mut echo = Vec::new();
+    {
+        let mut c = CONSOLE.lock();
+        for &b in &bytes[..n] {
+            if let Some(sig) = c.ld.receive(b, &mut echo) {
+                if let Some(group) = c.foreground {
+                    c.signals.push((group, sig.number()));
+                    SIGNALS_PENDING.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+    crate::console::write_raw(&echo);
+    input_event();
+}
+
+/// Whether signal characters are waiting for [`send_signals`].
+pub fn signals_pending() -> bool {
+    SIGNALS_PENDING.load(Ordering::Acquire)
+}
+
+/// Sends the signals of signal characters received since the last call to their foreground
+/// groups. Runs with interrupts enabled (it reads the replicated process table).
+pub fn send_signals() {
+    if !SIGNALS_PENDING.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let pending = core::mem::take(&mut CONSOLE.lock().signals);
+    for (group, sig) in pending {
+        signal_group(group, sig);
+    }
+}
+
+fn signal_group(group: Pid, sig: u32) {
+    let info = SigInfo {
+        code: signal::SI_KERNEL,
+        ..Default::default()
+    };
+    for pid in crate::syscall::process::members(Some(group)) {
+        if let Some(e) = proc::lookup(pid) {
+            if e.life == Life::Alive {
+                signal::send_process(&e.process, sig, info);
+            }
+        }
+    }
+}
+
+/// The caller's table entry if the console is its controlling terminal (it is in the
+/// console's session), else `ENOTTY`.
+fn controlling(me: &Thread) -> Result<proc::table::Entry, Errno> {
+    let e = proc::lookup(me.process.pid).ok_or(Errno::ESRCH)?;
+    if CONSOLE.lock().session == Some(e.sid) {
+        Ok(e)
+    } else {
+        Err(Errno::ENOTTY)
+    }
+}
+
+/// Whether `me` belongs to the console's session but not to its foreground group.
+fn in_background(me: &Thread) -> bool {
+    let Some(e) = proc::lookup(me.process.pid) else {
+        return false;
+    };
+    let c = CONSOLE.lock();
+    c.session == Some(e.sid) && c.foreground.is_some_and(|g| g != e.pgid)
+}
+
+/// Reads from the console: in canonical mode one line (0 at end of file), in non-canonical
+/// mode by the `VMIN`/`VTIME` rules. Blocks on the input wait queue unless `nonblock` (then
+/// `EAGAIN` when a read would block); `EINTR` when a signal arrives before any data; `EIO` for
+/// a background process (see the module documentation).
 pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
     if buf.is_empty() {
         return Ok(0);
     }
+    let me = sched::current_thread();
+    if in_background(&me) {
+        return Err(Errno::EIO);
+    }
+    let mut got = 0;
+    // When the read last copied data, or started: VTIME counts from there.
+    let mut since = crate::time::now_ns();
     loop {
-        let mut n = 0;
-        while n < buf.len() {
-            match next_byte() {
-                Some(b'\r') => buf[n] = b'\n',
-                Some(b) => buf[n] = b,
-                None => break,
+        let seq = INPUT.seq();
+        let step = {
+            let mut c = CONSOLE.lock();
+            let before = got;
+            let step = c.ld.read_attempt(buf, &mut got);
+            if got > before {
+                since = crate::time::now_ns();
             }
-            n += 1;
-        }
-        if n > 0 {
-            return Ok(n);
-        }
-        if nonblock {
-            return Err(Errno::EAGAIN);
-        }
-        let me = sched::current_thread();
-        if crate::proc::wait::sleep_until(&me, crate::time::now_ns() + 10_000_000)
-            == Wake::Interrupted
-        {
-            return Err(Errno::EINTR);
+            step
+        };
+        let deadline = match step {
+            ReadWait::Done => return Ok(got),
+            _ if nonblock => return if got > 0 { Ok(got) } else { Err(Errno::EAGAIN) },
+            ReadWait::Block => None,
+            ReadWait::Timeout(ns) => Some(since + ns),
+        };
+        match INPUT.wait(seq, deadline) {
+            Wake::Event => {}
+            Wake::Timeout => return Ok(got),
+            Wake::Interrupted if got > 0 => return Ok(got),
+            Wake::Interrupted => return Err(Errno::EINTR),
         }
     }
 }
 
-/// Writes program output to the console (a newline becomes CR LF).
+/// Writes to the console through the output processing (`OPOST`, `ONLCR`, ...), waiting while
+/// output is stopped (Ctrl-S under `IXON`); `EINTR` if a signal comes before anything was
+/// written.
 pub fn write(data: &[u8]) -> Result<usize, Errno> {
-    crate::console::write_bytes(data);
-    Ok(data.len())
+    let mut done = 0;
+    let mut out = Vec::new();
+    for chunk in data.chunks(WRITE_CHUNK) {
+        loop {
+            let seq = INPUT.seq();
+            if !CONSOLE.lock().ld.output_stopped() {
+                break;
+            }
+            if INPUT.wait(seq, None) == Wake::Interrupted {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EINTR)
+                };
+            }
+        }
+        out.clear();
+        CONSOLE.lock().ld.write(chunk, &mut out);
+        crate::console::write_raw(&out);
+        done += chunk.len();
+    }
+    Ok(done)
 }
 
-/// Terminal `ioctl`s: TCGETS (fixed settings) and TIOCGWINSZ (24x80); others ENOTTY.
-pub fn ioctl(_: &alloc::sync::Arc<crate::proc::Thread>, cmd: u64, arg: u64) -> Result<u64, Errno> {
-    const TCGETS: u64 = 0x5401;
-    const TIOCGWINSZ: u64 = 0x5413;
+/// Terminal `ioctl`s on the console: `TCGETS`, `TCSETS`/`TCSETSW` (output is never queued, so
+/// no wait), `TCSETSF` (flushes input), `TIOCGWINSZ`, `TIOCSWINSZ` (SIGWINCH to the foreground
+/// group on a change), `TIOCGPGRP`, `TIOCSPGRP`, `TIOCGSID`, `TIOCSCTTY`, `TIOCNOTTY`,
+/// `FIONREAD`, `TIOCOUTQ` (always 0), `TCFLSH`, `TCXONC`, `TCSBRK`/`TCSBRKP` (`tcdrain`; no
+/// break is sent). Anything else is `ENOTTY`.
+pub fn ioctl(me: &Arc<Thread>, cmd: u64, arg: u64) -> Result<u64, Errno> {
     match cmd {
         TCGETS => {
-            // The kernel's `struct termios` (36 bytes: four flag words, c_line, 19 c_cc).
-            let mut termios = [0u8; 36];
-            termios[0..4].copy_from_slice(&0x0500u32.to_le_bytes()); // ICRNL | IXON
-            termios[4..8].copy_from_slice(&0x0005u32.to_le_bytes()); // OPOST | ONLCR
-            termios[8..12].copy_from_slice(&0x00bfu32.to_le_bytes()); // CS8 | CREAD | B38400
-            termios[12..16].copy_from_slice(&0x8a3bu32.to_le_bytes()); // ISIG ICANON ECHO...
-            crate::uaccess::copy_to_user(arg, &termios)?;
-            Ok(0)
+            let t = CONSOLE.lock().ld.termios().to_bytes();
+            uaccess::copy_to_user(arg, &t)?;
+        }
+        TCSETS | TCSETSW | TCSETSF => {
+            let mut b = [0u8; TERMIOS_SIZE];
+            uaccess::copy_from_user(arg, &mut b)?;
+            {
+                let mut c = CONSOLE.lock();
+                if cmd == TCSETSF {
+                    c.ld.flush_input();
+                }
+                c.ld.set_termios(Termios::from_bytes(&b));
+            }
+            // A mode switch can make input readable, or restart output.
+            input_event();
         }
         TIOCGWINSZ => {
-            crate::uaccess::write_user(arg, &[24u16, 80, 0, 0])?;
-            Ok(0)
+            let ws = CONSOLE.lock().winsize;
+            write_user(arg, &ws)?;
         }
-        _ => Err(Errno::ENOTTY),
+        TIOCSWINSZ => {
+            let ws: [u16; 4] = read_user(arg)?;
+            let notify = {
+                let mut c = CONSOLE.lock();
+                let changed = c.winsize != ws;
+                c.winsize = ws;
+                c.foreground.filter(|_| changed)
+            };
+            if let Some(group) = notify {
+                signal_group(group, signal::SIGWINCH);
+            }
+        }
+        TIOCGPGRP => {
+            controlling(me)?;
+            let group = CONSOLE.lock().foreground.unwrap_or(0);
+            write_user(arg, &(group as i32))?;
+        }
+        TIOCSPGRP => {
+            let caller = controlling(me)?;
+            let group: i32 = read_user(arg)?;
+            if group < 0 {
+                return Err(Errno::EINVAL);
+            }
+            let group = group as Pid;
+            let member = crate::syscall::process::members(Some(group))
+                .first()
+                .and_then(|&pid| proc::lookup(pid))
+                .ok_or(Errno::ESRCH)?;
+            if member.sid != caller.sid {
+                return Err(Errno::EPERM);
+            }
+            CONSOLE.lock().foreground = Some(group);
+        }
+        TIOCGSID => {
+            controlling(me)?;
+            let session = CONSOLE.lock().session.ok_or(Errno::ENOTTY)?;
+            write_user(arg, &(session as i32))?;
+        }
+        TIOCSCTTY => set_controlling(me, arg)?,
+        TIOCNOTTY => {
+            let caller = controlling(me)?;
+            if caller.sid == me.process.pid {
+                let group = {
+                    let mut c = CONSOLE.lock();
+                    c.session = None;
+                    c.foreground.take()
+                };
+                if let Some(group) = group {
+                    signal_group(group, signal::SIGHUP);
+                    signal_group(group, signal::SIGCONT);
+                }
+            }
+        }
+        FIONREAD => {
+            let n = CONSOLE.lock().ld.input_len();
+            write_user(arg, &(n as i32))?;
+        }
+        TIOCOUTQ => write_user(arg, &0i32)?,
+        TCFLSH => match arg {
+            TCIFLUSH | TCIOFLUSH => CONSOLE.lock().ld.flush_input(),
+            TCOFLUSH => {}
+            _ => return Err(Errno::EINVAL),
+        },
+        TCXONC => match arg {
+            TCOOFF | TCOON => {
+                CONSOLE.lock().ld.set_output_stopped(arg == TCOOFF);
+                input_event();
+            }
+            TCIOFF | TCION => {
+                let index = if arg == TCIOFF {
+                    tty::cc::VSTOP
+                } else {
+                    tty::cc::VSTART
+                };
+                if let Some(c) = CONSOLE.lock().ld.termios().special(index) {
+                    crate::console::write_raw(&[c]);
+                }
+            }
+            _ => return Err(Errno::EINVAL),
+        },
+        TCSBRK | TCSBRKP => {}
+        _ => return Err(Errno::ENOTTY),
     }
+    Ok(0)
+}
+
+/// `TIOCSCTTY`: a session leader takes the console as its controlling terminal. It is `EPERM`
+/// for a process that does not lead its session, and while another session that is still
+/// alive (its leader lives) has the console, unless `steal` is 1 (every Reef process is root).
+fn set_controlling(me: &Thread, steal: u64) -> Result<(), Errno> {
+    let caller = proc::lookup(me.process.pid).ok_or(Errno::ESRCH)?;
+    if caller.sid != me.process.pid {
+        return Err(Errno::EPERM);
+    }
+    let owner = CONSOLE.lock().session;
+    if owner == Some(caller.sid) {
+        return Ok(());
+    }
+    let owner_alive =
+        owner.is_some_and(|s| proc::lookup(s).is_some_and(|e| e.life == Life::Alive && e.sid == s));
+    if owner_alive && steal != 1 {
+        return Err(Errno::EPERM);
+    }
+    let mut c = CONSOLE.lock();
+    c.session = Some(caller.sid);
+    c.foreground = Some(caller.pgid);
+    Ok(())
 }

@@ -9,10 +9,14 @@
 //! busybox) and expect its output, `reef: init exited with status N`, the power-off report lines
 //! and the QEMU exit status that N maps to (see [`qemu_status_for_init`]). The same programs run
 //! on the host as `linux::user-...` to show that they pass on Linux.
+//!
+//! The `tty-...` case talks to an interactive shell on the serial console: it types a script
+//! into QEMU's stdin step by step, each step waiting (with a time limit) for the output it
+//! expects before the next input goes in.
 
 use crate::qemu::{Accel, Machine};
 use crate::{build, cmdline, deps, usr};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -26,6 +30,8 @@ const LIMIT: Duration = Duration::from_secs(180);
 const LONG_LIMIT: Duration = Duration::from_secs(400);
 /// Time limit of one user program run natively on Linux.
 const NATIVE_LIMIT: Duration = Duration::from_secs(120);
+/// Time limit of waiting for one expected output of an interactive script.
+const STEP_LIMIT: Duration = Duration::from_secs(60);
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +79,72 @@ pub fn describe_status(code: i32) -> String {
     }
 }
 
+/// The output of a running process, collected by one thread per pipe.
+struct Capture {
+    log: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Capture {
+    /// Starts collecting the (piped) stdout and stderr of `child`.
+    fn start(child: &mut std::process::Child) -> Capture {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut readers = Vec::new();
+        for mut pipe in [
+            Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
+            Box::new(child.stderr.take().expect("piped")),
+        ] {
+            let log = Arc::clone(&log);
+            readers.push(std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    log.lock().expect("log lock").extend_from_slice(&buf[..n]);
+                }
+            }));
+        }
+        Capture { log, readers }
+    }
+
+    /// The output so far, carriage returns removed.
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().expect("log lock")).replace('\r', "")
+    }
+
+    /// Waits for the pipes to close and returns the whole output.
+    fn finish(self) -> String {
+        for r in self.readers {
+            let _ = r.join();
+        }
+        String::from_utf8_lossy(&self.log.lock().expect("log lock")).replace('\r', "")
+    }
+}
+
+/// Waits until `child` exits or `limit` (from `start`) passes; then it is killed.
+fn wait_for_exit(
+    child: &mut std::process::Child,
+    start: Instant,
+    limit: Duration,
+) -> Result<End, String> {
+    loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(match (s.code(), s.signal()) {
+                (Some(c), _) => End::Exited(c),
+                (None, Some(sig)) => End::Signaled(sig),
+                (None, None) => End::Exited(-1),
+            });
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(End::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs `cmd` with stdin closed, collecting stdout and stderr until it exits or `limit` passes
 /// (then it is killed).
 pub fn collect(mut cmd: Command, limit: Duration) -> Result<Outcome, String> {
@@ -83,44 +155,89 @@ pub fn collect(mut cmd: Command, limit: Duration) -> Result<Outcome, String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut readers = Vec::new();
-    for mut pipe in [
-        Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
-        Box::new(child.stderr.take().expect("piped")),
-    ] {
-        let log = Arc::clone(&log);
-        readers.push(std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
+    let capture = Capture::start(&mut child);
+    let end = wait_for_exit(&mut child, start, limit)?;
+    let wall = start.elapsed();
+    let log = capture.finish();
+    Ok(Outcome { log, end, wall })
+}
+
+/// One step of a conversation with the serial console.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Types this text (writes it to QEMU's stdin, which is the serial port).
+    Send(&'static str),
+    /// Waits, at most [`STEP_LIMIT`], until the output after the previous match contains this
+    /// text (carriage returns removed).
+    Expect(&'static str),
+}
+
+/// Runs `cmd` with its stdin piped and plays `script`, then waits for the process to exit
+/// (within `limit` from the start). Returns the outcome and whether every step succeeded; a
+/// failed step kills the process and says what was typed so far.
+fn converse(
+    mut cmd: Command,
+    script: &[Step],
+    limit: Duration,
+) -> Result<(Outcome, Result<(), String>), String> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let capture = Capture::start(&mut child);
+    let mut seen = 0;
+    let mut typed: Vec<&str> = Vec::new();
+    let mut verdict = Ok(());
+    'script: for (i, step) in script.iter().enumerate() {
+        match *step {
+            Step::Send(text) => {
+                if let Err(e) = stdin.write_all(text.as_bytes()).and_then(|_| stdin.flush()) {
+                    verdict = Err(format!("step {}: cannot write to QEMU: {e}", i + 1));
                     break;
                 }
-                log.lock().expect("log lock").extend_from_slice(&buf[..n]);
+                typed.push(text);
             }
-        }));
+            Step::Expect(want) => {
+                let step_start = Instant::now();
+                loop {
+                    let log = capture.text();
+                    if let Some(at) = log.get(seen..).and_then(|rest| rest.find(want)) {
+                        seen += at + want.len();
+                        break;
+                    }
+                    let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
+                    if exited || step_start.elapsed() > STEP_LIMIT || start.elapsed() > limit {
+                        verdict = Err(format!(
+                            "step {}: expected {want:?} in the output{}; typed so far: {typed:?}",
+                            i + 1,
+                            if exited {
+                                " before QEMU exited".to_string()
+                            } else {
+                                format!(" within {} s", STEP_LIMIT.as_secs())
+                            }
+                        ));
+                        break 'script;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
     }
-    let end = loop {
-        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break match (s.code(), s.signal()) {
-                (Some(c), _) => End::Exited(c),
-                (None, Some(sig)) => End::Signaled(sig),
-                (None, None) => End::Exited(-1),
-            };
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break End::TimedOut;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let end = if verdict.is_ok() {
+        wait_for_exit(&mut child, start, limit)?
+    } else {
+        let _ = child.kill();
+        let _ = child.wait();
+        End::TimedOut
     };
+    drop(stdin);
     let wall = start.elapsed();
-    for r in readers {
-        let _ = r.join();
-    }
-    let log = String::from_utf8_lossy(&log.lock().expect("log lock")).replace('\r', "");
-    Ok(Outcome { log, end, wall })
+    let log = capture.finish();
+    Ok((Outcome { log, end, wall }, verdict))
 }
 
 /// Boots `kernel` with the initramfs `initrd` on `machine` with `cmdline` and collects the
@@ -146,6 +263,8 @@ struct Case {
     status: i32,
     limit: Duration,
     check: Check,
+    /// Input typed into the serial console (empty: stdin stays closed).
+    script: Vec<Step>,
 }
 
 fn expect(log: &str, needle: &str) -> Result<(), String> {
@@ -312,6 +431,7 @@ fn kernel_case(
         status,
         limit: LIMIT,
         check: Box::new(check),
+        script: Vec::new(),
     }
 }
 
@@ -586,15 +706,86 @@ fn user_cases() -> Result<Vec<Case>, String> {
                     }
                     Ok(())
                 }),
+                script: Vec::new(),
             });
         }
     }
     Ok(cases)
 }
 
+/// The interactive shell on the console terminal: ash's line editing and history, Ctrl-C on a
+/// foreground job (status 130), background jobs, `fg`, the kernel's canonical mode (erase,
+/// Ctrl-D), and `exit 0` powering off.
+fn tty_cases() -> Vec<Case> {
+    use Step::{Expect, Send};
+    const PROMPT: &str = "/ # ";
+    let script = vec![
+        Expect(PROMPT),
+        // ash edits the line itself (the terminal in non-canonical mode, no echo): DEL erases.
+        Send("echo abX\x7fc\r"),
+        Expect("\nabc\n"),
+        Expect(PROMPT),
+        // History: the up arrow brings the last line back.
+        Send("\x1b[A\r"),
+        Expect("\nabc\n"),
+        Expect(PROMPT),
+        // Ctrl-C reaches the foreground job once it runs (it printed "started").
+        Send("sh -c 'echo started; exec sleep 1000'\r"),
+        Expect("\nstarted\n"),
+        Send("\x03"),
+        Expect(PROMPT),
+        Send("echo rc=$?\r"),
+        Expect("\nrc=130\n"),
+        Expect(PROMPT),
+        // ... and a process that computes and never reads (here the shell itself).
+        Send("echo looping; while :; do :; done\r"),
+        Expect("\nlooping\n"),
+        Send("\x03"),
+        Expect(PROMPT),
+        Send("echo rc=$?\r"),
+        Expect("\nrc=130\n"),
+        Expect(PROMPT),
+        // Background jobs.
+        Send("sleep 1000 &\r"),
+        Expect(PROMPT),
+        Send("jobs\r"),
+        Expect("Running"),
+        Expect(PROMPT),
+        Send("kill %1; wait %1; echo rc=$?\r"),
+        Expect("\nrc=143\n"),
+        Expect(PROMPT),
+        Send("sleep 1 & fg; echo fg=$?\r"),
+        Expect("\nfg=0\n"),
+        Expect(PROMPT),
+        // The kernel's canonical mode: echo, erase, one line per read, Ctrl-D at end of file.
+        Send("echo ready; cat\r"),
+        Expect("\nready\n"),
+        Send("helX\x7flo\r"),
+        Expect("helX\x08 \x08lo\nhello\n"),
+        Send("\x04"),
+        Expect(PROMPT),
+        Send("echo rc=$?\r"),
+        Expect("\nrc=0\n"),
+        Expect(PROMPT),
+        Send("exit 0\r"),
+    ];
+    vec![Case {
+        name: "tty-shell-2c1n".into(),
+        cores: 2,
+        nodes: 1,
+        memory_mib: 256,
+        cmdline: "init=/bin/sh -i".into(),
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| expect(&o.log, &init_exit_line(0, None))),
+        script,
+    }]
+}
+
 fn all_cases() -> Result<Vec<Case>, String> {
     let mut cases = kernel_cases();
     cases.extend(user_cases()?);
+    cases.extend(tty_cases());
     Ok(cases)
 }
 
@@ -710,8 +901,14 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
     let (mut passed, mut failed) = (0, 0);
     for case in &cases {
         let m = machine(case);
-        let o = boot(&m, &kernel.image, &initrd, &case.cmdline, case.limit)?;
-        let verdict = match o.end {
+        let (o, script) = if case.script.is_empty() {
+            let o = boot(&m, &kernel.image, &initrd, &case.cmdline, case.limit)?;
+            (o, Ok(()))
+        } else {
+            let cmd = m.command(&kernel.image, &initrd, &case.cmdline, false);
+            converse(cmd, &case.script, case.limit)?
+        };
+        let verdict = script.and_then(|()| match o.end {
             End::TimedOut => Err(format!("no exit within {} s", case.limit.as_secs())),
             End::Exited(s) if s != case.status => Err(format!(
                 "exit status {s} ({}), expected {} ({})",
@@ -721,7 +918,7 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             )),
             End::Signaled(sig) => Err(format!("QEMU was killed by signal {sig}")),
             End::Exited(_) => (case.check)(&m, &o),
-        };
+        });
         let how = format!(
             "{:?}",
             m.command(&kernel.image, &initrd, &case.cmdline, false)
@@ -935,6 +1132,38 @@ mod unit {
                    reef: unimplemented syscalls: none\n\
                    reef: free memory: before init 1 KiB, at power-off 1 KiB\n";
         assert_eq!((killed.check)(&m, &outcome(log)), Ok(()));
+    }
+
+    #[test]
+    fn conversation_waits_for_output_before_typing() {
+        let script = [
+            Step::Send("one\n"),
+            Step::Expect("got=one\n"),
+            Step::Send("two\n"),
+            Step::Expect("got=two"),
+        ];
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "read a; echo got=$a; read b; echo got=$b; exit 4"]);
+        let (o, verdict) = converse(cmd, &script, LIMIT).unwrap();
+        assert_eq!(verdict, Ok(()));
+        assert_eq!(o.end, End::Exited(4));
+        assert_eq!(o.log, "got=one\ngot=two\n");
+    }
+
+    #[test]
+    fn conversation_fails_on_missing_output_and_says_what_was_typed() {
+        let script = [
+            Step::Send("echo one\n"),
+            Step::Expect("one"),
+            Step::Expect("one"),
+        ];
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "read x; echo $x"]);
+        let (o, verdict) = converse(cmd, &script, LIMIT).unwrap();
+        let why = verdict.unwrap_err();
+        assert!(why.starts_with("step 3: expected \"one\""), "{why}");
+        assert!(why.contains("typed so far: [\"echo one\\n\"]"), "{why}");
+        assert_eq!(o.log, "echo one\n");
     }
 
     #[test]

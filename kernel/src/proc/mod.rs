@@ -268,7 +268,8 @@ pub fn lookup(pid: Pid) -> Option<table::Entry> {
 }
 
 /// Work done on every return to user mode: switching when the timer asked for it, syncing
-/// replicas after an `NrSync` IPI, exiting a dying process, delivering signals. Returns with
+/// replicas after an `NrSync` IPI, sending the console's Ctrl-C (and similar) signals, exiting
+/// a dying process, delivering signals. Returns with
 /// interrupts disabled.
 pub fn return_to_user(frame: &mut InterruptFrame) {
     loop {
@@ -282,6 +283,12 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             // SAFETY: the IDT and local APIC of this core are set up.
             unsafe { cpu::enable_interrupts() };
             crate::replicated::sync_local_node();
+            continue;
+        }
+        if crate::tty::signals_pending() {
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            crate::tty::send_signals();
             continue;
         }
         let me = current_thread();
@@ -373,7 +380,8 @@ pub fn begin_group_exit(p: &Arc<Process>, status: i32) {
     }
 }
 
-/// Creates process 1 running `argv[0]` with `argv`, its descriptors 0-2 on the console.
+/// Creates process 1 running `argv[0]` with `argv`, its descriptors 0-2 on the console, which
+/// becomes the controlling terminal of its session.
 pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
     let pid = next_pid();
     let args: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
@@ -409,6 +417,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         ppid: 0,
         process: nr::Payload::new(p, table().replica_count()),
     });
+    crate::tty::attach_init(pid);
     sched::start(t);
     Ok(())
 }

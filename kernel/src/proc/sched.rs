@@ -312,7 +312,8 @@ fn idle_sync_due(k: &Kcb) -> bool {
 }
 
 /// The idle loop of every core: runs ready threads, brings the node's replicas up to date when
-/// asked to, runs pending self-test work, and otherwise halts until an interrupt.
+/// asked to, sends the console's pending Ctrl-C (and similar) signals, runs pending self-test
+/// work, and otherwise halts until an interrupt.
 pub fn idle_loop() -> ! {
     let k = kcb::current();
     loop {
@@ -330,6 +331,10 @@ pub fn idle_loop() -> ! {
             k.sched
                 .last_idle_sync
                 .store(k.timer_ticks.load(Ordering::Relaxed), Ordering::Relaxed);
+        } else if crate::tty::signals_pending() {
+            // SAFETY: this core's IDT and local APIC are initialized.
+            unsafe { cpu::enable_interrupts() };
+            crate::tty::send_signals();
         } else if crate::selftest::pending() {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };

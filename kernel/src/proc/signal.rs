@@ -71,6 +71,8 @@ const SUPPORTED_FLAGS: u64 =
 pub const SI_USER: i32 = 0;
 /// Sent by `tgkill`.
 pub const SI_TKILL: i32 = -6;
+/// Sent by the kernel (a terminal's signal characters, faults).
+pub const SI_KERNEL: i32 = 0x80;
 /// SIGSEGV: address not mapped.
 pub const SEGV_MAPERR: i32 = 1;
 /// SIGSEGV: access not permitted.
