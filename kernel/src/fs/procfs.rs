@@ -1,7 +1,7 @@
 //! `/proc`: files generated from kernel state when they are opened.
 //!
 //! ```text
-//! /proc/cpuinfo  meminfo  mounts  uptime  version   system information
+//! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg   system information
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
@@ -35,6 +35,8 @@ pub enum File {
     Uptime,
     /// `/proc/version`.
     Version,
+    /// `/proc/loadavg`.
+    LoadAvg,
     /// `/proc/reef/nrfs`.
     Nrfs,
     /// `/proc/<pid>/status`.
@@ -82,6 +84,7 @@ const ROOT_FILES: &[(&[u8], File)] = &[
     (b"mounts", File::Mounts),
     (b"uptime", File::Uptime),
     (b"version", File::Version),
+    (b"loadavg", File::LoadAvg),
 ];
 
 fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
@@ -208,6 +211,7 @@ fn ino_of(place: Place) -> u64 {
             File::Uptime => (8, 0, 3),
             File::Version => (8, 0, 4),
             File::Nrfs => (8, 0, 5),
+            File::LoadAvg => (8, 0, 6),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -350,6 +354,16 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 env!("CARGO_PKG_VERSION"),
                 ") #1 SMP\n"
             ));
+        }
+        File::LoadAvg => {
+            // Reef keeps no load averages: 0, with the process count and the last pid.
+            let pids = proc::all_pids();
+            let _ = writeln!(
+                s,
+                "0.00 0.00 0.00 1/{} {}",
+                pids.len(),
+                pids.last().copied().unwrap_or(0)
+            );
         }
         File::Nrfs => s = crate::fs::report(),
         File::Status(pid) => {

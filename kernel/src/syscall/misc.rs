@@ -166,3 +166,22 @@ pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         _ => Err(Errno::EINVAL),
     }
 }
+
+/// `sysinfo`: uptime, memory totals (`mem_unit` 1), and the number of processes; load averages
+/// and swap are 0.
+pub fn sysinfo(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let total: u64 = crate::mm::nodes()
+        .iter()
+        .flat_map(|n| n.ranges.iter())
+        .map(|r| r.len())
+        .sum();
+    let procs = crate::proc::all_pids().len().min(u16::MAX as usize) as u64;
+    let mut words = [0u64; 14];
+    words[0] = crate::time::now_ns() / 1_000_000_000;
+    words[4] = total;
+    words[5] = crate::mm::free_bytes();
+    words[10] = procs;
+    words[13] = 1;
+    write_user(a[0], &words)?;
+    Ok(0)
+}

@@ -112,6 +112,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_SYNC => path::sync,
         SYS_REBOOT => misc::reboot,
         SYS_PRCTL => misc::prctl,
+        SYS_SYSINFO => misc::sysinfo,
         SYS_TIME => time::time,
         SYS_MMAP => memory::mmap,
         SYS_MUNMAP => memory::munmap,
