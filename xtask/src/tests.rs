@@ -760,7 +760,7 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         let argv0 = program.to_string_lossy().into_owned();
         let mut cmd = Command::new(&program);
         cmd.args(&args);
-        if let (true, Some(dir)) = (program == busybox, &applets) {
+        if let Some(dir) = applets.as_ref().filter(|_| program == busybox) {
             // init's environment on Reef, with the applets (and the programs) on PATH.
             let path = std::env::join_paths([dir.0.clone(), usr::out_dir()])
                 .map_err(|e| format!("cannot make PATH: {e}"))?;
