@@ -8,7 +8,12 @@
 //! The `user-...` cases boot a user program as init (`init=/test/<name>` from the initramfs, or
 //! busybox) and expect its output, `reef: init exited with status N`, the power-off report lines
 //! and the QEMU exit status that N maps to (see [`qemu_status_for_init`]). The same programs run
-//! on the host as `linux::user-...` to show that they pass on Linux.
+//! on the host as `linux::user-...` to show that they pass on Linux; busybox runs there as the
+//! host's `/bin/busybox` (Debian's busybox-static, the initramfs's busybox) with `PATH` naming
+//! only a directory of its applets, so that the host's own tools play no part.
+//!
+//! `user-shell-suite` boots `init=/bin/sh /test/sh/run.sh`: the busybox scripts of `usr/sh/`,
+//! each compared with its expected output (see `usr/sh/run.sh`).
 //!
 //! The `tty-...` case talks to an interactive shell on the serial console: it types a script
 //! into QEMU's stdin step by step, each step waiting (with a time limit) for the output it
@@ -573,6 +578,8 @@ struct UserTest {
     configs: &'static [(u32, u32, u32)],
     /// Also run it on the host (where it behaves the same on Linux).
     native: bool,
+    /// Time limit of one QEMU boot.
+    limit: Duration,
 }
 
 fn words(w: &[&str]) -> Vec<String> {
@@ -609,8 +616,24 @@ fn user_tests() -> Vec<UserTest> {
             expect,
             configs: &[ONE_CORE, FOUR_CORES],
             native: true,
+            limit: if name == "spawnloop" {
+                LONG_LIMIT
+            } else {
+                LIMIT
+            },
         });
     }
+    tests.push(UserTest {
+        name: "shell-suite",
+        argv: words(&["/bin/sh", usr::SHELL_SUITE_RUNNER]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::Line("PASS shell-suite".into())]),
+        configs: &[ONE_CORE, FOUR_CORES],
+        native: true,
+        // Some 1300 processes and a few MiB through pipes and files, under emulation.
+        limit: LONG_LIMIT,
+    });
     tests.push(UserTest {
         name: "busybox-echo",
         argv: words(&["/bin/busybox", "echo", "hello", "world"]),
@@ -619,6 +642,7 @@ fn user_tests() -> Vec<UserTest> {
         expect: Box::new(|_| vec![Expect::Line("hello world".into())]),
         configs: &[ONE_CORE],
         native: true,
+        limit: LIMIT,
     });
     tests.push(UserTest {
         name: "busybox-uname",
@@ -628,6 +652,7 @@ fn user_tests() -> Vec<UserTest> {
         expect: Box::new(|_| vec![Expect::LineStart("Linux reef 6.1.0-reef".into())]),
         configs: &[ONE_CORE],
         native: false,
+        limit: LIMIT,
     });
     tests.push(UserTest {
         name: "busybox-sh",
@@ -637,6 +662,7 @@ fn user_tests() -> Vec<UserTest> {
         expect: Box::new(|_| vec![Expect::InOrder(words(&["a", "b"]))]),
         configs: &[FOUR_CORES],
         native: true,
+        limit: LIMIT,
     });
     tests.push(UserTest {
         name: "exit-status",
@@ -646,6 +672,7 @@ fn user_tests() -> Vec<UserTest> {
         expect: Box::new(|_| Vec::new()),
         configs: &[ONE_CORE],
         native: true,
+        limit: LIMIT,
     });
     tests.push(UserTest {
         name: "init-killed",
@@ -655,6 +682,7 @@ fn user_tests() -> Vec<UserTest> {
         expect: Box::new(|argv0| vec![Expect::Line(format!("hello from {argv0}"))]),
         configs: &[ONE_CORE],
         native: true,
+        limit: LIMIT,
     });
     tests
 }
@@ -684,11 +712,7 @@ fn user_cases() -> Result<Vec<Case>, String> {
                 memory_mib,
                 cmdline: cmdline::join(&words)?,
                 status: qemu_status_for_init(t.status),
-                limit: if t.name == "spawnloop" {
-                    LONG_LIMIT
-                } else {
-                    LIMIT
-                },
+                limit: t.limit,
                 check: Box::new(move |_, o| {
                     check_expects(&o.log, &(t2.expect)(&t2.argv[0]))?;
                     let lines: Vec<&str> = o.log.lines().collect();
@@ -847,6 +871,62 @@ fn report(group: &str, name: &str, verdict: Result<(), String>, o: &Outcome, how
     }
 }
 
+/// How a user test's argv (initramfs paths) runs on the host: the program and its arguments.
+/// `/test/sh/FILE` is `usr/sh/FILE` of the checkout, `/test/NAME` the built `out/usr/NAME`;
+/// `/bin/busybox` is the host's, and `/bin/APPLET` is `/bin/busybox APPLET`, as the host's
+/// `/bin/sh` (and the like) need not be busybox.
+fn native_argv(argv: &[String]) -> (PathBuf, Vec<String>) {
+    let host = |word: &str| -> String {
+        match word.strip_prefix("/test/sh/") {
+            Some(file) => build::root()
+                .join(usr::SHELL_SUITE_DIR)
+                .join(file)
+                .to_string_lossy()
+                .into_owned(),
+            None => word.to_string(),
+        }
+    };
+    let rest = argv[1..].iter().map(|w| host(w));
+    if argv[0] == deps::BUSYBOX.program {
+        (PathBuf::from(&argv[0]), rest.collect())
+    } else if let Some(applet) = argv[0].strip_prefix("/bin/") {
+        (
+            PathBuf::from(deps::BUSYBOX.program),
+            std::iter::once(applet.to_string()).chain(rest).collect(),
+        )
+    } else if let Some(name) = argv[0].strip_prefix("/test/") {
+        (usr::program_path(name), rest.collect())
+    } else {
+        (PathBuf::from(&argv[0]), rest.collect())
+    }
+}
+
+/// A directory of symlinks to the host's busybox, one per applet, like the initramfs's `/bin`;
+/// removed when dropped.
+struct AppletDir(PathBuf);
+
+impl AppletDir {
+    fn new() -> Result<AppletDir, String> {
+        let busybox = Path::new(deps::BUSYBOX.program);
+        let dir = std::env::temp_dir().join(format!("reef-busybox-bin.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let made = AppletDir(dir);
+        for a in usr::applets(busybox)? {
+            let link = made.0.join(&a);
+            std::os::unix::fs::symlink(busybox, &link)
+                .map_err(|e| format!("cannot create {}: {e}", link.display()))?;
+        }
+        Ok(made)
+    }
+}
+
+impl Drop for AppletDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The user programs run directly on this (Linux) machine: they must pass here too.
 fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
     let tests: Vec<UserTest> = user_tests()
@@ -858,15 +938,28 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         return Ok((0, 0));
     }
     usr::build_programs()?;
+    let busybox = Path::new(deps::BUSYBOX.program);
+    let applets = if tests.iter().any(|t| native_argv(&t.argv).0 == busybox) {
+        deps::ensure(&[deps::BUSYBOX])?;
+        Some(AppletDir::new()?)
+    } else {
+        None
+    };
     let (mut passed, mut failed) = (0, 0);
     for t in &tests {
-        let program: PathBuf = match t.argv[0].strip_prefix("/test/") {
-            Some(name) => usr::program_path(name),
-            None => PathBuf::from(&t.argv[0]),
-        };
+        let (program, args) = native_argv(&t.argv);
         let argv0 = program.to_string_lossy().into_owned();
         let mut cmd = Command::new(&program);
-        cmd.args(&t.argv[1..]);
+        cmd.args(&args);
+        if let Some(dir) = applets.as_ref().filter(|_| program == busybox) {
+            // init's environment on Reef, with the applets (and the programs) on PATH.
+            let path = std::env::join_paths([dir.0.clone(), usr::out_dir()])
+                .map_err(|e| format!("cannot make PATH: {e}"))?;
+            cmd.env_clear()
+                .env("HOME", "/")
+                .env("TERM", "linux")
+                .env("PATH", path);
+        }
         let o = collect(cmd, NATIVE_LIMIT)?;
         let want = match t.signal {
             Some(_) => End::Signaled(t.status as i32 - 128),
@@ -877,7 +970,7 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         } else {
             check_expects(&o.log, &(t.expect)(&argv0))
         };
-        let how = format!("{argv0} {:?}", &t.argv[1..]);
+        let how = format!("{argv0} {args:?}");
         if report("linux", &format!("user-{}", t.name), verdict, &o, &how) {
             passed += 1;
         } else {
@@ -1083,6 +1176,54 @@ mod unit {
             .iter()
             .filter(|c| !c.name.starts_with("user-"))
             .all(|c| !c.name.contains("user")));
+    }
+
+    #[test]
+    fn shell_suite_has_a_case_per_configuration() {
+        let cases = user_cases().unwrap();
+        for (cfg, cores, nodes) in [("1c1n", 1, 1), ("4c2n", 4, 2)] {
+            let name = format!("user-shell-suite-{cfg}");
+            let case = cases.iter().find(|c| c.name == name);
+            let case = case.unwrap_or_else(|| panic!("no case {name}"));
+            assert_eq!(case.cmdline, "init=/bin/sh /test/sh/run.sh");
+            assert_eq!((case.cores, case.nodes), (cores, nodes));
+            assert_eq!(case.status, 0);
+            assert_eq!(case.limit, LONG_LIMIT);
+            let m = machine(case);
+            let outcome = |log: &str| Outcome {
+                log: log.into(),
+                end: End::Exited(0),
+                wall: Duration::ZERO,
+            };
+            let report = "reef: init exited with status 0\n\
+                          reef: unimplemented syscalls: none\n\
+                          reef: free memory: before init 1 KiB, at power-off 1 KiB\n";
+            let good = format!("ok files\nPASS shell-suite\n{report}");
+            assert_eq!((case.check)(&m, &outcome(&good)), Ok(()));
+            let bad = format!("FAIL files: output differs\nPASS shell-suite\n{report}");
+            assert!((case.check)(&m, &outcome(&bad)).is_err());
+            assert!((case.check)(&m, &outcome(report)).is_err());
+        }
+        // Natively: the host's busybox runs the checkout's runner.
+        let suite = user_tests()
+            .into_iter()
+            .find(|t| t.name == "shell-suite")
+            .unwrap();
+        assert!(suite.native);
+        let (program, args) = native_argv(&suite.argv);
+        assert_eq!(program, Path::new("/bin/busybox"));
+        assert_eq!(args[0], "sh");
+        assert_eq!(
+            Path::new(&args[1]),
+            build::root().join("usr/sh/run.sh").as_path()
+        );
+        assert!(Path::new(&args[1]).is_file());
+        let (program, args) = native_argv(&words(&["/test/hello", "segv"]));
+        assert_eq!(program, usr::program_path("hello"));
+        assert_eq!(args, ["segv"]);
+        let (program, args) = native_argv(&words(&["/bin/busybox", "echo", "hi"]));
+        assert_eq!(program, Path::new("/bin/busybox"));
+        assert_eq!(args, ["echo", "hi"]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The user test programs in `usr/` (static musl binaries, built into `out/usr/`) and the
-//! initramfs that carries them and busybox (`out/initramfs.cpio`, passed to QEMU with `-initrd`).
+//! The user test programs in `usr/` (static musl binaries, built into `out/usr/`), the shell
+//! suite in `usr/sh/` (busybox scripts with their expected output) and the initramfs that
+//! carries them and busybox (`out/initramfs.cpio`, passed to QEMU with `-initrd`).
 //!
 //! Initramfs contents, directories before their contents, uid/gid 0, mtime 0:
 //!
@@ -7,9 +8,10 @@
 //! |---|---|
 //! | `/bin/busybox` (0755) | Debian `busybox-static`'s `/bin/busybox` |
 //! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
-//! | `/dev`, `/proc`, `/etc`, `/root`, `/test` (0755), `/tmp` (01777) | directories |
+//! | `/dev`, `/proc`, `/etc`, `/root`, `/test`, `/test/sh` (0755), `/tmp` (01777) | directories |
 //! | `/etc/passwd`, `/etc/group` (0644) | root only |
 //! | `/test/<name>` (0755) | the test programs |
+//! | `/test/sh/<name>.sh` (0755), `/test/sh/<name>.expected` (0644) | the shell suite: every file of `usr/sh/`, run by `/test/sh/run.sh` |
 
 use crate::cpio::{self, Entry};
 use crate::{build, deps};
@@ -114,6 +116,11 @@ pub const TOOLS: &[Program] = &[
 /// The shared header every program includes.
 const HEADER: &str = "reef-test.h";
 
+/// The shell suite's directory, relative to the repository root, and in the initramfs.
+pub const SHELL_SUITE_DIR: &str = "usr/sh";
+/// The shell suite's runner in the initramfs (see `usr/sh/run.sh`).
+pub const SHELL_SUITE_RUNNER: &str = "/test/sh/run.sh";
+
 /// Directories of the initramfs, with their permissions, in archive order.
 const DIRS: &[(&str, u32)] = &[
     ("bin", 0o755),
@@ -122,6 +129,7 @@ const DIRS: &[(&str, u32)] = &[
     ("proc", 0o755),
     ("root", 0o755),
     ("test", 0o755),
+    ("test/sh", 0o755),
     ("tmp", 0o1777),
 ];
 
@@ -318,8 +326,70 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     Ok(built)
 }
 
+/// A file of the shell suite: its name in `usr/sh/` and `/test/sh/`, and its bytes.
+pub type SuiteFile = (String, Vec<u8>);
+
+/// Checks the names of the shell suite's files: `run.sh`, and for every other `NAME.sh` a
+/// `NAME.expected` (and no `.expected` without its script); plain names only.
+pub fn check_suite_names(names: &[&str]) -> Result<(), String> {
+    let has = |n: &str| names.contains(&n);
+    if !has("run.sh") {
+        return Err(format!("{SHELL_SUITE_DIR}/run.sh is missing"));
+    }
+    for n in names {
+        if n.is_empty()
+            || n.starts_with('.')
+            || !n
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        {
+            return Err(format!("{SHELL_SUITE_DIR}/{n:?}: not a plain file name"));
+        }
+        if let Some(stem) = n.strip_suffix(".sh") {
+            if *n != "run.sh" && !has(&format!("{stem}.expected")) {
+                return Err(format!("{SHELL_SUITE_DIR}/{n} has no {stem}.expected"));
+            }
+        } else if let Some(stem) = n.strip_suffix(".expected") {
+            if !has(&format!("{stem}.sh")) || stem == "run" {
+                return Err(format!("{SHELL_SUITE_DIR}/{n} belongs to no script"));
+            }
+        } else {
+            return Err(format!(
+                "{SHELL_SUITE_DIR}/{n}: neither a script (.sh) nor an expected output (.expected)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads every file of the shell suite (`usr/sh/`), sorted by name, and checks it is complete.
+pub fn shell_suite() -> Result<Vec<SuiteFile>, String> {
+    let dir = build::root().join(SHELL_SUITE_DIR);
+    let mut files = Vec::new();
+    for entry in
+        std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+    {
+        let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let path = entry.path();
+        let name = entry
+            .file_name()
+            .into_string()
+            .map_err(|n| format!("{SHELL_SUITE_DIR}/{n:?}: not a UTF-8 name"))?;
+        if !path.is_file() {
+            return Err(format!("{}: not a regular file", path.display()));
+        }
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        files.push((name, bytes));
+    }
+    files.sort();
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    check_suite_names(&names)?;
+    Ok(files)
+}
+
 /// Busybox's applet names, from `busybox --list`.
-fn applets(busybox: &Path) -> Result<Vec<String>, String> {
+pub fn applets(busybox: &Path) -> Result<Vec<String>, String> {
     let out = Command::new(busybox)
         .arg("--list")
         .output()
@@ -346,8 +416,14 @@ fn applets(busybox: &Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// The initramfs entries for `busybox` (its bytes and applets) and the built `programs`.
-pub fn entries(busybox: Vec<u8>, applets: &[String], programs: &[(&str, Vec<u8>)]) -> Vec<Entry> {
+/// The initramfs entries for `busybox` (its bytes and applets), the built `programs` and the
+/// shell `suite`'s files (scripts executable).
+pub fn entries(
+    busybox: Vec<u8>,
+    applets: &[String],
+    programs: &[(&str, Vec<u8>)],
+    suite: &[SuiteFile],
+) -> Vec<Entry> {
     let mut e: Vec<Entry> = DIRS.iter().map(|&(d, perm)| Entry::dir(d, perm)).collect();
     e.push(Entry::file("bin/busybox", 0o755, busybox));
     for a in applets {
@@ -358,6 +434,10 @@ pub fn entries(busybox: Vec<u8>, applets: &[String], programs: &[(&str, Vec<u8>)
     for (name, bytes) in programs {
         e.push(Entry::file(&format!("test/{name}"), 0o755, bytes.clone()));
     }
+    for (name, bytes) in suite {
+        let perm = if name.ends_with(".sh") { 0o755 } else { 0o644 };
+        e.push(Entry::file(&format!("test/sh/{name}"), perm, bytes.clone()));
+    }
     e
 }
 
@@ -365,6 +445,7 @@ pub fn entries(busybox: Vec<u8>, applets: &[String], programs: &[(&str, Vec<u8>)
 pub fn initramfs() -> Result<PathBuf, String> {
     deps::ensure(&[deps::MUSL_GCC, deps::BUSYBOX])?;
     let programs = build_programs()?;
+    let suite = shell_suite()?;
     let busybox = Path::new(deps::BUSYBOX.program);
     check_static(busybox, 2).map_err(|e| {
         format!(
@@ -381,7 +462,7 @@ pub fn initramfs() -> Result<PathBuf, String> {
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         program_bytes.push((*name, bytes));
     }
-    let archive = cpio::write(&entries(busybox_bytes, &applets, &program_bytes))?;
+    let archive = cpio::write(&entries(busybox_bytes, &applets, &program_bytes, &suite))?;
     let path = build::root().join("out/initramfs.cpio");
     let text = path.to_string_lossy();
     if text.contains(',') || text.contains(' ') {
@@ -441,7 +522,12 @@ mod tests {
     #[test]
     fn layout_has_directories_first_and_sane_modes() {
         let applets = vec!["echo".to_string(), "sh".to_string()];
-        let e = entries(vec![1, 2, 3], &applets, &[("hello", vec![4, 5])]);
+        let suite = vec![
+            ("run.sh".to_string(), b"echo PASS\n".to_vec()),
+            ("x.expected".to_string(), b"x\n".to_vec()),
+            ("x.sh".to_string(), b"echo x\n".to_vec()),
+        ];
+        let e = entries(vec![1, 2, 3], &applets, &[("hello", vec![4, 5])], &suite);
         let archive = cpio::write(&e).expect("valid layout");
         let back = cpio::read(&archive).unwrap();
         let find = |n: &str| {
@@ -457,9 +543,41 @@ mod tests {
         assert_eq!(find("etc/passwd").entry.mode, cpio::S_IFREG | 0o644);
         assert!(String::from_utf8_lossy(&find("etc/passwd").entry.data).starts_with("root:x:0:0:"));
         assert_eq!(find("test/hello").entry.data, vec![4, 5]);
-        for d in ["dev", "proc", "root", "etc", "test"] {
+        assert_eq!(find("test/sh/run.sh").entry.mode, cpio::S_IFREG | 0o755);
+        assert_eq!(find("test/sh/x.sh").entry.data, b"echo x\n");
+        assert_eq!(find("test/sh/x.expected").entry.mode, cpio::S_IFREG | 0o644);
+        for d in ["dev", "proc", "root", "etc", "test", "test/sh"] {
             assert_eq!(find(d).entry.mode & cpio::S_IFMT, cpio::S_IFDIR);
         }
+    }
+
+    #[test]
+    fn shell_suite_names() {
+        assert!(check_suite_names(&["a.expected", "a.sh", "run.sh"]).is_ok());
+        assert!(check_suite_names(&["a.expected", "a.sh"]).is_err());
+        assert!(check_suite_names(&["a.sh", "run.sh"]).is_err());
+        assert!(check_suite_names(&["b.expected", "run.sh"]).is_err());
+        assert!(check_suite_names(&["run.expected", "run.sh"]).is_err());
+        assert!(check_suite_names(&["notes.txt", "run.sh"]).is_err());
+        assert!(check_suite_names(&["a b.sh", "a b.expected", "run.sh"]).is_err());
+    }
+
+    #[test]
+    fn the_shell_suite_is_complete() {
+        let suite = shell_suite().unwrap();
+        let names: Vec<&str> = suite.iter().map(|(n, _)| n.as_str()).collect();
+        for script in [
+            "files", "dirs", "pipes", "find", "tar", "text", "xargs", "copy", "jobs",
+        ] {
+            assert!(
+                names.contains(&format!("{script}.sh").as_str()),
+                "{script}.sh"
+            );
+        }
+        let runner = &suite.iter().find(|(n, _)| n == "run.sh").unwrap().1;
+        let runner = String::from_utf8_lossy(runner);
+        assert!(runner.contains("PASS shell-suite"));
+        assert!(runner.contains("FAIL shell-suite: "));
     }
 
     #[test]
