@@ -208,7 +208,10 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     let k = crate::kcb::current();
     image.vm.activate(k);
     let old = p.replace_vm(image.vm);
-    old.teardown();
+    // A vfork child gives its parent's address space back instead of tearing it down.
+    if !p.end_vfork() {
+        old.teardown();
+    }
     drop(old);
     *p.brk.lock() = (image.brk, image.brk);
     *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();

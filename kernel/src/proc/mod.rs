@@ -172,6 +172,47 @@ impl Thread {
     }
 }
 
+/// The parent of a `vfork` child waits on this until the child execs or exits.
+#[derive(Default)]
+pub struct VforkDone {
+    done: AtomicBool,
+    queue: WaitQueue,
+}
+
+impl VforkDone {
+    /// Releases the parent.
+    pub fn complete(&self) {
+        self.done.store(true, Ordering::Release);
+        self.queue.notify_all();
+    }
+
+    /// Waits until [`VforkDone::complete`] (signals do not end the wait, as on Linux, where
+    /// only a fatal signal would: they are delivered once the child has let go).
+    pub fn wait(&self) {
+        loop {
+            let seq = self.queue.seq();
+            if self.done.load(Ordering::Acquire) {
+                return;
+            }
+            self.queue.wait_uninterruptible(seq);
+        }
+    }
+}
+
+impl Process {
+    /// Ends a `vfork` borrowing (at `execve` or exit): releases the parent and says whether
+    /// the current address space was borrowed (and so must not be torn down).
+    pub fn end_vfork(&self) -> bool {
+        match self.vfork.lock().take() {
+            Some(done) => {
+                done.complete();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// A process.
 pub struct Process {
     /// Process id.
@@ -197,6 +238,9 @@ pub struct Process {
     pub cmdline: IrqMutex<Vec<u8>>,
     /// Working directory (a directory description: it keeps the directory open).
     pub cwd: IrqMutex<Arc<OpenFile>>,
+    /// A `vfork` child runs in its parent's address space until it execs or exits: then it
+    /// must not tear that space down, and it releases the waiting parent through this.
+    pub vfork: IrqMutex<Option<Arc<VforkDone>>>,
     /// File-creation mask.
     pub umask: AtomicU32,
 }
@@ -223,6 +267,7 @@ impl Process {
             exe: IrqMutex::new(String::new()),
             cmdline: IrqMutex::new(Vec::new()),
             cwd: IrqMutex::new(cwd),
+            vfork: IrqMutex::new(None),
             umask: AtomicU32::new(0o022),
         })
     }
@@ -347,7 +392,9 @@ fn exit_process(p: &Arc<Process>) {
     drop(files);
     // Leave the process's page tables before they go away with the zombie's reaping.
     crate::vm::activate_kernel(kcb::current());
-    p.vm().teardown();
+    if !p.end_vfork() {
+        p.vm().teardown();
+    }
     if p.pid == 1 {
         crate::init_exited(status);
     }

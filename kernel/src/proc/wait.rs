@@ -91,6 +91,23 @@ impl Default for WaitQueue {
     }
 }
 
+impl WaitQueue {
+    /// Sleeps until the counter differs from `seq`; a pending signal does not end the sleep.
+    pub fn wait_uninterruptible(&self, seq: u64) {
+        let me = sched::current_thread();
+        {
+            let mut q = self.inner.lock();
+            if q.seq != seq {
+                return;
+            }
+            me.set_state(ThreadState::Blocked);
+            q.waiters.push(me.clone());
+        }
+        block(&me, None);
+        self.inner.lock().waiters.retain(|t| !Arc::ptr_eq(t, &me));
+    }
+}
+
 /// Sleeps until `deadline_ns` passes or a signal arrives (nothing else wakes the thread).
 pub fn sleep_until(me: &Arc<Thread>, deadline_ns: u64) -> Wake {
     me.set_state(ThreadState::Blocked);

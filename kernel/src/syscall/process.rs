@@ -107,7 +107,13 @@ fn fork_process(
     tls: u64,
 ) -> SysResult {
     let parent = &me.process;
-    let vm = parent.vm().fork()?;
+    // CLONE_VM (vfork): the child runs in the parent's address space, on the parent's stack,
+    // while the parent waits; otherwise it gets a copy.
+    let vm = if flags & CLONE_VM != 0 {
+        parent.vm()
+    } else {
+        parent.vm().fork()?
+    };
     let pid = proc::next_pid();
     // The child gets a copy of the descriptor table sharing the open files (CLONE_FILES
     // between processes, a shared table, is treated the same way; see docs/architecture.md).
@@ -131,17 +137,31 @@ fn fork_process(
         write_user(ptid, &pid)?;
     }
     child.threads.lock().push(t.clone());
+    let vfork = (flags & CLONE_VFORK != 0).then(|| {
+        let done = Arc::new(proc::VforkDone::default());
+        *child.vfork.lock() = Some(done.clone());
+        done
+    });
     proc::table().execute_mut(UpdateOp::Spawn {
         pid,
         ppid: parent.pid,
         process: nr::Payload::new(child, proc::table().replica_count()),
     });
     sched::start(t);
+    if let Some(done) = vfork {
+        done.wait();
+    }
     Ok(pid as u64)
 }
 
 pub fn fork(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     fork_process(me, frame, 17, 0, 0, 0, 0)
+}
+
+/// `vfork`: the child borrows the parent's address space, and the parent waits until the
+/// child execs or exits.
+pub fn vfork(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    fork_process(me, frame, CLONE_VM | CLONE_VFORK | 17, 0, 0, 0, 0)
 }
 
 pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -154,7 +174,8 @@ pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     }
     if flags & CLONE_THREAD == 0 {
         if flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0 {
-            // A process sharing the caller's memory but not a thread of it: not supported.
+            // A process sharing the caller's memory for good, not just until it execs (as a
+            // vfork child does): not supported.
             return Err(Errno::EINVAL);
         }
         return fork_process(me, frame, flags, newsp, ptid, ctid, tls);
