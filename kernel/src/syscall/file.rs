@@ -397,6 +397,8 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
         out.resize(out.len() + reclen - 19 - name.len(), 0);
         true
     };
+    // Whether an entry was left out because it did not fit (EINVAL if it was the first).
+    let mut left_out = false;
     match &f.node {
         Node::Dir(ino) => {
             let max = count / 24 + 1;
@@ -409,6 +411,7 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
                     e.kind.dirent_type(),
                     &e.name,
                 ) {
+                    left_out = true;
                     break;
                 }
                 *pos = e.next_cookie;
@@ -418,6 +421,7 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
             let entries = procfs::list(*place)?;
             for (i, (ino, kind, name)) in entries.iter().enumerate().skip(*pos as usize) {
                 if !push(&mut out, *ino, i as u64 + 1, *kind, name) {
+                    left_out = true;
                     break;
                 }
                 *pos = i as u64 + 1;
@@ -426,19 +430,8 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
         _ => return Err(Errno::ENOTDIR),
     }
     drop(pos);
-    if out.is_empty() && count > 0 {
-        // Either the end of the directory, or the next entry does not fit.
-        let at_end = match &f.node {
-            Node::Dir(ino) => {
-                let p = *f.pos.lock();
-                crate::fs::with_client(|c| c.read_dir(*ino, p, 1))?.is_empty()
-            }
-            Node::ProcDir(place) => procfs::list(*place)?.len() <= *f.pos.lock() as usize,
-            _ => true,
-        };
-        if !at_end {
-            return Err(Errno::EINVAL);
-        }
+    if out.is_empty() && left_out {
+        return Err(Errno::EINVAL);
     }
     uaccess::copy_to_user(a[1], &out)?;
     Ok(out.len() as u64)
