@@ -66,7 +66,6 @@
 #define MIN_WORKERS 2 /* processes per race at least, even on fewer cores */
 #endif
 #define MAX_CPUS 64
-#define MAX_KIDS 80
 #define BLK 4096
 
 static int ncpu;
@@ -84,55 +83,20 @@ static void path_of(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", dir, name);
 }
 
-/* ---- children: started pinned, reaped together; one failure kills the rest ---- */
+/* ---- children: test_fork_child and test_reap_all (reef-test.h) ---- */
 
-static pid_t kids[MAX_KIDS];
-static const char *kid_what[MAX_KIDS];
-static int nkids;
+#define MAX_KIDS TEST_MAX_KIDS
 
+/* Runs fn(arg) in a child pinned to `cpu`. */
 static void spawn(const char *what, int cpu, void (*fn)(int), int arg)
 {
-    CHECK(nkids < MAX_KIDS);
-    pid_t pid = CHECK_SYS(fork());
-    if (pid == 0) {
-        pin_self(cpu);
+    if (test_fork_child(what, cpu) == 0) {
         fn(arg);
         _exit(0);
     }
-    kids[nkids] = pid;
-    kid_what[nkids] = what;
-    nkids++;
 }
 
-static void reap_all(void)
-{
-    for (int left = nkids; left > 0; left--) {
-        int st;
-        pid_t w = waitpid(-1, &st, 0);
-        if (w == -1 && errno == EINTR) {
-            left++;
-            continue;
-        }
-        if (w == -1)
-            FAIL("waitpid(-1) failed: %s", strerror(errno));
-        int i = 0;
-        while (i < nkids && kids[i] != w)
-            i++;
-        if (i == nkids)
-            FAIL("waitpid(-1) returned %d, not a child of this test", w);
-        kids[i] = 0;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            for (int j = 0; j < nkids; j++)
-                if (kids[j] > 0)
-                    kill(kids[j], SIGKILL);
-            for (int j = 0; j < nkids; j++)
-                if (kids[j] > 0)
-                    waitpid(kids[j], NULL, 0);
-            FAIL("child %d (%s) %s", w, kid_what[i], describe_wait(st));
-        }
-    }
-    nkids = 0;
-}
+#define reap_all test_reap_all
 
 /* Shared state of one test, in MAP_SHARED memory. */
 struct shared {

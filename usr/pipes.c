@@ -50,7 +50,6 @@
 #define YIELDS 200             /* sched_yield calls to give the other side time to block */
 
 #define MAX_CPUS 64
-#define MAX_KIDS 80
 #define PIPEBUF 4096 /* PIPE_BUF on Linux */
 
 static int ncpu;
@@ -64,57 +63,11 @@ static int cpu_of(int i)
     return cpus[i % ncpu];
 }
 
-/* ---- children: started pinned, reaped together; one failure kills the rest ---- */
+#define MAX_KIDS TEST_MAX_KIDS
 
-static pid_t kids[MAX_KIDS];
-static const char *kid_what[MAX_KIDS];
-static int nkids;
-
-/* Forks a child pinned to `cpu`; returns 0 in the child (which must _exit), else its pid. */
-static pid_t spawn(const char *what, int cpu)
-{
-    CHECK(nkids < MAX_KIDS);
-    pid_t pid = CHECK_SYS(fork());
-    if (pid == 0) {
-        nkids = 0;
-        pin_self(cpu);
-        return 0;
-    }
-    kids[nkids] = pid;
-    kid_what[nkids] = what;
-    nkids++;
-    return pid;
-}
-
-static void reap_all(void)
-{
-    for (int left = nkids; left > 0; left--) {
-        int st;
-        pid_t w = waitpid(-1, &st, 0);
-        if (w == -1 && errno == EINTR) {
-            left++;
-            continue;
-        }
-        if (w == -1)
-            FAIL("waitpid(-1) failed: %s", strerror(errno));
-        int i = 0;
-        while (i < nkids && kids[i] != w)
-            i++;
-        if (i == nkids)
-            FAIL("waitpid(-1) returned %d, not a child of this test", w);
-        kids[i] = 0;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            for (int j = 0; j < nkids; j++)
-                if (kids[j] > 0)
-                    kill(kids[j], SIGKILL);
-            for (int j = 0; j < nkids; j++)
-                if (kids[j] > 0)
-                    waitpid(kids[j], NULL, 0);
-            FAIL("child %d (%s) %s", w, kid_what[i], describe_wait(st));
-        }
-    }
-    nkids = 0;
-}
+/* Children: test_fork_child and test_reap_all (reef-test.h). */
+#define spawn test_fork_child
+#define reap_all test_reap_all
 
 struct shared {
     atomic_int step, done;
@@ -559,7 +512,7 @@ static void epipe(void)
         write(p[1], &c, 1);
         _exit(0);
     }
-    nkids = 0;
+    test_nkids = 0;
     int st;
     CHECK_EQ(waitpid(pid, &st, 0), pid);
     if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGPIPE)

@@ -19,6 +19,7 @@
 #endif
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -213,6 +214,62 @@ static inline long long now_ns(void)
     struct timespec ts;
     CHECK_SYS(clock_gettime(CLOCK_MONOTONIC, &ts));
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- children forked pinned to a core, reaped together; one failure kills the rest ---- */
+
+#define TEST_MAX_KIDS 80
+static pid_t test_kids[TEST_MAX_KIDS];
+static const char *test_kid_what[TEST_MAX_KIDS];
+static int test_nkids;
+
+/* Forks a child pinned to `cpu` (described by `what` in failure reports); returns 0 in the
+ * child (which must end with _exit), else the child's pid. */
+static inline pid_t test_fork_child(const char *what, int cpu)
+{
+    CHECK(test_nkids < TEST_MAX_KIDS);
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        test_nkids = 0;
+        pin_self(cpu);
+        return 0;
+    }
+    test_kids[test_nkids] = pid;
+    test_kid_what[test_nkids] = what;
+    test_nkids++;
+    return pid;
+}
+
+/* Waits for every child of test_fork_child; if one did not exit with 0, kills the others and
+ * fails with its description. */
+static inline void test_reap_all(void)
+{
+    for (int left = test_nkids; left > 0; left--) {
+        int st;
+        pid_t w = waitpid(-1, &st, 0);
+        if (w == -1 && errno == EINTR) {
+            left++;
+            continue;
+        }
+        if (w == -1)
+            FAIL("waitpid(-1) failed: %s", strerror(errno));
+        int i = 0;
+        while (i < test_nkids && test_kids[i] != w)
+            i++;
+        if (i == test_nkids)
+            FAIL("waitpid(-1) returned %d, not a child of this test", w);
+        test_kids[i] = 0;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            for (int j = 0; j < test_nkids; j++)
+                if (test_kids[j] > 0)
+                    kill(test_kids[j], SIGKILL);
+            for (int j = 0; j < test_nkids; j++)
+                if (test_kids[j] > 0)
+                    waitpid(test_kids[j], NULL, 0);
+            FAIL("child %d (%s) %s", w, test_kid_what[i], describe_wait(st));
+        }
+    }
+    test_nkids = 0;
 }
 
 #endif

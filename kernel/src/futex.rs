@@ -18,7 +18,7 @@ static FUTEXES: IrqMutex<BTreeMap<u64, VecDeque<Arc<Thread>>>> = IrqMutex::new(B
 /// The key of the futex word at `uaddr` in `p`'s address space (populating the page if it is
 /// valid but not yet touched).
 fn key(p: &Process, uaddr: u64) -> Result<u64, Errno> {
-    if uaddr % 4 != 0 {
+    if !uaddr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     let _: u32 = uaccess::read_user(uaddr)?;

@@ -360,10 +360,11 @@ fn exit_thread(me: Arc<Thread>) -> ! {
     {
         let p = me.process.clone();
         let ctid = me.clear_child_tid.swap(0, Ordering::AcqRel);
-        if ctid != 0 && !p.exiting.load(Ordering::Acquire) {
-            if crate::uaccess::write_user(ctid, &0u32).is_ok() {
-                let _ = crate::futex::wake(&p, ctid, u32::MAX);
-            }
+        if ctid != 0
+            && !p.exiting.load(Ordering::Acquire)
+            && crate::uaccess::write_user(ctid, &0u32).is_ok()
+        {
+            let _ = crate::futex::wake(&p, ctid, u32::MAX);
         }
         let last = {
             let mut threads = p.threads.lock();

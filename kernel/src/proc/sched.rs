@@ -191,15 +191,13 @@ pub fn schedule() {
             next = None;
         }
     }
-    if next.is_none() {
-        if prev_runnable || prev.is_none() {
-            if let Some(p) = &prev {
-                p.set_state(ThreadState::Running);
-            }
-            k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
-            cpu::restore_interrupts(were);
-            return;
+    if next.is_none() && (prev_runnable || prev.is_none()) {
+        if let Some(p) = &prev {
+            p.set_state(ThreadState::Running);
         }
+        k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
+        cpu::restore_interrupts(were);
+        return;
     }
     let save: *mut u64 = match &prev {
         Some(p) => p.saved_rsp.as_ptr(),

@@ -81,7 +81,7 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
 }
 
 pub fn munmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    if a[0] % PAGE_SIZE != 0 || a[1] == 0 {
+    if !a[0].is_multiple_of(PAGE_SIZE) || a[1] == 0 {
         return Err(Errno::EINVAL);
     }
     me.process.vm().unmap(a[0], page_up(a[1])?)?;
@@ -89,7 +89,7 @@ pub fn munmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
 }
 
 pub fn mprotect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    if a[0] % PAGE_SIZE != 0 {
+    if !a[0].is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
     if a[1] == 0 {
@@ -106,7 +106,7 @@ pub fn mprotect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
 pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const MADV_DONTNEED: u64 = 4;
     const MADV_FREE: u64 = 8;
-    if a[0] % PAGE_SIZE != 0 {
+    if !a[0].is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
     if a[1] == 0 {

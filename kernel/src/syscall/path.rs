@@ -168,7 +168,7 @@ pub fn statx(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 }
 
 /// The NR-FS location of a path that changes the namespace; EACCES inside `/proc`.
-fn fs_place(p: &Process, dir: i32, path: &[u8]) -> Result<(Ino, Vec<u8>), Errno> {
+fn fs_place(p: &Process, dir: i32, path: &[u8]) -> Result<FsPath, Errno> {
     path::locate(p, dir, path)?.fs(Errno::EACCES)
 }
 
@@ -229,12 +229,15 @@ pub fn unlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     remove(me, dirfd(a[0]), a[1], a[2] & AT_REMOVEDIR != 0)
 }
 
+/// An NR-FS path and the directory it starts from.
+type FsPath = (Ino, Vec<u8>);
+
 /// Locates both paths of a two-path call; EXDEV between `/proc` and NR-FS, EACCES in `/proc`.
 fn two_places(
     p: &Process,
     (dir1, path1): (i32, &[u8]),
     (dir2, path2): (i32, &[u8]),
-) -> Result<((Ino, Vec<u8>), (Ino, Vec<u8>)), Errno> {
+) -> Result<(FsPath, FsPath), Errno> {
     let a = path::locate(p, dir1, path1)?;
     let b = path::locate(p, dir2, path2)?;
     match (a, b) {

@@ -207,7 +207,7 @@ pub fn initial_fpu_state() -> [u8; FPU_AREA] {
 /// `stack_top` must be the top of an unused kernel stack of at least a few KiB that stays
 /// allocated while the thread lives.
 pub unsafe fn prepare_stack(stack_top: u64, frame: &InterruptFrame, fpu: &[u8; FPU_AREA]) -> u64 {
-    debug_assert!(stack_top % 16 == 0);
+    debug_assert!(stack_top.is_multiple_of(16));
     // SAFETY: per the caller's contract, the stack is unused and large enough.
     unsafe {
         let f = user_frame(stack_top);
