@@ -20,7 +20,7 @@ use frames::TCache;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 2;
+pub const KCB_LAYOUT_VERSION: u32 = 3;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -124,6 +124,9 @@ pub struct Kcb {
     pub ipi: IpiMailbox,
     /// Local APIC timer interrupts taken.
     pub timer_ticks: AtomicU64,
+    /// System calls made on this core: count and nanoseconds spent in each (written only by
+    /// this core; `/proc/reef/syscalls` sums them).
+    pub syscalls: SyscallStats,
     /// Stacks of this core.
     pub stacks: CoreStacks,
     /// GDT and TSS; touched only by the core running this KCB.
@@ -135,6 +138,31 @@ pub struct Kcb {
 unsafe impl Sync for Kcb {}
 // SAFETY: as above; a KCB is handed from the BootDriver to the core that runs it.
 unsafe impl Send for Kcb {}
+
+/// Per-core system-call accounting, by Linux number (numbers past the Linux range share the
+/// last slot).
+pub struct SyscallStats {
+    /// Calls made.
+    pub count: [AtomicU64; abi::syscalls::SYSCALL_LIMIT + 1],
+    /// Nanoseconds from entering the handler to its result, sleeps included.
+    pub ns: [AtomicU64; abi::syscalls::SYSCALL_LIMIT + 1],
+}
+
+impl SyscallStats {
+    const fn new() -> Self {
+        SyscallStats {
+            count: [const { AtomicU64::new(0) }; abi::syscalls::SYSCALL_LIMIT + 1],
+            ns: [const { AtomicU64::new(0) }; abi::syscalls::SYSCALL_LIMIT + 1],
+        }
+    }
+
+    /// Counts one call of `nr` that took `ns` nanoseconds (on the core that owns this KCB).
+    pub fn record(&self, nr: usize, ns: u64) {
+        let slot = nr.min(abi::syscalls::SYSCALL_LIMIT);
+        self.count[slot].fetch_add(1, Ordering::Relaxed);
+        self.ns[slot].fetch_add(ns, Ordering::Relaxed);
+    }
+}
 
 /// Memory of one core: its KCB and stacks, in one 2 MiB frame of its node.
 pub struct CoreMemory;
@@ -208,6 +236,7 @@ impl Kcb {
             interrupt_bindings: IrqMutex::new(InterruptBindings::default()),
             ipi: IpiMailbox::default(),
             timer_ticks: AtomicU64::new(0),
+            syscalls: SyscallStats::new(),
             stacks: CoreMemory::stacks(base),
             tables: UnsafeCell::new(CpuTables::new()),
         };

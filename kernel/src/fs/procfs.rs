@@ -5,6 +5,7 @@
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
+//! /proc/reef/syscalls                                system calls: count and time, all cores
 //! ```
 //!
 //! `/proc` is reached by absolute paths, by paths relative to a working directory inside it,
@@ -39,6 +40,8 @@ pub enum File {
     LoadAvg,
     /// `/proc/reef/nrfs`.
     Nrfs,
+    /// `/proc/reef/syscalls`.
+    Syscalls,
     /// `/proc/<pid>/status`.
     Status(Pid),
     /// `/proc/<pid>/stat`.
@@ -121,6 +124,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
         }
         Place::Reef => match name {
             b"nrfs" => Ok(Place::File(File::Nrfs)),
+            b"syscalls" => Ok(Place::File(File::Syscalls)),
             _ => Err(Errno::ENOENT),
         },
         Place::Pid(pid) => match name {
@@ -212,6 +216,7 @@ fn ino_of(place: Place) -> u64 {
             File::Version => (8, 0, 4),
             File::Nrfs => (8, 0, 5),
             File::LoadAvg => (8, 0, 6),
+            File::Syscalls => (8, 0, 7),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -276,7 +281,10 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
                 out.push((ino_of(Place::Pid(pid)), d, format!("{pid}").into_bytes()));
             }
         }
-        Place::Reef => out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec())),
+        Place::Reef => {
+            out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec()));
+            out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
+        }
         Place::Pid(pid) => {
             process(pid)?;
             out.push((ino_of(Place::Exe(pid)), l, b"exe".to_vec()));
@@ -366,6 +374,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             );
         }
         File::Nrfs => s = crate::fs::report(),
+        File::Syscalls => s = crate::syscall::accounting_report(),
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             let threads = e.process.threads.lock().len();

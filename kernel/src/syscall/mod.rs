@@ -21,11 +21,13 @@ mod signal;
 mod time;
 
 use crate::arch::idt::InterruptFrame;
+use crate::kcb;
 use crate::proc::{self, Thread};
 use abi::syscalls::*;
 use abi::Errno;
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -180,6 +182,7 @@ pub fn dispatch(frame: &mut InterruptFrame) {
         frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9,
     ];
     let me = proc::current_thread();
+    let start = crate::time::now_ns();
     let result = match handler(nr) {
         Some(h) => h(&me, frame, args),
         None => {
@@ -187,6 +190,10 @@ pub fn dispatch(frame: &mut InterruptFrame) {
             Err(Errno::ENOSYS)
         }
     };
+    // The thread may have moved to another core while it slept: count it where it ends.
+    kcb::current()
+        .syscalls
+        .record(nr, crate::time::now_ns().saturating_sub(start));
     // rt_sigreturn and execve replace every register themselves.
     if !matches!(nr, SYS_RT_SIGRETURN | SYS_EXECVE) || result.is_err() {
         frame.rax = match result {
@@ -212,6 +219,33 @@ pub fn unimplemented_report() -> String {
     }
     if out.is_empty() {
         out.push_str(" none");
+    }
+    out
+}
+
+/// The text of `/proc/reef/syscalls`: every system call made since boot on any core, with its
+/// count and the time spent in it (sleeps included), most time first.
+pub fn accounting_report() -> String {
+    let mut rows: Vec<(u64, u64, usize)> = Vec::new();
+    for nr in 0..=SYSCALL_LIMIT {
+        let (mut count, mut ns) = (0, 0);
+        for k in (0..kcb::MAX_CORES).filter_map(kcb::get) {
+            count += k.syscalls.count[nr].load(Ordering::Relaxed);
+            ns += k.syscalls.ns[nr].load(Ordering::Relaxed);
+        }
+        if count > 0 {
+            rows.push((ns, count, nr));
+        }
+    }
+    rows.sort_unstable_by(|a, b| b.cmp(a));
+    let mut out = String::from("syscall count total_us avg_ns\n");
+    for (ns, count, nr) in rows {
+        let name = match abi::syscalls::name(nr) {
+            Some(n) => alloc::borrow::Cow::Borrowed(n),
+            None if nr == SYSCALL_LIMIT => "beyond-linux-range".into(),
+            None => alloc::format!("unknown-{nr}").into(),
+        };
+        let _ = writeln!(out, "{name} {count} {} {}", ns / 1000, ns / count);
     }
     out
 }
