@@ -425,8 +425,20 @@ pub fn dir_path(dir: Ino) -> Result<Vec<u8>, Errno> {
     Ok(out)
 }
 
-/// A description of the root directory (the first process's working directory).
+/// The root directory's description, made once: every process that starts or ends in `/`
+/// shares it, and it is never dropped (so no NR-FS close ever runs on its account).
+static ROOT_DIR: spin::Once<Arc<OpenFile>> = spin::Once::new();
+
+/// A description of the root directory (the first process's working directory, and the one an
+/// exiting process leaves its own for).
 pub fn root_dir() -> Result<Arc<OpenFile>, Errno> {
+    if let Some(d) = ROOT_DIR.get() {
+        return Ok(d.clone());
+    }
     with_client(|c| c.open(ROOT_INO))?;
-    Ok(OpenFile::new(Node::Dir(ROOT_INO), O_RDONLY, b"/".to_vec()))
+    let made = OpenFile::new(Node::Dir(ROOT_INO), O_RDONLY, b"/".to_vec());
+    let kept = ROOT_DIR.call_once(|| made.clone()).clone();
+    // Another core may have made it first; then this one's open is dropped here.
+    drop(made);
+    Ok(kept)
 }

@@ -391,6 +391,12 @@ fn exit_process(p: &Arc<Process>) {
     let status = p.exit_status.load(Ordering::Acquire);
     let files = p.files.lock().take_all();
     drop(files);
+    // Close the working directory now, not when the last reference to the process goes
+    // (possibly inside a process-table operation on another core).
+    if let Ok(root) = crate::fs::root_dir() {
+        let cwd = core::mem::replace(&mut *p.cwd.lock(), root);
+        drop(cwd);
+    }
     // Leave the process's page tables before they go away with the zombie's reaping.
     crate::vm::activate_kernel(kcb::current());
     if !p.end_vfork() {
