@@ -565,10 +565,12 @@ fn distinct<'a>(samples: &'a [Sample], f: impl Fn(&'a Sample) -> &'a str) -> Vec
     out
 }
 
-/// A number with three significant digits (or more before the point).
+/// A number with three significant digits (or more before the point; millions as `12.3M`).
 pub fn num(v: f64) -> String {
     let a = v.abs();
-    if a >= 100.0 || a == 0.0 {
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 100.0 || a == 0.0 {
         format!("{v:.0}")
     } else if a >= 10.0 {
         format!("{v:.1}")
@@ -1362,6 +1364,16 @@ mod tests {
         }
         assert!(open.is_empty(), "unclosed {open:?}");
         assert!(!doc.contains("<&>"));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(62654082.0), "62.7M");
+        assert_eq!(num(15053.4), "15053");
+        assert_eq!(num(58.14), "58.1");
+        assert_eq!(num(2.5), "2.50");
+        assert_eq!(num(0.25), "0.250");
+        assert_eq!(num(0.0), "0");
     }
 
     #[test]
