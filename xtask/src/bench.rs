@@ -661,10 +661,10 @@ pub fn axis_top(max: f64) -> f64 {
 /// `samples`), one line per system through the medians, a bar from min to max at each point,
 /// and a note under the axis for every point where a system failed.
 pub fn svg(samples: &[Sample], bench: &str) -> String {
-    const W: f64 = 560.0;
+    const W: f64 = 600.0;
     const H: f64 = 360.0;
     const LEFT: f64 = 70.0;
-    const RIGHT: f64 = 130.0;
+    const RIGHT: f64 = 170.0;
     const TOP: f64 = 40.0;
     const BOTTOM: f64 = 70.0;
     let of: Vec<Sample> = samples.iter().filter(|s| s.bench == bench).cloned().collect();
