@@ -63,10 +63,7 @@ const FULL_CONFIGS: [Config; 4] = [
     Config { cores: 2, nodes: 2 },
     Config { cores: 4, nodes: 2 },
 ];
-const QUICK_CONFIGS: [Config; 2] = [
-    Config { cores: 1, nodes: 1 },
-    Config { cores: 2, nodes: 2 },
-];
+const QUICK_CONFIGS: [Config; 2] = [Config { cores: 1, nodes: 1 }, Config { cores: 2, nodes: 2 }];
 
 /// A system booted in QEMU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,9 +118,7 @@ enum Source {
     },
     /// The time from QEMU's start until the serial output shows the first line init prints:
     /// Reef runs the command itself as init, Linux runs `/init`, which prints its marker first.
-    InitLine {
-        reef: &'static str,
-    },
+    InitLine { reef: &'static str },
     /// The time from QEMU's start to its exit (after the power-off).
     Exit,
 }
@@ -196,7 +191,7 @@ fn result_metric(
     }
 }
 
-/// Every benchmark VM benchmark, in the order they run.
+/// Every benchmark run in QEMU, in the order they run.
 fn benches(effort: Effort) -> Vec<Bench> {
     let mut b = vec![
         Bench {
@@ -223,25 +218,49 @@ fn benches(effort: Effort) -> Vec<Bench> {
             effort,
             "null",
             &["null"],
-            vec![result_metric("null", "ns/call", false, "uperf null ", "median")],
+            vec![result_metric(
+                "null",
+                "ns/call",
+                false,
+                "uperf null ",
+                "median",
+            )],
         ),
         uperf(
             effort,
             "spawn",
             &["spawn"],
-            vec![result_metric("spawn", "us/round", false, "uperf spawn ", "median")],
+            vec![result_metric(
+                "spawn",
+                "us/round",
+                false,
+                "uperf spawn ",
+                "median",
+            )],
         ),
         uperf(
             effort,
             "pspawn",
             &["pspawn"],
-            vec![result_metric("pspawn", "us/round", false, "uperf pspawn ", "median")],
+            vec![result_metric(
+                "pspawn",
+                "us/round",
+                false,
+                "uperf pspawn ",
+                "median",
+            )],
         ),
         uperf(
             effort,
             "vmops",
             &["vmops", "0"],
-            vec![result_metric("vmops", "ops/s", true, "uperf vmops ", "median")],
+            vec![result_metric(
+                "vmops",
+                "ops/s",
+                true,
+                "uperf vmops ",
+                "median",
+            )],
         ),
         uperf(
             effort,
@@ -270,7 +289,13 @@ fn benches(effort: Effort) -> Vec<Bench> {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-                metrics: vec![result_metric(&name, "ops/s", true, "fsbench ", "ops_per_sec")],
+                metrics: vec![result_metric(
+                    &name,
+                    "ops/s",
+                    true,
+                    "fsbench ",
+                    "ops_per_sec",
+                )],
             });
         }
     }
@@ -302,13 +327,18 @@ struct Timed {
     arrivals: Vec<(usize, Duration)>,
     /// stderr.
     stderr: String,
+    /// How QEMU ended.
     end: End,
+    /// Time from QEMU's start to its exit.
     wall: Duration,
 }
 
 /// The time at which the byte at `offset` (exclusive end) had arrived.
 pub fn arrival(arrivals: &[(usize, Duration)], offset: usize) -> Option<Duration> {
-    arrivals.iter().find(|(len, _)| *len >= offset).map(|&(_, t)| t)
+    arrivals
+        .iter()
+        .find(|(len, _)| *len >= offset)
+        .map(|&(_, t)| t)
 }
 
 impl Timed {
@@ -390,7 +420,11 @@ pub fn result_value(log: &str, prefix: &str, key: &str) -> Result<f64, String> {
 /// The line that best says why a run failed: an error, a FAIL line, Reef's list of
 /// unimplemented system calls, a panic; else the last line.
 pub fn failure_line(log: &str) -> String {
-    let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let telling = |l: &&&str| {
         l.contains("error")
             || l.starts_with("FAIL")
@@ -599,7 +633,12 @@ fn cell(samples: &[Sample], system: &str, bench: &str, config: &str) -> String {
             text.push_str("; ");
         }
         let why = why.replace('|', "\\|");
-        let _ = write!(text, "**failed** {}/{} runs: {why}", failed.len(), runs.len());
+        let _ = write!(
+            text,
+            "**failed** {}/{} runs: {why}",
+            failed.len(),
+            runs.len()
+        );
     }
     if runs.is_empty() {
         text.push_str("not run");
@@ -615,18 +654,30 @@ pub fn ratio_table(samples: &[Sample], a: &str, b: &str) -> String {
          {a}/{b} median | min | max |\n|---|---|---|---|---|---|---|---|---|\n"
     );
     for bench in distinct(samples, |s| &s.bench) {
-        let of_bench: Vec<Sample> = samples.iter().filter(|s| s.bench == bench).cloned().collect();
+        let of_bench: Vec<Sample> = samples
+            .iter()
+            .filter(|s| s.bench == bench)
+            .cloned()
+            .collect();
         let first = &of_bench[0];
         for config in distinct(&of_bench, |s| &s.config) {
             let ratio = stats(&paired_ratios(samples, bench, config, a, b));
             let (med, lo, hi) = ratio.map_or(("–".into(), "–".into(), "–".into()), |r| {
-                (format!("{:.2}", r.median), format!("{:.2}", r.min), format!("{:.2}", r.max))
+                (
+                    format!("{:.2}", r.median),
+                    format!("{:.2}", r.min),
+                    format!("{:.2}", r.max),
+                )
             });
             let _ = writeln!(
                 out,
                 "| {bench} | {config} | {} | {} | {} | {} | {med} | {lo} | {hi} |",
                 first.unit,
-                if first.higher_is_better { "higher" } else { "lower" },
+                if first.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                },
                 cell(samples, a, bench, config),
                 cell(samples, b, bench, config),
             );
@@ -641,7 +692,9 @@ const COLORS: [&str; 4] = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"];
 
 /// Escapes text for SVG.
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// A "nice" upper end of an axis from 0 that holds `max`: 1, 2 or 5 times a power of ten.
@@ -667,7 +720,11 @@ pub fn svg(samples: &[Sample], bench: &str) -> String {
     const RIGHT: f64 = 170.0;
     const TOP: f64 = 40.0;
     const BOTTOM: f64 = 70.0;
-    let of: Vec<Sample> = samples.iter().filter(|s| s.bench == bench).cloned().collect();
+    let of: Vec<Sample> = samples
+        .iter()
+        .filter(|s| s.bench == bench)
+        .cloned()
+        .collect();
     let configs = distinct(&of, |s| &s.config);
     let systems = distinct(&of, |s| &s.system);
     let unit = of.first().map_or("", |s| s.unit.as_str());
@@ -804,7 +861,11 @@ pub fn estimate_left(done: &[(String, f64)], remaining: &[String]) -> f64 {
     remaining
         .iter()
         .map(|key| {
-            let same: Vec<f64> = done.iter().filter(|(k, _)| k == key).map(|&(_, t)| t).collect();
+            let same: Vec<f64> = done
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|&(_, t)| t)
+                .collect();
             if same.is_empty() {
                 overall
             } else {
@@ -881,7 +942,12 @@ struct Job<'a> {
 
 impl Job<'_> {
     fn key(&self) -> String {
-        format!("{}/{}/{}", self.system.name(), self.bench.name, self.config.label())
+        format!(
+            "{}/{}/{}",
+            self.system.name(),
+            self.bench.name,
+            self.config.label()
+        )
     }
 }
 
@@ -1034,7 +1100,11 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 pub fn main(args: &[String]) -> Result<u8, String> {
     let o = parse(args)?;
     let effort = if o.quick { QUICK } else { FULL };
-    let configs: &[Config] = if o.quick { &QUICK_CONFIGS } else { &FULL_CONFIGS };
+    let configs: &[Config] = if o.quick {
+        &QUICK_CONFIGS
+    } else {
+        &FULL_CONFIGS
+    };
     let benches: Vec<Bench> = benches(effort)
         .into_iter()
         .filter(|b| selected(&b.name, &o.filters))
@@ -1220,7 +1290,12 @@ mod tests {
         assert_eq!(result_value(fs, "fsbench ", "ops").unwrap(), 5.0);
         let lat = "uperf vmlat threads=2 9.58 us/op p1=8.35 p50=9.58 p99=46.24 ops=40000\n";
         assert_eq!(result_value(lat, "uperf vmlat ", "p99").unwrap(), 46.24);
-        assert!(result_value("fsbench threads=1 ops_per_sec=x\n", "fsbench ", "ops_per_sec").is_err());
+        assert!(result_value(
+            "fsbench threads=1 ops_per_sec=x\n",
+            "fsbench ",
+            "ops_per_sec"
+        )
+        .is_err());
     }
 
     #[test]
@@ -1237,7 +1312,8 @@ mod tests {
 
     #[test]
     fn failure_lines() {
-        let log = "reef: boot ok\nuperf: error: posix_spawn(/test/uperf): Function not implemented\n\
+        let log =
+            "reef: boot ok\nuperf: error: posix_spawn(/test/uperf): Function not implemented\n\
                    reef: init exited with status 1\n";
         assert!(failure_line(log).starts_with("uperf: error: posix_spawn"));
         assert_eq!(
@@ -1253,7 +1329,9 @@ mod tests {
 
     #[test]
     fn command_lines_are_the_same_command() {
-        let argv: Vec<String> = ["/test/uperf", "-b", "2", "null"].map(String::from).to_vec();
+        let argv: Vec<String> = ["/test/uperf", "-b", "2", "null"]
+            .map(String::from)
+            .to_vec();
         assert_eq!(
             System::Reef.cmdline(&argv).unwrap(),
             "init=/test/uperf -b 2 null"
@@ -1290,7 +1368,10 @@ mod tests {
             sample("linux", "null", "1c1n", 3, Ok(100.0)),
             sample("reef", "null", "2c2n", 1, Ok(1.0)),
         ];
-        assert_eq!(paired_ratios(&s, "null", "1c1n", "reef", "linux"), vec![2.0, 0.9]);
+        assert_eq!(
+            paired_ratios(&s, "null", "1c1n", "reef", "linux"),
+            vec![2.0, 0.9]
+        );
         assert!(paired_ratios(&s, "null", "2c2n", "reef", "linux").is_empty());
         let r = stats(&paired_ratios(&s, "null", "1c1n", "reef", "linux")).unwrap();
         assert!((r.median - 1.45).abs() < 1e-9);
@@ -1317,7 +1398,13 @@ mod tests {
             sample("linux", "null", "1c1n", 1, Ok(100.0)),
             sample("reef", "null", "1c1n", 2, Ok(400.0)),
             sample("linux", "null", "1c1n", 2, Ok(100.0)),
-            sample("reef", "pspawn", "1c1n", 1, Err("exit status 1: uperf: error: x|y")),
+            sample(
+                "reef",
+                "pspawn",
+                "1c1n",
+                1,
+                Err("exit status 1: uperf: error: x|y"),
+            ),
             sample("linux", "pspawn", "1c1n", 1, Ok(5.0)),
         ];
         let t = ratio_table(&s, "reef", "linux");
@@ -1387,11 +1474,18 @@ mod tests {
 
     #[test]
     fn progress_estimate() {
-        let done = vec![("reef/null/1c1n".to_string(), 4.0), ("linux/null/1c1n".to_string(), 10.0)];
+        let done = vec![
+            ("reef/null/1c1n".to_string(), 4.0),
+            ("linux/null/1c1n".to_string(), 10.0),
+        ];
         // Same keys: their own means; an unseen key: the mean of all (7).
         let left = estimate_left(
             &done,
-            &["reef/null/1c1n".into(), "linux/null/1c1n".into(), "reef/vmops/2c2n".into()],
+            &[
+                "reef/null/1c1n".into(),
+                "linux/null/1c1n".into(),
+                "reef/vmops/2c2n".into(),
+            ],
         );
         assert_eq!(left, 4.0 + 10.0 + 7.0);
         assert_eq!(estimate_left(&[], &["x".into()]), 0.0);
@@ -1422,7 +1516,9 @@ mod tests {
         assert_eq!(s[0].run, 1);
         assert_eq!(s[1].value, Ok(83554340.0));
         assert!(parse_nr_csv("bad header\n").is_err());
-        assert!(parse_nr_csv("system,write_ratio,threads,replicas,run,ops_per_sec\nnr,1\n").is_err());
+        assert!(
+            parse_nr_csv("system,write_ratio,threads,replicas,run,ops_per_sec\nnr,1\n").is_err()
+        );
     }
 
     #[test]
@@ -1437,7 +1533,16 @@ mod tests {
             m.validate().unwrap();
         }
         let names: Vec<String> = benches(FULL).into_iter().map(|b| b.name).collect();
-        for n in ["boot", "null", "spawn", "pspawn", "vmops", "vmlat", "fs-shared-w60", "fs-private-w100"] {
+        for n in [
+            "boot",
+            "null",
+            "spawn",
+            "pspawn",
+            "vmops",
+            "vmlat",
+            "fs-shared-w60",
+            "fs-private-w100",
+        ] {
             assert!(names.iter().any(|x| x == n), "{n}");
         }
         for b in benches(FULL) {

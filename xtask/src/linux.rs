@@ -151,7 +151,12 @@ pub fn kernel() -> Result<PathBuf, String> {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with(&format!("{package}_")) && n.ends_with(".deb"))
         })
-        .ok_or_else(|| format!("apt-get download left no {package}_*.deb in {}", dir.display()))?;
+        .ok_or_else(|| {
+            format!(
+                "apt-get download left no {package}_*.deb in {}",
+                dir.display()
+            )
+        })?;
     eprintln!("xtask: unpacking /boot/vmlinuz-* from {}", deb.display());
     unpack_boot(&deb, &dir)?;
     cached_kernel().ok_or_else(|| format!("{} holds no boot/vmlinuz-6.1.*", deb.display()))
@@ -186,7 +191,10 @@ mod tests {
             image_package(text).as_deref(),
             Some("linux-image-6.1.0-56-amd64")
         );
-        assert_eq!(image_package("linux-image-amd64\n  Depends: linux-image-6.12.1-amd64\n"), None);
+        assert_eq!(
+            image_package("linux-image-amd64\n  Depends: linux-image-6.12.1-amd64\n"),
+            None
+        );
         assert_eq!(image_package(""), None);
     }
 
@@ -213,7 +221,9 @@ mod tests {
         let find = |n: &str| back.iter().find(|r| r.entry.name == n).map(|r| &r.entry);
         let init = find("init").expect("/init");
         assert_eq!(init.mode, cpio::S_IFREG | 0o755);
-        assert!(init.data.starts_with(b"#!/bin/sh\necho \"bench: linux init\"\n"));
+        assert!(init
+            .data
+            .starts_with(b"#!/bin/sh\necho \"bench: linux init\"\n"));
         assert!(String::from_utf8_lossy(&init.data).contains("mount -t tmpfs tmpfs /tmp"));
         assert!(String::from_utf8_lossy(&init.data).contains(STATUS_PREFIX));
         assert_eq!(find("sys").unwrap().mode, cpio::S_IFDIR | 0o755);
