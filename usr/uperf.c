@@ -2,22 +2,31 @@
  * uperf: user-level micro-benchmarks for Reef (a measurement program, not a test: it prints
  * numbers, never PASS/FAIL). One mode per run:
  *
+ *   uperf [-b SECONDS] MODE ARGS...
+ *
  *   uperf null  [ITERS [REPS]]      syscall(SYS_getppid) in a loop: ns per call
  *   uperf spawn [ITERS [REPS]]      fork + execve(self, "noop") + waitpid: us per round
+ *   uperf pspawn [ITERS [REPS]]     posix_spawn(self, "noop") + waitpid: us per round
  *   uperf vmops N [OPS [REPS]]      N threads (0: one per allowed core), each pinned to its own
  *                                   core and mapping in its own region, each doing OPS rounds of
  *                                   mmap(4 KiB, MAP_POPULATE) + write + munmap: total ops/s
- *   uperf noop                      exits 0 at once (the exec target of `spawn`)
+ *   uperf vmlat N [OPS]             the same operations, one repetition, each operation timed
+ *                                   on its own (clock_gettime before and after, into an array
+ *                                   allocated and touched before the start): p1/p50/p99 of the
+ *                                   per-operation latency of all threads together, in us
+ *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
- * Defaults: null 200000 x 7, spawn 200 x 5, vmops 20000 per thread x 5. Unless ITERS/OPS is
- * given, a warm-up run estimates the cost and the count is scaled down so that the timed
- * repetitions of a mode take about BUDGET_S seconds at most (Reef under TCG is much slower than
- * Linux); the counts used are printed. A vmops repetition that runs past twice its share of the
- * budget stops early and reports the rate of the operations done (its line says "cut short").
+ * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
+ * per thread. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
+ * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
+ * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
+ * or vmlat repetition that runs past twice its share of the budget stops early and reports the
+ * operations done (its line says "cut short").
  *
  * Output: progress lines start with `uperf:`; each measurement ends with one result line
  *
  *   uperf <name> threads=<n> <median> <unit> min=<v> median=<v> max=<v> iters=<i> reps=<r>
+ *   uperf vmlat threads=<n> <p50> us/op p1=<v> p50=<v> p99=<v> ops=<total>
  *
  * Times come from clock_gettime(CLOCK_MONOTONIC). Errors print `uperf: error: ...` and exit 1.
  */
@@ -25,6 +34,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,8 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Timed repetitions of one mode should take at most about this long. */
-#define BUDGET_S 15.0
+/* Timed repetitions of one mode should take at most about this long (seconds; `-b`). */
+static double budget_s = 15.0;
 #define MAX_REPS 64
 #define MAX_THREADS 256
 
@@ -94,13 +104,13 @@ static void report(const char *name, int threads, const char *unit, const char *
            med, unit, lo, med, hi, iters, n);
 }
 
-/* The count that makes `reps` repetitions take about BUDGET_S, given `per_op` seconds per
+/* The count that makes `reps` repetitions take about budget_s, given `per_op` seconds per
  * operation, but never more than `want` nor less than `floor`. */
 static long scaled(long want, int reps, double per_op, long floor)
 {
     if (per_op <= 0)
         return want;
-    double fit = BUDGET_S / (per_op * reps);
+    double fit = budget_s / (per_op * reps);
     if (fit >= (double)want)
         return want;
     long n = (long)fit;
@@ -168,17 +178,31 @@ static void mode_null(int argc, char **argv)
 
 static const char *self;
 static char **environment;
+static int use_posix_spawn; /* pspawn: posix_spawn instead of fork + execve */
 
-static void spawn_once(void)
+static pid_t start_noop(void)
 {
-    pid_t pid = fork();
+    char *argv[] = {(char *)self, "noop", NULL};
+    pid_t pid;
+    if (use_posix_spawn) {
+        int e = posix_spawn(&pid, self, NULL, NULL, argv, environment);
+        if (e)
+            die("posix_spawn(%s): %s", self, strerror(e));
+        return pid;
+    }
+    pid = fork();
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
-        char *argv[] = {(char *)self, "noop", NULL};
         execve(self, argv, environment);
         _exit(127);
     }
+    return pid;
+}
+
+static void spawn_once(void)
+{
+    pid_t pid = start_noop();
     int st;
     pid_t w;
     while ((w = waitpid(pid, &st, 0)) == -1 && errno == EINTR)
@@ -198,24 +222,26 @@ static double spawn_loop(long iters)
     return now_s() - t0;
 }
 
-static void mode_spawn(int argc, char **argv)
+/* `spawn` (fork + execve) or `pspawn` (posix_spawn), named `name`. */
+static void mode_spawn(int argc, char **argv, const char *name)
 {
     long iters = 200;
     int reps = 5, explicit_;
     get_counts(argc, argv, 2, &iters, &reps, &explicit_);
     long warm = iters < 20 ? iters : 20;
     double w = spawn_loop(warm);
-    printf("uperf: spawn warm-up: %ld rounds of %s, %.1f us/round\n", warm, self, w / warm * 1e6);
+    printf("uperf: %s warm-up: %ld rounds of %s, %.1f us/round\n", name, warm, self,
+           w / warm * 1e6);
     if (!explicit_)
         iters = scaled(iters, reps, w / warm, 10);
-    printf("uperf: spawn: %ld rounds x %d repetitions\n", iters, reps);
+    printf("uperf: %s: %ld rounds x %d repetitions\n", name, iters, reps);
     double v[MAX_REPS];
     for (int r = 0; r < reps; r++) {
         double t = spawn_loop(iters);
         v[r] = t / iters * 1e6;
-        printf("uperf: spawn rep %d/%d: %.1f us/round (%.3f s)\n", r + 1, reps, v[r], t);
+        printf("uperf: %s rep %d/%d: %.1f us/round (%.3f s)\n", name, r + 1, reps, v[r], t);
     }
-    report("spawn", 1, "us/round", "%.1f", v, reps, iters);
+    report(name, 1, "us/round", "%.1f", v, reps, iters);
 }
 
 /* ---- vmops ------------------------------------------------------------------------------ */
@@ -225,6 +251,7 @@ struct worker {
     int index, cpu, pinned_cpu;
     long done; /* operations finished in the current round */
     double start, end;
+    double *lat; /* vmlat: each operation's time in seconds, for the round's operations */
     char pad[64];
 };
 
@@ -259,9 +286,11 @@ static void *vm_worker(void *arg)
         long ops = round_ops, i;
         double deadline = round_deadline;
         me->start = now_s();
+        double *lat = me->lat;
         for (i = 0; i < ops; i++) {
             if (i % 64 == 63 && now_s() > deadline)
                 break;
+            double t0 = lat ? now_s() : 0;
             char *p = mmap(hint, 4096, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
             if (p == MAP_FAILED)
@@ -269,6 +298,8 @@ static void *vm_worker(void *arg)
             p[0] = 1;
             if (munmap(p, 4096) != 0)
                 die("thread %d: munmap(%p): %s", me->index, (void *)p, strerror(errno));
+            if (lat)
+                lat[i] = now_s() - t0;
         }
         me->end = now_s();
         me->done = i;
@@ -297,15 +328,9 @@ static double vm_round(long ops, double cap, long *total)
     return last - first;
 }
 
-static void mode_vmops(int argc, char **argv)
+/* Starts `want` pinned threads (0: one per allowed core), thread i on the i-th allowed cpu. */
+static void vm_start(long want)
 {
-    if (argc < 3)
-        die("usage: uperf vmops N [OPS [REPS]] (N = 0: one thread per allowed core)");
-    long want = parse_count(argv[2], "thread count");
-    long iters = 20000;
-    int reps = 5, explicit_;
-    get_counts(argc, argv, 3, &iters, &reps, &explicit_);
-
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         die("sched_getaffinity: %s", strerror(errno));
@@ -331,19 +356,45 @@ static void mode_vmops(int argc, char **argv)
         if (e)
             die("pthread_create %d: %s", i, strerror(e));
     }
+}
 
-    long warm = iters < 200 ? iters : 200, total;
-    double w = vm_round(warm, BUDGET_S, &total);
-    printf("uperf: vmops threads:");
+/* The warm-up round of `warm` operations per thread; returns the seconds per operation per
+ * thread. */
+static double vm_warm_up(const char *name, long warm)
+{
+    long total;
+    double w = vm_round(warm, budget_s, &total);
+    printf("uperf: %s threads:", name);
     for (int i = 0; i < nthreads; i++)
         printf(" %d@cpu%d", i, workers[i].pinned_cpu);
     printf("\n");
-    printf("uperf: vmops warm-up: %ld ops, %.0f ops/s total\n", total, (double)total / w);
+    printf("uperf: %s warm-up: %ld ops, %.0f ops/s total\n", name, total, (double)total / w);
+    return w * nthreads / total;
+}
+
+static void vm_stop(void)
+{
+    quit = 1;
+    pthread_barrier_wait(&go);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(workers[i].thread, NULL);
+}
+
+static void mode_vmops(int argc, char **argv)
+{
+    if (argc < 3)
+        die("usage: uperf vmops N [OPS [REPS]] (N = 0: one thread per allowed core)");
+    long want = parse_count(argv[2], "thread count");
+    long iters = 20000, total;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 3, &iters, &reps, &explicit_);
+    vm_start(want);
+    double per_op = vm_warm_up("vmops", iters < 200 ? iters : 200);
     if (!explicit_)
-        iters = scaled(iters, reps, w * nthreads / total, 100);
+        iters = scaled(iters, reps, per_op, 100);
     /* A repetition that runs past twice its share of the budget is cut short (the kernel's speed
      * can change during a run); its rate counts the operations done until then. */
-    double cap = explicit_ ? 1e9 : 2 * BUDGET_S / reps;
+    double cap = explicit_ ? 1e9 : 2 * budget_s / reps;
     printf("uperf: vmops: %d threads x %ld ops x %d repetitions", nthreads, iters, reps);
     if (!explicit_)
         printf(" (a repetition stops after %.0f s)", cap);
@@ -356,11 +407,56 @@ static void mode_vmops(int argc, char **argv)
                r + 1, reps, v[r], total, t, t * nthreads / total * 1e6,
                total < iters * nthreads ? " (cut short)" : "");
     }
-    quit = 1;
-    pthread_barrier_wait(&go);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(workers[i].thread, NULL);
+    vm_stop();
     report("vmops", nthreads, "ops/s", "%.0f", v, reps, iters);
+}
+
+/* The value at quantile q of the sorted values s[0..n): the one at index floor(q * (n - 1)). */
+static double quantile(const double *s, long n, double q)
+{
+    return s[(long)(q * (double)(n - 1))];
+}
+
+static void mode_vmlat(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        die("usage: uperf vmlat N [OPS] (N = 0: one thread per allowed core)");
+    long want = parse_count(argv[2], "thread count");
+    long iters = 20000, total;
+    int reps = 1, explicit_;
+    get_counts(argc, argv, 3, &iters, &reps, &explicit_);
+    vm_start(want);
+    double per_op = vm_warm_up("vmlat", iters < 200 ? iters : 200);
+    if (!explicit_)
+        iters = scaled(iters, 1, per_op, 100);
+    for (int i = 0; i < nthreads; i++) {
+        workers[i].lat = malloc(sizeof(double) * (size_t)iters);
+        if (!workers[i].lat)
+            die("cannot allocate %ld latencies", iters);
+        memset(workers[i].lat, 0, sizeof(double) * (size_t)iters);
+    }
+    double cap = explicit_ ? 1e9 : 2 * budget_s;
+    printf("uperf: vmlat: %d threads x %ld ops, each timed", nthreads, iters);
+    if (!explicit_)
+        printf(" (stops after %.0f s)", cap);
+    printf("\n");
+    double t = vm_round(iters, cap, &total);
+    vm_stop();
+    printf("uperf: vmlat: %ld ops in %.3f s%s\n", total, t,
+           total < iters * nthreads ? " (cut short)" : "");
+    double *all = malloc(sizeof(double) * (size_t)total);
+    if (!all)
+        die("cannot allocate %ld latencies", total);
+    long n = 0;
+    for (int i = 0; i < nthreads; i++) {
+        memcpy(all + n, workers[i].lat, sizeof(double) * (size_t)workers[i].done);
+        n += workers[i].done;
+    }
+    qsort(all, (size_t)n, sizeof(double), cmp_double);
+    double p1 = quantile(all, n, 0.01) * 1e6, p50 = quantile(all, n, 0.5) * 1e6,
+           p99 = quantile(all, n, 0.99) * 1e6;
+    printf("uperf vmlat threads=%d %.2f us/op p1=%.2f p50=%.2f p99=%.2f ops=%ld\n", nthreads, p50,
+           p1, p50, p99, n);
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
@@ -370,8 +466,19 @@ int main(int argc, char **argv, char **envp)
     if (argc == 2 && strcmp(argv[1], "noop") == 0)
         return 0;
     setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc >= 3 && strcmp(argv[1], "-b") == 0) {
+        char *end;
+        budget_s = strtod(argv[2], &end);
+        if (*end || end == argv[2] || !(budget_s > 0))
+            die("bad budget -b %s (seconds, more than 0)", argv[2]);
+        /* Drop `-b SECONDS`, keeping argv[0] in front of the mode. */
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc < 2)
-        die("usage: uperf null|spawn [ITERS [REPS]] | uperf vmops N [OPS [REPS]]");
+        die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
+            "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -382,9 +489,14 @@ int main(int argc, char **argv, char **envp)
     if (strcmp(argv[1], "null") == 0)
         mode_null(argc, argv);
     else if (strcmp(argv[1], "spawn") == 0)
-        mode_spawn(argc, argv);
-    else if (strcmp(argv[1], "vmops") == 0)
+        mode_spawn(argc, argv, "spawn");
+    else if (strcmp(argv[1], "pspawn") == 0) {
+        use_posix_spawn = 1;
+        mode_spawn(argc, argv, "pspawn");
+    } else if (strcmp(argv[1], "vmops") == 0)
         mode_vmops(argc, argv);
+    else if (strcmp(argv[1], "vmlat") == 0)
+        mode_vmlat(argc, argv);
     else
         die("unknown mode %s", argv[1]);
     return 0;

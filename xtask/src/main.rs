@@ -7,14 +7,19 @@
 //!   every crate, the user test programs natively on Linux, and the QEMU integration tests.
 //! - `cargo xtask boottime [--runs N]` measures boot time in the test configurations.
 //! - `cargo xtask initramfs [--list]` builds the user programs and `out/initramfs.cpio`.
+//! - `cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]` measures Reef against
+//!   Linux 6.1 on the same QEMU machine (and the node replication library on the host) and
+//!   writes CSV, plots and a summary.
 //!
 //! Missing system packages (QEMU, binutils, musl-tools, busybox-static) are installed with
 //! apt-get, saying what is installed.
 
+mod bench;
 mod build;
 mod cmdline;
 mod cpio;
 mod deps;
+mod linux;
 mod qemu;
 mod tests;
 mod usr;
@@ -27,6 +32,7 @@ const USAGE: &str = "usage:
   cargo xtask test [--host-only | --linux-only | --qemu-only] [FILTER]
   cargo xtask boottime [--runs N]
   cargo xtask initramfs [--list]
+  cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]
 
 defaults: --cores 4 --nodes 2 --memory 1024, accelerator: KVM where real hardware
 virtualization exists, else TCG.
@@ -40,6 +46,7 @@ fn main() -> ExitCode {
         Some("test") => tests::main(&args[1..]),
         Some("boottime") => tests::boottime(&args[1..]),
         Some("initramfs") => usr::main(&args[1..]),
+        Some("bench") => bench::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(0)

@@ -128,7 +128,7 @@ impl Capture {
 }
 
 /// Waits until `child` exits or `limit` (from `start`) passes; then it is killed.
-fn wait_for_exit(
+pub fn wait_for_exit(
     child: &mut std::process::Child,
     start: Instant,
     limit: Duration,

@@ -441,11 +441,21 @@ pub fn entries(
     e
 }
 
-/// Builds the test programs and writes `out/initramfs.cpio`; returns its absolute path.
-pub fn initramfs() -> Result<PathBuf, String> {
+/// What every initramfs holds: Debian's static busybox, its applet names and the built programs.
+pub struct Contents {
+    /// `/bin/busybox`'s bytes.
+    pub busybox: Vec<u8>,
+    /// Its applets (`/bin/<applet>` links).
+    pub applets: Vec<String>,
+    /// The test programs and tools (`/test/<name>`), by name.
+    pub programs: Vec<(&'static str, Vec<u8>)>,
+}
+
+/// Builds the test programs and reads them and busybox, installing musl-tools and
+/// busybox-static when missing.
+pub fn contents() -> Result<Contents, String> {
     deps::ensure(&[deps::MUSL_GCC, deps::BUSYBOX])?;
-    let programs = build_programs()?;
-    let suite = shell_suite()?;
+    let built = build_programs()?;
     let busybox = Path::new(deps::BUSYBOX.program);
     check_static(busybox, 2).map_err(|e| {
         format!(
@@ -456,14 +466,22 @@ pub fn initramfs() -> Result<PathBuf, String> {
     let busybox_bytes =
         std::fs::read(busybox).map_err(|e| format!("cannot read {}: {e}", busybox.display()))?;
     let applets = applets(busybox)?;
-    let mut program_bytes = Vec::new();
-    for (name, path) in &programs {
+    let mut programs = Vec::new();
+    for (name, path) in &built {
         let bytes =
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        program_bytes.push((*name, bytes));
+        programs.push((*name, bytes));
     }
-    let archive = cpio::write(&entries(busybox_bytes, &applets, &program_bytes, &suite))?;
-    let path = build::root().join("out/initramfs.cpio");
+    Ok(Contents {
+        busybox: busybox_bytes,
+        applets,
+        programs,
+    })
+}
+
+/// Writes `archive` to `path` (through a temporary file, as other xtask processes may read it),
+/// refusing a path QEMU's `-initrd` cannot carry.
+pub fn write_archive(path: &Path, archive: &[u8]) -> Result<(), String> {
     let text = path.to_string_lossy();
     if text.contains(',') || text.contains(' ') {
         return Err(format!(
@@ -472,8 +490,17 @@ pub fn initramfs() -> Result<PathBuf, String> {
         ));
     }
     let tmp = path.with_extension(format!("cpio.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &archive).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+    std::fs::write(&tmp, archive).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))
+}
+
+/// Builds the test programs and writes `out/initramfs.cpio`; returns its absolute path.
+pub fn initramfs() -> Result<PathBuf, String> {
+    let c = contents()?;
+    let suite = shell_suite()?;
+    let archive = cpio::write(&entries(c.busybox, &c.applets, &c.programs, &suite))?;
+    let path = build::root().join("out/initramfs.cpio");
+    write_archive(&path, &archive)?;
     Ok(path)
 }
 

@@ -1,0 +1,1554 @@
+//! `cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]`: Reef against Linux on the
+//! same QEMU machine, and the node replication library against node-replication on the host.
+//!
+//! Every benchmark is a command (`/test/uperf ...`, `/test/fsbench ...`, `/test/hello`) that
+//! both guests run from their initramfs, one QEMU boot per (benchmark, configuration, run,
+//! system): Reef as `init=COMMAND`, Linux as `rdinit=/init -- COMMAND` (see `linux.rs`). Both
+//! boot with the same `Machine` (accelerator, `-cpu`, cores, NUMA nodes, memory, qboot). Runs
+//! alternate between the systems (Reef run 1, Linux run 1, Reef run 2, ...), and run r of every
+//! point comes before run r + 1 of any, so a slow phase of the host spreads over all points.
+//!
+//! A run gives each of its benchmark's metrics a value, or fails with a reason (time limit, an
+//! exit status and the error line, a missing result line) that the CSV and the summary show.
+//!
+//! Results go to `DIR` (default `bench/results/latest` for a complete full run, `out/bench/quick`
+//! or `out/bench/partial` otherwise): `runs.csv` (every run), `summary.md` (medians and ratios),
+//! one `<metric>.svg` per metric, and `nr-bench/` (the host benchmark's own output).
+
+use crate::linux;
+use crate::qemu::{Accel, Machine};
+use crate::tests::{wait_for_exit, End};
+use crate::{build, cmdline, deps, usr};
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]
+  --quick  one run per point, configurations 1c1n and 2c2n, shorter measurements
+  --runs   runs per point (default 3; --quick: 1)
+  --out    results folder (default bench/results/latest for a full run of everything,
+           out/bench/quick with --quick, out/bench/partial when NAMEs are given)
+  NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
+           fs (fs-shared-w0 ... fs-private-w100) nr-bench";
+
+/// Guest memory of every configuration (MiB).
+const MEMORY_MIB: u32 = 512;
+/// Time limit of one QEMU boot.
+const LIMIT: Duration = Duration::from_secs(150);
+/// The file benchmarks' write percentages (NrOS Figure 3).
+const WRITE_PCTS: [u32; 4] = [0, 10, 60, 100];
+
+/// A machine configuration: cores and NUMA nodes (memory is [`MEMORY_MIB`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Cores.
+    pub cores: u32,
+    /// NUMA nodes.
+    pub nodes: u32,
+}
+
+impl Config {
+    /// `2c1n`.
+    pub fn label(&self) -> String {
+        format!("{}c{}n", self.cores, self.nodes)
+    }
+}
+
+const FULL_CONFIGS: [Config; 4] = [
+    Config { cores: 1, nodes: 1 },
+    Config { cores: 2, nodes: 1 },
+    Config { cores: 2, nodes: 2 },
+    Config { cores: 4, nodes: 2 },
+];
+const QUICK_CONFIGS: [Config; 2] = [Config { cores: 1, nodes: 1 }, Config { cores: 2, nodes: 2 }];
+
+/// A system booted in QEMU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum System {
+    /// Reef, `cargo xtask`'s kernel and initramfs.
+    Reef,
+    /// Debian's Linux 6.1 with the initramfs of `linux.rs`.
+    Linux,
+}
+
+impl System {
+    /// Name in the CSV and the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Reef => "reef",
+            System::Linux => "linux",
+        }
+    }
+
+    /// The kernel command line running `argv`.
+    fn cmdline(self, argv: &[String]) -> Result<String, String> {
+        match self {
+            System::Reef => {
+                let mut words = vec![format!("init={}", argv[0])];
+                words.extend_from_slice(&argv[1..]);
+                cmdline::join(&words)
+            }
+            System::Linux => linux::cmdline(argv),
+        }
+    }
+
+    /// The benchmark command's exit status, from the serial log.
+    pub fn exit_status(self, log: &str) -> Option<i32> {
+        let prefix = match self {
+            System::Reef => "reef: init exited with status ",
+            System::Linux => linux::STATUS_PREFIX,
+        };
+        log.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+    }
+}
+
+/// Where a metric's value comes from.
+#[derive(Clone, Debug)]
+enum Source {
+    /// `key=VALUE` on the line starting with `prefix` (the program's result line).
+    Result {
+        prefix: &'static str,
+        key: &'static str,
+    },
+    /// The time from QEMU's start until the serial output shows the first line init prints:
+    /// Reef runs the command itself as init, Linux runs `/init`, which prints its marker first.
+    InitLine { reef: &'static str },
+    /// The time from QEMU's start to its exit (after the power-off).
+    Exit,
+}
+
+/// One measured quantity of a benchmark.
+#[derive(Clone, Debug)]
+struct Metric {
+    name: String,
+    unit: &'static str,
+    higher_is_better: bool,
+    source: Source,
+}
+
+/// A benchmark: a command both guests run, and the metrics its run gives.
+#[derive(Clone, Debug)]
+struct Bench {
+    name: String,
+    argv: Vec<String>,
+    metrics: Vec<Metric>,
+}
+
+/// How long the measurements run.
+#[derive(Clone, Copy, Debug)]
+struct Effort {
+    /// uperf's time budget for the timed repetitions of a mode (`-b`), seconds.
+    uperf_budget_s: f64,
+    /// fsbench's timed phase (`-d`), seconds.
+    fsbench_s: f64,
+    /// The file benchmarks' write percentages.
+    write_pcts: &'static [u32],
+}
+
+const FULL: Effort = Effort {
+    uperf_budget_s: 2.0,
+    fsbench_s: 1.0,
+    write_pcts: &WRITE_PCTS,
+};
+const QUICK: Effort = Effort {
+    uperf_budget_s: 0.5,
+    fsbench_s: 0.5,
+    write_pcts: &[0, 100],
+};
+
+fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Bench {
+    let mut argv = vec![
+        "/test/uperf".to_string(),
+        "-b".into(),
+        effort.uperf_budget_s.to_string(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    Bench {
+        name: name.into(),
+        argv,
+        metrics,
+    }
+}
+
+fn result_metric(
+    name: &str,
+    unit: &'static str,
+    higher_is_better: bool,
+    prefix: &'static str,
+    key: &'static str,
+) -> Metric {
+    Metric {
+        name: name.into(),
+        unit,
+        higher_is_better,
+        source: Source::Result { prefix, key },
+    }
+}
+
+/// Every benchmark run in QEMU, in the order they run.
+fn benches(effort: Effort) -> Vec<Bench> {
+    let mut b = vec![
+        Bench {
+            name: "boot".into(),
+            argv: vec!["/test/hello".into()],
+            metrics: vec![
+                Metric {
+                    name: "boot-init".into(),
+                    unit: "ms",
+                    higher_is_better: false,
+                    source: Source::InitLine {
+                        reef: "hello from /test/hello",
+                    },
+                },
+                Metric {
+                    name: "boot-poweroff".into(),
+                    unit: "ms",
+                    higher_is_better: false,
+                    source: Source::Exit,
+                },
+            ],
+        },
+        uperf(
+            effort,
+            "null",
+            &["null"],
+            vec![result_metric(
+                "null",
+                "ns/call",
+                false,
+                "uperf null ",
+                "median",
+            )],
+        ),
+        uperf(
+            effort,
+            "spawn",
+            &["spawn"],
+            vec![result_metric(
+                "spawn",
+                "us/round",
+                false,
+                "uperf spawn ",
+                "median",
+            )],
+        ),
+        uperf(
+            effort,
+            "pspawn",
+            &["pspawn"],
+            vec![result_metric(
+                "pspawn",
+                "us/round",
+                false,
+                "uperf pspawn ",
+                "median",
+            )],
+        ),
+        uperf(
+            effort,
+            "vmops",
+            &["vmops", "0"],
+            vec![result_metric(
+                "vmops",
+                "ops/s",
+                true,
+                "uperf vmops ",
+                "median",
+            )],
+        ),
+        uperf(
+            effort,
+            "vmlat",
+            &["vmlat", "0"],
+            ["p1", "p50", "p99"]
+                .into_iter()
+                .map(|p| result_metric(&format!("vmlat-{p}"), "us/op", false, "uperf vmlat ", p))
+                .collect(),
+        ),
+    ];
+    for mode in ["shared", "private"] {
+        for &w in effort.write_pcts {
+            let name = format!("fs-{mode}-w{w}");
+            b.push(Bench {
+                name: name.clone(),
+                argv: [
+                    "/test/fsbench",
+                    "-w",
+                    &w.to_string(),
+                    "-s",
+                    mode,
+                    "-d",
+                    &effort.fsbench_s.to_string(),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+                metrics: vec![result_metric(
+                    &name,
+                    "ops/s",
+                    true,
+                    "fsbench ",
+                    "ops_per_sec",
+                )],
+            });
+        }
+    }
+    b
+}
+
+/// The name of the host benchmark (node replication library) in NAME filters and metrics.
+const NR_BENCH: &str = "nr-bench";
+
+/// Whether benchmark `name` is selected by `filters` (empty: all): a filter selects the name
+/// itself and every name that continues it with `-` (`fs` selects `fs-shared-w0`).
+pub fn selected(name: &str, filters: &[String]) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|f| {
+            name == f
+                || name
+                    .strip_prefix(f.as_str())
+                    .is_some_and(|rest| rest.starts_with('-'))
+        })
+}
+
+// ---- one run ----
+
+/// A finished QEMU run: its output with the time each piece arrived.
+struct Timed {
+    /// Raw stdout bytes.
+    raw: Vec<u8>,
+    /// (length of `raw` after a read, time since the start) for every read.
+    arrivals: Vec<(usize, Duration)>,
+    /// stderr.
+    stderr: String,
+    /// How QEMU ended.
+    end: End,
+    /// Time from QEMU's start to its exit.
+    wall: Duration,
+}
+
+/// The time at which the byte at `offset` (exclusive end) had arrived.
+pub fn arrival(arrivals: &[(usize, Duration)], offset: usize) -> Option<Duration> {
+    arrivals
+        .iter()
+        .find(|(len, _)| *len >= offset)
+        .map(|&(_, t)| t)
+}
+
+impl Timed {
+    /// The output, carriage returns removed, then stderr.
+    fn log(&self) -> String {
+        format!("{}{}", String::from_utf8_lossy(&self.raw), self.stderr).replace('\r', "")
+    }
+
+    /// When `text` first appeared on the serial output.
+    fn seen(&self, text: &str) -> Option<Duration> {
+        let at = self
+            .raw
+            .windows(text.len())
+            .position(|w| w == text.as_bytes())?;
+        arrival(&self.arrivals, at + text.len())
+    }
+}
+
+/// Runs `cmd`, recording when each piece of its stdout arrives.
+fn run_timed(mut cmd: Command, limit: Duration) -> Result<Timed, String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let out = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = {
+        let out = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let t = start.elapsed();
+                let mut o = out.lock().expect("output lock");
+                o.0.extend_from_slice(&buf[..n]);
+                let len = o.0.len();
+                o.1.push((len, t));
+            }
+        })
+    };
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let end = wait_for_exit(&mut child, start, limit)?;
+    let wall = start.elapsed();
+    let _ = reader.join();
+    let stderr = err_reader.join().unwrap_or_default();
+    let (raw, arrivals) = std::mem::take(&mut *out.lock().expect("output lock"));
+    Ok(Timed {
+        raw,
+        arrivals,
+        stderr,
+        end,
+        wall,
+    })
+}
+
+/// `key=VALUE` of the first line of `log` that starts with `prefix`.
+pub fn result_value(log: &str, prefix: &str, key: &str) -> Result<f64, String> {
+    let line = log
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .ok_or_else(|| format!("no result line `{}...`", prefix.trim_end()))?;
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .ok_or_else(|| format!("result line has no {key}=: {line}"))?
+        .parse()
+        .map_err(|_| format!("{key}= is not a number in: {line}"))
+}
+
+/// The line that best says why a run failed: an error, a FAIL line, Reef's list of
+/// unimplemented system calls, a panic; else the last line.
+pub fn failure_line(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let telling = |l: &&&str| {
+        l.contains("error")
+            || l.starts_with("FAIL")
+            || l.contains("sanity FAILED")
+            || l.contains("panic")
+            || (l.starts_with("reef: unimplemented syscalls:") && !l.ends_with("none"))
+    };
+    lines
+        .iter()
+        .find(telling)
+        .or(lines.last())
+        .map_or_else(|| "no output".to_string(), |l| l.to_string())
+}
+
+/// The values of `bench`'s metrics from one run on `system`, or why there are none.
+fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<f64>, String> {
+    let log = run.log();
+    match run.end {
+        End::TimedOut => {
+            return Err(format!(
+                "no exit within {} s; last: {}",
+                LIMIT.as_secs(),
+                failure_line(&log)
+            ))
+        }
+        End::Exited(_) | End::Signaled(_) => {}
+    }
+    match system.exit_status(&log) {
+        Some(0) => {}
+        Some(n) => return Err(format!("exit status {n}: {}", failure_line(&log))),
+        None => {
+            return Err(format!(
+                "the command did not finish (QEMU {:?}): {}",
+                run.end,
+                failure_line(&log)
+            ))
+        }
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    bench
+        .metrics
+        .iter()
+        .map(|m| match &m.source {
+            Source::Result { prefix, key } => result_value(&log, prefix, key),
+            Source::InitLine { reef } => {
+                let marker = match system {
+                    System::Reef => reef,
+                    System::Linux => linux::INIT_MARKER,
+                };
+                run.seen(marker)
+                    .map(ms)
+                    .ok_or_else(|| format!("init's first line {marker:?} never appeared"))
+            }
+            Source::Exit => Ok(ms(run.wall)),
+        })
+        .collect()
+}
+
+// ---- results ----
+
+/// One value of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// `reef`, `linux`, or a system of the host benchmark.
+    pub system: String,
+    /// Metric name.
+    pub bench: String,
+    /// Configuration label (`2c1n`; `2t1r` for the host benchmark: threads, replicas).
+    pub config: String,
+    /// Run number, from 1.
+    pub run: usize,
+    /// The value, or why the run gave none.
+    pub value: Result<f64, String>,
+    /// Unit of the value.
+    pub unit: String,
+    /// Whether a higher value is better.
+    pub higher_is_better: bool,
+}
+
+/// Minimum, median (the mean of the two middle values for an even count) and maximum.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// Smallest value.
+    pub min: f64,
+    /// Median.
+    pub median: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// The statistics of `values`, `None` when there are none.
+pub fn stats(values: &[f64]) -> Option<Stats> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = match n {
+        0 => return None,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    };
+    Some(Stats {
+        min: v[0],
+        median,
+        max: v[n - 1],
+    })
+}
+
+/// The ratios `a / b` of the runs both systems completed, paired by run number.
+pub fn paired_ratios(samples: &[Sample], bench: &str, config: &str, a: &str, b: &str) -> Vec<f64> {
+    let value = |system: &str, run: usize| {
+        samples
+            .iter()
+            .find(|s| s.system == system && s.bench == bench && s.config == config && s.run == run)
+            .and_then(|s| s.value.as_ref().ok().copied())
+    };
+    let mut runs: Vec<usize> = samples
+        .iter()
+        .filter(|s| s.bench == bench && s.config == config)
+        .map(|s| s.run)
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    runs.into_iter()
+        .filter_map(|r| Some(value(a, r)? / value(b, r)?))
+        .filter(|r| r.is_finite())
+        .collect()
+}
+
+/// A CSV field, quoted when it holds a comma, quote or line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Every sample as CSV: `system,benchmark,configuration,run,value,unit,note` (a failed run has
+/// no value and its reason in `note`).
+pub fn csv(samples: &[Sample]) -> String {
+    let mut out = String::from("system,benchmark,configuration,run,value,unit,note\n");
+    for s in samples {
+        let (value, note) = match &s.value {
+            Ok(v) => (format!("{v}"), String::new()),
+            Err(why) => (String::new(), format!("failed: {why}")),
+        };
+        let fields = [
+            s.system.clone(),
+            s.bench.clone(),
+            s.config.clone(),
+            s.run.to_string(),
+            value,
+            s.unit.clone(),
+            note,
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// The distinct values of `f` over `samples`, in order of first appearance.
+fn distinct<'a>(samples: &'a [Sample], f: impl Fn(&'a Sample) -> &'a str) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in samples {
+        let v = f(s);
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A number with three significant digits (or more before the point; millions as `12.3M`).
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `median (min–max)` of one system's runs of a point, or what failed.
+fn cell(samples: &[Sample], system: &str, bench: &str, config: &str) -> String {
+    let runs: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.system == system && s.bench == bench && s.config == config)
+        .collect();
+    let ok: Vec<f64> = runs.iter().filter_map(|s| s.value.clone().ok()).collect();
+    let failed: Vec<&String> = runs.iter().filter_map(|s| s.value.as_ref().err()).collect();
+    let mut text = match stats(&ok) {
+        Some(s) if ok.len() == 1 => num(s.median),
+        Some(s) => format!("{} ({}–{})", num(s.median), num(s.min), num(s.max)),
+        None => String::new(),
+    };
+    if let Some(why) = failed.first() {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        let why = why.replace('|', "\\|");
+        let _ = write!(
+            text,
+            "**failed** {}/{} runs: {why}",
+            failed.len(),
+            runs.len()
+        );
+    }
+    if runs.is_empty() {
+        text.push_str("not run");
+    }
+    text
+}
+
+/// A markdown table comparing system `a` with `b` for every metric and configuration of
+/// `samples`: each one's median (min–max) and the ratio a/b of paired runs (median, min, max).
+pub fn ratio_table(samples: &[Sample], a: &str, b: &str) -> String {
+    let mut out = format!(
+        "| benchmark | config | unit | better | {a} median (min–max) | {b} median (min–max) | \
+         {a}/{b} median | min | max |\n|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for bench in distinct(samples, |s| &s.bench) {
+        let of_bench: Vec<Sample> = samples
+            .iter()
+            .filter(|s| s.bench == bench)
+            .cloned()
+            .collect();
+        let first = &of_bench[0];
+        for config in distinct(&of_bench, |s| &s.config) {
+            let ratio = stats(&paired_ratios(samples, bench, config, a, b));
+            let (med, lo, hi) = ratio.map_or(("–".into(), "–".into(), "–".into()), |r| {
+                (
+                    format!("{:.2}", r.median),
+                    format!("{:.2}", r.min),
+                    format!("{:.2}", r.max),
+                )
+            });
+            let _ = writeln!(
+                out,
+                "| {bench} | {config} | {} | {} | {} | {} | {med} | {lo} | {hi} |",
+                first.unit,
+                if first.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                },
+                cell(samples, a, bench, config),
+                cell(samples, b, bench, config),
+            );
+        }
+    }
+    out
+}
+
+// ---- plots ----
+
+const COLORS: [&str; 4] = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"];
+
+/// Escapes text for SVG.
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A "nice" upper end of an axis from 0 that holds `max`: 1, 2 or 5 times a power of ten.
+pub fn axis_top(max: f64) -> f64 {
+    if max <= 0.0 || !max.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(max.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&t| t >= max)
+        .unwrap_or(10.0 * p)
+}
+
+/// An SVG line plot of one metric: the value against the configuration (x, in the order of
+/// `samples`), one line per system through the medians, a bar from min to max at each point,
+/// and a note under the axis for every point where a system failed.
+pub fn svg(samples: &[Sample], bench: &str) -> String {
+    const W: f64 = 600.0;
+    const H: f64 = 360.0;
+    const LEFT: f64 = 70.0;
+    const RIGHT: f64 = 170.0;
+    const TOP: f64 = 40.0;
+    const BOTTOM: f64 = 70.0;
+    let of: Vec<Sample> = samples
+        .iter()
+        .filter(|s| s.bench == bench)
+        .cloned()
+        .collect();
+    let configs = distinct(&of, |s| &s.config);
+    let systems = distinct(&of, |s| &s.system);
+    let unit = of.first().map_or("", |s| s.unit.as_str());
+    let better = match of.first() {
+        Some(s) if s.higher_is_better => "higher is better",
+        Some(_) => "lower is better",
+        None => "",
+    };
+    let top = axis_top(
+        of.iter()
+            .filter_map(|s| s.value.clone().ok())
+            .fold(0.0, f64::max),
+    );
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let x = |i: usize| LEFT + pw * (i as f64 + 0.5) / configs.len().max(1) as f64;
+    let y = |v: f64| TOP + ph * (1.0 - v / top);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(o, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{} ({}, {better})</text>"#,
+        LEFT + pw / 2.0,
+        xml(bench),
+        xml(unit)
+    );
+    for i in 0..=4 {
+        let v = top * i as f64 / 4.0;
+        let _ = writeln!(
+            o,
+            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+            y(v),
+            LEFT + pw,
+            LEFT - 6.0,
+            y(v) + 4.0,
+            num(v)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r#"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{0}" stroke="black"/><line x1="{LEFT}" y1="{0}" x2="{1}" y2="{0}" stroke="black"/>"#,
+        TOP + ph,
+        LEFT + pw
+    );
+    for (i, c) in configs.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            x(i),
+            TOP + ph + 16.0,
+            xml(c)
+        );
+    }
+    let mut notes = Vec::new();
+    for (k, system) in systems.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let mut points = Vec::new();
+        for (i, c) in configs.iter().enumerate() {
+            let runs: Vec<&Sample> = of
+                .iter()
+                .filter(|s| s.system == *system && s.config == *c)
+                .collect();
+            let ok: Vec<f64> = runs.iter().filter_map(|s| s.value.clone().ok()).collect();
+            if runs.iter().any(|s| s.value.is_err()) {
+                notes.push(format!("{system} failed at {c}"));
+            }
+            let Some(s) = stats(&ok) else { continue };
+            let _ = writeln!(
+                o,
+                r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="{color}" stroke-width="2"/><line x1="{3:.1}" y1="{1:.1}" x2="{4:.1}" y2="{1:.1}" stroke="{color}"/><line x1="{3:.1}" y1="{2:.1}" x2="{4:.1}" y2="{2:.1}" stroke="{color}"/>"#,
+                x(i),
+                y(s.min),
+                y(s.max),
+                x(i) - 4.0,
+                x(i) + 4.0
+            );
+            let _ = writeln!(
+                o,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"/>"#,
+                x(i),
+                y(s.median)
+            );
+            points.push(format!("{:.1},{:.1}", x(i), y(s.median)));
+        }
+        if points.len() > 1 {
+            let _ = writeln!(
+                o,
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
+                points.join(" ")
+            );
+        }
+        let ly = TOP + 10.0 + 18.0 * k as f64;
+        let _ = writeln!(
+            o,
+            r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{2}" y="{3}">{4}</text>"#,
+            W - RIGHT + 15.0,
+            W - RIGHT + 35.0,
+            W - RIGHT + 40.0,
+            ly + 4.0,
+            xml(system)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">configuration; dot: median, bar: min–max</text>"##,
+        LEFT + pw / 2.0,
+        TOP + ph + 34.0
+    );
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            r##"<text x="{LEFT}" y="{}" fill="#c00">{}</text>"##,
+            TOP + ph + 50.0 + 14.0 * i as f64,
+            xml(n)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+// ---- progress ----
+
+/// The seconds the `remaining` jobs should take, from the durations of the jobs done: each job
+/// is expected to take as long as the mean of the done jobs with its key (the same system,
+/// benchmark and configuration), else the mean of all done jobs.
+pub fn estimate_left(done: &[(String, f64)], remaining: &[String]) -> f64 {
+    if done.is_empty() {
+        return 0.0;
+    }
+    let overall = done.iter().map(|(_, t)| t).sum::<f64>() / done.len() as f64;
+    remaining
+        .iter()
+        .map(|key| {
+            let same: Vec<f64> = done
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|&(_, t)| t)
+                .collect();
+            if same.is_empty() {
+                overall
+            } else {
+                same.iter().sum::<f64>() / same.len() as f64
+            }
+        })
+        .sum()
+}
+
+/// `1h02m`, `3m05s`, `42s`.
+pub fn duration_text(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+// ---- the command ----
+
+struct Options {
+    quick: bool,
+    runs: usize,
+    out: Option<PathBuf>,
+    filters: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        quick: false,
+        runs: 0,
+        out: None,
+        filters: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--quick" => o.quick = true,
+            "--runs" => {
+                o.runs = crate::number("--runs", args.get(i + 1))? as usize;
+                if o.runs == 0 {
+                    return Err("--runs must be at least 1".into());
+                }
+                i += 1;
+            }
+            "--out" => {
+                o.out = Some(PathBuf::from(
+                    args.get(i + 1).ok_or("--out needs a folder")?,
+                ));
+                i += 1;
+            }
+            "-h" | "--help" => return Err(USAGE.into()),
+            f if f.starts_with('-') => return Err(format!("unknown option '{f}'\n{USAGE}")),
+            name => o.filters.push(name.to_string()),
+        }
+        i += 1;
+    }
+    if o.runs == 0 {
+        o.runs = if o.quick { 1 } else { 3 };
+    }
+    Ok(o)
+}
+
+/// One QEMU boot to do.
+struct Job<'a> {
+    bench: &'a Bench,
+    config: Config,
+    run: usize,
+    system: System,
+}
+
+impl Job<'_> {
+    fn key(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.system.name(),
+            self.bench.name,
+            self.config.label()
+        )
+    }
+}
+
+/// The host's description for the summary: CPUs, CPU model, QEMU version.
+fn host_description() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let qemu = Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    format!("{cpus} CPUs (`nproc`), CPU model \"{model}\", {qemu}")
+}
+
+/// Runs the host benchmark into `dir` and reads its CSV.
+fn nr_bench(dir: &Path, quick: bool, runs: usize) -> Result<Vec<Sample>, String> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(build::root())
+        .args(["run", "-q", "-p", "nr-bench", "--release", "--", "--out"])
+        .arg(dir);
+    if quick {
+        cmd.arg("--quick");
+    } else {
+        cmd.args(["--runs", &runs.to_string()]);
+    }
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    std::fs::write(dir.join("nr-bench.txt"), &out.stdout)
+        .map_err(|e| format!("cannot write nr-bench.txt: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("nr-bench failed ({})", out.status));
+    }
+    let csv_path = dir.join("nr-bench.csv");
+    let text = std::fs::read_to_string(&csv_path)
+        .map_err(|e| format!("cannot read {}: {e}", csv_path.display()))?;
+    parse_nr_csv(&text)
+}
+
+/// nr-bench's CSV (`system,write_ratio,threads,replicas,run,ops_per_sec`, runs from 0) as
+/// samples: metric `nr-bench-w<ratio>`, configuration `<threads>t<replicas>r`.
+pub fn parse_nr_csv(text: &str) -> Result<Vec<Sample>, String> {
+    let mut lines = text.lines();
+    if lines.next() != Some("system,write_ratio,threads,replicas,run,ops_per_sec") {
+        return Err("nr-bench.csv: unexpected header".into());
+    }
+    lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let [system, wr, t, r, run, ops] = f[..] else {
+                return Err(format!("nr-bench.csv: bad line {l:?}"));
+            };
+            let n = |s: &str| {
+                s.parse::<f64>()
+                    .map_err(|_| format!("nr-bench.csv: {s:?} is not a number in {l:?}"))
+            };
+            Ok(Sample {
+                system: system.into(),
+                bench: format!("{NR_BENCH}-w{wr}"),
+                config: format!("{t}t{r}r"),
+                run: n(run)? as usize + 1,
+                value: Ok(n(ops)?),
+                unit: "ops/s".into(),
+                higher_is_better: true,
+            })
+        })
+        .collect()
+}
+
+/// The markdown summary.
+fn summary(
+    vm: &[Sample],
+    host: Option<&Result<Vec<Sample>, String>>,
+    command: &str,
+    machine_args: &str,
+    host_text: &str,
+    started: &str,
+) -> String {
+    let mut s = format!(
+        "# Reef vs Linux\n\n\
+         Command: `{command}`, started {started} (UTC), host: {host_text}.\n\n\
+         Both systems boot in the same QEMU machine: `qemu-system-x86_64 {machine_args}` \
+         (configuration `NcMn`: `-smp N`, M NUMA nodes, {MEMORY_MIB} MiB). Under TCG absolute \
+         figures mean little (every guest instruction is emulated, guest cores are host threads \
+         sharing the host's CPUs); ratios of runs measured together mean more.\n\n\
+         Reef/Linux: ratio of run r on Reef to run r on Linux (booted one after the other), \
+         median, min and max over the runs; `better` says which way is better for the metric.\n\n"
+    );
+    s.push_str(&ratio_table(vm, System::Reef.name(), System::Linux.name()));
+    s.push_str("\n## Node replication library on the host\n\n");
+    match host {
+        None => s.push_str("Not run (not selected by the NAME filter).\n"),
+        Some(Ok(samples)) => {
+            s.push_str(
+                "`nr-bench` (65 536-key hash map, natively on the host, not in QEMU): these \
+                 ratios are **nr / node-replication 0.1.1**, not Reef/Linux. Configuration \
+                 `TtRr`: T threads, R replicas. Full output in `nr-bench/`.\n\n",
+            );
+            let pair: Vec<Sample> = samples
+                .iter()
+                .filter(|x| x.system == "nr" || x.system == "node-replication")
+                .cloned()
+                .collect();
+            s.push_str(&ratio_table(&pair, "nr", "node-replication"));
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(s, "**failed**: {e}");
+        }
+    }
+    s.push_str("\n## Plots\n\n");
+    for bench in distinct(vm, |x| &x.bench) {
+        let _ = writeln!(s, "- [{bench}]({bench}.svg)");
+    }
+    if let Some(Ok(samples)) = host {
+        for bench in distinct(samples, |x| &x.bench) {
+            let _ = writeln!(s, "- [{bench}]({bench}.svg)");
+        }
+    }
+    s
+}
+
+/// The current time as `YYYY-MM-DD HH:MM`, from `date`.
+fn now_text() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `cargo xtask bench`.
+pub fn main(args: &[String]) -> Result<u8, String> {
+    let o = parse(args)?;
+    let effort = if o.quick { QUICK } else { FULL };
+    let configs: &[Config] = if o.quick {
+        &QUICK_CONFIGS
+    } else {
+        &FULL_CONFIGS
+    };
+    let benches: Vec<Bench> = benches(effort)
+        .into_iter()
+        .filter(|b| selected(&b.name, &o.filters))
+        .collect();
+    let with_nr = selected(NR_BENCH, &o.filters);
+    if benches.is_empty() && !with_nr {
+        return Err(format!("no benchmark matches {:?}\n{USAGE}", o.filters));
+    }
+    let root = build::root();
+    let out = o.out.clone().unwrap_or_else(|| {
+        root.join(match (o.quick, o.filters.is_empty()) {
+            (false, true) => "bench/results/latest",
+            (true, _) => "out/bench/quick",
+            (false, false) => "out/bench/partial",
+        })
+    });
+    if out.exists() {
+        std::fs::remove_dir_all(&out)
+            .map_err(|e| format!("cannot clear {}: {e}", out.display()))?;
+    }
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let started = now_text();
+    let command = std::iter::once("cargo xtask bench".to_string())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+
+    deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
+    let reef_kernel = build::kernel()?.image;
+    let reef_initrd = usr::initramfs()?;
+    let linux_kernel = linux::kernel()?;
+    let linux_initrd = linux::initramfs()?;
+    eprintln!(
+        "xtask: bench: Reef {} + {}, Linux {} + {}",
+        reef_kernel.display(),
+        reef_initrd.display(),
+        linux_kernel.display(),
+        linux_initrd.display()
+    );
+
+    let host = if with_nr {
+        eprintln!("xtask: bench: nr-bench on the host (runs first, not in QEMU)");
+        let dir = out.join(NR_BENCH);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let result = nr_bench(&dir, o.quick, o.runs);
+        if let Err(e) = &result {
+            eprintln!("xtask: bench: nr-bench FAILED: {e}");
+        }
+        Some(result)
+    } else {
+        None
+    };
+
+    let accel = Accel::detect();
+    let mut jobs = Vec::new();
+    for run in 1..=o.runs {
+        for &config in configs {
+            for bench in &benches {
+                for system in [System::Reef, System::Linux] {
+                    jobs.push(Job {
+                        bench,
+                        config,
+                        run,
+                        system,
+                    });
+                }
+            }
+        }
+    }
+    let mut samples = Vec::new();
+    let mut done: Vec<(String, f64)> = Vec::new();
+    let start = Instant::now();
+    for (i, job) in jobs.iter().enumerate() {
+        let machine = Machine {
+            cores: job.config.cores,
+            nodes: job.config.nodes,
+            memory_mib: MEMORY_MIB,
+            accel,
+        };
+        let (kernel, initrd) = match job.system {
+            System::Reef => (&reef_kernel, &reef_initrd),
+            System::Linux => (&linux_kernel, &linux_initrd),
+        };
+        let line = job.system.cmdline(&job.bench.argv)?;
+        let t0 = Instant::now();
+        let result = run_timed(machine.command(kernel, initrd, &line, false), LIMIT)
+            .and_then(|timed| values(job.bench, job.system, &timed));
+        done.push((job.key(), t0.elapsed().as_secs_f64()));
+        let shown = match &result {
+            Ok(v) => v
+                .iter()
+                .zip(&job.bench.metrics)
+                .map(|(v, m)| format!("{} {} {}", m.name, num(*v), m.unit))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Err(e) => format!("FAILED: {e}"),
+        };
+        let remaining: Vec<String> = jobs[i + 1..].iter().map(Job::key).collect();
+        eprintln!(
+            "[{}/{}] {} {} {} run {}/{}: {shown} ({:.1} s; {} elapsed, about {} left)",
+            i + 1,
+            jobs.len(),
+            job.system.name(),
+            job.config.label(),
+            job.bench.name,
+            job.run,
+            o.runs,
+            t0.elapsed().as_secs_f64(),
+            duration_text(start.elapsed().as_secs_f64()),
+            duration_text(estimate_left(&done, &remaining))
+        );
+        for (k, m) in job.bench.metrics.iter().enumerate() {
+            samples.push(Sample {
+                system: job.system.name().into(),
+                bench: m.name.clone(),
+                config: job.config.label(),
+                run: job.run,
+                value: result.as_ref().map(|v| v[k]).map_err(Clone::clone),
+                unit: m.unit.into(),
+                higher_is_better: m.higher_is_better,
+            });
+        }
+    }
+
+    let mut all = samples.clone();
+    if let Some(Ok(h)) = &host {
+        all.extend(h.iter().cloned());
+    }
+    write(&out.join("runs.csv"), &csv(&all))?;
+    for bench in distinct(&all, |s| &s.bench) {
+        write(&out.join(format!("{bench}.svg")), &svg(&all, bench))?;
+    }
+    let example = Machine {
+        cores: 2,
+        nodes: 2,
+        memory_mib: MEMORY_MIB,
+        accel,
+    };
+    let text = summary(
+        &samples,
+        host.as_ref(),
+        &command,
+        &example.args().join(" "),
+        &host_description(),
+        &started,
+    );
+    write(&out.join("summary.md"), &text)?;
+    println!("{text}");
+    eprintln!("xtask: bench: results in {}", out.display());
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(system: &str, bench: &str, config: &str, run: usize, v: Result<f64, &str>) -> Sample {
+        Sample {
+            system: system.into(),
+            bench: bench.into(),
+            config: config.into(),
+            run,
+            value: v.map_err(str::to_string),
+            unit: "ns/call".into(),
+            higher_is_better: false,
+        }
+    }
+
+    #[test]
+    fn result_lines() {
+        let log = "uperf: null rep 1/7: 1.0 ns/call\n\
+                   uperf null threads=1 1624.5 ns/call min=1599 median=1624.5 max=1721 iters=9 reps=7\n";
+        assert_eq!(result_value(log, "uperf null ", "median").unwrap(), 1624.5);
+        assert_eq!(result_value(log, "uperf null ", "min").unwrap(), 1599.0);
+        let e = result_value(log, "uperf spawn ", "median").unwrap_err();
+        assert!(e.contains("no result line `uperf spawn...`"), "{e}");
+        assert!(result_value(log, "uperf null ", "p99").is_err());
+        let fs = "fsbench threads=2 write_pct=10 mode=shared block=1024 file_kib=256 \
+                  seconds=1.000 ops=5 ops_per_sec=4321.5 sanity=ok\n";
+        assert_eq!(result_value(fs, "fsbench ", "ops_per_sec").unwrap(), 4321.5);
+        // `ops=` is not `ops_per_sec=`, nor the other way round.
+        assert_eq!(result_value(fs, "fsbench ", "ops").unwrap(), 5.0);
+        let lat = "uperf vmlat threads=2 9.58 us/op p1=8.35 p50=9.58 p99=46.24 ops=40000\n";
+        assert_eq!(result_value(lat, "uperf vmlat ", "p99").unwrap(), 46.24);
+        assert!(result_value(
+            "fsbench threads=1 ops_per_sec=x\n",
+            "fsbench ",
+            "ops_per_sec"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn exit_statuses_of_both_systems() {
+        let reef = "hello\nreef: init exited with status 3\nreef: power off\n";
+        assert_eq!(System::Reef.exit_status(reef), Some(3));
+        assert_eq!(
+            System::Reef.exit_status("reef: init exited with status 139 (killed by SIGSEGV)"),
+            Some(139)
+        );
+        assert_eq!(System::Linux.exit_status("bench: exit status 0\n"), Some(0));
+        assert_eq!(System::Linux.exit_status(reef), None);
+    }
+
+    #[test]
+    fn failure_lines() {
+        let log =
+            "reef: boot ok\nuperf: error: posix_spawn(/test/uperf): Function not implemented\n\
+                   reef: init exited with status 1\n";
+        assert!(failure_line(log).starts_with("uperf: error: posix_spawn"));
+        assert_eq!(
+            failure_line("a\nreef: unimplemented syscalls: none\nlast\n"),
+            "last"
+        );
+        assert_eq!(
+            failure_line("a\nreef: unimplemented syscalls: foo(1)\nlast\n"),
+            "reef: unimplemented syscalls: foo(1)"
+        );
+        assert_eq!(failure_line(""), "no output");
+    }
+
+    #[test]
+    fn command_lines_are_the_same_command() {
+        let argv: Vec<String> = ["/test/uperf", "-b", "2", "null"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            System::Reef.cmdline(&argv).unwrap(),
+            "init=/test/uperf -b 2 null"
+        );
+        assert!(System::Linux
+            .cmdline(&argv)
+            .unwrap()
+            .ends_with(" -- /test/uperf -b 2 null"));
+    }
+
+    #[test]
+    fn statistics() {
+        assert_eq!(stats(&[]), None);
+        assert_eq!(
+            stats(&[3.0, 1.0, 2.0]),
+            Some(Stats {
+                min: 1.0,
+                median: 2.0,
+                max: 3.0
+            })
+        );
+        assert_eq!(stats(&[4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+        assert_eq!(stats(&[7.0]).unwrap().min, 7.0);
+    }
+
+    #[test]
+    fn ratios_pair_runs_and_skip_failures() {
+        let s = vec![
+            sample("reef", "null", "1c1n", 1, Ok(200.0)),
+            sample("linux", "null", "1c1n", 1, Ok(100.0)),
+            sample("reef", "null", "1c1n", 2, Ok(300.0)),
+            sample("linux", "null", "1c1n", 2, Err("timed out")),
+            sample("reef", "null", "1c1n", 3, Ok(90.0)),
+            sample("linux", "null", "1c1n", 3, Ok(100.0)),
+            sample("reef", "null", "2c2n", 1, Ok(1.0)),
+        ];
+        assert_eq!(
+            paired_ratios(&s, "null", "1c1n", "reef", "linux"),
+            vec![2.0, 0.9]
+        );
+        assert!(paired_ratios(&s, "null", "2c2n", "reef", "linux").is_empty());
+        let r = stats(&paired_ratios(&s, "null", "1c1n", "reef", "linux")).unwrap();
+        assert!((r.median - 1.45).abs() < 1e-9);
+    }
+
+    #[test]
+    fn csv_has_every_run_and_quotes_notes() {
+        let s = vec![
+            sample("reef", "null", "1c1n", 1, Ok(1624.5)),
+            sample("linux", "null", "1c1n", 1, Err("exit status 1: a, \"b\"")),
+        ];
+        assert_eq!(
+            csv(&s),
+            "system,benchmark,configuration,run,value,unit,note\n\
+             reef,null,1c1n,1,1624.5,ns/call,\n\
+             linux,null,1c1n,1,,ns/call,\"failed: exit status 1: a, \"\"b\"\"\"\n"
+        );
+    }
+
+    #[test]
+    fn markdown_table_shows_ratios_and_failures() {
+        let s = vec![
+            sample("reef", "null", "1c1n", 1, Ok(200.0)),
+            sample("linux", "null", "1c1n", 1, Ok(100.0)),
+            sample("reef", "null", "1c1n", 2, Ok(400.0)),
+            sample("linux", "null", "1c1n", 2, Ok(100.0)),
+            sample(
+                "reef",
+                "pspawn",
+                "1c1n",
+                1,
+                Err("exit status 1: uperf: error: x|y"),
+            ),
+            sample("linux", "pspawn", "1c1n", 1, Ok(5.0)),
+        ];
+        let t = ratio_table(&s, "reef", "linux");
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(lines[0].starts_with("| benchmark | config | unit | better | reef median"));
+        assert_eq!(
+            lines[2],
+            "| null | 1c1n | ns/call | lower | 300 (200–400) | 100 (100–100) | 3.00 | 2.00 | 4.00 |"
+        );
+        assert_eq!(
+            lines[3],
+            "| pspawn | 1c1n | ns/call | lower | **failed** 1/1 runs: exit status 1: uperf: error: x\\|y | 5.00 | – | – | – |"
+        );
+    }
+
+    #[test]
+    fn svg_is_well_formed() {
+        let s = vec![
+            sample("reef", "null", "1c1n", 1, Ok(200.0)),
+            sample("linux", "null", "1c1n", 1, Ok(100.0)),
+            sample("reef", "null", "2c2n", 1, Ok(250.0)),
+            sample("linux", "null", "2c2n", 1, Err("boom <&>")),
+        ];
+        let doc = svg(&s, "null");
+        assert!(doc.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(doc.trim_end().ends_with("</svg>"));
+        assert!(doc.contains(">reef</text>") && doc.contains(">linux</text>"));
+        assert!(doc.contains("linux failed at 2c2n"));
+        assert!(doc.contains("<polyline"), "reef has two points: a line");
+        // Every element is closed: each `<tag` has its `/>` or `</tag>`, and no stray `<&>`.
+        let mut open: Vec<String> = Vec::new();
+        let mut rest = doc.as_str();
+        while let Some(at) = rest.find('<') {
+            let end = rest[at..].find('>').expect("unterminated tag") + at;
+            let tag = &rest[at + 1..end];
+            if let Some(name) = tag.strip_prefix('/') {
+                assert_eq!(open.pop().as_deref(), Some(name), "mismatched </{name}>");
+            } else if !tag.ends_with('/') {
+                open.push(tag.split_whitespace().next().unwrap().to_string());
+            }
+            assert!(!tag.contains('&') || tag.contains("&amp;") || !tag.contains("<"));
+            rest = &rest[end + 1..];
+        }
+        assert!(open.is_empty(), "unclosed {open:?}");
+        assert!(!doc.contains("<&>"));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(62654082.0), "62.7M");
+        assert_eq!(num(15053.4), "15053");
+        assert_eq!(num(58.14), "58.1");
+        assert_eq!(num(2.5), "2.50");
+        assert_eq!(num(0.25), "0.250");
+        assert_eq!(num(0.0), "0");
+    }
+
+    #[test]
+    fn axis_tops() {
+        assert_eq!(axis_top(0.0), 1.0);
+        assert_eq!(axis_top(0.7), 1.0);
+        assert_eq!(axis_top(1234.0), 2000.0);
+        assert_eq!(axis_top(450.0), 500.0);
+        assert_eq!(axis_top(1000.0), 1000.0);
+    }
+
+    #[test]
+    fn progress_estimate() {
+        let done = vec![
+            ("reef/null/1c1n".to_string(), 4.0),
+            ("linux/null/1c1n".to_string(), 10.0),
+        ];
+        // Same keys: their own means; an unseen key: the mean of all (7).
+        let left = estimate_left(
+            &done,
+            &[
+                "reef/null/1c1n".into(),
+                "linux/null/1c1n".into(),
+                "reef/vmops/2c2n".into(),
+            ],
+        );
+        assert_eq!(left, 4.0 + 10.0 + 7.0);
+        assert_eq!(estimate_left(&[], &["x".into()]), 0.0);
+        assert_eq!(duration_text(42.4), "42s");
+        assert_eq!(duration_text(185.0), "3m05s");
+        assert_eq!(duration_text(3720.0), "1h02m");
+    }
+
+    #[test]
+    fn filters() {
+        let none: Vec<String> = Vec::new();
+        assert!(selected("fs-shared-w0", &none));
+        assert!(selected("fs-shared-w0", &["fs".into()]));
+        assert!(selected("fs-shared-w0", &["fs-shared".into()]));
+        assert!(!selected("fs-shared-w0", &["fs-sh".into()]));
+        assert!(selected("null", &["null".into()]));
+        assert!(!selected("nr-bench", &["null".into()]));
+    }
+
+    #[test]
+    fn nr_bench_csv() {
+        let text = "system,write_ratio,threads,replicas,run,ops_per_sec\n\
+                    nr,10,2,1,0,110351417\nnode-replication,10,2,1,0,83554340\n";
+        let s = parse_nr_csv(text).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].bench, "nr-bench-w10");
+        assert_eq!(s[0].config, "2t1r");
+        assert_eq!(s[0].run, 1);
+        assert_eq!(s[1].value, Ok(83554340.0));
+        assert!(parse_nr_csv("bad header\n").is_err());
+        assert!(
+            parse_nr_csv("system,write_ratio,threads,replicas,run,ops_per_sec\nnr,1\n").is_err()
+        );
+    }
+
+    #[test]
+    fn every_benchmark_and_configuration_is_valid() {
+        for c in FULL_CONFIGS.iter().chain(&QUICK_CONFIGS) {
+            let m = Machine {
+                cores: c.cores,
+                nodes: c.nodes,
+                memory_mib: MEMORY_MIB,
+                accel: Accel::Tcg,
+            };
+            m.validate().unwrap();
+        }
+        let names: Vec<String> = benches(FULL).into_iter().map(|b| b.name).collect();
+        for n in [
+            "boot",
+            "null",
+            "spawn",
+            "pspawn",
+            "vmops",
+            "vmlat",
+            "fs-shared-w60",
+            "fs-private-w100",
+        ] {
+            assert!(names.iter().any(|x| x == n), "{n}");
+        }
+        for b in benches(FULL) {
+            assert!(b.argv[0].starts_with("/test/"));
+            let line = System::Reef.cmdline(&b.argv).unwrap();
+            assert!(!line.contains('"'), "no quoting needed: {line}");
+        }
+    }
+}
