@@ -240,6 +240,40 @@ impl OpenFile {
         }
     }
 
+    /// Reads at most `len` bytes at the current offset into a new buffer. A regular file's
+    /// bytes come straight from NR-FS (no zeroed buffer, one copy fewer than [`OpenFile::read`]).
+    pub fn read_vec(&self, len: usize) -> Result<Vec<u8>, Errno> {
+        match &self.node {
+            Node::File(ino) if self.readable() => {
+                let mut pos = self.pos.lock();
+                let data = crate::fs::with_client(|c| c.read_vec(*ino, *pos, len))?;
+                *pos += data.len() as u64;
+                Ok(data)
+            }
+            _ => {
+                let mut buf = alloc::vec![0u8; len];
+                let n = self.read(&mut buf)?;
+                buf.truncate(n);
+                Ok(buf)
+            }
+        }
+    }
+
+    /// [`OpenFile::pread`] into a new buffer of at most `len` bytes (see [`OpenFile::read_vec`]).
+    pub fn pread_vec(&self, len: usize, off: u64) -> Result<Vec<u8>, Errno> {
+        match &self.node {
+            Node::File(ino) if self.readable() => {
+                crate::fs::with_client(|c| c.read_vec(*ino, off, len))
+            }
+            _ => {
+                let mut buf = alloc::vec![0u8; len];
+                let n = self.pread(&mut buf, off)?;
+                buf.truncate(n);
+                Ok(buf)
+            }
+        }
+    }
+
     /// Gives back `n` bytes a [`OpenFile::read`] consumed but could not deliver (the user
     /// buffer faulted), so the offset is where it was, as on Linux.
     pub fn unread(&self, n: usize) {

@@ -6,15 +6,20 @@
 
 use core::arch::asm;
 
-/// Copies `n` bytes from `src` to `dest` (non-overlapping).
+/// Copies `n` bytes from `src` to `dest` (non-overlapping): 8 bytes at a time, then the rest
+/// (QEMU's TCG emulates a string instruction one element per step, so `movsq` is 8 times
+/// fewer steps than `movsb`; on hardware both are fast).
 ///
 /// # Safety
 /// The usual `memcpy` contract: both ranges valid for `n` bytes and not overlapping.
 #[no_mangle]
 pub unsafe extern "C" fn memcpy(dest: *mut u8, src: *const u8, n: usize) -> *mut u8 {
-    // SAFETY: per the caller's contract; the direction flag is clear in kernel code.
+    // SAFETY: per the caller's contract; the direction flag is clear in kernel code. The
+    // quadword copy moves n & !7 bytes and leaves rdi/rsi after them for the byte copy.
     unsafe {
-        asm!("rep movsb", inout("rcx") n => _, inout("rdi") dest => _, inout("rsi") src => _,
+        asm!("rep movsq", "mov rcx, {rest}", "rep movsb",
+             rest = in(reg) n & 7,
+             inout("rcx") n / 8 => _, inout("rdi") dest => _, inout("rsi") src => _,
              options(nostack, preserves_flags))
     };
     dest
@@ -43,15 +48,19 @@ pub unsafe extern "C" fn memmove(dest: *mut u8, src: *const u8, n: usize) -> *mu
     }
 }
 
-/// Fills `n` bytes at `dest` with `c`.
+/// Fills `n` bytes at `dest` with `c`, 8 bytes at a time, then the rest (see [`memcpy`]).
 ///
 /// # Safety
 /// `dest` valid for `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn memset(dest: *mut u8, c: i32, n: usize) -> *mut u8 {
-    // SAFETY: per the caller's contract.
+    let pattern = u64::from(c as u8) * 0x0101_0101_0101_0101;
+    // SAFETY: per the caller's contract; `stosq` stores n & !7 bytes of the repeated byte and
+    // leaves rdi after them for `stosb`, which stores the low byte of the same pattern.
     unsafe {
-        asm!("rep stosb", inout("rcx") n => _, inout("rdi") dest => _, in("al") c as u8,
+        asm!("rep stosq", "mov rcx, {rest}", "rep stosb",
+             rest = in(reg) n & 7,
+             inout("rcx") n / 8 => _, inout("rdi") dest => _, in("rax") pattern,
              options(nostack, preserves_flags))
     };
     dest

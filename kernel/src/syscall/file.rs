@@ -71,13 +71,12 @@ pub fn read(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     let f = file(me, a[0])?;
     let len = (a[2] as usize).min(MAX_IO);
     uaccess::check_range(a[1], len)?;
-    let mut buf = vec![0u8; len];
-    let n = f.read(&mut buf)?;
-    if let Err(e) = uaccess::copy_to_user(a[1], &buf[..n]) {
-        f.unread(n);
+    let data = f.read_vec(len)?;
+    if let Err(e) = uaccess::copy_to_user(a[1], &data) {
+        f.unread(data.len());
         return Err(e);
     }
-    Ok(n as u64)
+    Ok(data.len() as u64)
 }
 
 pub fn write(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -99,10 +98,9 @@ pub fn pread64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     let off = position(a[3])?;
     let len = (a[2] as usize).min(MAX_IO);
     uaccess::check_range(a[1], len)?;
-    let mut buf = vec![0u8; len];
-    let n = f.pread(&mut buf, off)?;
-    uaccess::copy_to_user(a[1], &buf[..n])?;
-    Ok(n as u64)
+    let data = f.pread_vec(len, off)?;
+    uaccess::copy_to_user(a[1], &data)?;
+    Ok(data.len() as u64)
 }
 
 pub fn pwrite64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {

@@ -1233,12 +1233,16 @@ impl FsClient {
 
     /// See [`FileSystem::read`]; reads on the local replica.
     pub fn read(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        let len = buf.len();
+        let d = self.read_vec(ino, offset, buf.len())?;
+        buf[..d.len()].copy_from_slice(&d);
+        Ok(d.len())
+    }
+
+    /// [`FsClient::read`] into a new buffer of at most `len` bytes (short at the end of the
+    /// file), without a caller's buffer to fill: the kernel copies it to the user directly.
+    pub fn read_vec(&self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
         match self.read_op(FsRead::Read { ino, offset, len })? {
-            FsValue::Data(d) => {
-                buf[..d.len()].copy_from_slice(&d);
-                Ok(d.len())
-            }
+            FsValue::Data(d) => Ok(d),
             _ => Err(Errno::EIO),
         }
     }

@@ -85,8 +85,12 @@ user_copy:
     je 1f
     stac
 1:  mov %rdx, %rcx
+    shr $3, %rcx
     .global user_copy_start
 user_copy_start:
+    rep movsq
+    mov %rdx, %rcx
+    and $7, %rcx
     rep movsb
     .global user_copy_end
 user_copy_end:
