@@ -330,11 +330,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             }
         }
         File::MemInfo => {
-            let total: u64 = crate::mm::nodes()
-                .iter()
-                .flat_map(|n| n.ranges.iter())
-                .map(|r| r.len())
-                .sum();
+            let total = crate::mm::total_bytes();
             let free = crate::mm::free_bytes();
             let _ = write!(
                 s,
@@ -381,7 +377,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             let _ = write!(
                 s,
                 "Name:\t{}\nState:\t{}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\nThreads:\t{threads}\n",
-                comm(&e.process),
+                e.process.comm(),
                 state_letter(&e).1,
                 e.ppid
             );
@@ -393,7 +389,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             let _ = writeln!(
                 s,
                 "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 0 0",
-                comm(&e.process),
+                e.process.comm(),
                 state_letter(&e).0,
                 e.ppid,
                 e.pgid,
@@ -410,13 +406,6 @@ fn vendor() -> String {
     let (_, b, c, d) = crate::arch::cpu::cpuid(0, 0);
     let bytes: Vec<u8> = [b, d, c].iter().flat_map(|r| r.to_le_bytes()).collect();
     String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// The program name (`comm`): the last component of its path, at most 15 bytes.
-fn comm(p: &Process) -> String {
-    let exe = p.exe.lock();
-    let base = exe.rsplit('/').next().unwrap_or("");
-    base.chars().take(15).collect()
 }
 
 fn state_letter(e: &proc::table::Entry) -> (char, &'static str) {

@@ -117,6 +117,15 @@ pub fn release(frame: Frame) -> Result<(), AllocError> {
     }
 }
 
+/// All RAM of all nodes, in bytes (what `/proc/meminfo` and `sysinfo` call total).
+pub fn total_bytes() -> u64 {
+    nodes()
+        .iter()
+        .flat_map(|n| n.ranges.iter())
+        .map(|r| r.len())
+        .sum()
+}
+
 /// Free bytes in all NCaches and TCaches.
 pub fn free_bytes() -> u64 {
     let cached: u64 = (0..kcb::MAX_CORES)

@@ -272,6 +272,18 @@ impl Process {
         })
     }
 
+    /// The program name (`comm`, `PR_GET_NAME`): the last component of its path, at most 15
+    /// bytes (cut at a character boundary).
+    pub fn comm(&self) -> String {
+        let exe = self.exe.lock();
+        let base = exe.rsplit('/').next().unwrap_or("");
+        let mut end = base.len().min(15);
+        while !base.is_char_boundary(end) {
+            end -= 1;
+        }
+        String::from(&base[..end])
+    }
+
     /// The address space.
     pub fn vm(&self) -> Arc<VSpace> {
         self.vm.lock().clone()

@@ -153,11 +153,9 @@ pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             Ok(0)
         }
         PR_GET_NAME => {
-            let exe = me.process.exe.lock().clone();
-            let base = exe.rsplit('/').next().unwrap_or("").as_bytes();
+            let comm = me.process.comm();
             let mut name = [0u8; 16];
-            let n = base.len().min(15);
-            name[..n].copy_from_slice(&base[..n]);
+            name[..comm.len()].copy_from_slice(comm.as_bytes());
             uaccess::copy_to_user(a[1], &name)?;
             Ok(0)
         }
@@ -170,11 +168,7 @@ pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 /// `sysinfo`: uptime, memory totals (`mem_unit` 1), and the number of processes; load averages
 /// and swap are 0.
 pub fn sysinfo(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let total: u64 = crate::mm::nodes()
-        .iter()
-        .flat_map(|n| n.ranges.iter())
-        .map(|r| r.len())
-        .sum();
+    let total = crate::mm::total_bytes();
     let procs = crate::proc::all_pids().len().min(u16::MAX as usize) as u64;
     let mut words = [0u64; 14];
     words[0] = crate::time::now_ns() / 1_000_000_000;
