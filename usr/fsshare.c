@@ -45,7 +45,6 @@
 #include <signal.h>
 #include <stddef.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -111,17 +110,6 @@ static struct shared *sh;
 static void shared_reset(void)
 {
     memset(sh, 0, sizeof *sh);
-}
-
-/* Spins (yielding the core) until *p >= v; leaves if the parent died. */
-static void wait_at_least(atomic_int *p, int v)
-{
-    pid_t parent = getppid();
-    for (unsigned n = 1; atomic_load(p) < v; n++) {
-        sched_yield();
-        if ((n & 255) == 0 && getppid() != parent)
-            _exit(3);
-    }
 }
 
 /* Barrier of `n` processes. */

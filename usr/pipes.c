@@ -38,7 +38,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/stat.h>
@@ -80,17 +79,6 @@ static struct shared *sh;
 static void shared_reset(void)
 {
     memset(sh, 0, sizeof *sh);
-}
-
-/* Spins (yielding the core) until *p >= v; leaves if the parent died. */
-static void wait_at_least(atomic_int *p, int v)
-{
-    pid_t parent = getppid();
-    for (unsigned n = 1; atomic_load(p) < v; n++) {
-        sched_yield();
-        if ((n & 255) == 0 && getppid() != parent)
-            _exit(3);
-    }
 }
 
 /* Gives another process time to block (not needed for correctness). */

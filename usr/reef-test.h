@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -270,6 +271,18 @@ static inline void test_reap_all(void)
         }
     }
     test_nkids = 0;
+}
+
+/* Spins (yielding the core) until *p >= v, for a child waiting on its parent's shared memory;
+ * leaves with status 3 if the parent died. */
+static inline void wait_at_least(atomic_int *p, int v)
+{
+    pid_t parent = getppid();
+    for (unsigned n = 1; atomic_load(p) < v; n++) {
+        sched_yield();
+        if ((n & 255) == 0 && getppid() != parent)
+            _exit(3);
+    }
 }
 
 #endif

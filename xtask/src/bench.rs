@@ -17,7 +17,7 @@
 
 use crate::linux;
 use crate::qemu::{Accel, Machine};
-use crate::tests::{wait_for_exit, End};
+use crate::tests::{spawn_piped, wait_for_exit, End};
 use crate::{build, cmdline, deps, usr};
 use std::fmt::Write as _;
 use std::io::Read;
@@ -358,14 +358,8 @@ impl Timed {
 }
 
 /// Runs `cmd`, recording when each piece of its stdout arrives.
-fn run_timed(mut cmd: Command, limit: Duration) -> Result<Timed, String> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+fn run_timed(cmd: Command, limit: Duration) -> Result<Timed, String> {
+    let (mut child, start) = spawn_piped(cmd, Stdio::null())?;
     let out = Arc::new(Mutex::new((Vec::new(), Vec::new())));
     let mut stdout = child.stdout.take().expect("piped");
     let reader = {

@@ -24,7 +24,7 @@ use crate::{build, cmdline, deps, usr};
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -152,14 +152,20 @@ pub fn wait_for_exit(
 
 /// Runs `cmd` with stdin closed, collecting stdout and stderr until it exits or `limit` passes
 /// (then it is killed).
-pub fn collect(mut cmd: Command, limit: Duration) -> Result<Outcome, String> {
-    cmd.stdin(Stdio::null())
+/// Starts `cmd` with `stdin` and its stdout and stderr piped; returns it and its start time.
+pub fn spawn_piped(mut cmd: Command, stdin: Stdio) -> Result<(Child, Instant), String> {
+    cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    Ok((child, start))
+}
+
+pub fn collect(cmd: Command, limit: Duration) -> Result<Outcome, String> {
+    let (mut child, start) = spawn_piped(cmd, Stdio::null())?;
     let capture = Capture::start(&mut child);
     let end = wait_for_exit(&mut child, start, limit)?;
     let wall = start.elapsed();
@@ -181,17 +187,11 @@ enum Step {
 /// (within `limit` from the start). Returns the outcome and whether every step succeeded; a
 /// failed step kills the process and says what was typed so far.
 fn converse(
-    mut cmd: Command,
+    cmd: Command,
     script: &[Step],
     limit: Duration,
 ) -> Result<(Outcome, Result<(), String>), String> {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let (mut child, start) = spawn_piped(cmd, Stdio::piped())?;
     let mut stdin = child.stdin.take().expect("piped");
     let capture = Capture::start(&mut child);
     let mut seen = 0;
