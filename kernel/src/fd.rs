@@ -306,6 +306,7 @@ impl OpenFile {
         }
         match &self.node {
             Node::File(ino) => {
+                crate::fs::admit(data.len())?;
                 let t = crate::fs::now();
                 let len = data.len();
                 if self.flags() & O_APPEND != 0 {
@@ -334,6 +335,7 @@ impl OpenFile {
         }
         match &self.node {
             Node::File(ino) => {
+                crate::fs::admit(data.len())?;
                 let t = crate::fs::now();
                 if self.flags() & O_APPEND != 0 {
                     let len = data.len();

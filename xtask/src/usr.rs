@@ -96,6 +96,11 @@ pub const PROGRAMS: &[Program] = &[
         source: "devproc.c",
         pie: false,
     },
+    Program {
+        name: "robust",
+        source: "robust.c",
+        pie: false,
+    },
 ];
 
 /// Measurement programs: built and put into `/test` like [`PROGRAMS`], after them, but not

@@ -97,6 +97,22 @@ pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Admits a write of `len` bytes of file data, before it enters the log (NrOS §4.1: every
+/// replica then applies it alike): every node's replica will copy the data into pages of its
+/// own node, so every node must have that much free above its kernel reserve. `ENOSPC`
+/// otherwise: NR-FS lives in memory, so a full memory is a full file system.
+pub fn admit(len: usize) -> Result<(), Errno> {
+    let pages = (len as u64).div_ceil(PAGE_BYTES) + 1;
+    if crate::mm::every_node_has(pages * PAGE_BYTES) {
+        Ok(())
+    } else {
+        Err(Errno::ENOSPC)
+    }
+}
+
+/// Bytes of one NR-FS data page.
+const PAGE_BYTES: u64 = 4096;
+
 /// The current time as NR-FS records it (realtime clock).
 pub fn now() -> Timespec {
     let ns = crate::time::now_ns() + crate::time::realtime_offset_ns();

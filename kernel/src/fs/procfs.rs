@@ -334,10 +334,12 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             let free = crate::mm::free_bytes();
             let _ = write!(
                 s,
-                "MemTotal:       {:8} kB\nMemFree:        {:8} kB\nMemAvailable:   {:8} kB\n",
+                "MemTotal:       {:8} kB\nMemFree:        {:8} kB\nMemAvailable:   {:8} kB\n\
+                 Shmem:          {:8} kB\n",
                 total / 1024,
                 free / 1024,
-                free / 1024
+                free / 1024,
+                crate::mm::heap::page_bytes() / 1024
             );
         }
         File::Mounts => {

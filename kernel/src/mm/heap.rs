@@ -11,7 +11,7 @@
 //! frames needs). Allocations larger than a 2 MiB frame fail (callers needing that much take
 //! frames directly).
 
-use super::{FrameSize, MAX_NODES};
+use super::{Frame, FrameSize, MAX_NODES};
 use crate::arch::paging::{phys_to_virt, virt_to_phys};
 use crate::kcb;
 use crate::sync::IrqMutex;
@@ -31,7 +31,12 @@ struct BootArena([u8; BOOT_ARENA_SIZE]);
 
 static mut BOOT_ARENA: BootArena = BootArena([0; BOOT_ARENA_SIZE]);
 
-/// Grows a node's heap with 2 MiB frames of that node.
+/// Largest request (size plus alignment) a 4 KiB frame can serve once the allocator's
+/// bookkeeping in it is counted.
+const SMALL_GROWTH_LIMIT: usize = 3 * 1024;
+
+/// Grows a node's heap with 2 MiB frames of that node (4 KiB frames for small requests when no
+/// 2 MiB frame is left).
 #[derive(Debug)]
 pub struct NodeSource {
     node: usize,
@@ -45,13 +50,22 @@ unsafe impl Source for NodeSource {
         if layout.size() > frames::LARGE_PAGE_SIZE as usize / 2 {
             return Err(());
         }
-        let frame = super::allocate_on(talc.source.node, FrameSize::Large).map_err(|_| ())?;
+        // A 2 MiB frame if the node still has one; when user memory has split them all, a small
+        // request still grows the heap by a 4 KiB frame.
+        let node = talc.source.node;
+        let frame = match super::allocate_on(node, FrameSize::Large) {
+            Ok(f) => f,
+            Err(_) if layout.size() + layout.align() <= SMALL_GROWTH_LIMIT => {
+                super::allocate_on(node, FrameSize::Base).map_err(|_| ())?
+            }
+            Err(_) => return Err(()),
+        };
         // SAFETY: the frame was just allocated for this heap alone and is mapped by the direct
-        // map for its whole 2 MiB.
+        // map for its whole size.
         let claimed = unsafe {
             talc.claim(
                 phys_to_virt(frame.base()) as *mut u8,
-                frames::LARGE_PAGE_SIZE as usize,
+                frame.size().bytes() as usize,
             )
         };
         claimed.map(|_| ()).ok_or(())
@@ -88,6 +102,20 @@ pub fn remote_fallbacks() -> u64 {
     REMOTE_FALLBACKS.load(Ordering::Relaxed)
 }
 
+/// Allocations of exactly one page, page-aligned, are served by whole frames (never by the
+/// heap, so a free of such a layout is always a frame's).
+fn is_page(layout: Layout) -> bool {
+    layout.size() == frames::BASE_PAGE_SIZE as usize && layout.align() == layout.size()
+}
+
+/// Frames handed out for page allocations and not yet freed.
+static PAGE_FRAMES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of page allocations served by whole frames (NR-FS file data).
+pub fn page_bytes() -> u64 {
+    PAGE_FRAMES.load(Ordering::Relaxed) * frames::BASE_PAGE_SIZE
+}
+
 fn home_node(ptr: *mut u8) -> usize {
     let addr = ptr as u64;
     let arena = &raw const BOOT_ARENA as u64;
@@ -105,6 +133,23 @@ pub struct KernelHeap;
 // returned to the heap it came from (`home_node`), with the layout it was allocated with.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if is_page(layout) {
+            // A whole frame, of this core's node if it has one (NR-FS file pages): no heap
+            // space, and the memory goes straight back to the frame allocator when freed.
+            let nodes = super::nodes().len();
+            let frame = super::allocate(FrameSize::Base).or_else(|_| {
+                (0..nodes)
+                    .find_map(|n| super::allocate_on(n, FrameSize::Base).ok())
+                    .ok_or(())
+            });
+            return match frame {
+                Ok(f) => {
+                    PAGE_FRAMES.fetch_add(1, Ordering::Relaxed);
+                    phys_to_virt(f.base()) as *mut u8
+                }
+                Err(()) => null_mut(),
+            };
+        }
         let own = kcb::try_current().map(|k| k.node_id).unwrap_or(0);
         let nodes = super::nodes().len().max(1);
         for i in 0..nodes {
@@ -122,6 +167,16 @@ unsafe impl GlobalAlloc for KernelHeap {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let node = home_node(ptr);
+        if is_page(layout) {
+            let phys = virt_to_phys(ptr as u64);
+            let frame =
+                Frame::new(phys, FrameSize::Base, node).expect("page allocation is a frame");
+            PAGE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+            if let Err(e) = super::release(frame) {
+                crate::kprintln!("reef: heap: could not free page frame {phys:#x}: {e}");
+            }
+            return;
+        }
         // SAFETY: `ptr` was allocated with `layout` from this node's heap (see `alloc` and
         // `home_node`).
         unsafe { HEAPS[node].lock().deallocate(ptr, layout) };

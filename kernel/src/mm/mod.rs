@@ -42,6 +42,24 @@ pub struct NodeMemory {
     /// All RAM of the node (including what the kernel image and boot arena occupy, which the
     /// NCache never sees).
     pub ranges: Vec<PhysRange>,
+    /// Free memory kept for the kernel (its heap, page tables, KCBs): user pages and file data
+    /// are refused when the node's NCache would fall below it, so that a program filling
+    /// memory meets `ENOMEM` (or `ENOSPC`) and the kernel's own allocations still succeed. As
+    /// many 2 MiB frames are kept whole ([`NCache::set_kept_large`]), so the heap can still grow
+    /// for a large request after user memory split every other 2 MiB frame.
+    pub reserve: u64,
+}
+
+/// The kernel reserve of a node with `bytes` of RAM: 1/32 of it, between 4 and 32 MiB.
+pub const fn reserve_for(bytes: u64) -> u64 {
+    let r = bytes / 32;
+    if r < 4 << 20 {
+        4 << 20
+    } else if r > 32 << 20 {
+        32 << 20
+    } else {
+        r
+    }
 }
 
 static NODES: Once<Vec<NodeMemory>> = Once::new();
@@ -58,9 +76,12 @@ pub fn init(free: Vec<Vec<PhysRange>>, all: Vec<Vec<PhysRange>>) {
                 for r in free {
                     ncache.add_range(&mut DirectMapLinks, r);
                 }
+                let reserve = reserve_for(ranges.iter().map(|r| r.len()).sum());
+                ncache.set_kept_large((reserve / frames::LARGE_PAGE_SIZE) as usize);
                 NodeMemory {
                     ncache: IrqMutex::new(ncache),
                     ranges,
+                    reserve,
                 }
             })
             .collect()
@@ -79,13 +100,18 @@ pub fn node_of(phys: u64) -> Option<usize> {
         .position(|n| n.ranges.iter().any(|r| r.contains(phys)))
 }
 
-/// Allocates a frame from `node`'s NCache directly (for memory that must live on a particular
-/// node, such as another core's KCB).
+/// Allocates a frame for the kernel itself from `node`'s NCache directly (memory that must
+/// live on a particular node: another core's KCB, heap growth, page tables). It may use the
+/// node's reserve, including the 2 MiB frames kept whole for the heap.
 pub fn allocate_on(node: usize, size: FrameSize) -> Result<Frame, AllocError> {
     let n = nodes()
         .get(node)
         .ok_or(AllocError::OutOfMemory { node, size })?;
-    n.ncache.lock().allocate(&mut DirectMapLinks, size)
+    let mut ncache = n.ncache.lock();
+    match size {
+        FrameSize::Base => ncache.allocate_base_any(&mut DirectMapLinks),
+        FrameSize::Large => ncache.allocate_large(&mut DirectMapLinks),
+    }
 }
 
 /// Allocates a frame through the current core's TCache (its own node's memory).
@@ -99,6 +125,43 @@ pub fn allocate(size: FrameSize) -> Result<Frame, AllocError> {
         }
         None => allocate_on(0, size),
     }
+}
+
+/// Allocates a frame for memory a program asked for (user pages, file data): from this core's
+/// node while it has more than its [`NodeMemory::reserve`] free, else from the first other
+/// node that has; `OutOfMemory` when none has.
+pub fn allocate_user(size: FrameSize) -> Result<Frame, AllocError> {
+    let all = nodes();
+    let Some(kcb) = kcb::try_current() else {
+        return allocate_on(0, size);
+    };
+    let own = kcb.node_id;
+    for i in 0..all.len() {
+        let node = (own + i) % all.len();
+        let n = &all[node];
+        // Lock order: TCache before NCache (as in `allocate` and `release`).
+        let mut tcache = (node == own).then(|| kcb.tcache.lock());
+        let mut ncache = n.ncache.lock();
+        if ncache.free_bytes() < n.reserve + size.bytes() {
+            continue;
+        }
+        let got = match tcache.as_mut() {
+            Some(t) => t.allocate(&mut ncache, &mut DirectMapLinks, size),
+            None => ncache.allocate(&mut DirectMapLinks, size),
+        };
+        if got.is_ok() {
+            return got;
+        }
+    }
+    Err(AllocError::OutOfMemory { node: own, size })
+}
+
+/// Whether every node has `bytes` free above its reserve (file data that every node's NR-FS
+/// replica will copy is admitted only then; see `fs::admit`).
+pub fn every_node_has(bytes: u64) -> bool {
+    nodes()
+        .iter()
+        .all(|n| n.ncache.lock().free_bytes() >= n.reserve + bytes)
 }
 
 /// Returns a frame: to the current core's TCache if it is of this core's node, else to its

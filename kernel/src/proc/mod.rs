@@ -170,6 +170,15 @@ impl Thread {
         let shared = self.process.signals.lock().pending;
         (own.pending | shared) & !own.mask != 0 || self.process.exiting.load(Ordering::Acquire)
     }
+
+    /// Whether this thread is about to end whatever it does (SIGKILL pending, its process
+    /// exiting, or `exit` called): long kernel work on its behalf stops early.
+    pub fn dying(&self) -> bool {
+        let kill = 1u64 << (signal::SIGKILL - 1);
+        self.process.exiting.load(Ordering::Acquire)
+            || self.exit_requested.load(Ordering::Acquire)
+            || (self.signals.lock().pending | self.process.signals.lock().pending) & kill != 0
+    }
 }
 
 /// The parent of a `vfork` child waits on this until the child execs or exits.
@@ -230,8 +239,10 @@ pub struct Process {
     pub files: IrqMutex<FdTable>,
     /// Signal actions and process-wide pending signals.
     pub signals: IrqMutex<SignalState>,
-    /// Program break: (start, current).
-    pub brk: IrqMutex<(u64, u64)>,
+    /// Program break: (start, current). Interrupts stay on while it is held: `brk` changes the
+    /// address space under it, and a thread waiting for it on another core must still
+    /// acknowledge that change's TLB shootdown.
+    pub brk: spin::Mutex<(u64, u64)>,
     /// Path of the running program.
     pub exe: IrqMutex<String>,
     /// Its arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
@@ -263,7 +274,7 @@ impl Process {
             child_events: WaitQueue::new(),
             files: IrqMutex::new(files),
             signals: IrqMutex::new(signals),
-            brk: IrqMutex::new((0, 0)),
+            brk: spin::Mutex::new((0, 0)),
             exe: IrqMutex::new(String::new()),
             cmdline: IrqMutex::new(Vec::new()),
             cwd: IrqMutex::new(cwd),
@@ -360,8 +371,35 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             signal::deliver(&me, frame);
             continue;
         }
+        if !returnable(frame) {
+            // A handler address or a restored frame the program chose: `iretq` would fault in
+            // the kernel. Linux delivers SIGSEGV; so does Reef (its default action, or a
+            // handler, which may repair the frame).
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            signal::force(&me, signal::SIGSEGV, signal::SigInfo::kernel());
+            continue;
+        }
         return;
     }
+}
+
+/// Whether `iretq` can return to `frame` without faulting: its instruction and stack pointers
+/// are canonical (the selectors and flags are always the kernel's choice).
+fn returnable(frame: &InterruptFrame) -> bool {
+    let canonical = |a: u64| matches!((a as i64) >> 47, 0 | -1);
+    canonical(frame.rip) && canonical(frame.rsp)
+}
+
+/// Ends the process of `me`, which needs a page where no memory is left, with SIGKILL (what
+/// Linux's OOM killer sends), and says so on the console.
+pub fn oom_kill(me: &Arc<Thread>, addr: u64) {
+    crate::kprintln!(
+        "reef: out of memory: killed process {} ({}) on a page fault at {addr:#x}",
+        me.process.pid,
+        me.process.comm()
+    );
+    signal::send_process(&me.process, signal::SIGKILL, signal::SigInfo::kernel());
 }
 
 /// Ends the current thread (called on its way back to user mode, holding the only reference

@@ -256,6 +256,16 @@ extern "C" fn thread_first_run(frame: &mut crate::arch::idt::InterruptFrame) {
     super::return_to_user(frame);
 }
 
+/// A preemption point for long kernel work (big copies, console output, work over large
+/// ranges): switches to another ready thread if the timer asked for it, then comes back. The
+/// caller must hold no lock (a spin lock held across the switch could be wanted by the next
+/// thread on this core).
+pub fn cond_resched() {
+    if kcb::current().sched.need_resched.load(Ordering::Relaxed) {
+        schedule();
+    }
+}
+
 /// Called on every timer interrupt: wakes sleepers whose deadline passed and asks for a switch
 /// when the time slice is used up and another thread is ready.
 pub fn timer_tick() {

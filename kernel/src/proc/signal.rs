@@ -117,7 +117,15 @@ pub struct SigInfo {
 }
 
 impl SigInfo {
-    /// Sent by `kill` from `pid`.
+    /// Sent by the kernel itself (`SI_KERNEL`).
+    pub fn kernel() -> Self {
+        SigInfo {
+            code: SI_KERNEL,
+            ..Default::default()
+        }
+    }
+
+    /// Sent by `kill` from `pid` (`SI_USER`).
     pub fn user(pid: Pid) -> Self {
         SigInfo {
             code: SI_USER,

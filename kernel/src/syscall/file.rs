@@ -8,7 +8,7 @@ use crate::fs::flags::{O_CLOEXEC, O_DIRECT, O_NOATIME};
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
 use crate::proc::signal::{self, SigInfo};
-use crate::proc::Thread;
+use crate::proc::{sched, Thread};
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
@@ -48,8 +48,15 @@ fn write_user_data(
     uaccess::check_range(addr, len)?;
     let mut done = 0;
     loop {
+        if done > 0 {
+            // Between chunks: let other threads run, and stop for a killed process.
+            sched::cond_resched();
+            if me.dying() {
+                return Ok(done);
+            }
+        }
         let n = (len - done).min(MAX_IO);
-        let mut buf = vec![0u8; n];
+        let mut buf = uaccess::buffer(n)?;
         let r = uaccess::copy_from_user(addr + done as u64, &mut buf).and_then(|()| match at {
             None => f.write(buf),
             Some(off) => f.pwrite(buf, off + done as u64),
@@ -154,7 +161,7 @@ fn scatter_read(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
         .map(|v| v[1] as usize)
         .sum::<usize>()
         .min(MAX_IO);
-    let mut buf = vec![0u8; total];
+    let mut buf = uaccess::buffer(total)?;
     let n = match at {
         None => f.read(&mut buf)?,
         Some(off) => f.pread(&mut buf, off)?,

@@ -130,11 +130,13 @@ fn fork_process(
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(ctid, Ordering::Relaxed);
     }
+    // As on Linux, a bad CLONE_CHILD_SETTID or CLONE_PARENT_SETTID address is ignored: the
+    // child exists by now and the call succeeds.
     if flags & CLONE_CHILD_SETTID != 0 {
-        child.vm().write_bytes(ctid, &pid.to_le_bytes())?;
+        let _ = child.vm().write_bytes(ctid, &pid.to_le_bytes());
     }
     if flags & CLONE_PARENT_SETTID != 0 {
-        write_user(ptid, &pid)?;
+        let _ = write_user(ptid, &pid);
     }
     child.threads.lock().push(t.clone());
     let vfork = (flags & CLONE_VFORK != 0).then(|| {
@@ -189,11 +191,12 @@ pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     }
     let tid = proc::next_pid();
     let t = child_thread(me, frame, tid, p.clone(), flags, newsp, tls);
+    // Bad tid addresses are ignored, as on Linux (and as for a new process above).
     if flags & CLONE_PARENT_SETTID != 0 {
-        write_user(ptid, &tid)?;
+        let _ = write_user(ptid, &tid);
     }
     if flags & CLONE_CHILD_SETTID != 0 {
-        write_user(ctid, &tid)?;
+        let _ = write_user(ctid, &tid);
     }
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(ctid, Ordering::Relaxed);

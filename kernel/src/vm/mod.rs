@@ -102,18 +102,27 @@ pub struct Replica {
 /// A page to map: (virtual address, frame, size, protection).
 pub type PageMap = (u64, u64, PageSize, Prot);
 
+/// Most pages one update removes and one read lists: bounds each response's size and the
+/// time between two TLB shootdowns, whatever range a program names.
+const STEP_PAGES: usize = 1024;
+/// Most regions one read lists.
+const STEP_REGIONS: usize = 1024;
+
 /// Read operations.
 pub enum ReadOp {
     /// The translation of an address and the region around it.
     Resolve(u64),
-    /// All regions and pages (for `fork`).
-    Snapshot,
+    /// At most [`STEP_REGIONS`] regions starting at or above an address (for `fork`).
+    Regions(u64),
+    /// At most [`STEP_PAGES`] page mappings at or above an address (for `fork`).
+    Pages(u64),
 }
 
 /// Update operations.
 #[derive(Clone)]
 pub enum UpdateOp {
-    /// Adds a region at a fixed address (`replace`: MAP_FIXED semantics).
+    /// Adds a region at a fixed address (`replace`: MAP_FIXED semantics, done only if at most
+    /// [`STEP_PAGES`] pages are mapped in the range; see [`Resp::TooManyPages`]).
     MapRegion {
         /// Start.
         start: u64,
@@ -139,7 +148,7 @@ pub enum UpdateOp {
     },
     /// Maps frames that were allocated before the operation was logged.
     MapFrames(Arc<Vec<PageMap>>),
-    /// Removes regions and pages in a range.
+    /// Removes the regions in a range and at most [`STEP_PAGES`] of its pages.
     Unmap {
         /// Start.
         start: u64,
@@ -155,7 +164,7 @@ pub enum UpdateOp {
         /// New protection.
         prot: Prot,
     },
-    /// Removes everything (process exit, exec).
+    /// Removes every region and at most [`STEP_PAGES`] pages (process exit, exec).
     Clear,
 }
 
@@ -163,14 +172,19 @@ pub enum UpdateOp {
 pub enum Resp {
     /// `Resolve`.
     Resolved(Option<Translation>, Option<Region>),
-    /// `Snapshot`.
-    Snapshot(Vec<Region>, Vec<Mapping>),
+    /// `Regions`.
+    Regions(Vec<Region>),
+    /// `Pages`.
+    Pages(Vec<Mapping>),
     /// A region was added at this address; these pages were removed.
     Mapped(Result<(u64, Vec<vspace::Unmapped>), MapError>),
+    /// `MapRegion` with `replace` changed nothing: too many pages are mapped in the range to
+    /// remove in one step.
+    TooManyPages,
     /// `MapFrames`: which pages could not be mapped (their frames stay the caller's).
     Frames(Vec<usize>),
-    /// Pages removed.
-    Unmapped(Result<Vec<vspace::Unmapped>, MapError>),
+    /// Pages removed, and whether more remain to be removed by further steps.
+    Unmapped(Result<(Vec<vspace::Unmapped>, bool), MapError>),
     /// `Protect`.
     Protected(Result<(), MapError>),
 }
@@ -185,10 +199,14 @@ impl nr::Dispatch for Replica {
             ReadOp::Resolve(va) => {
                 Resp::Resolved(self.space.resolve(va), self.space.region_at(va).copied())
             }
-            ReadOp::Snapshot => Resp::Snapshot(
-                self.space.regions().copied().collect(),
-                self.space.pages().collect(),
+            ReadOp::Regions(from) => Resp::Regions(
+                self.space
+                    .regions_from(from)
+                    .take(STEP_REGIONS)
+                    .copied()
+                    .collect(),
             ),
+            ReadOp::Pages(from) => Resp::Pages(self.space.pages_from(from, STEP_PAGES)),
         }
     }
 
@@ -200,11 +218,24 @@ impl nr::Dispatch for Replica {
                 prot,
                 kind,
                 replace,
-            } => Resp::Mapped(
-                self.space
-                    .map_region(start, len, prot, kind, replace)
-                    .map(|removed| (start, removed)),
-            ),
+            } => {
+                if replace {
+                    match self
+                        .space
+                        .replace_region(start, len, prot, kind, STEP_PAGES)
+                    {
+                        Ok(Some(removed)) => Resp::Mapped(Ok((start, removed))),
+                        Ok(None) => Resp::TooManyPages,
+                        Err(e) => Resp::Mapped(Err(e)),
+                    }
+                } else {
+                    Resp::Mapped(
+                        self.space
+                            .map_region(start, len, prot, kind, false)
+                            .map(|removed| (start, removed)),
+                    )
+                }
+            }
             UpdateOp::MapAnywhere {
                 len,
                 hint,
@@ -229,13 +260,24 @@ impl nr::Dispatch for Replica {
                     .map(|(i, _)| i)
                     .collect(),
             ),
-            UpdateOp::Unmap { start, len } => Resp::Unmapped(self.space.unmap(start, len)),
+            UpdateOp::Unmap { start, len } => {
+                Resp::Unmapped(self.space.unmap_step(start, len, STEP_PAGES))
+            }
             UpdateOp::Protect { start, len, prot } => {
                 Resp::Protected(self.space.protect(start, len, prot).map(|_| ()))
             }
-            UpdateOp::Clear => Resp::Unmapped(Ok(self.space.clear())),
+            UpdateOp::Clear => Resp::Unmapped(Ok(self.space.clear_step(STEP_PAGES))),
         }
     }
+}
+
+/// Why a page fault could not be resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The access is not allowed: SIGSEGV with this `si_code` (SEGV_MAPERR or SEGV_ACCERR).
+    Denied(i32),
+    /// The access is allowed but no memory is left for the page.
+    OutOfMemory,
 }
 
 /// Frames of `MAP_SHARED` memory mapped by more than one address space, with their counts.
@@ -249,6 +291,12 @@ pub struct VSpace {
     id: usize,
     nr: Arc<NodeReplicated<Replica>>,
     roots: Vec<u64>,
+    /// Serializes the changes to regions that take several log operations (`munmap` and
+    /// `MAP_FIXED` over many pages, `fork`'s copy, teardown), like Linux's `mmap_lock`: between
+    /// two steps of one change no other change may add a region to its range. Taken with
+    /// interrupts on and never held while sleeping, so a waiter on another core still
+    /// acknowledges the holder's TLB shootdowns (see docs/architecture.md, lock order).
+    changes: spin::Mutex<()>,
 }
 
 fn kernel_entries() -> [u64; 256] {
@@ -284,9 +332,10 @@ fn free_frame(phys: u64, size: PageSize) {
     }
 }
 
-/// Allocates a zeroed frame for user memory on this core's node.
+/// Allocates a zeroed frame for user memory, on this core's node if it has memory above its
+/// kernel reserve ([`mm::allocate_user`]); `ENOMEM` when no node has.
 pub fn allocate_user_frame() -> Result<u64, Errno> {
-    let f = mm::allocate(FrameSize::Base).map_err(|_| Errno::ENOMEM)?;
+    let f = mm::allocate_user(FrameSize::Base).map_err(|_| Errno::ENOMEM)?;
     paging::zero_phys(f.base(), PAGE_SIZE);
     Ok(f.base())
 }
@@ -311,6 +360,7 @@ impl VSpace {
             id: NEXT_VSPACE.fetch_add(1, Ordering::Relaxed),
             nr,
             roots,
+            changes: spin::Mutex::new(()),
         }))
     }
 
@@ -334,6 +384,7 @@ impl VSpace {
         kind: RegionKind,
         replace: bool,
     ) -> Result<u64, Errno> {
+        let _changes = self.changes.lock();
         let op = UpdateOp::MapRegion {
             start,
             len,
@@ -341,7 +392,15 @@ impl VSpace {
             kind,
             replace,
         };
-        self.finish_map(op)
+        match self.map_op(op.clone()) {
+            // Too many pages to remove in one step: remove them in steps, then map (no other
+            // change can come between, see `changes`).
+            Err(None) => {
+                self.unmap_steps(start, len)?;
+                self.map_op(op).map_err(|e| e.unwrap_or(Errno::ENOMEM))
+            }
+            r => r.map_err(|e| e.unwrap_or(Errno::ENOMEM)),
+        }
     }
 
     /// Adds a region wherever it fits, near `hint` if that is free.
@@ -352,15 +411,19 @@ impl VSpace {
         prot: Prot,
         kind: RegionKind,
     ) -> Result<u64, Errno> {
-        self.finish_map(UpdateOp::MapAnywhere {
+        let _changes = self.changes.lock();
+        self.map_op(UpdateOp::MapAnywhere {
             len,
             hint,
             prot,
             kind,
         })
+        .map_err(|e| e.unwrap_or(Errno::ENOMEM))
     }
 
-    fn finish_map(&self, op: UpdateOp) -> Result<u64, Errno> {
+    /// Runs a map operation and frees what it replaced; `Err(None)`: too many pages to replace
+    /// in one step, nothing changed.
+    fn map_op(&self, op: UpdateOp) -> Result<u64, Option<Errno>> {
         match self.nr.execute_mut(op) {
             Resp::Mapped(Ok((start, removed))) => {
                 if !removed.is_empty() {
@@ -371,8 +434,9 @@ impl VSpace {
                 }
                 Ok(start)
             }
-            Resp::Mapped(Err(e)) => Err(e.to_errno()),
-            _ => unreachable!("map operations answer Mapped"),
+            Resp::Mapped(Err(e)) => Err(Some(e.to_errno())),
+            Resp::TooManyPages => Err(None),
+            _ => unreachable!("map operations answer Mapped or TooManyPages"),
         }
     }
 
@@ -392,8 +456,14 @@ impl VSpace {
     }
 
     /// Allocates and maps zeroed frames for every page of `[start, end)` not yet mapped (for
-    /// MAP_POPULATE and shared memory); `shared` frames are reference counted.
+    /// MAP_POPULATE and shared memory), [`STEP_PAGES`] at a time; `shared` frames are reference
+    /// counted. A `PROT_NONE` range gets no frames (its pages come on demand once it is made
+    /// accessible). `ENOMEM` when memory runs out: the pages mapped so far stay mapped (the
+    /// caller unmaps the range), none is lost.
     pub fn populate(&self, start: u64, end: u64, prot: Prot, shared: bool) -> Result<(), Errno> {
+        if prot.is_none() {
+            return Ok(());
+        }
         let mut pages = Vec::new();
         let mut va = start;
         while va < end {
@@ -401,42 +471,59 @@ impl VSpace {
                 let phys = match allocate_user_frame() {
                     Ok(p) => p,
                     Err(e) => {
-                        for (_, phys, size, _) in pages {
-                            free_frame(phys, size);
-                        }
+                        // What was allocated gets mapped, so the caller's unmap frees it.
+                        self.map_frames(pages);
                         return Err(e);
                     }
                 };
                 if shared {
                     SHARED_FRAMES.lock().insert(phys, 1);
                 }
+                if pages.try_reserve(1).is_err() {
+                    free_frame(phys, PageSize::Base4K);
+                    self.map_frames(pages);
+                    return Err(Errno::ENOMEM);
+                }
                 pages.push((va, phys, PageSize::Base4K, prot));
+                if pages.len() == STEP_PAGES {
+                    self.map_frames(core::mem::take(&mut pages));
+                }
             }
             va += PAGE_SIZE;
         }
-        if !prot.is_none() {
-            self.map_frames(pages);
-        }
+        self.map_frames(pages);
         Ok(())
     }
 
     /// Removes mappings in `[start, start + len)`; frees their frames after the shootdown.
     pub fn unmap(&self, start: u64, len: u64) -> Result<(), Errno> {
-        match self.nr.execute_mut(UpdateOp::Unmap { start, len }) {
-            Resp::Unmapped(Ok(removed)) => {
-                self.shootdown();
-                for u in removed {
-                    free_frame(u.phys, u.size);
+        let _changes = self.changes.lock();
+        self.unmap_steps(start, len)
+    }
+
+    /// Removes the regions of a range and then its pages, [`STEP_PAGES`] per step, each step
+    /// followed by its shootdown and the freeing of its frames. The caller holds `changes`.
+    fn unmap_steps(&self, start: u64, len: u64) -> Result<(), Errno> {
+        loop {
+            match self.nr.execute_mut(UpdateOp::Unmap { start, len }) {
+                Resp::Unmapped(Ok((removed, more))) => {
+                    self.shootdown();
+                    for u in removed {
+                        free_frame(u.phys, u.size);
+                    }
+                    if !more {
+                        return Ok(());
+                    }
                 }
-                Ok(())
+                Resp::Unmapped(Err(e)) => return Err(e.to_errno()),
+                _ => unreachable!("Unmap answers Unmapped"),
             }
-            Resp::Unmapped(Err(e)) => Err(e.to_errno()),
-            _ => unreachable!("Unmap answers Unmapped"),
         }
     }
 
     /// Changes the protection of `[start, start + len)`.
     pub fn protect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Errno> {
+        let _changes = self.changes.lock();
         match self.nr.execute_mut(UpdateOp::Protect { start, len, prot }) {
             Resp::Protected(Ok(())) => {
                 self.shootdown();
@@ -455,19 +542,32 @@ impl VSpace {
         }
     }
 
-    /// Removes everything and frees all frames (process exit). The caller no longer runs on
-    /// these page tables' user half.
+    /// Removes everything and frees all frames (process exit, exec, or the drop of an address
+    /// space a failed `fork` or `execve` built), [`STEP_PAGES`] at a time. The caller no longer
+    /// runs on these page tables' user half.
     pub fn teardown(&self) {
-        if let Resp::Unmapped(Ok(removed)) = self.nr.execute_mut(UpdateOp::Clear) {
+        let _changes = self.changes.lock();
+        loop {
+            let Resp::Unmapped(Ok((removed, more))) = self.nr.execute_mut(UpdateOp::Clear) else {
+                unreachable!("Clear answers Unmapped(Ok)")
+            };
+            if removed.is_empty() && !more {
+                return;
+            }
             self.shootdown();
             for u in removed {
                 free_frame(u.phys, u.size);
+            }
+            if !more {
+                return;
             }
         }
     }
 
     /// Makes every replica apply all logged operations, then flushes the TLB of every core
-    /// that has this address space loaded and waits until they all did.
+    /// that has this address space loaded and waits until they all did. A core that does not
+    /// acknowledge within 5 s is reported (once per shootdown) and waited for: the frames
+    /// cannot be reused while it may still cache them.
     fn shootdown(&self) {
         self.nr.sync_all();
         SHOOTDOWNS.fetch_add(1, Ordering::Relaxed);
@@ -489,7 +589,12 @@ impl VSpace {
         }
         for t in tickets {
             if let Err(e) = ipi::wait(&t, 5_000_000_000) {
-                panic!("TLB shootdown not acknowledged: {e}");
+                crate::kprintln!(
+                    "reef: vm: TLB shootdown of address space {} from core {}: {e}; still waiting",
+                    self.id,
+                    me.core_id
+                );
+                while ipi::wait(&t, u64::MAX / 2).is_err() {}
             }
         }
         for node in 0..self.roots.len() {
@@ -498,54 +603,77 @@ impl VSpace {
     }
 
     /// A copy for `fork`: the same regions; private pages copied into fresh frames, shared
-    /// pages mapped to the same frames (reference counted).
+    /// pages mapped to the same frames (reference counted). Copies [`STEP_REGIONS`] regions
+    /// and [`STEP_PAGES`] pages at a time; on `ENOMEM` the partial child is dropped, which
+    /// frees everything it took.
     pub fn fork(&self) -> Result<Arc<VSpace>, Errno> {
         let child = VSpace::new()?;
-        let (regions, pages) = match self.nr.execute(ReadOp::Snapshot) {
-            Resp::Snapshot(r, p) => (r, p),
-            _ => unreachable!("Snapshot answers Snapshot"),
-        };
-        for r in &regions {
-            child.map_fixed(r.start, r.end - r.start, r.prot, r.kind, false)?;
-        }
-        let mut maps = Vec::with_capacity(pages.len());
-        for m in pages {
-            if m.prot.is_none() {
-                continue;
-            }
-            let shared = regions
-                .iter()
-                .find(|r| r.contains(m.vaddr))
-                .is_some_and(|r| matches!(r.kind, RegionKind::Anonymous { shared: true }));
-            if shared {
-                *SHARED_FRAMES.lock().entry(m.phys).or_insert(1) += 1;
-                maps.push((m.vaddr, m.phys, m.size, m.prot));
-                continue;
-            }
-            let frame = match mm::allocate(size_of(m.size)) {
-                Ok(f) => f.base(),
-                Err(_) => {
-                    for (_, phys, size, _) in maps {
-                        free_frame(phys, size);
-                    }
-                    child.teardown();
-                    return Err(Errno::ENOMEM);
-                }
+        let _changes = self.changes.lock();
+        let mut from = 0;
+        loop {
+            let Resp::Regions(regions) = self.nr.execute(ReadOp::Regions(from)) else {
+                unreachable!("Regions answers Regions")
             };
-            paging::copy_phys(frame, m.phys, m.size.bytes());
-            maps.push((m.vaddr, frame, m.size, m.prot));
+            let Some(last) = regions.last() else { break };
+            from = last.end;
+            for r in &regions {
+                child.map_fixed(r.start, r.end - r.start, r.prot, r.kind, false)?;
+            }
         }
-        child.map_frames(maps);
+        let mut from = 0;
+        loop {
+            let Resp::Pages(pages) = self.nr.execute(ReadOp::Pages(from)) else {
+                unreachable!("Pages answers Pages")
+            };
+            let Some(last) = pages.last() else { break };
+            from = last.vaddr + last.size.bytes();
+            let mut maps = Vec::new();
+            maps.try_reserve(pages.len()).map_err(|_| Errno::ENOMEM)?;
+            let mut failed = None;
+            for m in pages {
+                if m.prot.is_none() {
+                    continue;
+                }
+                let shared = matches!(
+                    self.region_kind(m.vaddr),
+                    Some(RegionKind::Anonymous { shared: true })
+                );
+                if shared {
+                    *SHARED_FRAMES.lock().entry(m.phys).or_insert(1) += 1;
+                    maps.push((m.vaddr, m.phys, m.size, m.prot));
+                    continue;
+                }
+                let frame = match mm::allocate_user(size_of(m.size)) {
+                    Ok(f) => f.base(),
+                    Err(_) => {
+                        failed = Some(Errno::ENOMEM);
+                        break;
+                    }
+                };
+                paging::copy_phys(frame, m.phys, m.size.bytes());
+                maps.push((m.vaddr, frame, m.size, m.prot));
+            }
+            // The frames taken so far belong to the child once mapped, and go with it.
+            child.map_frames(maps);
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
         Ok(child)
     }
 
+    /// The kind of the region containing `va`, on this node's replica.
+    fn region_kind(&self, va: u64) -> Option<RegionKind> {
+        self.resolve(va).1.map(|r| r.kind)
+    }
+
     /// Handles a page fault at `addr` by a thread of this address space. `write`/`exec` say
-    /// what the access was. Returns `Err(si_code)` (SEGV_MAPERR or SEGV_ACCERR) when the access
-    /// is not allowed.
-    pub fn fault(&self, addr: u64, write: bool, exec: bool) -> Result<(), i32> {
+    /// what the access was.
+    pub fn fault(&self, addr: u64, write: bool, exec: bool) -> Result<(), Fault> {
         use crate::proc::signal::{SEGV_ACCERR, SEGV_MAPERR};
+        use Fault::Denied;
         if addr >= vspace::USER_END {
-            return Err(SEGV_MAPERR);
+            return Err(Denied(SEGV_MAPERR));
         }
         let allowed = |p: Prot| (!write || p.write) && (!exec || p.exec) && !p.is_none();
         let (translation, region) = self.resolve(addr);
@@ -556,18 +684,18 @@ impl VSpace {
                 cpu::invlpg(addr);
                 return Ok(());
             }
-            return Err(SEGV_ACCERR);
+            return Err(Denied(SEGV_ACCERR));
         }
         let Some(region) = region else {
-            return Err(SEGV_MAPERR);
+            return Err(Denied(SEGV_MAPERR));
         };
         if !allowed(region.prot.effective()) {
-            return Err(SEGV_ACCERR);
+            return Err(Denied(SEGV_ACCERR));
         }
         let page = addr & !(PAGE_SIZE - 1);
         let shared = matches!(region.kind, RegionKind::Anonymous { shared: true });
         self.populate(page, page + PAGE_SIZE, region.prot, shared)
-            .map_err(|_| SEGV_MAPERR)
+            .map_err(|_| Fault::OutOfMemory)
     }
 
     /// Writes `data` at `addr` in this address space (which need not be the running one), as
@@ -592,6 +720,14 @@ impl VSpace {
             done += n;
         }
         Ok(())
+    }
+}
+
+impl Drop for VSpace {
+    /// Gives back every frame still mapped: an address space that was never torn down (a
+    /// `fork` or `execve` that failed part-way) loses nothing.
+    fn drop(&mut self) {
+        self.teardown();
     }
 }
 

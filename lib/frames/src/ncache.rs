@@ -36,6 +36,7 @@ pub struct NCache {
     base: FreeStack,
     large: FreeStack,
     total_bytes: u64,
+    kept_large: usize,
 }
 
 impl NCache {
@@ -46,6 +47,7 @@ impl NCache {
             base: FreeStack::new(),
             large: FreeStack::new(),
             total_bytes: 0,
+            kept_large: 0,
         }
     }
 
@@ -90,10 +92,24 @@ impl NCache {
         }
     }
 
-    /// Allocates a 4 KiB frame. If no base frame is free, one large frame is split into 512
-    /// base frames first. Fails with [`AllocError::OutOfMemory`] only if neither class has a
-    /// free frame.
+    /// Allocates a 4 KiB frame, splitting a 2 MiB frame when no 4 KiB frame is left, but
+    /// never one of the last [`kept_large`](NCache::set_kept_large) 2 MiB frames:
+    /// `OutOfMemory` instead. This is the path of memory a program asks for (through the
+    /// TCaches), so that a node full of 4 KiB user pages still has whole 2 MiB frames for the
+    /// kernel's heap.
     pub fn allocate_base<L: FrameLinks + ?Sized>(
+        &mut self,
+        links: &mut L,
+    ) -> Result<Frame, AllocError> {
+        if self.base.len() == 0 && self.large.len() <= self.kept_large {
+            return Err(self.out_of_memory(FrameSize::Base));
+        }
+        self.allocate_base_any(links)
+    }
+
+    /// Allocates a 4 KiB frame like [`allocate_base`](NCache::allocate_base), but may split
+    /// the kept 2 MiB frames too (the kernel's own page tables and small heap growth).
+    pub fn allocate_base_any<L: FrameLinks + ?Sized>(
         &mut self,
         links: &mut L,
     ) -> Result<Frame, AllocError> {
@@ -104,13 +120,19 @@ impl NCache {
                     .large
                     .pop(links)
                     .ok_or(self.out_of_memory(FrameSize::Base))?;
-                // Keep the lowest base frame and free the other 511, lowest on top.
                 let rest = PhysRange::new(large + BASE_PAGE_SIZE, large + LARGE_PAGE_SIZE);
                 push_descending(&mut self.base, links, rest, BASE_PAGE_SIZE);
                 large
             }
         };
         Ok(self.frame(base, FrameSize::Base))
+    }
+
+    /// Sets how many free 2 MiB frames [`allocate_base`](NCache::allocate_base) leaves whole
+    /// (0 at first). 4 KiB frames are never merged back into 2 MiB frames, so without this a
+    /// node whose memory was once all handed out in 4 KiB pages has no 2 MiB frame again.
+    pub fn set_kept_large(&mut self, frames: usize) {
+        self.kept_large = frames;
     }
 
     /// Allocates a 2 MiB frame. Fails with [`AllocError::OutOfMemory`] if no large frame is

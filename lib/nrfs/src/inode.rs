@@ -2,7 +2,6 @@
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
-use alloc::vec;
 use alloc::vec::Vec;
 
 use abi::Errno;
@@ -48,7 +47,14 @@ pub(crate) enum Body {
 
 /// File contents: 4 KiB pages keyed by page index; a missing page is a hole (zeros).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Pages(BTreeMap<u64, Box<[u8]>>);
+pub(crate) struct Pages(BTreeMap<u64, Box<Page>>);
+
+/// One page of file data. Page-sized and page-aligned, so an allocator can serve it with a
+/// whole frame (Reef's kernel heap does: file data then takes no heap space and its memory goes
+/// back to the frame allocator as soon as the page is freed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[repr(C, align(4096))]
+pub(crate) struct Page([u8; PAGE_SIZE]);
 
 /// A directory entry as stored: the inode, its kind (never changes for an inode) and the
 /// entry's insertion sequence number (its `read_dir` cookie).
@@ -156,7 +162,7 @@ impl Pages {
             let (page, within) = (pos / PAGE_SIZE as u64, (pos % PAGE_SIZE as u64) as usize);
             let n = (PAGE_SIZE - within).min(buf.len() - done);
             match self.0.get(&page) {
-                Some(p) => buf[done..done + n].copy_from_slice(&p[within..within + n]),
+                Some(p) => buf[done..done + n].copy_from_slice(&p.0[within..within + n]),
                 None => buf[done..done + n].fill(0),
             }
             done += n;
@@ -172,8 +178,8 @@ impl Pages {
             let p = self
                 .0
                 .entry(page)
-                .or_insert_with(|| vec![0u8; PAGE_SIZE].into_boxed_slice());
-            p[within..within + n].copy_from_slice(&data[done..done + n]);
+                .or_insert_with(|| Box::new(Page([0; PAGE_SIZE])));
+            p.0[within..within + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
     }
@@ -185,7 +191,7 @@ impl Pages {
         let within = (size % PAGE_SIZE as u64) as usize;
         if within != 0 {
             if let Some(p) = self.0.get_mut(&(size / PAGE_SIZE as u64)) {
-                p[within..].fill(0);
+                p.0[within..].fill(0);
             }
         }
     }

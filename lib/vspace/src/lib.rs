@@ -107,7 +107,7 @@ pub use entry::{
     decode, EntryInfo, ACCESSED, ADDR_MASK, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT, PROT_NONE,
     TABLE_FLAGS, USER, WRITABLE,
 };
-pub use space::AddressSpace;
+pub use space::{AddressSpace, MAX_RANGES, MAX_REGIONS};
 pub use types::{
     MapError, Mapping, PageSize, Prot, Region, RegionKind, Translation, Unmapped, Walk,
     LARGE_PAGE_SIZE, PAGE_SIZE, USER_END,

@@ -19,6 +19,11 @@ const ENTRIES: usize = 512;
 const KERNEL_FIRST: usize = 256;
 /// The hardware-owned bits a replica's entries may differ in (the walker sets them).
 const HW_BITS: u64 = ACCESSED | DIRTY;
+/// Most regions an address space holds (Linux's default `vm.max_map_count`): an operation that
+/// could need more fails with `OutOfMemory` (`ENOMEM`, as on Linux).
+pub const MAX_REGIONS: usize = 65530;
+/// Most ranges [`AddressSpace::protect`] reports separately.
+pub const MAX_RANGES: usize = 64;
 /// The flag bits of a leaf that encode its protection and size.
 const LEAF_FLAGS: u64 = PRESENT | WRITABLE | USER | HUGE | PROT_NONE | NX;
 
@@ -104,27 +109,84 @@ fn visit_leaves<M: TableMemory>(
     end: u64,
     f: &mut impl FnMut(u64, PageSize, u64),
 ) {
+    visit_leaves_bounded(
+        mem,
+        table,
+        level,
+        base,
+        start,
+        end,
+        &mut Budget::unlimited(),
+        f,
+    );
+}
+
+/// [`visit_leaves`] for at most `budget` leaves (a 2 MiB leaf that starts below `start` is
+/// visited too).
+#[allow(clippy::too_many_arguments)]
+fn visit_leaves_bounded<M: TableMemory>(
+    mem: &M,
+    table: u64,
+    level: u32,
+    base: u64,
+    start: u64,
+    end: u64,
+    budget: &mut Budget,
+    f: &mut impl FnMut(u64, PageSize, u64),
+) {
     for idx in index(start, level)..=index(end - 1, level) {
         let entry = mem.read(table, idx);
         if entry == 0 {
             continue;
         }
         let va = base + idx as u64 * span(level);
-        if level == 1 {
-            f(va, PageSize::Base4K, entry);
-        } else if level == 2 && entry & HUGE != 0 {
-            f(va, PageSize::Large2M, entry);
+        let size = match level {
+            1 => Some(PageSize::Base4K),
+            2 if entry & HUGE != 0 => Some(PageSize::Large2M),
+            _ => None,
+        };
+        if let Some(size) = size {
+            if budget.left == 0 {
+                budget.stopped = true;
+                return;
+            }
+            budget.left -= 1;
+            f(va, size, entry);
         } else {
             let (s, e) = (start.max(va), end.min(va + span(level)));
-            visit_leaves(mem, entry & ADDR_MASK, level - 1, va, s, e, f);
+            visit_leaves_bounded(mem, entry & ADDR_MASK, level - 1, va, s, e, budget, f);
+            if budget.stopped {
+                return;
+            }
         }
     }
 }
 
-/// Replaces every leaf overlapping `[start, end)` below `table` by `f(vaddr, size, entry)`
-/// (writing only entries that change) and frees lower tables that became empty. Leaves must not
-/// straddle the range (callers split 2 MiB pages first). Returns whether an entry of `table`
-/// was cleared.
+/// How far a bounded walk over leaves may go: leaves left to visit, and whether it stopped
+/// because there were none left.
+struct Budget {
+    left: usize,
+    stopped: bool,
+}
+
+impl Budget {
+    fn unlimited() -> Budget {
+        Budget::of(usize::MAX)
+    }
+
+    fn of(leaves: usize) -> Budget {
+        Budget {
+            left: leaves,
+            stopped: false,
+        }
+    }
+}
+
+/// Replaces leaves overlapping `[start, end)` below `table` by `f(vaddr, size, entry)` (writing
+/// only entries that change), in address order, until `budget` leaves were visited (then it
+/// stops and marks the budget stopped), and frees lower tables that became empty. Leaves must
+/// not straddle the range (callers split 2 MiB pages first). Returns whether an entry of
+/// `table` was cleared.
 #[allow(clippy::too_many_arguments)]
 fn update_leaves<M: TableMemory>(
     mem: &mut M,
@@ -134,6 +196,7 @@ fn update_leaves<M: TableMemory>(
     base: u64,
     start: u64,
     end: u64,
+    budget: &mut Budget,
     f: &mut impl FnMut(u64, PageSize, u64) -> u64,
 ) -> bool {
     let mut cleared = false;
@@ -149,6 +212,11 @@ fn update_leaves<M: TableMemory>(
             _ => None,
         };
         if let Some(size) = leaf {
+            if budget.left == 0 {
+                budget.stopped = true;
+                break;
+            }
+            budget.left -= 1;
             let new = f(va, size, entry);
             if new != entry {
                 mem.write(table, idx, new);
@@ -157,13 +225,17 @@ fn update_leaves<M: TableMemory>(
         } else {
             let child = entry & ADDR_MASK;
             let (s, e) = (start.max(va), end.min(va + span(level)));
-            if update_leaves(mem, tables, child, level - 1, va, s, e, f) && table_empty(mem, child)
+            if update_leaves(mem, tables, child, level - 1, va, s, e, budget, f)
+                && table_empty(mem, child)
             {
                 // Unlink before freeing, so no walker can reach a reused frame through us.
                 mem.write(table, idx, 0);
                 mem.free_table(child);
                 *tables -= 1;
                 cleared = true;
+            }
+            if budget.stopped {
+                break;
             }
         }
     }
@@ -250,6 +322,21 @@ impl<M: TableMemory> AddressSpace<M> {
         self.regions.values()
     }
 
+    /// `OutOfMemory` unless `more` regions can be added without passing [`MAX_REGIONS`].
+    fn room_for(&self, more: usize) -> Result<(), MapError> {
+        if self.regions.len() + more > MAX_REGIONS {
+            Err(MapError::OutOfMemory)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The regions that end above `from`, in address order.
+    pub fn regions_from(&self, from: u64) -> impl Iterator<Item = &Region> + '_ {
+        let first = self.region_at(from).map(|r| r.start).unwrap_or(from);
+        self.regions.range(first..).map(|(_, r)| r)
+    }
+
     /// Whether any region overlaps `[start, end)`.
     fn overlaps(&self, start: u64, end: u64) -> bool {
         self.regions
@@ -274,8 +361,9 @@ impl<M: TableMemory> AddressSpace<M> {
         replace: bool,
     ) -> Result<Vec<Unmapped>, MapError> {
         let (start, end) = user_range(start, len)?;
+        self.room_for(2)?;
         let removed = if replace {
-            self.unmap_range(start, end)?
+            self.unmap_range(start, end, usize::MAX)?.0
         } else if self.overlaps(start, end) {
             return Err(MapError::Overlap);
         } else {
@@ -558,6 +646,35 @@ impl<M: TableMemory> AddressSpace<M> {
         out.into_iter()
     }
 
+    /// At most `max` page mappings (including `PROT_NONE` pages) at or above `from`, in address
+    /// order: a bounded piece of [`pages`](Self::pages), for copying a large address space in
+    /// steps. The next piece starts just after the last mapping returned.
+    pub fn pages_from(&self, from: u64, max: usize) -> Vec<Mapping> {
+        let mut out = Vec::new();
+        if from >= USER_END || max == 0 {
+            return out;
+        }
+        let mut budget = Budget::of(max);
+        visit_leaves_bounded(
+            &self.mem,
+            self.root,
+            4,
+            0,
+            from,
+            USER_END,
+            &mut budget,
+            &mut |vaddr, size, entry| {
+                out.push(Mapping {
+                    vaddr,
+                    phys: leaf_frame(entry, size),
+                    size,
+                    prot: leaf_prot(entry),
+                });
+            },
+        );
+        out
+    }
+
     /// Splits the 2 MiB pages that straddle `start` or `end` and whose entry satisfies `needs`
     /// into 512 4 KiB entries for the same frames. Allocates all tables before changing
     /// anything. Returns the bases of the pages split.
@@ -606,10 +723,18 @@ impl<M: TableMemory> AddressSpace<M> {
         Ok(bases)
     }
 
-    /// Removes the regions and page mappings in the checked range `[start, end)`.
-    fn unmap_range(&mut self, start: u64, end: u64) -> Result<Vec<Unmapped>, MapError> {
+    /// Removes the regions in the checked range `[start, end)` and at most `max` of its page
+    /// mappings (the first ones in address order); returns them and whether mappings remain.
+    fn unmap_range(
+        &mut self,
+        start: u64,
+        end: u64,
+        max: usize,
+    ) -> Result<(Vec<Unmapped>, bool), MapError> {
+        self.room_for(1)?;
         self.split_straddling(start, end, |_| true)?;
         let mut out = Vec::new();
+        let mut budget = Budget::of(max);
         update_leaves(
             &mut self.mem,
             &mut self.tables,
@@ -618,6 +743,7 @@ impl<M: TableMemory> AddressSpace<M> {
             0,
             start,
             end,
+            &mut budget,
             &mut |vaddr, size, entry| {
                 out.push(Unmapped {
                     vaddr,
@@ -628,7 +754,17 @@ impl<M: TableMemory> AddressSpace<M> {
             },
         );
         self.remove_regions(start, end);
-        Ok(out)
+        Ok((out, budget.stopped))
+    }
+
+    /// The number of page mappings in `[start, end)`, counting up to `limit` (a larger number
+    /// reads as `limit`).
+    fn count_pages(&self, start: u64, end: u64, limit: usize) -> usize {
+        let mut n = 0;
+        visit_leaves(&self.mem, self.root, 4, 0, start, end, &mut |_, _, _| {
+            n = (n + 1).min(limit);
+        });
+        n
     }
 
     /// Removes the regions (splitting them) and page mappings in `[start, start + len)` (length
@@ -636,9 +772,46 @@ impl<M: TableMemory> AddressSpace<M> {
     /// fine. A 2 MiB page partly inside is split into 4 KiB entries for the same frames first,
     /// and only its pieces inside are removed (each reported). Page tables that become empty
     /// are freed.
+    ///
+    /// The work and the returned list grow with the number of pages mapped in the range; a
+    /// kernel that must bound both uses [`unmap_step`](Self::unmap_step).
     pub fn unmap(&mut self, start: u64, len: u64) -> Result<Vec<Unmapped>, MapError> {
         let (start, end) = user_range(start, len)?;
-        self.unmap_range(start, end)
+        self.unmap_range(start, end, usize::MAX).map(|(out, _)| out)
+    }
+
+    /// One bounded step of [`unmap`](Self::unmap): removes the regions in the range (all of
+    /// them, at once) and at most `max` page mappings; returns those and whether more remain.
+    /// The caller repeats the step until none remain, freeing each step's frames after its TLB
+    /// shootdown. Between the steps the range has no region, so no new page can be mapped in
+    /// it, but pages not yet removed still translate; the caller must not add a region there
+    /// before the last step (the kernel serializes address-space changes of a process).
+    pub fn unmap_step(
+        &mut self,
+        start: u64,
+        len: u64,
+        max: usize,
+    ) -> Result<(Vec<Unmapped>, bool), MapError> {
+        let (start, end) = user_range(start, len)?;
+        self.unmap_range(start, end, max.max(1))
+    }
+
+    /// [`map_region`](Self::map_region) with `replace`, done only if at most `max` pages are
+    /// mapped in the range; otherwise `Ok(None)` and nothing changes (the caller then removes
+    /// the range in [`unmap_step`](Self::unmap_step)s first and maps the region after).
+    pub fn replace_region(
+        &mut self,
+        start: u64,
+        len: u64,
+        prot: Prot,
+        kind: RegionKind,
+        max: usize,
+    ) -> Result<Option<Vec<Unmapped>>, MapError> {
+        let (s, e) = user_range(start, len)?;
+        if self.count_pages(s, e, max.saturating_add(1)) > max {
+            return Ok(None);
+        }
+        self.map_region(start, len, prot, kind, true).map(Some)
     }
 
     /// Sets the protection of the regions (splitting them) and of the mapped pages in
@@ -646,7 +819,8 @@ impl<M: TableMemory> AddressSpace<M> {
     /// not cover the whole range. `PROT_NONE` makes the entries not present but keeps their
     /// frames. Returns the ranges `(start, len)` whose hardware entries changed, coalesced and
     /// in address order, for the TLB shootdown; a 2 MiB page split because the range covers
-    /// only part of it is reported whole.
+    /// only part of it is reported whole. More than [`MAX_RANGES`] ranges are reported as the
+    /// one range that covers them all (a shootdown that large flushes everything anyway).
     pub fn protect(
         &mut self,
         start: u64,
@@ -656,6 +830,7 @@ impl<M: TableMemory> AddressSpace<M> {
         let (start, end) = user_range(start, len)?;
         self.coverage(start, end)
             .map_err(|()| MapError::NotMapped)?;
+        self.room_for(2)?;
         let large_bits = leaf_bits(prot, PageSize::Large2M);
         let split = self.split_straddling(start, end, |e| e & LEAF_FLAGS != large_bits)?;
         self.split_region_at(start);
@@ -673,6 +848,7 @@ impl<M: TableMemory> AddressSpace<M> {
             0,
             start,
             end,
+            &mut Budget::unlimited(),
             &mut |vaddr, size, entry| {
                 let new = (entry & (HW_BITS | ADDR_MASK)) | leaf_bits(prot, size);
                 if new & !HW_BITS != entry & !HW_BITS {
@@ -692,13 +868,25 @@ impl<M: TableMemory> AddressSpace<M> {
             }
             changed = merged;
         }
+        if changed.len() > MAX_RANGES {
+            let first = changed[0].0;
+            let (last, len) = changed[changed.len() - 1];
+            changed = alloc::vec![(first, last + len - first)];
+        }
         Ok(changed)
     }
 
     /// Removes every region and page mapping and frees every page table except the PML4;
     /// returns the removed mappings in address order.
     pub fn clear(&mut self) -> Vec<Unmapped> {
+        self.clear_step(usize::MAX).0
+    }
+
+    /// One bounded step of [`clear`](Self::clear): removes every region and at most `max` page
+    /// mappings; returns those and whether more remain (see [`unmap_step`](Self::unmap_step)).
+    pub fn clear_step(&mut self, max: usize) -> (Vec<Unmapped>, bool) {
         let mut out = Vec::new();
+        let mut budget = Budget::of(max.max(1));
         update_leaves(
             &mut self.mem,
             &mut self.tables,
@@ -707,6 +895,7 @@ impl<M: TableMemory> AddressSpace<M> {
             0,
             0,
             USER_END,
+            &mut budget,
             &mut |vaddr, size, entry| {
                 out.push(Unmapped {
                     vaddr,
@@ -717,7 +906,7 @@ impl<M: TableMemory> AddressSpace<M> {
             },
         );
         self.regions.clear();
-        out
+        (out, budget.stopped)
     }
 }
 

@@ -906,3 +906,109 @@ fn decode_and_prot_helpers() {
     assert!(r.contains(0x2fff) && !r.contains(0x3000) && !r.contains(0xfff));
     assert_eq!(r.len(), 0x2000);
 }
+
+/// Maps `n` pages with a frame each, every `stride` pages from `base`, in one region.
+fn scattered(s: &mut AddressSpace<FakeMemory>, base: u64, n: u64, stride: u64) {
+    s.map_region(base, n * stride * K, Prot::RW, ANON, false)
+        .unwrap();
+    for i in 0..n {
+        s.map_frame(
+            base + i * stride * K,
+            0x4000_0000 + i * K,
+            PageSize::Base4K,
+            Prot::RW,
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn unmap_steps_remove_what_unmap_removes_a_bounded_number_at_a_time() {
+    let (mut a, mem_a) = space();
+    let (mut b, _) = space();
+    scattered(&mut a, 0x100_0000, 700, 3);
+    scattered(&mut b, 0x100_0000, 700, 3);
+    let tables_before = mem_a.live();
+    let all = a.unmap(0x100_0000, 2100 * K).unwrap();
+    assert_eq!(all.len(), 700);
+    let mut stepped = Vec::new();
+    let mut steps = 0;
+    loop {
+        let (some, more) = b.unmap_step(0x100_0000, 2100 * K, 64).unwrap();
+        assert!(some.len() <= 64);
+        // The regions go with the first step: nothing new can be mapped in the range.
+        assert_eq!(b.regions().count(), 0);
+        stepped.extend(some);
+        steps += 1;
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(stepped, all);
+    assert_eq!(steps, 700usize.div_ceil(64));
+    assert_eq!(b.pages().count(), 0);
+    assert_eq!(b.table_count(), a.table_count());
+    assert!(mem_a.live() < tables_before);
+}
+
+#[test]
+fn clear_steps_and_pages_from_are_bounded() {
+    let (mut s, mem) = space();
+    scattered(&mut s, 0x100_0000, 300, 2);
+    let every: Vec<Mapping> = s.pages().collect();
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    loop {
+        let piece = s.pages_from(from, 100);
+        assert!(piece.len() <= 100);
+        let Some(last) = piece.last() else { break };
+        from = last.vaddr + last.size.bytes();
+        pieces.extend(piece);
+    }
+    assert_eq!(pieces, every);
+    let mut removed = 0;
+    loop {
+        let (some, more) = s.clear_step(128);
+        assert!(some.len() <= 128);
+        removed += some.len();
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(removed, 300);
+    assert_eq!(s.regions().count(), 0);
+    assert_eq!(s.table_count(), 1);
+    assert_eq!(mem.live(), 1);
+}
+
+#[test]
+fn replace_region_only_when_few_pages_are_mapped() {
+    let (mut s, _) = space();
+    scattered(&mut s, 0x100_0000, 10, 1);
+    assert_eq!(
+        s.replace_region(0x100_0000, 10 * K, Prot::READ, ANON, 9),
+        Ok(None)
+    );
+    assert_eq!(s.pages().count(), 10);
+    let removed = s
+        .replace_region(0x100_0000, 10 * K, Prot::READ, ANON, 10)
+        .unwrap()
+        .unwrap();
+    assert_eq!(removed.len(), 10);
+    assert_eq!(
+        regions(&s),
+        vec![(0x100_0000, 0x100_0000 + 10 * K, Prot::READ, ANON)]
+    );
+}
+
+#[test]
+fn protect_reports_at_most_max_ranges() {
+    let (mut s, _) = space();
+    scattered(&mut s, 0x100_0000, 200, 2);
+    let changed = s.protect(0x100_0000, 400 * K, Prot::READ).unwrap();
+    assert_eq!(changed, vec![(0x100_0000, 399 * K)]);
+    let (mut t, _) = space();
+    scattered(&mut t, 0x100_0000, 10, 2);
+    assert_eq!(t.protect(0x100_0000, 20 * K, Prot::READ).unwrap().len(), 10);
+    const { assert!(vspace::MAX_RANGES < 200) };
+}

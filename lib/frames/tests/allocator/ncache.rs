@@ -300,3 +300,25 @@ fn display() {
         "TCache of node 0 used with the NCache of node 2"
     );
 }
+
+#[test]
+fn kept_large_frames_are_not_split_for_base_frames() {
+    let mut links = MockLinks::default();
+    let mut nc = NCache::new(0);
+    links.add(&mut nc, PhysRange::new(0, 3 * LARGE_PAGE_SIZE));
+    nc.set_kept_large(2);
+    // One 2 MiB frame may be split; the last two stay whole.
+    for _ in 0..BASE_FRAMES_PER_LARGE {
+        nc.allocate_base(&mut links).unwrap();
+    }
+    assert_eq!(nc.allocate_base(&mut links), Err(oom(0, FrameSize::Base)));
+    assert_eq!(nc.free_large(), 2);
+    // The kernel's own path may split them, and 2 MiB allocations take them.
+    nc.allocate_base_any(&mut links).unwrap();
+    assert_eq!(nc.free_large(), 1);
+    assert_eq!(
+        nc.allocate(&mut links, FrameSize::Large).map(|f| f.size()),
+        Ok(FrameSize::Large)
+    );
+    assert_eq!(nc.free_large(), 0);
+}
