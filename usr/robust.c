@@ -9,7 +9,8 @@
  *
  * - bigmap: one MAP_SHARED anonymous mapping and one MAP_PRIVATE|MAP_POPULATE mapping larger
  *   than all memory answer ENOMEM (Reef only), and PROT_NONE mappings made with MAP_SHARED or
- *   MAP_POPULATE give every page back at munmap;
+ *   MAP_POPULATE give every page back at munmap; a 64 TiB reservation is made accessible,
+ *   touched at three places, made read-only and unmapped (work follows what is mapped);
  * - touch: a child touches about 60 % of free memory, unmaps half of it, and exits; another
  *   touches 40 % and forks a child that exits; a third touches pages until memory runs out and
  *   is killed by a signal (Reef only);
@@ -115,6 +116,18 @@ static void bigmap(void)
         touch(q, 1 << 20);
         CHECK_SYS(munmap(q, 1 << 20));
     }
+    /* A 64 TiB reservation, made accessible, touched at three places, made read-only and
+     * unmapped: the work must follow what is mapped, not the range named. */
+    size_t huge = 1UL << 46;
+    char *h = mmap(NULL, huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CHECK(h != MAP_FAILED);
+    CHECK_SYS(mprotect(h, huge, PROT_READ | PROT_WRITE));
+    h[0] = 1;
+    h[huge / 2] = 2;
+    h[huge - 1] = 3;
+    CHECK_SYS(mprotect(h, huge, PROT_READ));
+    CHECK_EQ(h[huge / 2], 2);
+    CHECK_SYS(munmap(h, huge));
     for (int i = 0; i < 64; i++) {
         int flags = (i & 1) ? MAP_SHARED | MAP_ANONYMOUS : MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;
         void *p = mmap(NULL, 1 << 20, PROT_NONE, flags, -1, 0);

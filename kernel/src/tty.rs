@@ -264,6 +264,14 @@ pub fn write(data: &[u8]) -> Result<usize, Errno> {
         CONSOLE.lock().ld.write(chunk, &mut out);
         crate::console::write_raw(&out);
         done += chunk.len();
+        // The serial port is slow: let other threads run between chunks, and stop for a
+        // killed writer.
+        if let Some(me) = crate::proc::sched::current() {
+            crate::proc::sched::cond_resched();
+            if me.dying() {
+                return Ok(done);
+            }
+        }
     }
     Ok(done)
 }

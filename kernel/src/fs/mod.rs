@@ -22,6 +22,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use core::sync::atomic::{AtomicU64, Ordering};
 use nrfs::{Attrs, CreateFlags, FsClient, FsReplica, Ino, Kind, NrFs, Timespec, ROOT_INO};
 use path::Place;
 
@@ -101,7 +102,16 @@ pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
 /// replica then applies it alike): every node's replica will copy the data into pages of its
 /// own node, so every node must have that much free above its kernel reserve. `ENOSPC`
 /// otherwise: NR-FS lives in memory, so a full memory is a full file system.
+///
+/// Write data waits in the log (in the kernel heap) until the last replica has applied it, and
+/// an idle node applies only once per tick; so that a fast writer cannot fill the heap with
+/// data in flight, every [`SYNC_EVERY`] bytes admitted bring all replicas up to date first.
 pub fn admit(len: usize) -> Result<(), Errno> {
+    let before = UNSYNCED.fetch_add(len as u64, Ordering::Relaxed);
+    if before + len as u64 > SYNC_EVERY {
+        UNSYNCED.store(0, Ordering::Relaxed);
+        sync_all();
+    }
     let pages = (len as u64).div_ceil(PAGE_BYTES) + 1;
     if crate::mm::every_node_has(pages * PAGE_BYTES) {
         Ok(())
@@ -112,6 +122,10 @@ pub fn admit(len: usize) -> Result<(), Errno> {
 
 /// Bytes of one NR-FS data page.
 const PAGE_BYTES: u64 = 4096;
+/// Bytes of writes admitted between two syncs of every replica (see [`admit`]).
+const SYNC_EVERY: u64 = 4 << 20;
+/// Bytes admitted since the last such sync.
+static UNSYNCED: AtomicU64 = AtomicU64::new(0);
 
 /// The current time as NR-FS records it (realtime clock).
 pub fn now() -> Timespec {

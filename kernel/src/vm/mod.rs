@@ -487,6 +487,14 @@ impl VSpace {
                 pages.push((va, phys, PageSize::Base4K, prot));
                 if pages.len() == STEP_PAGES {
                     self.map_frames(core::mem::take(&mut pages));
+                    // Between steps (no lock held): other threads may run, and a killed
+                    // process stops here (the caller unmaps what was populated).
+                    if let Some(me) = crate::proc::sched::current() {
+                        crate::proc::sched::cond_resched();
+                        if me.dying() {
+                            return Err(Errno::EINTR);
+                        }
+                    }
                 }
             }
             va += PAGE_SIZE;
