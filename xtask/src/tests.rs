@@ -118,6 +118,11 @@ impl Capture {
         String::from_utf8_lossy(&self.log.lock().expect("log lock")).replace('\r', "")
     }
 
+    /// Whether both pipes reached their end (everything the process wrote is in the log).
+    fn drained(&self) -> bool {
+        self.readers.iter().all(|r| r.is_finished())
+    }
+
     /// Waits for the pipes to close and returns the whole output.
     fn finish(self) -> String {
         for r in self.readers {
@@ -209,12 +214,16 @@ fn converse(
             Step::Expect(want) => {
                 let step_start = Instant::now();
                 loop {
+                    // Whether it exited is asked before the log is read, and an exit counts
+                    // only once the pipes are drained: output written just before the exit is
+                    // still seen.
+                    let exited =
+                        child.try_wait().map_err(|e| e.to_string())?.is_some() && capture.drained();
                     let log = capture.text();
                     if let Some(at) = log.get(seen..).and_then(|rest| rest.find(want)) {
                         seen += at + want.len();
                         break;
                     }
-                    let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
                     if exited || step_start.elapsed() > STEP_LIMIT || start.elapsed() > limit {
                         verdict = Err(format!(
                             "step {}: expected {want:?} in the output{}; typed so far: {typed:?}",
