@@ -1012,3 +1012,27 @@ fn protect_reports_at_most_max_ranges() {
     assert_eq!(t.protect(0x100_0000, 20 * K, Prot::READ).unwrap().len(), 10);
     const { assert!(vspace::MAX_RANGES < 200) };
 }
+
+#[test]
+fn region_count_is_bounded() {
+    let (mut s, _) = space();
+    // Alternating protections, so that no two neighbours merge.
+    for i in 0..vspace::MAX_REGIONS as u64 - 1 {
+        let prot = if i % 2 == 0 { Prot::READ } else { Prot::RW };
+        s.map_region(0x100_0000 + i * 2 * K, K, prot, ANON, false)
+            .unwrap();
+    }
+    assert_eq!(s.regions().count(), vspace::MAX_REGIONS - 1);
+    let next = 0x100_0000 + vspace::MAX_REGIONS as u64 * 2 * K;
+    assert_eq!(
+        s.map_region(next, K, Prot::READ, ANON, false),
+        Err(MapError::OutOfMemory)
+    );
+    // Splitting a region in two is refused too; removing one is not.
+    assert_eq!(
+        s.protect(0x100_0000, K, Prot::NONE),
+        Err(MapError::OutOfMemory)
+    );
+    assert_eq!(s.unmap(0x100_0000, K).map(|v| v.len()), Ok(0));
+    assert_eq!(s.regions().count(), vspace::MAX_REGIONS - 2);
+}
