@@ -140,17 +140,10 @@ fn visit_leaves_bounded<M: TableMemory>(
             continue;
         }
         let va = base + idx as u64 * span(level);
-        let size = match level {
-            1 => Some(PageSize::Base4K),
-            2 if entry & HUGE != 0 => Some(PageSize::Large2M),
-            _ => None,
-        };
-        if let Some(size) = size {
-            if budget.left == 0 {
-                budget.stopped = true;
+        if let Some(size) = leaf_size(level, entry) {
+            if !budget.take() {
                 return;
             }
-            budget.left -= 1;
             f(va, size, entry);
         } else {
             let (s, e) = (start.max(va), end.min(va + span(level)));
@@ -180,6 +173,25 @@ impl Budget {
             stopped: false,
         }
     }
+
+    /// Takes one leaf from the budget; `false` (and stopped) when none is left.
+    fn take(&mut self) -> bool {
+        if self.left == 0 {
+            self.stopped = true;
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+}
+
+/// The size of the page a non-zero `entry` of a table at `level` maps, if it is a leaf.
+fn leaf_size(level: u32, entry: u64) -> Option<PageSize> {
+    match level {
+        1 => Some(PageSize::Base4K),
+        2 if entry & HUGE != 0 => Some(PageSize::Large2M),
+        _ => None,
+    }
 }
 
 /// Replaces leaves overlapping `[start, end)` below `table` by `f(vaddr, size, entry)` (writing
@@ -206,17 +218,10 @@ fn update_leaves<M: TableMemory>(
             continue;
         }
         let va = base + idx as u64 * span(level);
-        let leaf = match level {
-            1 => Some(PageSize::Base4K),
-            2 if entry & HUGE != 0 => Some(PageSize::Large2M),
-            _ => None,
-        };
-        if let Some(size) = leaf {
-            if budget.left == 0 {
-                budget.stopped = true;
+        if let Some(size) = leaf_size(level, entry) {
+            if !budget.take() {
                 break;
             }
-            budget.left -= 1;
             let new = f(va, size, entry);
             if new != entry {
                 mem.write(table, idx, new);
