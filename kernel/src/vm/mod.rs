@@ -30,7 +30,7 @@ use abi::Errno;
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use vspace::{AddressSpace, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory};
 
 pub use vspace::{Translation, PAGE_SIZE};
@@ -297,6 +297,10 @@ pub struct VSpace {
     /// interrupts on and never held while sleeping, so a waiter on another core still
     /// acknowledges the holder's TLB shootdowns (see docs/architecture.md, lock order).
     changes: spin::Mutex<()>,
+    /// [`VSpace::teardown`] emptied it (process exit, exec): dropping it has nothing to free,
+    /// so the drop (possibly inside a process-table operation that reaps a zombie) runs no
+    /// operation of its own.
+    empty: AtomicBool,
 }
 
 fn kernel_entries() -> [u64; 256] {
@@ -361,6 +365,7 @@ impl VSpace {
             nr,
             roots,
             changes: spin::Mutex::new(()),
+            empty: AtomicBool::new(false),
         }))
     }
 
@@ -559,14 +564,14 @@ impl VSpace {
             let Resp::Unmapped(Ok((removed, more))) = self.nr.execute_mut(UpdateOp::Clear) else {
                 unreachable!("Clear answers Unmapped(Ok)")
             };
-            if removed.is_empty() && !more {
-                return;
-            }
-            self.shootdown();
-            for u in removed {
-                free_frame(u.phys, u.size);
+            if !removed.is_empty() {
+                self.shootdown();
+                for u in removed {
+                    free_frame(u.phys, u.size);
+                }
             }
             if !more {
+                self.empty.store(true, Ordering::Release);
                 return;
             }
         }
@@ -735,7 +740,9 @@ impl Drop for VSpace {
     /// Gives back every frame still mapped: an address space that was never torn down (a
     /// `fork` or `execve` that failed part-way) loses nothing.
     fn drop(&mut self) {
-        self.teardown();
+        if !self.empty.load(Ordering::Acquire) {
+            self.teardown();
+        }
     }
 }
 
