@@ -25,7 +25,10 @@
  *   RIP is non-canonical, kill the process with SIGSEGV (a non-canonical RSP: SIGSEGV or, as
  *   on Linux, SIGBUS); ARCH_SET_FS and CLONE_SETTLS
  *   with non-canonical bases answer EPERM;
- * - brk: one thread per core grows, touches and shrinks the break at the same time.
+ * - brk: one thread per core grows, touches and shrinks the break at the same time;
+ * - fpu: the system-call path saves only what kernel code can change (XMM0-15): XMM
+ *   registers, MXCSR, the x87 control word and st(0) must survive system calls and the
+ *   switches between two threads per core that come with them.
  */
 #include "reef-test.h"
 #include <fcntl.h>
@@ -431,6 +434,87 @@ static void brk_part(void)
     SAY("brk: threads on every core raced on the break: %s", describe_wait(st));
 }
 
+/* ---- fpu ---- */
+
+#define FPU_ROUNDS 2000
+
+/* Loads XMM0-15, MXCSR, the x87 control word and an x87 register with values derived from
+ * `seed`, makes a system call (sched_yield, so another thread may run in between), and checks
+ * that every one of them survived. */
+static int fpu_round(uint64_t seed)
+{
+    uint64_t in[32], out[32];
+    for (int i = 0; i < 32; i++)
+        in[i] = seed * 0x9e3779b97f4a7c15ULL + (uint64_t)i;
+    unsigned mx_in = 0x1f80 | (unsigned)((seed & 3) << 13), mx_out = 0;
+    unsigned short cw_in = (unsigned short)((0x037f & ~0x0c00) | ((seed & 3) << 10)), cw_out = 0;
+    long double ld_in = (long double)seed + 0.25L, ld_out = 0;
+    __asm__ volatile("ldmxcsr %[mxi]\n\t"
+                     "fldcw %[cwi]\n\t"
+                     "fldt %[ldi]\n\t"
+                     "movdqu 0(%[in]), %%xmm0\n\tmovdqu 16(%[in]), %%xmm1\n\t"
+                     "movdqu 32(%[in]), %%xmm2\n\tmovdqu 48(%[in]), %%xmm3\n\t"
+                     "movdqu 64(%[in]), %%xmm4\n\tmovdqu 80(%[in]), %%xmm5\n\t"
+                     "movdqu 96(%[in]), %%xmm6\n\tmovdqu 112(%[in]), %%xmm7\n\t"
+                     "movdqu 128(%[in]), %%xmm8\n\tmovdqu 144(%[in]), %%xmm9\n\t"
+                     "movdqu 160(%[in]), %%xmm10\n\tmovdqu 176(%[in]), %%xmm11\n\t"
+                     "movdqu 192(%[in]), %%xmm12\n\tmovdqu 208(%[in]), %%xmm13\n\t"
+                     "movdqu 224(%[in]), %%xmm14\n\tmovdqu 240(%[in]), %%xmm15\n\t"
+                     "mov $24, %%eax\n\t"
+                     "syscall\n\t"
+                     "movdqu %%xmm0, 0(%[out])\n\tmovdqu %%xmm1, 16(%[out])\n\t"
+                     "movdqu %%xmm2, 32(%[out])\n\tmovdqu %%xmm3, 48(%[out])\n\t"
+                     "movdqu %%xmm4, 64(%[out])\n\tmovdqu %%xmm5, 80(%[out])\n\t"
+                     "movdqu %%xmm6, 96(%[out])\n\tmovdqu %%xmm7, 112(%[out])\n\t"
+                     "movdqu %%xmm8, 128(%[out])\n\tmovdqu %%xmm9, 144(%[out])\n\t"
+                     "movdqu %%xmm10, 160(%[out])\n\tmovdqu %%xmm11, 176(%[out])\n\t"
+                     "movdqu %%xmm12, 192(%[out])\n\tmovdqu %%xmm13, 208(%[out])\n\t"
+                     "movdqu %%xmm14, 224(%[out])\n\tmovdqu %%xmm15, 240(%[out])\n\t"
+                     "stmxcsr %[mxo]\n\t"
+                     "fnstcw %[cwo]\n\t"
+                     "fstpt %[ldo]\n\t"
+                     : [mxo] "=m"(mx_out), [cwo] "=m"(cw_out), [ldo] "=m"(ld_out)
+                     : [in] "r"(in), [out] "r"(out), [mxi] "m"(mx_in), [cwi] "m"(cw_in),
+                       [ldi] "m"(ld_in)
+                     : "rax", "rcx", "r11", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4",
+                       "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+                       "xmm13", "xmm14", "xmm15");
+    unsigned mx_default = 0x1f80;
+    unsigned short cw_default = 0x037f;
+    __asm__ volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(mx_default), "m"(cw_default));
+    return memcmp(in, out, sizeof in) == 0 && mx_out == mx_in && cw_out == cw_in &&
+           ld_out == ld_in;
+}
+
+static void *fpu_thread(void *arg)
+{
+    uint64_t base = (uint64_t)(intptr_t)arg * 1000003;
+    for (uint64_t i = 0; i < FPU_ROUNDS; i++)
+        if (!fpu_round(base + i))
+            return (void *)1;
+    return NULL;
+}
+
+static void fpu(void)
+{
+    /* Two threads per allowed core, so system calls alternate with switches between threads
+     * whose FPU states differ. */
+    int cpus[64];
+    int n = allowed_cpus(cpus, 32);
+    pthread_t th[64];
+    for (int i = 0; i < 2 * n; i++)
+        CHECK(pthread_create(&th[i], NULL, fpu_thread, (void *)(intptr_t)(i + 1)) == 0);
+    for (int i = 0; i < 2 * n; i++) {
+        void *r;
+        CHECK(pthread_join(th[i], &r) == 0);
+        if (r != NULL)
+            FAIL("thread %d: FPU/SSE state changed across a system call", i);
+    }
+    SAY("fpu: XMM0-15, MXCSR, the x87 control word and st(0) survive %d system calls in each "
+        "of %d threads",
+        FPU_ROUNDS, 2 * n);
+}
+
 int main(int argc, char **argv)
 {
     test_begin("robust");
@@ -439,7 +523,7 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } parts[] = {
         {"bigmap", bigmap}, {"touch", touch_part}, {"fill", fill},   {"clone", clone_part},
-        {"orphans", orphans}, {"canonical", canonical}, {"brk", brk_part},
+        {"orphans", orphans}, {"canonical", canonical}, {"brk", brk_part}, {"fpu", fpu},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         int selected = argc < 2;

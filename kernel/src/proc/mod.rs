@@ -160,8 +160,12 @@ impl Thread {
     pub fn fpu(&self) -> &mut [u8; user::FPU_AREA] {
         // SAFETY: the thread entered the kernel from user mode (or was prepared), so its FPU
         // area is at the top of its stack; only the thread itself calls this, on its own core,
-        // and the syscall and signal code never hold two references to it at once.
-        unsafe { user::fpu_area(self.stack_top()) }
+        // and the syscall and signal code never hold two references to it at once. Completing
+        // it first makes it a whole image (see `user::complete_fpu`).
+        unsafe {
+            user::complete_fpu(self.stack_top());
+            user::fpu_area(self.stack_top())
+        }
     }
 
     /// Whether a signal that is not blocked is pending for this thread or its process.

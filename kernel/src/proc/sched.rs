@@ -199,6 +199,12 @@ pub fn schedule() {
         cpu::restore_interrupts(were);
         return;
     }
+    if let Some(p) = &prev {
+        // Its user x87 and MXCSR state is still in the CPU if it entered with `syscall`:
+        // into its FPU area, before another thread's state replaces it.
+        // SAFETY: `p` is the thread running on this core, which entered from user mode.
+        unsafe { user::complete_fpu(p.stack_top()) };
+    }
     let save: *mut u64 = match &prev {
         Some(p) => p.saved_rsp.as_ptr(),
         None => k.sched.idle_rsp.as_ptr(),

@@ -467,6 +467,8 @@ pub fn sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame) -> Result<(), Err
         uaccess::copy_from_user(fpstate, &mut fpu)?;
         let mxcsr = u32::from_le_bytes(fpu[24..28].try_into().expect("4 bytes")) & 0xffff;
         fpu[24..28].copy_from_slice(&mxcsr.to_le_bytes());
+        // A whole image: the software bytes are the kernel's (see `user::complete_fpu`).
+        fpu[user::XMM_ONLY..].fill(0);
         *me.fpu() = fpu;
     }
     frame.r8 = r(0);

@@ -57,13 +57,16 @@ interrupt_save:
     push %r15
     sub $512, %rsp
     fxsave64 (%rsp)
+    movq $0, {xmm_only}(%rsp)
     lea 512(%rsp), %rdi
     cld
     call interrupt_dispatch
+    test %al, %al
+    jnz syscall_return
     .global interrupt_exit
 interrupt_exit:
     cli
-    fxrstor64 (%rsp)
+    call restore_fpu_area
     add $512, %rsp
     pop %r15
     pop %r14
@@ -85,7 +88,60 @@ interrupt_exit:
     swapgs
 2:  add $16, %rsp
     iretq
+
+    // The return of a system call whose frame `sysret_ready` prepared: RCX and R11 hold the
+    // user RIP and RFLAGS, so `sysretq` restores everything `iretq` would (CS and SS are
+    // STAR's user selectors), without `iretq`'s stack loads and checks.
+    .global syscall_return
+syscall_return:
+    cli
+    call restore_fpu_area
+    add $512, %rsp
+    pop %r15
+    pop %r14
+    pop %r13
+    pop %r12
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rbp
+    pop %rdi
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %rbx
+    pop %rax
+    swapgs
+    mov 40(%rsp), %rsp
+    sysretq
+
+    // Restores the FPU area at the caller's stack pointer (8 above ours): all of it, or only
+    // XMM0-15 when a `syscall` entry saved only those (the rest is still in the CPU).
+restore_fpu_area:
+    cmpq $0, {xmm_only}+8(%rsp)
+    jne 5f
+    fxrstor64 8(%rsp)
+    ret
+5:  movdqu 168(%rsp), %xmm0
+    movdqu 184(%rsp), %xmm1
+    movdqu 200(%rsp), %xmm2
+    movdqu 216(%rsp), %xmm3
+    movdqu 232(%rsp), %xmm4
+    movdqu 248(%rsp), %xmm5
+    movdqu 264(%rsp), %xmm6
+    movdqu 280(%rsp), %xmm7
+    movdqu 296(%rsp), %xmm8
+    movdqu 312(%rsp), %xmm9
+    movdqu 328(%rsp), %xmm10
+    movdqu 344(%rsp), %xmm11
+    movdqu 360(%rsp), %xmm12
+    movdqu 376(%rsp), %xmm13
+    movdqu 392(%rsp), %xmm14
+    movdqu 408(%rsp), %xmm15
+    ret
 "#,
+    xmm_only = const super::user::XMM_ONLY,
     options(att_syntax)
 );
 
@@ -196,7 +252,7 @@ pub fn exception_name(vector: u64) -> &'static str {
 
 /// Called by the entry stub for every interrupt and exception.
 #[no_mangle]
-extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) {
+extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) -> bool {
     if frame.vector == super::user::SYSCALL_VECTOR {
         crate::syscall::dispatch(frame);
     } else if frame.vector < 32 {
@@ -206,5 +262,7 @@ extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) {
     }
     if frame.cs & 3 == 3 {
         crate::proc::return_to_user(frame);
+        return super::user::sysret_ready(frame);
     }
+    false
 }

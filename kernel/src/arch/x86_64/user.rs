@@ -3,17 +3,20 @@
 //!
 //! Every entry from user mode (`syscall`, interrupt, exception) leaves one [`InterruptFrame`] at
 //! the top of the thread's kernel stack, with the user's FPU/SSE state saved just below it (512
-//! bytes, `fxsave64`), and every return to user mode leaves through `interrupt_exit` (in
-//! `idt.rs`), which restores both. So a thread's user state is always at the same place: the
+//! bytes in `fxsave64` layout; a `syscall` saves only XMM0-15 there and marks it so, see
+//! [`complete_fpu`]), and every return to user mode leaves through `interrupt_exit` or
+//! `syscall_return` (in `idt.rs`), which restore both. So a thread's user state is always at the same place: the
 //! scheduler, `fork`, signal delivery and `rt_sigreturn` edit it there ([`user_frame`]).
 //!
 //! `syscall` clears IF, DF, TF and AC (SFMASK), swaps GS to the KCB, saves the user stack pointer
 //! in the KCB (`gs:8`) and loads the thread's kernel stack top (`gs:16`), pushes what an
 //! interrupt would push (vector [`SYSCALL_VECTOR`], the syscall number in the error-code slot so
-//! that a restarted syscall can be re-issued) and joins the interrupt entry's common path, whose
-//! dispatcher hands the frame to `crate::syscall::dispatch`.
-//! Returning uses `iretq` through the common exit path, which restores every register, so a
-//! signal handler or `execve` can replace any of them.
+//! that a restarted syscall can be re-issued) and the registers, saves XMM0-15, and calls the
+//! interrupt dispatcher, which hands the frame to `crate::syscall::dispatch`. (`fxsave64` and
+//! `fxrstor64` on every call were two thirds of a null system call's time under TCG.)
+//! Returning uses the common exit path, which restores every register: `sysretq` when the
+//! frame is still that of a `syscall` ([`sysret_ready`]), `iretq` otherwise (interrupts,
+//! exceptions, and frames that `rt_sigreturn`, `execve` or signal delivery rewrote).
 
 use super::cpu;
 use super::gdt::KERNEL_CS;
@@ -29,6 +32,9 @@ pub const USER_SS: u64 = 0x23;
 pub const SYSCALL_VECTOR: u64 = 0x100;
 /// Size of the FPU/SSE save area below the frame.
 pub const FPU_AREA: usize = 512;
+/// Offset in the FPU area of the word that says it holds only XMM0-15 (in `fxsave`'s
+/// software-available bytes, 464..512, which `fxsave`/`fxrstor` leave alone).
+pub const XMM_ONLY: usize = 464;
 /// Bytes an entry from user mode uses at the top of a kernel stack: frame plus FPU area.
 pub const ENTRY_BYTES: usize = core::mem::size_of::<InterruptFrame>() + FPU_AREA;
 /// First address above the user half.
@@ -53,7 +59,45 @@ syscall_entry:
     push %rcx
     push %rax
     pushq ${syscall_vector}
-    jmp interrupt_save
+    push %rax
+    push %rbx
+    push %rcx
+    push %rdx
+    push %rsi
+    push %rdi
+    push %rbp
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    push %r12
+    push %r13
+    push %r14
+    push %r15
+    sub $512, %rsp
+    movdqu %xmm0, 160(%rsp)
+    movdqu %xmm1, 176(%rsp)
+    movdqu %xmm2, 192(%rsp)
+    movdqu %xmm3, 208(%rsp)
+    movdqu %xmm4, 224(%rsp)
+    movdqu %xmm5, 240(%rsp)
+    movdqu %xmm6, 256(%rsp)
+    movdqu %xmm7, 272(%rsp)
+    movdqu %xmm8, 288(%rsp)
+    movdqu %xmm9, 304(%rsp)
+    movdqu %xmm10, 320(%rsp)
+    movdqu %xmm11, 336(%rsp)
+    movdqu %xmm12, 352(%rsp)
+    movdqu %xmm13, 368(%rsp)
+    movdqu %xmm14, 384(%rsp)
+    movdqu %xmm15, 400(%rsp)
+    movq $1, {xmm_only}(%rsp)
+    lea 512(%rsp), %rdi
+    cld
+    call interrupt_dispatch
+    test %al, %al
+    jnz syscall_return
+    jmp interrupt_exit
 
     .global switch_stacks
 switch_stacks:
@@ -110,6 +154,7 @@ user_copy_fixup:
     user_ss = const USER_SS,
     user_cs = const USER_CS,
     syscall_vector = const SYSCALL_VECTOR,
+    xmm_only = const XMM_ONLY,
     options(att_syntax)
 );
 
@@ -165,6 +210,28 @@ pub fn protection() -> (bool, bool) {
     (cr4 & CR4_SMEP != 0, cr4 & CR4_SMAP != 0)
 }
 
+/// Whether the return to user mode in `frame` may use `sysretq` (the caller then does), and if
+/// so prepares RCX and R11 for it. Only the return of a `syscall` whose frame still says so
+/// qualifies: `syscall` itself clobbered the user's RCX and R11, so `sysretq` loses nothing;
+/// a frame that `rt_sigreturn`, `execve` or an interrupted-call restart rewrote has its vector
+/// cleared and leaves through `iretq`, which restores every register. The instruction pointer
+/// must be canonical (Intel CPUs raise #GP in ring 0 otherwise) and the trap flag clear.
+pub fn sysret_ready(frame: &mut InterruptFrame) -> bool {
+    const TF: u64 = 1 << 8;
+    let canonical = matches!((frame.rip as i64) >> 47, 0 | -1);
+    if frame.vector != SYSCALL_VECTOR
+        || frame.cs != USER_CS
+        || frame.ss != USER_SS
+        || frame.rflags & TF != 0
+        || !canonical
+    {
+        return false;
+    }
+    frame.rcx = frame.rip;
+    frame.r11 = frame.rflags;
+    true
+}
+
 /// Sets the user FS base (thread-local storage) of the running thread.
 pub fn set_fs_base(base: u64) {
     // SAFETY: FS is not used by the kernel; the caller checked `base` is canonical (a
@@ -193,6 +260,33 @@ pub unsafe fn fpu_area<'a>(stack_top: u64) -> &'a mut [u8; FPU_AREA] {
     let area = (stack_top as usize - ENTRY_BYTES) as *mut [u8; FPU_AREA];
     // SAFETY: per the caller's contract, the area lies just below the frame.
     unsafe { &mut *area }
+}
+
+/// Makes the FPU area of the running thread whose kernel stack ends at `stack_top` a whole
+/// `fxsave` image. A `syscall` entry saves only XMM0-15, the only user FPU/SSE state kernel
+/// code changes (it uses SSE registers, never x87 or MXCSR), and leaves the rest in the CPU;
+/// this adds the rest (`fxsave`, then the saved XMM registers over the kernel's). It must run
+/// on the thread's core before anything else could load another thread's FPU state: before
+/// reading or replacing the area, and before switching to another thread.
+///
+/// # Safety
+/// As for [`fpu_area`]; the thread must be the one running on this core.
+pub unsafe fn complete_fpu(stack_top: u64) {
+    // SAFETY: per the caller's contract.
+    let area = unsafe { fpu_area(stack_top) };
+    if area[XMM_ONLY] == 0 {
+        return;
+    }
+    #[repr(C, align(16))]
+    struct Image([u8; FPU_AREA]);
+    let mut image = Image([0; FPU_AREA]);
+    // SAFETY: `fxsave64` writes 512 bytes to a 16-byte aligned buffer of that size.
+    unsafe {
+        core::arch::asm!("fxsave64 [{}]", in(reg) image.0.as_mut_ptr(), options(nostack));
+    }
+    image.0[160..416].copy_from_slice(&area[160..416]);
+    area[..XMM_ONLY].copy_from_slice(&image.0[..XMM_ONLY]);
+    area[XMM_ONLY..XMM_ONLY + 8].fill(0);
 }
 
 /// A clean FPU/SSE state: x87 control word 0x37f, MXCSR 0x1f80 (all exceptions masked).
