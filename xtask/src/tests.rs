@@ -270,6 +270,8 @@ struct Case {
     check: Check,
     /// Input typed into the serial console (empty: stdin stays closed).
     script: Vec<Step>,
+    /// Explains a failure from the log and QEMU's status (the fuzzer's seed and last calls).
+    explain: Option<fn(&str, i32) -> Result<(), String>>,
 }
 
 fn expect(log: &str, needle: &str) -> Result<(), String> {
@@ -437,6 +439,7 @@ fn kernel_case(
         limit: LIMIT,
         check: Box::new(check),
         script: Vec::new(),
+        explain: None,
     }
 }
 
@@ -489,6 +492,12 @@ fn kernel_cases() -> Vec<Case> {
 /// Machine configurations of the user cases: (cores, nodes, memory MiB).
 const ONE_CORE: (u32, u32, u32) = (1, 1, 256);
 const FOUR_CORES: (u32, u32, u32) = (4, 2, 512);
+
+/// The fixed-seed fuzz campaign of `cargo xtask test` (`user-fuzz-...`): calls and seed.
+const FUZZ_CALLS: &str = "15000";
+const FUZZ_SEED: &str = "1";
+/// Its time limit: a kernel hang shows as this limit passing.
+const FUZZ_LIMIT: Duration = Duration::from_secs(150);
 
 /// Arguments the `args` case passes to init: spaces, quotes, backslashes, an empty word, a tab,
 /// words that look like kernel options, and non-ASCII text.
@@ -580,6 +589,8 @@ struct UserTest {
     native: bool,
     /// Time limit of one QEMU boot.
     limit: Duration,
+    /// Explains a failed QEMU run (see [`Case`]).
+    explain: Option<fn(&str, i32) -> Result<(), String>>,
 }
 
 fn words(w: &[&str]) -> Vec<String> {
@@ -621,6 +632,7 @@ fn user_tests() -> Vec<UserTest> {
             } else {
                 LIMIT
             },
+            explain: None,
         });
     }
     tests.push(UserTest {
@@ -633,6 +645,26 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         // Some 1300 processes and a few MiB through pipes and files, under emulation.
         limit: LONG_LIMIT,
+        explain: None,
+    });
+    // The fuzzer: a short campaign with a fixed seed, so that a failure repeats
+    // (`cargo xtask fuzz` runs long ones; see docs/debugging.md). Natively it runs as nobody.
+    tests.push(UserTest {
+        name: "fuzz",
+        argv: words(&[
+            "/test/fuzz",
+            "--calls",
+            FUZZ_CALLS,
+            "--seed",
+            FUZZ_SEED,
+        ]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::LineStart("fuzz: done calls=".into())]),
+        configs: &[ONE_CORE, FOUR_CORES],
+        native: true,
+        limit: FUZZ_LIMIT,
+        explain: Some(crate::fuzz::check_campaign),
     });
     tests.push(UserTest {
         name: "busybox-echo",
@@ -643,6 +675,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "busybox-uname",
@@ -653,6 +686,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: false,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "busybox-sh",
@@ -663,6 +697,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[FOUR_CORES],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "exit-status",
@@ -673,6 +708,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "init-killed",
@@ -683,6 +719,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests
 }
@@ -731,6 +768,7 @@ fn user_cases() -> Result<Vec<Case>, String> {
                     Ok(())
                 }),
                 script: Vec::new(),
+                explain: t.explain,
             });
         }
     }
@@ -803,6 +841,7 @@ fn tty_cases() -> Vec<Case> {
         limit: LIMIT,
         check: Box::new(|_, o| expect(&o.log, &init_exit_line(0, None))),
         script,
+        explain: None,
     }]
 }
 
@@ -1012,6 +1051,13 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             End::Signaled(sig) => Err(format!("QEMU was killed by signal {sig}")),
             End::Exited(_) => (case.check)(&m, &o),
         });
+        let verdict = match (verdict, case.explain, o.end) {
+            (Err(why), Some(explain), End::Exited(s)) => match explain(&o.log, s) {
+                Err(more) => Err(format!("{why}: {more}")),
+                Ok(()) => Err(why),
+            },
+            (v, _, _) => v,
+        };
         let how = format!(
             "{:?}",
             m.command(&kernel.image, &initrd, &case.cmdline, false)
