@@ -223,6 +223,29 @@ static long opt_hb_ms = 1000;
 static char opt_dir[200];
 static int reef;
 
+/* The supervisor's output: one write() per line, so that lines of the workers' trace (which go
+ * to the same console) never land inside one. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = sizeof line - 1;
+    for (char *p = line; n > 0;) {
+        ssize_t w = write(1, p, (size_t)n);
+        if (w <= 0)
+            break;
+        p += w;
+        n -= (int)w;
+    }
+}
+
 /* ---- the call table (weights: relative frequency, in tenths) ---- */
 
 enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
@@ -2435,7 +2458,7 @@ static struct {
     long long down_since; /* when fork started failing */
 } sv[MAX_WORKERS];
 
-static unsigned restarts, watchdogs, strays, pokes;
+static unsigned restarts, watchdogs, strays, pokes, escaped;
 /* How generations ended: by signal number (1..64), exit status (index 65 + status / 32). */
 static unsigned endings[65 + 8];
 
@@ -2443,7 +2466,7 @@ static void print_rec_line(const char *what, int w, const struct rec *e)
 {
     char line[600];
     format_rec(line, sizeof line, w, e, 1);
-    printf("fuzz: %s %s\n", what, line);
+    say("fuzz: %s %s\n", what, line);
 }
 
 /* The record to show for worker w: its own call still in the kernel, else the newest. */
@@ -2481,6 +2504,76 @@ static void print_rings(void)
     }
 }
 
+/* Prints `fuzz: left STAT` for every process but this one (from /proc/PID/stat). */
+static void print_processes(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid())
+            continue;
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, line, sizeof line - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        line[n] = 0;
+        line[strcspn(line, "\n")] = 0;
+        say("fuzz: left %s\n", line);
+    }
+    closedir(d);
+}
+
+/* Reef only (the supervisor is init there, every other process descends from it): SIGKILLs
+ * the processes that are in no running worker's group (all of them with `all`). A worker or
+ * child may leave its group: Reef lets setpgid() name a group that does not exist (Linux says
+ * EPERM), and the supervisor's kill(-pgid) would no longer reach it. Returns how many. */
+static unsigned sweep(int all)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 1 || pid == getpid())
+            continue;
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t len = read(fd, line, sizeof line - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        line[len] = 0;
+        /* pid (comm) state ppid pgid ...; comm has no spaces or ')' here. */
+        char *p = strrchr(line, ')');
+        char state;
+        long ppid, pgid;
+        if (!p || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgid) != 3 || state == 'Z')
+            continue;
+        int known = 0;
+        for (int w = 0; w < opt_workers && !all; w++)
+            known |= sv[w].pgid != 0 && sv[w].pgid == pgid;
+        if (!known && kill((pid_t)pid, SIGKILL) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
@@ -2489,8 +2582,10 @@ static void fail(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    printf("fuzz: FAIL %s (seed=%llu)\n", msg, (unsigned long long)opt_seed);
+    say("fuzz: FAIL %s (seed=%llu)\n", msg, (unsigned long long)opt_seed);
     print_rings();
+    if (reef)
+        print_processes();
     for (int w = 0; w < opt_workers; w++)
         if (sv[w].pgid)
             kill(-sv[w].pgid, SIGKILL);
@@ -2553,7 +2648,7 @@ static void write_file(const char *path, size_t n)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        printf("fuzz: error: cannot create %s: %s\n", path, strerror(errno));
+        say("fuzz: error: cannot create %s: %s\n", path, strerror(errno));
         exit(2);
     }
     char block[512];
@@ -2570,7 +2665,7 @@ static void make_tree(void)
     char p[300];
     remove_tree(opt_dir, 0);
     if (mkdir(opt_dir, 0755) != 0) {
-        printf("fuzz: error: cannot create %s: %s\n", opt_dir, strerror(errno));
+        say("fuzz: error: cannot create %s: %s\n", opt_dir, strerror(errno));
         exit(2);
     }
     snprintf(p, sizeof p, "%s/shared", opt_dir);
@@ -2606,7 +2701,7 @@ static void *shared_pages(size_t n)
     char *g = mmap(NULL, (n + 2) * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (g == MAP_FAILED || mmap(g + PAGE, n * PAGE, PROT_READ | PROT_WRITE,
                                 MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
-        printf("fuzz: error: cannot map shared memory: %s\n", strerror(errno));
+        say("fuzz: error: cannot map shared memory: %s\n", strerror(errno));
         exit(2);
     }
     return g + PAGE;
@@ -2617,15 +2712,15 @@ static void drop_root(void)
     if (getuid() != 0)
         return;
     if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || getuid() == 0) {
-        printf("fuzz: error: running as root on Linux and cannot become nobody: refusing\n");
+        say("fuzz: error: running as root on Linux and cannot become nobody: refusing\n");
         exit(2);
     }
-    printf("fuzz: running as root on Linux: now uid 65534 (nobody)\n");
+    say("fuzz: running as root on Linux: now uid 65534 (nobody)\n");
 }
 
 static void usage(void)
 {
-    printf("usage: fuzz --calls N [--seed S] [--workers W] [--trace] [--verbose] [--hb-ms MS] [--dir DIR]\n");
+    say("usage: fuzz --calls N [--seed S] [--workers W] [--trace] [--verbose] [--hb-ms MS] [--dir DIR]\n");
     exit(2);
 }
 
@@ -2709,15 +2804,15 @@ int main(int argc, char **argv)
                          ((uint64_t)w < opt_calls % (uint64_t)opt_workers ? 1 : 0);
     make_tree();
     if (opt_trace && dup2(1, TRACE_FD) != TRACE_FD) {
-        printf("fuzz: error: cannot make the trace descriptor: %s\n", strerror(errno));
+        say("fuzz: error: cannot make the trace descriptor: %s\n", strerror(errno));
         return 2;
     }
     long free0 = reef ? reef_free_bytes() : -1;
-    printf("fuzz: start seed=%llu calls=%llu workers=%d dir=%s trace=%d reef=%d free=%ldMiB\n",
+    say("fuzz: start seed=%llu calls=%llu workers=%d dir=%s trace=%d reef=%d free=%ldMiB\n",
            (unsigned long long)opt_seed, (unsigned long long)opt_calls, opt_workers, opt_dir,
            opt_trace, reef, free0 >> 20);
 
-    long long t0 = now_ns(), last_hb = t0;
+    long long t0 = now_ns(), last_hb = t0, last_sweep = t0;
     uint64_t last_hb_calls = 0;
     for (int w = 0; w < opt_workers; w++) {
         sv[w].pgid = 0;
@@ -2744,7 +2839,7 @@ int main(int argc, char **argv)
                 struct rec e = slots[w].ring[(h ? h - 1 : 0) % RING];
                 char line[600];
                 format_rec(line, sizeof line, w, &e, 1);
-                printf("fuzz: ended %s: %s\n", line, describe_wait(st));
+                say("fuzz: ended %s: %s\n", line, describe_wait(st));
             }
             sv[w].pgid = 0;
             if (!atomic_load(&slots[w].done)) {
@@ -2790,7 +2885,7 @@ int main(int argc, char **argv)
                 struct rec e = stuck_rec(w);
                 char line[600];
                 format_rec(line, sizeof line, w, &e, 1);
-                printf("fuzz: watchdog %s: no progress for %lld ms, SIGKILL\n", line,
+                say("fuzz: watchdog %s: no progress for %lld ms, SIGKILL\n", line,
                        stalled / 1000000);
                 watchdogs++;
                 kill(-sv[w].pgid, SIGKILL);
@@ -2808,16 +2903,20 @@ int main(int argc, char **argv)
         }
         if (running == 0)
             break;
+        if (reef && now - last_sweep >= 2000000000ll) {
+            escaped += sweep(0);
+            last_sweep = now;
+        }
         if (now - last_hb >= opt_hb_ms * 1000000ll) {
             uint64_t total = 0;
             for (int w = 0; w < opt_workers; w++)
                 total += atomic_load(&slots[w].calls);
             double t = (double)(now - t0) / 1e9, dt = (double)(now - last_hb) / 1e9;
             long fr = reef ? reef_free_bytes() : -1;
-            printf("fuzz: hb t=%.1fs calls=%llu rate=%.0f/s restarts=%u watchdog=%u strays=%u "
-                   "free=%ldMiB\n",
+            say("fuzz: hb t=%.1fs calls=%llu rate=%.0f/s restarts=%u watchdog=%u strays=%u "
+                   "escaped=%u free=%ldMiB\n",
                    t, (unsigned long long)total, (double)(total - last_hb_calls) / dt, restarts,
-                   watchdogs, strays, fr >> 20);
+                   watchdogs, strays, escaped, fr >> 20);
             for (int w = 0; w < opt_workers; w++)
                 print_last(w);
             last_hb = now;
@@ -2826,8 +2925,10 @@ int main(int argc, char **argv)
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
-    /* Everything is reaped once no worker runs, but orphans may still come. */
+    /* Every worker is reaped; what is left (orphans out of their group) is killed and reaped. */
     long long end = now_ns();
+    if (reef)
+        escaped += sweep(1);
     for (;;) {
         pid_t pid = waitpid(-1, NULL, WNOHANG | __WALL);
         if (pid > 0) {
@@ -2846,18 +2947,20 @@ int main(int argc, char **argv)
         total += atomic_load(&slots[w].calls);
     double t = (double)(now_ns() - t0) / 1e9;
     remove_tree(opt_dir, 0);
-    printf("fuzz: generations ended:");
-    for (int i = 1; i < 65; i++)
+    char ends[1024];
+    size_t n = (size_t)snprintf(ends, sizeof ends, "fuzz: generations ended:");
+    for (int i = 1; i < 65 && n < sizeof ends; i++)
         if (endings[i])
-            printf(" %s=%u", strsignal(i), endings[i]);
-    for (int i = 0; i < 8; i++)
+            n += (size_t)snprintf(ends + n, sizeof ends - n, " %s=%u", strsignal(i), endings[i]);
+    for (int i = 0; i < 8 && n < sizeof ends; i++)
         if (endings[65 + i])
-            printf(" exit%d-%d=%u", i * 32, i * 32 + 31, endings[65 + i]);
-    printf("\n");
+            n += (size_t)snprintf(ends + n, sizeof ends - n, " exit%d-%d=%u", i * 32, i * 32 + 31,
+                                  endings[65 + i]);
+    say("%s\n", ends);
     long free1 = reef ? reef_free_bytes() : -1;
-    printf("fuzz: done calls=%llu seed=%llu workers=%d restarts=%u watchdog=%u strays=%u "
-           "time=%.1fs rate=%.0f/s free=%ldMiB->%ldMiB\n",
+    say("fuzz: done calls=%llu seed=%llu workers=%d restarts=%u watchdog=%u strays=%u "
+           "escaped=%u time=%.1fs rate=%.0f/s free=%ldMiB->%ldMiB\n",
            (unsigned long long)total, (unsigned long long)opt_seed, opt_workers, restarts,
-           watchdogs, strays, t, (double)total / t, free0 >> 20, free1 >> 20);
+           watchdogs, strays, escaped, t, (double)total / t, free0 >> 20, free1 >> 20);
     return 0;
 }

@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo xtask fuzz [--calls N] [--seed S] [--cores C] [--nodes M] [--memory MIB]
-//!                  [--accel tcg|kvm] [--workers W] [--trace] [--hang SECS] [--limit SECS]
+//!                  [--accel tcg|kvm] [--workers W] [--no-trace | --trace-log] [--hang SECS]
+//!                  [--limit SECS]
 //! ```
 //!
-//! The kernel command line is `init=/test/fuzz --calls N --seed S [--workers W] [--trace]`. The
-//! serial log streams to `out/fuzz/<seed>.log` (and, but for the per-call lines, to the
-//! terminal). The run fails, with exit status 1, when
+//! The kernel command line is `init=/test/fuzz --calls N --seed S [--workers W] --trace`. The
+//! serial log streams to `out/fuzz/<seed>.log` and, but for the per-call lines, to the terminal.
+//! The run fails, with exit status 1, when
 //!
 //! - the kernel panics or takes a CPU exception in kernel mode (QEMU status 3 or 5),
 //! - the fuzzer's heartbeat (`fuzz: hb`, every second) stops for `--hang` seconds (default
@@ -20,11 +21,13 @@
 //!   that does not die after SIGKILL, fork failing for good), or the machine resets.
 //!
 //! It then prints the seed, the reason, the kernel's report and the last calls of every worker.
-//! A panic gives the program no chance to print: the last calls are those the supervisor printed
-//! with its last heartbeat (`fuzz: last` lines, each worker's latest call, `= ?` while it was in
-//! the kernel) and, with `--trace`, every call a worker made (`fuzz: T` lines, written by the
-//! worker before it enters the kernel: exact, but slow). Reproduce with the same seed (and
-//! `--trace`): each worker draws the same calls (docs/debugging.md).
+//! A panic gives the program no chance to print, so the workers trace: each writes every call to
+//! the console before it enters the kernel (`fuzz: T` lines; QEMU's serial port costs little).
+//! The watcher keeps the last [`TRACE_KEEP`] of each worker in memory (`--trace-log` writes them
+//! all to the log too, which grows by some 100 bytes a call) and prints them on failure, with
+//! the supervisor's `fuzz: last` lines (each worker's latest call at a heartbeat, with its
+//! result, `= ?` while it was in the kernel). With `--no-trace` only the heartbeat lines are
+//! left. Reproduce with the same seed: each worker draws the same calls (docs/debugging.md).
 
 use crate::qemu::{Accel, Machine};
 use crate::{build, cmdline, deps, tests, usr};
@@ -46,8 +49,10 @@ pub struct Options {
     pub machine: Machine,
     /// Workers (default: one per core).
     pub workers: Option<u32>,
-    /// Every call on the console (`fuzz: T` lines).
+    /// Every call on the console (`fuzz: T` lines; default).
     pub trace: bool,
+    /// ... and in the log file.
+    pub trace_log: bool,
     /// A heartbeat gap this long is a hang.
     pub hang: Duration,
     /// The whole run's time limit (default: from the number of calls).
@@ -55,7 +60,8 @@ pub struct Options {
 }
 
 const USAGE: &str = "usage: cargo xtask fuzz [--calls N] [--seed S] [--cores C] [--nodes M] \
-[--memory MIB] [--accel tcg|kvm] [--workers W] [--trace] [--hang SECS] [--limit SECS]";
+[--memory MIB] [--accel tcg|kvm] [--workers W] [--no-trace | --trace-log] [--hang SECS] \
+[--limit SECS]";
 
 /// Default number of calls.
 pub const DEFAULT_CALLS: u64 = 100_000;
@@ -92,7 +98,8 @@ pub fn parse(args: &[String], default_seed: u64) -> Result<Options, String> {
             accel: Accel::detect(),
         },
         workers: None,
-        trace: false,
+        trace: true,
+        trace_log: false,
         hang: Duration::from_secs(60),
         limit: None,
     };
@@ -100,8 +107,9 @@ pub fn parse(args: &[String], default_seed: u64) -> Result<Options, String> {
     while i < args.len() {
         let flag = args[i].as_str();
         match flag {
-            "--trace" => {
-                o.trace = true;
+            "--no-trace" | "--trace-log" => {
+                o.trace = flag == "--trace-log";
+                o.trace_log = o.trace;
                 i += 1;
                 continue;
             }
@@ -175,7 +183,9 @@ impl Options {
         if let Some(w) = self.workers {
             s.push_str(&format!(" --workers {w}"));
         }
-        s.push_str(" --trace");
+        if !self.trace {
+            s.push_str(" --no-trace");
+        }
         s
     }
 }
@@ -222,7 +232,11 @@ impl std::fmt::Display for Failure {
                 f,
                 "QEMU exited with status 0 without `fuzz: done`: the machine reset (triple fault?)"
             ),
-            Failure::Qemu(s) => write!(f, "QEMU exited with status {s} ({})", tests::describe_status(*s)),
+            Failure::Qemu(s) => write!(
+                f,
+                "QEMU exited with status {s} ({})",
+                tests::describe_status(*s)
+            ),
         }
     }
 }
@@ -359,7 +373,12 @@ fn monitor_registers(sock: &Path) -> Result<String, String> {
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 if !out.is_empty() {
                     break;
                 }
@@ -384,20 +403,63 @@ fn addr2line(elf: &Path, addrs: &[u64]) -> Vec<String> {
     };
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    lines
-        .chunks(2)
-        .map(|c| c.join(" at "))
-        .collect()
+    lines.chunks(2).map(|c| c.join(" at ")).collect()
 }
 
-/// Lines the terminal does not get (they are in the log file): every call of `--trace` and the
+/// Lines the terminal does not get (they are in the log file): every call of the trace and the
 /// per-worker lines of each heartbeat.
 fn quiet(line: &str) -> bool {
     line.starts_with("fuzz: T ") || line.starts_with("fuzz: last ")
 }
 
+/// The worker a `fuzz: T wN ...` trace line names.
+fn trace_worker(line: &str) -> Option<u32> {
+    line.strip_prefix("fuzz: T w")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// What the watcher keeps in memory of a long log: its last lines (the whole log is on disk).
 const KEEP_LINES: usize = 100_000;
+/// The trace lines kept per worker.
+pub const TRACE_KEEP: usize = 32;
+
+/// The serial log as the watcher keeps it: the last lines in arrival order, and apart from them
+/// each worker's last trace lines (numbered in the same sequence).
+#[derive(Default)]
+struct Kept {
+    seq: u64,
+    lines: VecDeque<(u64, String)>,
+    traces: BTreeMap<u32, VecDeque<(u64, String)>>,
+}
+
+impl Kept {
+    fn push(&mut self, line: String) {
+        self.seq += 1;
+        if let Some(w) = trace_worker(&line) {
+            let q = self.traces.entry(w).or_default();
+            q.push_back((self.seq, line));
+            if q.len() > TRACE_KEEP {
+                q.pop_front();
+            }
+            return;
+        }
+        self.lines.push_back((self.seq, line));
+        if self.lines.len() > KEEP_LINES {
+            self.lines.pop_front();
+        }
+    }
+
+    /// Every kept line, trace lines in their place.
+    fn merged(&self) -> Vec<&str> {
+        let mut all: Vec<&(u64, String)> = self.lines.iter().collect();
+        all.extend(self.traces.values().flatten());
+        all.sort_by_key(|(seq, _)| *seq);
+        all.into_iter().map(|(_, l)| l.as_str()).collect()
+    }
+}
 
 /// `cargo xtask fuzz`.
 pub fn main(args: &[String]) -> Result<u8, String> {
@@ -432,10 +494,10 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         o.machine.accel,
         log_path.display()
     );
-    let (lines, ending, wall) = watch(cmd, &o, &log_path, &sock)?;
+    let (kept, ending, registers, wall) = watch(cmd, &o, &log_path, &sock)?;
     let _ = std::fs::remove_file(&sock);
-    let refs: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
-    match classify(&refs, ending.0) {
+    let lines = kept.merged();
+    match classify(&lines, ending) {
         Ok(n) => {
             println!(
                 "xtask: fuzz passed: {n} calls, seed {}, {:.0} s ({:.0} calls/s)",
@@ -446,24 +508,24 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             Ok(0)
         }
         Err(why) => {
-            print_failure(&o, &why, &refs, &ending.1, &kernel.elf, &log_path);
+            print_failure(&o, &why, &lines, &registers, &kernel.elf, &log_path);
             Ok(1)
         }
     }
 }
 
 /// Runs QEMU, streaming its output to `log` and the terminal, until it exits, the heartbeat
-/// stops or the time limit passes. Returns the lines kept (with their arrival), how it ended
-/// (and, for a hang, the vCPU registers) and the wall time.
-#[allow(clippy::type_complexity)]
+/// stops or the time limit passes. Returns what it kept of the log, how the run ended, the
+/// vCPU registers (for a hang or the time limit) and the wall time.
 fn watch(
     cmd: Command,
     o: &Options,
     log: &Path,
     sock: &Path,
-) -> Result<(VecDeque<(Instant, String)>, (Ending, String), Duration), String> {
-    let mut file = std::fs::File::create(log)
-        .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+) -> Result<(Kept, Ending, String, Duration), String> {
+    let file =
+        std::fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+    let mut file = std::io::BufWriter::new(file);
     let (mut child, start) = tests::spawn_piped(cmd, Stdio::null())?;
     let (tx, rx) = mpsc::channel::<String>();
     let mut readers = Vec::new();
@@ -488,41 +550,34 @@ fn watch(
         }));
     }
     drop(tx);
-    let mut kept: VecDeque<(Instant, String)> = VecDeque::new();
+    let mut kept = Kept::default();
+    let take = |kept: &mut Kept, file: &mut dyn Write, line: String| {
+        let trace = line.starts_with("fuzz: T ");
+        if !trace || o.trace_log {
+            let _ = writeln!(file, "{line}");
+        }
+        if !quiet(&line) {
+            println!("{line}");
+        }
+        kept.push(line);
+    };
     let mut last_beat = start;
     let limit = o.time_limit();
     let mut registers = String::new();
+    let mut last_flush = Instant::now();
     let ending = loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) => {
-                let now = Instant::now();
-                let _ = writeln!(file, "{line}");
-                if !quiet(&line) {
-                    println!("{line}");
-                }
-                if line.starts_with("fuzz: hb ") || line.starts_with("fuzz: start ") {
-                    last_beat = now;
-                }
-                kept.push_back((now, line));
-                if kept.len() > KEEP_LINES {
-                    kept.pop_front();
-                }
-                continue;
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+            if line.starts_with("fuzz: hb ") || line.starts_with("fuzz: start ") {
+                last_beat = Instant::now();
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                // Both pipes closed: QEMU is exiting.
+            take(&mut kept, &mut file, line);
+            if last_flush.elapsed() > Duration::from_secs(1) {
+                let _ = file.flush();
+                last_flush = Instant::now();
             }
+            continue;
         }
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            // Drain what is left.
-            for line in rx.try_iter() {
-                let _ = writeln!(file, "{line}");
-                if !quiet(&line) {
-                    println!("{line}");
-                }
-                kept.push_back((Instant::now(), line));
-            }
             use std::os::unix::process::ExitStatusExt;
             break Ending::Exited(s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
         }
@@ -543,10 +598,10 @@ fn watch(
         let _ = r.join();
     }
     for line in rx.try_iter() {
-        let _ = writeln!(file, "{line}");
-        kept.push_back((Instant::now(), line));
+        take(&mut kept, &mut file, line);
     }
-    Ok((kept, (ending, registers), start.elapsed()))
+    let _ = file.flush();
+    Ok((kept, ending, registers, start.elapsed()))
 }
 
 fn print_failure(
@@ -652,38 +707,71 @@ mod unit {
     #[test]
     fn options() {
         let o = parse(&[], 7).unwrap();
-        assert_eq!((o.calls, o.seed, o.machine.cores, o.machine.nodes), (DEFAULT_CALLS, 7, 4, 2));
+        assert_eq!(
+            (o.calls, o.seed, o.machine.cores, o.machine.nodes),
+            (DEFAULT_CALLS, 7, 4, 2)
+        );
         assert_eq!(o.machine.memory_mib, 1024);
-        assert!(!o.trace);
+        assert!(o.trace && !o.trace_log);
         assert_eq!(o.hang, Duration::from_secs(60));
-        assert_eq!(o.time_limit(), Duration::from_secs(300 + DEFAULT_CALLS / 50));
+        assert_eq!(
+            o.time_limit(),
+            Duration::from_secs(300 + DEFAULT_CALLS / 50)
+        );
         let o = parse(
             &words(&[
-                "--calls", "10000000", "--seed", "0x10", "--cores", "1", "--nodes", "1",
-                "--memory", "256", "--workers", "3", "--trace", "--hang", "30", "--limit", "99",
+                "--calls",
+                "10000000",
+                "--seed",
+                "0x10",
+                "--cores",
+                "1",
+                "--nodes",
+                "1",
+                "--memory",
+                "256",
+                "--workers",
+                "3",
+                "--no-trace",
+                "--hang",
+                "30",
+                "--limit",
+                "99",
             ]),
             7,
         )
         .unwrap();
         assert_eq!(o.calls, 10_000_000);
         assert_eq!(o.seed, 16);
-        assert_eq!((o.machine.cores, o.machine.nodes, o.machine.memory_mib), (1, 1, 256));
+        assert_eq!(
+            (o.machine.cores, o.machine.nodes, o.machine.memory_mib),
+            (1, 1, 256)
+        );
         assert_eq!(o.workers, Some(3));
-        assert!(o.trace);
+        assert!(!o.trace);
         assert_eq!(o.hang, Duration::from_secs(30));
         assert_eq!(o.time_limit(), Duration::from_secs(99));
         assert_eq!(
             o.init_words(),
             words(&[
-                "init=/test/fuzz", "--calls", "10000000", "--seed", "16", "--workers", "3",
-                "--trace"
+                "init=/test/fuzz",
+                "--calls",
+                "10000000",
+                "--seed",
+                "16",
+                "--workers",
+                "3"
             ])
         );
         assert_eq!(
             o.reproduce(),
             "cargo xtask fuzz --calls 10000000 --seed 16 --cores 1 --nodes 1 --memory 256 \
-             --workers 3 --trace"
+             --workers 3 --no-trace"
         );
+        let o = parse(&words(&["--trace-log"]), 1).unwrap();
+        assert!(o.trace && o.trace_log);
+        assert_eq!(o.init_words().last().unwrap(), "--trace");
+        assert!(!o.reproduce().contains("trace"));
         for bad in [
             &["--calls"][..],
             &["--calls", "x"],
@@ -821,6 +909,40 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
         assert_eq!(calls[&3], ["T: w3 g0 #7.2 pid=12 brk(0)"]);
         assert!(quiet("fuzz: T w0 g2 #1 pid=4 getpid()"));
         assert!(!quiet("fuzz: hb t=1.0s calls=300"));
+    }
+
+    #[test]
+    fn the_watcher_keeps_each_workers_last_trace_lines_in_place() {
+        let mut kept = Kept::default();
+        kept.push("fuzz: hb t=1.0s calls=3".into());
+        for i in 0..(TRACE_KEEP + 5) {
+            kept.push(format!("fuzz: T w1 g0 #{i} pid=4 getpid()"));
+        }
+        kept.push("fuzz: T w0 g0 #0 pid=3 brk(0)".into());
+        kept.push("fuzz: last w1 g0 #36 pid=4 getpid() = 4".into());
+        kept.push("reef: panic on core 0 at x.rs:1:1: boom".into());
+        assert_eq!(kept.lines.len(), 3);
+        let merged = kept.merged();
+        assert_eq!(merged.len(), 3 + TRACE_KEEP + 1);
+        assert_eq!(merged[0], "fuzz: hb t=1.0s calls=3");
+        assert_eq!(merged[1], "fuzz: T w1 g0 #5 pid=4 getpid()");
+        assert_eq!(
+            merged[merged.len() - 1],
+            "reef: panic on core 0 at x.rs:1:1: boom"
+        );
+        let calls = last_calls(&merged, 3);
+        // #36's trace line gives way to the heartbeat's line of the same call, with its result.
+        assert_eq!(
+            calls[&1],
+            [
+                "T: w1 g0 #34 pid=4 getpid()",
+                "T: w1 g0 #35 pid=4 getpid()",
+                "last: w1 g0 #36 pid=4 getpid() = 4"
+            ]
+        );
+        assert_eq!(calls[&0], ["T: w0 g0 #0 pid=3 brk(0)"]);
+        assert_eq!(trace_worker("fuzz: T w12 g0 #0 pid=3 brk(0)"), Some(12));
+        assert_eq!(trace_worker("fuzz: last w12 g0 #0 pid=3 brk(0) = 1"), None);
     }
 
     #[test]

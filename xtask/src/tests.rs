@@ -651,13 +651,7 @@ fn user_tests() -> Vec<UserTest> {
     // (`cargo xtask fuzz` runs long ones; see docs/debugging.md). Natively it runs as nobody.
     tests.push(UserTest {
         name: "fuzz",
-        argv: words(&[
-            "/test/fuzz",
-            "--calls",
-            FUZZ_CALLS,
-            "--seed",
-            FUZZ_SEED,
-        ]),
+        argv: words(&["/test/fuzz", "--calls", FUZZ_CALLS, "--seed", FUZZ_SEED]),
         status: 0,
         signal: None,
         expect: Box::new(|_| vec![Expect::LineStart("fuzz: done calls=".into())]),
