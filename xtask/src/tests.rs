@@ -259,6 +259,9 @@ pub fn boot(
 
 type Check = Box<dyn Fn(&Machine, &Outcome) -> Result<(), String>>;
 
+/// Explains a failed run from its log and QEMU's exit status (an error with the details).
+type Explain = fn(&str, i32) -> Result<(), String>;
+
 struct Case {
     name: String,
     cores: u32,
@@ -271,7 +274,7 @@ struct Case {
     /// Input typed into the serial console (empty: stdin stays closed).
     script: Vec<Step>,
     /// Explains a failure from the log and QEMU's status (the fuzzer's seed and last calls).
-    explain: Option<fn(&str, i32) -> Result<(), String>>,
+    explain: Option<Explain>,
 }
 
 fn expect(log: &str, needle: &str) -> Result<(), String> {
@@ -590,7 +593,7 @@ struct UserTest {
     /// Time limit of one QEMU boot.
     limit: Duration,
     /// Explains a failed QEMU run (see [`Case`]).
-    explain: Option<fn(&str, i32) -> Result<(), String>>,
+    explain: Option<Explain>,
 }
 
 fn words(w: &[&str]) -> Vec<String> {
