@@ -2459,6 +2459,9 @@ static struct {
 } sv[MAX_WORKERS];
 
 static unsigned restarts, watchdogs, strays, pokes, escaped;
+/* The supervisor's own copy of what it put in the slots. */
+static uint64_t quota[MAX_WORKERS];
+static uint32_t gens[MAX_WORKERS];
 /* How generations ended: by signal number (1..64), exit status (index 65 + status / 32). */
 static unsigned endings[65 + 8];
 
@@ -2694,17 +2697,19 @@ static void make_tree(void)
     }
 }
 
-/* Shared pages between PROT_NONE guard pages (the futex page is in the workers' pointer pool:
- * a call writing past its end must not reach the slots). */
-static void *shared_pages(size_t n)
+/* Shared pages at `hint`, far from everything else, with nothing mapped around them: the futex
+ * page is in the workers' pointer pool, and a call that writes past its end must meet an
+ * unmapped page, not the slots. (Guard pages would not do: a worker's mprotect may open them.)
+ * The hints are no powers of two, which the integer generator makes. */
+static void *shared_pages(uint64_t hint, size_t n)
 {
-    char *g = mmap(NULL, (n + 2) * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (g == MAP_FAILED || mmap(g + PAGE, n * PAGE, PROT_READ | PROT_WRITE,
-                                MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+    char *p = mmap((void *)(uintptr_t)hint, n * PAGE, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
         say("fuzz: error: cannot map shared memory: %s\n", strerror(errno));
         exit(2);
     }
-    return g + PAGE;
+    return p;
 }
 
 static void drop_root(void)
@@ -2797,20 +2802,21 @@ int main(int argc, char **argv)
     if (!reef)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-    slots = shared_pages((sizeof(struct slot) * (size_t)opt_workers + PAGE - 1) / PAGE);
-    futex_page = shared_pages(1);
+    slots = shared_pages(0x134500000000ull, (sizeof(struct slot) * (size_t)opt_workers + PAGE - 1) / PAGE);
+    futex_page = shared_pages(0x134600000000ull, 1);
     for (int w = 0; w < opt_workers; w++)
-        slots[w].quota = opt_calls / (uint64_t)opt_workers +
-                         ((uint64_t)w < opt_calls % (uint64_t)opt_workers ? 1 : 0);
+        slots[w].quota = quota[w] = opt_calls / (uint64_t)opt_workers +
+                                    ((uint64_t)w < opt_calls % (uint64_t)opt_workers ? 1 : 0);
     make_tree();
     if (opt_trace && dup2(1, TRACE_FD) != TRACE_FD) {
         say("fuzz: error: cannot make the trace descriptor: %s\n", strerror(errno));
         return 2;
     }
     long free0 = reef ? reef_free_bytes() : -1;
-    say("fuzz: start seed=%llu calls=%llu workers=%d dir=%s trace=%d reef=%d free=%ldMiB\n",
-           (unsigned long long)opt_seed, (unsigned long long)opt_calls, opt_workers, opt_dir,
-           opt_trace, reef, free0 >> 20);
+    say("fuzz: start seed=%llu calls=%llu workers=%d dir=%s trace=%d reef=%d free=%ldMiB "
+        "slots=%p futex=%p\n",
+        (unsigned long long)opt_seed, (unsigned long long)opt_calls, opt_workers, opt_dir,
+        opt_trace, reef, free0 >> 20, (void *)slots, (void *)futex_page);
 
     long long t0 = now_ns(), last_hb = t0, last_sweep = t0;
     uint64_t last_hb_calls = 0;
@@ -2843,9 +2849,21 @@ int main(int argc, char **argv)
             }
             sv[w].pgid = 0;
             if (!atomic_load(&slots[w].done)) {
-                slots[w].gen++;
+                slots[w].gen = ++gens[w];
                 restarts++;
             }
+        }
+        /* No worker writes anything but its ring and counters, and no pointer it passes names
+         * this memory: anything else changing it is the kernel's doing. */
+        for (int w = 0; w < opt_workers; w++) {
+            struct slot *s = &slots[w];
+            uint64_t h = atomic_load(&s->head), c = atomic_load(&s->calls); /* h <= c */
+            if (s->quota != quota[w] || s->gen != gens[w] || c > quota[w] + 1000 || h > c ||
+                c - h > 64)
+                fail("the supervisor's shared memory changed under it: slot %d quota=%llu "
+                     "(was %llu) gen=%u (was %u) calls=%llu head=%llu",
+                     w, (unsigned long long)s->quota, (unsigned long long)quota[w], s->gen,
+                     gens[w], (unsigned long long)c, (unsigned long long)h);
         }
         long long now = now_ns();
         int running = 0;

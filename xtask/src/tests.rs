@@ -15,6 +15,10 @@
 //! `user-shell-suite` boots `init=/bin/sh /test/sh/run.sh`: the busybox scripts of `usr/sh/`,
 //! each compared with its expected output (see `usr/sh/run.sh`).
 //!
+//! `user-fuzz` runs a short campaign of the random-system-call fuzzer (`usr/fuzz.c`, see
+//! `fuzz`) with a fixed seed and expects its `fuzz: done` line; a failure says why, with the
+//! seed and each worker's last calls.
+//!
 //! The `tty-...` case talks to an interactive shell on the serial console: it types a script
 //! into QEMU's stdin step by step, each step waiting (with a time limit) for the output it
 //! expects before the next input goes in.
