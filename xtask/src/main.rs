@@ -10,6 +10,9 @@
 //! - `cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]` measures Reef against
 //!   Linux 6.1 on the same QEMU machine (and the node replication library on the host) and
 //!   writes CSV, plots and a summary.
+//! - `cargo xtask fuzz [--calls N] [--seed S] [--cores C --nodes M] [--memory MIB] ...` boots
+//!   Reef with the random-system-call fuzzer as init and fails on a kernel panic, fault or hang
+//!   (see `fuzz`).
 //!
 //! Missing system packages (QEMU, binutils, musl-tools, busybox-static) are installed with
 //! apt-get, saying what is installed.
@@ -19,6 +22,7 @@ mod build;
 mod cmdline;
 mod cpio;
 mod deps;
+mod fuzz;
 mod linux;
 mod qemu;
 mod tests;
@@ -33,6 +37,8 @@ const USAGE: &str = "usage:
   cargo xtask boottime [--runs N]
   cargo xtask initramfs [--list]
   cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]
+  cargo xtask fuzz [--calls N] [--seed S] [--cores C] [--nodes M] [--memory MIB]
+                   [--accel tcg|kvm] [--workers W] [--trace] [--hang SECS] [--limit SECS]
 
 defaults: --cores 4 --nodes 2 --memory 1024, accelerator: KVM where real hardware
 virtualization exists, else TCG.
@@ -47,6 +53,7 @@ fn main() -> ExitCode {
         Some("boottime") => tests::boottime(&args[1..]),
         Some("initramfs") => usr::main(&args[1..]),
         Some("bench") => bench::main(&args[1..]),
+        Some("fuzz") => fuzz::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(0)

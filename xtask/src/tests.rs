@@ -15,6 +15,10 @@
 //! `user-shell-suite` boots `init=/bin/sh /test/sh/run.sh`: the busybox scripts of `usr/sh/`,
 //! each compared with its expected output (see `usr/sh/run.sh`).
 //!
+//! `user-fuzz` runs a short campaign of the random-system-call fuzzer (`usr/fuzz.c`, see
+//! `fuzz`) with a fixed seed and expects its `fuzz: done` line; a failure says why, with the
+//! seed and each worker's last calls.
+//!
 //! The `tty-...` case talks to an interactive shell on the serial console: it types a script
 //! into QEMU's stdin step by step, each step waiting (with a time limit) for the output it
 //! expects before the next input goes in.
@@ -268,6 +272,9 @@ pub fn boot(
 
 type Check = Box<dyn Fn(&Machine, &Outcome) -> Result<(), String>>;
 
+/// Explains a failed run from its log and QEMU's exit status (an error with the details).
+type Explain = fn(&str, i32) -> Result<(), String>;
+
 struct Case {
     name: String,
     cores: u32,
@@ -279,6 +286,8 @@ struct Case {
     check: Check,
     /// Input typed into the serial console (empty: stdin stays closed).
     script: Vec<Step>,
+    /// Explains a failure from the log and QEMU's status (the fuzzer's seed and last calls).
+    explain: Option<Explain>,
 }
 
 fn expect(log: &str, needle: &str) -> Result<(), String> {
@@ -446,6 +455,7 @@ fn kernel_case(
         limit: LIMIT,
         check: Box::new(check),
         script: Vec::new(),
+        explain: None,
     }
 }
 
@@ -498,6 +508,12 @@ fn kernel_cases() -> Vec<Case> {
 /// Machine configurations of the user cases: (cores, nodes, memory MiB).
 const ONE_CORE: (u32, u32, u32) = (1, 1, 256);
 const FOUR_CORES: (u32, u32, u32) = (4, 2, 512);
+
+/// The fixed-seed fuzz campaign of `cargo xtask test` (`user-fuzz-...`): calls and seed.
+const FUZZ_CALLS: &str = "15000";
+const FUZZ_SEED: &str = "1";
+/// Its time limit: a kernel hang shows as this limit passing.
+const FUZZ_LIMIT: Duration = Duration::from_secs(150);
 
 /// Arguments the `args` case passes to init: spaces, quotes, backslashes, an empty word, a tab,
 /// words that look like kernel options, and non-ASCII text.
@@ -589,6 +605,8 @@ struct UserTest {
     native: bool,
     /// Time limit of one QEMU boot.
     limit: Duration,
+    /// Explains a failed QEMU run (see [`Case`]).
+    explain: Option<Explain>,
 }
 
 fn words(w: &[&str]) -> Vec<String> {
@@ -630,6 +648,7 @@ fn user_tests() -> Vec<UserTest> {
             } else {
                 LIMIT
             },
+            explain: None,
         });
     }
     tests.push(UserTest {
@@ -642,6 +661,20 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         // Some 1300 processes and a few MiB through pipes and files, under emulation.
         limit: LONG_LIMIT,
+        explain: None,
+    });
+    // The fuzzer: a short campaign with a fixed seed, so that a failure repeats
+    // (`cargo xtask fuzz` runs long ones; see docs/debugging.md). Natively it runs as nobody.
+    tests.push(UserTest {
+        name: "fuzz",
+        argv: words(&["/test/fuzz", "--calls", FUZZ_CALLS, "--seed", FUZZ_SEED]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::LineStart("fuzz: done calls=".into())]),
+        configs: &[ONE_CORE, FOUR_CORES],
+        native: true,
+        limit: FUZZ_LIMIT,
+        explain: Some(crate::fuzz::check_campaign),
     });
     tests.push(UserTest {
         name: "busybox-echo",
@@ -652,6 +685,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "busybox-uname",
@@ -662,6 +696,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: false,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "busybox-sh",
@@ -672,6 +707,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[FOUR_CORES],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "exit-status",
@@ -682,6 +718,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests.push(UserTest {
         name: "init-killed",
@@ -692,6 +729,7 @@ fn user_tests() -> Vec<UserTest> {
         configs: &[ONE_CORE],
         native: true,
         limit: LIMIT,
+        explain: None,
     });
     tests
 }
@@ -740,6 +778,7 @@ fn user_cases() -> Result<Vec<Case>, String> {
                     Ok(())
                 }),
                 script: Vec::new(),
+                explain: t.explain,
             });
         }
     }
@@ -812,6 +851,7 @@ fn tty_cases() -> Vec<Case> {
         limit: LIMIT,
         check: Box::new(|_, o| expect(&o.log, &init_exit_line(0, None))),
         script,
+        explain: None,
     }]
 }
 
@@ -1021,6 +1061,13 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             End::Signaled(sig) => Err(format!("QEMU was killed by signal {sig}")),
             End::Exited(_) => (case.check)(&m, &o),
         });
+        let verdict = match (verdict, case.explain, o.end) {
+            (Err(why), Some(explain), End::Exited(s)) => match explain(&o.log, s) {
+                Err(more) => Err(format!("{why}: {more}")),
+                Ok(()) => Err(why),
+            },
+            (v, _, _) => v,
+        };
         let how = format!(
             "{:?}",
             m.command(&kernel.image, &initrd, &case.cmdline, false)

@@ -116,6 +116,11 @@ pub const TOOLS: &[Program] = &[
         source: "fsbench.c",
         pie: false,
     },
+    Program {
+        name: "fuzz",
+        source: "fuzz.c",
+        pie: false,
+    },
 ];
 
 /// The shared header every program includes.
