@@ -20,7 +20,7 @@
  *   (Linux ignores those writes' faults) and lose nothing; so do fork-like clones with other
  *   flag mixes;
  * - orphans: a child that exits leaving unreaped children loses nothing once init (or this
- *   test, as subreaper) reaped them;
+ *   test, as subreaper) reaped them; setpgid into a group that does not exist is EPERM;
  * - canonical: a signal handler at a non-canonical address, and a signal frame whose restored
  *   RIP is non-canonical, kill the process with SIGSEGV (a non-canonical RSP: SIGSEGV or, as
  *   on Linux, SIGBUS); ARCH_SET_FS and CLONE_SETTLS
@@ -300,8 +300,19 @@ static void orphan_parent(void)
     }
 }
 
+/* setpgid into a group that does not exist is EPERM (a process cannot leave for a group of
+ * its own naming and escape a kill of its group); its own id as group is fine. */
+static void bad_group(void)
+{
+    if (setpgid(0, 0x7ffffff0) != -1 || errno != EPERM)
+        _exit(2);
+    if (setpgid(0, 0) != 0 || getpgrp() != getpid())
+        _exit(3);
+}
+
 static void orphans(void)
 {
+    in_child("setpgid to a group that does not exist", bad_group, 0);
     if (getpid() != 1)
         CHECK_SYS(prctl(PR_SET_CHILD_SUBREAPER, 1));
     measure_begin();

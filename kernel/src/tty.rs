@@ -267,8 +267,7 @@ pub fn write(data: &[u8]) -> Result<usize, Errno> {
         // The serial port is slow: let other threads run between chunks, and stop for a
         // killed writer.
         if let Some(me) = crate::proc::sched::current() {
-            crate::proc::sched::cond_resched();
-            if me.dying() {
+            if !crate::proc::sched::keep_going(&me) {
                 return Ok(done);
             }
         }

@@ -272,6 +272,15 @@ pub fn cond_resched() {
     }
 }
 
+/// A step boundary of long work on behalf of `me` (big copies, console output, work over
+/// large ranges): a preemption point ([`cond_resched`]), then whether to go on: `false` once
+/// `me` is dying (SIGKILL, exit), so that a killed process stops promptly. Same rule as
+/// `cond_resched`: no lock held.
+pub fn keep_going(me: &Thread) -> bool {
+    cond_resched();
+    !me.dying()
+}
+
 /// Called on every timer interrupt: wakes sleepers whose deadline passed and asks for a switch
 /// when the time slice is used up and another thread is ready.
 pub fn timer_tick() {

@@ -238,14 +238,24 @@ impl nr::Dispatch for ProcessTable {
                 if !allowed {
                     return Resp::Done(Err(abi::Errno::ESRCH));
                 }
-                match self.entries.get_mut(&target) {
-                    Some(e) if e.sid == target => Resp::Done(Err(abi::Errno::EPERM)),
-                    Some(e) => {
-                        e.pgid = pgid;
-                        Resp::Done(Ok(0))
-                    }
-                    None => Resp::Done(Err(abi::Errno::ESRCH)),
+                let Some(sid) = self.entries.get(&target).map(|e| e.sid) else {
+                    return Resp::Done(Err(abi::Errno::ESRCH));
+                };
+                // As on Linux: not a session leader, not a child in another session, and a
+                // group other than its own id must exist in the target's session.
+                let caller_sid = self.entries.get(&caller).map(|e| e.sid);
+                let group_exists = pgid == target
+                    || self
+                        .entries
+                        .values()
+                        .any(|e| e.pgid == pgid && e.sid == sid);
+                if sid == target || caller_sid != Some(sid) || !group_exists {
+                    return Resp::Done(Err(abi::Errno::EPERM));
                 }
+                if let Some(e) = self.entries.get_mut(&target) {
+                    e.pgid = pgid;
+                }
+                Resp::Done(Ok(0))
             }
             UpdateOp::SetSid { pid } => {
                 let leader = self.entries.values().any(|e| e.pgid == pid);

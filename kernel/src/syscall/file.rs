@@ -48,12 +48,8 @@ fn write_user_data(
     uaccess::check_range(addr, len)?;
     let mut done = 0;
     loop {
-        if done > 0 {
-            // Between chunks: let other threads run, and stop for a killed process.
-            sched::cond_resched();
-            if me.dying() {
-                return Ok(done);
-            }
+        if done > 0 && !sched::keep_going(me) {
+            return Ok(done);
         }
         let n = (len - done).min(MAX_IO);
         let mut buf = uaccess::buffer(n)?;
@@ -502,6 +498,9 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     let mut done = 0;
     let mut buf = vec![0u8; CHUNK.min(count)];
     while done < count {
+        if done > 0 && !sched::keep_going(me) {
+            break;
+        }
         let want = (count - done).min(CHUNK);
         let n = match off {
             Some(o) => input.pread(&mut buf[..want], o)?,

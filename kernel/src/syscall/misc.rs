@@ -27,7 +27,7 @@ pub fn uname(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(0)
 }
 
-pub fn getrandom(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+pub fn getrandom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const GRND_NONBLOCK: u64 = 1;
     const GRND_RANDOM: u64 = 2;
     const GRND_INSECURE: u64 = 4;
@@ -38,6 +38,9 @@ pub fn getrandom(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     let mut done = 0;
     let mut chunk = [0u8; 256];
     while done < len {
+        if done % (64 << 10) == 0 && done > 0 && !crate::proc::sched::keep_going(me) {
+            return Ok(done as u64);
+        }
         let n = chunk.len().min(len - done);
         crate::random::fill(&mut chunk[..n]);
         uaccess::copy_to_user(a[0] + done as u64, &chunk[..n])?;

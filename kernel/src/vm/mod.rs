@@ -495,8 +495,7 @@ impl VSpace {
                     // Between steps (no lock held): other threads may run, and a killed
                     // process stops here (the caller unmaps what was populated).
                     if let Some(me) = crate::proc::sched::current() {
-                        crate::proc::sched::cond_resched();
-                        if me.dying() {
+                        if !crate::proc::sched::keep_going(&me) {
                             return Err(Errno::EINTR);
                         }
                     }
