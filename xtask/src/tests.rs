@@ -1274,6 +1274,42 @@ mod unit {
     }
 
     #[test]
+    fn fuzz_cases_have_a_fixed_seed_and_explain_failures() {
+        let cases = user_cases().unwrap();
+        for (cfg, cores, nodes) in [("1c1n", 1, 1), ("4c2n", 4, 2)] {
+            let name = format!("user-fuzz-{cfg}");
+            let case = cases.iter().find(|c| c.name == name);
+            let case = case.unwrap_or_else(|| panic!("no case {name}"));
+            assert_eq!(
+                case.cmdline,
+                format!("init=/test/fuzz --calls {FUZZ_CALLS} --seed {FUZZ_SEED}")
+            );
+            assert_eq!((case.cores, case.nodes, case.status), (cores, nodes, 0));
+            assert_eq!(case.limit, FUZZ_LIMIT);
+            let m = machine(case);
+            let outcome = |log: &str| Outcome {
+                log: log.into(),
+                end: End::Exited(0),
+                wall: Duration::ZERO,
+            };
+            let good = "fuzz: done calls=15000 seed=1 workers=1\n\
+                        reef: init exited with status 0\n\
+                        reef: unimplemented syscalls: none\n\
+                        reef: free memory: before init 1 KiB, at power-off 1 KiB\n";
+            assert_eq!((case.check)(&m, &outcome(good)), Ok(()));
+            let panic = "fuzz: last w0 g1 #7 pid=3 mmap(0, 0x1000, 0x3, 0x21, 0, 0) = ?\n\
+                         reef: panic on core 0 at src/x.rs:1:1: boom\n";
+            let why = (case.explain.unwrap())(panic, 3).unwrap_err();
+            assert!(why.starts_with("kernel panic"), "{why}");
+            assert!(why.contains("worker 0: last: w0 g1 #7"), "{why}");
+        }
+        let fuzz = user_tests().into_iter().find(|t| t.name == "fuzz").unwrap();
+        assert!(fuzz.native);
+        assert_eq!(native_argv(&fuzz.argv).0, usr::program_path("fuzz"));
+        assert!(usr::TOOLS.iter().any(|p| p.name == "fuzz"));
+    }
+
+    #[test]
     fn args_case_carries_every_word() {
         let case = user_cases()
             .unwrap()
