@@ -381,6 +381,37 @@ pub fn stalled_processes(lines: &[&str], recent: usize) -> BTreeMap<u32, Vec<(St
     out
 }
 
+/// The pids of the supervisor's `fuzz: left PID (comm) ...` lines (processes still there when
+/// it failed; zombies excluded), as `pid=PID`.
+pub fn left_pids(lines: &[&str]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("fuzz: left "))
+        .filter(|rest| !rest.contains(") Z "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(|pid| format!("pid={pid}"))
+        .collect()
+}
+
+/// Which of the processes that stopped calling to show: those the supervisor found still there
+/// (`left`), when it said; else (a panic or hang) each worker's 3 most recent, as most are
+/// children that simply ended.
+fn shown_stalled(
+    mut all: BTreeMap<u32, Vec<(String, usize)>>,
+    left: &[String],
+) -> BTreeMap<u32, Vec<(String, usize)>> {
+    for calls in all.values_mut() {
+        if left.is_empty() {
+            let n = calls.len();
+            calls.drain(..n.saturating_sub(3));
+        } else {
+            calls.retain(|(c, _)| c.split_whitespace().any(|t| left.iter().any(|p| p == t)));
+        }
+    }
+    all.retain(|_, c| !c.is_empty());
+    all
+}
+
 /// A call line without its ` = RESULT` (and what follows it), for comparisons.
 fn strip_result(call: &str) -> &str {
     call.split(" = ").next().unwrap_or(call)
@@ -702,7 +733,7 @@ fn print_failure(
          `= ?`: in the kernel) ----"
     );
     let calls = last_calls(lines, 8);
-    let others = stalled_processes(lines, 8);
+    let others = shown_stalled(stalled_processes(lines, 8), &left_pids(lines));
     if calls.is_empty() {
         println!("(none in the log)");
     }
@@ -712,9 +743,7 @@ fn print_failure(
             println!("  {c}");
         }
         for (call, ago) in others.get(&w).into_iter().flatten() {
-            println!(
-                "  ... and a process that made no call since, {ago} calls of this worker ago:"
-            );
+            println!("  ... a process that made no call since, {ago} calls of this worker ago:");
             println!("    {call}");
         }
     }
@@ -1019,6 +1048,34 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
                 19
             )]
         );
+    }
+
+    #[test]
+    fn stalled_processes_shown_are_those_left_or_the_latest() {
+        let mut log = String::new();
+        for (i, pid) in [10, 11, 12, 13, 14].iter().enumerate() {
+            log.push_str(&format!("fuzz: T w0 g1 #{i}.1 pid={pid} getpid()\n"));
+        }
+        for i in 5..20 {
+            log.push_str(&format!("fuzz: T w0 g1 #{i} pid=7 getpid()\n"));
+        }
+        let lines: Vec<&str> = log.lines().collect();
+        let all = stalled_processes(&lines, 8);
+        assert_eq!(all[&0].len(), 5);
+        let latest = shown_stalled(all.clone(), &[]);
+        let calls: Vec<&str> = latest[&0].iter().map(|(c, _)| &c[..16]).collect();
+        assert_eq!(
+            calls,
+            ["T: w0 g1 #2.1 pi", "T: w0 g1 #3.1 pi", "T: w0 g1 #4.1 pi"]
+        );
+        let left = left_pids(&[
+            "fuzz: left 11 (fuzz) R 1 11 1 0",
+            "fuzz: left 12 (fuzz) Z 7 7 1 0",
+        ]);
+        assert_eq!(left, ["pid=11"]);
+        let shown = shown_stalled(all, &left);
+        assert_eq!(shown[&0].len(), 1);
+        assert!(shown[&0][0].0.contains("pid=11 "));
     }
 
     #[test]

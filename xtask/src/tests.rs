@@ -501,7 +501,7 @@ const ONE_CORE: (u32, u32, u32) = (1, 1, 256);
 const FOUR_CORES: (u32, u32, u32) = (4, 2, 512);
 
 /// The fixed-seed fuzz campaign of `cargo xtask test` (`user-fuzz-...`): calls and seed.
-const FUZZ_CALLS: &str = "15000";
+const FUZZ_CALLS: &str = "20000";
 const FUZZ_SEED: &str = "1";
 /// Its time limit: a kernel hang shows as this limit passing.
 const FUZZ_LIMIT: Duration = Duration::from_secs(150);
