@@ -763,7 +763,7 @@ pub fn check_campaign(log: &str, status: i32) -> Result<(), String> {
             for l in kernel_report(&lines).iter().take(3) {
                 msg.push_str(&format!("\n  {l}"));
             }
-            for (w, calls) in last_calls(&lines, 2) {
+            for (w, calls) in last_calls(&lines, 4) {
                 for c in calls {
                     msg.push_str(&format!("\n  worker {w}: {c}"));
                 }

@@ -658,7 +658,14 @@ fn user_tests() -> Vec<UserTest> {
     // (`cargo xtask fuzz` runs long ones; see docs/debugging.md). Natively it runs as nobody.
     tests.push(UserTest {
         name: "fuzz",
-        argv: words(&["/test/fuzz", "--calls", FUZZ_CALLS, "--seed", FUZZ_SEED]),
+        argv: words(&[
+            "/test/fuzz",
+            "--calls",
+            FUZZ_CALLS,
+            "--seed",
+            FUZZ_SEED,
+            "--trace",
+        ]),
         status: 0,
         signal: None,
         expect: Box::new(|_| vec![Expect::LineStart("fuzz: done calls=".into())]),
@@ -904,7 +911,14 @@ fn report(group: &str, name: &str, verdict: Result<(), String>, o: &Outcome, how
                 o.wall.as_secs_f64()
             );
             println!("---- log of {group}::{name} ({how}) ----");
-            println!("{}", o.log);
+            // The fuzzer's trace (a line per call) is left out: the verdict has the last calls.
+            let trace = o.log.lines().filter(|l| l.starts_with("fuzz: T ")).count();
+            for l in o.log.lines().filter(|l| !l.starts_with("fuzz: T ")) {
+                println!("{l}");
+            }
+            if trace > 0 {
+                println!("({trace} trace lines `fuzz: T ...` left out)");
+            }
             println!("---- end of log ----");
             false
         }
@@ -1282,7 +1296,7 @@ mod unit {
             let case = case.unwrap_or_else(|| panic!("no case {name}"));
             assert_eq!(
                 case.cmdline,
-                format!("init=/test/fuzz --calls {FUZZ_CALLS} --seed {FUZZ_SEED}")
+                format!("init=/test/fuzz --calls {FUZZ_CALLS} --seed {FUZZ_SEED} --trace")
             );
             assert_eq!((case.cores, case.nodes, case.status), (cores, nodes, 0));
             assert_eq!(case.limit, FUZZ_LIMIT);
