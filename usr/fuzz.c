@@ -3,7 +3,7 @@
  * fuzz` boots it as init and watches the serial log; `cargo xtask test` runs short fixed-seed
  * campaigns (and one natively on Linux). See docs/debugging.md ("Fuzzing").
  *
- *   fuzz --calls N [--seed S] [--workers W] [--trace] [--hb-ms MS] [--dir DIR]
+ *   fuzz --calls N [--seed S] [--workers W] [--trace] [--verbose] [--hb-ms MS] [--dir DIR]
  *
  * The supervisor (this process, init on Reef) makes a scratch tree in DIR (default /tmp/fuzz on
  * Reef, /tmp/fuzz.<pid> elsewhere), forks W workers (default: one per CPU it may run on), each in
@@ -22,35 +22,45 @@
  * pids) and the points where a worker dies of a signal or is stopped by the watchdog depend on
  * scheduling, so two runs with one seed agree on the calls, not on every interleaving.
  *
- * Output (all lines start with `fuzz: `), on stdout (the serial console as init):
+ * Output (all lines start with `fuzz: `), on stdout (the serial console as init), one write()
+ * per line:
  *   start seed=S calls=N workers=W ...      once
- *   hb t=SECONDS calls=C rate=R/s restarts=.. watchdog=.. strays=.. free=MiB
+ *   hb t=SECONDS calls=C rate=R/s restarts=.. watchdog=.. strays=.. escaped=.. free=MiB
  *                                           every --hb-ms (default 1000) ms: the heartbeat;
  *                                           `cargo xtask fuzz` calls a silence of 60 s a hang
  *   last wW gG #I pid=P NAME(ARGS) = RET    after every heartbeat, each worker's latest call
- *                                           (`= ?`: still in the kernel)
- *   watchdog wW ... stuck S s in CALL       a worker made no progress: it was SIGKILLed
- *   T wW gG #I pid=P NAME(ARGS)             --trace only: every call, written by the worker
- *                                           itself before it enters the kernel (slow, exact)
- *   FAIL REASON, then ring wW ... lines     the kernel is alive but wrong (a worker that does
- *                                           not die after SIGKILL, fork failing for good):
- *                                           every worker's last 16 calls; exit status 1
+ *                                           (`= ?`: still in the kernel; `#I.K`: the K-th call
+ *                                           of a child that call I forked)
+ *   watchdog CALL: no progress for T ms     a worker was stuck in CALL for 3 s (a blocked call
+ *                                           is first poked with SIGALRM after 0.1 s): SIGKILL
+ *   T wW gG #I pid=P NAME(ARGS)             --trace: every call, written by the worker itself
+ *                                           before it enters the kernel (exact; the serial port
+ *                                           of QEMU is cheap)
+ *   FAIL REASON, ring wW ..., left STAT     the kernel is alive but wrong: a process that does
+ *                                           not die 30 s after SIGKILL, fork failing for 10 s,
+ *                                           the supervisor's shared memory changing under it;
+ *                                           every worker's last 16 calls and (on Reef) every
+ *                                           process left; exit status 1
+ *   generations ended: SIGNAL=N ...         how workers died
  *   done calls=N seed=S ...                 the end; exit status 0
- * A kernel panic leaves no chance to print anything, so the last calls are those of the last
- * heartbeat (and, with --trace, the exact ones).
+ * --verbose adds `ended CALL: HOW` for every generation that ended and `poke CALL` lines.
+ * A kernel panic leaves no chance to print anything: the last calls are those of the trace (or
+ * of the last heartbeat without --trace).
  *
  * Safety of the harness (the workers must not break the supervisor, the machine or the host):
  * no reboot; signals only to the worker itself, its own process group, its children or pids
  * that do not exist (checked on the low 32 bits, which is what the kernel reads); no setsid or
- * setpgid that leaves the group; calls that change the file system get paths in DIR only (and
- * symlink targets and link sources too, linkat without AT_EMPTY_PATH), other paths are only
- * read; no /dev/console, /dev/tty, /proc/1/fd; execve only of programs that exit (or of files
- * that are not programs) with argv without `--calls` (so a copy of this program refuses to run);
- * worker stdin/stdout/stderr are /dev/null; a worker keeps at most 16 MiB of its mappings (a
- * bigger mmap is unmapped right after it succeeded), a call that writes to a regular file asks
- * for 8 MiB at most and a file over 8 MiB is cut to 0 after it, at most 4 children (killed and
- * reaped), at most 48 descriptors. Natively as root it first becomes
- * nobody. Unknown numbers are ones Linux has no call for either.
+ * setpgid that leaves the group (on Reef, which lets setpgid() name a group that does not exist,
+ * processes that leave anyway are killed by a sweep of /proc every 2 s: `escaped`); calls that
+ * change the file system get paths in DIR only (and symlink targets and link sources too,
+ * linkat without AT_EMPTY_PATH), other paths are only read; no /dev/console, /dev/tty,
+ * /proc/1/fd; execve only of programs that exit (or of files that are not programs) with argv
+ * without `--calls` (so a copy of this program refuses to run); worker stdin/stdout/stderr are
+ * /dev/null; the supervisor's shared pages lie far from everything the workers map; a worker
+ * keeps at most 16 MiB of its mappings (a bigger mmap is unmapped right after it succeeded), a
+ * call that writes to a regular file asks for 8 MiB at most and a file over 8 MiB is cut to 0
+ * after it, at most 4 children (killed and reaped), at most 48 descriptors. Natively as root it
+ * first becomes nobody. Unknown numbers are ones Linux has no call for either.
  */
 #define _GNU_SOURCE
 #include "reef-test.h"

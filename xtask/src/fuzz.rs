@@ -344,6 +344,74 @@ pub fn last_calls(lines: &[&str], k: usize) -> BTreeMap<u32, Vec<String>> {
         .collect()
 }
 
+/// The last traced call of each process (pid) of each worker that is older than the worker's
+/// last `recent` calls: a process that stopped calling while its worker went on (a child stuck in
+/// the kernel, or one that ended), with how many of the worker's calls ago, oldest first. These
+/// are the candidates for a call that hogs a core or never returns.
+pub fn stalled_processes(lines: &[&str], recent: usize) -> BTreeMap<u32, Vec<(String, usize)>> {
+    let mut per: BTreeMap<u32, Vec<(&str, &str)>> = BTreeMap::new();
+    for l in lines {
+        let Some(w) = trace_worker(l) else {
+            continue;
+        };
+        let call = &l["fuzz: T ".len()..];
+        let pid = call
+            .split_whitespace()
+            .find(|t| t.starts_with("pid="))
+            .unwrap_or("");
+        per.entry(w).or_default().push((pid, call));
+    }
+    let mut out = BTreeMap::new();
+    for (w, calls) in per {
+        let n = calls.len();
+        let mut last: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, (pid, _)) in calls.iter().enumerate() {
+            last.insert(pid, i);
+        }
+        let mut old: Vec<(String, usize)> = last
+            .values()
+            .filter(|&&i| i + recent < n)
+            .map(|&i| (format!("T: {}", calls[i].1), n - 1 - i))
+            .collect();
+        old.sort_by_key(|o| std::cmp::Reverse(o.1));
+        if !old.is_empty() {
+            out.insert(w, old);
+        }
+    }
+    out
+}
+
+/// The pids of the supervisor's `fuzz: left PID (comm) ...` lines (processes still there when
+/// it failed; zombies excluded), as `pid=PID`.
+pub fn left_pids(lines: &[&str]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("fuzz: left "))
+        .filter(|rest| !rest.contains(") Z "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(|pid| format!("pid={pid}"))
+        .collect()
+}
+
+/// Which of the processes that stopped calling to show: those the supervisor found still there
+/// (`left`), when it said; else (a panic or hang) each worker's 3 most recent, as most are
+/// children that simply ended.
+fn shown_stalled(
+    mut all: BTreeMap<u32, Vec<(String, usize)>>,
+    left: &[String],
+) -> BTreeMap<u32, Vec<(String, usize)>> {
+    for calls in all.values_mut() {
+        if left.is_empty() {
+            let n = calls.len();
+            calls.drain(..n.saturating_sub(3));
+        } else {
+            calls.retain(|(c, _)| c.split_whitespace().any(|t| left.iter().any(|p| p == t)));
+        }
+    }
+    all.retain(|_, c| !c.is_empty());
+    all
+}
+
 /// A call line without its ` = RESULT` (and what follows it), for comparisons.
 fn strip_result(call: &str) -> &str {
     call.split(" = ").next().unwrap_or(call)
@@ -424,7 +492,7 @@ fn trace_worker(line: &str) -> Option<u32> {
 /// What the watcher keeps in memory of a long log: its last lines (the whole log is on disk).
 const KEEP_LINES: usize = 100_000;
 /// The trace lines kept per worker.
-pub const TRACE_KEEP: usize = 32;
+pub const TRACE_KEEP: usize = 256;
 
 /// The serial log as the watcher keeps it: the last lines in arrival order, and apart from them
 /// each worker's last trace lines (numbered in the same sequence).
@@ -641,7 +709,16 @@ fn print_failure(
     }
     if !registers.is_empty() {
         let r = rips(registers);
-        println!("---- where each vCPU was (QEMU monitor) ----");
+        let file = log.with_extension("registers");
+        let saved = std::fs::write(&file, registers).is_ok();
+        println!(
+            "---- where each vCPU was (QEMU monitor{}) ----",
+            if saved {
+                format!("; all registers in {}", file.display())
+            } else {
+                String::new()
+            }
+        );
         let places = addr2line(elf, &r);
         for (cpu, rip) in r.iter().enumerate() {
             let place = places.get(cpu).map_or("", String::as_str);
@@ -656,6 +733,7 @@ fn print_failure(
          `= ?`: in the kernel) ----"
     );
     let calls = last_calls(lines, 8);
+    let others = shown_stalled(stalled_processes(lines, 8), &left_pids(lines));
     if calls.is_empty() {
         println!("(none in the log)");
     }
@@ -663,6 +741,10 @@ fn print_failure(
         println!("worker {w}:");
         for c in calls {
             println!("  {c}");
+        }
+        for (call, ago) in others.get(&w).into_iter().flatten() {
+            println!("  ... a process that made no call since, {ago} calls of this worker ago:");
+            println!("    {call}");
         }
     }
     println!("---- reproduce ----");
@@ -681,7 +763,7 @@ pub fn check_campaign(log: &str, status: i32) -> Result<(), String> {
             for l in kernel_report(&lines).iter().take(3) {
                 msg.push_str(&format!("\n  {l}"));
             }
-            for (w, calls) in last_calls(&lines, 2) {
+            for (w, calls) in last_calls(&lines, 4) {
                 for c in calls {
                     msg.push_str(&format!("\n  worker {w}: {c}"));
                 }
@@ -914,12 +996,13 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
     #[test]
     fn the_watcher_keeps_each_workers_last_trace_lines_in_place() {
         let mut kept = Kept::default();
+        let n = TRACE_KEEP + 5;
         kept.push("fuzz: hb t=1.0s calls=3".into());
-        for i in 0..(TRACE_KEEP + 5) {
+        for i in 0..n {
             kept.push(format!("fuzz: T w1 g0 #{i} pid=4 getpid()"));
         }
         kept.push("fuzz: T w0 g0 #0 pid=3 brk(0)".into());
-        kept.push("fuzz: last w1 g0 #36 pid=4 getpid() = 4".into());
+        kept.push(format!("fuzz: last w1 g0 #{} pid=4 getpid() = 4", n - 1));
         kept.push("reef: panic on core 0 at x.rs:1:1: boom".into());
         assert_eq!(kept.lines.len(), 3);
         let merged = kept.merged();
@@ -931,18 +1014,68 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
             "reef: panic on core 0 at x.rs:1:1: boom"
         );
         let calls = last_calls(&merged, 3);
-        // #36's trace line gives way to the heartbeat's line of the same call, with its result.
+        // The last call's trace line gives way to the heartbeat's line of it, with its result.
         assert_eq!(
             calls[&1],
             [
-                "T: w1 g0 #34 pid=4 getpid()",
-                "T: w1 g0 #35 pid=4 getpid()",
-                "last: w1 g0 #36 pid=4 getpid() = 4"
+                format!("T: w1 g0 #{} pid=4 getpid()", n - 3),
+                format!("T: w1 g0 #{} pid=4 getpid()", n - 2),
+                format!("last: w1 g0 #{} pid=4 getpid() = 4", n - 1)
             ]
         );
         assert_eq!(calls[&0], ["T: w0 g0 #0 pid=3 brk(0)"]);
+        assert!(stalled_processes(&merged, 8).is_empty());
         assert_eq!(trace_worker("fuzz: T w12 g0 #0 pid=3 brk(0)"), Some(12));
         assert_eq!(trace_worker("fuzz: last w12 g0 #0 pid=3 brk(0) = 1"), None);
+    }
+
+    #[test]
+    fn a_child_that_stopped_calling_is_shown() {
+        let mut log = String::new();
+        log.push_str("fuzz: T w2 g1 #40 pid=7 fork()\n");
+        log.push_str("fuzz: T w2 g1 #40.1 pid=9 sendfile(0x7, 0x9, 0, 0x80000000)\n");
+        for i in 41..60 {
+            log.push_str(&format!("fuzz: T w2 g1 #{i} pid=7 getpid()\n"));
+        }
+        log.push_str("fuzz: T w3 g0 #5 pid=8 getpid()\n");
+        let lines: Vec<&str> = log.lines().collect();
+        let s = stalled_processes(&lines, 8);
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            s[&2],
+            [(
+                "T: w2 g1 #40.1 pid=9 sendfile(0x7, 0x9, 0, 0x80000000)".to_string(),
+                19
+            )]
+        );
+    }
+
+    #[test]
+    fn stalled_processes_shown_are_those_left_or_the_latest() {
+        let mut log = String::new();
+        for (i, pid) in [10, 11, 12, 13, 14].iter().enumerate() {
+            log.push_str(&format!("fuzz: T w0 g1 #{i}.1 pid={pid} getpid()\n"));
+        }
+        for i in 5..20 {
+            log.push_str(&format!("fuzz: T w0 g1 #{i} pid=7 getpid()\n"));
+        }
+        let lines: Vec<&str> = log.lines().collect();
+        let all = stalled_processes(&lines, 8);
+        assert_eq!(all[&0].len(), 5);
+        let latest = shown_stalled(all.clone(), &[]);
+        let calls: Vec<&str> = latest[&0].iter().map(|(c, _)| &c[..16]).collect();
+        assert_eq!(
+            calls,
+            ["T: w0 g1 #2.1 pi", "T: w0 g1 #3.1 pi", "T: w0 g1 #4.1 pi"]
+        );
+        let left = left_pids(&[
+            "fuzz: left 11 (fuzz) R 1 11 1 0",
+            "fuzz: left 12 (fuzz) Z 7 7 1 0",
+        ]);
+        assert_eq!(left, ["pid=11"]);
+        let shown = shown_stalled(all, &left);
+        assert_eq!(shown[&0].len(), 1);
+        assert!(shown[&0][0].0.contains("pid=11 "));
     }
 
     #[test]

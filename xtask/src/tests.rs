@@ -510,7 +510,7 @@ const ONE_CORE: (u32, u32, u32) = (1, 1, 256);
 const FOUR_CORES: (u32, u32, u32) = (4, 2, 512);
 
 /// The fixed-seed fuzz campaign of `cargo xtask test` (`user-fuzz-...`): calls and seed.
-const FUZZ_CALLS: &str = "15000";
+const FUZZ_CALLS: &str = "20000";
 const FUZZ_SEED: &str = "1";
 /// Its time limit: a kernel hang shows as this limit passing.
 const FUZZ_LIMIT: Duration = Duration::from_secs(150);
@@ -667,7 +667,14 @@ fn user_tests() -> Vec<UserTest> {
     // (`cargo xtask fuzz` runs long ones; see docs/debugging.md). Natively it runs as nobody.
     tests.push(UserTest {
         name: "fuzz",
-        argv: words(&["/test/fuzz", "--calls", FUZZ_CALLS, "--seed", FUZZ_SEED]),
+        argv: words(&[
+            "/test/fuzz",
+            "--calls",
+            FUZZ_CALLS,
+            "--seed",
+            FUZZ_SEED,
+            "--trace",
+        ]),
         status: 0,
         signal: None,
         expect: Box::new(|_| vec![Expect::LineStart("fuzz: done calls=".into())]),
@@ -913,7 +920,14 @@ fn report(group: &str, name: &str, verdict: Result<(), String>, o: &Outcome, how
                 o.wall.as_secs_f64()
             );
             println!("---- log of {group}::{name} ({how}) ----");
-            println!("{}", o.log);
+            // The fuzzer's trace (a line per call) is left out: the verdict has the last calls.
+            let trace = o.log.lines().filter(|l| l.starts_with("fuzz: T ")).count();
+            for l in o.log.lines().filter(|l| !l.starts_with("fuzz: T ")) {
+                println!("{l}");
+            }
+            if trace > 0 {
+                println!("({trace} trace lines `fuzz: T ...` left out)");
+            }
             println!("---- end of log ----");
             false
         }
@@ -1280,6 +1294,42 @@ mod unit {
         let (program, args) = native_argv(&words(&["/bin/busybox", "echo", "hi"]));
         assert_eq!(program, Path::new("/bin/busybox"));
         assert_eq!(args, ["echo", "hi"]);
+    }
+
+    #[test]
+    fn fuzz_cases_have_a_fixed_seed_and_explain_failures() {
+        let cases = user_cases().unwrap();
+        for (cfg, cores, nodes) in [("1c1n", 1, 1), ("4c2n", 4, 2)] {
+            let name = format!("user-fuzz-{cfg}");
+            let case = cases.iter().find(|c| c.name == name);
+            let case = case.unwrap_or_else(|| panic!("no case {name}"));
+            assert_eq!(
+                case.cmdline,
+                format!("init=/test/fuzz --calls {FUZZ_CALLS} --seed {FUZZ_SEED} --trace")
+            );
+            assert_eq!((case.cores, case.nodes, case.status), (cores, nodes, 0));
+            assert_eq!(case.limit, FUZZ_LIMIT);
+            let m = machine(case);
+            let outcome = |log: &str| Outcome {
+                log: log.into(),
+                end: End::Exited(0),
+                wall: Duration::ZERO,
+            };
+            let good = "fuzz: done calls=15000 seed=1 workers=1\n\
+                        reef: init exited with status 0\n\
+                        reef: unimplemented syscalls: none\n\
+                        reef: free memory: before init 1 KiB, at power-off 1 KiB\n";
+            assert_eq!((case.check)(&m, &outcome(good)), Ok(()));
+            let panic = "fuzz: last w0 g1 #7 pid=3 mmap(0, 0x1000, 0x3, 0x21, 0, 0) = ?\n\
+                         reef: panic on core 0 at src/x.rs:1:1: boom\n";
+            let why = (case.explain.unwrap())(panic, 3).unwrap_err();
+            assert!(why.starts_with("kernel panic"), "{why}");
+            assert!(why.contains("worker 0: last: w0 g1 #7"), "{why}");
+        }
+        let fuzz = user_tests().into_iter().find(|t| t.name == "fuzz").unwrap();
+        assert!(fuzz.native);
+        assert_eq!(native_argv(&fuzz.argv).0, usr::program_path("fuzz"));
+        assert!(usr::TOOLS.iter().any(|p| p.name == "fuzz"));
     }
 
     #[test]
