@@ -50,8 +50,8 @@
  * Safety of the harness (the workers must not break the supervisor, the machine or the host):
  * no reboot; signals only to the worker itself, its own process group, its children or pids
  * that do not exist (checked on the low 32 bits, which is what the kernel reads); no setsid or
- * setpgid that leaves the group (on Reef, which lets setpgid() name a group that does not exist,
- * processes that leave anyway are killed by a sweep of /proc every 2 s: `escaped`); calls that
+ * setpgid that leaves the group (processes that leave anyway, into another existing group, are
+ * killed by a sweep of /proc every 2 s: `escaped`); calls that
  * change the file system get paths in DIR only (and symlink targets and link sources too,
  * linkat without AT_EMPTY_PATH), other paths are only read; no /dev/console, /dev/tty,
  * /proc/1/fd; execve only of programs that exit (or of files that are not programs) with argv
@@ -2517,6 +2517,28 @@ static void print_rings(void)
     }
 }
 
+/* For a /proc entry `name` of another process than this one, reads its /proc/PID/stat line
+ * (newline cut) into `line` and returns the pid; 0 for anything else. */
+static long read_stat(const char *name, char *line, size_t size)
+{
+    char *end;
+    long pid = strtol(name, &end, 10);
+    if (*end || pid <= 0 || pid == getpid())
+        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, line, size - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    line[n] = 0;
+    line[strcspn(line, "\n")] = 0;
+    return pid;
+}
+
 /* Prints `fuzz: left STAT` for every process but this one (from /proc/PID/stat). */
 static void print_processes(void)
 {
@@ -2524,31 +2546,18 @@ static void print_processes(void)
     if (!d)
         return;
     struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == getpid())
-            continue;
-        char path[64], line[256];
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, line, sizeof line - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        line[n] = 0;
-        line[strcspn(line, "\n")] = 0;
-        say("fuzz: left %s\n", line);
-    }
+    char line[256];
+    while ((de = readdir(d)) != NULL)
+        if (read_stat(de->d_name, line, sizeof line) > 0)
+            say("fuzz: left %s\n", line);
     closedir(d);
 }
 
 /* Reef only (the supervisor is init there, every other process descends from it): SIGKILLs
  * the processes that are in no running worker's group (all of them with `all`). A worker or
- * child may leave its group: Reef lets setpgid() name a group that does not exist (Linux says
- * EPERM), and the supervisor's kill(-pgid) would no longer reach it. Returns how many. */
+ * child may leave its group (setpgid() into another existing group; until issue 11, Reef also
+ * let it name a group that did not exist), and the supervisor's kill(-pgid) would no longer
+ * reach it. Returns how many. */
 static unsigned sweep(int all)
 {
     unsigned n = 0;
@@ -2557,20 +2566,10 @@ static unsigned sweep(int all)
         return 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 1 || pid == getpid())
+        char line[256];
+        long pid = read_stat(de->d_name, line, sizeof line);
+        if (pid <= 1)
             continue;
-        char path[64], line[256];
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-            continue;
-        ssize_t len = read(fd, line, sizeof line - 1);
-        close(fd);
-        if (len <= 0)
-            continue;
-        line[len] = 0;
         /* pid (comm) state ppid pgid ...; comm has no spaces or ')' here. */
         char *p = strrchr(line, ')');
         char state;

@@ -266,8 +266,8 @@ pub fn write(data: &[u8]) -> Result<usize, Errno> {
         done += chunk.len();
         // The serial port is slow: let other threads run between chunks, and stop for a
         // killed writer.
-        if let Some(me) = crate::proc::sched::current() {
-            if !crate::proc::sched::keep_going(&me) {
+        if let Some(me) = sched::current() {
+            if !sched::keep_going(&me) {
                 return Ok(done);
             }
         }

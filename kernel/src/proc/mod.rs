@@ -375,7 +375,7 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             signal::deliver(&me, frame);
             continue;
         }
-        if !returnable(frame) {
+        if !user::returnable(frame) {
             // A handler address or a restored frame the program chose: `iretq` would fault in
             // the kernel. Linux delivers SIGSEGV; so does Reef (its default action, or a
             // handler, which may repair the frame).
@@ -386,13 +386,6 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
         }
         return;
     }
-}
-
-/// Whether `iretq` can return to `frame` without faulting: its instruction and stack pointers
-/// are canonical (the selectors and flags are always the kernel's choice).
-fn returnable(frame: &InterruptFrame) -> bool {
-    let canonical = |a: u64| matches!((a as i64) >> 47, 0 | -1);
-    canonical(frame.rip) && canonical(frame.rsp)
 }
 
 /// Ends the process of `me`, which needs a page where no memory is left, with SIGKILL (what

@@ -2,7 +2,7 @@
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
-use crate::proc::Thread;
+use crate::proc::{sched, Thread};
 use crate::vm::PAGE_SIZE;
 use abi::Errno;
 use alloc::sync::Arc;
@@ -72,7 +72,7 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         vm.map_anywhere(len, addr & !(PAGE_SIZE - 1), prot, kind)?
     };
     if shared || flags & MAP_POPULATE != 0 {
-        if let Err(e) = vm.populate(start, start + len, prot, shared) {
+        if let Err(e) = vm.populate(start, start + len, prot, shared, || sched::keep_going(me)) {
             let _ = vm.unmap(start, len);
             return Err(e);
         }

@@ -114,7 +114,8 @@ pub enum ReadOp {
     Resolve(u64),
     /// At most [`STEP_REGIONS`] regions starting at or above an address (for `fork`).
     Regions(u64),
-    /// At most [`STEP_PAGES`] page mappings at or above an address (for `fork`).
+    /// At most [`STEP_PAGES`] page mappings at or above an address, each with whether it lies
+    /// in shared memory (for `fork`).
     Pages(u64),
 }
 
@@ -174,8 +175,8 @@ pub enum Resp {
     Resolved(Option<Translation>, Option<Region>),
     /// `Regions`.
     Regions(Vec<Region>),
-    /// `Pages`.
-    Pages(Vec<Mapping>),
+    /// `Pages`: each mapping, and whether its region is shared anonymous memory.
+    Pages(Vec<(Mapping, bool)>),
     /// A region was added at this address; these pages were removed.
     Mapped(Result<(u64, Vec<vspace::Unmapped>), MapError>),
     /// `MapRegion` with `replace` changed nothing: too many pages are mapped in the range to
@@ -206,7 +207,18 @@ impl nr::Dispatch for Replica {
                     .copied()
                     .collect(),
             ),
-            ReadOp::Pages(from) => Resp::Pages(self.space.pages_from(from, STEP_PAGES)),
+            ReadOp::Pages(from) => Resp::Pages(
+                self.space
+                    .pages_from(from, STEP_PAGES)
+                    .into_iter()
+                    .map(|m| {
+                        let shared = self.space.region_at(m.vaddr).is_some_and(|r| {
+                            matches!(r.kind, RegionKind::Anonymous { shared: true })
+                        });
+                        (m, shared)
+                    })
+                    .collect(),
+            ),
         }
     }
 
@@ -461,11 +473,18 @@ impl VSpace {
     }
 
     /// Allocates and maps zeroed frames for every page of `[start, end)` not yet mapped (for
-    /// MAP_POPULATE and shared memory), [`STEP_PAGES`] at a time; `shared` frames are reference
-    /// counted. A `PROT_NONE` range gets no frames (its pages come on demand once it is made
+    /// MAP_POPULATE and shared memory), [`STEP_PAGES`] at a time, asking `keep_going` between
+    /// steps; `shared` frames are reference counted. A `PROT_NONE` range gets no frames (its pages come on demand once it is made
     /// accessible). `ENOMEM` when memory runs out: the pages mapped so far stay mapped (the
     /// caller unmaps the range), none is lost.
-    pub fn populate(&self, start: u64, end: u64, prot: Prot, shared: bool) -> Result<(), Errno> {
+    pub fn populate(
+        &self,
+        start: u64,
+        end: u64,
+        prot: Prot,
+        shared: bool,
+        keep_going: impl Fn() -> bool,
+    ) -> Result<(), Errno> {
         if prot.is_none() {
             return Ok(());
         }
@@ -492,12 +511,10 @@ impl VSpace {
                 pages.push((va, phys, PageSize::Base4K, prot));
                 if pages.len() == STEP_PAGES {
                     self.map_frames(core::mem::take(&mut pages));
-                    // Between steps (no lock held): other threads may run, and a killed
-                    // process stops here (the caller unmaps what was populated).
-                    if let Some(me) = crate::proc::sched::current() {
-                        if !crate::proc::sched::keep_going(&me) {
-                            return Err(Errno::EINTR);
-                        }
+                    // Between steps (no lock held) the caller may yield, or stop for a killed
+                    // process (it then unmaps what was populated).
+                    if !keep_going() {
+                        return Err(Errno::EINTR);
                     }
                 }
             }
@@ -637,19 +654,15 @@ impl VSpace {
             let Resp::Pages(pages) = self.nr.execute(ReadOp::Pages(from)) else {
                 unreachable!("Pages answers Pages")
             };
-            let Some(last) = pages.last() else { break };
+            let Some((last, _)) = pages.last() else { break };
             from = last.vaddr + last.size.bytes();
             let mut maps = Vec::new();
             maps.try_reserve(pages.len()).map_err(|_| Errno::ENOMEM)?;
             let mut failed = None;
-            for m in pages {
+            for (m, shared) in pages {
                 if m.prot.is_none() {
                     continue;
                 }
-                let shared = matches!(
-                    self.region_kind(m.vaddr),
-                    Some(RegionKind::Anonymous { shared: true })
-                );
                 if shared {
                     *SHARED_FRAMES.lock().entry(m.phys).or_insert(1) += 1;
                     maps.push((m.vaddr, m.phys, m.size, m.prot));
@@ -672,11 +685,6 @@ impl VSpace {
             }
         }
         Ok(child)
-    }
-
-    /// The kind of the region containing `va`, on this node's replica.
-    fn region_kind(&self, va: u64) -> Option<RegionKind> {
-        self.resolve(va).1.map(|r| r.kind)
     }
 
     /// Handles a page fault at `addr` by a thread of this address space. `write`/`exec` say
@@ -706,7 +714,7 @@ impl VSpace {
         }
         let page = addr & !(PAGE_SIZE - 1);
         let shared = matches!(region.kind, RegionKind::Anonymous { shared: true });
-        self.populate(page, page + PAGE_SIZE, region.prot, shared)
+        self.populate(page, page + PAGE_SIZE, region.prot, shared, || true)
             .map_err(|_| Fault::OutOfMemory)
     }
 

@@ -7,13 +7,48 @@
 //! [`interrupt_dispatch`] with the [`InterruptFrame`]. The exit path (`interrupt_exit`) is shared
 //! with the `syscall` entry and new threads (see `user.rs`); from user mode, the entry swaps GS to
 //! the KCB and clears AC (so SMAP holds even if the user set it). The `syscall` entry builds the
-//! same hardware part of the frame and joins the common path at `interrupt_save`.
+//! same hardware part of the frame and joins at `syscall_save`, which saves only XMM0-15.
 
 use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
 use core::arch::global_asm;
 
 global_asm!(
     r#"
+    .macro reef_push_gprs
+    push %rax
+    push %rbx
+    push %rcx
+    push %rdx
+    push %rsi
+    push %rdi
+    push %rbp
+    push %r8
+    push %r9
+    push %r10
+    push %r11
+    push %r12
+    push %r13
+    push %r14
+    push %r15
+    .endm
+    .macro reef_pop_gprs
+    pop %r15
+    pop %r14
+    pop %r13
+    pop %r12
+    pop %r11
+    pop %r10
+    pop %r9
+    pop %r8
+    pop %rbp
+    pop %rdi
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %rbx
+    pop %rax
+    .endm
+
     .section .text.interrupts, "ax"
     .balign 16
     .global interrupt_stubs
@@ -38,26 +73,24 @@ interrupt_common:
     je 1f
     clac
 1:
-    .global interrupt_save
 interrupt_save:
-    push %rax
-    push %rbx
-    push %rcx
-    push %rdx
-    push %rsi
-    push %rdi
-    push %rbp
-    push %r8
-    push %r9
-    push %r10
-    push %r11
-    push %r12
-    push %r13
-    push %r14
-    push %r15
+    reef_push_gprs
     sub $512, %rsp
     fxsave64 (%rsp)
     movq $0, {xmm_only}(%rsp)
+    jmp dispatch_and_exit
+
+    // The `syscall` entry (user.rs) joins here once it pushed the hardware part of the frame:
+    // it saves only XMM0-15 of the FPU state and marks the area so (see `user::complete_fpu`).
+    .global syscall_save
+syscall_save:
+    reef_push_gprs
+    sub $512, %rsp
+    .irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+    movdqu %xmm\n, 160 + 16 * \n(%rsp)
+    .endr
+    movq $1, {xmm_only}(%rsp)
+dispatch_and_exit:
     lea 512(%rsp), %rdi
     cld
     call interrupt_dispatch
@@ -68,21 +101,7 @@ interrupt_exit:
     cli
     call restore_fpu_area
     add $512, %rsp
-    pop %r15
-    pop %r14
-    pop %r13
-    pop %r12
-    pop %r11
-    pop %r10
-    pop %r9
-    pop %r8
-    pop %rbp
-    pop %rdi
-    pop %rsi
-    pop %rdx
-    pop %rcx
-    pop %rbx
-    pop %rax
+    reef_pop_gprs
     testb $3, 24(%rsp)
     jz 2f
     swapgs
@@ -92,26 +111,11 @@ interrupt_exit:
     // The return of a system call whose frame `sysret_ready` prepared: RCX and R11 hold the
     // user RIP and RFLAGS, so `sysretq` restores everything `iretq` would (CS and SS are
     // STAR's user selectors), without `iretq`'s stack loads and checks.
-    .global syscall_return
 syscall_return:
     cli
     call restore_fpu_area
     add $512, %rsp
-    pop %r15
-    pop %r14
-    pop %r13
-    pop %r12
-    pop %r11
-    pop %r10
-    pop %r9
-    pop %r8
-    pop %rbp
-    pop %rdi
-    pop %rsi
-    pop %rdx
-    pop %rcx
-    pop %rbx
-    pop %rax
+    reef_pop_gprs
     swapgs
     mov 40(%rsp), %rsp
     sysretq
@@ -123,22 +127,10 @@ restore_fpu_area:
     jne 5f
     fxrstor64 8(%rsp)
     ret
-5:  movdqu 168(%rsp), %xmm0
-    movdqu 184(%rsp), %xmm1
-    movdqu 200(%rsp), %xmm2
-    movdqu 216(%rsp), %xmm3
-    movdqu 232(%rsp), %xmm4
-    movdqu 248(%rsp), %xmm5
-    movdqu 264(%rsp), %xmm6
-    movdqu 280(%rsp), %xmm7
-    movdqu 296(%rsp), %xmm8
-    movdqu 312(%rsp), %xmm9
-    movdqu 328(%rsp), %xmm10
-    movdqu 344(%rsp), %xmm11
-    movdqu 360(%rsp), %xmm12
-    movdqu 376(%rsp), %xmm13
-    movdqu 392(%rsp), %xmm14
-    movdqu 408(%rsp), %xmm15
+5:
+    .irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+    movdqu 168 + 16 * \n(%rsp), %xmm\n
+    .endr
     ret
 "#,
     xmm_only = const super::user::XMM_ONLY,

@@ -59,45 +59,7 @@ syscall_entry:
     push %rcx
     push %rax
     pushq ${syscall_vector}
-    push %rax
-    push %rbx
-    push %rcx
-    push %rdx
-    push %rsi
-    push %rdi
-    push %rbp
-    push %r8
-    push %r9
-    push %r10
-    push %r11
-    push %r12
-    push %r13
-    push %r14
-    push %r15
-    sub $512, %rsp
-    movdqu %xmm0, 160(%rsp)
-    movdqu %xmm1, 176(%rsp)
-    movdqu %xmm2, 192(%rsp)
-    movdqu %xmm3, 208(%rsp)
-    movdqu %xmm4, 224(%rsp)
-    movdqu %xmm5, 240(%rsp)
-    movdqu %xmm6, 256(%rsp)
-    movdqu %xmm7, 272(%rsp)
-    movdqu %xmm8, 288(%rsp)
-    movdqu %xmm9, 304(%rsp)
-    movdqu %xmm10, 320(%rsp)
-    movdqu %xmm11, 336(%rsp)
-    movdqu %xmm12, 352(%rsp)
-    movdqu %xmm13, 368(%rsp)
-    movdqu %xmm14, 384(%rsp)
-    movdqu %xmm15, 400(%rsp)
-    movq $1, {xmm_only}(%rsp)
-    lea 512(%rsp), %rdi
-    cld
-    call interrupt_dispatch
-    test %al, %al
-    jnz syscall_return
-    jmp interrupt_exit
+    jmp syscall_save
 
     .global switch_stacks
 switch_stacks:
@@ -154,7 +116,6 @@ user_copy_fixup:
     user_ss = const USER_SS,
     user_cs = const USER_CS,
     syscall_vector = const SYSCALL_VECTOR,
-    xmm_only = const XMM_ONLY,
     options(att_syntax)
 );
 
@@ -210,6 +171,17 @@ pub fn protection() -> (bool, bool) {
     (cr4 & CR4_SMEP != 0, cr4 & CR4_SMAP != 0)
 }
 
+/// Whether `addr` is canonical (bits 63..47 all equal).
+pub fn canonical(addr: u64) -> bool {
+    matches!((addr as i64) >> 47, 0 | -1)
+}
+
+/// Whether a return to user mode can load `frame` without faulting in the kernel: its
+/// instruction and stack pointers are canonical (selectors and flags are always the kernel's).
+pub fn returnable(frame: &InterruptFrame) -> bool {
+    canonical(frame.rip) && canonical(frame.rsp)
+}
+
 /// Whether the return to user mode in `frame` may use `sysretq` (the caller then does), and if
 /// so prepares RCX and R11 for it. Only the return of a `syscall` whose frame still says so
 /// qualifies: `syscall` itself clobbered the user's RCX and R11, so `sysretq` loses nothing;
@@ -218,12 +190,11 @@ pub fn protection() -> (bool, bool) {
 /// must be canonical (Intel CPUs raise #GP in ring 0 otherwise) and the trap flag clear.
 pub fn sysret_ready(frame: &mut InterruptFrame) -> bool {
     const TF: u64 = 1 << 8;
-    let canonical = matches!((frame.rip as i64) >> 47, 0 | -1);
     if frame.vector != SYSCALL_VECTOR
         || frame.cs != USER_CS
         || frame.ss != USER_SS
         || frame.rflags & TF != 0
-        || !canonical
+        || !canonical(frame.rip)
     {
         return false;
     }
