@@ -213,7 +213,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
         old.teardown();
     }
     drop(old);
-    *p.brk.lock() = (image.brk, image.brk);
+    *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();
     *p.cmdline.lock() = image.cmdline;
     p.signals.lock().exec();

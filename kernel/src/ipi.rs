@@ -8,13 +8,18 @@
 //! If the handler read r < t, the sender's IPI is still pending at the APIC and runs the handler
 //! again. Several requests and several senders may thus share one interrupt.
 //!
-//! Acknowledgement comes when the request is handled: a TLB shootdown is acknowledged after the
-//! flush, so the initiator may free frames as soon as every target acknowledged.
+//! Acknowledgement comes when the request is handled, with one exception: a TLB shootdown
+//! ([`shoot_down`], NrOS §4.2) is acknowledged as soon as the target has taken the pages to
+//! flush, before it flushes them. That is safe because the target flushes before it returns
+//! from the interrupt handler, and the handler touches no user memory. A target vCPU that the
+//! host has descheduled is not interrupted at all: the host flushes its TLB before it runs
+//! again (`arch::kvm`).
 
-use crate::arch::apic;
+use crate::arch::{apic, cpu};
 use crate::kcb::{self, CoreState, Kcb};
 use crate::time;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
+use vspace::FlushSet;
 
 /// The vector all requests share.
 pub const IPI_VECTOR: u8 = 0xF0;
@@ -27,7 +32,8 @@ pub enum IpiKind {
     Ping = 0,
     /// Stop: return cached frames, report stopped, halt (see `smp::BootDriver::stop`).
     Stop = 1,
-    /// Flush this core's TLB (NR-vMem shootdown); acknowledged after the flush.
+    /// Invalidate the translations in the target's `flush` set (NR-vMem shootdown);
+    /// acknowledged early, see [`shoot_down`].
     TlbFlush = 2,
     /// Bring this node's replicas up to date at the next safe point (NR log GC, §4.5).
     NrSync = 3,
@@ -126,11 +132,197 @@ pub fn handle() {
     if pending & (1 << IpiKind::Stop as u32) != 0 {
         crate::smp::stop_this_core(kcb, requested);
     }
-    if pending & (1 << IpiKind::TlbFlush as u32) != 0 {
-        crate::arch::cpu::flush_tlb();
-    }
     if pending & (1 << IpiKind::NrSync as u32) != 0 {
         kcb.sched.nr_sync.store(true, Ordering::Release);
     }
+    if pending & (1 << IpiKind::TlbFlush as u32) != 0 {
+        let set = kcb.ipi.flush.lock().take();
+        // Early acknowledgement: the flush below runs before this handler returns.
+        kcb.ipi.handled.fetch_max(requested, Ordering::SeqCst);
+        wake_halted_initiators(kcb);
+        invalidate(&set);
+    }
     kcb.ipi.handled.fetch_max(requested, Ordering::SeqCst);
+}
+
+/// Interrupts the initiators that asked for a wake-up and halted (see [`shoot_down`]).
+fn wake_halted_initiators(kcb: &Kcb) {
+    for (word, bits) in kcb.ipi.wake_after_ack.iter().enumerate() {
+        let mut bits = bits.swap(0, Ordering::SeqCst);
+        while bits != 0 {
+            let core = word * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if let Some(k) = kcb::get(core) {
+                if k.ipi.halted_for_acks.load(Ordering::SeqCst) {
+                    apic::send_ipi(k.apic_id, IPI_VECTOR);
+                }
+            }
+        }
+    }
+}
+
+/// Invalidates `set` in this core's TLB.
+pub fn invalidate(set: &FlushSet) {
+    if set.is_all() {
+        cpu::flush_tlb();
+    } else {
+        for &page in set.pages() {
+            cpu::invlpg(page);
+        }
+    }
+}
+
+/// TLB shootdown counters, for `/proc/reef/tlb`.
+pub struct ShootdownStats {
+    /// Shootdowns that had other cores to reach.
+    pub shootdowns: AtomicU64,
+    /// Targets interrupted with a `TlbFlush` IPI.
+    pub interrupted: AtomicU64,
+    /// Targets whose flush was left to the host because their vCPU was descheduled.
+    pub deferred: AtomicU64,
+    /// Shootdowns that named pages (`invlpg` each) rather than flushing everything.
+    pub by_page: AtomicU64,
+    /// Targets that took more than [`STUCK_NS`] to acknowledge (reported on the console).
+    pub stuck: AtomicU64,
+    /// Nanoseconds initiators spent waiting for acknowledgements.
+    pub wait_ns: AtomicU64,
+    /// Times an initiator halted until an acknowledgement (or another interrupt) came.
+    pub halts: AtomicU64,
+}
+
+/// The counters of every shootdown.
+pub static SHOOTDOWN_STATS: ShootdownStats = ShootdownStats {
+    shootdowns: AtomicU64::new(0),
+    interrupted: AtomicU64::new(0),
+    deferred: AtomicU64::new(0),
+    by_page: AtomicU64::new(0),
+    stuck: AtomicU64::new(0),
+    wait_ns: AtomicU64::new(0),
+    halts: AtomicU64::new(0),
+};
+
+/// A target that has not acknowledged a shootdown after this long is reported (and waited
+/// for: the caller cannot reuse what it unmapped before the target flushed).
+pub const STUCK_NS: u64 = 5_000_000_000;
+
+/// How long an initiator polls for an acknowledgement before it halts until one arrives.
+const ACK_POLL_NS: u64 = 20_000;
+
+/// Makes every core in `targets` (not the caller's) invalidate `set`, and returns once each
+/// has taken the request or is a descheduled vCPU whose flush the host will do. Requests to
+/// one core merge into its `flush` set.
+///
+/// The caller polls for each acknowledgement for [`ACK_POLL_NS`], then (with interrupts on)
+/// halts until the target interrupts it after acknowledging: a target that is slow to answer
+/// is usually a vCPU waiting for a host CPU, and a spinning initiator would keep one from it.
+pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
+    let stats = &SHOOTDOWN_STATS;
+    let me = kcb::current();
+    let (my_word, my_bit) = (me.core_id / 64, 1u64 << (me.core_id % 64));
+    let may_halt = cpu::interrupts_enabled();
+    let mut sent = [(0usize, 0u64); kcb::MAX_CORES];
+    let (mut interrupted, mut deferred) = (0, 0);
+    for core in targets {
+        let Some(target) = kcb::get(core).filter(|k| k.state() == CoreState::Online) else {
+            continue;
+        };
+        if target.steal.defer_flush() {
+            deferred += 1;
+            continue;
+        }
+        target.ipi.flush.lock().merge(set);
+        let ticket = post(target, IpiKind::TlbFlush);
+        apic::send_ipi(target.apic_id, IPI_VECTOR);
+        sent[interrupted] = (core, ticket.ticket);
+        interrupted += 1;
+    }
+    if interrupted + deferred == 0 {
+        return;
+    }
+    stats.shootdowns.fetch_add(1, Ordering::Relaxed);
+    stats.interrupted.fetch_add(interrupted as u64, Ordering::Relaxed);
+    if !set.is_all() {
+        stats.by_page.fetch_add(1, Ordering::Relaxed);
+    }
+    let waited = time::now_ns();
+    for &(core, ticket) in &sent[..interrupted] {
+        let Some(target) = kcb::get(core) else {
+            continue;
+        };
+        let ticket = Ticket { core, ticket };
+        let start = time::now_ns();
+        let mut reported = false;
+        loop {
+            if acknowledged(&ticket) {
+                break;
+            }
+            // A target the host descheduled after the IPI was sent is flushed by the host.
+            if target.steal.defer_flush() {
+                deferred += 1;
+                break;
+            }
+            let now = time::now_ns();
+            if !reported && now - start > STUCK_NS {
+                reported = true;
+                stats.stuck.fetch_add(1, Ordering::Relaxed);
+                crate::kprintln!(
+                    "reef: ipi: TLB shootdown from core {}: core {core} has not acknowledged for \
+                     {} s; still waiting",
+                    me.core_id,
+                    STUCK_NS / 1_000_000_000
+                );
+            }
+            if may_halt && now - start > ACK_POLL_NS {
+                // Pairs with the target's acknowledgement then `wake_halted_initiators`: it
+                // sees this flag, or this sees its acknowledgement. The timer also ends a halt.
+                me.ipi.halted_for_acks.store(true, Ordering::SeqCst);
+                target.ipi.wake_after_ack[my_word].fetch_or(my_bit, Ordering::SeqCst);
+                if !acknowledged(&ticket) {
+                    stats.halts.fetch_add(1, Ordering::Relaxed);
+                    cpu::enable_and_halt();
+                }
+                me.ipi.halted_for_acks.store(false, Ordering::SeqCst);
+            } else {
+                cpu::pause();
+            }
+        }
+    }
+    stats.deferred.fetch_add(deferred as u64, Ordering::Relaxed);
+    stats
+        .wait_ns
+        .fetch_add(time::now_ns() - waited, Ordering::Relaxed);
+}
+
+/// `/proc/reef/tlb`: the shootdown counters, then per online core the IPIs it received and the
+/// time the host stole from its vCPU (KVM steal time; 0 elsewhere).
+pub fn shootdown_report() -> alloc::string::String {
+    use core::fmt::Write;
+    let st = &SHOOTDOWN_STATS;
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let mut s = alloc::string::String::new();
+    let _ = writeln!(
+        s,
+        "shootdowns {}\nby_page {}\ninterrupted {}\ndeferred {}\nstuck {}\nwait_ns {}\n\
+         halts {}\npv_tlb_flush {}",
+        get(&st.shootdowns),
+        get(&st.by_page),
+        get(&st.interrupted),
+        get(&st.deferred),
+        get(&st.stuck),
+        get(&st.wait_ns),
+        get(&st.halts),
+        u8::from(crate::arch::kvm::pv_tlb_flush()),
+    );
+    let _ = writeln!(s, "core ipis_received steal_ns");
+    for core in 0..kcb::MAX_CORES {
+        if let Some(k) = kcb::get(core).filter(|k| k.state() == CoreState::Online) {
+            let _ = writeln!(
+                s,
+                "{core} {} {}",
+                get(&k.ipi.received),
+                k.steal.stolen_ns()
+            );
+        }
+    }
+    s
 }

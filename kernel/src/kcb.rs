@@ -11,16 +11,18 @@
 //! to reach a KCB (to send it an IPI, read its clock offset, or stop it).
 
 use crate::arch::gdt::CpuTables;
+use crate::arch::kvm::StealTime;
 use crate::proc::sched::CoreScheduler;
 use crate::sync::IrqMutex;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use frames::TCache;
+use vspace::FlushSet;
 
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 3;
+pub const KCB_LAYOUT_VERSION: u32 = 4;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -77,6 +79,14 @@ pub struct IpiMailbox {
     pub handled: AtomicU64,
     /// IPIs received (for reports).
     pub received: AtomicU64,
+    /// Translations to invalidate with the next `TlbFlush` request (merged from every
+    /// initiator that aimed one at this core since it last handled one).
+    pub flush: IrqMutex<FlushSet>,
+    /// Cores (a bit each) that sent this core a `TlbFlush` and want an interrupt after its
+    /// acknowledgement if they halted meanwhile.
+    pub wake_after_ack: [AtomicU64; MAX_CORES / 64],
+    /// This core is halted waiting for shootdown acknowledgements.
+    pub halted_for_acks: AtomicBool,
 }
 
 /// Top addresses of a core's stacks.
@@ -129,6 +139,8 @@ pub struct Kcb {
     pub syscalls: SyscallStats,
     /// Stacks of this core.
     pub stacks: CoreStacks,
+    /// KVM's steal-time record of the vCPU running this KCB (see `arch::kvm`).
+    pub steal: StealTime,
     /// GDT and TSS; touched only by the core running this KCB.
     tables: UnsafeCell<CpuTables>,
 }
@@ -238,6 +250,7 @@ impl Kcb {
             timer_ticks: AtomicU64::new(0),
             syscalls: SyscallStats::new(),
             stacks: CoreMemory::stacks(base),
+            steal: StealTime::new(),
             tables: UnsafeCell::new(CpuTables::new()),
         };
         // SAFETY: per the caller, the region is unused, writable and large enough (checked at

@@ -145,6 +145,12 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     arch::idt::init();
     arch::idt::load();
     arch::user::init_core();
+    if arch::kvm::register(&bsp.steal) {
+        kprintln!(
+            "reef: kvm: steal time on every core; TLB flushes of preempted vCPUs deferred to the host: {}",
+            if arch::kvm::pv_tlb_flush() { "yes" } else { "no" }
+        );
+    }
     apic::disable_legacy_pic();
     apic::init_local();
     bsp.set_state(CoreState::Online);

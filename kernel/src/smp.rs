@@ -207,6 +207,7 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     unsafe { kcb.adopt() };
     arch::idt::load();
     arch::user::init_core();
+    arch::kvm::register(&kcb.steal);
     apic::init_local();
     kcb.set_state(CoreState::Online);
     time::tsc_sync_target();
@@ -221,6 +222,7 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
 /// ticket `requested`, marks itself stopped and halts. Never returns.
 pub fn stop_this_core(kcb: &Kcb, requested: u64) -> ! {
     apic::timer_stop();
+    arch::kvm::unregister();
     if let Some(node) = mm::nodes().get(kcb.node_id) {
         let mut tcache = kcb.tcache.lock();
         let mut ncache = node.ncache.lock();

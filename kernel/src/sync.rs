@@ -17,6 +17,12 @@ pub struct IrqMutexGuard<'a, T> {
     were_enabled: bool,
 }
 
+impl<T: Default> Default for IrqMutex<T> {
+    fn default() -> Self {
+        IrqMutex::new(T::default())
+    }
+}
+
 impl<T> IrqMutex<T> {
     /// A new unlocked mutex.
     pub const fn new(value: T) -> Self {

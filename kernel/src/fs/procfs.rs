@@ -6,6 +6,7 @@
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
 //! /proc/reef/syscalls                                system calls: count and time, all cores
+//! /proc/reef/tlb                                     TLB shootdowns; IPIs and steal time per core
 //! ```
 //!
 //! `/proc` is reached by absolute paths, by paths relative to a working directory inside it,
@@ -42,6 +43,8 @@ pub enum File {
     Nrfs,
     /// `/proc/reef/syscalls`.
     Syscalls,
+    /// `/proc/reef/tlb`.
+    Tlb,
     /// `/proc/<pid>/status`.
     Status(Pid),
     /// `/proc/<pid>/stat`.
@@ -125,6 +128,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
         Place::Reef => match name {
             b"nrfs" => Ok(Place::File(File::Nrfs)),
             b"syscalls" => Ok(Place::File(File::Syscalls)),
+            b"tlb" => Ok(Place::File(File::Tlb)),
             _ => Err(Errno::ENOENT),
         },
         Place::Pid(pid) => match name {
@@ -217,6 +221,7 @@ fn ino_of(place: Place) -> u64 {
             File::Nrfs => (8, 0, 5),
             File::LoadAvg => (8, 0, 6),
             File::Syscalls => (8, 0, 7),
+            File::Tlb => (8, 0, 8),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -284,6 +289,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
         Place::Reef => {
             out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec()));
             out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
+            out.push((ino_of(Place::File(File::Tlb)), f, b"tlb".to_vec()));
         }
         Place::Pid(pid) => {
             process(pid)?;
@@ -373,6 +379,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         }
         File::Nrfs => s = crate::fs::report(),
         File::Syscalls => s = crate::syscall::accounting_report(),
+        File::Tlb => s = crate::ipi::shootdown_report(),
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             let threads = e.process.threads.lock().len();

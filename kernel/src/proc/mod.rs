@@ -30,7 +30,7 @@ use core::sync::atomic::{
 pub use sched::{current_thread, idle_loop};
 use signal::SignalState;
 use table::ProcessTable;
-use wait::WaitQueue;
+use wait::{SleepLock, WaitQueue};
 
 /// A process or thread id (Linux `pid_t`).
 pub type Pid = u32;
@@ -243,10 +243,13 @@ pub struct Process {
     pub files: IrqMutex<FdTable>,
     /// Signal actions and process-wide pending signals.
     pub signals: IrqMutex<SignalState>,
-    /// Program break: (start, current). Interrupts stay on while it is held: `brk` changes the
-    /// address space under it, and a thread waiting for it on another core must still
-    /// acknowledge that change's TLB shootdown.
-    pub brk: spin::Mutex<(u64, u64)>,
+    /// The address-space lock (Linux's `mmap_lock`), held by every system call that changes
+    /// regions (`mmap`, `munmap`, `mprotect`, `madvise`, `brk`, `fork`'s copy); it guards the
+    /// program break, (start, current). Its waiters sleep, so a thread waiting for another's
+    /// `munmap` leaves its core (idle cores are no TLB shootdown's targets), and interrupts
+    /// stay on while it is held, so a waiter elsewhere still acknowledges the holder's
+    /// shootdowns.
+    pub mm: SleepLock<(u64, u64)>,
     /// Path of the running program.
     pub exe: IrqMutex<String>,
     /// Its arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
@@ -278,7 +281,7 @@ impl Process {
             child_events: WaitQueue::new(),
             files: IrqMutex::new(files),
             signals: IrqMutex::new(signals),
-            brk: spin::Mutex::new((0, 0)),
+            mm: SleepLock::new((0, 0)),
             exe: IrqMutex::new(String::new()),
             cmdline: IrqMutex::new(Vec::new()),
             cwd: IrqMutex::new(cwd),
@@ -499,7 +502,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         SignalState::new(),
         crate::fs::root_dir()?,
     );
-    *p.brk.lock() = (image.brk, image.brk);
+    *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = String::from_utf8_lossy(&crate::fs::path::join(b"/", &image.path)).into_owned();
     *p.cmdline.lock() = image.cmdline;
     let frame = crate::exec::initial_frame(image.entry, image.rsp);

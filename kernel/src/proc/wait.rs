@@ -4,13 +4,18 @@
 //! A waiter reads the counter ([`WaitQueue::seq`]) before it checks its condition, and sleeps
 //! only if the counter still has that value when it enqueues itself; a waker bumps the counter
 //! before waking. So a wake-up between the check and the sleep is never lost.
+//!
+//! [`SleepLock`] is a lock built on a wait queue, for holds that may be long (an address-space
+//! change with its TLB shootdown): its waiters sleep, so their cores run other threads or go
+//! idle instead of spinning.
 
 use super::sched;
 use super::{Thread, ThreadState};
 use crate::sync::IrqMutex;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{fence, AtomicUsize, Ordering};
 
 /// How a sleep ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,5 +135,74 @@ pub fn block(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
         Wake::Interrupted
     } else {
         Wake::Event
+    }
+}
+
+/// A lock whose waiters sleep on a [`WaitQueue`] (uninterruptibly: holds are bounded).
+pub struct SleepLock<T> {
+    inner: spin::Mutex<T>,
+    sleepers: AtomicUsize,
+    queue: WaitQueue,
+}
+
+/// Guard of a [`SleepLock`]; wakes the sleepers when dropped.
+pub struct SleepLockGuard<'a, T> {
+    lock: &'a SleepLock<T>,
+    guard: Option<spin::MutexGuard<'a, T>>,
+}
+
+impl<T> SleepLock<T> {
+    /// A new unlocked lock.
+    pub const fn new(value: T) -> Self {
+        SleepLock {
+            inner: spin::Mutex::new(value),
+            sleepers: AtomicUsize::new(0),
+            queue: WaitQueue::new(),
+        }
+    }
+
+    /// Takes the lock, sleeping while another thread holds it. Must be called by a thread
+    /// (not the idle context) with no spin lock held.
+    pub fn lock(&self) -> SleepLockGuard<'_, T> {
+        loop {
+            if let Some(guard) = self.inner.try_lock() {
+                return SleepLockGuard {
+                    lock: self,
+                    guard: Some(guard),
+                };
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let seq = self.queue.seq();
+            // Pairs with the fence in `drop`: either the holder sees this sleeper and wakes
+            // the queue, or this sees the lock free and does not sleep.
+            fence(Ordering::SeqCst);
+            if self.inner.is_locked() {
+                self.queue.wait_uninterruptible(seq);
+            }
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl<T> Deref for SleepLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().expect("held until dropped")
+    }
+}
+
+impl<T> DerefMut for SleepLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_mut().expect("held until dropped")
+    }
+}
+
+impl<T> Drop for SleepLockGuard<'_, T> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        fence(Ordering::SeqCst);
+        if self.lock.sleepers.load(Ordering::SeqCst) > 0 {
+            self.lock.queue.notify_all();
+        }
     }
 }

@@ -65,6 +65,7 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     let prot = prot_arg(prot)?;
     let len = page_up(len)?;
     let kind = RegionKind::Anonymous { shared };
+    let _mm = me.process.mm.lock();
     let vm = me.process.vm();
     let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
         vm.map_fixed(addr, len, prot, kind, flags & MAP_FIXED_NOREPLACE == 0)?
@@ -84,6 +85,7 @@ pub fn munmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     if !a[0].is_multiple_of(PAGE_SIZE) || a[1] == 0 {
         return Err(Errno::EINVAL);
     }
+    let _mm = me.process.mm.lock();
     me.process.vm().unmap(a[0], page_up(a[1])?)?;
     Ok(0)
 }
@@ -96,6 +98,7 @@ pub fn mprotect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         return Ok(0);
     }
     let prot = prot_arg(a[2])?;
+    let _mm = me.process.mm.lock();
     me.process.vm().protect(a[0], page_up(a[1])?, prot)?;
     Ok(0)
 }
@@ -114,6 +117,7 @@ pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     }
     let len = page_up(a[1])?;
     if matches!(a[2], MADV_DONTNEED | MADV_FREE) {
+        let _mm = me.process.mm.lock();
         let vm = me.process.vm();
         let end = a[0].checked_add(len).ok_or(Errno::EINVAL)?;
         let region = vm
@@ -131,7 +135,7 @@ pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
 /// `brk`: grows or shrinks the heap region; returns the (possibly unchanged) break.
 pub fn brk(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let p = &me.process;
-    let mut brk = p.brk.lock();
+    let mut brk = p.mm.lock();
     let (start, current) = *brk;
     let want = a[0];
     if want < start || want >= crate::vm::MMAP_CEILING {

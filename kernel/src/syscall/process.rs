@@ -109,18 +109,21 @@ fn fork_process(
     let parent = &me.process;
     // CLONE_VM (vfork): the child runs in the parent's address space, on the parent's stack,
     // while the parent waits; otherwise it gets a copy.
+    let mm = parent.mm.lock();
     let vm = if flags & CLONE_VM != 0 {
         parent.vm()
     } else {
         parent.vm().fork()?
     };
+    let brk = *mm;
+    drop(mm);
     let pid = proc::next_pid();
     // The child gets a copy of the descriptor table sharing the open files (CLONE_FILES
     // between processes, a shared table, is treated the same way; see docs/architecture.md).
     let files = parent.files.lock().clone();
     let cwd = parent.cwd.lock().clone();
     let child = Process::new(pid, vm, files, parent.signals.lock().forked(), cwd);
-    *child.brk.lock() = *parent.brk.lock();
+    *child.mm.lock() = brk;
     *child.exe.lock() = parent.exe.lock().clone();
     *child.cmdline.lock() = parent.cmdline.lock().clone();
     child

@@ -11,17 +11,19 @@
 //! resolved by the `Resolve` read (which first brings the replica up to date); a fault inside a
 //! region with no page yet allocates one (demand paging); anything else is SIGSEGV.
 //!
-//! `munmap` and `mprotect` shoot down TLBs: after the update, the initiating core brings every
-//! replica up to date (so no node's tables still map the frames), sends a `TlbFlush` IPI to
-//! every core that has this address space loaded, waits for all acknowledgements (each target
-//! flushes before acknowledging), and only then frees the frames.
+//! `munmap` and `mprotect` shoot down TLBs (NrOS §4.2): after the update, the initiating core
+//! brings every replica up to date (so no node's tables still map the frames), asks every
+//! other core that has this address space loaded to invalidate the pages (one by one when they
+//! are few, see [`FlushSet`]), waits for their early acknowledgements, and only then frees the
+//! frames; a target whose vCPU the host has descheduled is flushed by the host instead
+//! ([`ipi::shoot_down`]).
 //!
 //! Anonymous `MAP_SHARED` memory is populated at `mmap` time and its frames are reference
 //! counted ([`SHARED_FRAMES`]) so that a forked child maps the same frames; private memory is
 //! copied at `fork` (no copy-on-write yet, see docs/architecture.md).
 
 use crate::arch::{cpu, paging};
-use crate::ipi::{self, IpiKind};
+use crate::ipi;
 use crate::kcb::{self, Kcb};
 use crate::mm::{self, Frame, FrameSize};
 use crate::replicated::NodeReplicated;
@@ -30,8 +32,11 @@ use abi::Errno;
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use vspace::{AddressSpace, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use vspace::{
+    AddressSpace, FlushSet, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory,
+    Unmapped,
+};
 
 pub use vspace::{Translation, PAGE_SIZE};
 
@@ -58,6 +63,10 @@ pub struct NodeTables {
 }
 
 impl NodeTables {
+    fn has_retired(&self) -> bool {
+        !self.retired.lock().is_empty()
+    }
+
     fn release_retired(&self) {
         let retired = core::mem::take(&mut *self.retired.lock());
         for phys in retired {
@@ -295,8 +304,18 @@ pub enum Fault {
 /// Frames of `MAP_SHARED` memory mapped by more than one address space, with their counts.
 static SHARED_FRAMES: IrqMutex<BTreeMap<u64, u32>> = IrqMutex::new(BTreeMap::new());
 static NEXT_VSPACE: AtomicUsize = AtomicUsize::new(1);
-/// TLB shootdowns done (for reports).
-pub static SHOOTDOWNS: AtomicU64 = AtomicU64::new(0);
+
+/// Proof that the caller holds an address space's `changes` lock.
+type Changes<'a> = spin::MutexGuard<'a, ()>;
+
+/// The pages a step removed, to invalidate.
+fn flush_set(removed: &[Unmapped]) -> FlushSet {
+    let mut set = FlushSet::EMPTY;
+    for u in removed {
+        set.add_page(u.vaddr);
+    }
+    set
+}
 
 /// A replicated address space.
 pub struct VSpace {
@@ -401,7 +420,7 @@ impl VSpace {
         kind: RegionKind,
         replace: bool,
     ) -> Result<u64, Errno> {
-        let _changes = self.changes.lock();
+        let changes = self.changes.lock();
         let op = UpdateOp::MapRegion {
             start,
             len,
@@ -409,12 +428,13 @@ impl VSpace {
             kind,
             replace,
         };
-        match self.map_op(op.clone()) {
+        match self.map_op(&changes, op.clone()) {
             // Too many pages to remove in one step: remove them in steps, then map (no other
             // change can come between, see `changes`).
             Err(None) => {
-                self.unmap_steps(start, len)?;
-                self.map_op(op).map_err(|e| e.unwrap_or(Errno::ENOMEM))
+                self.unmap_steps(&changes, start, len)?;
+                self.map_op(&changes, op)
+                    .map_err(|e| e.unwrap_or(Errno::ENOMEM))
             }
             r => r.map_err(|e| e.unwrap_or(Errno::ENOMEM)),
         }
@@ -428,26 +448,27 @@ impl VSpace {
         prot: Prot,
         kind: RegionKind,
     ) -> Result<u64, Errno> {
-        let _changes = self.changes.lock();
-        self.map_op(UpdateOp::MapAnywhere {
-            len,
-            hint,
-            prot,
-            kind,
-        })
+        let changes = self.changes.lock();
+        self.map_op(
+            &changes,
+            UpdateOp::MapAnywhere {
+                len,
+                hint,
+                prot,
+                kind,
+            },
+        )
         .map_err(|e| e.unwrap_or(Errno::ENOMEM))
     }
 
     /// Runs a map operation and frees what it replaced; `Err(None)`: too many pages to replace
     /// in one step, nothing changed.
-    fn map_op(&self, op: UpdateOp) -> Result<u64, Option<Errno>> {
+    fn map_op(&self, changes: &Changes, op: UpdateOp) -> Result<u64, Option<Errno>> {
         match self.nr.execute_mut(op) {
             Resp::Mapped(Ok((start, removed))) => {
-                if !removed.is_empty() {
-                    self.shootdown();
-                    for u in removed {
-                        free_frame(u.phys, u.size);
-                    }
+                self.shootdown(changes, flush_set(&removed));
+                for u in removed {
+                    free_frame(u.phys, u.size);
                 }
                 Ok(start)
             }
@@ -526,17 +547,17 @@ impl VSpace {
 
     /// Removes mappings in `[start, start + len)`; frees their frames after the shootdown.
     pub fn unmap(&self, start: u64, len: u64) -> Result<(), Errno> {
-        let _changes = self.changes.lock();
-        self.unmap_steps(start, len)
+        let changes = self.changes.lock();
+        self.unmap_steps(&changes, start, len)
     }
 
     /// Removes the regions of a range and then its pages, [`STEP_PAGES`] per step, each step
     /// followed by its shootdown and the freeing of its frames. The caller holds `changes`.
-    fn unmap_steps(&self, start: u64, len: u64) -> Result<(), Errno> {
+    fn unmap_steps(&self, changes: &Changes, start: u64, len: u64) -> Result<(), Errno> {
         loop {
             match self.nr.execute_mut(UpdateOp::Unmap { start, len }) {
                 Resp::Unmapped(Ok((removed, more))) => {
-                    self.shootdown();
+                    self.shootdown(changes, flush_set(&removed));
                     for u in removed {
                         free_frame(u.phys, u.size);
                     }
@@ -552,10 +573,12 @@ impl VSpace {
 
     /// Changes the protection of `[start, start + len)`.
     pub fn protect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Errno> {
-        let _changes = self.changes.lock();
+        let changes = self.changes.lock();
         match self.nr.execute_mut(UpdateOp::Protect { start, len, prot }) {
             Resp::Protected(Ok(())) => {
-                self.shootdown();
+                let mut set = FlushSet::EMPTY;
+                set.add_range(start, start.saturating_add(len));
+                self.shootdown(&changes, set);
                 Ok(())
             }
             Resp::Protected(Err(e)) => Err(e.to_errno()),
@@ -575,13 +598,13 @@ impl VSpace {
     /// space a failed `fork` or `execve` built), [`STEP_PAGES`] at a time. The caller no longer
     /// runs on these page tables' user half.
     pub fn teardown(&self) {
-        let _changes = self.changes.lock();
+        let changes = self.changes.lock();
         loop {
             let Resp::Unmapped(Ok((removed, more))) = self.nr.execute_mut(UpdateOp::Clear) else {
                 unreachable!("Clear answers Unmapped(Ok)")
             };
             if !removed.is_empty() {
-                self.shootdown();
+                self.shootdown(&changes, FlushSet::all());
                 for u in removed {
                     free_frame(u.phys, u.size);
                 }
@@ -593,41 +616,40 @@ impl VSpace {
         }
     }
 
-    /// Makes every replica apply all logged operations, then flushes the TLB of every core
-    /// that has this address space loaded and waits until they all did. A core that does not
-    /// acknowledge within 5 s is reported (once per shootdown) and waited for: the frames
-    /// cannot be reused while it may still cache them.
-    fn shootdown(&self) {
+    /// Makes every replica apply all logged operations, then invalidates `set` on every core
+    /// that has this address space loaded ([`ipi::shoot_down`]: early acknowledgement, pages
+    /// one by one when they are few, descheduled vCPUs left to the host), then frees the page
+    /// tables the replicas retired. With nothing to invalidate and no table retired (a range
+    /// with no page in it) no core is disturbed.
+    ///
+    /// Invalidating a page also drops the cached paging-structure entries above it, and a table
+    /// is retired only when a step removes its last page, which is in `set`: so the retired
+    /// tables are unreachable from every TLB afterwards. Every operation that retires a linked
+    /// table holds `changes` until its shootdown is done, so the tables freed here were all
+    /// retired by this caller's steps, never by a concurrent unmap whose shootdown has not run.
+    fn shootdown(&self, _changes: &Changes, mut set: FlushSet) {
         self.nr.sync_all();
-        SHOOTDOWNS.fetch_add(1, Ordering::Relaxed);
+        let retired = (0..self.roots.len())
+            .any(|node| self.nr.verify(node, |r| r.space.memory().has_retired()));
+        if set.is_empty() {
+            if !retired {
+                return;
+            }
+            set = FlushSet::all();
+        }
         let me = kcb::current();
-        if me.sched.active_vspace.load(Ordering::SeqCst) == self.id {
-            cpu::flush_tlb();
+        let running = |k: &Kcb| k.sched.active_vspace.load(Ordering::SeqCst) == self.id;
+        if running(me) {
+            ipi::invalidate(&set);
         }
-        let mut tickets = Vec::new();
-        for core in crate::online_cores() {
-            if core == me.core_id {
-                continue;
+        let others = (0..kcb::MAX_CORES)
+            .filter(|&c| c != me.core_id && kcb::get(c).is_some_and(running));
+        ipi::shoot_down(others, &set);
+        if retired {
+            for node in 0..self.roots.len() {
+                self.nr
+                    .verify(node, |r| r.space.memory().release_retired());
             }
-            let k = kcb::get(core).expect("online core has a KCB");
-            if k.sched.active_vspace.load(Ordering::SeqCst) == self.id {
-                if let Ok(t) = ipi::send(core, IpiKind::TlbFlush) {
-                    tickets.push(t);
-                }
-            }
-        }
-        for t in tickets {
-            if let Err(e) = ipi::wait(&t, 5_000_000_000) {
-                crate::kprintln!(
-                    "reef: vm: TLB shootdown of address space {} from core {}: {e}; still waiting",
-                    self.id,
-                    me.core_id
-                );
-                while ipi::wait(&t, u64::MAX / 2).is_err() {}
-            }
-        }
-        for node in 0..self.roots.len() {
-            self.nr.verify(node, |r| r.space.memory().release_retired());
         }
     }
 

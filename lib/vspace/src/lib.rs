@@ -100,6 +100,7 @@
 extern crate alloc;
 
 mod entry;
+mod flush;
 mod space;
 mod types;
 
@@ -107,6 +108,7 @@ pub use entry::{
     decode, EntryInfo, ACCESSED, ADDR_MASK, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT, PROT_NONE,
     TABLE_FLAGS, USER, WRITABLE,
 };
+pub use flush::{FlushSet, FLUSH_PAGES};
 pub use space::{AddressSpace, MAX_RANGES, MAX_REGIONS};
 pub use types::{
     MapError, Mapping, PageSize, Prot, Region, RegionKind, Translation, Unmapped, Walk,

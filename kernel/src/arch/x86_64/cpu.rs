@@ -156,6 +156,14 @@ pub fn disable_interrupts() -> bool {
     flags & (1 << 9) != 0
 }
 
+/// Whether maskable interrupts are enabled on this core.
+pub fn interrupts_enabled() -> bool {
+    let flags: u64;
+    // SAFETY: reading RFLAGS cannot break memory safety.
+    unsafe { asm!("pushfq", "pop {}", out(reg) flags, options(nomem, preserves_flags)) };
+    flags & (1 << 9) != 0
+}
+
 /// Re-enables interrupts if `were_enabled` (the value returned by [`disable_interrupts`]).
 pub fn restore_interrupts(were_enabled: bool) {
     if were_enabled {

@@ -1,10 +1,12 @@
 //! x86-64 architecture layer: boot entry, descriptor tables, interrupts, paging, local APIC,
-//! serial port and power control. Almost all of Reef's `unsafe` code lives here.
+//! serial port, power control and KVM's paravirtual interface. Almost all of Reef's `unsafe`
+//! code lives here.
 
 pub mod apic;
 pub mod cpu;
 pub mod gdt;
 pub mod idt;
+pub mod kvm;
 pub mod paging;
 pub mod power;
 pub mod rtc;
