@@ -66,6 +66,18 @@ impl WaitQueue {
         }
     }
 
+    /// Wakes the longest waiter (the counter still moves, so a thread about to wait retries).
+    pub fn notify_one(&self) {
+        let waiter = {
+            let mut q = self.inner.lock();
+            q.seq += 1;
+            (!q.waiters.is_empty()).then(|| q.waiters.remove(0))
+        };
+        if let Some(t) = waiter {
+            sched::wake(&t);
+        }
+    }
+
     /// Sleeps until the counter differs from `seq`, `deadline_ns` (absolute, [`crate::time`])
     /// passes, or a signal is pending.
     pub fn wait(&self, seq: u64, deadline_ns: Option<u64>) -> Wake {
@@ -145,7 +157,7 @@ pub struct SleepLock<T> {
     queue: WaitQueue,
 }
 
-/// Guard of a [`SleepLock`]; wakes the sleepers when dropped.
+/// Guard of a [`SleepLock`]; wakes the longest sleeper when dropped.
 pub struct SleepLockGuard<'a, T> {
     lock: &'a SleepLock<T>,
     guard: Option<spin::MutexGuard<'a, T>>,
@@ -202,7 +214,7 @@ impl<T> Drop for SleepLockGuard<'_, T> {
         drop(self.guard.take());
         fence(Ordering::SeqCst);
         if self.lock.sleepers.load(Ordering::SeqCst) > 0 {
-            self.lock.queue.notify_all();
+            self.lock.queue.notify_one();
         }
     }
 }
