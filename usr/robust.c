@@ -284,8 +284,11 @@ static void clone_part(void)
 
 /* ---- orphans ---- */
 
+static pid_t reaper; /* who adopts the orphans: this test's main process */
+
 static void orphan_parent(void)
 {
+    pid_t me = getpid();
     for (int i = 0; i < 20; i++) {
         pid_t pid = fork();
         if (pid < 0)
@@ -295,6 +298,12 @@ static void orphan_parent(void)
                            -1, 0);
             if (p != MAP_FAILED)
                 touch(p, 64 << 10);
+            /* The last one outlives its parent and sees getppid() turn to the reaper. */
+            if (i == 19) {
+                while (getppid() == me)
+                    sched_yield();
+                _exit(getppid() == reaper ? 0 : 4);
+            }
             _exit(0);
         }
     }
@@ -315,6 +324,7 @@ static void orphans(void)
     in_child("setpgid to a group that does not exist", bad_group, 0);
     if (getpid() != 1)
         CHECK_SYS(prctl(PR_SET_CHILD_SUBREAPER, 1));
+    reaper = getpid();
     measure_begin();
     in_child("orphan parent", orphan_parent, 0);
     /* Reap every orphan (reparented to init, which is this process on Reef). */
@@ -331,7 +341,7 @@ static void orphans(void)
     }
     CHECK_EQ(reaped, 20);
     measure_end("orphans");
-    SAY("orphans: 20 orphans reaped, nothing lost");
+    SAY("orphans: 20 orphans reaped, nothing lost; getppid() of an orphan turned to the reaper");
 }
 
 /* ---- canonical ---- */

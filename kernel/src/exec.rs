@@ -139,7 +139,7 @@ fn load_elf(
         false,
     )?;
     let first_page = stack.rsp & !(PAGE_SIZE - 1);
-    vm.populate(first_page, vm::STACK_TOP, Prot::RW, false, || true)?;
+    vm.populate(first_page, vm::STACK_TOP, Prot::RW, || true)?;
     let mut va = first_page;
     while va < vm::STACK_TOP {
         let t = vm.resolve(va).0.ok_or(Errno::ENOMEM)?;

@@ -4,13 +4,19 @@
 //!
 //! The allocation logic is the host-tested `frames` crate; this module gives it memory access
 //! (free lists are stored in the free frames, written through the direct map) and locking.
+//!
+//! Each node also keeps a share count per base frame of its RAM ([`share`], [`unshare`]),
+//! allocated at boot on the node (0.1% of its memory), so that counting the address spaces
+//! that map a frame never allocates, whatever a program maps.
 
 pub mod heap;
 
 use crate::arch::paging::phys_to_virt;
 use crate::kcb;
 use crate::sync::IrqMutex;
+use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, Ordering};
 pub use frames::{AllocError, Frame, FrameSize, PhysRange};
 use frames::{FrameLinks, NCache};
 use spin::Once;
@@ -50,6 +56,54 @@ pub struct NodeMemory {
     pub reserve: u64,
 }
 
+/// Share counts: per node, per range of its `ranges`, blocks of [`COUNTS_PER_BLOCK`] frames.
+static COUNTS: Once<Vec<Vec<Vec<Box<CountBlock>>>>> = Once::new();
+
+/// Base frames whose share counts one block holds (one 4 KiB page of counters).
+const COUNTS_PER_BLOCK: usize = 1024;
+type CountBlock = [AtomicU32; COUNTS_PER_BLOCK];
+
+fn count_blocks(r: &PhysRange) -> Vec<Box<CountBlock>> {
+    let frames = (r.end - r.base).div_ceil(frames::BASE_PAGE_SIZE) as usize;
+    (0..frames.div_ceil(COUNTS_PER_BLOCK))
+        .map(|_| Box::new([const { AtomicU32::new(0) }; COUNTS_PER_BLOCK]))
+        .collect()
+}
+
+/// The share count of the base frame at `phys`, if it is RAM.
+fn count_of(phys: u64) -> Option<&'static AtomicU32> {
+    let counts = COUNTS.get()?;
+    nodes().iter().zip(counts).find_map(|(n, node_counts)| {
+        n.ranges.iter().zip(node_counts).find_map(|(r, blocks)| {
+            let i = r
+                .contains(phys)
+                .then(|| ((phys - r.base) / frames::BASE_PAGE_SIZE) as usize)?;
+            Some(&blocks[i / COUNTS_PER_BLOCK][i % COUNTS_PER_BLOCK])
+        })
+    })
+}
+
+/// Records one more address space mapping the frame at `phys` (a `fork` child sharing it):
+/// a frame with no count yet has one owner, so it goes to 2.
+pub fn share(phys: u64) {
+    if let Some(c) = count_of(phys) {
+        let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            Some(v.max(1).saturating_add(1))
+        });
+    }
+}
+
+/// Records one address space fewer mapping the frame at `phys`; true if none is left and the
+/// caller must free it.
+pub fn unshare(phys: u64) -> bool {
+    count_of(phys).is_none_or(|c| {
+        let before = c
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(v.saturating_sub(1)))
+            .unwrap_or(0);
+        before <= 1
+    })
+}
+
 /// The kernel reserve of a node with `bytes` of RAM: 1/32 of it, between 4 and 32 MiB.
 pub const fn reserve_for(bytes: u64) -> u64 {
     let r = bytes / 32;
@@ -84,6 +138,14 @@ pub fn init(free: Vec<Vec<PhysRange>>, all: Vec<Vec<PhysRange>>) {
                     reserve,
                 }
             })
+            .collect()
+    });
+    // From the heap, once the NCaches can grow it: the boot core's node (the counts are
+    // touched only when frames are shared, unshared or freed).
+    COUNTS.call_once(|| {
+        nodes()
+            .iter()
+            .map(|n| n.ranges.iter().map(count_blocks).collect())
             .collect()
     });
 }

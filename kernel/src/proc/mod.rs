@@ -261,6 +261,9 @@ pub struct Process {
     pub vfork: IrqMutex<Option<Arc<VforkDone>>>,
     /// File-creation mask.
     pub umask: AtomicU32,
+    /// The parent's pid, for `getppid` without a process-table read: a copy of the table's,
+    /// stored before `Spawn` and set to 1 by the parent's `exit_process` when init adopts it.
+    pub ppid: AtomicU32,
 }
 
 impl Process {
@@ -287,6 +290,7 @@ impl Process {
             cwd: IrqMutex::new(cwd),
             vfork: IrqMutex::new(None),
             umask: AtomicU32::new(0o022),
+            ppid: AtomicU32::new(0),
         })
     }
 
@@ -456,7 +460,12 @@ fn exit_process(p: &Arc<Process>) {
         crate::init_exited(status);
     }
     let parent = match table().execute_mut(table::UpdateOp::Exit { pid: p.pid, status }) {
-        table::Resp::Exited(parent) => parent,
+        table::Resp::Exited(parent, orphans) => {
+            for o in orphans {
+                o.ppid.store(1, Ordering::Release);
+            }
+            parent
+        }
         _ => None,
     };
     if let Some(parent) = parent {

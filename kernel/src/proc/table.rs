@@ -121,8 +121,8 @@ pub enum Resp {
     Pids(Vec<Pid>),
     /// Success or an errno.
     Done(Result<Pid, abi::Errno>),
-    /// `Exit`: the parent to notify, if it is alive.
-    Exited(Option<Arc<Process>>),
+    /// `Exit`: the parent to notify, if it is alive, and the children init adopted.
+    Exited(Option<Arc<Process>>, Vec<Arc<Process>>),
 }
 
 impl ProcessTable {
@@ -200,14 +200,16 @@ impl nr::Dispatch for ProcessTable {
             }
             UpdateOp::Exit { pid, status } => {
                 let Some(e) = self.entries.get_mut(&pid) else {
-                    return Resp::Exited(None);
+                    return Resp::Exited(None, Vec::new());
                 };
                 e.life = Life::Zombie(status);
                 let ppid = e.ppid;
+                let mut adopted = Vec::new();
                 if let Some(orphans) = self.children.remove(&pid) {
                     for c in &orphans {
                         if let Some(ce) = self.entries.get_mut(c) {
                             ce.ppid = 1;
+                            adopted.push(ce.process.clone());
                         }
                     }
                     self.children.entry(1).or_default().extend(orphans);
@@ -217,7 +219,7 @@ impl nr::Dispatch for ProcessTable {
                     .get(&ppid)
                     .filter(|p| p.life == Life::Alive)
                     .map(|p| p.process.clone());
-                Resp::Exited(parent)
+                Resp::Exited(parent, adopted)
             }
             UpdateOp::Reap { pid } => match self.entries.get(&pid) {
                 Some(e) if matches!(e.life, Life::Zombie(_)) => {

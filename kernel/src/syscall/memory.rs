@@ -73,7 +73,7 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         vm.map_anywhere(len, addr & !(PAGE_SIZE - 1), prot, kind)?
     };
     if shared || flags & MAP_POPULATE != 0 {
-        if let Err(e) = vm.populate(start, start + len, prot, shared, || sched::keep_going(me)) {
+        if let Err(e) = vm.populate(start, start + len, prot, || sched::keep_going(me)) {
             let _ = vm.unmap(start, len);
             return Err(e);
         }

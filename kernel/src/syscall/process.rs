@@ -48,10 +48,6 @@ const WNOWAIT: u64 = 0x0100_0000;
 const WALL: u64 = 0x4000_0000;
 const WCLONE: u64 = 0x8000_0000;
 
-fn ppid_of(pid: Pid) -> Pid {
-    proc::lookup(pid).map(|e| e.ppid).unwrap_or(0)
-}
-
 pub fn getpid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     Ok(me.process.pid as u64)
 }
@@ -61,7 +57,7 @@ pub fn gettid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResul
 }
 
 pub fn getppid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
-    Ok(ppid_of(me.process.pid) as u64)
+    Ok(u64::from(me.process.ppid.load(Ordering::Acquire)))
 }
 
 pub fn sched_yield(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
@@ -147,6 +143,7 @@ fn fork_process(
         *child.vfork.lock() = Some(done.clone());
         done
     });
+    child.ppid.store(parent.pid, Ordering::Release);
     proc::table().execute_mut(UpdateOp::Spawn {
         pid,
         ppid: parent.pid,

@@ -19,7 +19,7 @@
 //! ([`ipi::shoot_down`]).
 //!
 //! Anonymous `MAP_SHARED` memory is populated at `mmap` time and its frames are reference
-//! counted ([`SHARED_FRAMES`]) so that a forked child maps the same frames; private memory is
+//! counted ([`mm::share`]) so that a forked child maps the same frames; private memory is
 //! copied at `fork` (no copy-on-write yet, see docs/architecture.md).
 
 use crate::arch::{cpu, paging};
@@ -29,7 +29,6 @@ use crate::mm::{self, Frame, FrameSize};
 use crate::replicated::NodeReplicated;
 use crate::sync::IrqMutex;
 use abi::Errno;
-use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -301,8 +300,6 @@ pub enum Fault {
     OutOfMemory,
 }
 
-/// Frames of `MAP_SHARED` memory mapped by more than one address space, with their counts.
-static SHARED_FRAMES: IrqMutex<BTreeMap<u64, u32>> = IrqMutex::new(BTreeMap::new());
 static NEXT_VSPACE: AtomicUsize = AtomicUsize::new(1);
 
 /// Proof that the caller holds an address space's `changes` lock.
@@ -348,15 +345,8 @@ fn size_of(size: PageSize) -> FrameSize {
 
 /// Frees a frame that left an address space, unless another address space still shares it.
 fn free_frame(phys: u64, size: PageSize) {
-    {
-        let mut shared = SHARED_FRAMES.lock();
-        if let Some(count) = shared.get_mut(&phys) {
-            *count -= 1;
-            if *count > 0 {
-                return;
-            }
-            shared.remove(&phys);
-        }
+    if !mm::unshare(phys) {
+        return;
     }
     if let Some(node) = mm::node_of(phys) {
         if let Some(f) = Frame::new(phys, size_of(size), node) {
@@ -495,7 +485,7 @@ impl VSpace {
 
     /// Allocates and maps zeroed frames for every page of `[start, end)` not yet mapped (for
     /// MAP_POPULATE and shared memory), [`STEP_PAGES`] at a time, asking `keep_going` between
-    /// steps; `shared` frames are reference counted. A `PROT_NONE` range gets no frames (its pages come on demand once it is made
+    /// steps. A `PROT_NONE` range gets no frames (its pages come on demand once it is made
     /// accessible). `ENOMEM` when memory runs out: the pages mapped so far stay mapped (the
     /// caller unmaps the range), none is lost.
     pub fn populate(
@@ -503,7 +493,6 @@ impl VSpace {
         start: u64,
         end: u64,
         prot: Prot,
-        shared: bool,
         keep_going: impl Fn() -> bool,
     ) -> Result<(), Errno> {
         if prot.is_none() {
@@ -521,9 +510,6 @@ impl VSpace {
                         return Err(e);
                     }
                 };
-                if shared {
-                    SHARED_FRAMES.lock().insert(phys, 1);
-                }
                 if pages.try_reserve(1).is_err() {
                     free_frame(phys, PageSize::Base4K);
                     self.map_frames(pages);
@@ -686,7 +672,7 @@ impl VSpace {
                     continue;
                 }
                 if shared {
-                    *SHARED_FRAMES.lock().entry(m.phys).or_insert(1) += 1;
+                    mm::share(m.phys);
                     maps.push((m.vaddr, m.phys, m.size, m.prot));
                     continue;
                 }
@@ -735,8 +721,7 @@ impl VSpace {
             return Err(Denied(SEGV_ACCERR));
         }
         let page = addr & !(PAGE_SIZE - 1);
-        let shared = matches!(region.kind, RegionKind::Anonymous { shared: true });
-        self.populate(page, page + PAGE_SIZE, region.prot, shared, || true)
+        self.populate(page, page + PAGE_SIZE, region.prot, || true)
             .map_err(|_| Fault::OutOfMemory)
     }
 
