@@ -56,7 +56,7 @@ impl StealTime {
         loop {
             let v = self.version.load(Ordering::Acquire);
             let steal = self.steal.load(Ordering::Acquire);
-            if v % 2 == 0 && self.version.load(Ordering::Acquire) == v {
+            if v.is_multiple_of(2) && self.version.load(Ordering::Acquire) == v {
                 return steal;
             }
             cpu::pause();
@@ -106,7 +106,7 @@ fn features() -> u32 {
             .find_map(|base| {
                 let (max, b, c, d) = cpu::cpuid(base, 0);
                 let kvm = [b, c, d] == [0x4b4d_564b, 0x564b_4d56, 0x4d];
-                (kvm && max >= base + 1).then(|| cpu::cpuid(base + 1, 0).0)
+                (kvm && max > base).then(|| cpu::cpuid(base + 1, 0).0)
             })
             .unwrap_or(0)
     })
