@@ -176,13 +176,17 @@ pub fn allocate_on(node: usize, size: FrameSize) -> Result<Frame, AllocError> {
     }
 }
 
-/// Allocates a frame through the current core's TCache (its own node's memory).
+/// Allocates a frame through the current core's TCache (its own node's memory). A frame the
+/// TCache holds is taken without the node's NCache lock (NrOS §4.1's fast path); the NCache is
+/// locked only to refill.
 pub fn allocate(size: FrameSize) -> Result<Frame, AllocError> {
     match kcb::try_current() {
         Some(kcb) => {
-            let node = &nodes()[kcb.node_id];
             let mut tcache = kcb.tcache.lock();
-            let mut ncache = node.ncache.lock();
+            if let Some(frame) = tcache.take(size) {
+                return Ok(frame);
+            }
+            let mut ncache = nodes()[kcb.node_id].ncache.lock();
             tcache.allocate(&mut ncache, &mut DirectMapLinks, size)
         }
         None => allocate_on(0, size),
@@ -198,6 +202,11 @@ pub fn allocate_user(size: FrameSize) -> Result<Frame, AllocError> {
         return allocate_on(0, size);
     };
     let own = kcb.node_id;
+    // The fast path: a frame this core already cached is not counted as free by its node, so
+    // taking it leaves the node's reserve as it was.
+    if let Some(frame) = kcb.tcache.lock().take(size) {
+        return Ok(frame);
+    }
     for i in 0..all.len() {
         let node = (own + i) % all.len();
         let n = &all[node];
@@ -235,6 +244,9 @@ pub fn release(frame: Frame) -> Result<(), AllocError> {
     match kcb::try_current() {
         Some(kcb) if kcb.node_id == frame.node() => {
             let mut tcache = kcb.tcache.lock();
+            let Err(frame) = tcache.keep(frame) else {
+                return Ok(());
+            };
             let mut ncache = node.ncache.lock();
             tcache.release(&mut ncache, &mut DirectMapLinks, frame)
         }

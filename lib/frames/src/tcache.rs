@@ -129,6 +129,34 @@ impl<const BASE: usize, const LARGE: usize> TCache<BASE, LARGE> {
         Ok(())
     }
 
+    /// The fast path of allocation: a cached frame of class `size`, without touching the
+    /// NCache (so without its node-wide lock); `None` when none is cached and the caller must
+    /// go through [`allocate`](TCache::allocate).
+    pub fn take(&mut self, size: FrameSize) -> Option<Frame> {
+        let base = match size {
+            FrameSize::Base => self.base.pop(),
+            FrameSize::Large => self.large.pop(),
+        }?;
+        Some(Frame::from_valid(base, size, self.node))
+    }
+
+    /// The fast path of release: caches `frame` without touching the NCache if it is of this
+    /// node and there is room; otherwise hands it back for [`release`](TCache::release).
+    pub fn keep(&mut self, frame: Frame) -> Result<(), Frame> {
+        let array_full = match frame.size() {
+            FrameSize::Base => self.base.is_full(),
+            FrameSize::Large => self.large.is_full(),
+        };
+        if frame.node() != self.node || array_full {
+            return Err(frame);
+        }
+        match frame.size() {
+            FrameSize::Base => self.base.push(frame.base()),
+            FrameSize::Large => self.large.push(frame.base()),
+        }
+        Ok(())
+    }
+
     /// Returns every cached frame to `ncache`, leaving the TCache empty. Fails, changing
     /// nothing, with [`AllocError::NodeMismatch`] if `ncache` is not this TCache's node.
     pub fn drain_into<L: FrameLinks + ?Sized>(

@@ -253,3 +253,36 @@ fn frames_keep_their_identity_through_the_cache() {
     tc.release(&mut nc, &mut links, f).unwrap();
     assert_eq!(tc.allocate_large(&mut nc, &mut links), Ok(f));
 }
+
+#[test]
+fn take_and_keep_never_touch_the_ncache() {
+    let mut links = MockLinks::default();
+    let mut nc = ncache(&mut links, 0);
+    let mut tc: TCache<4, 2> = TCache::new(0);
+    assert!(tc.take(FrameSize::Base).is_none(), "an empty TCache has nothing to take");
+    let first = tc.allocate_base(&mut nc, &mut links).unwrap();
+    assert_eq!((nc.free_base(), tc.cached_base()), (512 - 2, 1));
+    let second = tc.take(FrameSize::Base).expect("one frame was cached by the refill");
+    assert_eq!(second.node(), 0);
+    assert_ne!(second.base(), first.base());
+    assert!(tc.take(FrameSize::Base).is_none());
+    assert!(tc.take(FrameSize::Large).is_none());
+    // Keep caches up to the capacity and then hands the frame back; the NCache is unchanged.
+    tc.keep(first).unwrap();
+    tc.keep(second).unwrap();
+    let a = nc.allocate(&mut links, FrameSize::Base).unwrap();
+    let b = nc.allocate(&mut links, FrameSize::Base).unwrap();
+    let c = nc.allocate(&mut links, FrameSize::Base).unwrap();
+    let free = nc.free_base();
+    tc.keep(a).unwrap();
+    tc.keep(b).unwrap();
+    assert_eq!(tc.keep(c), Err(c), "a full TCache hands the frame back");
+    assert_eq!((nc.free_base(), tc.cached_base()), (free, 4));
+    // A frame of another node is handed back too.
+    let mut other = ncache(&mut links, 1);
+    let foreign = other.allocate(&mut links, FrameSize::Base).unwrap();
+    let mut tc2: TCache<4, 2> = TCache::new(0);
+    assert_eq!(tc2.keep(foreign), Err(foreign));
+    tc.release(&mut nc, &mut links, c).unwrap();
+    assert_eq!(tc.take(FrameSize::Base).map(|f| f.base()), Some(c.base()));
+}
