@@ -240,7 +240,9 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
         return;
     }
     stats.shootdowns.fetch_add(1, Ordering::Relaxed);
-    stats.interrupted.fetch_add(interrupted as u64, Ordering::Relaxed);
+    stats
+        .interrupted
+        .fetch_add(interrupted as u64, Ordering::Relaxed);
     if !set.is_all() {
         stats.by_page.fetch_add(1, Ordering::Relaxed);
     }
@@ -316,12 +318,7 @@ pub fn shootdown_report() -> alloc::string::String {
     let _ = writeln!(s, "core ipis_received steal_ns");
     for core in 0..kcb::MAX_CORES {
         if let Some(k) = kcb::get(core).filter(|k| k.state() == CoreState::Online) {
-            let _ = writeln!(
-                s,
-                "{core} {} {}",
-                get(&k.ipi.received),
-                k.steal.stolen_ns()
-            );
+            let _ = writeln!(s, "{core} {} {}", get(&k.ipi.received), k.steal.stolen_ns());
         }
     }
     s

@@ -98,7 +98,9 @@ pub fn share(phys: u64) {
 pub fn unshare(phys: u64) -> bool {
     count_of(phys).is_none_or(|c| {
         let before = c
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(v.saturating_sub(1)))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(v.saturating_sub(1))
+            })
             .unwrap_or(0);
         before <= 1
     })

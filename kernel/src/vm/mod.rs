@@ -628,13 +628,12 @@ impl VSpace {
         if running(me) {
             ipi::invalidate(&set);
         }
-        let others = (0..kcb::MAX_CORES)
-            .filter(|&c| c != me.core_id && kcb::get(c).is_some_and(running));
+        let others =
+            (0..kcb::MAX_CORES).filter(|&c| c != me.core_id && kcb::get(c).is_some_and(running));
         ipi::shoot_down(others, &set);
         if retired {
             for node in 0..self.roots.len() {
-                self.nr
-                    .verify(node, |r| r.space.memory().release_retired());
+                self.nr.verify(node, |r| r.space.memory().release_retired());
             }
         }
     }

@@ -259,10 +259,15 @@ fn take_and_keep_never_touch_the_ncache() {
     let mut links = MockLinks::default();
     let mut nc = ncache(&mut links, 0);
     let mut tc: TCache<4, 2> = TCache::new(0);
-    assert!(tc.take(FrameSize::Base).is_none(), "an empty TCache has nothing to take");
+    assert!(
+        tc.take(FrameSize::Base).is_none(),
+        "an empty TCache has nothing to take"
+    );
     let first = tc.allocate_base(&mut nc, &mut links).unwrap();
     assert_eq!((nc.free_base(), tc.cached_base()), (512 - 2, 1));
-    let second = tc.take(FrameSize::Base).expect("one frame was cached by the refill");
+    let second = tc
+        .take(FrameSize::Base)
+        .expect("one frame was cached by the refill");
     assert_eq!(second.node(), 0);
     assert_ne!(second.base(), first.base());
     assert!(tc.take(FrameSize::Base).is_none());
