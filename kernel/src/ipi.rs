@@ -82,9 +82,14 @@ fn post(target: &Kcb, kind: IpiKind) -> Ticket {
 pub fn send(core: usize, kind: IpiKind) -> Result<Ticket, IpiError> {
     let target = kcb::get(core).filter(|k| k.state() == CoreState::Online);
     let target = target.ok_or(IpiError::NotOnline(core))?;
+    Ok(send_to(target, kind))
+}
+
+/// Posts `kind` to an online core's mailbox and interrupts it.
+fn send_to(target: &Kcb, kind: IpiKind) -> Ticket {
     let ticket = post(target, kind);
     apic::send_ipi(target.apic_id, IPI_VECTOR);
-    Ok(ticket)
+    ticket
 }
 
 /// Sends `kind` to every other online core with one broadcast IPI; `tickets` receives one ticket
@@ -220,7 +225,7 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
     let me = kcb::current();
     let (my_word, my_bit) = (me.core_id / 64, 1u64 << (me.core_id % 64));
     let may_halt = cpu::interrupts_enabled();
-    let mut sent = [(0usize, 0u64); kcb::MAX_CORES];
+    let mut sent: [Option<(&Kcb, Ticket)>; kcb::MAX_CORES] = [None; kcb::MAX_CORES];
     let (mut interrupted, mut deferred) = (0, 0);
     for core in targets {
         let Some(target) = kcb::get(core).filter(|k| k.state() == CoreState::Online) else {
@@ -231,9 +236,7 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
             continue;
         }
         target.ipi.flush.lock().merge(set);
-        let ticket = post(target, IpiKind::TlbFlush);
-        apic::send_ipi(target.apic_id, IPI_VECTOR);
-        sent[interrupted] = (core, ticket.ticket);
+        sent[interrupted] = Some((target, send_to(target, IpiKind::TlbFlush)));
         interrupted += 1;
     }
     if interrupted + deferred == 0 {
@@ -247,11 +250,7 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
         stats.by_page.fetch_add(1, Ordering::Relaxed);
     }
     let waited = time::now_ns();
-    for &(core, ticket) in &sent[..interrupted] {
-        let Some(target) = kcb::get(core) else {
-            continue;
-        };
-        let ticket = Ticket { core, ticket };
+    for &(target, ticket) in sent[..interrupted].iter().flatten() {
         let start = time::now_ns();
         let mut reported = false;
         loop {
@@ -268,9 +267,10 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
                 reported = true;
                 stats.stuck.fetch_add(1, Ordering::Relaxed);
                 crate::kprintln!(
-                    "reef: ipi: TLB shootdown from core {}: core {core} has not acknowledged for \
-                     {} s; still waiting",
+                    "reef: ipi: TLB shootdown from core {}: core {} has not acknowledged for {} \
+                     s; still waiting",
                     me.core_id,
+                    target.core_id,
                     STUCK_NS / 1_000_000_000
                 );
             }
