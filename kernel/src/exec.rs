@@ -8,6 +8,7 @@
 use crate::arch::idt::InterruptFrame;
 use crate::arch::{paging, user};
 use crate::fs::ExecFile;
+use crate::mm::{self, FrameSize};
 use crate::proc::Thread;
 use crate::vm::{self, VSpace, PAGE_SIZE};
 use abi::Errno;
@@ -93,28 +94,34 @@ fn load_elf(
         let mut pages = Vec::new();
         let mut va = m.start;
         while va < m.end {
-            let frame = match vm::allocate_user_frame() {
-                Ok(f) => f,
-                Err(e) => {
+            // The parts of this page the file provides; the rest is zero (a page the file
+            // fills is not zeroed first).
+            let parts = exe.segments().iter().filter_map(|s| {
+                let (from, to) = (s.vaddr.max(va), (s.vaddr + s.filesz).min(va + PAGE_SIZE));
+                (from < to).then(|| (s.file_range().start as u64 + (from - s.vaddr), from, to))
+            });
+            let Ok(frame) = mm::allocate_user(FrameSize::Base) else {
+                vm.map_frames(pages);
+                vm.teardown();
+                return Err(Errno::ENOMEM);
+            };
+            let frame = frame.base();
+            let whole = parts
+                .clone()
+                .any(|(_, from, to)| from == va && to == va + PAGE_SIZE);
+            if !whole {
+                paging::zero_phys(frame, PAGE_SIZE);
+            }
+            for (off, from, to) in parts {
+                let chunk = &mut buf[..(to - from) as usize];
+                if file_read(file, off, chunk).is_err() {
+                    // Mapped, so that the teardown frees it with the others.
+                    pages.push((va, frame, PageSize::Base4K, prot));
                     vm.map_frames(pages);
                     vm.teardown();
-                    return Err(e);
+                    return Err(Errno::EIO);
                 }
-            };
-            for s in exe.segments() {
-                let file_range = s.file_range();
-                let (lo, hi) = (s.vaddr, s.vaddr + s.filesz);
-                let (from, to) = (lo.max(va), hi.min(va + PAGE_SIZE));
-                if from < to {
-                    let off = file_range.start as u64 + (from - lo);
-                    let chunk = &mut buf[..(to - from) as usize];
-                    if file_read(file, off, chunk).is_err() {
-                        vm.map_frames(pages);
-                        vm.teardown();
-                        return Err(Errno::EIO);
-                    }
-                    paging::write_phys(frame + (from - va), chunk);
-                }
+                paging::write_phys(frame + (from - va), chunk);
             }
             pages.push((va, frame, PageSize::Base4K, prot));
             va += PAGE_SIZE;

@@ -1,8 +1,9 @@
 //! Futexes: `FUTEX_WAIT` and `FUTEX_WAKE` (with timeouts; private and shared).
 //!
-//! A futex is identified by the physical address of its word, found through the caller's
-//! address space, so private futexes (one process) and shared ones (a `MAP_SHARED` page seen by
-//! several processes) use the same table. Waiting checks the word and enqueues the thread under
+//! A futex in shared memory (a `MAP_SHARED` page seen by several processes) is identified by
+//! the physical address of its word; one in private memory by its address space and virtual
+//! address, as on Linux, since its frame changes when a copy-on-write fault copies it (and
+//! before that is shared with a `fork` child that has futexes of its own there). Waiting checks the word and enqueues the thread under
 //! the table lock, and waking takes waiters under the same lock, so no wake-up is lost.
 
 use crate::proc::wait::{self, Wake};
@@ -12,19 +13,33 @@ use crate::uaccess;
 use abi::Errno;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
+use vspace::RegionKind;
 
-static FUTEXES: IrqMutex<BTreeMap<u64, VecDeque<Arc<Thread>>>> = IrqMutex::new(BTreeMap::new());
+static FUTEXES: IrqMutex<BTreeMap<Key, VecDeque<Arc<Thread>>>> = IrqMutex::new(BTreeMap::new());
+
+/// What identifies a futex word.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    /// In private memory: the address space's id and the word's address.
+    Private(usize, u64),
+    /// In shared anonymous memory: the word's physical address.
+    Shared(u64),
+}
 
 /// The key of the futex word at `uaddr` in `p`'s address space (populating the page if it is
 /// valid but not yet touched).
-fn key(p: &Process, uaddr: u64) -> Result<u64, Errno> {
+fn key(p: &Process, uaddr: u64) -> Result<Key, Errno> {
     if !uaddr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     let _: u32 = uaccess::read_user(uaddr)?;
-    match p.vm().resolve(uaddr).0 {
-        Some(t) => Ok(t.phys),
-        None => Err(Errno::EFAULT),
+    let vm = p.vm();
+    match vm.resolve(uaddr) {
+        (Some(t), Some(r)) if r.kind == (RegionKind::Anonymous { shared: true }) => {
+            Ok(Key::Shared(t.phys))
+        }
+        (Some(_), _) => Ok(Key::Private(vm.id(), uaddr)),
+        (None, _) => Err(Errno::EFAULT),
     }
 }
 

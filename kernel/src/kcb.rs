@@ -15,14 +15,16 @@ use crate::arch::kvm::StealTime;
 use crate::proc::sched::CoreScheduler;
 use crate::sync::IrqMutex;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use frames::TCache;
 use vspace::FlushSet;
 
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 4;
+pub const KCB_LAYOUT_VERSION: u32 = 5;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -143,6 +145,9 @@ pub struct Kcb {
     pub steal: StealTime,
     /// GDT and TSS; touched only by the core running this KCB.
     tables: UnsafeCell<CpuTables>,
+    /// The node whose kernel heap serves this core's allocations while it applies operations
+    /// to another node's replica ([`Kcb::heap_node`]); `usize::MAX` when it is this core's own.
+    heap_override: AtomicUsize,
 }
 
 // SAFETY: every field shared between cores is atomic or behind an IrqMutex; `tables` is only
@@ -244,6 +249,7 @@ impl Kcb {
             state: AtomicU8::new(CoreState::Created as u8),
             tsc_offset: AtomicI64::new(0),
             tcache: IrqMutex::new(TCache::new(node_id)),
+            heap_override: AtomicUsize::new(usize::MAX),
             sched: CoreScheduler::new(),
             interrupt_bindings: IrqMutex::new(InterruptBindings::default()),
             ipi: IpiMailbox::default(),
@@ -306,6 +312,25 @@ impl Kcb {
     }
 
     /// Current lifecycle state.
+    /// The node whose kernel heap serves this core's allocations: its own, or the node of the
+    /// replica it is applying operations to ([`Kcb::with_heap_node`]).
+    pub fn heap_node(&self) -> usize {
+        match self.heap_override.load(Ordering::Relaxed) {
+            usize::MAX => self.node_id,
+            node => node,
+        }
+    }
+
+    /// Runs `f` with this core's heap allocations served by `node`'s heap (NrOS §4.1: a
+    /// replica grows on its own node, whichever core applies its operations). Only the core
+    /// running this KCB calls it.
+    pub fn with_heap_node<R>(&self, node: usize, f: impl FnOnce() -> R) -> R {
+        let before = self.heap_override.swap(node, Ordering::Relaxed);
+        let r = f();
+        self.heap_override.store(before, Ordering::Relaxed);
+        r
+    }
+
     pub fn state(&self) -> CoreState {
         CoreState::from_u8(self.state.load(Ordering::Acquire))
     }

@@ -44,6 +44,20 @@ fn shape() -> (usize, usize) {
     *SHAPE.get().expect("replicated::init runs at boot")
 }
 
+/// Runs `f` with the kernel heap of `node` serving this core's allocations (before the KCBs
+/// exist, the boot core's heap does).
+fn on_node_heap<R>(node: usize, f: impl FnOnce() -> R) -> R {
+    match kcb::try_current() {
+        Some(k) if k.node_id != node => k.with_heap_node(node, f),
+        _ => f(),
+    }
+}
+
+/// The number of replicas every [`NodeReplicated`] has: one per NUMA node.
+pub fn node_count() -> usize {
+    shape().0
+}
+
 /// A structure replicated once per NUMA node.
 pub struct NodeReplicated<D: Dispatch> {
     log: Arc<Log<D::UpdateOp>>,
@@ -83,7 +97,8 @@ where
         );
         let mut replicas = Vec::with_capacity(nodes);
         for node in 0..nodes {
-            replicas.push(Replica::with_data(&log, make(node)?, cores));
+            let data = on_node_heap(node, || make(node))?;
+            replicas.push(on_node_heap(node, || Replica::with_data(&log, data, cores)));
         }
         let this = Arc::new(NodeReplicated {
             log,
@@ -105,7 +120,7 @@ where
                 .register()
                 .expect("a replica admits as many threads as there are cores")
         });
-        f(replica, token)
+        on_node_heap(node, || f(replica, token))
     }
 
     fn local_node(&self) -> usize {

@@ -13,6 +13,8 @@
 //! - `cargo xtask fuzz [--calls N] [--seed S] [--cores C --nodes M] [--memory MIB] ...` boots
 //!   Reef with the random-system-call fuzzer as init and fails on a kernel panic, fault or hang
 //!   (see `fuzz`).
+//! - `cargo xtask profile [--cores N] ... [-- WORD...]` boots Reef and samples every vCPU's
+//!   instruction pointer through QEMU's monitor, naming kernel functions (see `profile`).
 //!
 //! Missing system packages (QEMU, binutils, musl-tools, busybox-static) are installed with
 //! apt-get, saying what is installed.
@@ -24,6 +26,7 @@ mod cpio;
 mod deps;
 mod fuzz;
 mod linux;
+mod profile;
 mod qemu;
 mod tests;
 mod usr;
@@ -39,9 +42,11 @@ const USAGE: &str = "usage:
   cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]
   cargo xtask fuzz [--calls N] [--seed S] [--cores C] [--nodes M] [--memory MIB]
                    [--accel tcg|kvm] [--workers W] [--trace] [--hang SECS] [--limit SECS]
+  cargo xtask profile [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--skip SECS]
+                      [--interval MS] [--top N] [-- WORD...]
 
-defaults: --cores 4 --nodes 2 --memory 1024, accelerator: KVM where real hardware
-virtualization exists, else TCG.
+defaults: --cores 4 --nodes 2 --memory 1024 (profile: --cores 1 --nodes 1), accelerator: KVM
+where real hardware virtualization exists, else TCG.
 run: each WORD is one kernel command-line word, e.g.
   cargo xtask run -- init=/bin/busybox sh -c 'echo a; echo b'";
 
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         Some("initramfs") => usr::main(&args[1..]),
         Some("bench") => bench::main(&args[1..]),
         Some("fuzz") => fuzz::main(&args[1..]),
+        Some("profile") => profile::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(0)
@@ -78,12 +84,17 @@ fn number(flag: &str, value: Option<&String>) -> Result<u32, String> {
 /// Parses machine options; returns the machine, whether `--gdb` was given, and the words after
 /// `--`.
 fn parse_run(args: &[String]) -> Result<(Machine, bool, Vec<String>), String> {
-    let mut m = Machine {
+    let m = Machine {
         cores: 4,
         nodes: 2,
         memory_mib: 1024,
         accel: Accel::detect(),
     };
+    parse_machine(args, m)
+}
+
+/// [`parse_run`] starting from the machine `m` (the command's defaults).
+fn parse_machine(args: &[String], mut m: Machine) -> Result<(Machine, bool, Vec<String>), String> {
     let mut gdb = false;
     let mut i = 0;
     while i < args.len() {

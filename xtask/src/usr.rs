@@ -67,6 +67,11 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
     },
     Program {
+        name: "cow",
+        source: "cow.c",
+        pie: false,
+    },
+    Program {
         name: "signals",
         source: "signals.c",
         pie: false,

@@ -1,7 +1,9 @@
 //! The kernel heap: one allocator per NUMA node, each growing by 2 MiB frames of its own node.
 //!
 //! An allocation is served by the heap of the calling core's node (the node in its KCB; node 0
-//! on the boot core before its KCB exists). If that node is out of memory, the other nodes are
+//! on the boot core before its KCB exists), or, while the core applies operations to another
+//! node's replica, by that node's heap (`Kcb::with_heap_node`), so a replica grows on its own
+//! node. If that node is out of memory, the other nodes are
 //! tried in turn (starting with the next node id), so a core can still make progress; the fallback is counted
 //! ([`remote_fallbacks`]). A free goes back to the heap that owns the address: the boot arena
 //! belongs to node 0, every other heap chunk to the node whose RAM holds it.
@@ -150,7 +152,7 @@ unsafe impl GlobalAlloc for KernelHeap {
                 Err(()) => null_mut(),
             };
         }
-        let own = kcb::try_current().map(|k| k.node_id).unwrap_or(0);
+        let own = kcb::try_current().map(|k| k.heap_node()).unwrap_or(0);
         let nodes = super::nodes().len().max(1);
         for i in 0..nodes {
             let node = (own + i) % nodes;

@@ -93,6 +93,20 @@ pub fn share(phys: u64) {
     }
 }
 
+/// Gives the frame at `phys` a share that is never dropped (the zero page): [`unshare`] never
+/// says to free it and [`is_shared`] always holds, however many address spaces map it.
+pub fn share_forever(phys: u64) {
+    if let Some(c) = count_of(phys) {
+        c.store(u32::MAX / 2, Ordering::Release);
+    }
+}
+
+/// Whether more than one address space maps the frame at `phys` (its share count is above 1):
+/// a copy-on-write fault must copy it rather than take it over.
+pub fn is_shared(phys: u64) -> bool {
+    count_of(phys).is_some_and(|c| c.load(Ordering::Acquire) > 1)
+}
+
 /// Records one address space fewer mapping the frame at `phys`; true if none is left and the
 /// caller must free it.
 pub fn unshare(phys: u64) -> bool {

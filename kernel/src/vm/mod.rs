@@ -18,20 +18,28 @@
 //! frames; a target whose vCPU the host has descheduled is flushed by the host instead
 //! ([`ipi::shoot_down`]).
 //!
-//! Anonymous `MAP_SHARED` memory is populated at `mmap` time and its frames are reference
-//! counted ([`mm::share`]) so that a forked child maps the same frames; private memory is
-//! copied at `fork` (no copy-on-write yet, see docs/architecture.md).
+//! Frames mapped by more than one address space are reference counted ([`mm::share`]).
+//! Anonymous `MAP_SHARED` memory is populated at `mmap` time and a forked child maps the same
+//! frames. Private memory is shared copy-on-write at `fork` ([`VSpace::fork`]): parent and
+//! child map the same frames read-only, marked [`vspace::COW`], and the first write in either
+//! takes a private copy, or takes the frame over once no one else maps it
+//! ([`VSpace::fault`]). A read fault on untouched private memory maps one shared zero page,
+//! copy-on-write, as Linux does.
 
 use crate::arch::{cpu, paging};
 use crate::ipi;
 use crate::kcb::{self, Kcb};
 use crate::mm::{self, Frame, FrameSize};
-use crate::replicated::NodeReplicated;
+use crate::replicated::{self, NodeReplicated};
 use crate::sync::IrqMutex;
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::alloc::Layout;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use nr::dalloc::{DetAllocHandle, DeterministicAlloc, ReplicaAllocator};
+use spin::Once;
 use vspace::{
     AddressSpace, FlushSet, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory,
     Unmapped,
@@ -51,13 +59,55 @@ pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 /// Size reserved for the main thread's stack.
 pub const STACK_SIZE: u64 = 8 << 20;
 
-/// Page-table memory of one replica: frames of its node, written through the direct map.
+/// The layout of one page-table frame, as [`TableFrames`] serves it.
+const TABLE_LAYOUT: Layout = match Layout::from_size_align(PAGE_SIZE as usize, PAGE_SIZE as usize) {
+    Ok(l) => l,
+    Err(_) => panic!("a page is a valid layout"),
+};
+
+/// Page-table frames for the replicas of one address space, through `nr::dalloc` (NrOS §4.1):
+/// the first replica to need a table takes one frame on every replica's node at once, and the
+/// others pick theirs up when they apply the same operation, so running out of memory fails
+/// that operation on every replica alike and the replicas never diverge. Blocks are frames,
+/// handed out as their direct-map addresses.
+struct TableFrames;
+
+impl ReplicaAllocator for TableFrames {
+    fn allocate(&self, node: usize, layout: Layout) -> Option<NonNull<u8>> {
+        debug_assert_eq!(layout, TABLE_LAYOUT);
+        let frame = mm::allocate_on(node, FrameSize::Base).ok()?;
+        NonNull::new(paging::phys_to_virt(frame.base()) as *mut u8)
+    }
+
+    unsafe fn deallocate(&self, node: usize, ptr: NonNull<u8>, _layout: Layout) {
+        release_table(node, paging::virt_to_phys(ptr.as_ptr() as u64));
+    }
+}
+
+/// Gives a page-table frame of `node` back to the frame allocator.
+fn release_table(node: usize, phys: u64) {
+    release(phys, FrameSize::Base, node);
+}
+
+/// Gives the frame of `size` at `phys`, of `node`, back to the frame allocator (saying so on
+/// the console if the allocator refuses it).
+fn release(phys: u64, size: FrameSize, node: usize) {
+    if let Some(f) = Frame::new(phys, size, node) {
+        if let Err(e) = mm::release(f) {
+            crate::kprintln!("reef: vm: could not free frame {phys:#x}: {e}");
+        }
+    }
+}
+
+/// Page-table memory of one replica: frames of its node (through [`TableFrames`]), written
+/// through the direct map.
 ///
 /// A table the address space stops using may still sit in other cores' paging-structure
 /// caches until the next TLB shootdown, so it is not freed at once: it waits in `retired`
 /// until [`VSpace::shootdown`] has flushed every core that runs the address space.
 pub struct NodeTables {
     node: usize,
+    frames: DetAllocHandle<TableFrames>,
     retired: IrqMutex<Vec<u64>>,
 }
 
@@ -69,9 +119,7 @@ impl NodeTables {
     fn release_retired(&self) {
         let retired = core::mem::take(&mut *self.retired.lock());
         for phys in retired {
-            if let Some(f) = Frame::new(phys, FrameSize::Base, self.node) {
-                let _ = mm::release(f);
-            }
+            release_table(self.node, phys);
         }
     }
 }
@@ -84,9 +132,10 @@ impl Drop for NodeTables {
 
 impl TableMemory for NodeTables {
     fn allocate_table(&mut self) -> Option<u64> {
-        let frame = mm::allocate_on(self.node, FrameSize::Base).ok()?;
-        paging::zero_phys(frame.base(), PAGE_SIZE);
-        Some(frame.base())
+        let block = self.frames.allocate(TABLE_LAYOUT).ok()?;
+        let phys = paging::virt_to_phys(block.as_ptr() as u64);
+        paging::zero_phys(phys, PAGE_SIZE);
+        Some(phys)
     }
 
     fn free_table(&mut self, phys: u64) {
@@ -122,9 +171,6 @@ pub enum ReadOp {
     Resolve(u64),
     /// At most [`STEP_REGIONS`] regions starting at or above an address (for `fork`).
     Regions(u64),
-    /// At most [`STEP_PAGES`] page mappings at or above an address, each with whether it lies
-    /// in shared memory (for `fork`).
-    Pages(u64),
 }
 
 /// Update operations.
@@ -157,6 +203,21 @@ pub enum UpdateOp {
     },
     /// Maps frames that were allocated before the operation was logged.
     MapFrames(Arc<Vec<PageMap>>),
+    /// Maps pages as another address space maps them (a `fork` child's pages, the zero page):
+    /// [`AddressSpace::map_copy`].
+    MapCopies(Arc<Vec<Mapping>>),
+    /// Makes at most [`STEP_PAGES`] private pages at or above an address copy-on-write and
+    /// lists them for the child (`fork`): [`AddressSpace::share_for_fork`].
+    ShareForFork(u64),
+    /// Ends the copy-on-write sharing of a page: [`AddressSpace::break_cow`].
+    BreakCow {
+        /// The page.
+        vaddr: u64,
+        /// The frame it must still map.
+        old: u64,
+        /// The frame it maps afterwards (`old` itself when no one else shares it).
+        new: u64,
+    },
     /// Removes the regions in a range and at most [`STEP_PAGES`] of its pages.
     Unmap {
         /// Start.
@@ -183,14 +244,17 @@ pub enum Resp {
     Resolved(Option<Translation>, Option<Region>),
     /// `Regions`.
     Regions(Vec<Region>),
-    /// `Pages`: each mapping, and whether its region is shared anonymous memory.
-    Pages(Vec<(Mapping, bool)>),
+    /// `ShareForFork`: each page for the child, and whether its entry changed here.
+    Shared(Vec<(Mapping, bool)>),
+    /// `BreakCow`: whether the page still mapped the old frame and now maps the new one.
+    Broken(bool),
     /// A region was added at this address; these pages were removed.
     Mapped(Result<(u64, Vec<vspace::Unmapped>), MapError>),
     /// `MapRegion` with `replace` changed nothing: too many pages are mapped in the range to
     /// remove in one step.
     TooManyPages,
-    /// `MapFrames`: which pages could not be mapped (their frames stay the caller's).
+    /// `MapFrames`, `MapCopies`: which pages could not be mapped (their frames stay the
+    /// caller's).
     Frames(Vec<usize>),
     /// Pages removed, and whether more remain to be removed by further steps.
     Unmapped(Result<(Vec<vspace::Unmapped>, bool), MapError>),
@@ -213,18 +277,6 @@ impl nr::Dispatch for Replica {
                     .regions_from(from)
                     .take(STEP_REGIONS)
                     .copied()
-                    .collect(),
-            ),
-            ReadOp::Pages(from) => Resp::Pages(
-                self.space
-                    .pages_from(from, STEP_PAGES)
-                    .into_iter()
-                    .map(|m| {
-                        let shared = self.space.region_at(m.vaddr).is_some_and(|r| {
-                            matches!(r.kind, RegionKind::Anonymous { shared: true })
-                        });
-                        (m, shared)
-                    })
                     .collect(),
             ),
         }
@@ -280,6 +332,20 @@ impl nr::Dispatch for Replica {
                     .map(|(i, _)| i)
                     .collect(),
             ),
+            UpdateOp::MapCopies(pages) => Resp::Frames(
+                pages
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| self.space.map_copy(m).is_err())
+                    .map(|(i, _)| i)
+                    .collect(),
+            ),
+            UpdateOp::ShareForFork(from) => {
+                Resp::Shared(self.space.share_for_fork(from, STEP_PAGES))
+            }
+            UpdateOp::BreakCow { vaddr, old, new } => {
+                Resp::Broken(self.space.break_cow(vaddr, old, new))
+            }
             UpdateOp::Unmap { start, len } => {
                 Resp::Unmapped(self.space.unmap_step(start, len, STEP_PAGES))
             }
@@ -343,17 +409,30 @@ fn size_of(size: PageSize) -> FrameSize {
     }
 }
 
+/// The shared zero page: one zeroed frame that read faults on untouched private memory map
+/// copy-on-write (allocated at the first such fault). It holds a share no address space ever
+/// drops ([`mm::share_forever`]), so the share counts never free it and a write always copies
+/// it, with no case of its own.
+fn zero_page() -> Option<u64> {
+    static ZERO_PAGE: Once<u64> = Once::new();
+    ZERO_PAGE
+        .try_call_once(|| {
+            let f = mm::allocate(FrameSize::Base).map_err(|_| ())?;
+            paging::zero_phys(f.base(), PAGE_SIZE);
+            mm::share_forever(f.base());
+            Ok::<u64, ()>(f.base())
+        })
+        .ok()
+        .copied()
+}
+
 /// Frees a frame that left an address space, unless another address space still shares it.
 fn free_frame(phys: u64, size: PageSize) {
     if !mm::unshare(phys) {
         return;
     }
     if let Some(node) = mm::node_of(phys) {
-        if let Some(f) = Frame::new(phys, size_of(size), node) {
-            if let Err(e) = mm::release(f) {
-                crate::kprintln!("reef: vm: could not free frame {phys:#x}: {e}");
-            }
-        }
+        release(phys, size_of(size), node);
     }
 }
 
@@ -369,9 +448,11 @@ impl VSpace {
     /// An empty address space (only the kernel half mapped).
     pub fn new() -> Result<Arc<VSpace>, Errno> {
         let kernel = kernel_entries();
+        let frames = DeterministicAlloc::new(TableFrames, replicated::node_count());
         let nr = NodeReplicated::try_new(LOG_ENTRIES, |node| {
             let tables = NodeTables {
                 node,
+                frames: frames.handle(node),
                 retired: IrqMutex::new(Vec::new()),
             };
             AddressSpace::new(tables, &kernel)
@@ -388,6 +469,11 @@ impl VSpace {
             changes: spin::Mutex::new(()),
             empty: AtomicBool::new(false),
         }))
+    }
+
+    /// This address space's id (unique for the kernel's lifetime).
+    pub fn id(&self) -> usize {
+        self.id
     }
 
     /// Loads this address space's page tables (this core's node replica) on core `k`.
@@ -479,6 +565,20 @@ impl VSpace {
         for &i in &failed {
             let (_, phys, size, _) = pages[i];
             free_frame(phys, size);
+        }
+        pages.len() - failed.len()
+    }
+
+    /// Maps pages as another address space maps them ([`UpdateOp::MapCopies`]); each frame
+    /// carries one share for this address space, which a page that could not be mapped gives
+    /// back. Returns how many were mapped.
+    fn map_copies(&self, pages: Vec<Mapping>) -> usize {
+        let pages = Arc::new(pages);
+        let Resp::Frames(failed) = self.nr.execute_mut(UpdateOp::MapCopies(pages.clone())) else {
+            unreachable!("MapCopies answers Frames")
+        };
+        for &i in &failed {
+            free_frame(pages[i].phys, pages[i].size);
         }
         pages.len() - failed.len()
     }
@@ -638,13 +738,23 @@ impl VSpace {
         }
     }
 
-    /// A copy for `fork`: the same regions; private pages copied into fresh frames, shared
-    /// pages mapped to the same frames (reference counted). Copies [`STEP_REGIONS`] regions
-    /// and [`STEP_PAGES`] pages at a time; on `ENOMEM` the partial child is dropped, which
-    /// frees everything it took.
+    /// A copy for `fork`: the same regions and pages. Shared anonymous pages map the same
+    /// frames; every other page becomes copy-on-write in both (see the module documentation).
+    /// Works [`STEP_REGIONS`] regions and [`STEP_PAGES`] pages at a time, and shoots down the
+    /// parent's entries that lost write access once at the end. On `ENOMEM` the partial child
+    /// is dropped, which gives back every share it took; the parent's pages stay copy-on-write
+    /// and are taken over at their next write fault.
     pub fn fork(&self) -> Result<Arc<VSpace>, Errno> {
         let child = VSpace::new()?;
-        let _changes = self.changes.lock();
+        let changes = self.changes.lock();
+        let mut flush = FlushSet::EMPTY;
+        let copied = self.fork_into(&child, &mut flush);
+        self.shootdown(&changes, flush);
+        copied.map(|()| child)
+    }
+
+    /// The steps of [`fork`](Self::fork); `flush` collects the parent's changed entries.
+    fn fork_into(&self, child: &VSpace, flush: &mut FlushSet) -> Result<(), Errno> {
         let mut from = 0;
         loop {
             let Resp::Regions(regions) = self.nr.execute(ReadOp::Regions(from)) else {
@@ -658,44 +768,29 @@ impl VSpace {
         }
         let mut from = 0;
         loop {
-            let Resp::Pages(pages) = self.nr.execute(ReadOp::Pages(from)) else {
-                unreachable!("Pages answers Pages")
+            let Resp::Shared(pages) = self.nr.execute_mut(UpdateOp::ShareForFork(from)) else {
+                unreachable!("ShareForFork answers Shared")
             };
             let Some((last, _)) = pages.last() else { break };
             from = last.vaddr + last.size.bytes();
             let mut maps = Vec::new();
             maps.try_reserve(pages.len()).map_err(|_| Errno::ENOMEM)?;
-            let mut failed = None;
-            for (m, shared) in pages {
-                if m.prot.is_none() {
-                    continue;
+            for (m, changed) in pages {
+                if changed {
+                    flush.add_range(m.vaddr, m.vaddr + m.size.bytes());
                 }
-                if shared {
-                    mm::share(m.phys);
-                    maps.push((m.vaddr, m.phys, m.size, m.prot));
-                    continue;
-                }
-                let frame = match mm::allocate_user(size_of(m.size)) {
-                    Ok(f) => f.base(),
-                    Err(_) => {
-                        failed = Some(Errno::ENOMEM);
-                        break;
-                    }
-                };
-                paging::copy_phys(frame, m.phys, m.size.bytes());
-                maps.push((m.vaddr, frame, m.size, m.prot));
+                mm::share(m.phys);
+                maps.push(m);
             }
-            // The frames taken so far belong to the child once mapped, and go with it.
-            child.map_frames(maps);
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            child.map_copies(maps);
         }
-        Ok(child)
+        Ok(())
     }
 
     /// Handles a page fault at `addr` by a thread of this address space. `write`/`exec` say
-    /// what the access was.
+    /// what the access was: a replica that lagged, a write to a copy-on-write page
+    /// ([`break_cow`](Self::break_cow)), a read of untouched private memory (the zero page),
+    /// any other access to untouched memory (a fresh frame), or a denied access.
     pub fn fault(&self, addr: u64, write: bool, exec: bool) -> Result<(), Fault> {
         use crate::proc::signal::{SEGV_ACCERR, SEGV_MAPERR};
         use Fault::Denied;
@@ -711,6 +806,9 @@ impl VSpace {
                 cpu::invlpg(addr);
                 return Ok(());
             }
+            if t.cow && region.is_some_and(|r| allowed(r.prot.effective())) {
+                return self.break_cow(addr & !(t.size.bytes() - 1));
+            }
             return Err(Denied(SEGV_ACCERR));
         }
         let Some(region) = region else {
@@ -720,8 +818,71 @@ impl VSpace {
             return Err(Denied(SEGV_ACCERR));
         }
         let page = addr & !(PAGE_SIZE - 1);
-        self.populate(page, page + PAGE_SIZE, region.prot, || true)
-            .map_err(|_| Fault::OutOfMemory)
+        let private = region.kind != RegionKind::Anonymous { shared: true };
+        let mapped = match zero_page().filter(|_| private && !write) {
+            Some(zero) => self.map_copies(alloc::vec![Mapping {
+                vaddr: page,
+                phys: zero,
+                size: PageSize::Base4K,
+                prot: region.prot.effective(),
+                cow: true,
+            }]),
+            None => {
+                let phys = allocate_user_frame().map_err(|_| Fault::OutOfMemory)?;
+                self.map_frames(alloc::vec![(page, phys, PageSize::Base4K, region.prot)])
+            }
+        };
+        // Not mapped: a racing fault mapped the page first (fine), a racing unmap removed the
+        // region (the retried access finds out), or there was no memory for a page table,
+        // which must not send the access back here forever.
+        if mapped == 0 && matches!(self.resolve(page), (None, Some(_))) {
+            return Err(Fault::OutOfMemory);
+        }
+        Ok(())
+    }
+
+    /// Ends the copy-on-write sharing of the page at `vaddr` for a write: takes the frame over
+    /// when no other address space maps it (no copy, and no other core can hold a writable
+    /// entry for it, so no shootdown), and otherwise maps a private copy and shoots down the old entry, so no core of this address space goes on
+    /// reading the frame the others keep. Holds `changes`, so a `fork` cannot share the frame
+    /// anew in between; a page that changed meanwhile is left for the retried access.
+    fn break_cow(&self, vaddr: u64) -> Result<(), Fault> {
+        let changes = self.changes.lock();
+        let t = match self.resolve(vaddr).0 {
+            Some(t) if t.cow => t,
+            _ => return Ok(()),
+        };
+        let bytes = t.size.bytes();
+        let new = if !mm::is_shared(t.frame) {
+            t.frame
+        } else {
+            let f = mm::allocate_user(size_of(t.size))
+                .map_err(|_| Fault::OutOfMemory)?
+                .base();
+            paging::copy_phys(f, t.frame, bytes);
+            f
+        };
+        let op = UpdateOp::BreakCow {
+            vaddr,
+            old: t.frame,
+            new,
+        };
+        let Resp::Broken(done) = self.nr.execute_mut(op) else {
+            unreachable!("BreakCow answers Broken")
+        };
+        if new == t.frame {
+            // Other cores hold at most the read-only entry: a write there faults and finds
+            // the writable one.
+            cpu::invlpg(vaddr);
+        } else if done {
+            let mut set = FlushSet::EMPTY;
+            set.add_range(vaddr, vaddr + bytes);
+            self.shootdown(&changes, set);
+            free_frame(t.frame, t.size);
+        } else {
+            free_frame(new, t.size);
+        }
+        Ok(())
     }
 
     /// Writes `data` at `addr` in this address space (which need not be the running one), as
@@ -731,8 +892,8 @@ impl VSpace {
         while done < data.len() {
             let va = addr.checked_add(done as u64).ok_or(Errno::EFAULT)?;
             let t = match self.resolve(va).0 {
-                Some(t) => t,
-                None => {
+                Some(t) if t.prot.write => t,
+                _ => {
                     self.fault(va, true, false).map_err(|_| Errno::EFAULT)?;
                     self.resolve(va).0.ok_or(Errno::EFAULT)?
                 }

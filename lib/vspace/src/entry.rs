@@ -18,6 +18,12 @@ pub const HUGE: u64 = 1 << 7;
 /// protection is `PROT_NONE`. Such an entry has [`PRESENT`] clear (so every access faults) but
 /// keeps its frame address, so a later `mprotect` back to an accessible protection restores it.
 pub const PROT_NONE: u64 = 1 << 9;
+/// Bit 10, ignored by the hardware: Reef's marker for a leaf whose frame is shared copy-on-write
+/// (after `fork`, or the shared zero page). Such an entry is never [`WRITABLE`]; a write fault
+/// on it gives the address space its own copy of the frame (or the frame itself, once no one
+/// else shares it). `protect` keeps the marker, so a copy-on-write page stays read-only whatever
+/// protection its region gets.
+pub const COW: u64 = 1 << 10;
 /// Bit 63: instruction fetches are not allowed (requires `EFER.NXE`).
 pub const NX: u64 = 1 << 63;
 /// The physical-address bits 12..52 of an entry (a table or a 4 KiB frame).
@@ -50,6 +56,8 @@ pub struct EntryInfo {
     pub huge: bool,
     /// Reef's software [`PROT_NONE`] marker is set.
     pub prot_none: bool,
+    /// Reef's software [`COW`] marker is set.
+    pub cow: bool,
     /// [`NX`] is set.
     pub no_exec: bool,
 }
@@ -69,6 +77,7 @@ pub const fn decode(entry: u64) -> EntryInfo {
         dirty: entry & DIRTY != 0,
         huge: entry & HUGE != 0,
         prot_none: entry & PROT_NONE != 0,
+        cow: entry & COW != 0,
         no_exec: entry & NX != 0,
     }
 }
@@ -85,6 +94,7 @@ impl fmt::Display for EntryInfo {
             (self.dirty, "D"),
             (self.huge, "PS"),
             (self.prot_none, "PROT_NONE"),
+            (self.cow, "COW"),
             (self.no_exec, "NX"),
         ];
         let mut first = true;

@@ -15,8 +15,9 @@
 //! operations, never on where a replica's tables live: [`AddressSpace::find_free`] picks
 //! addresses deterministically, results never mention table addresses, and a failed operation
 //! changes nothing (the tables it needs are allocated before the first write). Running out of
-//! table memory on one replica but not another is the one way replicas can still diverge; the
-//! kernel should keep enough table frames per node.
+//! table memory on one replica but not another would make replicas diverge, so the kernel's
+//! [`TableMemory`] must give every replica the same outcome for the same request (Reef's takes
+//! table frames through `nr::dalloc`).
 //!
 //! # Hardware interplay
 //!
@@ -45,11 +46,14 @@
 //! * Page faults: [`resolve`](AddressSpace::resolve) (a read, which advances the replica) tells a
 //!   fault caused by a lagging replica (mapping found, access allowed) from a bad access;
 //!   [`walk`](AddressSpace::walk) and [`decode`] describe the entries for a report.
-//! * `fork`: copy [`regions`](AddressSpace::regions) and [`pages`](AddressSpace::pages) into the
-//!   child. `map_frame` refuses `PROT_NONE`, so map a `PROT_NONE` region with some other
-//!   protection, map its pages, then `protect` it back to `PROT_NONE`. For copy-on-write, map
-//!   pages read-only in writable regions; note that a later `protect` sets every page in its range
-//!   to the region's new protection.
+//! * `fork` (copy-on-write): copy [`regions`](AddressSpace::regions) into the child, then in
+//!   bounded steps [`share_for_fork`](AddressSpace::share_for_fork) on the parent (private pages
+//!   become read-only and marked [`COW`]; shoot down the entries it reports changed) and
+//!   [`map_copy`](AddressSpace::map_copy) each listed page into the child. A write fault on a
+//!   page whose [`Translation`] says `cow` is resolved with
+//!   [`break_cow`](AddressSpace::break_cow): a private copy, or the frame itself once no one
+//!   else shares it (the kernel keeps the share counts). `map_copy` also maps a shared zero page
+//!   copy-on-write for read faults on untouched memory.
 //! * Linux differences the syscall layer handles: `mprotect` with length 0 succeeds in Linux
 //!   but is `BadAddress` here; `mmap` beyond the user half is `ENOMEM` in Linux but `BadAddress`
 //!   (`EINVAL`) here; Linux never hands out the last user page (the `sysret` erratum), so pass a
@@ -105,8 +109,8 @@ mod space;
 mod types;
 
 pub use entry::{
-    decode, EntryInfo, ACCESSED, ADDR_MASK, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT, PROT_NONE,
-    TABLE_FLAGS, USER, WRITABLE,
+    decode, EntryInfo, ACCESSED, ADDR_MASK, COW, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT,
+    PROT_NONE, TABLE_FLAGS, USER, WRITABLE,
 };
 pub use flush::{FlushSet, FLUSH_PAGES};
 pub use space::{AddressSpace, MAX_RANGES, MAX_REGIONS};

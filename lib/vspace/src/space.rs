@@ -1,8 +1,8 @@
 //! [`AddressSpace`]: one replica's region database and page tables.
 
 use crate::entry::{
-    ACCESSED, ADDR_MASK, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT, PROT_NONE, TABLE_FLAGS, USER,
-    WRITABLE,
+    ACCESSED, ADDR_MASK, COW, DIRTY, HUGE, LARGE_ADDR_MASK, NX, PRESENT, PROT_NONE, TABLE_FLAGS,
+    USER, WRITABLE,
 };
 use crate::types::{
     MapError, Mapping, PageSize, Prot, Region, RegionKind, Translation, Unmapped, Walk,
@@ -24,8 +24,8 @@ const HW_BITS: u64 = ACCESSED | DIRTY;
 pub const MAX_REGIONS: usize = 65530;
 /// Most ranges [`AddressSpace::protect`] reports separately.
 pub const MAX_RANGES: usize = 64;
-/// The flag bits of a leaf that encode its protection and size.
-const LEAF_FLAGS: u64 = PRESENT | WRITABLE | USER | HUGE | PROT_NONE | NX;
+/// The flag bits of a leaf that encode its protection, size and sharing.
+const LEAF_FLAGS: u64 = PRESENT | WRITABLE | USER | HUGE | PROT_NONE | NX | COW;
 
 /// The bytes one entry at `level` covers (level 1 = page table, 4 = PML4).
 const fn span(level: u32) -> u64 {
@@ -56,6 +56,36 @@ fn leaf_bits(prot: Prot, size: PageSize) -> u64 {
         }
         bits
     }
+}
+
+/// [`leaf_bits`], made copy-on-write (read-only, marked [`COW`]) if `cow`.
+fn leaf_bits_cow(prot: Prot, size: PageSize, cow: bool) -> u64 {
+    let bits = leaf_bits(prot, size);
+    if cow {
+        (bits & !WRITABLE) | COW
+    } else {
+        bits
+    }
+}
+
+/// The [`Mapping`] a leaf `entry` of `size` at `vaddr` describes.
+fn mapping(vaddr: u64, size: PageSize, entry: u64) -> Mapping {
+    Mapping {
+        vaddr,
+        phys: leaf_frame(entry, size),
+        size,
+        prot: leaf_prot(entry),
+        cow: entry & COW != 0,
+    }
+}
+
+/// The region of `regions` containing `va`, if any.
+fn region_containing(regions: &BTreeMap<u64, Region>, va: u64) -> Option<&Region> {
+    regions
+        .range(..=va)
+        .next_back()
+        .map(|(_, r)| r)
+        .filter(|r| r.contains(va))
 }
 
 /// The effective protection a leaf entry grants.
@@ -109,31 +139,6 @@ fn visit_leaves<M: TableMemory>(
     end: u64,
     f: &mut impl FnMut(u64, PageSize, u64),
 ) {
-    visit_leaves_bounded(
-        mem,
-        table,
-        level,
-        base,
-        start,
-        end,
-        &mut Budget::unlimited(),
-        f,
-    );
-}
-
-/// [`visit_leaves`] for at most `budget` leaves (a 2 MiB leaf that starts below `start` is
-/// visited too).
-#[allow(clippy::too_many_arguments)]
-fn visit_leaves_bounded<M: TableMemory>(
-    mem: &M,
-    table: u64,
-    level: u32,
-    base: u64,
-    start: u64,
-    end: u64,
-    budget: &mut Budget,
-    f: &mut impl FnMut(u64, PageSize, u64),
-) {
     for idx in index(start, level)..=index(end - 1, level) {
         let entry = mem.read(table, idx);
         if entry == 0 {
@@ -141,16 +146,10 @@ fn visit_leaves_bounded<M: TableMemory>(
         }
         let va = base + idx as u64 * span(level);
         if let Some(size) = leaf_size(level, entry) {
-            if !budget.take() {
-                return;
-            }
             f(va, size, entry);
         } else {
             let (s, e) = (start.max(va), end.min(va + span(level)));
-            visit_leaves_bounded(mem, entry & ADDR_MASK, level - 1, va, s, e, budget, f);
-            if budget.stopped {
-                return;
-            }
+            visit_leaves(mem, entry & ADDR_MASK, level - 1, va, s, e, f);
         }
     }
 }
@@ -315,11 +314,7 @@ impl<M: TableMemory> AddressSpace<M> {
 
     /// The region containing `va`, if any.
     pub fn region_at(&self, va: u64) -> Option<&Region> {
-        self.regions
-            .range(..=va)
-            .next_back()
-            .map(|(_, r)| r)
-            .filter(|r| r.contains(va))
+        region_containing(&self.regions, va)
     }
 
     /// All regions in address order.
@@ -538,6 +533,44 @@ impl<M: TableMemory> AddressSpace<M> {
             Ok(true) => return Err(MapError::ProtNone),
             Ok(false) => {}
         }
+        self.map_leaf(vaddr, phys, size, leaf_bits(prot, size))
+    }
+
+    /// Maps a page as another address space maps it (a [`Mapping`] from
+    /// [`share_for_fork`](Self::share_for_fork)), or the kernel's shared zero page: the same
+    /// frame and protection, copy-on-write if `m.cow` (read-only and marked [`COW`]). Unlike
+    /// [`map_frame`](Self::map_frame), `PROT_NONE` is allowed (the entry keeps the frame, not
+    /// present), since a `fork` child gets its parent's `PROT_NONE` pages too. The page must lie
+    /// inside regions (`NotInRegion`), nothing may be mapped there yet (`AlreadyMapped`), and
+    /// the addresses must be aligned (`BadAddress`).
+    pub fn map_copy(&mut self, m: &Mapping) -> Result<(), MapError> {
+        let bytes = m.size.bytes();
+        if m.vaddr % bytes != 0 || m.phys % bytes != 0 || m.phys & !ADDR_MASK != 0 {
+            return Err(MapError::BadAddress);
+        }
+        let end = m.vaddr.checked_add(bytes).ok_or(MapError::BadAddress)?;
+        if end > USER_END {
+            return Err(MapError::BadAddress);
+        }
+        self.coverage(m.vaddr, end)
+            .map_err(|()| MapError::NotInRegion)?;
+        self.map_leaf(
+            m.vaddr,
+            m.phys,
+            m.size,
+            leaf_bits_cow(m.prot, m.size, m.cow),
+        )
+    }
+
+    /// Writes the leaf `phys | bits` for the checked page of `size` at `vaddr`, allocating the
+    /// missing tables first.
+    fn map_leaf(
+        &mut self,
+        vaddr: u64,
+        phys: u64,
+        size: PageSize,
+        bits: u64,
+    ) -> Result<(), MapError> {
         let target = match size {
             PageSize::Base4K => 1,
             PageSize::Large2M => 2,
@@ -577,11 +610,8 @@ impl<M: TableMemory> AddressSpace<M> {
         self.tables += needed;
         // Build bottom-up, so a concurrent hardware walker never sees a half-built path.
         let leaf_table = if needed == 0 { table } else { new[needed - 1] };
-        self.mem.write(
-            leaf_table,
-            index(vaddr, target),
-            phys | leaf_bits(prot, size),
-        );
+        self.mem
+            .write(leaf_table, index(vaddr, target), phys | bits);
         for i in (1..needed).rev() {
             let lvl = level - i as u32;
             self.mem
@@ -608,6 +638,7 @@ impl<M: TableMemory> AddressSpace<M> {
             frame,
             size,
             prot: leaf_prot(entry),
+            cow: entry & COW != 0,
         })
     }
 
@@ -628,8 +659,8 @@ impl<M: TableMemory> AddressSpace<M> {
         Walk { entries }
     }
 
-    /// Every page mapping (including `PROT_NONE` pages) in address order, e.g. to copy the
-    /// address space for `fork`.
+    /// Every page mapping (including `PROT_NONE` pages) in address order (for inspection; `fork`
+    /// goes in bounded steps of [`share_for_fork`](Self::share_for_fork)).
     pub fn pages(&self) -> impl Iterator<Item = Mapping> {
         let mut out = Vec::new();
         visit_leaves(
@@ -639,45 +670,9 @@ impl<M: TableMemory> AddressSpace<M> {
             0,
             0,
             USER_END,
-            &mut |vaddr, size, entry| {
-                out.push(Mapping {
-                    vaddr,
-                    phys: leaf_frame(entry, size),
-                    size,
-                    prot: leaf_prot(entry),
-                });
-            },
+            &mut |vaddr, size, entry| out.push(mapping(vaddr, size, entry)),
         );
         out.into_iter()
-    }
-
-    /// At most `max` page mappings (including `PROT_NONE` pages) at or above `from`, in address
-    /// order: a bounded piece of [`pages`](Self::pages), for copying a large address space in
-    /// steps. The next piece starts just after the last mapping returned.
-    pub fn pages_from(&self, from: u64, max: usize) -> Vec<Mapping> {
-        let mut out = Vec::new();
-        if from >= USER_END || max == 0 {
-            return out;
-        }
-        let mut budget = Budget::of(max);
-        visit_leaves_bounded(
-            &self.mem,
-            self.root,
-            4,
-            0,
-            from,
-            USER_END,
-            &mut budget,
-            &mut |vaddr, size, entry| {
-                out.push(Mapping {
-                    vaddr,
-                    phys: leaf_frame(entry, size),
-                    size,
-                    prot: leaf_prot(entry),
-                });
-            },
-        );
-        out
     }
 
     /// Splits the 2 MiB pages that straddle `start` or `end` and whose entry satisfies `needs`
@@ -855,7 +850,8 @@ impl<M: TableMemory> AddressSpace<M> {
             end,
             &mut Budget::unlimited(),
             &mut |vaddr, size, entry| {
-                let new = (entry & (HW_BITS | ADDR_MASK)) | leaf_bits(prot, size);
+                let new =
+                    (entry & (HW_BITS | ADDR_MASK)) | leaf_bits_cow(prot, size, entry & COW != 0);
                 if new & !HW_BITS != entry & !HW_BITS {
                     push_range(&mut changed, vaddr, size.bytes());
                 }
@@ -879,6 +875,74 @@ impl<M: TableMemory> AddressSpace<M> {
             changed = alloc::vec![(first, last + len - first)];
         }
         Ok(changed)
+    }
+
+    /// One bounded step of preparing a `fork`: at most `max` page mappings at or above `from`,
+    /// in address order, as the child should map them with [`map_copy`](Self::map_copy), each
+    /// with whether its hardware entry changed here (for the TLB shootdown). Pages of shared
+    /// anonymous regions (`MAP_SHARED`) are listed as they are: parent and child share the
+    /// frame. Every other page becomes copy-on-write here (read-only, marked [`COW`]), so both
+    /// go on reading the frame until one of them writes ([`break_cow`](Self::break_cow));
+    /// `PROT_NONE` pages get the mark too and keep it when made accessible. The next step
+    /// starts just after the last mapping returned.
+    pub fn share_for_fork(&mut self, from: u64, max: usize) -> Vec<(Mapping, bool)> {
+        let mut out = Vec::new();
+        if from >= USER_END || max == 0 {
+            return out;
+        }
+        let regions = &self.regions;
+        update_leaves(
+            &mut self.mem,
+            &mut self.tables,
+            self.root,
+            4,
+            0,
+            from,
+            USER_END,
+            &mut Budget::of(max),
+            &mut |vaddr, size, entry| {
+                let shared = region_containing(regions, vaddr)
+                    .is_some_and(|r| r.kind == RegionKind::Anonymous { shared: true });
+                let new = if shared {
+                    entry
+                } else {
+                    (entry & !WRITABLE) | COW
+                };
+                out.push((
+                    mapping(vaddr, size, new),
+                    new & WRITABLE != entry & WRITABLE,
+                ));
+                new
+            },
+        );
+        out
+    }
+
+    /// Ends the copy-on-write sharing of the page at `vaddr`: if it still maps the frame `old`
+    /// marked [`COW`], it maps `new` instead (a private copy the kernel made, or `old` itself
+    /// when no one else shares it any more) with its region's protection, and the mark goes.
+    /// Returns whether it did; `false` (nothing changed) if the page changed since the caller
+    /// looked (unmapped, remapped, already broken) or `new` is not a frame address aligned to
+    /// the page size. The caller shoots down `vaddr`, since other cores may hold the old entry.
+    pub fn break_cow(&mut self, vaddr: u64, old: u64, new: u64) -> bool {
+        let Some(prot) = self.region_at(vaddr).map(|r| r.prot) else {
+            return false;
+        };
+        let Some((table, idx, size)) = self.leaf_slot(vaddr) else {
+            return false;
+        };
+        let entry = self.mem.read(table, idx);
+        if entry & COW == 0
+            || leaf_frame(entry, size) != old
+            || new % size.bytes() != 0
+            || new & !ADDR_MASK != 0
+        {
+            return false;
+        }
+        let kept = if new == old { entry & HW_BITS } else { 0 };
+        self.mem
+            .write(table, idx, new | kept | leaf_bits(prot, size));
+        true
     }
 
     /// Removes every region and page mapping and frees every page table except the PML4;

@@ -198,8 +198,11 @@ pub struct Mapping {
     pub phys: u64,
     /// The page size.
     pub size: PageSize,
-    /// The page's effective protection ([`Prot::NONE`] for a `PROT_NONE` page).
+    /// The page's effective protection ([`Prot::NONE`] for a `PROT_NONE` page; never `write`
+    /// for a copy-on-write page).
     pub prot: Prot,
+    /// The frame is shared copy-on-write (the entry carries [`COW`](crate::COW)).
+    pub cow: bool,
 }
 
 /// The result of [`AddressSpace::resolve`](crate::AddressSpace::resolve).
@@ -212,8 +215,11 @@ pub struct Translation {
     /// The page size.
     pub size: PageSize,
     /// The page's effective protection ([`Prot::NONE`] for a `PROT_NONE` page, whose entry is not
-    /// present).
+    /// present; never `write` for a copy-on-write page).
     pub prot: Prot,
+    /// The frame is shared copy-on-write: a write must first break the sharing
+    /// ([`AddressSpace::break_cow`](crate::AddressSpace::break_cow)).
+    pub cow: bool,
 }
 
 /// The entries a page walk passed through, for fault reports (see

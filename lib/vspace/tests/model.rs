@@ -412,6 +412,7 @@ impl Model {
                     PageSize::Base4K
                 },
                 prot: pg.prot,
+                cow: false,
             })
             .collect()
     }
@@ -530,6 +531,7 @@ fn check(s: &AddressSpace<FakeMemory>, mem: &FakeMemory, m: &Model) -> Result<()
                 frame,
                 size,
                 prot: pg.prot,
+                cow: false,
             }
         });
         prop_assert_eq!(s.resolve(va(p) + off), want, "resolve page {}", p);

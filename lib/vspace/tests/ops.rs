@@ -6,7 +6,7 @@ use abi::Errno;
 use common::{kernel_entries, space, space_at, FakeMemory};
 use vspace::{
     decode, AddressSpace, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory,
-    Translation, Unmapped, ADDR_MASK, HUGE, NX, PRESENT, PROT_NONE, USER, USER_END, WRITABLE,
+    Translation, Unmapped, ADDR_MASK, COW, HUGE, NX, PRESENT, PROT_NONE, USER, USER_END, WRITABLE,
 };
 
 const K: u64 = 4096;
@@ -176,7 +176,8 @@ fn map_frame_sets_entry_bits_from_prot() {
                 phys: phys + 0x123,
                 frame: phys,
                 size: PageSize::Base4K,
-                prot: effective
+                prot: effective,
+                cow: false
             }
         );
         assert_eq!(effective, prot.effective());
@@ -271,7 +272,8 @@ fn large_pages_map_resolve_and_conflict() {
             phys: 0x8012_3456,
             frame: 0x8000_0000,
             size: PageSize::Large2M,
-            prot: Prot::RW
+            prot: Prot::RW,
+            cow: false
         }
     );
     // 4 KiB inside a 2 MiB page, 2 MiB over a 4 KiB page.
@@ -303,19 +305,22 @@ fn large_pages_map_resolve_and_conflict() {
                 vaddr: 0x4000_0000,
                 phys: 0x8000_0000,
                 size: PageSize::Large2M,
-                prot: Prot::RW
+                prot: Prot::RW,
+                cow: false
             },
             Mapping {
                 vaddr: 0x4021_0000,
                 phys: 0x1000,
                 size: PageSize::Base4K,
-                prot: Prot::RW
+                prot: Prot::RW,
+                cow: false
             },
             Mapping {
                 vaddr: 0x4040_0000,
                 phys: 0x20_0000,
                 size: PageSize::Large2M,
-                prot: Prot::READ
+                prot: Prot::READ,
+                cow: false
             },
         ]
     );
@@ -530,7 +535,8 @@ fn prot_none_keeps_frames() {
             phys: 0x30_0000,
             frame: 0x30_0000,
             size: PageSize::Base4K,
-            prot: Prot::NONE
+            prot: Prot::NONE,
+            cow: false
         })
     );
     assert_eq!(s.pages().next().map(|m| m.prot), Some(Prot::NONE));
@@ -952,20 +958,21 @@ fn unmap_steps_remove_what_unmap_removes_a_bounded_number_at_a_time() {
 }
 
 #[test]
-fn clear_steps_and_pages_from_are_bounded() {
+fn clear_steps_and_share_for_fork_are_bounded() {
     let (mut s, mem) = space();
     scattered(&mut s, 0x100_0000, 300, 2);
-    let every: Vec<Mapping> = s.pages().collect();
+    let every: Vec<u64> = s.pages().map(|m| m.vaddr).collect();
     let mut pieces = Vec::new();
     let mut from = 0;
     loop {
-        let piece = s.pages_from(from, 100);
+        let piece = s.share_for_fork(from, 100);
         assert!(piece.len() <= 100);
-        let Some(last) = piece.last() else { break };
+        let Some((last, _)) = piece.last() else { break };
         from = last.vaddr + last.size.bytes();
-        pieces.extend(piece);
+        pieces.extend(piece.iter().map(|(m, _)| m.vaddr));
     }
     assert_eq!(pieces, every);
+    assert!(s.pages().all(|m| m.cow));
     let mut removed = 0;
     loop {
         let (some, more) = s.clear_step(128);
@@ -1035,4 +1042,135 @@ fn region_count_is_bounded() {
     );
     assert_eq!(s.unmap(0x100_0000, K).map(|v| v.len()), Ok(0));
     assert_eq!(s.regions().count(), vspace::MAX_REGIONS - 2);
+}
+
+#[test]
+fn share_for_fork_makes_private_pages_copy_on_write_and_keeps_shared_ones() {
+    let (mut s, _) = space();
+    let shared = RegionKind::Anonymous { shared: true };
+    s.map_region(0x10000, 2 * K, Prot::RW, ANON, false).unwrap();
+    s.map_region(0x20000, K, Prot::RW, shared, false).unwrap();
+    s.map_region(0x30000, K, Prot::READ, RegionKind::Image, false)
+        .unwrap();
+    s.map_frame(0x10000, 0x5000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    s.map_frame(0x11000, 0x6000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    s.map_frame(0x20000, 0x7000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    s.map_frame(0x30000, 0x8000, PageSize::Base4K, Prot::READ)
+        .unwrap();
+    s.protect(0x11000, K, Prot::NONE).unwrap();
+    // Bounded: two pages, then the rest.
+    let first = s.share_for_fork(0, 2);
+    let cow = |vaddr, phys, prot| Mapping {
+        vaddr,
+        phys,
+        size: PageSize::Base4K,
+        prot,
+        cow: true,
+    };
+    assert_eq!(
+        first,
+        vec![
+            (cow(0x10000, 0x5000, Prot::READ), true),
+            (cow(0x11000, 0x6000, Prot::NONE), false),
+        ]
+    );
+    let rest = s.share_for_fork(0x12000, 10);
+    assert_eq!(
+        rest,
+        vec![
+            (
+                Mapping {
+                    vaddr: 0x20000,
+                    phys: 0x7000,
+                    size: PageSize::Base4K,
+                    prot: Prot::RW,
+                    cow: false
+                },
+                false
+            ),
+            (cow(0x30000, 0x8000, Prot::READ), false),
+        ]
+    );
+    assert_eq!(leaf(&s, 0x10000) & (WRITABLE | COW), COW);
+    assert!(s.resolve(0x10000).unwrap().cow);
+    assert!(!s.resolve(0x20000).unwrap().cow);
+
+    // The child maps what it was given, PROT_NONE included.
+    let (mut child, _) = space_at(0x100_0000);
+    child
+        .map_region(0x10000, 2 * K, Prot::RW, ANON, false)
+        .unwrap();
+    for (m, _) in first.iter() {
+        child.map_copy(m).unwrap();
+    }
+    assert_eq!(
+        child.pages().collect::<Vec<_>>(),
+        vec![first[0].0, first[1].0]
+    );
+    assert_eq!(child.map_copy(&first[0].0), Err(MapError::AlreadyMapped));
+    assert_eq!(
+        child.map_copy(&rest[1].0),
+        Err(MapError::NotInRegion),
+        "no region at 0x30000 in the child"
+    );
+}
+
+#[test]
+fn protect_keeps_copy_on_write_pages_read_only() {
+    let (mut s, _) = space();
+    s.map_region(0x10000, K, Prot::READ, ANON, false).unwrap();
+    s.map_frame(0x10000, 0x5000, PageSize::Base4K, Prot::READ)
+        .unwrap();
+    s.share_for_fork(0, 10);
+    s.protect(0x10000, K, Prot::RW).unwrap();
+    let t = s.resolve(0x10000).unwrap();
+    assert_eq!((t.prot, t.cow), (Prot::READ, true));
+    s.protect(0x10000, K, Prot::NONE).unwrap();
+    assert_eq!(
+        leaf(&s, 0x10000) & (PRESENT | PROT_NONE | COW),
+        PROT_NONE | COW
+    );
+    s.protect(0x10000, K, Prot::RWX).unwrap();
+    let t = s.resolve(0x10000).unwrap();
+    assert_eq!((t.prot, t.cow), (Prot::RX, true));
+}
+
+#[test]
+fn break_cow_maps_the_new_frame_with_the_region_protection() {
+    let (mut s, _) = space();
+    s.map_region(0x10000, 2 * K, Prot::RW, ANON, false).unwrap();
+    s.map_frame(0x10000, 0x5000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    s.map_frame(0x11000, 0x6000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    s.share_for_fork(0, 10);
+    // Not copy-on-write, wrong old frame, unaligned new frame, no page: nothing changes.
+    assert!(!s.break_cow(0x10000, 0x6000, 0x9000));
+    assert!(!s.break_cow(0x10000, 0x5000, 0x9001));
+    assert!(!s.break_cow(0x12000, 0x5000, 0x9000));
+    assert!(s.resolve(0x10000).unwrap().cow);
+    // A copy.
+    assert!(s.break_cow(0x10000, 0x5000, 0x9000));
+    let t = s.resolve(0x10000).unwrap();
+    assert_eq!((t.frame, t.prot, t.cow), (0x9000, Prot::RW, false));
+    assert!(!s.break_cow(0x10000, 0x9000, 0xa000), "already broken");
+    // The frame itself, once no one else shares it.
+    assert!(s.break_cow(0x11000, 0x6000, 0x6000));
+    let t = s.resolve(0x11000).unwrap();
+    assert_eq!((t.frame, t.prot, t.cow), (0x6000, Prot::RW, false));
+    // The zero page of a read fault in a read-only region stays read-only once broken.
+    s.map_region(0x20000, K, Prot::READ, ANON, false).unwrap();
+    let zero = Mapping {
+        vaddr: 0x20000,
+        phys: 0x1000,
+        size: PageSize::Base4K,
+        prot: Prot::READ,
+        cow: true,
+    };
+    s.map_copy(&zero).unwrap();
+    assert!(s.break_cow(0x20000, 0x1000, 0xb000));
+    assert_eq!(s.resolve(0x20000).unwrap().prot, Prot::READ);
 }
