@@ -19,7 +19,10 @@
  *   line for `/`; each file reads the same in 13-byte pieces as in 4096-byte ones;
  * - on Reef only: /proc/reef/nrfs in the format `nrfs: logs=L replicas=R stale_retries=S` then
  *   `log I: submitted=N applied=A0,...,A(R-1)` per log, every applied count <= submitted, and the
- *   submitted total grows when the file system is changed.
+ *   submitted total grows when the file system is changed; /proc/reef/memory has a header and
+ *   one line per node (as many as NR-FS replicas) with heap bytes used <= held, at least one
+ *   arena and a spare of 0 or 2048 KiB, then a `file data pages` line whose figure grows by at
+ *   least the size of a file written (every replica keeps a copy) and shrinks when it is removed.
  */
 #include "reef-test.h"
 #include <dirent.h>
@@ -617,6 +620,64 @@ static void reef_nrfs(void)
         logs, replicas, before, after);
 }
 
+/* Parses /proc/reef/memory (checking each node line); returns the file data pages in KiB. */
+static unsigned long long parse_memory(int nodes)
+{
+    char *text = slurp("/proc/reef/memory", 4096, NULL);
+    const char *p = strchr(text, '\n');
+    if (strncmp(text, "node ", 5) || !p)
+        FAIL("/proc/reef/memory: header malformed: \"%.80s\"", text);
+    p++;
+    for (int i = 0; i < nodes; i++) {
+        int node, used = 0;
+        unsigned long long free_k, reserve, held, in_use, allocs, arenas, released, spare;
+        if (sscanf(p, "%d %llu %llu %llu %llu %llu %llu %llu %llu%n", &node, &free_k, &reserve,
+                   &held, &in_use, &allocs, &arenas, &released, &spare, &used) != 9 ||
+            p[used] != '\n')
+            FAIL("/proc/reef/memory: node line %d malformed: \"%.80s\"", i, p);
+        CHECK_EQ(node, i);
+        if (in_use > held || arenas < 1 || (spare != 0 && spare != 2048) || reserve == 0)
+            FAIL("/proc/reef/memory: node %d: heap used %llu KiB of %llu held, %llu arenas, spare "
+                 "%llu KiB, reserve %llu KiB",
+                 i, in_use, held, arenas, spare, reserve);
+        p += used + 1;
+    }
+    unsigned long long pages;
+    int used = 0;
+    if (sscanf(p, "file data pages: %llu KiB;%n", &pages, &used) != 1 || used == 0)
+        FAIL("/proc/reef/memory: after %d node lines: \"%.80s\"", nodes, p);
+    free(text);
+    return pages;
+}
+
+static void reef_memory(void)
+{
+    if (!on_reef()) {
+        SAY("/proc/reef/memory: Reef only, skipped");
+        return;
+    }
+    int logs, nodes;
+    parse_nrfs(&logs, &nodes);
+    unsigned long long before = parse_memory(nodes);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/devproc.%d.mem", getpid());
+    int fd = CHECK_SYS(open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600));
+    static char mib[1 << 20];
+    memset(mib, 'm', sizeof mib);
+    CHECK_EQ(write(fd, mib, sizeof mib), (ssize_t)sizeof mib);
+    CHECK_SYS(close(fd));
+    unsigned long long with = parse_memory(nodes);
+    CHECK_SYS(unlink(path));
+    unsigned long long after = parse_memory(nodes);
+    if (with < before + 1024 || after >= with)
+        FAIL("/proc/reef/memory: file data %llu KiB before a 1 MiB file, %llu with it, %llu after "
+             "unlink",
+             before, with, after);
+    SAY("/proc/reef/memory: %d node lines; file data %llu -> %llu -> %llu KiB (1 MiB file written, "
+        "removed)",
+        nodes, before, with, after);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -628,5 +689,6 @@ int main(int argc, char **argv)
     meminfo();
     mounts();
     reef_nrfs();
+    reef_memory();
     PASS();
 }

@@ -37,9 +37,11 @@
 #include <sys/prctl.h>
 #include <sys/sysinfo.h>
 
-/* The kernel heap grows by 2 MiB arenas per NUMA node and keeps them: two arenas on each of
- * two nodes are not a leak. Every part repeats its case often enough that a leak of the
- * size the issue saw (tens of KiB per call) would exceed this several times. */
+/* The kernel heap grows by 2 MiB arenas per NUMA node and gives an emptied arena back, but
+ * keeps one spare per node, and an arena can stay pinned by a few long-lived allocations
+ * made while the heap was large: two arenas on each of two nodes are not a leak
+ * (/proc/reef/memory shows them). Every part repeats its case often enough that a leak of
+ * the size the issue saw (tens of KiB per call) would exceed this several times. */
 #define SLACK (8L << 20)
 #define ARCH_SET_FS 0x1002
 #define NONCANON 0x0000800000000000UL

@@ -4,6 +4,7 @@
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg   system information
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
+//! /proc/reef/memory                                  per node: free frames, reserve, heap
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
 //! /proc/reef/syscalls                                system calls: count and time, all cores
 //! /proc/reef/tlb                                     TLB shootdowns; IPIs and steal time per core
@@ -39,6 +40,8 @@ pub enum File {
     Version,
     /// `/proc/loadavg`.
     LoadAvg,
+    /// `/proc/reef/memory`.
+    Memory,
     /// `/proc/reef/nrfs`.
     Nrfs,
     /// `/proc/reef/syscalls`.
@@ -126,6 +129,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             }
         }
         Place::Reef => match name {
+            b"memory" => Ok(Place::File(File::Memory)),
             b"nrfs" => Ok(Place::File(File::Nrfs)),
             b"syscalls" => Ok(Place::File(File::Syscalls)),
             b"tlb" => Ok(Place::File(File::Tlb)),
@@ -222,6 +226,7 @@ fn ino_of(place: Place) -> u64 {
             File::LoadAvg => (8, 0, 6),
             File::Syscalls => (8, 0, 7),
             File::Tlb => (8, 0, 8),
+            File::Memory => (8, 0, 9),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -287,6 +292,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
             }
         }
         Place::Reef => {
+            out.push((ino_of(Place::File(File::Memory)), f, b"memory".to_vec()));
             out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec()));
             out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
             out.push((ino_of(Place::File(File::Tlb)), f, b"tlb".to_vec()));
@@ -377,6 +383,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 pids.last().copied().unwrap_or(0)
             );
         }
+        File::Memory => s = crate::mm::report(),
         File::Nrfs => s = crate::fs::report(),
         File::Syscalls => s = crate::syscall::accounting_report(),
         File::Tlb => s = crate::ipi::shootdown_report(),

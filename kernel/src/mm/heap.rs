@@ -12,8 +12,14 @@
 //! builds on stable and accepts any number of discontiguous arenas, which is what growing by
 //! frames needs). Allocations larger than a 2 MiB frame fail (callers needing that much take
 //! frames directly).
+//!
+//! The heap shrinks too: when a free leaves a whole arena (one frame) unused, talc hands the
+//! arena back ([`NodeSource::resize`]). Each node keeps one such 2 MiB frame aside as its
+//! spare, which the next growth takes first, so a heap that breathes around an arena boundary
+//! does not take and return a frame on every allocation; every other empty arena goes back to
+//! its node's NCache at once.
 
-use super::{Frame, FrameSize, MAX_NODES};
+use super::{DirectMapLinks, Frame, FrameSize, MAX_NODES};
 use crate::arch::paging::{phys_to_virt, virt_to_phys};
 use crate::kcb;
 use crate::sync::IrqMutex;
@@ -38,29 +44,57 @@ static mut BOOT_ARENA: BootArena = BootArena([0; BOOT_ARENA_SIZE]);
 const SMALL_GROWTH_LIMIT: usize = 3 * 1024;
 
 /// Grows a node's heap with 2 MiB frames of that node (4 KiB frames for small requests when no
-/// 2 MiB frame is left).
+/// 2 MiB frame is left), and takes back arenas the heap no longer uses.
 #[derive(Debug)]
 pub struct NodeSource {
     node: usize,
+    /// An emptied 2 MiB arena kept for the next growth (see the module documentation).
+    spare: Option<Frame>,
 }
 
-// SAFETY: `acquire` never touches the heap it grows except through the `talc` reference it is
-// given, and never allocates: it takes a frame from the NCache (which stores its free lists in
-// the frames themselves) and claims it.
+impl NodeSource {
+    const fn new(node: usize) -> NodeSource {
+        NodeSource { node, spare: None }
+    }
+
+    /// Takes an emptied arena's frame: kept as the spare if it is a 2 MiB frame and there is
+    /// none, else returned to the node's NCache (directly: a 2 MiB frame belongs there, where
+    /// the heap and huge mappings find it whole). False if the NCache refused it; the arena then
+    /// stays in the heap.
+    fn take_back(&mut self, frame: Frame) -> bool {
+        if frame.size() == FrameSize::Large && self.spare.is_none() {
+            self.spare = Some(frame);
+            return true;
+        }
+        super::nodes()
+            .get(self.node)
+            .is_some_and(|n| n.ncache.lock().release(&mut DirectMapLinks, frame).is_ok())
+    }
+}
+
+// SAFETY: `acquire` and `resize` never touch the heap they manage except through the `talc`
+// reference `acquire` is given, and never allocate: they take frames from and give them back to
+// the NCache (which stores its free lists in the frames themselves). `resize` releases an arena
+// only when talc reports it wholly free (`is_heap_base` with nothing allocated above).
 unsafe impl Source for NodeSource {
+    const TRACK_HEAP_END: bool = true;
+
     fn acquire<B: Binning>(talc: &mut Talc<Self, B>, layout: Layout) -> Result<(), ()> {
         if layout.size() > frames::LARGE_PAGE_SIZE as usize / 2 {
             return Err(());
         }
-        // A 2 MiB frame if the node still has one; when user memory has split them all, a small
-        // request still grows the heap by a 4 KiB frame.
+        // The spare arena, else a 2 MiB frame if the node still has one; when user memory has
+        // split them all, a small request still grows the heap by a 4 KiB frame.
         let node = talc.source.node;
-        let frame = match super::allocate_on(node, FrameSize::Large) {
-            Ok(f) => f,
-            Err(_) if layout.size() + layout.align() <= SMALL_GROWTH_LIMIT => {
-                super::allocate_on(node, FrameSize::Base).map_err(|_| ())?
-            }
-            Err(_) => return Err(()),
+        let frame = match talc.source.spare.take() {
+            Some(f) => f,
+            None => match super::allocate_on(node, FrameSize::Large) {
+                Ok(f) => f,
+                Err(_) if layout.size() + layout.align() <= SMALL_GROWTH_LIMIT => {
+                    super::allocate_on(node, FrameSize::Base).map_err(|_| ())?
+                }
+                Err(_) => return Err(()),
+            },
         };
         // SAFETY: the frame was just allocated for this heap alone and is mapped by the direct
         // map for its whole size.
@@ -72,15 +106,44 @@ unsafe impl Source for NodeSource {
         };
         claimed.map(|_| ()).ok_or(())
     }
+
+    unsafe fn resize(
+        &mut self,
+        chunk_base: *mut u8,
+        heap_end: *mut u8,
+        is_heap_base: bool,
+    ) -> *mut u8 {
+        if !is_heap_base {
+            return heap_end;
+        }
+        // The whole arena is free. Arenas are frames claimed whole (see `acquire`), so the
+        // arena starts at the page below `chunk_base` (talc puts the base tag within its first
+        // CHUNK_UNIT bytes) and its length says which frame size it was. The boot arena and
+        // anything else are left alone.
+        let base = (chunk_base as u64 - 1) & !(frames::BASE_PAGE_SIZE - 1);
+        let size = match heap_end as u64 - base {
+            frames::BASE_PAGE_SIZE => FrameSize::Base,
+            frames::LARGE_PAGE_SIZE => FrameSize::Large,
+            _ => return heap_end,
+        };
+        let boot = &raw const BOOT_ARENA as u64;
+        if (boot..boot + BOOT_ARENA_SIZE as u64).contains(&base) {
+            return heap_end;
+        }
+        match Frame::new(virt_to_phys(base), size, self.node) {
+            Some(frame) if self.take_back(frame) => chunk_base,
+            _ => heap_end,
+        }
+    }
 }
 
 type NodeHeap = IrqMutex<Talc<NodeSource, talc::base::binning::DefaultBinning>>;
 
 static HEAPS: [NodeHeap; MAX_NODES] = {
-    let mut heaps = [const { IrqMutex::new(Talc::new(NodeSource { node: 0 })) }; MAX_NODES];
+    let mut heaps = [const { IrqMutex::new(Talc::new(NodeSource::new(0))) }; MAX_NODES];
     let mut i = 0;
     while i < MAX_NODES {
-        heaps[i] = IrqMutex::new(Talc::new(NodeSource { node: i }));
+        heaps[i] = IrqMutex::new(Talc::new(NodeSource::new(i)));
         i += 1;
     }
     heaps
@@ -97,6 +160,36 @@ pub fn init_boot_arena() {
         claimed.is_some(),
         "boot arena too small for the allocator's metadata"
     );
+}
+
+/// One node's heap, as `/proc/reef/memory` shows it.
+pub struct HeapStats {
+    /// Bytes of the arenas the heap holds (including the boot arena on node 0).
+    pub claimed: u64,
+    /// Bytes allocated (as requested).
+    pub allocated: u64,
+    /// Live allocations.
+    pub allocations: u64,
+    /// Arenas the heap holds.
+    pub arenas: u64,
+    /// Bytes of arenas given back since boot (including to the spare).
+    pub released: u64,
+    /// Bytes kept aside as the spare arena.
+    pub spare: u64,
+}
+
+/// Statistics of `node`'s heap.
+pub fn stats(node: usize) -> HeapStats {
+    let heap = HEAPS[node].lock();
+    let c = heap.counters();
+    HeapStats {
+        claimed: c.claimed_bytes as u64,
+        allocated: c.allocated_bytes as u64,
+        allocations: c.allocation_count as u64,
+        arenas: c.heap_count as u64,
+        released: c.total_released_bytes(),
+        spare: heap.source.spare.map_or(0, |f| f.size().bytes()),
+    }
 }
 
 /// Number of allocations served by another node's heap because the caller's node was full.

@@ -291,3 +291,38 @@ pub fn free_bytes() -> u64 {
         .sum::<u64>()
         + cached
 }
+
+/// `/proc/reef/memory`: per node, free frames (NCache), the kernel reserve, page frames that
+/// hold NR-FS file data, and the heap (arenas held, bytes and allocations live, arenas given
+/// back since boot, the spare arena); all sizes in KiB.
+pub fn report() -> alloc::string::String {
+    use core::fmt::Write;
+    let mut s = alloc::string::String::new();
+    let _ = writeln!(
+        s,
+        "node       free    reserve  heap-held  heap-used  allocations  arenas  released  spare"
+    );
+    for (node, n) in nodes().iter().enumerate() {
+        let free = n.ncache.lock().free_bytes();
+        let h = heap::stats(node);
+        let _ = writeln!(
+            s,
+            "{node:4} {:10} {:10} {:10} {:10} {:12} {:7} {:9} {:6}",
+            free >> 10,
+            n.reserve >> 10,
+            h.claimed >> 10,
+            h.allocated >> 10,
+            h.allocations,
+            h.arenas,
+            h.released >> 10,
+            h.spare >> 10
+        );
+    }
+    let _ = writeln!(
+        s,
+        "file data pages: {} KiB; heap allocations served by another node: {}",
+        heap::page_bytes() >> 10,
+        heap::remote_fallbacks()
+    );
+    s
+}
