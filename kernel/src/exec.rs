@@ -10,13 +10,13 @@ use crate::arch::{paging, user};
 use crate::fs::ExecFile;
 use crate::mm::{self, FrameSize};
 use crate::proc::Thread;
-use crate::vm::{self, VSpace, PAGE_SIZE};
+use crate::vm::{self, PageMap, VSpace, PAGE_SIZE};
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use exec::{AuxInfo, Executable, InitialStack};
 use nrfs::Ino;
-use vspace::{PageSize, Prot, RegionKind};
+use vspace::{Mapping, PageSize, Prot, RegionKind};
 
 /// Where a static-PIE program is loaded (as Linux does for ET_DYN without an interpreter).
 const PIE_BASE: u64 = 0x5555_5555_4000;
@@ -82,7 +82,6 @@ fn load_elf(
     envp: &[Vec<u8>],
 ) -> Result<Image, Errno> {
     let exe = Executable::parse_prefix(prefix, file.size, PIE_BASE).map_err(|e| e.to_errno())?;
-    let mut buf = alloc::vec![0u8; PAGE_SIZE as usize];
     let vm = VSpace::new()?;
     for m in exe.mappings() {
         let prot = Prot {
@@ -91,42 +90,13 @@ fn load_elf(
             exec: m.executable,
         };
         vm.map_fixed(m.start, m.end - m.start, prot, RegionKind::Image, false)?;
-        let mut pages = Vec::new();
-        let mut va = m.start;
-        while va < m.end {
-            // The parts of this page the file provides; the rest is zero (a page the file
-            // fills is not zeroed first).
-            let parts = exe.segments().iter().filter_map(|s| {
-                let (from, to) = (s.vaddr.max(va), (s.vaddr + s.filesz).min(va + PAGE_SIZE));
-                (from < to).then(|| (s.file_range().start as u64 + (from - s.vaddr), from, to))
-            });
-            let Ok(frame) = mm::allocate_user(FrameSize::Base) else {
-                vm.map_frames(pages);
-                vm.teardown();
-                return Err(Errno::ENOMEM);
-            };
-            let frame = frame.base();
-            let whole = parts
-                .clone()
-                .any(|(_, from, to)| from == va && to == va + PAGE_SIZE);
-            if !whole {
-                paging::zero_phys(frame, PAGE_SIZE);
-            }
-            for (off, from, to) in parts {
-                let chunk = &mut buf[..(to - from) as usize];
-                if file_read(file, off, chunk).is_err() {
-                    // Mapped, so that the teardown frees it with the others.
-                    pages.push((va, frame, PageSize::Base4K, prot));
-                    vm.map_frames(pages);
-                    vm.teardown();
-                    return Err(Errno::EIO);
-                }
-                paging::write_phys(frame + (from - va), chunk);
-            }
-            pages.push((va, frame, PageSize::Base4K, prot));
-            va += PAGE_SIZE;
+        let mut image = ImagePages::default();
+        if let Err(e) = image.load(&vm, &exe, file, m.start, m.end, prot) {
+            image.map(&vm);
+            vm.teardown();
+            return Err(e);
         }
-        vm.map_frames(pages);
+        image.map(&vm);
     }
 
     let mut random = [0u8; 16];
@@ -170,6 +140,136 @@ fn load_elf(
             .flat_map(|a| a.iter().copied().chain([0]))
             .collect(),
     })
+}
+
+/// Most pages lent or filled before they are mapped.
+const BATCH: usize = 256;
+
+/// The pages of one mapping of a program image on their way into its address space.
+///
+/// A page that one segment fills from a page-aligned file offset is the file's own page,
+/// lent by NR-FS (this node's replica's copy) and mapped copy-on-write, as Linux maps its
+/// page cache: nothing is copied or zeroed, and every process running the program maps the
+/// same frames, so QEMU's translated code for them is reused from one `execve` to the next.
+/// Any other page (shared with a neighbouring segment, partly `.bss`, or a hole of the file)
+/// is a private frame filled from the file and zeroed where the file gives nothing.
+#[derive(Default)]
+struct ImagePages {
+    /// Private frames.
+    private: Vec<PageMap>,
+    /// Lent file pages, each with the share NR-FS gave it for this address space.
+    lent: Vec<Mapping>,
+}
+
+impl ImagePages {
+    /// Makes the pages of `[start, end)` and maps them into `vm` about [`BATCH`] at a time; on
+    /// error the pages made since the last batch are left for [`ImagePages::map`] (so that the
+    /// teardown frees them).
+    fn load(
+        &mut self,
+        vm: &VSpace,
+        exe: &Executable,
+        file: &ExecFile,
+        start: u64,
+        end: u64,
+        prot: Prot,
+    ) -> Result<(), Errno> {
+        let mut buf = alloc::vec![0u8; PAGE_SIZE as usize];
+        let mut va = start;
+        while va < end {
+            if self.private.len() + self.lent.len() >= BATCH {
+                self.map(vm);
+            }
+            if let Some(first) = file_page(exe, va) {
+                // A run of consecutive file pages, lent in one read of the replica.
+                let mut n = 1;
+                while n < BATCH
+                    && va + n as u64 * PAGE_SIZE < end
+                    && file_page(exe, va + n as u64 * PAGE_SIZE) == Some(first + n as u64)
+                {
+                    n += 1;
+                }
+                self.lent.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
+                let frames = file.lend_pages(first, n)?;
+                for (i, frame) in frames.into_iter().enumerate() {
+                    let page = va + i as u64 * PAGE_SIZE;
+                    match frame {
+                        Some(phys) => self.lent.push(Mapping {
+                            vaddr: page,
+                            phys,
+                            size: PageSize::Base4K,
+                            prot: Prot {
+                                write: false,
+                                ..prot
+                            },
+                            cow: true,
+                        }),
+                        None => self.fill(exe, file, page, prot, &mut buf)?,
+                    }
+                }
+                va += n as u64 * PAGE_SIZE;
+            } else {
+                self.fill(exe, file, va, prot, &mut buf)?;
+                va += PAGE_SIZE;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a private frame for the page at `va`: what the file provides, zero elsewhere (a
+    /// page the file fills is not zeroed first).
+    fn fill(
+        &mut self,
+        exe: &Executable,
+        file: &ExecFile,
+        va: u64,
+        prot: Prot,
+        buf: &mut [u8],
+    ) -> Result<(), Errno> {
+        self.private.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        let frame = mm::allocate_user(FrameSize::Base)
+            .map_err(|_| Errno::ENOMEM)?
+            .base();
+        // Recorded at once, so that an error below still frees it.
+        self.private.push((va, frame, PageSize::Base4K, prot));
+        if !page_parts(exe, va).any(|(_, from, to)| from == va && to == va + PAGE_SIZE) {
+            paging::zero_phys(frame, PAGE_SIZE);
+        }
+        for (off, from, to) in page_parts(exe, va) {
+            let chunk = &mut buf[..(to - from) as usize];
+            file_read(file, off, chunk)?;
+            paging::write_phys(frame + (from - va), chunk);
+        }
+        Ok(())
+    }
+
+    /// Maps the pages made so far into `vm`.
+    fn map(&mut self, vm: &VSpace) {
+        vm.map_frames(core::mem::take(&mut self.private));
+        vm.map_copies(core::mem::take(&mut self.lent));
+    }
+}
+
+/// The parts of the page at `va` that the file provides: (file offset, from, to).
+fn page_parts(exe: &Executable, va: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+    exe.segments().iter().filter_map(move |s| {
+        let (from, to) = (s.vaddr.max(va), (s.vaddr + s.filesz).min(va + PAGE_SIZE));
+        (from < to).then(|| (s.file_range().start as u64 + (from - s.vaddr), from, to))
+    })
+}
+
+/// The index of the file page that is, byte for byte, the page at `va`: one segment provides
+/// the whole page from a page-aligned file offset.
+fn file_page(exe: &Executable, va: u64) -> Option<u64> {
+    let mut parts = page_parts(exe, va);
+    match (parts.next(), parts.next()) {
+        (Some((off, from, to)), None)
+            if from == va && to == va + PAGE_SIZE && off.is_multiple_of(PAGE_SIZE) =>
+        {
+            Some(off / PAGE_SIZE)
+        }
+        _ => None,
+    }
 }
 
 /// Reads exactly `buf.len()` bytes of `file` at `off`.

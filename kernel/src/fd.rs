@@ -418,6 +418,7 @@ impl OpenFile {
     pub fn truncate(&self, size: u64) -> Result<(), Errno> {
         match &self.node {
             Node::File(ino) if self.writable() => {
+                crate::fs::admit_truncate(size)?;
                 let t = crate::fs::now();
                 crate::fs::with_client(|c| c.truncate(*ino, size, t))
             }

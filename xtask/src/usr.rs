@@ -72,6 +72,11 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
     },
     Program {
+        name: "execmap",
+        source: "execmap.c",
+        pie: false,
+    },
+    Program {
         name: "signals",
         source: "signals.c",
         pie: false,

@@ -13,6 +13,7 @@ pub mod path;
 pub mod pipe;
 pub mod procfs;
 
+use crate::arch::paging::virt_to_phys;
 use crate::fd::{Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};
 use crate::kcb;
 use crate::proc::Process;
@@ -80,7 +81,16 @@ pub struct Unpacked {
 
 /// Creates NR-FS with one replica per node (each made on the calling core; see the note in
 /// docs/architecture.md about replica placement).
+///
+/// File pages are whole frames (`mm::heap`), and NR-FS lends them to `execve` by their frame's
+/// share count: lending a page adds a share for the address space that maps it, NR-FS gives
+/// the file a copy instead of writing a page that is shared, and the heap frees a page NR-FS
+/// drops only when no address space maps it any more.
 pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
+    nrfs::set_page_sharing(nrfs::PageSharing {
+        share: |addr| crate::mm::share(virt_to_phys(addr as u64)),
+        is_shared: |addr| crate::mm::is_shared(virt_to_phys(addr as u64)),
+    });
     let logs = nr::cnr::Logs::with_capacity(LOGS, LOG_ENTRIES)
         .with_lag_callback(crate::replicated::lagging_replica);
     let fs = NrFs::with_logs(logs, nodes, Attrs::new(0o755, 0, 0), now())?;
@@ -118,6 +128,16 @@ pub fn admit(len: usize) -> Result<(), Errno> {
     } else {
         Err(Errno::ENOSPC)
     }
+}
+
+/// Admits a truncation to `size`: one that ends inside a page zeroes that page's tail, and if
+/// the page is lent to a program (`execve`) NR-FS gives the file a copy, one page on every
+/// node. `ENOSPC` if a node cannot spare it.
+pub fn admit_truncate(size: u64) -> Result<(), Errno> {
+    if size.is_multiple_of(PAGE_BYTES) {
+        return Ok(());
+    }
+    admit(0)
 }
 
 /// Bytes of one NR-FS data page.
@@ -202,6 +222,18 @@ impl ExecFile {
             }
             Ok(ExecFile { ino, size: st.size })
         })
+    }
+
+    /// Lends `count` pages of the file from page index `first` (this node's replica's copies):
+    /// the physical frame of each, `None` for a hole or a page past the end. Each frame lent
+    /// carries one share (see [`init`]) that the caller must map or give back
+    /// (`vm::free_frame`'s rule: unshare, free if none is left).
+    pub fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<u64>>, Errno> {
+        let pages = with_client(|c| c.lend_pages(self.ino, first, count))?;
+        Ok(pages
+            .into_iter()
+            .map(|p| p.map(|addr| virt_to_phys(addr as u64)))
+            .collect())
     }
 
     /// Fills `buf` from offset `off` (short only at the end of the file).

@@ -264,9 +264,14 @@ unsafe impl GlobalAlloc for KernelHeap {
         let node = home_node(ptr);
         if is_page(layout) {
             let phys = virt_to_phys(ptr as u64);
+            PAGE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+            // A file page NR-FS lent to address spaces (`fs::init`) stays theirs: the last
+            // one to unmap it frees the frame.
+            if !super::unshare(phys) {
+                return;
+            }
             let frame =
                 Frame::new(phys, FrameSize::Base, node).expect("page allocation is a frame");
-            PAGE_FRAMES.fetch_sub(1, Ordering::Relaxed);
             if let Err(e) = super::release(frame) {
                 crate::kprintln!("reef: heap: could not free page frame {phys:#x}: {e}");
             }

@@ -361,6 +361,7 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     }
     let path = path_arg(a[0])?;
     let (start, path) = fs_place(&me.process, AT_FDCWD, &path)?;
+    crate::fs::admit_truncate(a[1])?;
     let t = now();
     with_client(|c| {
         let ino = c.resolve(start, &path, true)?;

@@ -569,10 +569,10 @@ impl VSpace {
         pages.len() - failed.len()
     }
 
-    /// Maps pages as another address space maps them ([`UpdateOp::MapCopies`]); each frame
-    /// carries one share for this address space, which a page that could not be mapped gives
-    /// back. Returns how many were mapped.
-    fn map_copies(&self, pages: Vec<Mapping>) -> usize {
+    /// Maps pages as another address space maps them, or as NR-FS lends them to `execve`
+    /// ([`UpdateOp::MapCopies`]); each frame carries one share for this address space, which a
+    /// page that could not be mapped gives back. Returns how many were mapped.
+    pub fn map_copies(&self, pages: Vec<Mapping>) -> usize {
         let pages = Arc::new(pages);
         let Resp::Frames(failed) = self.nr.execute_mut(UpdateOp::MapCopies(pages.clone())) else {
             unreachable!("MapCopies answers Frames")

@@ -360,6 +360,18 @@ impl FileSystem {
         self.inode(ino)?.read(offset, buf)
     }
 
+    /// Lends `count` pages of file `ino` from page index `first` to a mapping (see
+    /// [`crate::PageSharing`]): each page's address, `None` for a hole or a page past the end.
+    /// Errors as [`FileSystem::read`], and EOPNOTSUPP without a page sharing installed.
+    pub fn lend_pages(
+        &self,
+        ino: Ino,
+        first: u64,
+        count: usize,
+    ) -> Result<Vec<Option<usize>>, Errno> {
+        self.inode(ino)?.lend_pages(first, count)
+    }
+
     /// `pwrite`: writes `data` at `offset` (extending the file, leaving holes); returns the
     /// bytes written. EFBIG at or past [`crate::MAX_FILE_SIZE`]; errors as [`FileSystem::read`].
     pub fn write(

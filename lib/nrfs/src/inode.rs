@@ -179,6 +179,7 @@ impl Pages {
                 .0
                 .entry(page)
                 .or_insert_with(|| Box::new(Page([0; PAGE_SIZE])));
+            unlend(p);
             p.0[within..within + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
@@ -191,9 +192,43 @@ impl Pages {
         let within = (size % PAGE_SIZE as u64) as usize;
         if within != 0 {
             if let Some(p) = self.0.get_mut(&(size / PAGE_SIZE as u64)) {
+                unlend(p);
                 p.0[within..].fill(0);
             }
         }
+    }
+
+    /// Lends the pages `first..first + count` ([`crate::sharing`]): the address of each page
+    /// the file holds below page index `end`, `None` for a hole or a page from `end` on.
+    fn lend(&self, first: u64, count: usize, end: u64) -> Result<Vec<Option<usize>>, Errno> {
+        let sharing = crate::sharing::sharing().ok_or(Errno::EOPNOTSUPP)?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
+        for i in 0..count as u64 {
+            let page = first
+                .checked_add(i)
+                .filter(|&p| p < end)
+                .and_then(|p| self.0.get(&p));
+            out.push(page.map(|p| {
+                let addr = page_addr(p);
+                (sharing.share)(addr);
+                addr
+            }));
+        }
+        Ok(out)
+    }
+}
+
+/// The address by which [`crate::sharing`] knows a page.
+fn page_addr(p: &Page) -> usize {
+    p as *const Page as usize
+}
+
+/// Gives the file a private copy of `p` if it is lent to a mapping, so the mapping keeps its
+/// bytes; the lent page itself is dropped here (its memory stays with the mappings).
+fn unlend(p: &mut Box<Page>) {
+    if crate::sharing::sharing().is_some_and(|s| (s.is_shared)(page_addr(p))) {
+        *p = Box::new((**p).clone());
     }
 }
 
@@ -313,6 +348,14 @@ impl Inode {
         let n = ((self.size - offset).min(buf.len() as u64)) as usize;
         pages.read(offset, &mut buf[..n]);
         Ok(n)
+    }
+
+    /// Lends `count` pages from page index `first` to a mapping ([`crate::sharing`]): each
+    /// page's address, `None` for a hole or a page past the end. EOPNOTSUPP without a
+    /// [`crate::PageSharing`], ENOMEM if the answer cannot be allocated.
+    pub(crate) fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<usize>>, Errno> {
+        let pages = self.pages_for_data()?;
+        pages.lend(first, count, self.size.div_ceil(PAGE_SIZE as u64))
     }
 
     /// `pwrite`: writes `data` at `offset`, extending the file; returns the bytes written

@@ -127,6 +127,7 @@ mod fs;
 mod inode;
 mod ops;
 mod replicated;
+mod sharing;
 mod walk;
 
 use alloc::vec::Vec;
@@ -138,6 +139,7 @@ pub use replicated::{
     FsClient, FsRead, FsReplica, FsUpdate, FsValue, LogStats, NamespaceOp, NrFs, Scope, ShardedFs,
     MAX_SCOPE,
 };
+pub use sharing::{set_page_sharing, PageSharing};
 
 /// An inode number.
 pub type Ino = u64;

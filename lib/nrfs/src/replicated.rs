@@ -313,6 +313,15 @@ pub enum FsRead {
         /// Most bytes to read.
         len: usize,
     },
+    /// [`FileSystem::lend_pages`]: [`FsValue::Pages`].
+    LendPages {
+        /// File.
+        ino: Ino,
+        /// First page index.
+        first: u64,
+        /// Pages.
+        count: usize,
+    },
     /// [`FileSystem::readlink`]: [`FsValue::Data`].
     ReadLink {
         /// Symlink.
@@ -344,6 +353,7 @@ impl LogMapper for FsRead {
             FsRead::Kind { ino }
             | FsRead::Stat { ino }
             | FsRead::Read { ino, .. }
+            | FsRead::LendPages { ino, .. }
             | FsRead::ReadLink { ino } => log_of(ino, nlogs),
             FsRead::ShardStats { shard } => shard % nlogs,
         };
@@ -377,6 +387,8 @@ pub enum FsValue {
     Stat(Stat),
     /// Bytes read, or a symlink's target.
     Data(Vec<u8>),
+    /// Lent pages' addresses ([`FsRead::LendPages`]).
+    Pages(Vec<Option<usize>>),
     /// Directory entries.
     Entries(Vec<DirEntry>),
     /// Totals.
@@ -672,6 +684,14 @@ impl Dispatch for ShardedFs {
                     buf.truncate(got);
                     Ok(FsValue::Data(buf))
                 })
+            }
+            FsRead::LendPages { ino, first, count } => {
+                let shard = self.shard(ino).read();
+                shard
+                    .get(&ino)
+                    .ok_or(Errno::ENOENT)
+                    .and_then(|inode| inode.lend_pages(first, count))
+                    .map(FsValue::Pages)
             }
             FsRead::ReadLink { ino } => {
                 ns_link_target(&self.shard(ino).read(), ino).map(FsValue::Data)
@@ -1243,6 +1263,19 @@ impl FsClient {
     pub fn read_vec(&self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
         match self.read_op(FsRead::Read { ino, offset, len })? {
             FsValue::Data(d) => Ok(d),
+            _ => Err(Errno::EIO),
+        }
+    }
+
+    /// See [`FileSystem::lend_pages`]; lends the local replica's pages.
+    pub fn lend_pages(
+        &self,
+        ino: Ino,
+        first: u64,
+        count: usize,
+    ) -> Result<Vec<Option<usize>>, Errno> {
+        match self.read_op(FsRead::LendPages { ino, first, count })? {
+            FsValue::Pages(p) => Ok(p),
             _ => Err(Errno::EIO),
         }
     }

@@ -1011,3 +1011,12 @@ fn read_dir_is_stable_under_concurrent_changes() {
     assert!(seen.contains(&".".to_string()) && seen.contains(&"..".to_string()));
     assert_eq!(fx.names("d").len(), 2 + 40);
 }
+
+#[test]
+fn lend_pages_needs_a_page_sharing() {
+    // This test binary never installs one (tests/sharing.rs does, in its own process).
+    let mut fx = Fx::new();
+    let f = fx.create("/lent").unwrap();
+    fx.fs.write(f, 0, &[1; 4096], t(2)).unwrap();
+    assert_eq!(fx.fs.lend_pages(f, 0, 1), Err(Errno::EOPNOTSUPP));
+}
