@@ -1,7 +1,7 @@
 //! Random operation sequences checked against a simple model: a map from page number to
-//! (frame, protection, part of an intact 2 MiB page) and a map of region pages. After every step
-//! every page of the window is resolved and looked up in both of two instances whose page
-//! tables live at different physical addresses.
+//! (frame, protection, part of an intact 2 MiB page, copy-on-write) and a map of region pages.
+//! After every step every page of the window is resolved and looked up in both of two instances
+//! whose page tables live at different physical addresses.
 
 mod common;
 
@@ -11,6 +11,7 @@ use proptest::test_runner::FileFailurePersistence;
 use std::collections::BTreeMap;
 use vspace::{
     AddressSpace, MapError, Mapping, PageSize, Prot, Region, RegionKind, Translation, Unmapped,
+    ADDR_MASK, MAX_RANGES,
 };
 
 const K: u64 = 4096;
@@ -41,6 +42,9 @@ enum Op {
         large: bool,
         frame: u64,
         prot: Prot,
+        /// Map through `map_copy` with this `cow` flag (as a `fork` child does) instead of
+        /// `map_frame`.
+        copy: Option<bool>,
     },
     Unmap {
         page: u64,
@@ -56,16 +60,41 @@ enum Op {
         hint: Option<u64>,
         prot: Prot,
     },
+    ShareForFork {
+        page: u64,
+        max: usize,
+    },
+    /// `break_cow` at the page with the frame addresses `old` and `new`.
+    BreakCow {
+        page: u64,
+        old: u64,
+        new: u64,
+    },
+}
+
+/// The `new` frame a generated `BreakCow` passes.
+#[derive(Clone, Copy, Debug)]
+enum NewFrame {
+    /// The page's current frame (no one else shares it any more).
+    Same,
+    /// The n-th frame of the page's size.
+    Fresh(u64),
+    /// The n-th frame of the page's size plus half a 4 KiB page (4 KiB for a 2 MiB page), or
+    /// for 0 an aligned address wider than 52 bits: rejected.
+    Bad(u64),
 }
 
 /// Where a generated operation starts: a page of the window, or the n-th page (modulo their
-/// number) that is in a region or mapped when the operation runs (falling back to a region page,
-/// then to any page), so that random sequences hit existing regions and pages often.
+/// number) that is in a region, mapped or copy-on-write when the operation runs (falling back to
+/// a mapped page, then a region page, then to any page), so that random sequences hit existing
+/// regions and pages often.
 #[derive(Clone, Copy, Debug)]
 enum At {
     Page(u64),
     InRegion(usize),
     Mapped(usize),
+    /// The n-th copy-on-write page (falling back as `Mapped` does).
+    Cow(usize),
 }
 
 /// A generated operation; [`Gen::concrete`] fixes its addresses against the model's state.
@@ -83,6 +112,7 @@ enum Gen {
         large: bool,
         frame: u64,
         prot: Prot,
+        copy: Option<bool>,
     },
     Unmap {
         at: At,
@@ -98,20 +128,41 @@ enum Gen {
         hint: Option<u64>,
         prot: Prot,
     },
+    ShareForFork {
+        at: At,
+        max: usize,
+    },
+    /// `old` is the page's current frame if `old_matches` (and it is mapped), another one
+    /// otherwise.
+    BreakCow {
+        at: At,
+        old_matches: bool,
+        frame: NewFrame,
+    },
 }
 
 impl Gen {
     fn concrete(&self, m: &Model) -> Op {
         let page = |at: At| match at {
             At::Page(p) => p,
+            At::Cow(n) if m.pages.values().any(|pg| pg.cow) => {
+                let cow: Vec<u64> = m
+                    .pages
+                    .iter()
+                    .filter(|(_, pg)| pg.cow)
+                    .map(|(&p, _)| p)
+                    .collect();
+                cow[n % cow.len()]
+            }
+            At::Cow(n) if !m.pages.is_empty() => *m.pages.keys().nth(n % m.pages.len()).unwrap(),
             At::InRegion(n) if !m.regions.is_empty() => {
                 *m.regions.keys().nth(n % m.regions.len()).unwrap()
             }
             At::Mapped(n) if !m.pages.is_empty() => *m.pages.keys().nth(n % m.pages.len()).unwrap(),
-            At::Mapped(n) if !m.regions.is_empty() => {
+            At::Mapped(n) | At::Cow(n) if !m.regions.is_empty() => {
                 *m.regions.keys().nth(n % m.regions.len()).unwrap()
             }
-            At::InRegion(n) | At::Mapped(n) => n as u64 % PAGES,
+            At::InRegion(n) | At::Mapped(n) | At::Cow(n) => n as u64 % PAGES,
         };
         let len = |p: u64, pages: u64| pages.min(PAGES - p);
         match *self {
@@ -136,6 +187,7 @@ impl Gen {
                 large,
                 frame,
                 prot,
+                copy,
             } => {
                 let p = page(at);
                 Op::MapFrame {
@@ -143,6 +195,7 @@ impl Gen {
                     large,
                     frame,
                     prot,
+                    copy,
                 }
             }
             Gen::Unmap { at, pages } => {
@@ -161,6 +214,31 @@ impl Gen {
                 }
             }
             Gen::FindFreeMap { pages, hint, prot } => Op::FindFreeMap { pages, hint, prot },
+            Gen::ShareForFork { at, max } => Op::ShareForFork {
+                page: page(at),
+                max,
+            },
+            Gen::BreakCow {
+                at,
+                old_matches,
+                frame,
+            } => {
+                let p = page(at);
+                // The frame and size of the page there (a 4 KiB one at PHYS if none).
+                let (cur, bytes) = match m.pages.get(&p) {
+                    Some(pg) if pg.large => (m.pages[&(p / LP * LP)].phys, LP * K),
+                    Some(pg) => (pg.phys, K),
+                    None => (PHYS, K),
+                };
+                let old = if old_matches { cur } else { cur + bytes };
+                let new = match frame {
+                    NewFrame::Same => cur,
+                    NewFrame::Fresh(f) => PHYS + f * bytes,
+                    NewFrame::Bad(0) => 1 << 52,
+                    NewFrame::Bad(f) => PHYS + f * bytes + if bytes == K { K / 2 } else { K },
+                };
+                Op::BreakCow { page: p, old, new }
+            }
         }
     }
 }
@@ -194,6 +272,15 @@ fn pages() -> impl Strategy<Value = u64> {
     prop_oneof![1..8u64, 1..PAGES, (1..3u64).prop_map(|l| l * LP)]
 }
 
+/// A `new` frame for `break_cow`, mostly good ones.
+fn new_frame() -> impl Strategy<Value = NewFrame> {
+    prop_oneof![
+        2 => Just(NewFrame::Same),
+        4 => (0..64u64).prop_map(NewFrame::Fresh),
+        1 => (0..64u64).prop_map(NewFrame::Bad),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Gen> {
     prop_oneof![
         3 => (at(), pages(), prot(), kind(), any::<bool>())
@@ -202,12 +289,16 @@ fn op() -> impl Strategy<Value = Gen> {
         2 => (0..3u64, 1..3u64, prot(), kind(), any::<bool>()).prop_map(|(l, n, prot, kind, replace)| {
             Gen::MapRegion { at: At::Page(l * LP), pages: n * LP, prot, kind, replace }
         }),
-        6 => (at(), any::<bool>(), 0..64u64, prot())
-            .prop_map(|(at, large, frame, prot)| Gen::MapFrame { at, large, frame, prot }),
+        6 => (at(), any::<bool>(), 0..64u64, prot(), prop_oneof![2 => Just(None), 1 => any::<bool>().prop_map(Some)])
+            .prop_map(|(at, large, frame, prot, copy)| Gen::MapFrame { at, large, frame, prot, copy }),
         2 => (at(), pages()).prop_map(|(at, pages)| Gen::Unmap { at, pages }),
         3 => (at(), pages(), prot()).prop_map(|(at, pages, prot)| Gen::Protect { at, pages, prot }),
         1 => (1..64u64, proptest::option::of(0..PAGES), prot())
             .prop_map(|(pages, hint, prot)| Gen::FindFreeMap { pages, hint, prot }),
+        1 => (at(), 1..=40usize).prop_map(|(at, max)| Gen::ShareForFork { at, max }),
+        // Mostly at copy-on-write pages, so that breaking succeeds often.
+        3 => (prop_oneof![1 => at(), 4 => any::<usize>().prop_map(At::Cow)], proptest::bool::weighted(0.8), new_frame())
+            .prop_map(|(at, old_matches, frame)| Gen::BreakCow { at, old_matches, frame }),
     ]
 }
 
@@ -216,10 +307,21 @@ fn op() -> impl Strategy<Value = Gen> {
 struct Page {
     /// The frame of this 4 KiB piece.
     phys: u64,
-    /// Effective protection.
+    /// Effective protection (never `write` if `cow`).
     prot: Prot,
     /// Part of an intact 2 MiB mapping.
     large: bool,
+    /// Shared copy-on-write.
+    cow: bool,
+}
+
+/// The effective protection of a page mapped with `prot`, copy-on-write if `cow`: read-only.
+fn page_prot(prot: Prot, cow: bool) -> Prot {
+    let prot = prot.effective();
+    Prot {
+        write: prot.write && !cow,
+        ..prot
+    }
 }
 
 #[derive(Default)]
@@ -235,6 +337,8 @@ enum Outcome {
     Mapped(Result<(), MapError>),
     Changed(Result<Vec<(u64, u64)>, MapError>),
     Found(Option<u64>, Result<Vec<Unmapped>, MapError>),
+    Shared(Vec<(Mapping, bool)>),
+    Broken(bool),
 }
 
 fn push_range(ranges: &mut Vec<(u64, u64)>, start: u64, len: u64) {
@@ -324,6 +428,36 @@ impl Model {
         if (s..s + n).any(|p| self.regions[&p].0.is_none()) {
             return Err(MapError::ProtNone);
         }
+        self.insert(s, large, phys, page_prot(prot, false), false)
+    }
+
+    /// `map_copy`: like `map_frame`, but `PROT_NONE` (of the page or the region) is fine and
+    /// the page is copy-on-write if `cow`.
+    fn map_copy(
+        &mut self,
+        s: u64,
+        large: bool,
+        phys: u64,
+        prot: Prot,
+        cow: bool,
+    ) -> Result<(), MapError> {
+        let n = if large { LP } else { 1 };
+        if (s..s + n).any(|p| !self.regions.contains_key(&p)) {
+            return Err(MapError::NotInRegion);
+        }
+        self.insert(s, large, phys, page_prot(prot, cow), cow)
+    }
+
+    /// Maps the checked page at `s` unless something is mapped in its range.
+    fn insert(
+        &mut self,
+        s: u64,
+        large: bool,
+        phys: u64,
+        prot: Prot,
+        cow: bool,
+    ) -> Result<(), MapError> {
+        let n = if large { LP } else { 1 };
         if self.pages.range(s..s + n).next().is_some() {
             return Err(MapError::AlreadyMapped);
         }
@@ -332,8 +466,9 @@ impl Model {
                 s + i,
                 Page {
                     phys: phys + i * K,
-                    prot: prot.effective(),
+                    prot,
                     large,
+                    cow,
                 },
             );
         }
@@ -346,12 +481,17 @@ impl Model {
             return Err(MapError::NotMapped);
         }
         let new = prot.effective();
-        let split = self.split(s, e, |pg| pg.prot != new);
+        // The real code compares the entry with a plain (not copy-on-write) 2 MiB entry of
+        // `prot`, so a copy-on-write page is split even if its entry would not change. (That
+        // keeps `break_cow`, which takes the protection of the region at the address, from
+        // giving a whole 2 MiB page the protection of part of it.)
+        let split = self.split(s, e, |pg| pg.cow || pg.prot != new);
         for p in s..e {
             self.regions.get_mut(&p).unwrap().0 = prot;
         }
         let mut changed = Vec::new();
         for (&p, pg) in self.pages.range_mut(s..e) {
+            let new = page_prot(prot, pg.cow);
             if pg.prot != new {
                 let len = if pg.large { LP * K } else { K };
                 if !pg.large || p % LP == 0 {
@@ -369,7 +509,64 @@ impl Model {
             }
             changed = merged;
         }
+        if changed.len() > MAX_RANGES {
+            let first = changed[0].0;
+            let (last, len) = changed[changed.len() - 1];
+            changed = vec![(first, last + len - first)];
+        }
         Ok(changed)
+    }
+
+    /// The first `max` mappings (2 MiB pages once) from page `from` on, or from the start of
+    /// the 2 MiB page containing it, each made copy-on-write unless its region (at its first
+    /// page) is shared anonymous memory, with whether its write permission went.
+    fn share_for_fork(&mut self, from: u64, max: usize) -> Vec<(Mapping, bool)> {
+        let start = match self.pages.get(&from) {
+            Some(pg) if pg.large => from / LP * LP,
+            _ => from,
+        };
+        let leaves: Vec<u64> = self
+            .pages
+            .range(start..)
+            .filter(|(&p, pg)| !pg.large || p % LP == 0)
+            .map(|(&p, _)| p)
+            .take(max)
+            .collect();
+        let mut out = Vec::new();
+        for p in leaves {
+            let shared = self.regions[&p].1 == RegionKind::Anonymous { shared: true };
+            let pg = self.pages[&p];
+            if !shared {
+                let n = if pg.large { LP } else { 1 };
+                for q in p..p + n {
+                    let piece = self.pages.get_mut(&q).unwrap();
+                    piece.cow = true;
+                    piece.prot.write = false;
+                }
+            }
+            out.push((self.mapping(p), self.pages[&p].prot.write != pg.prot.write));
+        }
+        out
+    }
+
+    /// If the page at `p` is copy-on-write and maps `old` (its 2 MiB page's frame if large)
+    /// and `new` is a frame address aligned to its size: maps `new` with the protection of the
+    /// region at `p`, without the mark.
+    fn break_cow(&mut self, p: u64, old: u64, new: u64) -> bool {
+        let (Some(&(prot, _)), Some(pg)) = (self.regions.get(&p), self.pages.get(&p)) else {
+            return false;
+        };
+        let (base, n) = if pg.large { (p / LP * LP, LP) } else { (p, 1) };
+        if !pg.cow || self.pages[&base].phys != old || new % (n * K) != 0 || new & !ADDR_MASK != 0 {
+            return false;
+        }
+        for i in 0..n {
+            let piece = self.pages.get_mut(&(base + i)).unwrap();
+            piece.phys = new + i * K;
+            piece.prot = page_prot(prot, false);
+            piece.cow = false;
+        }
+        true
     }
 
     fn find_free(&self, n: u64, hint: Option<u64>) -> Option<u64> {
@@ -399,21 +596,27 @@ impl Model {
         out
     }
 
+    /// The mapping of the page (or 2 MiB page) starting at page `p`.
+    fn mapping(&self, p: u64) -> Mapping {
+        let pg = self.pages[&p];
+        Mapping {
+            vaddr: va(p),
+            phys: pg.phys,
+            size: if pg.large {
+                PageSize::Large2M
+            } else {
+                PageSize::Base4K
+            },
+            prot: pg.prot,
+            cow: pg.cow,
+        }
+    }
+
     fn mappings(&self) -> Vec<Mapping> {
         self.pages
             .iter()
             .filter(|(&p, pg)| !pg.large || p % LP == 0)
-            .map(|(&p, pg)| Mapping {
-                vaddr: va(p),
-                phys: pg.phys,
-                size: if pg.large {
-                    PageSize::Large2M
-                } else {
-                    PageSize::Base4K
-                },
-                prot: pg.prot,
-                cow: false,
-            })
+            .map(|(&p, _)| self.mapping(p))
             .collect()
     }
 
@@ -448,13 +651,23 @@ fn apply(s: &mut AddressSpace<FakeMemory>, op: &Op) -> Outcome {
             large,
             frame,
             prot,
+            copy,
         } => {
             let (size, phys) = if large {
                 (PageSize::Large2M, PHYS + frame * LP * K)
             } else {
                 (PageSize::Base4K, PHYS + frame * K)
             };
-            Outcome::Mapped(s.map_frame(va(page), phys, size, prot))
+            Outcome::Mapped(match copy {
+                None => s.map_frame(va(page), phys, size, prot),
+                Some(cow) => s.map_copy(&Mapping {
+                    vaddr: va(page),
+                    phys,
+                    size,
+                    prot,
+                    cow,
+                }),
+            })
         }
         Op::Unmap { page, pages } => Outcome::Removed(s.unmap(va(page), pages * K)),
         Op::Protect { page, pages, prot } => Outcome::Changed(s.protect(va(page), pages * K, prot)),
@@ -472,6 +685,8 @@ fn apply(s: &mut AddressSpace<FakeMemory>, op: &Op) -> Outcome {
             };
             Outcome::Found(found, mapped)
         }
+        Op::ShareForFork { page, max } => Outcome::Shared(s.share_for_fork(va(page), max)),
+        Op::BreakCow { page, old, new } => Outcome::Broken(s.break_cow(va(page), old, new)),
     }
 }
 
@@ -489,13 +704,17 @@ fn apply_model(m: &mut Model, op: &Op) -> Outcome {
             large,
             frame,
             prot,
+            copy,
         } => {
             let phys = if large {
                 PHYS + frame * LP * K
             } else {
                 PHYS + frame * K
             };
-            Outcome::Mapped(m.map_frame(page, large, phys, prot))
+            Outcome::Mapped(match copy {
+                None => m.map_frame(page, large, phys, prot),
+                Some(cow) => m.map_copy(page, large, phys, prot, cow),
+            })
         }
         Op::Unmap { page, pages } => Outcome::Removed(Ok(m.unmap(page, pages))),
         Op::Protect { page, pages, prot } => Outcome::Changed(m.protect(page, pages, prot)),
@@ -513,6 +732,8 @@ fn apply_model(m: &mut Model, op: &Op) -> Outcome {
             };
             Outcome::Found(found.map(va), mapped)
         }
+        Op::ShareForFork { page, max } => Outcome::Shared(m.share_for_fork(page, max)),
+        Op::BreakCow { page, old, new } => Outcome::Broken(m.break_cow(page, old, new)),
     }
 }
 
@@ -531,7 +752,7 @@ fn check(s: &AddressSpace<FakeMemory>, mem: &FakeMemory, m: &Model) -> Result<()
                 frame,
                 size,
                 prot: pg.prot,
-                cow: false,
+                cow: pg.cow,
             }
         });
         prop_assert_eq!(s.resolve(va(p) + off), want, "resolve page {}", p);
