@@ -3,8 +3,12 @@
 //! A futex in shared memory (a `MAP_SHARED` page seen by several processes) is identified by
 //! the physical address of its word; one in private memory by its address space and virtual
 //! address, as on Linux, since its frame changes when a copy-on-write fault copies it (and
-//! before that is shared with a `fork` child that has futexes of its own there). Waiting checks the word and enqueues the thread under
-//! the table lock, and waking takes waiters under the same lock, so no wake-up is lost.
+//! before that is shared with a `fork` child that has futexes of its own there).
+//!
+//! Waiting reads the word and enqueues the thread under the table lock, and waking takes
+//! waiters under the same lock, so no wake-up is lost. Under the lock interrupts are off and a
+//! user copy does not page (see `uaccess`): when the word's page is not present there,
+//! [`with_word`] drops the lock, brings the page in, and retries, as Linux does.
 
 use crate::proc::wait::{self, Wake};
 use crate::proc::{sched, Process, Thread, ThreadState};
@@ -15,7 +19,10 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use vspace::RegionKind;
 
-static FUTEXES: IrqMutex<BTreeMap<Key, VecDeque<Arc<Thread>>>> = IrqMutex::new(BTreeMap::new());
+/// The waiters of every futex word, by key.
+type Table = BTreeMap<Key, VecDeque<Arc<Thread>>>;
+
+static FUTEXES: IrqMutex<Table> = IrqMutex::new(BTreeMap::new());
 
 /// What identifies a futex word.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -43,6 +50,29 @@ fn key(p: &Process, uaddr: u64) -> Result<Key, Errno> {
     }
 }
 
+/// Runs `step` on the table, locked, with the value of the word at `uaddr` read under the same
+/// lock. Where the word's page is not present under the lock, drops the lock, brings the page
+/// in with interrupts on, and starts over; gives up with `EFAULT` when the word is not
+/// readable, or `EINTR` when `me` is being killed meanwhile.
+fn with_word<R>(
+    me: &Thread,
+    uaddr: u64,
+    mut step: impl FnMut(&mut Table, u32) -> R,
+) -> Result<R, Errno> {
+    loop {
+        {
+            let mut table = FUTEXES.lock();
+            if let Ok(word) = uaccess::read_user::<u32>(uaddr) {
+                return Ok(step(&mut table, word));
+            }
+        }
+        let _: u32 = uaccess::read_user(uaddr)?;
+        if me.dying() {
+            return Err(Errno::EINTR);
+        }
+    }
+}
+
 /// `FUTEX_WAIT`: sleeps while the word at `uaddr` holds `expected`, until woken, `deadline_ns`
 /// passes (`ETIMEDOUT`) or a signal arrives (`EINTR`).
 pub fn wait(
@@ -52,9 +82,7 @@ pub fn wait(
     deadline_ns: Option<u64>,
 ) -> Result<(), Errno> {
     let k = key(&me.process, uaddr)?;
-    {
-        let mut table = FUTEXES.lock();
-        let current: u32 = uaccess::read_user(uaddr)?;
+    with_word(me, uaddr, |table, current| {
         if current != expected {
             return Err(Errno::EAGAIN);
         }
@@ -63,7 +91,8 @@ pub fn wait(
         }
         me.set_state(ThreadState::Blocked);
         table.entry(k).or_default().push_back(me.clone());
-    }
+        Ok(())
+    })??;
     let outcome = wait::block(me, deadline_ns);
     let still_queued = {
         let mut table = FUTEXES.lock();
@@ -104,35 +133,41 @@ pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
     Ok(woken)
 }
 
-/// `FUTEX_REQUEUE`: wakes up to `wake_count` waiters of `uaddr` and moves up to `move_count` of
-/// the rest to `uaddr2`; returns how many were woken plus moved.
+/// `FUTEX_REQUEUE` (and, with `expected`, `FUTEX_CMP_REQUEUE`: only while the word at `uaddr`
+/// holds it, else `EAGAIN`): wakes up to `wake_count` waiters of `uaddr` and moves up to
+/// `move_count` of the rest to `uaddr2`; returns how many were woken plus moved.
 pub fn requeue(
-    p: &Process,
+    me: &Thread,
     uaddr: u64,
+    expected: Option<u32>,
     wake_count: u32,
     uaddr2: u64,
     move_count: u32,
 ) -> Result<usize, Errno> {
-    let from = key(p, uaddr)?;
-    let to = key(p, uaddr2)?;
-    let mut table = FUTEXES.lock();
-    let Some(mut q) = table.remove(&from) else {
-        return Ok(0);
-    };
-    let mut done = 0;
-    while done < wake_count as usize {
-        let Some(t) = q.pop_front() else { break };
-        sched::wake(&t);
-        done += 1;
-    }
-    let mut moved = 0;
-    while moved < move_count as usize {
-        let Some(t) = q.pop_front() else { break };
-        table.entry(to).or_default().push_back(t);
-        moved += 1;
-    }
-    if !q.is_empty() {
-        table.insert(from, q);
-    }
-    Ok(done + moved)
+    let from = key(&me.process, uaddr)?;
+    let to = key(&me.process, uaddr2)?;
+    with_word(me, uaddr, |table, current| {
+        if expected.is_some_and(|e| e != current) {
+            return Err(Errno::EAGAIN);
+        }
+        let Some(mut q) = table.remove(&from) else {
+            return Ok(0);
+        };
+        let mut done = 0;
+        while done < wake_count as usize {
+            let Some(t) = q.pop_front() else { break };
+            sched::wake(&t);
+            done += 1;
+        }
+        let mut moved = 0;
+        while moved < move_count as usize {
+            let Some(t) = q.pop_front() else { break };
+            table.entry(to).or_default().push_back(t);
+            moved += 1;
+        }
+        if !q.is_empty() {
+            table.insert(from, q);
+        }
+        Ok(done + moved)
+    })?
 }

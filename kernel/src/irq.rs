@@ -33,18 +33,26 @@ pub fn exception(frame: &mut InterruptFrame) {
     if frame.vector == 14 {
         let addr = cpu::read_cr2();
         let err = frame.error_code;
-        if user_mode || crate::arch::user::in_user_copy(frame) {
+        let in_copy = !user_mode && crate::arch::user::in_user_copy(frame);
+        if in_copy && frame.rflags & (1 << 9) == 0 {
+            // A user copy with interrupts off (under an `IrqMutex`) does not page, as Linux's
+            // do not in atomic context: resolving may wait for other cores (the NR log, a
+            // shootdown) that cannot reach this one, or for the lock its caller holds. The copy
+            // fails with EFAULT; the caller drops its lock, brings the page in and retries.
+            crate::arch::user::fixup_user_copy(frame);
+            return;
+        }
+        if user_mode || in_copy {
             if let Some(me) = crate::proc::sched::current() {
                 // Interrupts go back on while resolving (NR operations may wait for other
                 // cores, whose IPIs must get through), as the faulting context had them on.
                 let vm = me.process.vm();
                 let write = err & 2 != 0;
                 let exec = err & 0x10 != 0;
-                if frame.rflags & (1 << 9) != 0 {
-                    // SAFETY: the interrupted context had interrupts on, and the IDT and local
-                    // APIC of this core are set up.
-                    unsafe { cpu::enable_interrupts() };
-                }
+                // SAFETY: the interrupted context had interrupts on (user mode always has them,
+                // and a copy with them off was fixed up above); the IDT and local APIC of this
+                // core are set up.
+                unsafe { cpu::enable_interrupts() };
                 match vm.fault(addr, write, exec) {
                     Ok(()) => return,
                     Err(crate::vm::Fault::OutOfMemory) if user_mode => {

@@ -4,6 +4,12 @@
 //! runs in the arch layer's `user_copy` routine: a fault there is first offered to demand paging
 //! (the page may simply not be populated yet) and otherwise turns into `EFAULT`, never a kernel
 //! crash. With SMAP on, this routine is the only kernel code allowed to touch user pages.
+//!
+//! With interrupts off (under an `IrqMutex`) a copy does not page: a fault fails it with
+//! `EFAULT` at once, because resolving one may wait for other cores (NR log space, a TLB
+//! shootdown) that cannot reach a core with interrupts off. Code that must read user memory
+//! under such a lock (the futex word) drops the lock, brings the page in with an ordinary copy,
+//! and retries.
 
 use crate::arch::user::{self, USER_END};
 use abi::Errno;

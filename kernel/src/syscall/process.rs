@@ -428,13 +428,9 @@ pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         }
         WAKE | WAKE_BITSET => crate::futex::wake(&me.process, uaddr, val).map(|n| n as u64),
         REQUEUE | CMP_REQUEUE => {
-            if cmd == CMP_REQUEUE {
-                let current: u32 = read_user(uaddr)?;
-                if current != val3 {
-                    return Err(Errno::EAGAIN);
-                }
-            }
-            crate::futex::requeue(&me.process, uaddr, val, uaddr2, timeout as u32).map(|n| n as u64)
+            let expected = (cmd == CMP_REQUEUE).then_some(val3);
+            crate::futex::requeue(me, uaddr, expected, val, uaddr2, timeout as u32)
+                .map(|n| n as u64)
         }
         _ => Err(Errno::ENOSYS),
     }
