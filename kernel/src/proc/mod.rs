@@ -27,7 +27,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
-pub use sched::{current_thread, idle_loop};
+pub use sched::idle_loop;
 use signal::SignalState;
 use table::ProcessTable;
 use wait::{SleepLock, WaitQueue};
@@ -92,6 +92,9 @@ pub struct Thread {
     pub timed_out: AtomicBool,
     /// `exit` was called: the thread ends on its way back to user mode.
     exit_requested: AtomicBool,
+    /// A signal may have become deliverable since the return to user mode last looked (one
+    /// was sent to the thread or its process, or its mask changed): see [`Thread::note_signal`].
+    signal_check: AtomicBool,
 }
 
 impl Thread {
@@ -119,6 +122,7 @@ impl Thread {
             signals: IrqMutex::new(signal::ThreadSignals::new(sigmask)),
             timed_out: AtomicBool::new(false),
             exit_requested: AtomicBool::new(false),
+            signal_check: AtomicBool::new(true),
         };
         // SAFETY: the stack is this thread's own, unused, 64 KiB, 16-byte aligned (u128), and
         // lives as long as the thread; nothing runs on it before the first switch.
@@ -173,6 +177,32 @@ impl Thread {
         let own = self.signals.lock();
         let shared = self.process.signals.lock().pending;
         (own.pending | shared) & !own.mask != 0 || self.process.exiting.load(Ordering::Acquire)
+    }
+
+    /// Says that a signal may have become deliverable to this thread: one was sent to it or
+    /// its process, or its mask changed. Call it after the change, with the signal lock
+    /// released.
+    pub fn note_signal(&self) {
+        self.signal_check.store(true, Ordering::Release);
+    }
+
+    /// For the return to user mode: whether a signal is deliverable, looked up under the signal
+    /// locks only if one may have become so since the last look ([`Thread::note_signal`]): a
+    /// system call that changes no signal state pays two plain loads, not two locks. Clearing
+    /// the flag before the look loses nothing: a sender updates the pending set under the
+    /// lock this look takes, then sets the flag, so either the look sees the signal or the flag
+    /// is set again after it was cleared.
+    fn signal_to_deliver(&self) -> bool {
+        if !self.signal_check.load(Ordering::Acquire) {
+            return false;
+        }
+        self.signal_check.store(false, Ordering::Relaxed);
+        let pending = self.signal_pending();
+        if pending {
+            // Delivery takes one signal: look again on the next pass.
+            self.signal_check.store(true, Ordering::Relaxed);
+        }
+        pending
     }
 
     /// Whether this thread is about to end whatever it does (SIGKILL pending, its process
@@ -351,14 +381,16 @@ pub fn lookup(pid: Pid) -> Option<table::Entry> {
 /// a dying process, delivering signals. Returns with
 /// interrupts disabled.
 pub fn return_to_user(frame: &mut InterruptFrame) {
-    loop {
+    sched::with_current(|me| loop {
         cpu::disable_interrupts();
         let k = kcb::current();
         if k.sched.need_resched.load(Ordering::Relaxed) {
             sched::schedule();
             continue;
         }
-        if k.sched.nr_sync.swap(false, Ordering::AcqRel) {
+        // A load first: the swap is an atomic read-modify-write, slow on emulated cores.
+        if k.sched.nr_sync.load(Ordering::Relaxed) && k.sched.nr_sync.swap(false, Ordering::AcqRel)
+        {
             // SAFETY: the IDT and local APIC of this core are set up.
             unsafe { cpu::enable_interrupts() };
             crate::replicated::sync_local_node();
@@ -370,16 +402,15 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             crate::tty::send_signals();
             continue;
         }
-        let me = current_thread();
         if me.process.exiting.load(Ordering::Acquire) || me.exit_requested.load(Ordering::Acquire) {
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
-            exit_thread(me);
+            exit_thread(me.clone());
         }
-        if me.signal_pending() {
+        if me.signal_to_deliver() {
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
-            signal::deliver(&me, frame);
+            signal::deliver(me, frame);
             continue;
         }
         if !user::returnable(frame) {
@@ -388,11 +419,11 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             // handler, which may repair the frame).
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
-            signal::force(&me, signal::SIGSEGV, signal::SigInfo::kernel());
+            signal::force(me, signal::SIGSEGV, signal::SigInfo::kernel());
             continue;
         }
         return;
-    }
+    })
 }
 
 /// Ends the process of `me`, which needs a page where no memory is left, with SIGKILL (what

@@ -18,7 +18,8 @@ use crate::sync::IrqMutex;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::mem::ManuallyDrop;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Timer ticks a thread runs before it yields to another ready thread.
 const TIME_SLICE_TICKS: u64 = 2;
@@ -29,6 +30,9 @@ pub struct CoreScheduler {
     pub ready: IrqMutex<VecDeque<Arc<Thread>>>,
     /// The thread running on this core (None: the idle context).
     current: IrqMutex<Option<Arc<Thread>>>,
+    /// The same thread as a plain pointer (null: the idle context), for [`with_current`]:
+    /// written only by this core, with `current`.
+    running: AtomicPtr<Thread>,
     /// The thread this core just switched away from, for `finish_switch`.
     prev: IrqMutex<Option<Arc<Thread>>>,
     /// Saved stack pointer of the idle context.
@@ -57,6 +61,7 @@ impl CoreScheduler {
         CoreScheduler {
             ready: IrqMutex::new(VecDeque::new()),
             current: IrqMutex::new(None),
+            running: AtomicPtr::new(core::ptr::null_mut()),
             prev: IrqMutex::new(None),
             idle_rsp: AtomicU64::new(0),
             need_resched: AtomicBool::new(false),
@@ -86,6 +91,22 @@ pub fn current() -> Option<Arc<Thread>> {
 /// always have one).
 pub fn current_thread() -> Arc<Thread> {
     current().expect("no thread runs on this core")
+}
+
+/// Runs `f` with the thread running on this core, without the lock and reference count of
+/// [`current_thread`] (a system call's entry and return take this path: atomic instructions
+/// are what a null call on several emulated cores pays for). Call it only on that thread's own
+/// kernel stack, in a system call or on the way back to user mode; panics in the idle context.
+pub fn with_current<R>(f: impl FnOnce(&Arc<Thread>) -> R) -> R {
+    let ptr = kcb::current().sched.running.load(Ordering::Relaxed);
+    assert!(!ptr.is_null(), "no thread runs on this core");
+    // SAFETY: `ptr` is `Arc::as_ptr` of the `Arc` that `current` holds (the switch stores
+    // both), so it may be borrowed as one: `ManuallyDrop` leaves its count alone. The caller
+    // runs on the kernel stack of that thread, which the thread owns, so the thread outlives
+    // this call even if it blocks or moves to another core meanwhile (the kernel does not
+    // preempt, so `running` cannot change between the KCB read and the load above).
+    let me = ManuallyDrop::new(unsafe { Arc::from_raw(ptr) });
+    f(&me)
 }
 
 /// Chooses the core a new or migrating thread goes to: the allowed core with the fewest ready
@@ -226,6 +247,10 @@ pub fn schedule() {
     k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
     k.sched.switches.fetch_add(1, Ordering::Relaxed);
     *k.sched.prev.lock() = prev;
+    let running = next
+        .as_ref()
+        .map_or(core::ptr::null_mut(), |n| Arc::as_ptr(n).cast_mut());
+    k.sched.running.store(running, Ordering::Relaxed);
     *k.sched.current.lock() = next;
     // SAFETY: `target` was saved by a previous switch of a context that is not running (the idle
     // context of this core, or a thread that only this core takes from its run queue), or made

@@ -251,6 +251,9 @@ pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
         s.infos[(sig - 1) as usize] = info;
     }
     let threads = p.threads.lock().clone();
+    for t in &threads {
+        t.note_signal();
+    }
     let target = threads
         .iter()
         .find(|t| t.signals.lock().mask & bit(sig) == 0)
@@ -271,6 +274,7 @@ pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
         s.pending |= bit(sig);
         s.infos[(sig - 1) as usize] = info;
     }
+    t.note_signal();
     sched::wake(t);
     kick(t);
 }
@@ -297,10 +301,13 @@ pub fn force(me: &Arc<Thread>, sig: u32, info: SigInfo) {
             *a = SigAction::default();
         }
     }
-    let mut s = me.signals.lock();
-    s.mask &= !bit(sig);
-    s.pending |= bit(sig);
-    s.infos[(sig - 1) as usize] = info;
+    {
+        let mut s = me.signals.lock();
+        s.mask &= !bit(sig);
+        s.pending |= bit(sig);
+        s.infos[(sig - 1) as usize] = info;
+    }
+    me.note_signal();
 }
 
 /// Takes the lowest-numbered deliverable signal of `me`.
@@ -356,9 +363,16 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
     let action = me.process.signals.lock().actions[(sig - 1) as usize];
     if action.handler == SIG_IGN || action.handler == SIG_DFL {
         // No handler runs: a mask saved by rt_sigsuspend, ppoll or pselect6 comes back now.
-        let mut s = me.signals.lock();
-        if let Some(m) = s.saved.take() {
-            s.mask = m;
+        let restored = {
+            let mut s = me.signals.lock();
+            let saved = s.saved.take();
+            if let Some(m) = saved {
+                s.mask = m;
+            }
+            saved.is_some()
+        };
+        if restored {
+            me.note_signal();
         }
     }
     if action.handler == SIG_IGN {
@@ -494,6 +508,7 @@ pub fn sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame) -> Result<(), Err
     frame.ss = USER_SS;
     frame.vector = 0;
     me.signals.lock().mask = get(&buf, SIGMASK) & !UNBLOCKABLE;
+    me.note_signal();
     Ok(())
 }
 
@@ -518,15 +533,21 @@ pub fn set_action(p: &Process, sig: u32, new: Option<SigAction>) -> Result<SigAc
 
 /// `rt_sigprocmask`: `how` is SIG_BLOCK (0), SIG_UNBLOCK (1) or SIG_SETMASK (2).
 pub fn set_mask(me: &Thread, how: u64, set: Option<u64>) -> Result<u64, Errno> {
-    let mut s = me.signals.lock();
-    let old = s.mask;
-    if let Some(set) = set {
-        s.mask = match how {
-            0 => old | set,
-            1 => old & !set,
-            2 => set,
-            _ => return Err(Errno::EINVAL),
-        } & !UNBLOCKABLE;
+    let old = {
+        let mut s = me.signals.lock();
+        let old = s.mask;
+        if let Some(set) = set {
+            s.mask = match how {
+                0 => old | set,
+                1 => old & !set,
+                2 => set,
+                _ => return Err(Errno::EINVAL),
+            } & !UNBLOCKABLE;
+        }
+        old
+    };
+    if set.is_some() {
+        me.note_signal();
     }
     Ok(old)
 }

@@ -181,15 +181,14 @@ pub fn dispatch(frame: &mut InterruptFrame) {
     let args = [
         frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9,
     ];
-    let me = proc::current_thread();
     let start = crate::time::now_ns();
-    let result = match handler(nr) {
-        Some(h) => h(&me, frame, args),
+    let result = proc::sched::with_current(|me| match handler(nr) {
+        Some(h) => h(me, frame, args),
         None => {
             UNIMPLEMENTED[nr.min(SYSCALL_LIMIT)].fetch_add(1, Ordering::Relaxed);
             Err(Errno::ENOSYS)
         }
-    };
+    });
     // The thread may have moved to another core while it slept: count it where it ends.
     kcb::current()
         .syscalls
