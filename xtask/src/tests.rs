@@ -884,9 +884,9 @@ fn cargo() -> Command {
     c
 }
 
-/// Unit and integration tests of every host crate, then the loom model checks of `lib/nr`
-/// (built with `--cfg loom` in a target directory of their own, so the two builds do not
-/// invalidate each other).
+/// Unit and integration tests of every host crate, then the loom model checks of `lib/nr` and
+/// `lib/msg` (built with `--cfg loom` in a target directory of their own, so the two builds do
+/// not invalidate each other).
 fn host_tests() -> Result<bool, String> {
     eprintln!("xtask: host tests (cargo test --workspace)");
     let unit = cargo()
@@ -894,10 +894,19 @@ fn host_tests() -> Result<bool, String> {
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     eprintln!(
-        "xtask: loom model checks (RUSTFLAGS='--cfg loom' cargo test -p nr --release --test loom)"
+        "xtask: loom model checks (RUSTFLAGS='--cfg loom' cargo test -p nr -p msg --release --test loom)"
     );
     let loom = cargo()
-        .args(["test", "-p", "nr", "--release", "--test", "loom"])
+        .args([
+            "test",
+            "-p",
+            "nr",
+            "-p",
+            "msg",
+            "--release",
+            "--test",
+            "loom",
+        ])
         .env("RUSTFLAGS", "--cfg loom")
         .env("CARGO_TARGET_DIR", build::root().join("target/loom"))
         .status()
