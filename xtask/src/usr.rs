@@ -82,6 +82,11 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
     },
     Program {
+        name: "msgring",
+        source: "msgring.c",
+        pie: false,
+    },
+    Program {
         name: "spawnloop",
         source: "spawnloop.c",
         pie: false,
@@ -133,8 +138,8 @@ pub const TOOLS: &[Program] = &[
     },
 ];
 
-/// The shared header every program includes.
-const HEADER: &str = "reef-test.h";
+/// The shared headers in `usr/` (a change rebuilds every program).
+const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h"];
 
 /// The shell suite's directory, relative to the repository root, and in the initramfs.
 pub const SHELL_SUITE_DIR: &str = "usr/sh";
@@ -295,7 +300,8 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
         // `usr/FILE.c`.
         let relative = Path::new("usr").join(p.source);
         let target = out.join(p.name);
-        let mut inputs = vec![source.clone(), src.join(HEADER)];
+        let mut inputs = vec![source.clone()];
+        inputs.extend(HEADERS.iter().map(|h| src.join(h)));
         inputs.extend(tool.clone());
         if stale(&target, &inputs) {
             eprintln!("xtask: building usr/{} -> out/usr/{}", p.source, p.name);

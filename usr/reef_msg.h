@@ -1,0 +1,236 @@
+/*
+ * reef_msg.h: the user-space half of Reef's message channels, for C programs: the layout of
+ * lib/msg's `Channel<62>` (`PageChannel`, one 4 KiB page) and its send, receive, sleep and
+ * close protocol, written against the same words (see lib/msg/src/lib.rs and
+ * docs/architecture.md, "Message channels"). lib/msg's test `layout_matches_the_c_header`
+ * writes a message as this header does and reads it with the Rust receiver.
+ *
+ * The doorbell is a futex on the sleeping words (FUTEX_WAIT / FUTEX_WAKE without
+ * FUTEX_PRIVATE_FLAG, so a channel in a MAP_SHARED page works between processes), on Linux
+ * as on Reef.
+ *
+ * One sender and one receiver per channel. Errors are negative errno values: -EAGAIN a full
+ * ring (fos: send on a full mailbox fails), -EPIPE the other end closed, -EBADMSG a corrupt
+ * slot (skipped), -EMSGSIZE a payload over 56 bytes.
+ */
+#ifndef REEF_MSG_H
+#define REEF_MSG_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* musl ships no <linux/futex.h>. */
+#define REEF_MSG_FUTEX_WAIT 0
+#define REEF_MSG_FUTEX_WAKE 1
+
+#define REEF_MSG_PAYLOAD 56
+#define REEF_MSG_PAGE_SLOTS 62
+#define REEF_MSG_FLAG_GRANT 1u
+#define REEF_MSG_RX_CLOSED 1u
+#define REEF_MSG_TX_CLOSED 2u
+
+struct reef_msg_slot {
+    _Atomic uint64_t header; /* seq (bits 0-31) | tag << 32 | len << 48 | flags << 56 */
+    _Atomic uint64_t data[REEF_MSG_PAYLOAD / 8];
+} __attribute__((aligned(64)));
+
+struct reef_msg_channel {
+    struct {
+        _Atomic uint64_t head;     /* messages taken (written by the receiver) */
+        _Atomic uint32_t sleeping; /* the receiver sleeps or is about to */
+    } __attribute__((aligned(64))) rx;
+    struct {
+        _Atomic uint64_t tail;     /* messages sent (written by the sender) */
+        _Atomic uint32_t sleeping; /* the sender waits for space */
+        _Atomic uint32_t closed;   /* REEF_MSG_RX_CLOSED | REEF_MSG_TX_CLOSED */
+    } __attribute__((aligned(64))) tx;
+    struct reef_msg_slot slots[REEF_MSG_PAGE_SLOTS];
+};
+
+_Static_assert(sizeof(struct reef_msg_slot) == 64, "a slot is one cache line");
+_Static_assert(sizeof(struct reef_msg_channel) == 4096, "a channel is one page");
+
+struct reef_msg {
+    uint16_t tag;
+    uint8_t len;
+    uint8_t flags;
+    uint8_t data[REEF_MSG_PAYLOAD];
+};
+
+struct reef_msg_sender {
+    struct reef_msg_channel *ch;
+    uint64_t tail; /* position of the next message */
+    uint64_t head; /* the receiver's head when last read */
+};
+
+struct reef_msg_receiver {
+    struct reef_msg_channel *ch;
+    uint64_t head;
+};
+
+static inline void reef_msg_futex_wait(_Atomic uint32_t *word, uint32_t value)
+{
+    syscall(SYS_futex, word, REEF_MSG_FUTEX_WAIT, value, NULL, NULL, 0);
+}
+
+static inline void reef_msg_futex_wake(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, word, REEF_MSG_FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static inline uint32_t reef_msg_seq(uint64_t pos)
+{
+    return (uint32_t)pos + 1;
+}
+
+/* Wakes the party sleeping on `word` if it sleeps (after a full fence: see lib/msg). */
+static inline void reef_msg_wake_if_sleeping(_Atomic uint32_t *word)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(word, memory_order_relaxed) != 0 &&
+        atomic_exchange_explicit(word, 0, memory_order_relaxed) != 0)
+        reef_msg_futex_wake(word);
+}
+
+/* A message with `tag` and `len` bytes of `data`; -EMSGSIZE if `len` is over 56. */
+static inline int reef_msg_make(struct reef_msg *m, uint16_t tag, const void *data, size_t len)
+{
+    if (len > REEF_MSG_PAYLOAD)
+        return -EMSGSIZE;
+    memset(m, 0, sizeof *m);
+    m->tag = tag;
+    m->len = (uint8_t)len;
+    memcpy(m->data, data, len);
+    return 0;
+}
+
+static inline void reef_msg_sender_init(struct reef_msg_sender *s, struct reef_msg_channel *ch)
+{
+    s->ch = ch;
+    s->tail = atomic_load_explicit(&ch->tx.tail, memory_order_relaxed);
+    s->head = atomic_load_explicit(&ch->rx.head, memory_order_acquire);
+}
+
+static inline void reef_msg_receiver_init(struct reef_msg_receiver *r, struct reef_msg_channel *ch)
+{
+    r->ch = ch;
+    r->head = atomic_load_explicit(&ch->rx.head, memory_order_relaxed);
+}
+
+/* Sends `m` if a slot is free: 0, -EAGAIN (full) or -EPIPE (the receiver is gone). */
+static inline int reef_msg_try_send(struct reef_msg_sender *s, const struct reef_msg *m)
+{
+    struct reef_msg_channel *ch = s->ch;
+    if (atomic_load_explicit(&ch->tx.closed, memory_order_acquire) & REEF_MSG_RX_CLOSED)
+        return -EPIPE;
+    if (s->tail - s->head >= REEF_MSG_PAGE_SLOTS) {
+        s->head = atomic_load_explicit(&ch->rx.head, memory_order_acquire);
+        if (s->tail - s->head >= REEF_MSG_PAGE_SLOTS)
+            return -EAGAIN;
+    }
+    struct reef_msg_slot *slot = &ch->slots[s->tail % REEF_MSG_PAGE_SLOTS];
+    for (int i = 0; i < REEF_MSG_PAYLOAD / 8; i++) {
+        uint64_t w;
+        memcpy(&w, m->data + 8 * i, 8);
+        atomic_store_explicit(&slot->data[i], w, memory_order_relaxed);
+    }
+    uint64_t header = reef_msg_seq(s->tail) | (uint64_t)m->tag << 32 | (uint64_t)m->len << 48 |
+                      (uint64_t)m->flags << 56;
+    atomic_store_explicit(&slot->header, header, memory_order_release);
+    s->tail++;
+    atomic_store_explicit(&ch->tx.tail, s->tail, memory_order_relaxed);
+    reef_msg_wake_if_sleeping(&ch->rx.sleeping);
+    return 0;
+}
+
+/* Sends `m`, sleeping while the ring is full: 0 or -EPIPE. */
+static inline int reef_msg_send(struct reef_msg_sender *s, const struct reef_msg *m)
+{
+    struct reef_msg_channel *ch = s->ch;
+    for (;;) {
+        int r = reef_msg_try_send(s, m);
+        if (r != -EAGAIN)
+            return r;
+        atomic_store_explicit(&ch->tx.sleeping, 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst);
+        s->head = atomic_load_explicit(&ch->rx.head, memory_order_acquire);
+        if (s->tail - s->head < REEF_MSG_PAGE_SLOTS ||
+            (atomic_load_explicit(&ch->tx.closed, memory_order_acquire) & REEF_MSG_RX_CLOSED)) {
+            atomic_store_explicit(&ch->tx.sleeping, 0, memory_order_relaxed);
+            continue;
+        }
+        reef_msg_futex_wait(&ch->tx.sleeping, 1);
+    }
+}
+
+/* Takes the next message: 1 (in *m), 0 (none yet), -EPIPE (the sender is gone and the ring
+ * is empty) or -EBADMSG (a corrupt slot, skipped). */
+static inline int reef_msg_try_recv(struct reef_msg_receiver *r, struct reef_msg *m)
+{
+    struct reef_msg_channel *ch = r->ch;
+    struct reef_msg_slot *slot = &ch->slots[r->head % REEF_MSG_PAGE_SLOTS];
+    uint64_t header = atomic_load_explicit(&slot->header, memory_order_acquire);
+    if ((uint32_t)header != reef_msg_seq(r->head)) {
+        if (!(atomic_load_explicit(&ch->tx.closed, memory_order_acquire) & REEF_MSG_TX_CLOSED))
+            return 0;
+        header = atomic_load_explicit(&slot->header, memory_order_acquire);
+        if ((uint32_t)header != reef_msg_seq(r->head))
+            return -EPIPE;
+    }
+    for (int i = 0; i < REEF_MSG_PAYLOAD / 8; i++) {
+        uint64_t w = atomic_load_explicit(&slot->data[i], memory_order_relaxed);
+        memcpy(m->data + 8 * i, &w, 8);
+    }
+    r->head++;
+    atomic_store_explicit(&ch->rx.head, r->head, memory_order_release);
+    reef_msg_wake_if_sleeping(&ch->tx.sleeping);
+    m->tag = (uint16_t)(header >> 32);
+    m->len = (uint8_t)(header >> 48);
+    m->flags = (uint8_t)(header >> 56);
+    if (m->len > REEF_MSG_PAYLOAD || (m->flags & ~REEF_MSG_FLAG_GRANT))
+        return -EBADMSG;
+    return 1;
+}
+
+/* Takes the next message, sleeping while the ring is empty: 1, -EPIPE or -EBADMSG. */
+static inline int reef_msg_recv(struct reef_msg_receiver *r, struct reef_msg *m)
+{
+    struct reef_msg_channel *ch = r->ch;
+    for (;;) {
+        int got = reef_msg_try_recv(r, m);
+        if (got != 0)
+            return got;
+        atomic_store_explicit(&ch->rx.sleeping, 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst);
+        got = reef_msg_try_recv(r, m);
+        if (got != 0) {
+            atomic_store_explicit(&ch->rx.sleeping, 0, memory_order_relaxed);
+            return got;
+        }
+        reef_msg_futex_wait(&ch->rx.sleeping, 1);
+    }
+}
+
+static inline void reef_msg_close(struct reef_msg_channel *ch, uint32_t bit, _Atomic uint32_t *peer)
+{
+    atomic_fetch_or_explicit(&ch->tx.closed, bit, memory_order_release);
+    reef_msg_wake_if_sleeping(peer);
+}
+
+/* Closes the receiving end: the sender gets -EPIPE, a waiting sender is woken. */
+static inline void reef_msg_close_receiver(struct reef_msg_channel *ch)
+{
+    reef_msg_close(ch, REEF_MSG_RX_CLOSED, &ch->tx.sleeping);
+}
+
+/* Closes the sending end: the receiver takes what is left, then gets -EPIPE. */
+static inline void reef_msg_close_sender(struct reef_msg_channel *ch)
+{
+    reef_msg_close(ch, REEF_MSG_TX_CLOSED, &ch->rx.sleeping);
+}
+
+#endif
