@@ -1,7 +1,8 @@
 //! Message channels between cores, after fos (*Factored Operating Systems*, OSR '09, §3.2.1)
 //! and Barrelfish's UMP transport: the transport under Reef's mailboxes, fleets and servers.
 //!
-//! `no_std`, no allocation, no `unsafe`; used by the kernel and, through the C header
+//! `no_std`, no `unsafe`; the channel allocates nothing (the name directory does, fallibly);
+//! used by the kernel and, through the C header
 //! `usr/include/reef_msg.h` that mirrors its layout, by user programs.
 //!
 //! # Channel
@@ -52,14 +53,22 @@
 //!
 //! Two channels in opposite directions make a [`Connection`]; [`PageChannel`] (one 4 KiB page,
 //! [`PAGE_SLOTS`] slots) is the size Reef's mailboxes use.
+//!
+//! # Names
+//!
+//! [`names`] is the directory of mailbox names (one-to-many, nearest or round-robin lookups,
+//! a reserved prefix for the fleet manager) and the per-core name cache.
 
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+extern crate alloc;
+
 mod channel;
 mod grant;
 mod message;
+pub mod names;
 mod sync;
 
 pub use channel::{
