@@ -14,10 +14,18 @@
  *                                   on its own (clock_gettime before and after, into an array
  *                                   allocated and touched before the start): p1/p50/p99 of the
  *                                   per-operation latency of all threads together, in us
+ *   uperf msgrtt [ITERS [REPS]]     round trips of a 64-byte message over reef_msg.h channels
+ *                                   (lib/msg's ring, futex wake-ups) in MAP_SHARED pages between
+ *                                   this process on its first allowed CPU and a child on its
+ *                                   last: ns per round trip
+ *   uperf msgtput [ITERS [REPS]]    the same channel one way, ITERS messages per repetition,
+ *                                   acknowledged at the end: messages per second
+ *   uperf pipertt [ITERS [REPS]]    round trips of one byte over two pipes between the same two
+ *                                   processes (the reference for msgrtt): ns per round trip
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
- * per thread. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
+ * per thread, msgrtt and pipertt 20000 x 5, msgtput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
  * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
  * or vmlat repetition that runs past twice its share of the budget stops early and reports the
@@ -46,6 +54,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "reef_msg.h"
 
 /* Timed repetitions of one mode should take at most about this long (seconds; `-b`). */
 static double budget_s = 15.0;
@@ -461,6 +471,196 @@ static void mode_vmlat(int argc, char **argv)
 
 /* ---- main ------------------------------------------------------------------------------- */
 
+/* ---- msgrtt, msgtput, pipertt ------------------------------------------------------------ */
+
+/* The first and last CPU this process may run on. */
+static void cpu_ends(int *first, int *last)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        die("sched_getaffinity: %s", strerror(errno));
+    *first = *last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) {
+            if (*first < 0)
+                *first = c;
+            *last = c;
+        }
+}
+
+static void pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        die("sched_setaffinity(%d): %s", cpu, strerror(errno));
+}
+
+/* Channels of the msg modes: requests (parent to child) and replies. */
+static struct reef_msg_channel *chans;
+static struct reef_msg_sender req_tx;
+static struct reef_msg_receiver rep_rx;
+/* Pipes of pipertt: parent to child, child to parent. */
+static int down[2], up[2];
+static pid_t peer;
+
+enum { ECHO = 1, COUNT = 2, STOP = 3 };
+
+/* The child of msgrtt/msgtput: answers ECHO with ECHO, counts COUNT messages and answers the
+ * COUNT message whose first word is 1 with the number counted, ends at STOP. */
+static void msg_child(void)
+{
+    struct reef_msg_receiver rx;
+    struct reef_msg_sender tx;
+    reef_msg_receiver_init(&rx, &chans[0]);
+    reef_msg_sender_init(&tx, &chans[1]);
+    struct reef_msg m;
+    uint64_t counted = 0;
+    while (reef_msg_recv(&rx, &m) == 1 && m.tag != STOP) {
+        uint64_t last;
+        memcpy(&last, m.data, 8);
+        if (m.tag == COUNT) {
+            counted++;
+            if (!last)
+                continue;
+            memcpy(m.data, &counted, 8);
+            counted = 0;
+        }
+        if (reef_msg_send(&tx, &m) != 0)
+            _exit(1);
+    }
+    _exit(0);
+}
+
+static void pipe_child(void)
+{
+    char c;
+    while (read(down[0], &c, 1) == 1 && c != 'q')
+        if (write(up[1], &c, 1) != 1)
+            _exit(1);
+    _exit(0);
+}
+
+/* Starts the peer on the last allowed CPU and pins this process to the first. */
+static void start_peer(int pipes)
+{
+    int first, last;
+    cpu_ends(&first, &last);
+    if (pipes) {
+        if (pipe(down) != 0 || pipe(up) != 0)
+            die("pipe: %s", strerror(errno));
+    } else {
+        chans = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (chans == MAP_FAILED)
+            die("mmap of the channels: %s", strerror(errno));
+        reef_msg_sender_init(&req_tx, &chans[0]);
+        reef_msg_receiver_init(&rep_rx, &chans[1]);
+    }
+    peer = fork();
+    if (peer < 0)
+        die("fork: %s", strerror(errno));
+    if (peer == 0) {
+        pin_to(last);
+        if (pipes)
+            pipe_child();
+        msg_child();
+    }
+    pin_to(first);
+    printf("uperf: this process on cpu %d, its peer on cpu %d\n", first, last);
+}
+
+static void stop_peer(int pipes)
+{
+    if (pipes) {
+        if (write(down[1], "q", 1) != 1)
+            die("write: %s", strerror(errno));
+    } else {
+        struct reef_msg m;
+        reef_msg_make(&m, STOP, NULL, 0);
+        if (reef_msg_send(&req_tx, &m) != 0)
+            die("the peer is gone");
+    }
+    int st;
+    if (waitpid(peer, &st, 0) != peer || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("the peer failed (wait status 0x%x)", st);
+}
+
+static double msgrtt_loop(long iters)
+{
+    struct reef_msg m, r;
+    uint64_t words[7] = {0};
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        words[0] = (uint64_t)i;
+        reef_msg_make(&m, ECHO, words, sizeof words);
+        if (reef_msg_send(&req_tx, &m) != 0 || reef_msg_recv(&rep_rx, &r) != 1)
+            die("the peer is gone");
+        uint64_t got;
+        memcpy(&got, r.data, 8);
+        if (got != (uint64_t)i)
+            die("round trip %ld answered with %llu", i, (unsigned long long)got);
+    }
+    return now_s() - t0;
+}
+
+static double msgtput_loop(long iters)
+{
+    struct reef_msg m, r;
+    uint64_t words[7] = {0};
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        words[0] = i == iters - 1;
+        reef_msg_make(&m, COUNT, words, sizeof words);
+        if (reef_msg_send(&req_tx, &m) != 0)
+            die("the peer is gone");
+    }
+    if (reef_msg_recv(&rep_rx, &r) != 1)
+        die("the peer is gone");
+    double t = now_s() - t0;
+    uint64_t counted;
+    memcpy(&counted, r.data, 8);
+    if (counted != (uint64_t)iters)
+        die("sent %ld messages, the peer counted %llu", iters, (unsigned long long)counted);
+    return t;
+}
+
+static double pipertt_loop(long iters)
+{
+    char c = 'x';
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++)
+        if (write(down[1], &c, 1) != 1 || read(up[0], &c, 1) != 1)
+            die("pipe round trip: %s", strerror(errno));
+    return now_s() - t0;
+}
+
+/* msgrtt, msgtput or pipertt. */
+static void mode_msg(int argc, char **argv, const char *name)
+{
+    int pipes = strcmp(name, "pipertt") == 0, tput = strcmp(name, "msgtput") == 0;
+    double (*loop)(long) = pipes ? pipertt_loop : tput ? msgtput_loop : msgrtt_loop;
+    long iters = tput ? 200000 : 20000;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 2, &iters, &reps, &explicit_);
+    start_peer(pipes);
+    long warm = iters < 2000 ? iters : 2000;
+    double w = loop(warm);
+    printf("uperf: %s warm-up: %ld messages, %.1f ns each\n", name, warm, w / warm * 1e9);
+    if (!explicit_)
+        iters = scaled(iters, reps, w / warm, 100);
+    printf("uperf: %s: %ld messages x %d repetitions\n", name, iters, reps);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t = loop(iters);
+        v[r] = tput ? iters / t : t / iters * 1e9;
+        printf("uperf: %s rep %d/%d: %.1f %s (%.3f s)\n", name, r + 1, reps, v[r],
+               tput ? "msgs/s" : "ns/rt", t);
+    }
+    stop_peer(pipes);
+    report(name, 2, tput ? "msgs/s" : "ns/rt", "%.1f", v, reps, iters);
+}
+
 int main(int argc, char **argv, char **envp)
 {
     if (argc == 2 && strcmp(argv[1], "noop") == 0)
@@ -478,7 +678,8 @@ int main(int argc, char **argv, char **envp)
     }
     if (argc < 2)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
-            "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS]");
+            "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
+            "uperf [-b SECONDS] msgrtt|msgtput|pipertt [ITERS [REPS]]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -497,6 +698,9 @@ int main(int argc, char **argv, char **envp)
         mode_vmops(argc, argv);
     else if (strcmp(argv[1], "vmlat") == 0)
         mode_vmlat(argc, argv);
+    else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
+             !strcmp(argv[1], "pipertt"))
+        mode_msg(argc, argv, argv[1]);
     else
         die("unknown mode %s", argv[1]);
     return 0;

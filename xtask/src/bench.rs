@@ -32,7 +32,8 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
-           fs (fs-shared-w0 ... fs-private-w100) nr-bench";
+           fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-pipe-rtt)
+           nr-bench";
 
 /// Guest memory of every configuration (MiB).
 const MEMORY_MIB: u32 = 512;
@@ -272,6 +273,25 @@ fn benches(effort: Effort) -> Vec<Bench> {
                 .collect(),
         ),
     ];
+    // fos's transport (issue 12): lib/msg's channel in user space over MAP_SHARED pages with
+    // futex wake-ups (usr/reef_msg.h), the same code on both systems, and pipes for reference.
+    for (name, mode, unit, higher) in [
+        ("msg-rtt", "msgrtt", "ns/rt", false),
+        ("msg-tput", "msgtput", "msgs/s", true),
+        ("msg-pipe-rtt", "pipertt", "ns/rt", false),
+    ] {
+        let prefix: &'static str = match mode {
+            "msgrtt" => "uperf msgrtt ",
+            "msgtput" => "uperf msgtput ",
+            _ => "uperf pipertt ",
+        };
+        b.push(uperf(
+            effort,
+            name,
+            &[mode],
+            vec![result_metric(name, unit, higher, prefix, "median")],
+        ));
+    }
     for mode in ["shared", "private"] {
         for &w in effort.write_pcts {
             let name = format!("fs-{mode}-w{w}");
