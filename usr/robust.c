@@ -14,6 +14,9 @@
  * - touch: a child touches about 60 % of free memory, unmaps half of it, and exits; another
  *   touches 40 % and forks a child that exits; a third touches pages until memory runs out and
  *   is killed by a signal (Reef only);
+ * - oom: while a child holds all but 64 MiB of free memory, this process (init in the QEMU
+ *   case) touches 128 MiB: its page fault kills the largest process, the child, with SIGKILL,
+ *   and it gets the memory and goes on (Reef only);
  * - fill: a file written until the file system is full answers ENOSPC, and unlinking it gives
  *   the memory back (Reef only);
  * - clone: fork-like clones with bad CLONE_PARENT_SETTID/CLONE_CHILD_SETTID addresses succeed
@@ -208,6 +211,55 @@ static void touch_part(void)
         SAY("touch: out of memory on a page fault: %s", describe_wait(st));
     }
     measure_end("touch");
+}
+
+/* ---- oom ---- */
+
+/* Holds all but 64 MiB of free memory, says so, and waits to be killed. */
+static void oom_hog(volatile int *ready)
+{
+    size_t len = share(100) - (64 << 20);
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        _exit(2);
+    touch(p, len);
+    *ready = 1;
+    for (;;)
+        pause();
+}
+
+/* Out of memory on a page fault of a small process while a large one holds the memory: the
+ * kernel kills the large one (as Linux's OOM killer), and the small one carries on with the
+ * memory it gets back (Reef only: this test is init there, which must survive). */
+static void oom_part(void)
+{
+    if (!on_reef())
+        return;
+    measure_begin();
+    volatile int *ready =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(ready != MAP_FAILED);
+    pid_t hog = CHECK_SYS(fork());
+    if (hog == 0)
+        oom_hog(ready);
+    while (!*ready) {
+        int st;
+        if (waitpid(hog, &st, WNOHANG) == hog)
+            FAIL("oom: the hog ended before it held the memory: %s", describe_wait(st));
+        sched_yield();
+    }
+    size_t len = 128 << 20;
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    touch(p, len);
+    int st;
+    CHECK_SYS(waitpid(hog, &st, 0));
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+        FAIL("oom: the hog %s, expected SIGKILL", describe_wait(st));
+    CHECK_SYS(munmap(p, len));
+    CHECK_SYS(munmap((void *)ready, 4096));
+    SAY("oom: a small process's page fault killed the largest process, and went on");
+    measure_end("oom");
 }
 
 /* ---- fill ---- */
@@ -545,7 +597,8 @@ int main(int argc, char **argv)
         const char *name;
         void (*fn)(void);
     } parts[] = {
-        {"bigmap", bigmap}, {"touch", touch_part}, {"fill", fill},   {"clone", clone_part},
+        {"bigmap", bigmap}, {"touch", touch_part}, {"oom", oom_part}, {"fill", fill},
+        {"clone", clone_part},
         {"orphans", orphans}, {"canonical", canonical}, {"brk", brk_part}, {"fpu", fpu},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

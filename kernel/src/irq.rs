@@ -56,9 +56,7 @@ pub fn exception(frame: &mut InterruptFrame) {
                 match vm.fault(addr, write, exec) {
                     Ok(()) => return,
                     Err(crate::vm::Fault::OutOfMemory) if user_mode => {
-                        // Linux's OOM killer would pick the largest process; Reef ends the one
-                        // that needs the page, which cannot continue without it.
-                        crate::proc::oom_kill(&me, addr);
+                        crate::proc::out_of_memory(&me, addr);
                         return;
                     }
                     Err(crate::vm::Fault::Denied(code)) if user_mode => {

@@ -267,6 +267,8 @@ pub struct Process {
     pub exiting: AtomicBool,
     /// The wait status the process exits with once `exiting`.
     pub exit_status: AtomicI32,
+    /// Its address space has been torn down (its memory is back).
+    released: AtomicBool,
     /// Bumped when a child exits (`wait4` sleeps on it).
     pub child_events: WaitQueue,
     /// File descriptors.
@@ -310,6 +312,7 @@ impl Process {
             vm: IrqMutex::new(vm),
             threads: IrqMutex::new(Vec::new()),
             exiting: AtomicBool::new(false),
+            released: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),
             files: IrqMutex::new(files),
@@ -426,15 +429,78 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
     })
 }
 
-/// Ends the process of `me`, which needs a page where no memory is left, with SIGKILL (what
-/// Linux's OOM killer sends), and says so on the console.
-pub fn oom_kill(me: &Arc<Thread>, addr: u64) {
+/// The process last killed for memory and when (ns), until its memory is back.
+static OOM_VICTIM: IrqMutex<Option<(Arc<Process>, u64)>> = IrqMutex::new(None);
+/// How long a victim may take to give its memory back before another may be chosen.
+const OOM_PATIENCE_NS: u64 = 5_000_000_000;
+
+/// Whether a process killed for memory is still giving it back (forgets one that has, or
+/// that has taken longer than [`OOM_PATIENCE_NS`]).
+fn oom_victim_pending() -> bool {
+    let mut victim = OOM_VICTIM.lock();
+    if let Some((v, at)) = victim.as_ref() {
+        let waited = crate::time::now_ns().saturating_sub(*at);
+        if v.released.load(Ordering::Acquire) || waited > OOM_PATIENCE_NS {
+            *victim = None;
+        }
+    }
+    victim.is_some()
+}
+
+/// A page fault of `me` at `addr` found no memory left: as Linux's OOM killer, ends (SIGKILL)
+/// the live process with the most resident pages, never init while another process holds any,
+/// and says so on the console. The faulting process is that victim only if it is the largest;
+/// otherwise it yields and takes the fault again, when the victim's memory is back. While a
+/// victim is still exiting no other process is killed, so one shortage costs one process.
+pub fn out_of_memory(me: &Arc<Thread>, addr: u64) {
+    let retry = || {
+        kcb::current()
+            .sched
+            .need_resched
+            .store(true, Ordering::Relaxed)
+    };
+    if oom_victim_pending() {
+        retry();
+        return;
+    }
+    let mut victim: Option<(u64, Arc<Process>)> = None;
+    for pid in all_pids() {
+        let Some(entry) = lookup(pid) else { continue };
+        let p = entry.process;
+        if entry.life != table::Life::Alive || pid == 1 || p.exiting.load(Ordering::Acquire) {
+            continue;
+        }
+        let pages = p.vm().resident_pages();
+        if victim.as_ref().is_none_or(|(most, _)| pages > *most) {
+            victim = Some((pages, p));
+        }
+    }
+    let (pages, victim) = match victim {
+        Some((pages, v)) if pages > 0 => (pages, v),
+        _ => (me.process.vm().resident_pages(), me.process.clone()),
+    };
+    {
+        let mut slot = OOM_VICTIM.lock();
+        if slot.is_some() {
+            // Another core chose a victim meanwhile: that one frees memory for both.
+            drop(slot);
+            retry();
+            return;
+        }
+        *slot = Some((victim.clone(), crate::time::now_ns()));
+    }
     crate::kprintln!(
-        "reef: out of memory: killed process {} ({}) on a page fault at {addr:#x}",
+        "reef: out of memory: killed process {} ({}, {} KiB resident) for a page fault of \
+         process {} at {addr:#x}",
+        victim.pid,
+        victim.comm(),
+        pages * 4,
         me.process.pid,
-        me.process.comm()
     );
-    signal::send_process(&me.process, signal::SIGKILL, signal::SigInfo::kernel());
+    signal::send_process(&victim, signal::SIGKILL, signal::SigInfo::kernel());
+    if !Arc::ptr_eq(&victim, &me.process) {
+        retry();
+    }
 }
 
 /// Ends the current thread (called on its way back to user mode, holding the only reference
@@ -487,6 +553,7 @@ fn exit_process(p: &Arc<Process>) {
     if !p.end_vfork() {
         p.vm().teardown();
     }
+    p.released.store(true, Ordering::Release);
     if p.pid == 1 {
         crate::init_exited(status);
     }

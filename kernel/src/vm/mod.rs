@@ -171,6 +171,8 @@ pub enum ReadOp {
     Resolve(u64),
     /// At most [`STEP_REGIONS`] regions starting at or above an address (for `fork`).
     Regions(u64),
+    /// The resident size in 4 KiB pages, the zero page not counted.
+    Resident,
 }
 
 /// Update operations.
@@ -260,6 +262,8 @@ pub enum Resp {
     Unmapped(Result<(Vec<vspace::Unmapped>, bool), MapError>),
     /// `Protect`.
     Protected(Result<(), MapError>),
+    /// `Resident`.
+    Resident(u64),
 }
 
 impl nr::Dispatch for Replica {
@@ -271,6 +275,10 @@ impl nr::Dispatch for Replica {
         match op {
             ReadOp::Resolve(va) => {
                 Resp::Resolved(self.space.resolve(va), self.space.region_at(va).copied())
+            }
+            ReadOp::Resident => {
+                let zero = ZERO_PAGE.get().copied();
+                Resp::Resident(self.space.resident_pages(|phys| Some(phys) != zero))
             }
             ReadOp::Regions(from) => Resp::Regions(
                 self.space
@@ -409,12 +417,13 @@ fn size_of(size: PageSize) -> FrameSize {
     }
 }
 
+static ZERO_PAGE: Once<u64> = Once::new();
+
 /// The shared zero page: one zeroed frame that read faults on untouched private memory map
 /// copy-on-write (allocated at the first such fault). It holds a share no address space ever
 /// drops ([`mm::share_forever`]), so the share counts never free it and a write always copies
 /// it, with no case of its own.
 fn zero_page() -> Option<u64> {
-    static ZERO_PAGE: Once<u64> = Once::new();
     ZERO_PAGE
         .try_call_once(|| {
             let f = mm::allocate(FrameSize::Base).map_err(|_| ())?;
@@ -677,6 +686,16 @@ impl VSpace {
         match self.nr.execute(ReadOp::Resolve(va)) {
             Resp::Resolved(t, r) => (t, r),
             _ => unreachable!("Resolve answers Resolved"),
+        }
+    }
+
+    /// Pages this address space maps (4 KiB units; pages shared with other address spaces
+    /// copy-on-write count in each, as in Linux's RSS; the zero page does not), on this node's
+    /// replica: what an out-of-memory kill would give back.
+    pub fn resident_pages(&self) -> u64 {
+        match self.nr.execute(ReadOp::Resident) {
+            Resp::Resident(n) => n,
+            _ => unreachable!("Resident answers Resident"),
         }
     }
 

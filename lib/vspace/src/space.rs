@@ -675,6 +675,27 @@ impl<M: TableMemory> AddressSpace<M> {
         out.into_iter()
     }
 
+    /// Pages (in 4 KiB units, a 2 MiB page counting 512) mapped to frames that `counts`
+    /// accepts, `PROT_NONE` pages included: the resident size of the address space, for
+    /// choosing whom an out-of-memory kills. Allocates nothing.
+    pub fn resident_pages(&self, counts: impl Fn(u64) -> bool) -> u64 {
+        let mut pages = 0;
+        visit_leaves(
+            &self.mem,
+            self.root,
+            4,
+            0,
+            0,
+            USER_END,
+            &mut |vaddr, size, entry| {
+                if counts(mapping(vaddr, size, entry).phys) {
+                    pages += size.bytes() / PAGE_SIZE;
+                }
+            },
+        );
+        pages
+    }
+
     /// Splits the 2 MiB pages that straddle `start` or `end` and whose entry satisfies `needs`
     /// into 512 4 KiB entries for the same frames. Allocates all tables before changing
     /// anything. Returns the bases of the pages split.

@@ -1174,3 +1174,27 @@ fn break_cow_maps_the_new_frame_with_the_region_protection() {
     assert!(s.break_cow(0x20000, 0x1000, 0xb000));
     assert_eq!(s.resolve(0x20000).unwrap().prot, Prot::READ);
 }
+
+#[test]
+fn resident_pages_counts_the_frames_asked_for() {
+    let (mut s, _) = space();
+    assert_eq!(s.resident_pages(|_| true), 0);
+    s.map_region(0x10000, 8 * K, Prot::RW, ANON, false).unwrap();
+    s.map_region(0x4000_0000, M2, Prot::RW, ANON, false)
+        .unwrap();
+    s.map_frame(0x10000, 0x7000_0000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    s.map_frame(0x11000, 0x7000_1000, PageSize::Base4K, Prot::RW)
+        .unwrap();
+    // A frame every process shares (the zero page, say), which the caller leaves out.
+    s.map_frame(0x12000, 0x6000_0000, PageSize::Base4K, Prot::READ)
+        .unwrap();
+    s.map_frame(0x4000_0000, 0x8000_0000, PageSize::Large2M, Prot::RW)
+        .unwrap();
+    // A PROT_NONE page still holds its frame.
+    s.protect(0x11000, K, Prot::NONE).unwrap();
+    assert_eq!(s.resident_pages(|_| true), 3 + 512);
+    assert_eq!(s.resident_pages(|phys| phys != 0x6000_0000), 2 + 512);
+    s.unmap(0x4000_0000, M2).unwrap();
+    assert_eq!(s.resident_pages(|phys| phys != 0x6000_0000), 2);
+}
