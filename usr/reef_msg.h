@@ -29,6 +29,8 @@
 
 #define REEF_MSG_PAYLOAD 56
 #define REEF_MSG_PAGE_SLOTS 62
+/* Polls of an empty ring before the receiver sleeps (lib/msg's SPIN_POLLS). */
+#define REEF_MSG_SPIN_POLLS 200
 #define REEF_MSG_FLAG_GRANT 1u
 #define REEF_MSG_RX_CLOSED 1u
 #define REEF_MSG_TX_CLOSED 2u
@@ -196,12 +198,19 @@ static inline int reef_msg_try_recv(struct reef_msg_receiver *r, struct reef_msg
     return 1;
 }
 
-/* Takes the next message, sleeping while the ring is empty: 1, -EPIPE or -EBADMSG. */
+/* Takes the next message, polling REEF_MSG_SPIN_POLLS times and then sleeping while the ring
+ * is empty: 1, -EPIPE or -EBADMSG. */
 static inline int reef_msg_recv(struct reef_msg_receiver *r, struct reef_msg *m)
 {
     struct reef_msg_channel *ch = r->ch;
     for (;;) {
-        int got = reef_msg_try_recv(r, m);
+        int got;
+        for (int i = 0; i < REEF_MSG_SPIN_POLLS; i++) {
+            if ((got = reef_msg_try_recv(r, m)) != 0)
+                return got;
+            __builtin_ia32_pause();
+        }
+        got = reef_msg_try_recv(r, m);
         if (got != 0)
             return got;
         atomic_store_explicit(&ch->rx.sleeping, 1, memory_order_relaxed);

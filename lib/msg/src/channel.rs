@@ -7,6 +7,14 @@ use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 pub const PAGE_SLOTS: usize = 62;
 /// Payload words in a slot.
 const WORDS: usize = PAYLOAD / 8;
+/// Times [`Receiver::recv`] polls an empty ring before it sleeps: a sender on another core
+/// that answers within that time costs no system call on either side (UMP's receivers poll).
+/// None under loom, whose models would only grow.
+#[cfg(not(loom))]
+pub const SPIN_POLLS: u32 = 200;
+/// Times [`Receiver::recv`] polls an empty ring before it sleeps (none in loom models).
+#[cfg(loom)]
+pub const SPIN_POLLS: u32 = 0;
 /// `Channel::closed` bit: the receiver is gone.
 const RX_CLOSED: u32 = 1;
 /// `Channel::closed` bit: the sender is gone.
@@ -307,10 +315,17 @@ impl<const N: usize, D: Doorbell> Receiver<'_, N, D> {
         }))
     }
 
-    /// Takes the next message, sleeping while the ring is empty; fails only when the sender
-    /// is gone and the ring is empty (or a slot is corrupt).
+    /// Takes the next message, polling [`SPIN_POLLS`] times and then sleeping while the ring
+    /// is empty; fails only when the sender is gone and the ring is empty (or a slot is
+    /// corrupt).
     pub fn recv(&mut self) -> Result<Message, RecvError> {
         loop {
+            for _ in 0..SPIN_POLLS {
+                if let Some(m) = self.try_recv()? {
+                    return Ok(m);
+                }
+                core::hint::spin_loop();
+            }
             if let Some(m) = self.try_recv()? {
                 return Ok(m);
             }

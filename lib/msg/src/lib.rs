@@ -25,7 +25,8 @@
 //!
 //! # Sleeping and waking
 //!
-//! An idle receiver sleeps; the sender wakes it only if it sleeps, so a busy stream needs no
+//! A receiver with nothing to read polls the ring [`SPIN_POLLS`] times (a sender on another
+//! core usually answers by then), then sleeps; the sender wakes it only if it sleeps, so a busy stream needs no
 //! wake-up at all (LibrettOS's `threads` counter, Barrelfish's UMP with a notification only for a
 //! blocked receiver). The receiver sets its `sleeping` word, issues a full fence, looks at the
 //! ring once more and only then sleeps on the word; the sender publishes a message, issues a
@@ -73,6 +74,7 @@ mod sync;
 
 pub use channel::{
     Channel, Connection, Doorbell, Receiver, RecvError, SendError, Sender, Slot, PAGE_SLOTS,
+    SPIN_POLLS,
 };
 pub use grant::Grant;
 pub use message::{Message, TooLong, PAYLOAD};
