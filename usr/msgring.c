@@ -13,7 +13,10 @@
  * - closing: a child that closes its receiving end wakes the parent, blocked in a send on a
  *   full ring, with EPIPE; a parent that closes its sending end lets the child take what is
  *   left, then the child sees EPIPE;
- * - corrupt slots (a length over 56, an unknown flag) are reported as EBADMSG and skipped.
+ * - corrupt slots (a length over 56, an unknown flag) are reported as EBADMSG and skipped;
+ * - server: three client processes stream 20000 messages each, on a channel each, to one
+ *   server that sleeps on a single eventcount for all of them (reef_msg_wait_any): every
+ *   message arrives, in order per client, and every close is seen.
  */
 #include "reef-test.h"
 #include "reef_msg.h"
@@ -133,7 +136,7 @@ static void ping_pong(void)
         CHECK_EQ(reply.tag, (uint16_t)i);
         CHECK_EQ(word(&reply, 0), i * 3 + 1);
     }
-    reef_msg_close_sender(&ch[0]);
+    reef_msg_close_sender(&tx);
     wait_child(pid);
     SAY("%d round trips between cpu %d and cpu %d, every reply answers its request", ROUNDS,
         first, last);
@@ -170,7 +173,7 @@ static void stream(void)
         struct reef_msg m = word_msg((uint16_t)i, i, ~i);
         CHECK_EQ(reef_msg_send(&tx, &m), 0);
     }
-    reef_msg_close_sender(ch);
+    reef_msg_close_sender(&tx);
     wait_child(pid);
     SAY("%d messages streamed, none lost, duplicated or reordered", STREAM);
     munmap(ch, 4096);
@@ -211,7 +214,7 @@ static void closing(void)
         struct reef_msg x = word_msg(1, (uint64_t)i, 0);
         CHECK_EQ(reef_msg_try_send(&t2, &x), 0);
     }
-    reef_msg_close_sender(c2);
+    reef_msg_close_sender(&t2);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(reef_msg_recv(&r2, &m), 1);
         CHECK_EQ(word(&m, 0), i);
@@ -231,6 +234,75 @@ static void closing(void)
     munmap(c2, 4096);
 }
 
+#define CLIENTS 3
+#define EACH 20000
+
+/* One server process, CLIENTS client processes each on a channel of its own, the server
+ * sleeping on one eventcount for all (lib/msg's wait_any). */
+static void server(void)
+{
+    /* CLIENTS channels, then a page whose first word is the eventcount. */
+    struct reef_msg_channel *ch = new_channels(CLIENTS + 1);
+    _Atomic uint32_t *events = (_Atomic uint32_t *)&ch[CLIENTS];
+    int first, last;
+    cpu_range(&first, &last);
+    pid_t pids[CLIENTS];
+    for (int c = 0; c < CLIENTS; c++) {
+        pids[c] = CHECK_SYS(fork());
+        if (pids[c] == 0) {
+            pin(first + (c + 1) % (last - first + 1));
+            struct reef_msg_sender tx;
+            reef_msg_sender_init_server(&tx, &ch[c], events);
+            for (uint64_t i = 0; i < EACH; i++) {
+                struct reef_msg m = word_msg((uint16_t)c, i, ~i);
+                if (reef_msg_send(&tx, &m) != 0)
+                    _exit(2);
+            }
+            reef_msg_close_sender(&tx);
+            _exit(0);
+        }
+    }
+    pin(first);
+    struct reef_msg_receiver rx[CLIENTS];
+    struct reef_msg_channel *live[CLIENTS];
+    uint64_t next[CLIENTS] = {0};
+    int open[CLIENTS];
+    for (int c = 0; c < CLIENTS; c++) {
+        reef_msg_receiver_init(&rx[c], &ch[c]);
+        open[c] = 1;
+    }
+    int left = CLIENTS;
+    while (left > 0) {
+        int n = 0;
+        for (int c = 0; c < CLIENTS; c++) {
+            struct reef_msg m;
+            int r;
+            while (open[c] && (r = reef_msg_try_recv(&rx[c], &m)) != 0) {
+                if (r == -EPIPE) {
+                    CHECK_EQ(next[c], EACH);
+                    open[c] = 0;
+                    left--;
+                    break;
+                }
+                CHECK_EQ(r, 1);
+                if (m.tag != c || word(&m, 0) != next[c] || word(&m, 1) != ~next[c])
+                    FAIL("client %d message %llu: got tag %d, %llu", c,
+                         (unsigned long long)next[c], m.tag, (unsigned long long)word(&m, 0));
+                next[c]++;
+            }
+            if (open[c])
+                live[n++] = &ch[c];
+        }
+        if (n > 0)
+            reef_msg_wait_any(live, n, events);
+    }
+    for (int c = 0; c < CLIENTS; c++)
+        wait_child(pids[c]);
+    SAY("a server sleeping on one eventcount took %d clients' %d messages each, in order", CLIENTS,
+        EACH);
+    munmap(ch, 4096 * (CLIENTS + 1));
+}
+
 int main(void)
 {
     test_begin("msgring");
@@ -238,5 +310,6 @@ int main(void)
     ping_pong();
     stream();
     closing();
+    server();
     PASS();
 }

@@ -67,6 +67,9 @@ struct reef_msg_sender {
     struct reef_msg_channel *ch;
     uint64_t tail; /* position of the next message */
     uint64_t head; /* the receiver's head when last read */
+    /* The eventcount of a server with many channels (lib/msg's EventCount), or NULL: the
+     * receiver sleeps on this channel alone. */
+    _Atomic uint32_t *events;
 };
 
 struct reef_msg_receiver {
@@ -89,13 +92,20 @@ static inline uint32_t reef_msg_seq(uint64_t pos)
     return (uint32_t)pos + 1;
 }
 
-/* Wakes the party sleeping on `word` if it sleeps (after a full fence: see lib/msg). */
-static inline void reef_msg_wake_if_sleeping(_Atomic uint32_t *word)
+/* Wakes the party sleeping on `word` if it sleeps (after a full fence: see lib/msg): through
+ * `events` (bumped, then woken) when the receiver is a server sleeping on many channels. */
+static inline void reef_msg_wake_if_sleeping(_Atomic uint32_t *word, _Atomic uint32_t *events)
 {
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(word, memory_order_relaxed) != 0 &&
-        atomic_exchange_explicit(word, 0, memory_order_relaxed) != 0)
-        reef_msg_futex_wake(word);
+        atomic_exchange_explicit(word, 0, memory_order_relaxed) != 0) {
+        if (events) {
+            atomic_fetch_add(events, 1);
+            reef_msg_futex_wake(events);
+        } else {
+            reef_msg_futex_wake(word);
+        }
+    }
 }
 
 /* A message with `tag` and `len` bytes of `data`; -EMSGSIZE if `len` is over 56. */
@@ -115,6 +125,16 @@ static inline void reef_msg_sender_init(struct reef_msg_sender *s, struct reef_m
     s->ch = ch;
     s->tail = atomic_load_explicit(&ch->tx.tail, memory_order_relaxed);
     s->head = atomic_load_explicit(&ch->rx.head, memory_order_acquire);
+    s->events = NULL;
+}
+
+/* A sender into a server that sleeps on the eventcount `events` (reef_msg_wait_any). */
+static inline void reef_msg_sender_init_server(struct reef_msg_sender *s,
+                                               struct reef_msg_channel *ch,
+                                               _Atomic uint32_t *events)
+{
+    reef_msg_sender_init(s, ch);
+    s->events = events;
 }
 
 static inline void reef_msg_receiver_init(struct reef_msg_receiver *r, struct reef_msg_channel *ch)
@@ -145,7 +165,7 @@ static inline int reef_msg_try_send(struct reef_msg_sender *s, const struct reef
     atomic_store_explicit(&slot->header, header, memory_order_release);
     s->tail++;
     atomic_store_explicit(&ch->tx.tail, s->tail, memory_order_relaxed);
-    reef_msg_wake_if_sleeping(&ch->rx.sleeping);
+    reef_msg_wake_if_sleeping(&ch->rx.sleeping, s->events);
     return 0;
 }
 
@@ -189,7 +209,7 @@ static inline int reef_msg_try_recv(struct reef_msg_receiver *r, struct reef_msg
     }
     r->head++;
     atomic_store_explicit(&ch->rx.head, r->head, memory_order_release);
-    reef_msg_wake_if_sleeping(&ch->tx.sleeping);
+    reef_msg_wake_if_sleeping(&ch->tx.sleeping, NULL);
     m->tag = (uint16_t)(header >> 32);
     m->len = (uint8_t)(header >> 48);
     m->flags = (uint8_t)(header >> 56);
@@ -224,22 +244,55 @@ static inline int reef_msg_recv(struct reef_msg_receiver *r, struct reef_msg *m)
     }
 }
 
-static inline void reef_msg_close(struct reef_msg_channel *ch, uint32_t bit, _Atomic uint32_t *peer)
+static inline void reef_msg_close(struct reef_msg_channel *ch, uint32_t bit, _Atomic uint32_t *peer,
+                                  _Atomic uint32_t *events)
 {
     atomic_fetch_or_explicit(&ch->tx.closed, bit, memory_order_release);
-    reef_msg_wake_if_sleeping(peer);
+    reef_msg_wake_if_sleeping(peer, events);
 }
 
 /* Closes the receiving end: the sender gets -EPIPE, a waiting sender is woken. */
 static inline void reef_msg_close_receiver(struct reef_msg_channel *ch)
 {
-    reef_msg_close(ch, REEF_MSG_RX_CLOSED, &ch->tx.sleeping);
+    reef_msg_close(ch, REEF_MSG_RX_CLOSED, &ch->tx.sleeping, NULL);
 }
 
-/* Closes the sending end: the receiver takes what is left, then gets -EPIPE. */
-static inline void reef_msg_close_sender(struct reef_msg_channel *ch)
+/* Closes the sending end of `s`: the receiver takes what is left, then gets -EPIPE. */
+static inline void reef_msg_close_sender(struct reef_msg_sender *s)
 {
-    reef_msg_close(ch, REEF_MSG_TX_CLOSED, &ch->rx.sleeping);
+    reef_msg_close(s->ch, REEF_MSG_TX_CLOSED, &s->ch->rx.sleeping, s->events);
+}
+
+/* Whether the receiver of `ch` has a message, or a closed sender, waiting. */
+static inline int reef_msg_pending(struct reef_msg_channel *ch)
+{
+    uint64_t head = atomic_load_explicit(&ch->rx.head, memory_order_relaxed);
+    uint64_t header =
+        atomic_load_explicit(&ch->slots[head % REEF_MSG_PAGE_SLOTS].header, memory_order_acquire);
+    return (uint32_t)header == reef_msg_seq(head) ||
+           (atomic_load_explicit(&ch->tx.closed, memory_order_acquire) & REEF_MSG_TX_CLOSED);
+}
+
+/* A server's idle step (lib/msg's wait_any): returns at once if one of the `n` channels has a
+ * message or a closed sender, else marks itself asleep on each, looks again, and sleeps on the
+ * eventcount `events` until a sender bumps it. May return early; look again either way. */
+static inline void reef_msg_wait_any(struct reef_msg_channel **chans, int n,
+                                     _Atomic uint32_t *events)
+{
+    for (int i = 0; i < n; i++)
+        if (reef_msg_pending(chans[i]))
+            return;
+    uint32_t seen = atomic_load_explicit(events, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        atomic_store_explicit(&chans[i]->rx.sleeping, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    int pending = 0;
+    for (int i = 0; i < n && !pending; i++)
+        pending = reef_msg_pending(chans[i]);
+    if (!pending)
+        reef_msg_futex_wait(events, seen);
+    for (int i = 0; i < n; i++)
+        atomic_store_explicit(&chans[i]->rx.sleeping, 0, memory_order_relaxed);
 }
 
 #endif

@@ -344,3 +344,60 @@ impl<const N: usize, D: Doorbell> Receiver<'_, N, D> {
         }
     }
 }
+
+/// The word a server with many inbound channels sleeps on (an eventcount): a sender that finds
+/// its channel's receiver asleep bumps it and wakes it ([`EventCount::notify`], from the
+/// sender's [`Doorbell`]), and [`wait_any`] sleeps while it holds the value seen before the
+/// server last looked at its channels. All-zero memory is a new one.
+#[repr(C)]
+pub struct EventCount {
+    count: AtomicU32,
+}
+
+impl Default for EventCount {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EventCount {
+    /// A new eventcount.
+    pub fn new() -> Self {
+        EventCount {
+            count: AtomicU32::new(0),
+        }
+    }
+
+    /// Announces a message (or a close) to the server and wakes it: what a sender's doorbell
+    /// does for a channel into a server with many channels.
+    pub fn notify(&self, bell: &impl Doorbell) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        bell.wake(&self.count);
+    }
+}
+
+/// A server's idle step (fos §3.2.3: one run loop over all inbound channels): returns at once
+/// if one of `channels` has a message or a closed sender, else marks itself asleep on every
+/// channel, looks once more, and sleeps on `events` until a sender notifies it. Returns early
+/// on a spurious wake-up; the caller looks at its channels again either way.
+pub fn wait_any<const N: usize>(
+    channels: &[&Channel<N>],
+    events: &EventCount,
+    bell: &impl Doorbell,
+) {
+    let pending = || channels.iter().any(|c| c.ready() || c.sender_closed());
+    if pending() {
+        return;
+    }
+    let seen = events.count.load(Ordering::Acquire);
+    for c in channels {
+        c.rx.sleeping.store(1, Ordering::Relaxed);
+    }
+    fence(Ordering::SeqCst);
+    if !pending() {
+        bell.wait(&events.count, seen);
+    }
+    for c in channels {
+        c.rx.sleeping.store(0, Ordering::Relaxed);
+    }
+}

@@ -36,6 +36,11 @@
 //! sleepers of the word); in the host tests a mutex and condition variable. A sender that
 //! waits for space does the same with the sender's word.
 //!
+//! A server with many inbound channels (one per client connection) sleeps on one
+//! [`EventCount`] instead: [`wait_any`] marks it asleep on every channel, looks once more and
+//! sleeps while the eventcount is unchanged; a sender that finds it asleep bumps the
+//! eventcount and wakes it (its [`Doorbell`] calls [`EventCount::notify`]).
+//!
 //! # Closing
 //!
 //! Either side, or the kernel on its behalf when its process dies, closes its end
@@ -73,8 +78,8 @@ pub mod names;
 mod sync;
 
 pub use channel::{
-    Channel, Connection, Doorbell, Receiver, RecvError, SendError, Sender, Slot, PAGE_SLOTS,
-    SPIN_POLLS,
+    wait_any, Channel, Connection, Doorbell, EventCount, Receiver, RecvError, SendError, Sender,
+    Slot, PAGE_SLOTS, SPIN_POLLS,
 };
 pub use grant::Grant;
 pub use message::{Message, TooLong, PAYLOAD};

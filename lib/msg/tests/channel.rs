@@ -4,8 +4,8 @@
 #![cfg(not(loom))]
 
 use msg::{
-    Channel, Connection, Doorbell, Grant, Message, PageChannel, RecvError, SendError, TooLong,
-    PAGE_SLOTS, PAYLOAD,
+    wait_any, Channel, Connection, Doorbell, EventCount, Grant, Message, PageChannel, RecvError,
+    SendError, TooLong, PAGE_SLOTS, PAYLOAD,
 };
 use proptest::prelude::*;
 use std::collections::VecDeque;
@@ -211,6 +211,81 @@ fn many_messages_between_two_threads() {
             }
         }
         assert_eq!(next, COUNT);
+    });
+}
+
+/// The doorbell of a channel into a server with many channels: notifies its eventcount.
+struct ServerBell<'a> {
+    events: &'a EventCount,
+    bell: &'a Bell,
+}
+
+impl Doorbell for ServerBell<'_> {
+    fn wait(&self, word: &AtomicU32, value: u32) {
+        self.bell.wait(word, value)
+    }
+    fn wake(&self, _: &AtomicU32) {
+        self.events.notify(self.bell)
+    }
+}
+
+#[test]
+fn a_server_takes_streams_from_many_clients() {
+    const CLIENTS: usize = 3;
+    const EACH: u64 = 50_000;
+    let chans: Vec<Channel<4>> = (0..CLIENTS).map(|_| Channel::new()).collect();
+    let events = EventCount::new();
+    let bell = Bell::default();
+    let sb = ServerBell {
+        events: &events,
+        bell: &bell,
+    };
+    std::thread::scope(|s| {
+        for (i, ch) in chans.iter().enumerate() {
+            let sb = &sb;
+            s.spawn(move || {
+                let mut tx = ch.sender(sb);
+                for n in 0..EACH {
+                    tx.send(&msg(i as u16, n)).unwrap();
+                }
+                ch.close_sender(sb);
+            });
+        }
+        let mut rx: Vec<_> = chans.iter().map(|c| c.receiver(&sb)).collect();
+        let mut next = [0u64; CLIENTS];
+        let mut open = CLIENTS;
+        let refs: Vec<&Channel<4>> = chans.iter().collect();
+        while open > 0 {
+            for (i, r) in rx.iter_mut().enumerate() {
+                loop {
+                    match r.try_recv() {
+                        Ok(Some(m)) => {
+                            assert_eq!((m.tag, m.word(0)), (i as u16, next[i]));
+                            next[i] += 1;
+                        }
+                        Ok(None) => break,
+                        Err(RecvError::Closed) => {
+                            if next[i] != u64::MAX {
+                                assert_eq!(next[i], EACH);
+                                next[i] = u64::MAX;
+                                open -= 1;
+                            }
+                            break;
+                        }
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+            }
+            let live: Vec<&Channel<4>> = refs
+                .iter()
+                .zip(&next)
+                .filter(|(_, n)| **n != u64::MAX)
+                .map(|(c, _)| *c)
+                .collect();
+            if !live.is_empty() {
+                wait_any(&live, &events, &bell);
+            }
+        }
     });
 }
 

@@ -6,7 +6,7 @@
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
-use msg::{Channel, Doorbell, Message, RecvError, SendError};
+use msg::{wait_any, Channel, Doorbell, EventCount, Message, RecvError, SendError};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
@@ -140,5 +140,62 @@ fn closing_the_sender_after_a_message_loses_nothing() {
         assert_eq!(rx.recv().unwrap().word(0), 7);
         assert_eq!(rx.recv(), Err(RecvError::Closed));
         sender.join().unwrap();
+    });
+}
+
+/// The doorbell of a channel into a server with many channels: it notifies the server's
+/// eventcount, whatever the channel.
+struct ServerBell {
+    events: Arc<EventCount>,
+    bell: Arc<Bell>,
+}
+
+impl Doorbell for ServerBell {
+    fn wait(&self, word: &AtomicU32, value: u32) {
+        self.bell.wait(word, value)
+    }
+    fn wake(&self, _: &AtomicU32) {
+        self.events.notify(&*self.bell)
+    }
+}
+
+/// Two clients, each on its own channel, send one message each to a server that sleeps on
+/// one eventcount: the server gets both, and never sleeps through one (a lost wake-up is a
+/// deadlock loom reports).
+#[test]
+fn a_server_sleeping_on_many_channels_misses_no_message() {
+    model(|| {
+        let chans = Arc::new([Channel::<2>::new(), Channel::<2>::new()]);
+        let events = Arc::new(EventCount::new());
+        let bell = Arc::new(Bell::default());
+        let clients: Vec<_> = (0..2)
+            .map(|i| {
+                let (chans, events, bell) = (chans.clone(), events.clone(), bell.clone());
+                thread::spawn(move || {
+                    let sb = ServerBell { events, bell };
+                    chans[i].sender(&sb).try_send(&msg(i as u64)).unwrap();
+                })
+            })
+            .collect();
+        let sb = ServerBell {
+            events: events.clone(),
+            bell: bell.clone(),
+        };
+        let mut rx: Vec<_> = chans.iter().map(|c| c.receiver(&sb)).collect();
+        let mut got = [false; 2];
+        while !(got[0] && got[1]) {
+            for (i, r) in rx.iter_mut().enumerate() {
+                if let Some(m) = r.try_recv().unwrap() {
+                    assert_eq!(m.word(0), i as u64);
+                    got[i] = true;
+                }
+            }
+            if !(got[0] && got[1]) {
+                wait_any(&[&chans[0], &chans[1]], &events, &*bell);
+            }
+        }
+        for c in clients {
+            c.join().unwrap();
+        }
     });
 }
