@@ -60,6 +60,11 @@
 //! Two channels in opposite directions make a [`Connection`]; [`PageChannel`] (one 4 KiB page,
 //! [`PAGE_SLOTS`] slots) is the size Reef's mailboxes use.
 //!
+//! # Servers
+//!
+//! [`server`] is fos's server structure: a run loop over a server's channels, answers before
+//! requests, and continuations kept while a transaction waits for another server.
+//!
 //! # Names
 //!
 //! [`names`] is the directory of mailbox names (one-to-many, nearest or round-robin lookups,
@@ -75,6 +80,7 @@ mod channel;
 mod grant;
 mod message;
 pub mod names;
+pub mod server;
 mod sync;
 
 pub use channel::{
