@@ -87,6 +87,11 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
     },
     Program {
+        name: "twotier",
+        source: "twotier.c",
+        pie: false,
+    },
+    Program {
         name: "spawnloop",
         source: "spawnloop.c",
         pie: false,
@@ -139,7 +144,7 @@ pub const TOOLS: &[Program] = &[
 ];
 
 /// The shared headers in `usr/` (a change rebuilds every program).
-const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h"];
+const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h", "reef_server.h"];
 
 /// The shell suite's directory, relative to the repository root, and in the initramfs.
 pub const SHELL_SUITE_DIR: &str = "usr/sh";
