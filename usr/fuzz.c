@@ -385,6 +385,9 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(statx, 332, 5, 80, 0)                                                                        \
     X(faccessat2, 439, 4, 30, 0)                                                                   \
     X(reef_free_bytes, 1024, 6, 40, 0)                                                             \
+    X(reef_name_register, 1025, 3, 30, 0)                                                          \
+    X(reef_name_unregister, 1026, 3, 20, 0)                                                        \
+    X(reef_name_lookup, 1027, 4, 30, 0)                                                            \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2045,6 +2048,25 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
             a[1] = gen_sig(r);
         } else if (a[0] == 0x59616d61) { /* PR_SET_PTRACER */
             a[1] = gen_pid(r, 0);
+        }
+        break;
+    }
+    case C_reef_name_register:
+    case C_reef_name_unregister:
+    case C_reef_name_lookup: {
+        /* Mostly one of a few names (one reserved), sometimes bad lengths or pointers. */
+        static const char *const names[] = {"fz", "fz-echo", "fleet/fz", "a b", "echo"};
+        char *name = arg_area(A_MISC + 64);
+        const char *pick = PICK(r, names);
+        size_t len = strlen(pick);
+        memcpy(name, pick, len + 1);
+        a[0] = pct(r, 85) ? (uint64_t)(uintptr_t)name : gen_ptr(r, NULL);
+        a[1] = pct(r, 85) ? len : PICK(r, ((uint64_t[]){0, 64, 65, 4096}));
+        if (id == C_reef_name_lookup) {
+            a[2] = pct(r, 80) ? below(r, 2) : gen_int(r);
+            a[3] = gen_ptr(r, NULL);
+        } else {
+            a[2] = pct(r, 70) ? below(r, 4) : gen_int(r);
         }
         break;
     }

@@ -295,4 +295,40 @@ static inline void reef_msg_wait_any(struct reef_msg_channel **chans, int n,
         atomic_store_explicit(&chans[i]->rx.sleeping, 0, memory_order_relaxed);
 }
 
+/* ---- the name directory (fos §3.2.1; lib/abi's reef module, kernel names.rs) ---- */
+
+#define SYS_reef_name_register 1025
+#define SYS_reef_name_unregister 1026
+#define SYS_reef_name_lookup 1027
+#define REEF_NAME_NEAREST 0
+#define REEF_NAME_ROUND_ROBIN 1
+
+struct reef_name_member {
+    uint64_t mailbox;
+    uint32_t pid, core, node, pad;
+};
+
+/* Registers this process's `mailbox` under `name`: 0 or -EINVAL, -EPERM (under "fleet/"),
+ * -EEXIST, -ENOSPC, -EFAULT (-ENOSYS off Reef). */
+static inline long reef_name_register(const char *name, uint64_t mailbox)
+{
+    long r = syscall(SYS_reef_name_register, name, strlen(name), mailbox);
+    return r < 0 ? -errno : r;
+}
+
+/* Removes that registration: 0 or -ENOENT. */
+static inline long reef_name_unregister(const char *name, uint64_t mailbox)
+{
+    long r = syscall(SYS_reef_name_unregister, name, strlen(name), mailbox);
+    return r < 0 ? -errno : r;
+}
+
+/* A member of `name`, the nearest (REEF_NAME_NEAREST) or in turn (REEF_NAME_ROUND_ROBIN):
+ * 0 or -ENOENT, -EINVAL, -EFAULT. */
+static inline long reef_name_lookup(const char *name, int how, struct reef_name_member *out)
+{
+    long r = syscall(SYS_reef_name_lookup, name, strlen(name), (long)how, out);
+    return r < 0 ? -errno : r;
+}
+
 #endif

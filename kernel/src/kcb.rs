@@ -24,7 +24,7 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 5;
+pub const KCB_LAYOUT_VERSION: u32 = 6;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -148,6 +148,8 @@ pub struct Kcb {
     /// The node whose kernel heap serves this core's allocations while it applies operations
     /// to another node's replica ([`Kcb::heap_node`]); `usize::MAX` when it is this core's own.
     heap_override: AtomicUsize,
+    /// This core's cache of the name directory (fos's per-core name cache, `names.rs`).
+    pub names: IrqMutex<msg::names::NameCache>,
 }
 
 // SAFETY: every field shared between cores is atomic or behind an IrqMutex; `tables` is only
@@ -263,6 +265,7 @@ impl Kcb {
             stacks: CoreMemory::stacks(base),
             steal: StealTime::new(),
             tables: UnsafeCell::new(CpuTables::new()),
+            names: IrqMutex::new(msg::names::NameCache::new()),
         };
         // SAFETY: per the caller, the region is unused, writable and large enough (checked at
         // compile time above); 2 MiB frames are aligned far beyond the KCB's alignment.

@@ -45,6 +45,7 @@ mod kcb;
 mod machine;
 mod mm;
 mod multiboot;
+mod names;
 mod proc;
 mod random;
 mod replicated;
@@ -223,6 +224,9 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     );
     if let Err(e) = fs::init(machine.node_ram.len(), machine.topology.cores.len()) {
         fatal("creating the root file system", &e);
+    }
+    if let Err(e) = names::init() {
+        fatal("creating the name directory", &e);
     }
     match boot.modules().first() {
         Some(m) => {

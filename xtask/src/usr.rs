@@ -92,6 +92,11 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
     },
     Program {
+        name: "names",
+        source: "names.c",
+        pie: false,
+    },
+    Program {
         name: "spawnloop",
         source: "spawnloop.c",
         pie: false,

@@ -5,6 +5,7 @@
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
 //! /proc/reef/memory                                  per node: free frames, reserve, heap
+//! /proc/reef/names                                   the name directory, per-core name caches
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
 //! /proc/reef/syscalls                                system calls: count and time, all cores
 //! /proc/reef/tlb                                     TLB shootdowns; IPIs and steal time per core
@@ -42,6 +43,8 @@ pub enum File {
     LoadAvg,
     /// `/proc/reef/memory`.
     Memory,
+    /// `/proc/reef/names`.
+    Names,
     /// `/proc/reef/nrfs`.
     Nrfs,
     /// `/proc/reef/syscalls`.
@@ -130,6 +133,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
         }
         Place::Reef => match name {
             b"memory" => Ok(Place::File(File::Memory)),
+            b"names" => Ok(Place::File(File::Names)),
             b"nrfs" => Ok(Place::File(File::Nrfs)),
             b"syscalls" => Ok(Place::File(File::Syscalls)),
             b"tlb" => Ok(Place::File(File::Tlb)),
@@ -227,6 +231,7 @@ fn ino_of(place: Place) -> u64 {
             File::Syscalls => (8, 0, 7),
             File::Tlb => (8, 0, 8),
             File::Memory => (8, 0, 9),
+            File::Names => (8, 0, 10),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -293,6 +298,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
         }
         Place::Reef => {
             out.push((ino_of(Place::File(File::Memory)), f, b"memory".to_vec()));
+            out.push((ino_of(Place::File(File::Names)), f, b"names".to_vec()));
             out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec()));
             out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
             out.push((ino_of(Place::File(File::Tlb)), f, b"tlb".to_vec()));
@@ -384,6 +390,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             );
         }
         File::Memory => s = crate::mm::report(),
+        File::Names => s = crate::names::report(),
         File::Nrfs => s = crate::fs::report(),
         File::Syscalls => s = crate::syscall::accounting_report(),
         File::Tlb => s = crate::ipi::shootdown_report(),

@@ -269,6 +269,8 @@ pub struct Process {
     pub exit_status: AtomicI32,
     /// Its address space has been torn down (its memory is back).
     released: AtomicBool,
+    /// It has registered a name (its registrations go when it exits).
+    named: AtomicBool,
     /// Bumped when a child exits (`wait4` sleeps on it).
     pub child_events: WaitQueue,
     /// File descriptors.
@@ -313,6 +315,7 @@ impl Process {
             threads: IrqMutex::new(Vec::new()),
             exiting: AtomicBool::new(false),
             released: AtomicBool::new(false),
+            named: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),
             files: IrqMutex::new(files),
@@ -328,6 +331,16 @@ impl Process {
     }
 
     /// The program name (`comm`, `PR_GET_NAME`): the last component of its path, at most 15
+    /// Records that the process registers names (they are removed when it exits).
+    pub fn note_named(&self) {
+        self.named.store(true, Ordering::Release);
+    }
+
+    /// Whether the process has registered names.
+    pub fn is_named(&self) -> bool {
+        self.named.load(Ordering::Acquire)
+    }
+
     /// bytes (cut at a character boundary).
     pub fn comm(&self) -> String {
         let exe = self.exe.lock();
@@ -554,6 +567,9 @@ fn exit_process(p: &Arc<Process>) {
         p.vm().teardown();
     }
     p.released.store(true, Ordering::Release);
+    if p.named.load(Ordering::Acquire) {
+        crate::names::process_gone(p.pid);
+    }
     if p.pid == 1 {
         crate::init_exited(status);
     }

@@ -14,6 +14,7 @@
 mod file;
 mod memory;
 mod misc;
+mod names;
 mod path;
 pub mod poll;
 pub mod process;
@@ -23,6 +24,7 @@ mod time;
 use crate::arch::idt::InterruptFrame;
 use crate::kcb;
 use crate::proc::{self, Thread};
+use abi::reef::*;
 use abi::syscalls::*;
 use abi::Errno;
 use alloc::string::String;
@@ -30,11 +32,6 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
-
-/// First number of Reef's own system calls.
-pub const REEF_BASE: usize = 1024;
-/// `reef_free_bytes()`: free physical memory in bytes.
-pub const REEF_FREE_BYTES: usize = REEF_BASE;
 
 /// The result of a handler: a value for RAX or an error number.
 pub type SysResult = Result<u64, Errno>;
@@ -167,6 +164,9 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_GETUID | SYS_GETEUID | SYS_GETGID | SYS_GETEGID => misc::zero,
         SYS_UMASK => misc::umask,
         REEF_FREE_BYTES => misc::reef_free_bytes,
+        REEF_NAME_REGISTER => names::register,
+        REEF_NAME_UNREGISTER => names::unregister,
+        REEF_NAME_LOOKUP => names::lookup,
         _ => return None,
     })
 }

@@ -436,6 +436,11 @@ pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     }
 }
 
+/// The cores of `set`, in order.
+fn online_cores_in(set: &CpuSet) -> impl Iterator<Item = usize> + '_ {
+    (0..kcb::MAX_CORES).filter(|&c| set.contains(c))
+}
+
 fn online_set() -> CpuSet {
     let mut s = CpuSet([0; kcb::MAX_CORES / 64]);
     for c in crate::online_cores() {
@@ -500,6 +505,13 @@ pub fn sched_setaffinity(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) 
         return Err(Errno::EINVAL);
     }
     *t.affinity.lock() = set.clone();
+    // Pinned to one core: where its names say it runs (fos: redirection when a server moves).
+    let mut cores = online_cores_in(&set);
+    if let (Some(core), None) = (cores.next(), cores.next()) {
+        if t.process.is_named() {
+            crate::names::process_moved(t.process.pid, core);
+        }
+    }
     if Arc::ptr_eq(&t, me) && !set.contains(kcb::current().core_id) {
         sched::schedule();
     }

@@ -1,4 +1,5 @@
-//! The Linux x86-64 user ABI as Reef implements it: error numbers and syscall numbers.
+//! The Linux x86-64 user ABI as Reef implements it: error numbers and syscall numbers, and
+//! Reef's own calls above Linux's range.
 //!
 //! Shared by the kernel and the host-tested library crates (file system, ELF loading) so they
 //! all speak Linux's numbers.
@@ -7,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod errno;
+pub mod reef;
 pub mod syscalls;
 
 pub use errno::Errno;

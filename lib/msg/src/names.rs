@@ -4,8 +4,10 @@
 //!
 //! [`NameServer`] is a sequential structure: the kernel replicates it per NUMA node with NR
 //! (fos's name server fleet and NrOS's replication meet here), so every operation is
-//! deterministic (round-robin takes the caller's ticket instead of keeping a counter) and
-//! every allocation a caller can grow is fallible and bounded ([`NAMES_MAX`], [`MEMBERS_MAX`]).
+//! deterministic (round-robin takes the caller's ticket instead of keeping a counter), and
+//! no operation allocates: the table's room for [`NAMES_MAX`] names of [`MEMBERS_MAX`] members
+//! is taken once, by [`NameServer::try_new`], so every replica gives the same answer (NrOS §4.1:
+//! an allocation that failed on one replica only would make them diverge).
 //! Every change bumps [`NameServer::generation`]; a [`NameCache`] (one per core, in the KCB)
 //! keeps recent lookups and drops them all when the generation it saw is not the current one,
 //! so a member that leaves, dies or moves is never returned from a cache.
@@ -15,13 +17,14 @@ use alloc::vec::Vec;
 /// Longest name, in bytes.
 pub const NAME_MAX: usize = 64;
 /// Names in a directory.
-pub const NAMES_MAX: usize = 4096;
-/// Members of one name.
-pub const MEMBERS_MAX: usize = 256;
+pub const NAMES_MAX: usize = 256;
+/// Members of one name (a fleet's servers, at most one per core).
+pub const MEMBERS_MAX: usize = 64;
 /// Names under this prefix are registered by the fleet manager only.
 pub const RESERVED_PREFIX: &[u8] = b"fleet/";
 
-/// One registration of a name: a mailbox, its owner, and where the owner runs.
+/// One registration of a name: a mailbox, its owner, and where the owner runs. A process
+/// registers a mailbox under a name once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Member {
     /// The kernel's id of the mailbox.
@@ -60,21 +63,41 @@ pub enum NameError {
     Invalid,
     /// Under [`RESERVED_PREFIX`], and the caller is not the fleet manager.
     Reserved,
-    /// The mailbox is already registered under the name.
+    /// The process has already registered the mailbox under the name.
     Exists,
-    /// [`NAMES_MAX`] names or [`MEMBERS_MAX`] members, or no memory for one more.
+    /// [`NAMES_MAX`] names, or [`MEMBERS_MAX`] members of the name.
     Full,
-    /// No such name, or the mailbox is not registered under it.
+    /// No such name, or the process has not registered the mailbox under it.
     NotFound,
 }
 
+#[derive(Clone, Copy)]
 struct Entry {
-    name: Vec<u8>,
-    members: Vec<Member>,
+    name: [u8; NAME_MAX],
+    name_len: u8,
+    members: [Member; MEMBERS_MAX],
+    count: u8,
 }
 
-/// The directory: names, sorted, each with its members in registration order.
-#[derive(Default)]
+impl Entry {
+    fn name(&self) -> &[u8] {
+        &self.name[..self.name_len as usize]
+    }
+
+    fn members(&self) -> &[Member] {
+        &self.members[..self.count as usize]
+    }
+}
+
+const NO_MEMBER: Member = Member {
+    mailbox: 0,
+    pid: 0,
+    core: 0,
+    node: 0,
+};
+
+/// The directory: names, sorted, each with its members in registration order, in room taken
+/// once.
 pub struct NameServer {
     entries: Vec<Entry>,
     generation: u64,
@@ -115,14 +138,19 @@ pub fn choose(members: &[Member], from: Place, pick: Pick, ticket: u64) -> Optio
 }
 
 impl NameServer {
-    /// An empty directory.
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty directory with room for [`NAMES_MAX`] names; `None` if that much memory is
+    /// not to be had.
+    pub fn try_new() -> Option<Self> {
+        let mut entries = Vec::new();
+        entries.try_reserve_exact(NAMES_MAX).ok()?;
+        Some(NameServer {
+            entries,
+            generation: 0,
+        })
     }
 
     fn find(&self, name: &[u8]) -> Result<usize, usize> {
-        self.entries
-            .binary_search_by(|e| e.name.as_slice().cmp(name))
+        self.entries.binary_search_by(|e| e.name().cmp(name))
     }
 
     /// Registers `member` under `name`; `manager`: the caller is the fleet manager, which
@@ -139,52 +167,52 @@ impl NameServer {
         }
         match self.find(name) {
             Ok(i) => {
-                let members = &mut self.entries[i].members;
-                if members.iter().any(|m| m.mailbox == member.mailbox) {
+                let e = &mut self.entries[i];
+                if e.members()
+                    .iter()
+                    .any(|m| (m.pid, m.mailbox) == (member.pid, member.mailbox))
+                {
                     return Err(NameError::Exists);
                 }
-                if members.len() >= MEMBERS_MAX {
+                if e.count as usize == MEMBERS_MAX {
                     return Err(NameError::Full);
                 }
-                members.try_reserve(1).map_err(|_| NameError::Full)?;
-                members.push(member);
+                e.members[e.count as usize] = member;
+                e.count += 1;
             }
             Err(i) => {
-                if self.entries.len() >= NAMES_MAX {
+                if self.entries.len() == NAMES_MAX {
                     return Err(NameError::Full);
                 }
-                let mut owned = Vec::new();
-                owned
-                    .try_reserve_exact(name.len())
-                    .map_err(|_| NameError::Full)?;
-                owned.extend_from_slice(name);
-                let mut members = Vec::new();
-                members.try_reserve(1).map_err(|_| NameError::Full)?;
-                members.push(member);
-                self.entries.try_reserve(1).map_err(|_| NameError::Full)?;
-                self.entries.insert(
-                    i,
-                    Entry {
-                        name: owned,
-                        members,
-                    },
-                );
+                let mut e = Entry {
+                    name: [0; NAME_MAX],
+                    name_len: name.len() as u8,
+                    members: [NO_MEMBER; MEMBERS_MAX],
+                    count: 1,
+                };
+                e.name[..name.len()].copy_from_slice(name);
+                e.members[0] = member;
+                // Within the capacity taken at creation: no allocation.
+                self.entries.insert(i, e);
             }
         }
         self.generation += 1;
         Ok(())
     }
 
-    /// Removes `mailbox` from `name` (the name goes when its last member does).
-    pub fn unregister(&mut self, name: &[u8], mailbox: u64) -> Result<(), NameError> {
+    /// Removes process `pid`'s `mailbox` from `name` (the name goes when its last member
+    /// does).
+    pub fn unregister(&mut self, name: &[u8], pid: u32, mailbox: u64) -> Result<(), NameError> {
         let i = self.find(name).map_err(|_| NameError::NotFound)?;
-        let members = &mut self.entries[i].members;
-        let at = members
+        let e = &mut self.entries[i];
+        let at = e
+            .members()
             .iter()
-            .position(|m| m.mailbox == mailbox)
+            .position(|m| (m.pid, m.mailbox) == (pid, mailbox))
             .ok_or(NameError::NotFound)?;
-        members.remove(at);
-        if members.is_empty() {
+        e.members.copy_within(at + 1..e.count as usize, at);
+        e.count -= 1;
+        if e.count == 0 {
             self.entries.remove(i);
         }
         self.generation += 1;
@@ -196,25 +224,34 @@ impl NameServer {
     pub fn remove_where(&mut self, gone: impl Fn(&Member) -> bool) -> usize {
         let mut removed = 0;
         for e in &mut self.entries {
-            let before = e.members.len();
-            e.members.retain(|m| !gone(m));
-            removed += before - e.members.len();
+            let mut kept = 0;
+            for i in 0..e.count as usize {
+                if gone(&e.members[i]) {
+                    removed += 1;
+                } else {
+                    e.members[kept] = e.members[i];
+                    kept += 1;
+                }
+            }
+            e.count = kept as u8;
         }
-        self.entries.retain(|e| !e.members.is_empty());
+        self.entries.retain(|e| e.count > 0);
         if removed > 0 {
             self.generation += 1;
         }
         removed
     }
 
-    /// Records that the owner of `mailbox` now runs on `core` of `node`; returns the number of
+    /// Records that process `pid` now runs on `core` of `node`; returns the number of
     /// registrations changed.
-    pub fn moved(&mut self, mailbox: u64, core: u32, node: u32) -> usize {
+    pub fn moved(&mut self, pid: u32, core: u32, node: u32) -> usize {
         let mut changed = 0;
-        for m in self.entries.iter_mut().flat_map(|e| e.members.iter_mut()) {
-            if m.mailbox == mailbox && (m.core, m.node) != (core, node) {
-                (m.core, m.node) = (core, node);
-                changed += 1;
+        for e in &mut self.entries {
+            for m in &mut e.members[..e.count as usize] {
+                if m.pid == pid && (m.core, m.node) != (core, node) {
+                    (m.core, m.node) = (core, node);
+                    changed += 1;
+                }
             }
         }
         if changed > 0 {
@@ -225,9 +262,7 @@ impl NameServer {
 
     /// The members of `name`, in registration order.
     pub fn members(&self, name: &[u8]) -> Option<&[Member]> {
-        self.find(name)
-            .ok()
-            .map(|i| self.entries[i].members.as_slice())
+        self.find(name).ok().map(|i| self.entries[i].members())
     }
 
     /// The member of `name` that `pick` chooses for a caller at `from` with `ticket`.
@@ -237,9 +272,7 @@ impl NameServer {
 
     /// Every name with its members, in name order (for `/proc/reef/names`).
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[Member])> {
-        self.entries
-            .iter()
-            .map(|e| (e.name.as_slice(), e.members.as_slice()))
+        self.entries.iter().map(|e| (e.name(), e.members()))
     }
 
     /// Counts changes: a cache filled at another generation is stale.
@@ -352,12 +385,7 @@ impl NameCache {
         let mut slot = CacheSlot {
             name: [0; NAME_MAX],
             name_len: name.len() as u8,
-            members: [Member {
-                mailbox: 0,
-                pid: 0,
-                core: 0,
-                node: 0,
-            }; CACHE_MEMBERS],
+            members: [NO_MEMBER; CACHE_MEMBERS],
             count: members.len() as u8,
             used: self.clock,
         };

@@ -20,7 +20,7 @@ const AT_CORE0: Place = Place { core: 0, node: 0 };
 
 #[test]
 fn names_are_checked_and_the_reserved_prefix_is_the_managers() {
-    let mut ns = NameServer::new();
+    let mut ns = NameServer::try_new().unwrap();
     let m = member(1, 0, 0);
     assert_eq!(ns.register(b"", m, false), Err(NameError::Invalid));
     assert_eq!(
@@ -34,12 +34,15 @@ fn names_are_checked_and_the_reserved_prefix_is_the_managers() {
     ns.register(b"fleet/fs", m, true).unwrap();
     ns.register(&[b'a'; NAME_MAX], m, false).unwrap();
     assert_eq!(ns.register(b"fleet/fs", m, true), Err(NameError::Exists));
-    assert_eq!(ns.generation(), 2);
+    // The same mailbox value from another process is another member.
+    ns.register(b"fleet/fs", Member { pid: 7, ..m }, true)
+        .unwrap();
+    assert_eq!(ns.generation(), 3);
 }
 
 #[test]
 fn nearest_member_first_then_node_then_any() {
-    let mut ns = NameServer::new();
+    let mut ns = NameServer::try_new().unwrap();
     // Members on core 5 (node 1), core 2 (node 0), core 7 (node 1).
     for (mb, core, node) in [(1, 5, 1), (2, 2, 0), (3, 7, 1)] {
         ns.register(b"fs", member(mb, core, node), true).unwrap();
@@ -71,16 +74,21 @@ fn nearest_member_first_then_node_then_any() {
 
 #[test]
 fn members_leave_die_and_move() {
-    let mut ns = NameServer::new();
+    let mut ns = NameServer::try_new().unwrap();
     ns.register(b"a", member(1, 0, 0), false).unwrap();
     ns.register(b"a", member(2, 1, 0), false).unwrap();
     ns.register(b"b", member(2, 1, 0), false).unwrap();
-    assert_eq!(ns.unregister(b"a", 9), Err(NameError::NotFound));
-    assert_eq!(ns.unregister(b"zz", 1), Err(NameError::NotFound));
-    ns.unregister(b"a", 1).unwrap();
+    assert_eq!(ns.unregister(b"a", 101, 9), Err(NameError::NotFound));
+    assert_eq!(
+        ns.unregister(b"a", 999, 1),
+        Err(NameError::NotFound),
+        "another process's"
+    );
+    assert_eq!(ns.unregister(b"zz", 101, 1), Err(NameError::NotFound));
+    ns.unregister(b"a", 101, 1).unwrap();
     assert_eq!(ns.members(b"a").unwrap().len(), 1);
-    assert_eq!(ns.moved(2, 3, 1), 2);
-    assert_eq!(ns.moved(2, 3, 1), 0, "no change, no new generation");
+    assert_eq!(ns.moved(102, 3, 1), 2);
+    assert_eq!(ns.moved(102, 3, 1), 0, "no change, no new generation");
     assert_eq!(ns.lookup(b"b", AT_CORE0, Pick::Nearest, 0).unwrap().core, 3);
     let g = ns.generation();
     // The owner of mailbox 2 dies: both names go with their last member.
@@ -93,7 +101,7 @@ fn members_leave_die_and_move() {
 
 #[test]
 fn limits_answer_full() {
-    let mut ns = NameServer::new();
+    let mut ns = NameServer::try_new().unwrap();
     for mb in 0..MEMBERS_MAX as u64 {
         ns.register(b"big", member(mb, 0, 0), false).unwrap();
     }
@@ -114,7 +122,7 @@ fn limits_answer_full() {
 
 #[test]
 fn the_cache_answers_until_the_directory_changes() {
-    let mut ns = NameServer::new();
+    let mut ns = NameServer::try_new().unwrap();
     let mut cache = NameCache::new();
     ns.register(b"fs", member(1, 2, 0), false).unwrap();
     let look = |cache: &mut NameCache, ns: &NameServer| match cache.cached(
@@ -148,7 +156,7 @@ fn the_cache_answers_until_the_directory_changes() {
 
 #[test]
 fn the_cache_keeps_the_recently_used_and_skips_large_names() {
-    let mut ns = NameServer::new();
+    let mut ns = NameServer::try_new().unwrap();
     let mut cache = NameCache::new();
     for mb in 0..=CACHE_MEMBERS as u64 {
         ns.register(b"large", member(mb, 0, 0), false).unwrap();
@@ -193,7 +201,7 @@ proptest! {
     /// them.
     #[test]
     fn cached_lookups_agree_with_the_directory(ops in proptest::collection::vec(op(), 0..200)) {
-        let mut ns = NameServer::new();
+        let mut ns = NameServer::try_new().unwrap();
         let mut cache = NameCache::new();
         let name = |n: u8| [b'a' + n];
         for op in ops {
@@ -202,13 +210,13 @@ proptest! {
                     let _ = ns.register(&name(n), member(mb, core, core / 2), false);
                 }
                 Op::Unregister(n, mb) => {
-                    let _ = ns.unregister(&name(n), mb);
+                    let _ = ns.unregister(&name(n), 100 + mb as u32, mb);
                 }
                 Op::Die(mb) => {
                     ns.remove_where(|m| m.mailbox == mb);
                 }
                 Op::Move(mb, core) => {
-                    ns.moved(mb, core, core / 2);
+                    ns.moved(100 + mb as u32, core, core / 2);
                 }
                 Op::Lookup(n, core, ticket, rr) => {
                     let from = Place { core, node: core / 2 };

@@ -1,0 +1,189 @@
+/*
+ * names: Reef's name directory (fos §3.2.1; reef_name_register/unregister/lookup, system calls
+ * 1025-1027, kernel names.rs), which Linux does not have: off Reef the program checks that the
+ * calls answer ENOSYS and passes.
+ *
+ * - names are checked (empty, over 64 bytes, a space: EINVAL; under "fleet/": EPERM, as no
+ *   fleet manager exists yet); a registration is found, a second one of the same mailbox is
+ *   EEXIST, a wrong unregistration ENOENT, bad pointers EFAULT, a bad `how` EINVAL;
+ * - one-to-many: a child on every allowed core registers under one name; a lookup of the
+ *   nearest member from each core answers the child on that core, and round-robin lookups
+ *   answer every child;
+ * - a member that dies is never answered again (the directory forgets it and the per-core
+ *   caches are invalidated: /proc/reef/names shows the invalidations), and one that is
+ *   pinned to another core is answered there;
+ * - a name whose last member unregisters is gone (ENOENT).
+ */
+#include "reef-test.h"
+#include "reef_msg.h"
+
+#define MAXC 8
+
+static int cores[MAXC], ncores;
+
+static void pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    CHECK_SYS(sched_setaffinity(0, sizeof set, &set));
+}
+
+/* A member on `core`: registers `name` with mailbox 100 + core, says so, waits to be killed. */
+static pid_t member(const char *name, int core, volatile int *ready)
+{
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        pin(core);
+        if (reef_name_register(name, 100 + (uint64_t)core) != 0)
+            _exit(2);
+        __atomic_add_fetch(ready, 1, __ATOMIC_SEQ_CST);
+        for (;;)
+            pause();
+    }
+    return pid;
+}
+
+static void kill_wait(pid_t pid)
+{
+    int st;
+    CHECK_SYS(kill(pid, SIGKILL));
+    CHECK_SYS(waitpid(pid, &st, 0));
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+static long invalidations(void)
+{
+    FILE *f = fopen("/proc/reef/names", "r");
+    CHECK(f != NULL);
+    char line[512];
+    long total = 0, n;
+    while (fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "invalidations=");
+        if (p && sscanf(p, "invalidations=%ld", &n) == 1)
+            total += n;
+    }
+    fclose(f);
+    return total;
+}
+
+static int listed(pid_t pid)
+{
+    FILE *f = fopen("/proc/reef/names", "r");
+    CHECK(f != NULL);
+    char line[512], want[32];
+    snprintf(want, sizeof want, "pid=%d ", (int)pid);
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= strstr(line, want) != NULL;
+    fclose(f);
+    return found;
+}
+
+int main(void)
+{
+    test_begin("names");
+    if (!on_reef()) {
+        CHECK_EQ(reef_name_register("x", 1), -ENOSYS);
+        SAY("not Reef: the name calls answer ENOSYS");
+        PASS();
+    }
+    cpu_set_t set;
+    CHECK_SYS(sched_getaffinity(0, sizeof set, &set));
+    for (int c = 0; c < CPU_SETSIZE && ncores < MAXC; c++)
+        if (CPU_ISSET(c, &set))
+            cores[ncores++] = c;
+    pin(cores[0]);
+
+    /* Checking. */
+    char big[66];
+    memset(big, 'a', 65);
+    big[65] = 0;
+    CHECK_EQ(reef_name_register("", 1), -EINVAL);
+    CHECK_EQ(reef_name_register(big, 1), -EINVAL);
+    CHECK_EQ(reef_name_register("a b", 1), -EINVAL);
+    CHECK_EQ(reef_name_register("fleet/fs", 1), -EPERM);
+    CHECK_EQ(syscall(SYS_reef_name_register, NULL, 3L, 1L), -1);
+    CHECK_EQ(errno, EFAULT);
+    CHECK_EQ(reef_name_register("svc", 7), 0);
+    CHECK_EQ(reef_name_register("svc", 7), -EEXIST);
+    struct reef_name_member m;
+    CHECK_EQ(reef_name_lookup("svc", REEF_NAME_NEAREST, &m), 0);
+    CHECK_EQ(m.mailbox, 7);
+    CHECK_EQ(m.pid, getpid());
+    CHECK_EQ(m.core, cores[0]);
+    CHECK_EQ(reef_name_lookup("svc", 9, &m), -EINVAL);
+    CHECK_EQ(syscall(SYS_reef_name_lookup, "svc", 3L, 0L, (void *)8), -1);
+    CHECK_EQ(errno, EFAULT);
+    CHECK_EQ(reef_name_lookup("nobody", REEF_NAME_NEAREST, &m), -ENOENT);
+    CHECK_EQ(reef_name_unregister("svc", 8), -ENOENT);
+    CHECK_EQ(reef_name_unregister("svc", 7), 0);
+    CHECK_EQ(reef_name_lookup("svc", REEF_NAME_NEAREST, &m), -ENOENT);
+    SAY("bad names, reserved names, duplicates, bad pointers and unknown names are refused");
+
+    /* One-to-many, nearest and round robin. */
+    volatile int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                               -1, 0);
+    CHECK(ready != MAP_FAILED);
+    pid_t kids[MAXC];
+    for (int i = 0; i < ncores; i++)
+        kids[i] = member("echo", cores[i], ready);
+    while (*ready < ncores)
+        sched_yield();
+    for (int i = 0; i < ncores; i++) {
+        pin(cores[i]);
+        for (int rep = 0; rep < 3; rep++) {
+            CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), 0);
+            CHECK_EQ(m.core, cores[i]);
+            CHECK_EQ(m.pid, kids[i]);
+            CHECK_EQ(m.mailbox, 100 + cores[i]);
+        }
+    }
+    unsigned seen = 0;
+    for (int i = 0; i < 4 * ncores; i++) {
+        CHECK_EQ(reef_name_lookup("echo", REEF_NAME_ROUND_ROBIN, &m), 0);
+        for (int k = 0; k < ncores; k++)
+            if (m.pid == (uint32_t)kids[k])
+                seen |= 1u << k;
+    }
+    CHECK_EQ(seen, (1u << ncores) - 1);
+    SAY("%d members on %d cores: each core's nearest is its own, round robin answers all",
+        ncores, ncores);
+
+    /* A member dies: never answered again, from any core. */
+    long before = invalidations();
+    int last = ncores - 1;
+    pin(cores[last]);
+    CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), 0);
+    CHECK_EQ(m.pid, kids[last]);
+    kill_wait(kids[last]);
+    CHECK(!listed(kids[last]));
+    for (int i = 0; i < ncores; i++) {
+        pin(cores[i]);
+        for (int rep = 0; rep < 2 * ncores; rep++) {
+            CHECK_EQ(reef_name_lookup("echo", REEF_NAME_ROUND_ROBIN, &m) == 0 || ncores == 1, 1);
+            if (ncores > 1)
+                CHECK(m.pid != (uint32_t)kids[last]);
+        }
+    }
+    CHECK(invalidations() > before);
+    SAY("a dead member is gone from the directory and from every core's cache");
+
+    /* A member pinned elsewhere is answered there. */
+    if (ncores > 1) {
+        cpu_set_t to;
+        CPU_ZERO(&to);
+        CPU_SET(cores[last], &to);
+        CHECK_SYS(sched_setaffinity(kids[0], sizeof to, &to));
+        pin(cores[last]);
+        CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), 0);
+        CHECK_EQ(m.pid, kids[0]);
+        CHECK_EQ(m.core, cores[last]);
+        SAY("a member pinned to another core is found there");
+    }
+    for (int i = 0; i < last; i++)
+        kill_wait(kids[i]);
+    CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), -ENOENT);
+    SAY("the name goes with its last member");
+    PASS();
+}
