@@ -28,6 +28,8 @@
 //! the command line asks for ([`cmdline`]).
 
 #![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 #![no_main]
 
 extern crate alloc;
