@@ -442,7 +442,7 @@ impl OpenFile {
 
     /// The `poll` events (`POLLIN`, `POLLOUT`, `POLLHUP`, `POLLERR`) that hold now.
     pub fn poll(&self) -> u16 {
-        use crate::syscall::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
+        use abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
         match &self.node {
             Node::PipeRead(p) => {
                 let (readable, _, hup, _) = p.poll_state();

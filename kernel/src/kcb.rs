@@ -14,6 +14,7 @@ use crate::arch::gdt::CpuTables;
 use crate::arch::kvm::StealTime;
 use crate::proc::sched::CoreScheduler;
 use crate::sync::IrqMutex;
+use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{
     AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
@@ -361,6 +362,13 @@ pub fn try_current() -> Option<&'static Kcb> {
 /// The KCB of the current core. Panics before the boot core has created its KCB.
 pub fn current() -> &'static Kcb {
     try_current().expect("per-core state used before this core's KCB exists")
+}
+
+/// Ids of the cores that are online, in order.
+pub fn online_cores() -> Vec<usize> {
+    (0..MAX_CORES)
+        .filter(|&c| get(c).is_some_and(|k| k.state() == CoreState::Online))
+        .collect()
 }
 
 /// The KCB of `core_id`, if one was created.

@@ -177,7 +177,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
             fatal("starting a core", &e);
         }
     }
-    for c in online_cores() {
+    for c in kcb::online_cores() {
         let k = kcb::get(c).expect("online core has a KCB");
         kprintln!(
             "reef: core {} apic={} node={} online tsc_offset={}",
@@ -191,7 +191,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     let memory_mib = machine.node_ram.iter().sum::<u64>().div_ceil(1 << 20);
     kprintln!(
         "reef: boot ok: cores={} nodes={} memory={}MiB time={}ms",
-        online_cores().len(),
+        kcb::online_cores().len(),
         machine.node_ram.len(),
         memory_mib,
         time::now_ns() / 1_000_000
@@ -377,13 +377,6 @@ fn acpidump(m: &Machine) {
             kprintln!();
         }
     }
-}
-
-/// Ids of the cores that are online, in order.
-pub fn online_cores() -> Vec<usize> {
-    (0..kcb::MAX_CORES)
-        .filter(|&c| kcb::get(c).is_some_and(|k| k.state() == CoreState::Online))
-        .collect()
 }
 
 #[panic_handler]

@@ -248,7 +248,7 @@ pub fn report() -> String {
         unreachable!("List answers Listing")
     };
     let _ = writeln!(s, "generation {}", GENERATION.load(Ordering::Acquire));
-    for core in crate::online_cores() {
+    for core in crate::kcb::online_cores() {
         if let Some(k) = kcb::get(core) {
             let c = k.names.lock();
             s.push_str(&format!(

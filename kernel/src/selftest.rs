@@ -16,11 +16,12 @@
 
 use crate::arch::power::{self, ExitCode};
 use crate::ipi::{self, IpiKind};
+use crate::kcb::online_cores;
 use crate::kcb::{self, CoreState};
+use crate::kprintln;
 use crate::mm::{self, FrameSize};
 use crate::smp::BootDriver;
 use crate::time;
-use crate::{kprintln, online_cores};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 

@@ -333,7 +333,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
     match f {
         File::CpuInfo => {
             let mhz = crate::time::tsc_hz() / 1_000_000;
-            for core in crate::online_cores() {
+            for core in crate::kcb::online_cores() {
                 let k = crate::kcb::get(core).ok_or(Errno::EIO)?;
                 let _ = write!(
                     s,

@@ -114,7 +114,7 @@ pub fn with_current<R>(f: impl FnOnce(&Arc<Thread>) -> R) -> R {
 pub fn choose_core(thread: &Thread, preferred: usize) -> usize {
     let allowed = thread.affinity.lock().clone();
     let mut best: Option<(usize, usize)> = None;
-    for core in crate::online_cores() {
+    for core in crate::kcb::online_cores() {
         if !allowed.contains(core) {
             continue;
         }

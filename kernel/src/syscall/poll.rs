@@ -14,26 +14,10 @@ use crate::proc::signal;
 use crate::proc::wait::Wake;
 use crate::proc::Thread;
 use crate::uaccess::{read_user, write_user};
+use abi::poll::*;
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-
-/// Data to read.
-pub const POLLIN: u16 = 0x001;
-/// Urgent data (never reported).
-pub const POLLPRI: u16 = 0x002;
-/// Room to write.
-pub const POLLOUT: u16 = 0x004;
-/// An error (a pipe without readers).
-pub const POLLERR: u16 = 0x008;
-/// Hung up (a pipe without writers).
-pub const POLLHUP: u16 = 0x010;
-/// Not an open descriptor.
-pub const POLLNVAL: u16 = 0x020;
-/// Same as `POLLIN` for the cases Reef has.
-const POLLRDNORM: u16 = 0x040;
-/// Same as `POLLOUT` for the cases Reef has.
-const POLLWRNORM: u16 = 0x100;
 
 /// The events of `fd` among `wanted` (plus the always-reported error conditions).
 fn events_of(me: &Thread, fd: i32, wanted: u16) -> u16 {

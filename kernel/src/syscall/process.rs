@@ -443,7 +443,7 @@ fn online_cores_in(set: &CpuSet) -> impl Iterator<Item = usize> + '_ {
 
 fn online_set() -> CpuSet {
     let mut s = CpuSet([0; kcb::MAX_CORES / 64]);
-    for c in crate::online_cores() {
+    for c in crate::kcb::online_cores() {
         s.0[c / 64] |= 1 << (c % 64);
     }
     s
@@ -451,7 +451,7 @@ fn online_set() -> CpuSet {
 
 /// Bytes of a CPU mask as Linux reports them: the online cores rounded up to 64-bit words.
 fn mask_bytes() -> usize {
-    let highest = crate::online_cores().last().copied().unwrap_or(0);
+    let highest = crate::kcb::online_cores().last().copied().unwrap_or(0);
     (highest / 64 + 1) * 8
 }
 

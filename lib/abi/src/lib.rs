@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod errno;
+pub mod poll;
 pub mod reef;
 pub mod syscalls;
 
