@@ -330,7 +330,6 @@ impl Process {
         })
     }
 
-    /// The program name (`comm`, `PR_GET_NAME`): the last component of its path, at most 15
     /// Records that the process registers names (they are removed when it exits).
     pub fn note_named(&self) {
         self.named.store(true, Ordering::Release);
@@ -341,6 +340,7 @@ impl Process {
         self.named.load(Ordering::Acquire)
     }
 
+    /// The program name (`comm`, `PR_GET_NAME`): the last component of its path, at most 15
     /// bytes (cut at a character boundary).
     pub fn comm(&self) -> String {
         let exe = self.exe.lock();
