@@ -20,9 +20,9 @@ use crate::kcb;
 use crate::replicated::NodeReplicated;
 use crate::sync::IrqMutex;
 use crate::vm::VSpace;
+use abi::Errno;
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
@@ -98,7 +98,8 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// A new thread of `process` whose first return to user mode uses `frame` and `fpu`.
+    /// A new thread of `process` whose first return to user mode uses `frame` and `fpu`;
+    /// `ENOMEM` if its kernel stack cannot be had.
     pub fn new(
         tid: Pid,
         process: Arc<Process>,
@@ -107,8 +108,12 @@ impl Thread {
         fs_base: u64,
         affinity: CpuSet,
         sigmask: u64,
-    ) -> Arc<Thread> {
-        let stack = vec![0u128; KERNEL_STACK_SIZE / 16];
+    ) -> Result<Arc<Thread>, Errno> {
+        let mut stack = Vec::new();
+        stack
+            .try_reserve_exact(KERNEL_STACK_SIZE / 16)
+            .map_err(|_| Errno::ENOMEM)?;
+        stack.resize(KERNEL_STACK_SIZE / 16, 0u128);
         let t = Thread {
             tid,
             process,
@@ -128,7 +133,7 @@ impl Thread {
         // lives as long as the thread; nothing runs on it before the first switch.
         let rsp = unsafe { user::prepare_stack(t.stack_top(), frame, fpu) };
         t.saved_rsp.store(rsp, Ordering::Relaxed);
-        Arc::new(t)
+        Ok(Arc::new(t))
     }
 
     /// Top of the kernel stack.
@@ -637,7 +642,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         0,
         CpuSet::all(),
         0,
-    );
+    )?;
     p.threads.lock().push(t.clone());
     table().execute_mut(table::UpdateOp::Spawn {
         pid,

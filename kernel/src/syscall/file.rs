@@ -12,7 +12,6 @@ use crate::proc::{sched, Thread};
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
@@ -383,7 +382,8 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let f = file(me, a[0])?;
     let count = (a[2] as usize).min(MAX_IO);
     uaccess::check_range(a[1], count)?;
-    let mut out = Vec::with_capacity(count);
+    let mut out = Vec::new();
+    out.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
     let mut pos = f.pos.lock();
     let push = |out: &mut Vec<u8>, ino: u64, next: u64, kind: u8, name: &[u8]| -> bool {
         let reclen = (19 + name.len() + 1).next_multiple_of(8);
@@ -496,7 +496,7 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     };
     let count = (a[3] as usize).min(0x7fff_f000);
     let mut done = 0;
-    let mut buf = vec![0u8; CHUNK.min(count)];
+    let mut buf = uaccess::buffer(CHUNK.min(count))?;
     while done < count {
         if done > 0 && !sched::keep_going(me) {
             break;

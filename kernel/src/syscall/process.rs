@@ -67,7 +67,7 @@ pub fn sched_yield(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysR
 
 /// The new thread of `fork` or `clone`: the caller's registers (with 0 as the call's result,
 /// and `newsp` as the stack if given), FPU state, signal mask and affinity; the TLS base from
-/// `tls` with `CLONE_SETTLS`, else the caller's.
+/// `tls` with `CLONE_SETTLS`, else the caller's. `ENOMEM` without memory for its stack.
 fn child_thread(
     me: &Thread,
     frame: &InterruptFrame,
@@ -76,7 +76,7 @@ fn child_thread(
     flags: u64,
     newsp: u64,
     tls: u64,
-) -> Arc<Thread> {
+) -> Result<Arc<Thread>, Errno> {
     let mut cf = frame.clone();
     cf.rax = 0;
     if newsp != 0 {
@@ -125,7 +125,9 @@ fn fork_process(
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
-    let t = child_thread(me, frame, pid, child.clone(), flags, newsp, tls);
+    // No memory for its kernel stack: the child (and the address space just copied for it)
+    // goes away here, giving everything back.
+    let t = child_thread(me, frame, pid, child.clone(), flags, newsp, tls)?;
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid.store(ctid, Ordering::Relaxed);
     }
@@ -190,7 +192,7 @@ pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         return Err(Errno::EAGAIN);
     }
     let tid = proc::next_pid();
-    let t = child_thread(me, frame, tid, p.clone(), flags, newsp, tls);
+    let t = child_thread(me, frame, tid, p.clone(), flags, newsp, tls)?;
     // Bad tid addresses are ignored, as on Linux (and as for a new process above).
     if flags & CLONE_PARENT_SETTID != 0 {
         let _ = write_user(ptid, &tid);

@@ -226,6 +226,9 @@ fn page_addr(p: &Page) -> usize {
 
 /// Gives the file a private copy of `p` if it is lent to a mapping, so the mapping keeps its
 /// bytes; the lent page itself is dropped here (its memory stays with the mappings).
+// A new allocation is the point (clippy's `**p = (**p).clone()` would write into the lent
+// page that mappings still use).
+#[allow(clippy::replace_box)]
 fn unlend(p: &mut Box<Page>) {
     if crate::sharing::sharing().is_some_and(|s| (s.is_shared)(page_addr(p))) {
         *p = Box::new((**p).clone());

@@ -3,7 +3,6 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -679,7 +678,10 @@ impl Dispatch for ShardedFs {
                 shard.get(&ino).ok_or(Errno::ENOENT).and_then(|inode| {
                     // Never allocate more than the file has past `offset`.
                     let n = inode.size.saturating_sub(offset).min(len as u64) as usize;
-                    let mut buf = vec![0u8; n];
+                    // A size the caller chose: no memory is ENOMEM, not a panic.
+                    let mut buf = Vec::new();
+                    buf.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+                    buf.resize(n, 0);
                     let got = inode.read(offset, &mut buf)?;
                     buf.truncate(got);
                     Ok(FsValue::Data(buf))
