@@ -123,6 +123,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_RT_SIGRETURN => signal::rt_sigreturn,
         SYS_RT_SIGPENDING => signal::rt_sigpending,
         SYS_RT_SIGSUSPEND => signal::rt_sigsuspend,
+        SYS_PAUSE => signal::pause,
         SYS_SIGALTSTACK => signal::sigaltstack,
         SYS_KILL => signal::kill,
         SYS_TKILL => signal::tkill,

@@ -90,6 +90,18 @@ pub fn rt_sigsuspend(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
     Err(Errno::EINTR)
 }
 
+/// `pause`: sleeps until a signal that is not blocked arrives, then `EINTR` (its handler runs
+/// first, or its default action ends the process).
+pub fn pause(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    loop {
+        let seq = SUSPENDED.seq();
+        if me.signal_pending() {
+            return Err(Errno::EINTR);
+        }
+        SUSPENDED.wait(seq, None);
+    }
+}
+
 /// `sigaltstack`: Reef runs handlers on the current stack; it reports no alternate stack and
 /// refuses to install one (ENOSYS is not used because libc treats it as fatal).
 pub fn sigaltstack(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {

@@ -811,6 +811,25 @@ impl VSpace {
     /// ([`break_cow`](Self::break_cow)), a read of untouched private memory (the zero page),
     /// any other access to untouched memory (a fresh frame), or a denied access.
     pub fn fault(&self, addr: u64, write: bool, exec: bool) -> Result<(), Fault> {
+        // A page that could not be mapped although its region is there and nothing maps it:
+        // either the region was unmapped and mapped again meanwhile (threads racing on `brk`)
+        // or no memory was left for a page table. Only repeated failures count as the latter.
+        const TRIES: usize = 4;
+        for _ in 1..TRIES {
+            match self.fault_once(addr, write, exec) {
+                Ok(false) => continue,
+                r => return r.map(|_| ()),
+            }
+        }
+        match self.fault_once(addr, write, exec) {
+            Ok(false) => Err(Fault::OutOfMemory),
+            r => r.map(|_| ()),
+        }
+    }
+
+    /// One attempt of [`fault`](Self::fault): `Ok(false)` if the page could not be mapped
+    /// while its region is there and nothing maps it.
+    fn fault_once(&self, addr: u64, write: bool, exec: bool) -> Result<bool, Fault> {
         use crate::proc::signal::{SEGV_ACCERR, SEGV_MAPERR};
         use Fault::Denied;
         if addr >= vspace::USER_END {
@@ -823,10 +842,10 @@ impl VSpace {
                 // The replica was behind (the read brought it up to date) or the TLB held a
                 // stale entry; the retried access sees the current tables.
                 cpu::invlpg(addr);
-                return Ok(());
+                return Ok(true);
             }
             if t.cow && region.is_some_and(|r| allowed(r.prot.effective())) {
-                return self.break_cow(addr & !(t.size.bytes() - 1));
+                return self.break_cow(addr & !(t.size.bytes() - 1)).map(|()| true);
             }
             return Err(Denied(SEGV_ACCERR));
         }
@@ -852,12 +871,10 @@ impl VSpace {
             }
         };
         // Not mapped: a racing fault mapped the page first (fine), a racing unmap removed the
-        // region (the retried access finds out), or there was no memory for a page table,
-        // which must not send the access back here forever.
-        if mapped == 0 && matches!(self.resolve(page), (None, Some(_))) {
-            return Err(Fault::OutOfMemory);
-        }
-        Ok(())
+        // region (the retried access finds out), the region was removed and made again, or
+        // there was no memory for a page table, which must not send the access back here
+        // forever (see `fault`).
+        Ok(mapped != 0 || !matches!(self.resolve(page), (None, Some(_))))
     }
 
     /// Ends the copy-on-write sharing of the page at `vaddr` for a write: takes the frame over
