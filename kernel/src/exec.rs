@@ -83,6 +83,7 @@ fn load_elf(
 ) -> Result<Image, Errno> {
     let exe = Executable::parse_prefix(prefix, file.size, PIE_BASE).map_err(|e| e.to_errno())?;
     let vm = VSpace::new()?;
+    let mut image = ImagePages::new()?;
     for m in exe.mappings() {
         let prot = Prot {
             read: m.readable,
@@ -90,7 +91,6 @@ fn load_elf(
             exec: m.executable,
         };
         vm.map_fixed(m.start, m.end - m.start, prot, RegionKind::Image, false)?;
-        let mut image = ImagePages::default();
         if let Err(e) = image.load(&vm, &exe, file, m.start, m.end, prot) {
             image.map(&vm);
             vm.teardown();
@@ -153,15 +153,25 @@ const BATCH: usize = 256;
 /// same frames, so QEMU's translated code for them is reused from one `execve` to the next.
 /// Any other page (shared with a neighbouring segment, partly `.bss`, or a hole of the file)
 /// is a private frame filled from the file and zeroed where the file gives nothing.
-#[derive(Default)]
 struct ImagePages {
     /// Private frames.
     private: Vec<PageMap>,
     /// Lent file pages, each with the share NR-FS gave it for this address space.
     lent: Vec<Mapping>,
+    /// A page of scratch space for filling private frames from the file.
+    buf: Vec<u8>,
 }
 
 impl ImagePages {
+    /// Nothing made yet (one per `execve`, for all its mappings).
+    fn new() -> Result<Self, Errno> {
+        Ok(ImagePages {
+            private: Vec::new(),
+            lent: Vec::new(),
+            buf: crate::mm::zeroed_buffer(PAGE_SIZE as usize)?,
+        })
+    }
+
     /// Makes the pages of `[start, end)` and maps them into `vm` about [`BATCH`] at a time; on
     /// error the pages made since the last batch are left for [`ImagePages::map`] (so that the
     /// teardown frees them).
@@ -174,7 +184,6 @@ impl ImagePages {
         end: u64,
         prot: Prot,
     ) -> Result<(), Errno> {
-        let mut buf = alloc::vec![0u8; PAGE_SIZE as usize];
         let mut va = start;
         while va < end {
             if self.private.len() + self.lent.len() >= BATCH {
@@ -204,12 +213,12 @@ impl ImagePages {
                             },
                             cow: true,
                         }),
-                        None => self.fill(exe, file, page, prot, &mut buf)?,
+                        None => self.fill(exe, file, page, prot)?,
                     }
                 }
                 va += n as u64 * PAGE_SIZE;
             } else {
-                self.fill(exe, file, va, prot, &mut buf)?;
+                self.fill(exe, file, va, prot)?;
                 va += PAGE_SIZE;
             }
         }
@@ -224,7 +233,6 @@ impl ImagePages {
         file: &ExecFile,
         va: u64,
         prot: Prot,
-        buf: &mut [u8],
     ) -> Result<(), Errno> {
         self.private.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         let frame = mm::allocate_user(FrameSize::Base)
@@ -236,7 +244,7 @@ impl ImagePages {
             paging::zero_phys(frame, PAGE_SIZE);
         }
         for (off, from, to) in page_parts(exe, va) {
-            let chunk = &mut buf[..(to - from) as usize];
+            let chunk = &mut self.buf[..(to - from) as usize];
             file_read(file, off, chunk)?;
             paging::write_phys(frame + (from - va), chunk);
         }

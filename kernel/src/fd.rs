@@ -251,7 +251,7 @@ impl OpenFile {
                 Ok(data)
             }
             _ => {
-                let mut buf = crate::uaccess::buffer(len)?;
+                let mut buf = crate::mm::zeroed_buffer(len)?;
                 let n = self.read(&mut buf)?;
                 buf.truncate(n);
                 Ok(buf)
@@ -266,7 +266,7 @@ impl OpenFile {
                 crate::fs::with_client(|c| c.read_vec(*ino, off, len))
             }
             _ => {
-                let mut buf = crate::uaccess::buffer(len)?;
+                let mut buf = crate::mm::zeroed_buffer(len)?;
                 let n = self.pread(&mut buf, off)?;
                 buf.truncate(n);
                 Ok(buf)

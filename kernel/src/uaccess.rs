@@ -71,15 +71,6 @@ pub fn read_user<T: Pod>(addr: u64) -> Result<T, Errno> {
     Ok(unsafe { v.assume_init() })
 }
 
-/// A zeroed kernel buffer of `len` bytes for data on its way to or from user memory, whose
-/// size the program chose: `ENOMEM` instead of a panic when the heap cannot provide it.
-pub fn buffer(len: usize) -> Result<Vec<u8>, Errno> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
-    v.resize(len, 0);
-    Ok(v)
-}
-
 /// Writes a value to user memory.
 pub fn write_user<T: Pod>(addr: u64, value: &T) -> Result<(), Errno> {
     // SAFETY: a Pod value has no padding, so all its bytes are initialized.

@@ -292,6 +292,15 @@ pub fn free_bytes() -> u64 {
         + cached
 }
 
+/// A zeroed kernel buffer of `len` bytes whose size a program chose (data on its way to or
+/// from user memory): `ENOMEM` instead of a panic when the heap cannot provide it.
+pub fn zeroed_buffer(len: usize) -> Result<Vec<u8>, abi::Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| abi::Errno::ENOMEM)?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
 /// `/proc/reef/memory`: per node, free frames (NCache), the kernel reserve, page frames that
 /// hold NR-FS file data, and the heap (arenas held, bytes and allocations live, arenas given
 /// back since boot, the spare arena); all sizes in KiB.

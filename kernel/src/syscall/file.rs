@@ -51,7 +51,7 @@ fn write_user_data(
             return Ok(done);
         }
         let n = (len - done).min(MAX_IO);
-        let mut buf = uaccess::buffer(n)?;
+        let mut buf = crate::mm::zeroed_buffer(n)?;
         let r = uaccess::copy_from_user(addr + done as u64, &mut buf).and_then(|()| match at {
             None => f.write(buf),
             Some(off) => f.pwrite(buf, off + done as u64),
@@ -156,7 +156,7 @@ fn scatter_read(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
         .map(|v| v[1] as usize)
         .sum::<usize>()
         .min(MAX_IO);
-    let mut buf = uaccess::buffer(total)?;
+    let mut buf = crate::mm::zeroed_buffer(total)?;
     let n = match at {
         None => f.read(&mut buf)?,
         Some(off) => f.pread(&mut buf, off)?,
@@ -496,7 +496,7 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     };
     let count = (a[3] as usize).min(0x7fff_f000);
     let mut done = 0;
-    let mut buf = uaccess::buffer(CHUNK.min(count))?;
+    let mut buf = crate::mm::zeroed_buffer(CHUNK.min(count))?;
     while done < count {
         if done > 0 && !sched::keep_going(me) {
             break;
