@@ -12,12 +12,17 @@
  * - a member that dies is never answered again (the directory forgets it and the per-core
  *   caches are invalidated: /proc/reef/names shows the invalidations), and one that is
  *   pinned to another core is answered there;
- * - a name whose last member unregisters is gone (ENOENT).
+ * - a name whose last member unregisters is gone (ENOENT);
+ * - huge lengths, kernel and non-canonical pointers are refused, another process cannot remove
+ *   a registration, a process that fills the directory gets ENOSPC and its names go when it
+ *   exits, and free memory comes back.
  */
 #include "reef-test.h"
 #include "reef_msg.h"
 
 #define MAXC 8
+/* Process and heap memory that may stay (kernel heap arenas kept: see robust.c). */
+#define SLACK (8L << 20)
 
 static int cores[MAXC], ncores;
 
@@ -88,6 +93,7 @@ int main(void)
         SAY("not Reef: the name calls answer ENOSYS");
         PASS();
     }
+    long free0 = reef_free_bytes();
     cpu_set_t set;
     CHECK_SYS(sched_getaffinity(0, sizeof set, &set));
     for (int c = 0; c < CPU_SETSIZE && ncores < MAXC; c++)
@@ -117,6 +123,20 @@ int main(void)
     CHECK_EQ(errno, EFAULT);
     CHECK_EQ(reef_name_lookup("nobody", REEF_NAME_NEAREST, &m), -ENOENT);
     CHECK_EQ(reef_name_unregister("svc", 8), -ENOENT);
+    /* Huge lengths, kernel and non-canonical addresses. */
+    CHECK_EQ(syscall(SYS_reef_name_register, "x", 1L << 40, 1L), -1);
+    CHECK_EQ(errno, EINVAL);
+    CHECK_EQ(syscall(SYS_reef_name_lookup, "svc", 3L, 0L, (void *)0xffff800000000000UL), -1);
+    CHECK_EQ(errno, EFAULT);
+    CHECK_EQ(syscall(SYS_reef_name_register, (void *)0x0000800000000000UL, 3L, 1L), -1);
+    CHECK_EQ(errno, EFAULT);
+    /* Another process cannot remove this one's registration (no forged ownership). */
+    pid_t other = CHECK_SYS(fork());
+    if (other == 0)
+        _exit(reef_name_unregister("svc", 7) == -ENOENT ? 0 : 1);
+    int ost;
+    CHECK_SYS(waitpid(other, &ost, 0));
+    CHECK(WIFEXITED(ost) && WEXITSTATUS(ost) == 0);
     CHECK_EQ(reef_name_unregister("svc", 7), 0);
     CHECK_EQ(reef_name_lookup("svc", REEF_NAME_NEAREST, &m), -ENOENT);
     SAY("bad names, reserved names, duplicates, bad pointers and unknown names are refused");
@@ -185,5 +205,31 @@ int main(void)
         kill_wait(kids[i]);
     CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), -ENOENT);
     SAY("the name goes with its last member");
+
+    /* A process that fills the directory gets ENOSPC; when it exits, everything is gone and
+     * the kernel's memory is back (the directory's room is taken once, at boot). */
+    pid_t filler = CHECK_SYS(fork());
+    if (filler == 0) {
+        char n[16];
+        int i = 0;
+        long r;
+        do {
+            snprintf(n, sizeof n, "fill%d", i++);
+            r = reef_name_register(n, 1);
+        } while (r == 0 && i < 10000);
+        _exit(r == -ENOSPC && i > 100 && i < 10000 ? 0 : 1);
+    }
+    int fst;
+    CHECK_SYS(waitpid(filler, &fst, 0));
+    CHECK(WIFEXITED(fst) && WEXITSTATUS(fst) == 0);
+    CHECK(!listed(filler));
+    CHECK_EQ(reef_name_register("after", 1), 0);
+    CHECK_EQ(reef_name_unregister("after", 1), 0);
+    long free1 = reef_free_bytes();
+    if (free1 < free0 - SLACK)
+        FAIL("lost %ld KiB", (free0 - free1) >> 10);
+    SAY("a full directory answers ENOSPC, empties when its filler exits; free memory %ld KiB "
+        "before, %ld KiB after",
+        free0 >> 10, free1 >> 10);
     PASS();
 }
