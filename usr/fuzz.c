@@ -388,6 +388,10 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_name_register, 1025, 3, 30, 0)                                                          \
     X(reef_name_unregister, 1026, 3, 20, 0)                                                        \
     X(reef_name_lookup, 1027, 4, 30, 0)                                                            \
+    X(reef_mbox_create, 1028, 2, 20, 0)                                                            \
+    X(reef_mbox_connect, 1029, 5, 30, 0)                                                           \
+    X(reef_mbox_accept, 1030, 3, 30, 0)                                                            \
+    X(reef_mbox_notify, 1031, 1, 30, 0)                                                            \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2053,7 +2057,8 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
     }
     case C_reef_name_register:
     case C_reef_name_unregister:
-    case C_reef_name_lookup: {
+    case C_reef_name_lookup:
+    case C_reef_mbox_connect: {
         /* Mostly one of a few names (one reserved), sometimes bad lengths or pointers. */
         static const char *const names[] = {"fz", "fz-echo", "fleet/fz", "a b", "echo"};
         char *name = arg_area(A_MISC + 64);
@@ -2062,14 +2067,30 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         memcpy(name, pick, len + 1);
         a[0] = pct(r, 85) ? (uint64_t)(uintptr_t)name : gen_ptr(r, NULL);
         a[1] = pct(r, 85) ? len : PICK(r, ((uint64_t[]){0, 64, 65, 4096}));
-        if (id == C_reef_name_lookup) {
+        if (id == C_reef_name_lookup || id == C_reef_mbox_connect) {
             a[2] = pct(r, 80) ? below(r, 2) : gen_int(r);
-            a[3] = gen_ptr(r, NULL);
+            a[3] = pct(r, 50) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+            a[4] = pct(r, 80) ? PICK(r, ((uint64_t[]){0, O_CLOEXEC})) : gen_int(r);
         } else {
-            a[2] = pct(r, 70) ? below(r, 4) : gen_int(r);
+            a[2] = pct(r, 70) ? gen_fd(r) : gen_int(r);
         }
         break;
     }
+    case C_reef_mbox_create:
+        a[0] = pct(r, 80) ? PICK(r, ((uint64_t[]){0, O_NONBLOCK, O_CLOEXEC, O_NONBLOCK | O_CLOEXEC}))
+                          : gen_int(r);
+        a[1] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        break;
+    case C_reef_mbox_accept:
+        /* Mostly non-blocking: a blocking accept with no client waits for the watchdog. */
+        a[0] = gen_fd(r);
+        a[1] = pct(r, 90) ? PICK(r, ((uint64_t[]){O_NONBLOCK, O_NONBLOCK | O_CLOEXEC}))
+                          : gen_int(r);
+        a[2] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        break;
+    case C_reef_mbox_notify:
+        a[0] = gen_fd(r);
+        break;
     case C_reef_free_bytes:
         for (int i = 0; i < 6; i++)
             a[i] = pct(r, 70) ? 0 : gen_int(r);
@@ -2168,6 +2189,9 @@ static void after_call(int id, struct call_args *c, long ret)
     case C_dup:
     case C_dup2:
     case C_dup3:
+    case C_reef_mbox_create:
+    case C_reef_mbox_connect:
+    case C_reef_mbox_accept:
         add_fd(ret);
         break;
     case C_fcntl:

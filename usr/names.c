@@ -4,8 +4,10 @@
  * calls answer ENOSYS and passes.
  *
  * - names are checked (empty, over 64 bytes, a space: EINVAL; under "fleet/": EPERM, as no
- *   fleet manager exists yet); a registration is found, a second one of the same mailbox is
- *   EEXIST, a wrong unregistration ENOENT, bad pointers EFAULT, a bad `how` EINVAL;
+ *   fleet manager exists yet); a member is a mailbox (reef_mbox_create; another descriptor is
+ *   ENOTSOCK); a registration is found, a second one of the same mailbox is EEXIST, a wrong
+ *   unregistration ENOENT, bad pointers EFAULT, a bad `how` EINVAL; closing a mailbox removes
+ *   its names;
  * - one-to-many: a child on every allowed core registers under one name; a lookup of the
  *   nearest member from each core answers the child on that core, and round-robin lookups
  *   answer every child;
@@ -34,13 +36,24 @@ static void pin(int cpu)
     CHECK_SYS(sched_setaffinity(0, sizeof set, &set));
 }
 
-/* A member on `core`: registers `name` with mailbox 100 + core, says so, waits to be killed. */
+/* A new mailbox of this process (its descriptor). */
+static int new_mailbox(void)
+{
+    _Atomic uint32_t *events;
+    int fd = reef_mbox_create(O_CLOEXEC, &events);
+    if (fd < 0)
+        FAIL("reef_mbox_create: %s", strerror(-fd));
+    return fd;
+}
+
+/* A member on `core`: registers a mailbox of its own under `name`, says so, waits to be
+ * killed. */
 static pid_t member(const char *name, int core, volatile int *ready)
 {
     pid_t pid = CHECK_SYS(fork());
     if (pid == 0) {
         pin(core);
-        if (reef_name_register(name, 100 + (uint64_t)core) != 0)
+        if (reef_name_register(name, new_mailbox()) != 0)
             _exit(2);
         __atomic_add_fetch(ready, 1, __ATOMIC_SEQ_CST);
         for (;;)
@@ -89,7 +102,7 @@ int main(void)
 {
     test_begin("names");
     if (!on_reef()) {
-        CHECK_EQ(reef_name_register("x", 1), -ENOSYS);
+        CHECK_EQ(reef_name_register("x", 0), -ENOSYS);
         SAY("not Reef: the name calls answer ENOSYS");
         PASS();
     }
@@ -100,45 +113,60 @@ int main(void)
         if (CPU_ISSET(c, &set))
             cores[ncores++] = c;
     pin(cores[0]);
+    int mb = new_mailbox(), mb2 = new_mailbox();
 
     /* Checking. */
     char big[66];
     memset(big, 'a', 65);
     big[65] = 0;
-    CHECK_EQ(reef_name_register("", 1), -EINVAL);
-    CHECK_EQ(reef_name_register(big, 1), -EINVAL);
-    CHECK_EQ(reef_name_register("a b", 1), -EINVAL);
-    CHECK_EQ(reef_name_register("fleet/fs", 1), -EPERM);
-    CHECK_EQ(syscall(SYS_reef_name_register, NULL, 3L, 1L), -1);
+    CHECK_EQ(reef_name_register("", mb), -EINVAL);
+    CHECK_EQ(reef_name_register(big, mb), -EINVAL);
+    CHECK_EQ(reef_name_register("a b", mb), -EINVAL);
+    CHECK_EQ(reef_name_register("fleet/fs", mb), -EPERM);
+    CHECK_EQ(syscall(SYS_reef_name_register, NULL, 3L, (long)mb), -1);
     CHECK_EQ(errno, EFAULT);
-    CHECK_EQ(reef_name_register("svc", 7), 0);
-    CHECK_EQ(reef_name_register("svc", 7), -EEXIST);
+    CHECK_EQ(reef_name_register("svc", 1), -ENOTSOCK);
+    CHECK_EQ(reef_name_register("svc", mb), 0);
+    CHECK_EQ(reef_name_register("svc", mb), -EEXIST);
     struct reef_name_member m;
     CHECK_EQ(reef_name_lookup("svc", REEF_NAME_NEAREST, &m), 0);
-    CHECK_EQ(m.mailbox, 7);
+    CHECK(m.mailbox != 0);
+    uint64_t mb_id = m.mailbox;
     CHECK_EQ(m.pid, getpid());
     CHECK_EQ(m.core, cores[0]);
     CHECK_EQ(reef_name_lookup("svc", 9, &m), -EINVAL);
     CHECK_EQ(syscall(SYS_reef_name_lookup, "svc", 3L, 0L, (void *)8), -1);
     CHECK_EQ(errno, EFAULT);
     CHECK_EQ(reef_name_lookup("nobody", REEF_NAME_NEAREST, &m), -ENOENT);
-    CHECK_EQ(reef_name_unregister("svc", 8), -ENOENT);
+    CHECK_EQ(reef_name_unregister("svc", mb2), -ENOENT);
     /* Huge lengths, kernel and non-canonical addresses. */
-    CHECK_EQ(syscall(SYS_reef_name_register, "x", 1L << 40, 1L), -1);
+    CHECK_EQ(syscall(SYS_reef_name_register, "x", 1L << 40, (long)mb), -1);
     CHECK_EQ(errno, EINVAL);
     CHECK_EQ(syscall(SYS_reef_name_lookup, "svc", 3L, 0L, (void *)0xffff800000000000UL), -1);
     CHECK_EQ(errno, EFAULT);
-    CHECK_EQ(syscall(SYS_reef_name_register, (void *)0x0000800000000000UL, 3L, 1L), -1);
+    CHECK_EQ(syscall(SYS_reef_name_register, (void *)0x0000800000000000UL, 3L, (long)mb), -1);
     CHECK_EQ(errno, EFAULT);
-    /* Another process cannot remove this one's registration (no forged ownership). */
+    /* Another process cannot remove this one's registration (no forged ownership): a fork
+     * child does not inherit the mailbox, and its own is another. */
     pid_t other = CHECK_SYS(fork());
     if (other == 0)
-        _exit(reef_name_unregister("svc", 7) == -ENOENT ? 0 : 1);
+        _exit(reef_name_unregister("svc", mb) == -EBADF &&
+                      reef_name_unregister("svc", new_mailbox()) == -ENOENT
+                  ? 0
+                  : 1);
     int ost;
     CHECK_SYS(waitpid(other, &ost, 0));
     CHECK(WIFEXITED(ost) && WEXITSTATUS(ost) == 0);
-    CHECK_EQ(reef_name_unregister("svc", 7), 0);
+    CHECK_EQ(reef_name_unregister("svc", mb), 0);
     CHECK_EQ(reef_name_lookup("svc", REEF_NAME_NEAREST, &m), -ENOENT);
+    /* Closing a mailbox removes its names. */
+    CHECK_EQ(reef_name_register("svc", mb2), 0);
+    CHECK_EQ(reef_name_register("svc2", mb2), 0);
+    CHECK_EQ(reef_name_lookup("svc2", REEF_NAME_NEAREST, &m), 0);
+    CHECK(m.mailbox != mb_id);
+    close(mb2);
+    CHECK_EQ(reef_name_lookup("svc", REEF_NAME_NEAREST, &m), -ENOENT);
+    CHECK_EQ(reef_name_lookup("svc2", REEF_NAME_NEAREST, &m), -ENOENT);
     SAY("bad names, reserved names, duplicates, bad pointers and unknown names are refused");
 
     /* One-to-many, nearest and round robin. */
@@ -156,7 +184,6 @@ int main(void)
             CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), 0);
             CHECK_EQ(m.core, cores[i]);
             CHECK_EQ(m.pid, kids[i]);
-            CHECK_EQ(m.mailbox, 100 + cores[i]);
         }
     }
     unsigned seen = 0;
@@ -211,11 +238,11 @@ int main(void)
     pid_t filler = CHECK_SYS(fork());
     if (filler == 0) {
         char n[16];
-        int i = 0;
+        int i = 0, own = new_mailbox();
         long r;
         do {
             snprintf(n, sizeof n, "fill%d", i++);
-            r = reef_name_register(n, 1);
+            r = reef_name_register(n, own);
         } while (r == 0 && i < 10000);
         _exit(r == -ENOSPC && i > 100 && i < 10000 ? 0 : 1);
     }
@@ -223,8 +250,9 @@ int main(void)
     CHECK_SYS(waitpid(filler, &fst, 0));
     CHECK(WIFEXITED(fst) && WEXITSTATUS(fst) == 0);
     CHECK(!listed(filler));
-    CHECK_EQ(reef_name_register("after", 1), 0);
-    CHECK_EQ(reef_name_unregister("after", 1), 0);
+    CHECK_EQ(reef_name_register("after", mb), 0);
+    CHECK_EQ(reef_name_unregister("after", mb), 0);
+    close(mb);
     long free1 = reef_free_bytes();
     if (free1 < free0 - SLACK)
         FAIL("lost %ld KiB", (free0 - free1) >> 10);

@@ -9,6 +9,9 @@
  * FUTEX_PRIVATE_FLAG, so a channel in a MAP_SHARED page works between processes), on Linux
  * as on Reef.
  *
+ * The same channels serve kernel mailboxes (reef_mbox_*, at the end): the kernel maps a
+ * connection's two channels into both processes and wakes a mailbox's owner for its clients.
+ *
  * One sender and one receiver per channel. Errors are negative errno values: -EAGAIN a full
  * ring (fos: send on a full mailbox fails), -EPIPE the other end closed, -EBADMSG a corrupt
  * slot (skipped), -EMSGSIZE a payload over 56 bytes.
@@ -17,6 +20,7 @@
 #define REEF_MSG_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -70,6 +74,9 @@ struct reef_msg_sender {
     /* The eventcount of a server with many channels (lib/msg's EventCount), or NULL: the
      * receiver sleeps on this channel alone. */
     _Atomic uint32_t *events;
+    /* A kernel connection's descriptor, or -1: the receiver is a mailbox's owner, woken by
+     * reef_mbox_notify (its eventcount is not mapped here). */
+    int notify_fd;
 };
 
 struct reef_msg_receiver {
@@ -92,14 +99,20 @@ static inline uint32_t reef_msg_seq(uint64_t pos)
     return (uint32_t)pos + 1;
 }
 
+#define SYS_reef_mbox_notify 1031
+
 /* Wakes the party sleeping on `word` if it sleeps (after a full fence: see lib/msg): through
- * `events` (bumped, then woken) when the receiver is a server sleeping on many channels. */
-static inline void reef_msg_wake_if_sleeping(_Atomic uint32_t *word, _Atomic uint32_t *events)
+ * the kernel when `notify_fd` is a connection to a mailbox, through `events` (bumped, then
+ * woken) when the receiver is a server sleeping on many channels. */
+static inline void reef_msg_wake_if_sleeping(_Atomic uint32_t *word, _Atomic uint32_t *events,
+                                             int notify_fd)
 {
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(word, memory_order_relaxed) != 0 &&
         atomic_exchange_explicit(word, 0, memory_order_relaxed) != 0) {
-        if (events) {
+        if (notify_fd >= 0) {
+            syscall(SYS_reef_mbox_notify, (long)notify_fd);
+        } else if (events) {
             atomic_fetch_add(events, 1);
             reef_msg_futex_wake(events);
         } else {
@@ -126,6 +139,7 @@ static inline void reef_msg_sender_init(struct reef_msg_sender *s, struct reef_m
     s->tail = atomic_load_explicit(&ch->tx.tail, memory_order_relaxed);
     s->head = atomic_load_explicit(&ch->rx.head, memory_order_acquire);
     s->events = NULL;
+    s->notify_fd = -1;
 }
 
 /* A sender into a server that sleeps on the eventcount `events` (reef_msg_wait_any). */
@@ -165,7 +179,7 @@ static inline int reef_msg_try_send(struct reef_msg_sender *s, const struct reef
     atomic_store_explicit(&slot->header, header, memory_order_release);
     s->tail++;
     atomic_store_explicit(&ch->tx.tail, s->tail, memory_order_relaxed);
-    reef_msg_wake_if_sleeping(&ch->rx.sleeping, s->events);
+    reef_msg_wake_if_sleeping(&ch->rx.sleeping, s->events, s->notify_fd);
     return 0;
 }
 
@@ -209,7 +223,7 @@ static inline int reef_msg_try_recv(struct reef_msg_receiver *r, struct reef_msg
     }
     r->head++;
     atomic_store_explicit(&ch->rx.head, r->head, memory_order_release);
-    reef_msg_wake_if_sleeping(&ch->tx.sleeping, NULL);
+    reef_msg_wake_if_sleeping(&ch->tx.sleeping, NULL, -1);
     m->tag = (uint16_t)(header >> 32);
     m->len = (uint8_t)(header >> 48);
     m->flags = (uint8_t)(header >> 56);
@@ -245,22 +259,23 @@ static inline int reef_msg_recv(struct reef_msg_receiver *r, struct reef_msg *m)
 }
 
 static inline void reef_msg_close(struct reef_msg_channel *ch, uint32_t bit, _Atomic uint32_t *peer,
-                                  _Atomic uint32_t *events)
+                                  _Atomic uint32_t *events, int notify_fd)
 {
     atomic_fetch_or_explicit(&ch->tx.closed, bit, memory_order_release);
-    reef_msg_wake_if_sleeping(peer, events);
+    reef_msg_wake_if_sleeping(peer, events, notify_fd);
 }
 
-/* Closes the receiving end: the sender gets -EPIPE, a waiting sender is woken. */
+/* Closes the receiving end: the sender gets -EPIPE, a waiting sender is woken. (A kernel
+ * connection's ends are closed by closing its descriptor.) */
 static inline void reef_msg_close_receiver(struct reef_msg_channel *ch)
 {
-    reef_msg_close(ch, REEF_MSG_RX_CLOSED, &ch->tx.sleeping, NULL);
+    reef_msg_close(ch, REEF_MSG_RX_CLOSED, &ch->tx.sleeping, NULL, -1);
 }
 
 /* Closes the sending end of `s`: the receiver takes what is left, then gets -EPIPE. */
 static inline void reef_msg_close_sender(struct reef_msg_sender *s)
 {
-    reef_msg_close(s->ch, REEF_MSG_TX_CLOSED, &s->ch->rx.sleeping, s->events);
+    reef_msg_close(s->ch, REEF_MSG_TX_CLOSED, &s->ch->rx.sleeping, s->events, s->notify_fd);
 }
 
 /* Whether the receiver of `ch` has a message, or a closed sender, waiting. */
@@ -295,31 +310,51 @@ static inline void reef_msg_wait_any(struct reef_msg_channel **chans, int n,
         atomic_store_explicit(&chans[i]->rx.sleeping, 0, memory_order_relaxed);
 }
 
-/* ---- the name directory (fos §3.2.1; lib/abi's reef module, kernel names.rs) ---- */
+/* ---- names and mailboxes (fos §3.2.1; lib/abi's reef module, kernel names.rs, mailbox.rs) ---- */
 
 #define SYS_reef_name_register 1025
 #define SYS_reef_name_unregister 1026
 #define SYS_reef_name_lookup 1027
+#define SYS_reef_mbox_create 1028
+#define SYS_reef_mbox_connect 1029
+#define SYS_reef_mbox_accept 1030
 #define REEF_NAME_NEAREST 0
 #define REEF_NAME_ROUND_ROBIN 1
 
 struct reef_name_member {
-    uint64_t mailbox;
+    uint64_t mailbox; /* the kernel's id of the mailbox */
     uint32_t pid, core, node, pad;
 };
 
-/* Registers this process's `mailbox` under `name`: 0 or -EINVAL, -EPERM (under "fleet/"),
- * -EEXIST, -ENOSPC, -EFAULT (-ENOSYS off Reef). */
-static inline long reef_name_register(const char *name, uint64_t mailbox)
+/* A connection as both ends map it: requests (client to owner), then replies. */
+struct reef_msg_connection {
+    struct reef_msg_channel request;
+    struct reef_msg_channel reply;
+};
+
+/* What reef_mbox_connect and reef_mbox_accept write. */
+struct reef_conn_info {
+    struct reef_msg_connection *conn;
+    uint64_t mailbox;
+    uint32_t slots, pad;
+};
+
+_Static_assert(sizeof(struct reef_name_member) == 24, "lib/abi NAME_MEMBER_SIZE");
+_Static_assert(sizeof(struct reef_conn_info) == 24, "lib/abi CONN_INFO_SIZE");
+
+/* Registers this process's mailbox `mbox` (a descriptor) under `name`: 0 or -EINVAL, -EBADF,
+ * -ENOTSOCK (not a mailbox), -EPERM (under "fleet/"), -EEXIST, -ENOSPC, -EFAULT (-ENOSYS off
+ * Reef). */
+static inline long reef_name_register(const char *name, int mbox)
 {
-    long r = syscall(SYS_reef_name_register, name, strlen(name), mailbox);
+    long r = syscall(SYS_reef_name_register, name, strlen(name), (long)mbox);
     return r < 0 ? -errno : r;
 }
 
 /* Removes that registration: 0 or -ENOENT. */
-static inline long reef_name_unregister(const char *name, uint64_t mailbox)
+static inline long reef_name_unregister(const char *name, int mbox)
 {
-    long r = syscall(SYS_reef_name_unregister, name, strlen(name), mailbox);
+    long r = syscall(SYS_reef_name_unregister, name, strlen(name), (long)mbox);
     return r < 0 ? -errno : r;
 }
 
@@ -329,6 +364,56 @@ static inline long reef_name_lookup(const char *name, int how, struct reef_name_
 {
     long r = syscall(SYS_reef_name_lookup, name, strlen(name), (long)how, out);
     return r < 0 ? -errno : r;
+}
+
+/* A new receive mailbox: its descriptor (not inherited by fork children), with the address of
+ * its eventcount (what the owner sleeps on, reef_msg_wait_any) in *events; flags O_CLOEXEC,
+ * O_NONBLOCK. -EINVAL, -ENOMEM, -EMFILE, -EFAULT. */
+static inline int reef_mbox_create(int flags, _Atomic uint32_t **events)
+{
+    uint64_t addr = 0;
+    long r = syscall(SYS_reef_mbox_create, (long)flags, &addr);
+    if (r < 0)
+        return -errno;
+    *events = (_Atomic uint32_t *)(uintptr_t)addr;
+    return (int)r;
+}
+
+/* Connects to the mailbox registered under `name` (the member `how` picks): the connection's
+ * descriptor, its pages in info->conn. -ENOENT, -ECONNREFUSED (closing), -EAGAIN (backlog
+ * full), -EINVAL, -ENOMEM, -EMFILE, -EFAULT. */
+static inline int reef_mbox_connect(const char *name, int how, int flags,
+                                    struct reef_conn_info *info)
+{
+    long r = syscall(SYS_reef_mbox_connect, name, strlen(name), (long)how, info, (long)flags);
+    return r < 0 ? -errno : (int)r;
+}
+
+/* The oldest waiting connection to the caller's mailbox `mbox` (waits for one unless
+ * O_NONBLOCK): its descriptor, its pages in info->conn. -EAGAIN, -EINTR, -EBADF, -ENOTSOCK,
+ * -ENOMEM, -EMFILE, -EFAULT. */
+static inline int reef_mbox_accept(int mbox, int flags, struct reef_conn_info *info)
+{
+    long r = syscall(SYS_reef_mbox_accept, (long)mbox, (long)flags, info);
+    return r < 0 ? -errno : (int)r;
+}
+
+/* A client's ends of connection `fd`: requests out (ringing the owner through the kernel),
+ * replies in. */
+static inline void reef_mbox_client(struct reef_msg_sender *tx, struct reef_msg_receiver *rx,
+                                    const struct reef_conn_info *info, int fd)
+{
+    reef_msg_sender_init(tx, &info->conn->request);
+    tx->notify_fd = fd;
+    reef_msg_receiver_init(rx, &info->conn->reply);
+}
+
+/* The owner's ends of an accepted connection: requests in, replies out. */
+static inline void reef_mbox_server(struct reef_msg_sender *tx, struct reef_msg_receiver *rx,
+                                    const struct reef_conn_info *info)
+{
+    reef_msg_sender_init(tx, &info->conn->reply);
+    reef_msg_receiver_init(rx, &info->conn->request);
 }
 
 #endif

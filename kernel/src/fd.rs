@@ -17,6 +17,7 @@
 use crate::fs::dev::{self, Device};
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
+use crate::mailbox::{self, Conn, Mailbox};
 use crate::proc::wait::WaitQueue;
 use crate::sync::IrqMutex;
 use abi::Errno;
@@ -52,6 +53,8 @@ pub const DEV_NRFS: u64 = 1;
 pub const DEV_PIPE: u64 = 2;
 /// `st_dev` of `/proc`.
 pub const DEV_PROC: u64 = 3;
+/// `st_dev` of mailboxes and connections.
+pub const DEV_MSG: u64 = 4;
 
 /// What an open file refers to.
 pub enum Node {
@@ -69,6 +72,10 @@ pub enum Node {
     ProcFile(procfs::Place, Vec<u8>),
     /// A `/proc` directory; the offset counts entries.
     ProcDir(procfs::Place),
+    /// A receive mailbox (`reef_mbox_create`).
+    Mailbox(Arc<Mailbox>),
+    /// One end of a connection to a mailbox.
+    Conn(Arc<Conn>, mailbox::End),
 }
 
 /// File attributes as `stat` reports them.
@@ -170,6 +177,8 @@ impl Drop for OpenFile {
             }
             Node::PipeRead(p) => p.close_reader(),
             Node::PipeWrite(p) => p.close_writer(),
+            Node::Mailbox(m) => m.close(),
+            Node::Conn(c, end) => c.close(*end),
             Node::Device(_, None) | Node::ProcFile(..) | Node::ProcDir(_) => {}
         }
     }
@@ -237,6 +246,8 @@ impl OpenFile {
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
             Node::PipeWrite(_) => Err(Errno::EBADF),
+            // Messages go through the mapped channels, not read and write.
+            Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
         }
     }
 
@@ -292,9 +303,11 @@ impl OpenFile {
             Node::File(ino) => crate::fs::with_client(|c| c.read(*ino, off, buf)),
             Node::ProcFile(_, data) => Ok(read_from(data, off, buf)),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
-            Node::Device(Device::Console, _) | Node::PipeRead(_) | Node::PipeWrite(_) => {
-                Err(Errno::ESPIPE)
-            }
+            Node::Device(Device::Console, _)
+            | Node::PipeRead(_)
+            | Node::PipeWrite(_)
+            | Node::Mailbox(_)
+            | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
         }
     }
@@ -324,6 +337,7 @@ impl OpenFile {
             Node::Device(Device::Console, _) => crate::tty::write(&data),
             Node::Device(d, _) => dev::write(*d, &data),
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
+            Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
         }
     }
 
@@ -346,9 +360,11 @@ impl OpenFile {
             }
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
             Node::ProcFile(..) => Err(Errno::EBADF),
-            Node::Device(Device::Console, _) | Node::PipeRead(_) | Node::PipeWrite(_) => {
-                Err(Errno::ESPIPE)
-            }
+            Node::Device(Device::Console, _)
+            | Node::PipeRead(_)
+            | Node::PipeWrite(_)
+            | Node::Mailbox(_)
+            | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => dev::write(*d, &data),
         }
     }
@@ -371,9 +387,11 @@ impl OpenFile {
                 *self.pos.lock() = off as u64;
                 return Ok(off as u64);
             }
-            Node::Device(Device::Console, _) | Node::PipeRead(_) | Node::PipeWrite(_) => {
-                return Err(Errno::ESPIPE)
-            }
+            Node::Device(Device::Console, _)
+            | Node::PipeRead(_)
+            | Node::PipeWrite(_)
+            | Node::Mailbox(_)
+            | Node::Conn(..) => return Err(Errno::ESPIPE),
             Node::Device(..) => return Ok(0),
         };
         let mut pos = self.pos.lock();
@@ -411,6 +429,8 @@ impl OpenFile {
             }
             Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
+            Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
+            Node::Conn(c, _) => Ok(KStat::synthetic(DEV_MSG, c.mailbox(), 0o140600, 0)),
         }
     }
 
@@ -435,6 +455,12 @@ impl OpenFile {
         }
     }
 
+    /// Whether a `fork` child leaves it behind: mailboxes and connection ends belong to one
+    /// process (see `crate::mailbox`).
+    pub fn stays_with_process(&self) -> bool {
+        matches!(self.node, Node::Mailbox(_) | Node::Conn(..))
+    }
+
     /// Whether this is a terminal.
     pub fn is_tty(&self) -> bool {
         matches!(self.node, Node::Device(Device::Console, _))
@@ -455,6 +481,14 @@ impl OpenFile {
             Node::Device(Device::Console, _) => {
                 POLLOUT | if crate::tty::readable() { POLLIN } else { 0 }
             }
+            Node::Mailbox(m) => {
+                if m.has_pending() {
+                    POLLIN
+                } else {
+                    0
+                }
+            }
+            Node::Conn(c, end) => c.poll(*end),
             _ => POLLIN | POLLOUT,
         }
     }
@@ -523,6 +557,11 @@ impl FdTable {
         Ok(slot as i32)
     }
 
+    /// Whether a descriptor is free (`insert` would not answer `EMFILE`).
+    pub fn has_room(&self) -> bool {
+        self.entries.len() < MAX_FDS || self.entries.iter().any(|e| e.is_none())
+    }
+
     /// Installs `file` at exactly `fd`, returning what was there (`dup2`; the caller drops it
     /// after releasing the table, since closing may call into the file system).
     pub fn insert_at(
@@ -548,6 +587,17 @@ impl FdTable {
             .and_then(|i| self.entries.get_mut(i))
             .ok_or(Errno::EBADF)?;
         slot.take().ok_or(Errno::EBADF)
+    }
+
+    /// The table a `fork` child gets: the same open files, less those that stay with their
+    /// process ([`OpenFile::stays_with_process`]).
+    pub fn for_child(&self) -> FdTable {
+        let entries = self
+            .entries
+            .iter()
+            .map(|e| e.clone().filter(|f| !f.file.stays_with_process()))
+            .collect();
+        FdTable { entries }
     }
 
     /// Removes every descriptor (process exit) and returns them.

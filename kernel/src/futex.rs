@@ -36,16 +36,21 @@ enum Key {
 /// The key of the futex word at `uaddr` in `p`'s address space (populating the page if it is
 /// valid but not yet touched).
 fn key(p: &Process, uaddr: u64) -> Result<Key, Errno> {
+    key_and_kind(p, uaddr).map(|(k, _)| k)
+}
+
+/// [`key`], and whether the word is in a message channel's page (`RegionKind::Channel`).
+fn key_and_kind(p: &Process, uaddr: u64) -> Result<(Key, bool), Errno> {
     if !uaddr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     let _: u32 = uaccess::read_user(uaddr)?;
     let vm = p.vm();
     match vm.resolve(uaddr) {
-        (Some(t), Some(r)) if r.kind == (RegionKind::Anonymous { shared: true }) => {
-            Ok(Key::Shared(t.phys))
+        (Some(t), Some(r)) if r.kind.is_shared() => {
+            Ok((Key::Shared(t.phys), r.kind == RegionKind::Channel))
         }
-        (Some(_), _) => Ok(Key::Private(vm.id(), uaddr)),
+        (Some(_), _) => Ok((Key::Private(vm.id(), uaddr), false)),
         (None, _) => Err(Errno::EFAULT),
     }
 }
@@ -116,8 +121,13 @@ pub fn wait(
 }
 
 /// `FUTEX_WAKE`: wakes up to `count` threads waiting on the word at `uaddr`; returns how many.
+/// A wake-up on a message channel's word also wakes `poll`, where a party may sleep on the
+/// channel's descriptor instead (see `crate::mailbox`).
 pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
-    let k = key(p, uaddr)?;
+    let (k, channel) = key_and_kind(p, uaddr)?;
+    if channel {
+        crate::fd::POLL_WAKE.notify_all();
+    }
     let mut woken = 0;
     let mut table = FUTEXES.lock();
     if let Some(q) = table.get_mut(&k) {
@@ -131,6 +141,19 @@ pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
         }
     }
     Ok(woken)
+}
+
+/// Wakes every thread waiting on the shared futex word at physical address `phys` (the kernel
+/// ringing a channel's doorbell: see `crate::mailbox`); returns how many.
+pub fn wake_frame_word(phys: u64) -> usize {
+    let Some(q) = FUTEXES.lock().remove(&Key::Shared(phys)) else {
+        return 0;
+    };
+    let woken = q.len();
+    for t in q {
+        sched::wake(&t);
+    }
+    woken
 }
 
 /// `FUTEX_REQUEUE` (and, with `expected`, `FUTEX_CMP_REQUEUE`: only while the word at `uaddr`

@@ -45,6 +45,7 @@ mod ipi;
 mod irq;
 mod kcb;
 mod machine;
+mod mailbox;
 mod mm;
 mod multiboot;
 mod names;

@@ -9,9 +9,9 @@
 //! generation, so no cache answers with it again. The directory allocates nothing once
 //! created, so every replica gives every operation the same answer.
 //!
-//! Until kernel mailboxes exist a member's "mailbox" is a 64-bit id of the registering
-//! process's choosing; names under `fleet/` are refused to every process (no fleet manager
-//! exists yet to own them).
+//! A member is a kernel mailbox (`crate::mailbox`), recorded by its id with its owner's pid
+//! and place; closing the mailbox removes its registrations ([`mailbox_gone`]). Names under
+//! `fleet/` are refused to every process (no fleet manager exists yet to own them).
 
 use crate::kcb;
 use crate::replicated::NodeReplicated;
@@ -78,6 +78,8 @@ pub enum UpdateOp {
     Unregister(Name, u32, u64),
     /// Removes every registration of a process.
     RemovePid(u32),
+    /// Removes every registration of a mailbox.
+    RemoveMailbox(u64),
     /// A process now runs on another core and node.
     Moved(u32, u32, u32),
 }
@@ -138,6 +140,7 @@ impl nr::Dispatch for Directory {
                 self.0.unregister(name.as_bytes(), pid, mailbox).map(|()| 1)
             }
             UpdateOp::RemovePid(pid) => Ok(self.0.remove_where(|m| m.pid == pid)),
+            UpdateOp::RemoveMailbox(id) => Ok(self.0.remove_where(|m| m.mailbox == id)),
             UpdateOp::Moved(pid, core, node) => Ok(self.0.moved(pid, core, node)),
         })
     }
@@ -234,6 +237,11 @@ pub fn lookup(name: Name, pick: Pick) -> Result<Member, Errno> {
 pub fn process_gone(pid: u32) {
     // An update of a removal allocates nothing and cannot fail.
     let _ = update(UpdateOp::RemovePid(pid));
+}
+
+/// Mailbox `id` closed: its registrations go.
+pub fn mailbox_gone(id: u64) {
+    let _ = update(UpdateOp::RemoveMailbox(id));
 }
 
 /// Process `pid` was pinned to `core`: its registrations follow.

@@ -97,6 +97,11 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
     },
     Program {
+        name: "mailbox",
+        source: "mailbox.c",
+        pie: false,
+    },
+    Program {
         name: "spawnloop",
         source: "spawnloop.c",
         pie: false,

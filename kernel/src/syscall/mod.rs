@@ -9,12 +9,12 @@
 //! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, ids,
 //! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors,
 //! pipes), [`path`] (open, stat, names, directories), [`poll`] (poll, select), [`misc`] (uname,
-//! getrandom, limits, credentials, reboot).
+//! getrandom, limits, credentials, reboot), [`msg`] (Reef's names and mailboxes).
 
 mod file;
 mod memory;
 mod misc;
-mod names;
+mod msg;
 mod path;
 pub mod poll;
 pub mod process;
@@ -165,9 +165,13 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_GETUID | SYS_GETEUID | SYS_GETGID | SYS_GETEGID => misc::zero,
         SYS_UMASK => misc::umask,
         REEF_FREE_BYTES => misc::reef_free_bytes,
-        REEF_NAME_REGISTER => names::register,
-        REEF_NAME_UNREGISTER => names::unregister,
-        REEF_NAME_LOOKUP => names::lookup,
+        REEF_NAME_REGISTER => msg::register,
+        REEF_NAME_UNREGISTER => msg::unregister,
+        REEF_NAME_LOOKUP => msg::lookup,
+        REEF_MBOX_CREATE => msg::create,
+        REEF_MBOX_CONNECT => msg::connect,
+        REEF_MBOX_ACCEPT => msg::accept,
+        REEF_MBOX_NOTIFY => msg::notify,
         _ => return None,
     })
 }

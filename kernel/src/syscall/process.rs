@@ -114,9 +114,10 @@ fn fork_process(
     let brk = *mm;
     drop(mm);
     let pid = proc::next_pid();
-    // The child gets a copy of the descriptor table sharing the open files (CLONE_FILES
-    // between processes, a shared table, is treated the same way; see docs/architecture.md).
-    let files = parent.files.lock().clone();
+    // The child gets a copy of the descriptor table sharing the open files, less mailboxes
+    // and connections (CLONE_FILES between processes, a shared table, is treated the same
+    // way; see docs/architecture.md).
+    let files = parent.files.lock().for_child();
     let cwd = parent.cwd.lock().clone();
     let child = Process::new(pid, vm, files, parent.signals.lock().forked(), cwd);
     *child.mm.lock() = brk;

@@ -435,8 +435,9 @@ fn zero_page() -> Option<u64> {
         .copied()
 }
 
-/// Frees a frame that left an address space, unless another address space still shares it.
-fn free_frame(phys: u64, size: PageSize) {
+/// Frees a frame that left an address space (or a kernel object holding it), unless another
+/// still shares it.
+pub fn free_frame(phys: u64, size: PageSize) {
     if !mm::unshare(phys) {
         return;
     }
@@ -590,6 +591,32 @@ impl VSpace {
             free_frame(pages[i].phys, pages[i].size);
         }
         pages.len() - failed.len()
+    }
+
+    /// Maps `frames`, which a kernel object holds, read-write at consecutive pages of a new
+    /// [`RegionKind::Channel`] region, each with a share for this address space; returns the
+    /// region's address. `ENOMEM` (nothing left mapped) when a page could not be mapped: no
+    /// page table, or another thread of the process mapped over the new region meanwhile.
+    pub fn map_kernel_frames(&self, frames: &[u64]) -> Result<u64, Errno> {
+        let len = frames.len() as u64 * PAGE_SIZE;
+        let mut pages = Vec::new();
+        pages.try_reserve(frames.len()).map_err(|_| Errno::ENOMEM)?;
+        let start = self.map_anywhere(len, 0, Prot::RW, RegionKind::Channel)?;
+        for (i, &phys) in frames.iter().enumerate() {
+            mm::share(phys);
+            pages.push(Mapping {
+                vaddr: start + i as u64 * PAGE_SIZE,
+                phys,
+                size: PageSize::Base4K,
+                prot: Prot::RW,
+                cow: false,
+            });
+        }
+        if self.map_copies(pages) != frames.len() {
+            self.unmap(start, len)?;
+            return Err(Errno::ENOMEM);
+        }
+        Ok(start)
     }
 
     /// Allocates and maps zeroed frames for every page of `[start, end)` not yet mapped (for
@@ -774,6 +801,8 @@ impl VSpace {
 
     /// The steps of [`fork`](Self::fork); `flush` collects the parent's changed entries.
     fn fork_into(&self, child: &VSpace, flush: &mut FlushSet) -> Result<(), Errno> {
+        // Channels stay with the process that holds their descriptors (`RegionKind::Channel`).
+        let mut channels = Vec::new();
         let mut from = 0;
         loop {
             let Resp::Regions(regions) = self.nr.execute(ReadOp::Regions(from)) else {
@@ -782,6 +811,11 @@ impl VSpace {
             let Some(last) = regions.last() else { break };
             from = last.end;
             for r in &regions {
+                if r.kind == RegionKind::Channel {
+                    channels.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                    channels.push(r.start..r.end);
+                    continue;
+                }
                 child.map_fixed(r.start, r.end - r.start, r.prot, r.kind, false)?;
             }
         }
@@ -797,6 +831,9 @@ impl VSpace {
             for (m, changed) in pages {
                 if changed {
                     flush.add_range(m.vaddr, m.vaddr + m.size.bytes());
+                }
+                if channels.iter().any(|c| c.contains(&m.vaddr)) {
+                    continue;
                 }
                 mm::share(m.phys);
                 maps.push(m);
@@ -855,8 +892,13 @@ impl VSpace {
         if !allowed(region.prot.effective()) {
             return Err(Denied(SEGV_ACCERR));
         }
+        if region.kind == RegionKind::Channel {
+            // Mapped whole when made; a hole is a page the program unmapped and mapped again
+            // by hand, not one to fill.
+            return Err(Denied(SEGV_MAPERR));
+        }
         let page = addr & !(PAGE_SIZE - 1);
-        let private = region.kind != RegionKind::Anonymous { shared: true };
+        let private = !region.kind.is_shared();
         let mapped = match zero_page().filter(|_| private && !write) {
             Some(zero) => self.map_copies(alloc::vec![Mapping {
                 vaddr: page,

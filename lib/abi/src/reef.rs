@@ -5,16 +5,31 @@
 pub const REEF_BASE: usize = 1024;
 /// `reef_free_bytes()`: free physical memory in bytes.
 pub const REEF_FREE_BYTES: usize = REEF_BASE;
-/// `reef_name_register(name, len, mailbox)`: registers the caller's `mailbox` (an id of its
-/// choosing until kernel mailboxes exist) under `name` in the name directory (fos §3.2.1).
+/// `reef_name_register(name, len, mailbox_fd)`: registers the caller's mailbox under `name` in
+/// the name directory (fos §3.2.1).
 pub const REEF_NAME_REGISTER: usize = REEF_BASE + 1;
-/// `reef_name_unregister(name, len, mailbox)`: removes that registration.
+/// `reef_name_unregister(name, len, mailbox_fd)`: removes that registration.
 pub const REEF_NAME_UNREGISTER: usize = REEF_BASE + 2;
 /// `reef_name_lookup(name, len, how, out)`: one member of `name`, chosen as `how` says, into
-/// `out` (a [`NameMember`]).
+/// `out` (a `struct reef_name_member`, [`NAME_MEMBER_SIZE`] bytes).
 pub const REEF_NAME_LOOKUP: usize = REEF_BASE + 3;
+/// `reef_mbox_create(flags, events_out)`: a new receive mailbox's descriptor; the address of
+/// its eventcount page goes to the `u64` at `events_out`. `flags`: `O_CLOEXEC`, `O_NONBLOCK`
+/// (`accept` does not wait).
+pub const REEF_MBOX_CREATE: usize = REEF_BASE + 4;
+/// `reef_mbox_connect(name, len, how, out, flags)`: a connection to the mailbox registered
+/// under `name` (the member `how` picks), as a descriptor; `out` receives a `struct
+/// reef_conn_info` ([`CONN_INFO_SIZE`] bytes). `flags`: `O_CLOEXEC`.
+pub const REEF_MBOX_CONNECT: usize = REEF_BASE + 5;
+/// `reef_mbox_accept(mailbox_fd, flags, out)`: the oldest waiting connection to the caller's
+/// mailbox, as a descriptor, waiting for one unless the mailbox or `flags` say `O_NONBLOCK`;
+/// `out` as for `reef_mbox_connect`. `flags`: `O_CLOEXEC`, `O_NONBLOCK`.
+pub const REEF_MBOX_ACCEPT: usize = REEF_BASE + 6;
+/// `reef_mbox_notify(conn_fd)`: a client's doorbell: wakes the mailbox's owner (bumps its
+/// eventcount).
+pub const REEF_MBOX_NOTIFY: usize = REEF_BASE + 7;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_NAME_LOOKUP;
+pub const REEF_LAST: usize = REEF_MBOX_NOTIFY;
 
 /// `reef_name_lookup`'s `how`: the member nearest the caller (its core, then its node, then
 /// any; equally near ones in turn).
@@ -23,5 +38,10 @@ pub const REEF_NAME_NEAREST: u64 = 0;
 pub const REEF_NAME_ROUND_ROBIN: u64 = 1;
 
 /// Size of what `reef_name_lookup` writes: `struct reef_name_member { u64 mailbox; u32 pid,
-/// core, node, pad; }`.
+/// core, node, pad; }` (`mailbox` is the kernel's id of the mailbox).
 pub const NAME_MEMBER_SIZE: usize = 24;
+
+/// Size of what `reef_mbox_connect` and `reef_mbox_accept` write: `struct reef_conn_info { u64
+/// addr; u64 mailbox; u32 slots, pad; }`: the address of the mapped `msg::Connection` (request
+/// channel, then reply channel, one page each), the mailbox's id, and the slots per channel.
+pub const CONN_INFO_SIZE: usize = 24;

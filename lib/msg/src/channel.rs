@@ -197,6 +197,24 @@ impl<const N: usize> Channel<N> {
         self.tx.closed.load(Ordering::Acquire) & TX_CLOSED != 0
     }
 
+    /// Whether a message fits (for `poll`'s `POLLOUT`), as far as the counters say.
+    pub fn has_room(&self) -> bool {
+        self.queued() < N as u64
+    }
+
+    /// Marks the receiver asleep and looks once more, a full fence between, as a receiver about
+    /// to sleep does: whether a message or a closed sender is waiting. What the kernel's `poll`
+    /// does for a receiver that sleeps there rather than on the channel's word: a sender that
+    /// publishes afterwards sees the mark and rings its doorbell.
+    pub fn watch(&self) -> bool {
+        if self.ready() || self.sender_closed() {
+            return true;
+        }
+        self.rx.sleeping.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.ready() || self.sender_closed()
+    }
+
     /// Whether a message is waiting at position `head` (for `poll`: the kernel looks without
     /// taking).
     pub fn ready(&self) -> bool {

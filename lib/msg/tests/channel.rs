@@ -83,6 +83,31 @@ fn a_full_ring_is_reported_and_frees_up_after_a_receive() {
 }
 
 #[test]
+fn a_watched_receiver_is_rung_and_room_is_reported() {
+    let ch = Channel::<2>::new();
+    let bell = Bell::default();
+    let mut tx = ch.sender(&bell);
+    let mut rx = ch.receiver(&bell);
+    assert!(ch.has_room());
+    // `watch` finds nothing, marks the receiver asleep: the next message rings once.
+    assert!(!ch.watch());
+    tx.try_send(&msg(1, 1)).unwrap();
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 1);
+    assert!(ch.watch());
+    tx.try_send(&msg(1, 2)).unwrap();
+    assert!(!ch.has_room());
+    // The second message found the mark already taken by the first: no second ring.
+    assert_eq!(bell.wakes.load(Ordering::Relaxed), 1);
+    rx.try_recv().unwrap().unwrap();
+    assert!(ch.has_room());
+    // A closed sender is worth waking for too.
+    rx.try_recv().unwrap().unwrap();
+    assert!(!ch.watch());
+    ch.close_sender(&bell);
+    assert!(ch.watch());
+}
+
+#[test]
 fn payloads_and_grants() {
     assert_eq!(
         Message::new(0, &[0; PAYLOAD + 1]),

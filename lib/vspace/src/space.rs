@@ -901,8 +901,8 @@ impl<M: TableMemory> AddressSpace<M> {
     /// One bounded step of preparing a `fork`: at most `max` page mappings at or above `from`,
     /// in address order, as the child should map them with [`map_copy`](Self::map_copy), each
     /// with whether its hardware entry changed here (for the TLB shootdown). Pages of shared
-    /// anonymous regions (`MAP_SHARED`) are listed as they are: parent and child share the
-    /// frame. Every other page becomes copy-on-write here (read-only, marked [`COW`]), so both
+    /// regions ([`RegionKind::is_shared`]) are listed as they are: parent and child share the
+    /// frame (the kernel leaves channels out of the child). Every other page becomes copy-on-write here (read-only, marked [`COW`]), so both
     /// go on reading the frame until one of them writes ([`break_cow`](Self::break_cow));
     /// `PROT_NONE` pages get the mark too and keep it when made accessible. The next step
     /// starts just after the last mapping returned.
@@ -922,8 +922,7 @@ impl<M: TableMemory> AddressSpace<M> {
             USER_END,
             &mut Budget::of(max),
             &mut |vaddr, size, entry| {
-                let shared = region_containing(regions, vaddr)
-                    .is_some_and(|r| r.kind == RegionKind::Anonymous { shared: true });
+                let shared = region_containing(regions, vaddr).is_some_and(|r| r.kind.is_shared());
                 let new = if shared {
                     entry
                 } else {

@@ -139,6 +139,22 @@ pub enum RegionKind {
     Heap,
     /// A loaded ELF segment.
     Image,
+    /// Frames the kernel shares between processes (a message connection's two channels, a
+    /// mailbox's eventcount): all mapped when the region is made, never demand-paged, and not
+    /// copied into a `fork` child (Linux's `VM_DONTCOPY`): the kernel object they belong to
+    /// stays with the process that holds its descriptor.
+    Channel,
+}
+
+impl RegionKind {
+    /// Whether the region's frames are seen by other address spaces as they are (never copied
+    /// on write): `MAP_SHARED` memory and channels. Their futexes are keyed by frame.
+    pub fn is_shared(self) -> bool {
+        matches!(
+            self,
+            RegionKind::Anonymous { shared: true } | RegionKind::Channel
+        )
+    }
 }
 
 /// One entry of the mapping database: a page-aligned range `[start, end)` of virtual addresses

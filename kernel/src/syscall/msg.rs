@@ -1,0 +1,248 @@
+//! Reef's message calls (fos §3.2.1): the name directory (`crate::names`) and mailboxes
+//! (`crate::mailbox`): `reef_name_register`, `reef_name_unregister`, `reef_name_lookup`,
+//! `reef_mbox_create`, `reef_mbox_connect`, `reef_mbox_accept`, `reef_mbox_notify`.
+
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
+use crate::fs::flags::O_CLOEXEC;
+use crate::mailbox::{Conn, End, Mailbox};
+use crate::names::{self, Name};
+use crate::proc::{self, Thread};
+use crate::uaccess;
+use crate::vm;
+use abi::reef::{CONN_INFO_SIZE, NAME_MEMBER_SIZE, REEF_NAME_NEAREST, REEF_NAME_ROUND_ROBIN};
+use abi::Errno;
+use alloc::string::String;
+use alloc::sync::Arc;
+use msg::names::{Pick, NAME_MAX};
+use msg::PAGE_SLOTS;
+
+/// The name at `addr`, `len` bytes: `EINVAL` for an empty or too long one.
+fn name_arg(addr: u64, len: u64) -> Result<Name, Errno> {
+    if len == 0 || len > NAME_MAX as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let mut buf = [0u8; NAME_MAX];
+    uaccess::copy_from_user(addr, &mut buf[..len as usize])?;
+    Name::new(&buf[..len as usize])
+}
+
+/// How a lookup picks a member: `EINVAL` for another value than `REEF_NAME_NEAREST` or
+/// `REEF_NAME_ROUND_ROBIN`.
+fn pick_arg(how: u64) -> Result<Pick, Errno> {
+    match how {
+        REEF_NAME_NEAREST => Ok(Pick::Nearest),
+        REEF_NAME_ROUND_ROBIN => Ok(Pick::RoundRobin),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// The flags of a call that makes a descriptor: `EINVAL` for any outside `allowed`.
+fn flags_arg(flags: u64, allowed: u32) -> Result<(bool, bool), Errno> {
+    if flags & !u64::from(allowed) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let flags = flags as u32;
+    Ok((flags & O_CLOEXEC != 0, flags & O_NONBLOCK != 0))
+}
+
+/// The caller's mailbox behind descriptor `fd`: `EBADF` for no descriptor, `ENOTSOCK` for
+/// one that is not a mailbox.
+fn mailbox_arg(me: &Thread, fd: u64) -> Result<Arc<Mailbox>, Errno> {
+    let file = me.process.files.lock().get(fd as i32)?;
+    match &file.node {
+        Node::Mailbox(m) => Ok(m.clone()),
+        _ => Err(Errno::ENOTSOCK),
+    }
+}
+
+/// Installs `node` as a new descriptor. When none is left (`EMFILE`) the new file is dropped,
+/// closing what it holds, after the table's lock is released.
+fn install(me: &Thread, node: Node, path: String, flags: u32, cloexec: bool) -> Result<i32, Errno> {
+    let file = OpenFile::new(node, O_RDWR | flags, path.into_bytes());
+    let installed = me.process.files.lock().insert(file.clone(), cloexec, 0);
+    drop(file);
+    installed
+}
+
+/// Writes `data` to `out`; if that faults, closes `fd` again (its drop runs outside the table
+/// lock) and answers `EFAULT`.
+fn hand_out(me: &Thread, fd: i32, out: u64, data: &[u8]) -> SysResult {
+    if let Err(e) = uaccess::copy_to_user(out, data) {
+        let undone = me.process.files.lock().close(fd);
+        drop(undone);
+        return Err(e);
+    }
+    Ok(fd as u64)
+}
+
+/// `reef_name_register(name, len, mailbox_fd)`: `EINVAL` (a bad name), `ENOTSOCK` (not a
+/// mailbox), `EPERM` (under `fleet/`), `EEXIST` (registered already), `ENOSPC` (the directory
+/// or the name is full).
+pub fn register(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let name = name_arg(a[0], a[1])?;
+    let mailbox = mailbox_arg(me, a[2])?;
+    me.process.note_named();
+    names::register(name, me.process.pid, mailbox.id)?;
+    Ok(0)
+}
+
+/// `reef_name_unregister(name, len, mailbox_fd)`: `ENOENT` if the caller has not registered
+/// that mailbox under `name`.
+pub fn unregister(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let name = name_arg(a[0], a[1])?;
+    let mailbox = mailbox_arg(me, a[2])?;
+    names::unregister(name, me.process.pid, mailbox.id)?;
+    Ok(0)
+}
+
+/// `reef_name_lookup(name, len, how, out)`: `ENOENT` for a name nobody registered, `EINVAL`
+/// for a bad `how`.
+pub fn lookup(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let name = name_arg(a[0], a[1])?;
+    let pick = pick_arg(a[2])?;
+    uaccess::check_range(a[3], NAME_MEMBER_SIZE)?;
+    let m = names::lookup(name, pick)?;
+    let mut out = [0u8; NAME_MEMBER_SIZE];
+    out[..8].copy_from_slice(&m.mailbox.to_le_bytes());
+    out[8..12].copy_from_slice(&m.pid.to_le_bytes());
+    out[12..16].copy_from_slice(&m.core.to_le_bytes());
+    out[16..20].copy_from_slice(&m.node.to_le_bytes());
+    uaccess::copy_to_user(a[3], &out)?;
+    Ok(0)
+}
+
+/// `reef_mbox_create(flags, events_out)`: `EINVAL` (flags), `ENOMEM`, `EMFILE`, `EFAULT`.
+pub fn create(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (cloexec, nonblock) = flags_arg(a[0], O_CLOEXEC | O_NONBLOCK)?;
+    uaccess::check_range(a[1], 8)?;
+    let mailbox = Mailbox::new()?;
+    let vm = me.process.vm();
+    let events = mailbox.map_events(&vm)?;
+    let path = alloc::format!("mailbox:[{}]", mailbox.id);
+    let flags = if nonblock { O_NONBLOCK } else { 0 };
+    let fd = match install(me, Node::Mailbox(mailbox), path, flags, cloexec) {
+        Ok(fd) => fd,
+        Err(e) => {
+            vm.unmap(events, vm::PAGE_SIZE)?;
+            return Err(e);
+        }
+    };
+    hand_out(me, fd, a[1], &events.to_le_bytes())
+}
+
+/// What `connect` and `accept` write: the mapping's address, the mailbox, the slots.
+fn conn_info(addr: u64, conn: &Conn) -> [u8; CONN_INFO_SIZE] {
+    let mut out = [0u8; CONN_INFO_SIZE];
+    out[..8].copy_from_slice(&addr.to_le_bytes());
+    out[8..16].copy_from_slice(&conn.mailbox().to_le_bytes());
+    out[16..20].copy_from_slice(&(PAGE_SLOTS as u32).to_le_bytes());
+    out
+}
+
+/// Maps `conn` into the caller, writes where to `out` and installs a descriptor for `end`;
+/// returns the descriptor and the address.
+/// On failure nothing is left mapped or installed and `conn` comes back with the error, its
+/// end still open unless no descriptor was left (`EMFILE`).
+fn open_end(
+    me: &Thread,
+    conn: Arc<Conn>,
+    end: End,
+    cloexec: bool,
+    out: u64,
+) -> Result<(i32, u64), (Errno, Arc<Conn>)> {
+    let vm = me.process.vm();
+    let addr = match conn.map(&vm) {
+        Ok(addr) => addr,
+        Err(e) => return Err((e, conn)),
+    };
+    let undo = |e: Errno, conn: Arc<Conn>| {
+        let _ = vm.unmap(addr, 2 * vm::PAGE_SIZE);
+        Err((e, conn))
+    };
+    if let Err(e) = uaccess::copy_to_user(out, &conn_info(addr, &conn)) {
+        return undo(e, conn);
+    }
+    let path = alloc::format!("conn:[{}]", conn.mailbox());
+    let file = OpenFile::new(Node::Conn(conn.clone(), end), O_RDWR, path.into_bytes());
+    let installed = me.process.files.lock().insert(file.clone(), cloexec, 0);
+    drop(file);
+    match installed {
+        Ok(fd) => Ok((fd, addr)),
+        // Dropping the description closed the end (see `accept`).
+        Err(e) => undo(e, conn),
+    }
+}
+
+/// `reef_mbox_connect(name, len, how, out, flags)`: `EINVAL` (name, `how`, flags), `ENOENT`
+/// (no such name), `ECONNREFUSED` (its mailbox is closing), `EAGAIN` (its backlog is full),
+/// `ENOMEM`, `EMFILE`, `EFAULT`. The connection is offered to the owner only once the caller
+/// has it, so a failed call leaves nothing behind.
+pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let name = name_arg(a[0], a[1])?;
+    let pick = pick_arg(a[2])?;
+    let (cloexec, _) = flags_arg(a[4], O_CLOEXEC)?;
+    uaccess::check_range(a[3], CONN_INFO_SIZE)?;
+    let member = names::lookup(name, pick)?;
+    let mailbox = find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
+    let conn = mailbox.new_connection()?;
+    let (fd, addr) = open_end(me, conn.clone(), End::Client, cloexec, a[3]).map_err(|(e, _)| e)?;
+    if let Err(e) = mailbox.offer(conn) {
+        let undone = me.process.files.lock().close(fd);
+        drop(undone);
+        me.process.vm().unmap(addr, 2 * vm::PAGE_SIZE)?;
+        return Err(e);
+    }
+    Ok(fd as u64)
+}
+
+/// The mailbox `id` that process `pid` holds (a directory member), if it still does.
+fn find(pid: u32, id: u64) -> Option<Arc<Mailbox>> {
+    let owner = proc::lookup(pid)?.process;
+    let files = owner.files.lock();
+    let found = files.iter().find_map(|(_, fd)| match &fd.file.node {
+        Node::Mailbox(m) if m.id == id => Some(m.clone()),
+        _ => None,
+    });
+    found
+}
+
+/// `reef_mbox_accept(mailbox_fd, flags, out)`: `EBADF`, `ENOTSOCK` (not a mailbox), `EINVAL`
+/// (flags), `EAGAIN` (none waits, non-blocking), `EINTR`, `ENOMEM`, `EMFILE`, `EFAULT`. A
+/// connection the caller could not take stays first in line.
+pub fn accept(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (cloexec, nonblock) = flags_arg(a[1], O_CLOEXEC | O_NONBLOCK)?;
+    let file = me.process.files.lock().get(a[0] as i32)?;
+    let Node::Mailbox(mailbox) = &file.node else {
+        return Err(Errno::ENOTSOCK);
+    };
+    uaccess::check_range(a[2], CONN_INFO_SIZE)?;
+    // Linux's `accept` also looks for a free descriptor before it takes a connection; another
+    // thread taking the last one meanwhile costs that connection (its client sees it end).
+    if !me.process.files.lock().has_room() {
+        return Err(Errno::EMFILE);
+    }
+    let conn = mailbox.accept(nonblock || file.flags() & O_NONBLOCK != 0)?;
+    match open_end(me, conn, End::Server, cloexec, a[2]) {
+        Ok((fd, _)) => Ok(fd as u64),
+        Err((e, conn)) => {
+            mailbox.put_back(conn);
+            Err(e)
+        }
+    }
+}
+
+/// `reef_mbox_notify(conn_fd)`: `EBADF`, `ENOTSOCK` (not a connection), `EINVAL` (the
+/// mailbox's own end: its owner wakes a client through the reply channel's futex).
+pub fn notify(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let file = me.process.files.lock().get(a[0] as i32)?;
+    match &file.node {
+        Node::Conn(c, End::Client) => {
+            c.notify();
+            Ok(0)
+        }
+        Node::Conn(_, End::Server) => Err(Errno::EINVAL),
+        _ => Err(Errno::ENOTSOCK),
+    }
+}
