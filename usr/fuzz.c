@@ -392,6 +392,9 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_mbox_connect, 1029, 5, 30, 0)                                                           \
     X(reef_mbox_accept, 1030, 3, 30, 0)                                                            \
     X(reef_mbox_notify, 1031, 1, 30, 0)                                                            \
+    X(reef_grant, 1032, 4, 30, 0)                                                                  \
+    X(reef_grant_map, 1033, 3, 30, 0)                                                              \
+    X(reef_grant_revoke, 1034, 2, 20, 0)                                                           \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -640,6 +643,11 @@ static uint64_t gen_vm_len(struct rng *r)
         return PICK(r, boundary);
     return PICK(r, huge_lens);
 }
+
+/* The last grants this worker made (reef_grant), for reef_grant_map and reef_grant_revoke. */
+#define GRANT_IDS 8
+static uint64_t grant_ids[GRANT_IDS];
+static unsigned grants_made;
 
 static uint64_t gen_fd(struct rng *r)
 {
@@ -2091,6 +2099,20 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
     case C_reef_mbox_notify:
         a[0] = gen_fd(r);
         break;
+    case C_reef_grant:
+        /* Any memory: mostly refused (private, unmapped), sometimes a MAP_SHARED arena. */
+        a[0] = gen_fd(r);
+        a[1] = gen_ptr(r, NULL);
+        a[2] = pct(r, 70) ? 4096 * (1 + below(r, 4)) : gen_int(r);
+        a[3] = pct(r, 80) ? below(r, 2) : gen_int(r);
+        break;
+    case C_reef_grant_map:
+    case C_reef_grant_revoke:
+        /* A grant this worker made (forged on any other connection) or any id. */
+        a[0] = gen_fd(r);
+        a[1] = pct(r, 70) ? grant_ids[below(r, GRANT_IDS)] : gen_int(r);
+        a[2] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        break;
     case C_reef_free_bytes:
         for (int i = 0; i < 6; i++)
             a[i] = pct(r, 70) ? 0 : gen_int(r);
@@ -2197,6 +2219,9 @@ static void after_call(int id, struct call_args *c, long ret)
     case C_fcntl:
         if ((uint32_t)a[1] == 0 || (uint32_t)a[1] == 1030)
             add_fd(ret);
+        break;
+    case C_reef_grant:
+        grant_ids[grants_made++ % GRANT_IDS] = (uint64_t)ret;
         break;
     case C_linux_extra:
         if (c->nr == 319 || c->nr == 290 || c->nr == 291 || c->nr == 283 || c->nr == 289 ||

@@ -16,11 +16,18 @@
  * - poll: a mailbox is readable when a connection waits, a connection when a message waits,
  *   and a poller is woken by both;
  * - a fork child gets neither the descriptors nor the pages;
+ * - grants (reef_grant, reef_grant_map, reef_grant_revoke, 1032-1034): bad arguments refused;
+ *   data passed by reference both ways, read-only for good unless granted writable (mprotect
+ *   -EACCES, a write faults); an id presented on another connection, by its granter, or after
+ *   revocation is -EPERM; 256 MiB granted per process and 1024 grants per connection at most;
+ *   a grantee's mapping outlives its granter, whose grants can no longer be mapped;
  * - free memory comes back once everything is closed.
  */
 #include "reef-test.h"
 #include "reef_msg.h"
 #include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
 
 #define MAXC 8
 #define PINGS 1000
@@ -30,6 +37,7 @@
 
 struct shared {
     atomic_int ready;
+    atomic_int mapped;
 };
 
 static struct shared *sh;
@@ -406,6 +414,245 @@ static void polling(int cpu)
         "child has neither descriptors nor pages");
 }
 
+static sigjmp_buf fault_jump;
+static volatile sig_atomic_t armed;
+
+static void on_segv(int sig)
+{
+    (void)sig;
+    if (!armed) {
+        static const char msg[] = "FAIL mailbox: unexpected SIGSEGV\n";
+        write(1, msg, sizeof msg - 1);
+        _exit(2);
+    }
+    armed = 0;
+    siglongjmp(fault_jump, 1);
+}
+
+/* Whether writing one byte at `p` faults. */
+static int write_faults(volatile char *p)
+{
+    if (sigsetjmp(fault_jump, 1) == 0) {
+        armed = 1;
+        *p = 0x5a;
+        armed = 0;
+        return 0;
+    }
+    return 1;
+}
+
+/* A connection of this process to itself: the client end in *c, the owner's in *s. */
+static void self_connection(const char *name, int *mbox, int *c, int *s,
+                            struct reef_conn_info *cinfo, struct reef_conn_info *sinfo)
+{
+    _Atomic uint32_t *ev;
+    *mbox = reef_mbox_create(O_NONBLOCK, &ev);
+    CHECK(*mbox >= 0);
+    CHECK_EQ(reef_name_register(name, *mbox), 0);
+    *c = reef_mbox_connect(name, REEF_NAME_NEAREST, 0, cinfo);
+    CHECK(*c >= 0);
+    *s = reef_mbox_accept(*mbox, 0, sinfo);
+    CHECK(*s >= 0);
+}
+
+/* Anonymous memory of `len` bytes. */
+static char *anon(size_t len, int prot, int flags)
+{
+    char *p = mmap(NULL, len, prot, flags | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        FAIL("mmap of %zu bytes failed: %s", len, strerror(errno));
+    return p;
+}
+
+/* reef_grant_map expected to fail with `err`. */
+static void map_fails(int fd, long id, int err)
+{
+    uint64_t len = 0;
+    errno = 0;
+    CHECK(reef_grant_map(fd, id, &len) == NULL);
+    CHECK_EQ(errno, err);
+}
+
+/* Grants within one process (both ends of a connection to itself), then across processes. */
+static void grants(int cpu)
+{
+    const size_t K = 4096;
+    int mbox, c, s, mbox2, c2, s2, devnull = CHECK_SYS(open("/dev/null", O_RDONLY));
+    struct reef_conn_info ci, si, ci2, si2;
+    self_connection("grants", &mbox, &c, &s, &ci, &si);
+    self_connection("grants2", &mbox2, &c2, &s2, &ci2, &si2);
+    char *buf = shared_page(4 * K);
+    char *priv = anon(K, PROT_READ | PROT_WRITE, MAP_PRIVATE);
+    char *ro = anon(K, PROT_READ, MAP_SHARED);
+    char *none = anon(K, PROT_NONE, MAP_SHARED);
+    char *hole = shared_page(3 * K);
+    CHECK_SYS(munmap(hole + K, K));
+
+    /* Bad arguments. */
+    CHECK_EQ(reef_grant(devnull, buf, K, 0), -ENOTSOCK);
+    CHECK_EQ(reef_grant(mbox, buf, K, 0), -ENOTSOCK);
+    CHECK_EQ(reef_grant(999, buf, K, 0), -EBADF);
+    CHECK_EQ(reef_grant(c, buf, K, 2), -EINVAL);
+    CHECK_EQ(reef_grant(c, buf, 0, 0), -EINVAL);
+    CHECK_EQ(reef_grant(c, buf + 1, K, 0), -EINVAL);
+    CHECK_EQ(reef_grant(c, buf, 5 * K, 0), -EINVAL); /* past the mapping */
+    CHECK_EQ(reef_grant(c, buf, (size_t)-1, 0), -EINVAL);
+    CHECK_EQ(reef_grant(c, priv, K, 0), -EINVAL); /* private memory */
+    CHECK_EQ(reef_grant(c, hole, 3 * K, 0), -EINVAL);
+    CHECK_EQ(reef_grant(c, hole + K, K, 0), -EFAULT);
+    CHECK_EQ(reef_grant(c, (void *)0xffff800000000000UL, K, 0), -EFAULT);
+    CHECK_EQ(reef_grant(c, (void *)0x0000800000000000UL, K, 0), -EFAULT);
+    CHECK_EQ(reef_grant(c, ro, K, REEF_GRANT_WRITE), -EACCES);
+    CHECK_EQ(reef_grant(c, none, K, 0), -EACCES);
+    CHECK_EQ(reef_grant(c, buf, 257L << 20, 0), -ENOMEM); /* over the 256 MiB budget */
+    map_fails(s, 12345678, EPERM);
+    map_fails(devnull, 1, ENOTSOCK);
+    CHECK_EQ(reef_grant_revoke(c, 12345678), -ENOENT);
+    CHECK_EQ(reef_grant_revoke(devnull, 1), -ENOTSOCK);
+
+    /* Read-only, by reference: the grantee sees the data at the offset the message names. */
+    for (size_t i = 0; i < 4 * K; i++)
+        buf[i] = (char)(i * 7);
+    long id = reef_grant(c, buf, 4 * K, 0);
+    CHECK(id > 0);
+    struct reef_msg_sender tx;
+    struct reef_msg_receiver rx;
+    reef_mbox_client(&tx, &rx, &ci, c);
+    struct reef_msg_sender stx;
+    struct reef_msg_receiver srx;
+    reef_mbox_server(&stx, &srx, &si);
+    struct reef_msg m;
+    reef_msg_make_grant(&m, 9, (uint64_t)id, 100, 16000);
+    CHECK_EQ(reef_msg_try_send(&tx, &m), 0);
+    CHECK_EQ(reef_msg_try_recv(&srx, &m), 1);
+    uint64_t gid, off, glen, mlen = 0;
+    CHECK_EQ(reef_msg_grant(&m, &gid, &off, &glen), 0);
+    CHECK_EQ(gid, (uint64_t)id);
+    map_fails(c, id, EPERM);  /* its granter */
+    map_fails(c2, id, EPERM); /* another connection */
+    map_fails(s2, id, EPERM);
+    char *view = reef_grant_map(s, (long)gid, &mlen);
+    CHECK(view != NULL);
+    CHECK_EQ(mlen, 4 * K);
+    CHECK(off + glen <= mlen);
+    CHECK(view != buf);
+    CHECK(memcmp(view + off, buf + off, glen) == 0);
+    buf[200] = 42; /* the same frames */
+    CHECK_EQ(view[200], 42);
+    CHECK_ERRNO(mprotect(view, K, PROT_READ | PROT_WRITE), EACCES);
+    CHECK_SYS(mprotect(view, K, PROT_READ));
+    struct sigaction sa = {.sa_handler = on_segv}, old;
+    CHECK_SYS(sigaction(SIGSEGV, &sa, &old));
+    CHECK(write_faults(view + 5));
+    CHECK_EQ(syscall(SYS_reef_grant_map, (long)s, id, (void *)0xffff800000000000UL), -1);
+    CHECK_EQ(errno, EFAULT);
+    CHECK_EQ(reef_grant_revoke(s, id), -EPERM); /* only its granter revokes it */
+    CHECK_EQ(reef_grant_revoke(c, id), 0);
+    CHECK_EQ(reef_grant_revoke(c, id), -ENOENT);
+    map_fails(s, id, EPERM);
+    CHECK_EQ(view[200], 42); /* the mapping made stays */
+    CHECK_SYS(munmap(view, 4 * K));
+
+    /* Writable, and the other way round (the owner grants to the client). */
+    char *sbuf = shared_page(2 * K);
+    long wid = reef_grant(s, sbuf, 2 * K, REEF_GRANT_WRITE);
+    CHECK(wid > 0);
+    char *w = reef_grant_map(c, wid, NULL);
+    CHECK(w != NULL);
+    CHECK(!write_faults(w + K + 3));
+    CHECK_EQ(sbuf[K + 3], 0x5a);
+    CHECK_SYS(sigaction(SIGSEGV, &old, NULL));
+    CHECK_SYS(munmap(w, 2 * K));
+    CHECK_EQ(reef_grant_revoke(s, wid), 0);
+
+    /* Limits: 256 MiB of grants per process (the same 64 MiB four times), 1024 per connection. */
+    char *big = shared_page(64L << 20);
+    long ids[4];
+    for (int i = 0; i < 4; i++) {
+        ids[i] = reef_grant(c, big, 64L << 20, 0);
+        CHECK(ids[i] > 0);
+    }
+    CHECK_EQ(reef_grant(c2, buf, K, 0), -ENOMEM);
+    CHECK_EQ(reef_grant_revoke(c, ids[3]), 0);
+    long one = reef_grant(c2, buf, K, 0);
+    CHECK(one > 0);
+    CHECK_EQ(reef_grant_revoke(c2, one), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(reef_grant_revoke(c, ids[i]), 0);
+    CHECK_SYS(munmap(big, 64L << 20));
+    int made = 0;
+    long r;
+    while ((r = reef_grant(c2, buf, K, 0)) > 0)
+        made++;
+    CHECK_EQ(r, -ENOSPC);
+    CHECK_EQ(made, 1024);
+    close(c2); /* its grants go with it */
+    close(s2);
+    close(mbox2);
+    close(c);
+    CHECK_EQ(reef_grant(s, sbuf, K, 0), -EPIPE); /* the client end is gone */
+    close(s);
+    close(mbox);
+
+    /* Across processes: a child grants a page to this process and exits; the mapping made
+     * stays, the grant can no longer be mapped. */
+    _Atomic uint32_t *ev;
+    int owner = reef_mbox_create(0, &ev);
+    CHECK(owner >= 0);
+    CHECK_EQ(reef_name_register("granter", owner), 0);
+    atomic_store(&sh->mapped, 0);
+    pid_t kid = test_fork_child("granter", cpu);
+    if (kid == 0) {
+        struct reef_conn_info info;
+        int fd = reef_mbox_connect("granter", REEF_NAME_NEAREST, 0, &info);
+        if (fd < 0)
+            _exit(20);
+        char *page = mmap(NULL, K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED)
+            _exit(21);
+        memset(page, 0x77, K);
+        long g = reef_grant(fd, page, K, REEF_GRANT_WRITE);
+        if (g <= 0)
+            _exit(22);
+        struct reef_msg_sender ktx;
+        struct reef_msg_receiver krx;
+        reef_mbox_client(&ktx, &krx, &info, fd);
+        struct reef_msg gm;
+        reef_msg_make_grant(&gm, 1, (uint64_t)g, 0, K);
+        if (reef_msg_send(&ktx, &gm) != 0)
+            _exit(23);
+        while (atomic_load(&sh->mapped) == 0)
+            sched_yield();
+        _exit(0);
+    }
+    int k = reef_mbox_accept(owner, 0, &si);
+    CHECK(k >= 0);
+    reef_mbox_server(&stx, &srx, &si);
+    CHECK_EQ(reef_msg_recv(&srx, &m), 1);
+    CHECK_EQ(reef_msg_grant(&m, &gid, &off, &glen), 0);
+    char *got = reef_grant_map(k, (long)gid, &mlen);
+    CHECK(got != NULL);
+    CHECK_EQ(got[K - 1], 0x77);
+    atomic_store(&sh->mapped, 1);
+    test_reap_all();
+    CHECK_EQ(reef_msg_recv(&srx, &m), -EPIPE);
+    map_fails(k, (long)gid, EPERM);
+    got[0] = 1; /* still there, still writable */
+    CHECK_EQ(got[0] + got[1], 1 + 0x77);
+    CHECK_SYS(munmap(got, K));
+    close(k);
+    close(owner);
+    CHECK_SYS(munmap(buf, 4 * K));
+    CHECK_SYS(munmap(sbuf, 2 * K));
+    CHECK_SYS(munmap(priv, K));
+    CHECK_SYS(munmap(ro, K));
+    CHECK_SYS(munmap(none, K));
+    CHECK_SYS(munmap(hole, 3 * K));
+    close(devnull);
+    SAY("grants: bad arguments refused, data by reference both ways, read-only enforced, "
+        "forged/revoked ids EPERM, limits 256 MiB and 1024, mappings outlive their granter");
+}
+
 int main(void)
 {
     test_begin("mailbox");
@@ -426,6 +673,7 @@ int main(void)
     stream(cpus[ncpus - 1], cpus[0]);
     pin_self(cpus[0]);
     polling(cpus[ncpus - 1]);
+    grants(cpus[ncpus - 1]);
     long free1 = reef_free_bytes();
     if (free1 < free0 - SLACK)
         FAIL("lost %ld KiB", (free0 - free1) >> 10);

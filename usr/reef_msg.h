@@ -416,4 +416,62 @@ static inline void reef_mbox_server(struct reef_msg_sender *tx, struct reef_msg_
     reef_msg_receiver_init(rx, &info->conn->request);
 }
 
+/* ---- Grants: data larger than a slot, by reference ------------------------------------- */
+
+#define SYS_reef_grant 1032
+#define SYS_reef_grant_map 1033
+#define SYS_reef_grant_revoke 1034
+#define REEF_GRANT_WRITE 1
+
+/* Shares this process's pages [addr, addr + len) (page-aligned `addr`, within one MAP_SHARED
+ * or message mapping) with the other end of connection `fd`; REEF_GRANT_WRITE lets it write.
+ * The grant's id (> 0), or -EINVAL, -EFAULT, -EACCES, -ENOMEM (also: more than 256 MiB
+ * granted), -ENOSPC (1024 grants on the connection), -EPIPE, -EBADF, -ENOTSOCK, -EINTR. */
+static inline long reef_grant(int fd, void *addr, size_t len, int flags)
+{
+    long r = syscall(SYS_reef_grant, (long)fd, addr, len, (long)flags);
+    return r < 0 ? -errno : r;
+}
+
+/* Maps grant `id`, made to this end by the other end of connection `fd`: its address, its
+ * length in *len (if `len` is not NULL); NULL with errno EPERM (not granted to this end:
+ * forged, revoked, or another connection's), ENOMEM, EFAULT, EBADF, ENOTSOCK. */
+static inline void *reef_grant_map(int fd, long id, uint64_t *len)
+{
+    long r = syscall(SYS_reef_grant_map, (long)fd, id, len);
+    return r < 0 ? NULL : (void *)r;
+}
+
+/* The granter takes grant `id` back (mappings made stay): 0 or -ENOENT, -EPERM (the other
+ * end's grant), -EBADF, -ENOTSOCK. */
+static inline long reef_grant_revoke(int fd, long id)
+{
+    long r = syscall(SYS_reef_grant_revoke, (long)fd, id);
+    return r < 0 ? -errno : r;
+}
+
+/* A message that carries grant `id`'s bytes [offset, offset + len) (lib/msg's Grant). */
+static inline void reef_msg_make_grant(struct reef_msg *m, uint16_t tag, uint64_t id,
+                                       uint64_t offset, uint64_t len)
+{
+    uint64_t words[3] = {id, offset, len};
+    reef_msg_make(m, tag, words, sizeof words);
+    m->flags = REEF_MSG_FLAG_GRANT;
+}
+
+/* The grant `m` carries: 0, or -EINVAL if it carries none. The range is the sender's word:
+ * check it against the length reef_grant_map reports. */
+static inline int reef_msg_grant(const struct reef_msg *m, uint64_t *id, uint64_t *offset,
+                                 uint64_t *len)
+{
+    uint64_t words[3];
+    if (!(m->flags & REEF_MSG_FLAG_GRANT) || m->len != sizeof words)
+        return -EINVAL;
+    memcpy(words, m->data, sizeof words);
+    *id = words[0];
+    *offset = words[1];
+    *len = words[2];
+    return 0;
+}
+
 #endif

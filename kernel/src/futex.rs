@@ -47,9 +47,10 @@ fn key_and_kind(p: &Process, uaddr: u64) -> Result<(Key, bool), Errno> {
     let _: u32 = uaccess::read_user(uaddr)?;
     let vm = p.vm();
     match vm.resolve(uaddr) {
-        (Some(t), Some(r)) if r.kind.is_shared() => {
-            Ok((Key::Shared(t.phys), r.kind == RegionKind::Channel))
-        }
+        (Some(t), Some(r)) if r.kind.is_shared() => Ok((
+            Key::Shared(t.phys),
+            matches!(r.kind, RegionKind::Channel { .. }),
+        )),
         (Some(_), _) => Ok((Key::Private(vm.id(), uaddr), false)),
         (None, _) => Err(Errno::EFAULT),
     }

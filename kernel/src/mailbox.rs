@@ -15,6 +15,16 @@
 //!   word directly (the client can wake no one but its owner, and only through the kernel). Every futex wake-up on a channel page also wakes `poll`
 //!   ([`crate::fd::POLL_WAKE`]); `poll` on a connection marks its receiver asleep first
 //!   ([`msg::Channel::watch`]), so a sender rings for it too.
+//! - **Grants.** Data larger than a slot travels by reference: one end shares pages of its
+//!   own (`MAP_SHARED` or message memory) with the other (`reef_grant`, a [`Granted`] in the
+//!   connection's table, holding a share of each frame) and sends the id in a message
+//!   (`msg::Grant`); the other end maps them (`reef_grant_map`), read-only for good unless
+//!   granted writable. Only the connection's other end can map a grant (an id from anywhere
+//!   else is `EPERM`: a forged grant), and only its granter revokes it; closing either end
+//!   revokes them all. Revoking stops new mappings; a mapping made stays until its process
+//!   unmaps it, as a `MAP_SHARED` mapping outlives its descriptor. A process may hold at most
+//!   [`GRANT_PAGES_MAX`] granted pages (its [`GrantBudget`]), so that grants bound the kernel
+//!   memory their frame lists take, as `RLIMIT_MEMLOCK` bounds pinned pages on Linux.
 //! - **Death.** Closing a connection end (the last descriptor, or its process's exit) closes
 //!   its two channel ends and wakes the peer: a sender then gets `EPIPE` and a receiver gets
 //!   what is left, then `EPIPE`; nobody waits for a party that is gone. Closing a mailbox
@@ -30,6 +40,7 @@ use crate::vm::{self, VSpace};
 use abi::Errno;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use msg::{Doorbell, EventCount, PageChannel};
 
@@ -37,7 +48,16 @@ use msg::{Doorbell, EventCount, PageChannel};
 /// that.
 pub const BACKLOG: usize = 64;
 
+/// Pages a process may have granted and not revoked (256 MiB): `reef_grant` answers `ENOMEM`
+/// past it.
+pub const GRANT_PAGES_MAX: u64 = 65536;
+
+/// Grants one connection holds at once: `reef_grant` answers `ENOSPC` past it.
+pub const GRANTS_PER_CONN: usize = 1024;
+
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+static NEXT_GRANT: AtomicU64 = AtomicU64::new(1);
 
 /// A zeroed frame the kernel holds one share of, mapped into processes beside it: freed when
 /// the kernel and every address space have let go.
@@ -115,7 +135,7 @@ impl Mailbox {
 
     /// Maps the eventcount's page into `vm` (the owner); returns its address.
     pub fn map_events(&self, vm: &VSpace) -> Result<u64, Errno> {
-        vm.map_kernel_frames(&[self.events.0])
+        vm.map_kernel_frames(&[self.events.0], true)
     }
 
     /// Wakes the owner sleeping on its eventcount (and its `poll`).
@@ -130,6 +150,7 @@ impl Mailbox {
             request: SharedFrame::new()?,
             reply: SharedFrame::new()?,
             open: [AtomicBool::new(true), AtomicBool::new(true)],
+            grants: IrqMutex::new(Vec::new()),
         }))
     }
 
@@ -203,6 +224,68 @@ impl Mailbox {
     }
 }
 
+/// The pages a process has granted and not revoked ([`GRANT_PAGES_MAX`] at most); each
+/// [`Granted`] keeps its process's budget and gives its pages back when it goes.
+#[derive(Default)]
+pub struct GrantBudget(AtomicU64);
+
+impl GrantBudget {
+    /// Counts `pages` more: `ENOMEM` (nothing counted) past [`GRANT_PAGES_MAX`].
+    pub fn charge(&self, pages: u64) -> Result<(), Errno> {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                v.checked_add(pages).filter(|&n| n <= GRANT_PAGES_MAX)
+            })
+            .map(|_| ())
+            .map_err(|_| Errno::ENOMEM)
+    }
+
+    /// Counts `pages` fewer.
+    pub fn refund(&self, pages: u64) {
+        self.0.fetch_sub(pages, Ordering::AcqRel);
+    }
+}
+
+/// Frames one end of a connection shared with the other (`reef_grant`): the grant holds a
+/// share of each and the granter's budget counts them until the grant goes (revoked, or the
+/// connection closed, and no mapping in progress still holds it).
+pub struct Granted {
+    id: u64,
+    from: End,
+    writable: bool,
+    frames: Vec<u64>,
+    budget: Arc<GrantBudget>,
+}
+
+impl Granted {
+    /// A grant of `frames` (each with a share taken for it, charged to `budget` already) from
+    /// `from` to the other end.
+    pub fn new(from: End, writable: bool, frames: Vec<u64>, budget: Arc<GrantBudget>) -> Granted {
+        Granted {
+            id: NEXT_GRANT.fetch_add(1, Ordering::Relaxed),
+            from,
+            writable,
+            frames,
+            budget,
+        }
+    }
+
+    /// Maps the frames into `vm` (the grantee) at a new address, returned with the length.
+    pub fn map(&self, vm: &VSpace) -> Result<(u64, u64), Errno> {
+        let addr = vm.map_kernel_frames(&self.frames, self.writable)?;
+        Ok((addr, self.frames.len() as u64 * vm::PAGE_SIZE))
+    }
+}
+
+impl Drop for Granted {
+    fn drop(&mut self) {
+        for &phys in &self.frames {
+            vm::free_frame(phys, vspace::PageSize::Base4K);
+        }
+        self.budget.refund(self.frames.len() as u64);
+    }
+}
+
 /// Which side of a connection a descriptor holds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum End {
@@ -220,13 +303,63 @@ pub struct Conn {
     reply: SharedFrame,
     /// Whether each end (client, server) is still held.
     open: [AtomicBool; 2],
+    /// Grants not revoked, from either end ([`GRANTS_PER_CONN`] at most); emptied when
+    /// either end closes.
+    grants: IrqMutex<Vec<Arc<Granted>>>,
 }
 
 impl Conn {
     /// Maps both channels into `vm`; returns the address of the request channel (the reply
     /// channel follows it).
     pub fn map(&self, vm: &VSpace) -> Result<u64, Errno> {
-        vm.map_kernel_frames(&[self.request.0, self.reply.0])
+        vm.map_kernel_frames(&[self.request.0, self.reply.0], true)
+    }
+
+    /// Records `grant` for the other end; returns its id. `EPIPE` once either end has closed,
+    /// `ENOSPC` when the connection holds [`GRANTS_PER_CONN`] grants, `ENOMEM`; the grant is
+    /// dropped (its frames given back) on failure.
+    pub fn grant(&self, grant: Granted) -> Result<u64, Errno> {
+        let id = grant.id;
+        let grant = Arc::new(grant);
+        let mut grants = self.grants.lock();
+        if !self.open.iter().all(|o| o.load(Ordering::Acquire)) {
+            return Err(Errno::EPIPE);
+        }
+        if grants.len() >= GRANTS_PER_CONN {
+            return Err(Errno::ENOSPC);
+        }
+        grants.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        grants.push(grant);
+        Ok(id)
+    }
+
+    /// The grant `id` made to `end` by the other end, for `end` to map: `EPERM` for any other
+    /// id (one made by `end` itself, on another connection, revoked, or never made: forged).
+    pub fn granted_to(&self, end: End, id: u64) -> Result<Arc<Granted>, Errno> {
+        self.grants
+            .lock()
+            .iter()
+            .find(|g| g.id == id && g.from != end)
+            .cloned()
+            .ok_or(Errno::EPERM)
+    }
+
+    /// `end` revokes its grant `id`: `ENOENT` for an id the connection does not hold, `EPERM`
+    /// for one the other end made.
+    pub fn revoke(&self, end: End, id: u64) -> Result<(), Errno> {
+        let gone = {
+            let mut grants = self.grants.lock();
+            let i = grants
+                .iter()
+                .position(|g| g.id == id)
+                .ok_or(Errno::ENOENT)?;
+            if grants[i].from != end {
+                return Err(Errno::EPERM);
+            }
+            grants.swap_remove(i)
+        };
+        drop(gone);
+        Ok(())
     }
 
     /// The id of the mailbox it connects to.
@@ -244,6 +377,9 @@ impl Conn {
         if !self.open[end as usize].swap(false, Ordering::AcqRel) {
             return;
         }
+        // Nobody can map them any more; frames are given back outside the lock.
+        let grants = core::mem::take(&mut *self.grants.lock());
+        drop(grants);
         let request = self.request.channel();
         let reply = self.reply.channel();
         match end {

@@ -17,6 +17,7 @@ use crate::arch::idt::InterruptFrame;
 use crate::arch::{cpu, user};
 use crate::fd::{FdTable, OpenFile};
 use crate::kcb;
+use crate::mailbox::GrantBudget;
 use crate::replicated::NodeReplicated;
 use crate::sync::IrqMutex;
 use crate::vm::VSpace;
@@ -278,6 +279,8 @@ pub struct Process {
     named: AtomicBool,
     /// Bumped when a child exits (`wait4` sleeps on it).
     pub child_events: WaitQueue,
+    /// The pages it has granted over message connections and not revoked.
+    pub grants: Arc<GrantBudget>,
     /// File descriptors.
     pub files: IrqMutex<FdTable>,
     /// Signal actions and process-wide pending signals.
@@ -323,6 +326,7 @@ impl Process {
             named: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),
+            grants: Arc::new(GrantBudget::default()),
             files: IrqMutex::new(files),
             signals: IrqMutex::new(signals),
             mm: SleepLock::new((0, 0)),

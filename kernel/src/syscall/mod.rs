@@ -172,6 +172,9 @@ fn handler(nr: usize) -> Option<Handler> {
         REEF_MBOX_CONNECT => msg::connect,
         REEF_MBOX_ACCEPT => msg::accept,
         REEF_MBOX_NOTIFY => msg::notify,
+        REEF_GRANT => msg::grant,
+        REEF_GRANT_MAP => msg::grant_map,
+        REEF_GRANT_REVOKE => msg::grant_revoke,
         _ => return None,
     })
 }

@@ -1,17 +1,20 @@
 //! Reef's message calls (fos §3.2.1): the name directory (`crate::names`) and mailboxes
 //! (`crate::mailbox`): `reef_name_register`, `reef_name_unregister`, `reef_name_lookup`,
-//! `reef_mbox_create`, `reef_mbox_connect`, `reef_mbox_accept`, `reef_mbox_notify`.
+//! `reef_mbox_create`, `reef_mbox_connect`, `reef_mbox_accept`, `reef_mbox_notify`, and grants
+//! over connections: `reef_grant`, `reef_grant_map`, `reef_grant_revoke`.
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::flags::O_CLOEXEC;
-use crate::mailbox::{Conn, End, Mailbox};
+use crate::mailbox::{Conn, End, Granted, Mailbox};
 use crate::names::{self, Name};
 use crate::proc::{self, Thread};
 use crate::uaccess;
 use crate::vm;
-use abi::reef::{CONN_INFO_SIZE, NAME_MEMBER_SIZE, REEF_NAME_NEAREST, REEF_NAME_ROUND_ROBIN};
+use abi::reef::{
+    CONN_INFO_SIZE, NAME_MEMBER_SIZE, REEF_GRANT_WRITE, REEF_NAME_NEAREST, REEF_NAME_ROUND_ROBIN,
+};
 use abi::Errno;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -245,4 +248,73 @@ pub fn notify(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         Node::Conn(_, End::Server) => Err(Errno::EINVAL),
         _ => Err(Errno::ENOTSOCK),
     }
+}
+
+/// The caller's connection end behind descriptor `fd`: `EBADF` for no descriptor, `ENOTSOCK`
+/// for another kind of file.
+fn conn_arg(me: &Thread, fd: u64) -> Result<(Arc<Conn>, End), Errno> {
+    match &me.process.files.lock().get(fd as i32)?.node {
+        Node::Conn(c, end) => Ok((c.clone(), *end)),
+        _ => Err(Errno::ENOTSOCK),
+    }
+}
+
+/// `reef_grant(conn_fd, addr, len, flags)`: `EBADF`, `ENOTSOCK`, `EINVAL` (flags; `addr` not
+/// page-aligned; `len` 0; the range not within one `MAP_SHARED` or message mapping), `EFAULT`
+/// (`addr` not mapped), `EACCES` (the mapping does not allow reading, or writing for
+/// `REEF_GRANT_WRITE`), `ENOMEM` (memory, or the caller's granted pages would pass
+/// `GRANT_PAGES_MAX`), `ENOSPC` (the connection holds `GRANTS_PER_CONN` grants), `EPIPE`
+/// (the connection is closing), `EINTR`. `len` is rounded up to whole pages.
+pub fn grant(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[3] & !REEF_GRANT_WRITE != 0 || a[2] == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (conn, end) = conn_arg(me, a[0])?;
+    let len = a[2]
+        .checked_next_multiple_of(vm::PAGE_SIZE)
+        .ok_or(Errno::EINVAL)?;
+    let pages = len / vm::PAGE_SIZE;
+    let writable = a[3] & REEF_GRANT_WRITE != 0;
+    let budget = me.process.grants.clone();
+    budget.charge(pages)?;
+    let frames = {
+        let _mm = me.process.mm.lock();
+        me.process
+            .vm()
+            .share_range(a[1], len, writable, || proc::sched::keep_going(me))
+    };
+    match frames {
+        Ok(frames) => conn.grant(Granted::new(end, writable, frames, budget)),
+        Err(e) => {
+            budget.refund(pages);
+            Err(e)
+        }
+    }
+}
+
+/// `reef_grant_map(conn_fd, id, len_out)`: `EBADF`, `ENOTSOCK`, `EPERM` (no grant `id` made
+/// to the caller on this connection), `ENOMEM`, `EFAULT` (`len_out`: the mapping is undone).
+pub fn grant_map(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (conn, end) = conn_arg(me, a[0])?;
+    if a[2] != 0 {
+        uaccess::check_range(a[2], 8)?;
+    }
+    let granted = conn.granted_to(end, a[1])?;
+    let vm = me.process.vm();
+    let (addr, len) = granted.map(&vm)?;
+    if a[2] != 0 {
+        if let Err(e) = uaccess::copy_to_user(a[2], &len.to_le_bytes()) {
+            vm.unmap(addr, len)?;
+            return Err(e);
+        }
+    }
+    Ok(addr)
+}
+
+/// `reef_grant_revoke(conn_fd, id)`: `EBADF`, `ENOTSOCK`, `ENOENT` (the connection holds no
+/// grant `id`), `EPERM` (the other end made it).
+pub fn grant_revoke(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (conn, end) = conn_arg(me, a[0])?;
+    conn.revoke(end, a[1])?;
+    Ok(0)
 }

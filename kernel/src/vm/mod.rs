@@ -593,22 +593,24 @@ impl VSpace {
         pages.len() - failed.len()
     }
 
-    /// Maps `frames`, which a kernel object holds, read-write at consecutive pages of a new
-    /// [`RegionKind::Channel`] region, each with a share for this address space; returns the
-    /// region's address. `ENOMEM` (nothing left mapped) when a page could not be mapped: no
-    /// page table, or another thread of the process mapped over the new region meanwhile.
-    pub fn map_kernel_frames(&self, frames: &[u64]) -> Result<u64, Errno> {
+    /// Maps `frames`, which a kernel object holds, at consecutive pages of a new
+    /// [`RegionKind::Channel`] region, read-write or (not `writable`) read-only for good, each
+    /// with a share for this address space; returns the region's address. `ENOMEM` (nothing
+    /// left mapped) when a page could not be mapped: no page table, or another thread of the
+    /// process mapped over the new region meanwhile.
+    pub fn map_kernel_frames(&self, frames: &[u64], writable: bool) -> Result<u64, Errno> {
         let len = frames.len() as u64 * PAGE_SIZE;
+        let prot = if writable { Prot::RW } else { Prot::READ };
         let mut pages = Vec::new();
         pages.try_reserve(frames.len()).map_err(|_| Errno::ENOMEM)?;
-        let start = self.map_anywhere(len, 0, Prot::RW, RegionKind::Channel)?;
+        let start = self.map_anywhere(len, 0, prot, RegionKind::Channel { writable })?;
         for (i, &phys) in frames.iter().enumerate() {
             mm::share(phys);
             pages.push(Mapping {
                 vaddr: start + i as u64 * PAGE_SIZE,
                 phys,
                 size: PageSize::Base4K,
-                prot: Prot::RW,
+                prot,
                 cow: false,
             });
         }
@@ -617,6 +619,55 @@ impl VSpace {
             return Err(Errno::ENOMEM);
         }
         Ok(start)
+    }
+
+    /// The frames of `[start, start + len)` for a kernel object to hold (a grant), with a share
+    /// taken for it on each, in page order. The range must lie in one region whose frames
+    /// other address spaces see as they are (`MAP_SHARED` or a message region, in 4 KiB pages;
+    /// else `EINVAL`) and that allows reading and, if `write`, writing (else `EACCES`); pages
+    /// not there yet are populated first (`ENOMEM`, `EINTR` as for [`Self::populate`]). The
+    /// caller holds the process's `mm`, so the region does not change meanwhile.
+    pub fn share_range(
+        &self,
+        start: u64,
+        len: u64,
+        write: bool,
+        keep_going: impl Fn() -> bool,
+    ) -> Result<Vec<u64>, Errno> {
+        let end = start.checked_add(len).ok_or(Errno::EINVAL)?;
+        if !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) || len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let region = self.resolve(start).1.ok_or(Errno::EFAULT)?;
+        if end > region.end || !region.kind.is_shared() {
+            return Err(Errno::EINVAL);
+        }
+        if !region.prot.read || (write && !region.prot.write) {
+            return Err(Errno::EACCES);
+        }
+        let mut frames = Vec::new();
+        frames
+            .try_reserve_exact((len / PAGE_SIZE) as usize)
+            .map_err(|_| Errno::ENOMEM)?;
+        self.populate(start, end, region.prot, keep_going)?;
+        let give_back = |frames: &[u64]| {
+            for &phys in frames {
+                free_frame(phys, PageSize::Base4K);
+            }
+        };
+        for va in (start..end).step_by(PAGE_SIZE as usize) {
+            match self.resolve(va).0 {
+                Some(t) if t.size == PageSize::Base4K => {
+                    mm::share(t.frame);
+                    frames.push(t.frame);
+                }
+                _ => {
+                    give_back(&frames);
+                    return Err(Errno::EINVAL);
+                }
+            }
+        }
+        Ok(frames)
     }
 
     /// Allocates and maps zeroed frames for every page of `[start, end)` not yet mapped (for
@@ -811,7 +862,7 @@ impl VSpace {
             let Some(last) = regions.last() else { break };
             from = last.end;
             for r in &regions {
-                if r.kind == RegionKind::Channel {
+                if matches!(r.kind, RegionKind::Channel { .. }) {
                     channels.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
                     channels.push(r.start..r.end);
                     continue;
@@ -892,7 +943,7 @@ impl VSpace {
         if !allowed(region.prot.effective()) {
             return Err(Denied(SEGV_ACCERR));
         }
-        if region.kind == RegionKind::Channel {
+        if matches!(region.kind, RegionKind::Channel { .. }) {
             // Mapped whole when made; a hole is a page the program unmapped and mapped again
             // by hand, not one to fill.
             return Err(Denied(SEGV_MAPERR));

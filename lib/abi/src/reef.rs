@@ -28,8 +28,22 @@ pub const REEF_MBOX_ACCEPT: usize = REEF_BASE + 6;
 /// `reef_mbox_notify(conn_fd)`: a client's doorbell: wakes the mailbox's owner (bumps its
 /// eventcount).
 pub const REEF_MBOX_NOTIFY: usize = REEF_BASE + 7;
+/// `reef_grant(conn_fd, addr, len, flags)`: shares the caller's pages `[addr, addr + len)` (in
+/// one `MAP_SHARED` or message region) with the peer of the connection; returns the grant's
+/// id, which the peer presents to [`REEF_GRANT_MAP`]. `flags`: [`REEF_GRANT_WRITE`].
+pub const REEF_GRANT: usize = REEF_BASE + 8;
+/// `reef_grant_map(conn_fd, id, len_out)`: maps the grant `id`, made to the caller by the
+/// connection's other end, at a new address (returned); its length goes to the `u64` at
+/// `len_out` unless that is 0.
+pub const REEF_GRANT_MAP: usize = REEF_BASE + 9;
+/// `reef_grant_revoke(conn_fd, id)`: the granter takes grant `id` back: it can no longer be
+/// mapped (mappings made already stay until their process unmaps them).
+pub const REEF_GRANT_REVOKE: usize = REEF_BASE + 10;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_MBOX_NOTIFY;
+pub const REEF_LAST: usize = REEF_GRANT_REVOKE;
+
+/// `reef_grant`'s flag: the peer may write the pages (the caller's mapping must allow writing).
+pub const REEF_GRANT_WRITE: u64 = 1;
 
 /// `reef_name_lookup`'s `how`: the member nearest the caller (its core, then its node, then
 /// any; equally near ones in turn).

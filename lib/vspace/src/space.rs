@@ -851,6 +851,16 @@ impl<M: TableMemory> AddressSpace<M> {
         let (start, end) = user_range(start, len)?;
         self.coverage(start, end)
             .map_err(|()| MapError::NotMapped)?;
+        let first = self.region_at(start).map_or(start, |r| r.start);
+        let read_only = RegionKind::Channel { writable: false };
+        if prot.write
+            && self
+                .regions
+                .range(first..end)
+                .any(|(_, r)| r.kind == read_only)
+        {
+            return Err(MapError::Denied);
+        }
         self.room_for(2)?;
         let large_bits = leaf_bits(prot, PageSize::Large2M);
         let split = self.split_straddling(start, end, |e| e & LEAF_FLAGS != large_bits)?;

@@ -140,10 +140,14 @@ pub enum RegionKind {
     /// A loaded ELF segment.
     Image,
     /// Frames the kernel shares between processes (a message connection's two channels, a
-    /// mailbox's eventcount): all mapped when the region is made, never demand-paged, and not
-    /// copied into a `fork` child (Linux's `VM_DONTCOPY`): the kernel object they belong to
-    /// stays with the process that holds its descriptor.
-    Channel,
+    /// mailbox's eventcount, a grant): all mapped when the region is made, never demand-paged,
+    /// and not copied into a `fork` child (Linux's `VM_DONTCOPY`): the kernel object they
+    /// belong to stays with the process that holds its descriptor.
+    Channel {
+        /// Whether the region may be made writable (a read-only grant may not: Linux's
+        /// `VM_MAYWRITE`).
+        writable: bool,
+    },
 }
 
 impl RegionKind {
@@ -152,7 +156,7 @@ impl RegionKind {
     pub fn is_shared(self) -> bool {
         matches!(
             self,
-            RegionKind::Anonymous { shared: true } | RegionKind::Channel
+            RegionKind::Anonymous { shared: true } | RegionKind::Channel { .. }
         )
     }
 }
@@ -265,19 +269,23 @@ pub enum MapError {
     BadAddress,
     /// A `PROT_NONE` page cannot be mapped: the protection or the region's protection is none.
     ProtNone,
+    /// The region may not be given that protection (a read-only grant made writable).
+    Denied,
 }
 
 impl MapError {
     /// The Linux error number for the syscall that failed: `ENOMEM` for `OutOfMemory` and
     /// `NotMapped` (as `mprotect`/`mmap` return), `EEXIST` for `Overlap` and `AlreadyMapped`
     /// (as `MAP_FIXED_NOREPLACE` returns), `EFAULT` for `NotInRegion` and `ProtNone` (a fault
-    /// on such an address is a bad access), `EINVAL` for `BadAddress`.
+    /// on such an address is a bad access), `EINVAL` for `BadAddress`, `EACCES` for `Denied`
+    /// (as `mprotect` answers for a mapping that may not be written).
     pub const fn to_errno(self) -> Errno {
         match self {
             MapError::OutOfMemory | MapError::NotMapped => Errno::ENOMEM,
             MapError::Overlap | MapError::AlreadyMapped => Errno::EEXIST,
             MapError::NotInRegion | MapError::ProtNone => Errno::EFAULT,
             MapError::BadAddress => Errno::EINVAL,
+            MapError::Denied => Errno::EACCES,
         }
     }
 }
@@ -294,6 +302,7 @@ impl fmt::Display for MapError {
                 "bad address or length (unaligned, empty, overflowing, or outside the user half)"
             }
             MapError::ProtNone => "a PROT_NONE page cannot be mapped",
+            MapError::Denied => "the region may not be given that protection",
         })
     }
 }

@@ -253,6 +253,8 @@ fn kind() -> impl Strategy<Value = RegionKind> {
         Just(RegionKind::Anonymous { shared: true }),
         Just(RegionKind::Heap),
         Just(RegionKind::Image),
+        Just(RegionKind::Channel { writable: true }),
+        Just(RegionKind::Channel { writable: false }),
     ]
 }
 
@@ -480,6 +482,10 @@ impl Model {
         if (s..e).any(|p| !self.regions.contains_key(&p)) {
             return Err(MapError::NotMapped);
         }
+        let read_only = RegionKind::Channel { writable: false };
+        if prot.write && (s..e).any(|p| self.regions[&p].1 == read_only) {
+            return Err(MapError::Denied);
+        }
         let new = prot.effective();
         // The real code compares the entry with a plain (not copy-on-write) 2 MiB entry of
         // `prot`, so a copy-on-write page is split even if its entry would not change. (That
@@ -534,7 +540,7 @@ impl Model {
             .collect();
         let mut out = Vec::new();
         for p in leaves {
-            let shared = self.regions[&p].1 == RegionKind::Anonymous { shared: true };
+            let shared = self.regions[&p].1.is_shared();
             let pg = self.pages[&p];
             if !shared {
                 let n = if pg.large { LP } else { 1 };

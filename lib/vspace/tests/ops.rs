@@ -456,6 +456,33 @@ fn unmap_nothing_is_fine_and_bad_ranges_fail() {
 }
 
 #[test]
+fn a_read_only_channel_region_cannot_be_made_writable() {
+    let (mut s, _) = space();
+    let read_only = RegionKind::Channel { writable: false };
+    let writable = RegionKind::Channel { writable: true };
+    s.map_region(0x10_0000, 2 * K, Prot::READ, read_only, false)
+        .unwrap();
+    s.map_region(0x10_2000, 2 * K, Prot::RW, writable, false)
+        .unwrap();
+    // Over the read-only region, alone or with its neighbour: refused, nothing changed.
+    assert_eq!(s.protect(0x10_1000, K, Prot::RW), Err(MapError::Denied));
+    assert_eq!(s.protect(0x10_1000, 2 * K, Prot::RW), Err(MapError::Denied));
+    assert_eq!(MapError::Denied.to_errno(), Errno::EACCES);
+    // Less access is fine, and so is writing where the region allows it.
+    assert_eq!(s.protect(0x10_0000, K, Prot::NONE), Ok(vec![]));
+    assert_eq!(s.protect(0x10_2000, 2 * K, Prot::READ), Ok(vec![]));
+    assert_eq!(s.protect(0x10_2000, 2 * K, Prot::RW), Ok(vec![]));
+    assert_eq!(
+        regions(&s),
+        vec![
+            (0x10_0000, 0x10_1000, Prot::NONE, read_only),
+            (0x10_1000, 0x10_2000, Prot::READ, read_only),
+            (0x10_2000, 0x10_4000, Prot::RW, writable),
+        ]
+    );
+}
+
+#[test]
 fn protect_changes_regions_and_entries() {
     let (mut s, _) = space();
     s.map_region(0x10_0000, 8 * K, Prot::RW, ANON, false)
