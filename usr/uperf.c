@@ -22,10 +22,18 @@
  *                                   acknowledged at the end: messages per second
  *   uperf pipertt [ITERS [REPS]]    round trips of one byte over two pipes between the same two
  *                                   processes (the reference for msgrtt): ns per round trip
+ *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
+ *                                   128-page MAP_SHARED pool and sends a grant message naming
+ *                                   it; the child sums the page's words and answers the sum,
+ *                                   which the parent checks. On Reef the child reaches the pool
+ *                                   through a grant (reef_grant over a kernel connection, read
+ *                                   only), elsewhere through the mapping fork gave it
+ *   uperf granttput [ITERS [REPS]]  the same pages one way: the child sums them all and answers
+ *                                   the total at the end: 4 KiB messages per second
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
- * per thread, msgrtt and pipertt 20000 x 5, msgtput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
+ * per thread, msgrtt, pipertt and grantrtt 20000 x 5, msgtput and granttput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
  * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
  * or vmlat repetition that runs past twice its share of the budget stops early and reports the
@@ -471,7 +479,7 @@ static void mode_vmlat(int argc, char **argv)
 
 /* ---- main ------------------------------------------------------------------------------- */
 
-/* ---- msgrtt, msgtput, pipertt ------------------------------------------------------------ */
+/* ---- msgrtt, msgtput, pipertt, grantrtt, granttput --------------------------------------- */
 
 /* The first and last CPU this process may run on. */
 static void cpu_ends(int *first, int *last)
@@ -505,27 +513,130 @@ static struct reef_msg_receiver rep_rx;
 static int down[2], up[2];
 static pid_t peer;
 
-enum { ECHO = 1, COUNT = 2, STOP = 3 };
+enum { ECHO = 1, COUNT = 2, STOP = 3, PAGE_ECHO = 4, PAGE_COUNT = 5, READY = 6, GRANT = 7,
+       PAGE_LAST = 8 };
 
-/* The child of msgrtt/msgtput: answers ECHO with ECHO, counts COUNT messages and answers the
- * COUNT message whose first word is 1 with the number counted, ends at STOP. */
-static void msg_child(void)
+/* The page pool of grantrtt/granttput: more pages than a channel has slots (a page is refilled
+ * only after the child has taken its message and the 63 after it could not all be waiting). */
+enum { POOL_PAGES = 128, PAGE_BYTES = 4096, PAGE_WORDS = PAGE_BYTES / 8 };
+static uint64_t *pool;
+/* The grant the child reads the pool through (0 off Reef) and the parent's connection. */
+static long pool_grant;
+static int pool_conn = -1;
+
+/* Fills page `k` of the pool with message k's words; returns their sum. */
+static uint64_t fill_page(long k)
+{
+    uint64_t *p = pool + (k % POOL_PAGES) * PAGE_WORDS;
+    for (int w = 0; w < PAGE_WORDS; w++)
+        p[w] = (uint64_t)k * PAGE_WORDS + (uint64_t)w;
+    return (uint64_t)k * PAGE_WORDS * PAGE_WORDS + (uint64_t)PAGE_WORDS * (PAGE_WORDS - 1) / 2;
+}
+
+/* The sum of the page a grant message `m` names in the child's view of the pool. */
+static uint64_t sum_page(const uint64_t *view, const struct reef_msg *m)
+{
+    uint64_t id, offset, len;
+    if (reef_msg_grant(m, &id, &offset, &len) != 0 || (long)id != pool_grant ||
+        len != PAGE_BYTES || offset % PAGE_BYTES || offset >= (uint64_t)POOL_PAGES * PAGE_BYTES)
+        _exit(2);
+    const uint64_t *p = view + offset / 8;
+    uint64_t sum = 0;
+    for (int w = 0; w < PAGE_WORDS; w++)
+        sum += p[w];
+    return sum;
+}
+
+/* The child's view of the pool: on Reef, a mailbox of its own that the parent connects to and
+ * grants the pool over (the child maps the grant); elsewhere the mapping inherited from fork.
+ * READY's word says which. */
+static const uint64_t *child_pool(struct reef_msg_receiver *rx, struct reef_msg_sender *tx)
+{
+    _Atomic uint32_t *events;
+    struct reef_msg m;
+    uint64_t reef = 0;
+    int mbox = reef_mbox_create(0, &events);
+    char name[32];
+    snprintf(name, sizeof name, "uperf-%d", (int)getpid());
+    if (mbox >= 0) {
+        if (reef_name_register(name, mbox) != 0)
+            _exit(3);
+        reef = 1;
+    } else if (mbox != -ENOSYS)
+        _exit(3);
+    reef_msg_make(&m, READY, &reef, sizeof reef);
+    if (reef_msg_send(tx, &m) != 0)
+        _exit(1);
+    if (!reef)
+        return pool;
+    struct reef_conn_info info;
+    int fd = reef_mbox_accept(mbox, 0, &info);
+    uint64_t id, offset, len, mapped;
+    if (fd < 0 || reef_msg_recv(rx, &m) != 1 || m.tag != GRANT ||
+        reef_msg_grant(&m, &id, &offset, &len) != 0)
+        _exit(3);
+    const uint64_t *view = reef_grant_map(fd, (long)id, &mapped);
+    if (!view || mapped != (uint64_t)POOL_PAGES * PAGE_BYTES)
+        _exit(3);
+    pool_grant = (long)id;
+    return view;
+}
+
+/* The parent's half of child_pool: connects and grants if the child is on Reef. */
+static void grant_pool(void)
+{
+    struct reef_msg m;
+    uint64_t reef;
+    if (reef_msg_recv(&rep_rx, &m) != 1 || m.tag != READY)
+        die("the peer is gone");
+    memcpy(&reef, m.data, 8);
+    if (!reef)
+        return;
+    char name[32];
+    snprintf(name, sizeof name, "uperf-%d", (int)peer);
+    struct reef_conn_info info;
+    pool_conn = reef_mbox_connect(name, REEF_NAME_NEAREST, 0, &info);
+    if (pool_conn < 0)
+        die("reef_mbox_connect(%s): %s", name, strerror(-pool_conn));
+    pool_grant = reef_grant(pool_conn, pool, (size_t)POOL_PAGES * PAGE_BYTES, 0);
+    if (pool_grant < 0)
+        die("reef_grant: %s", strerror((int)-pool_grant));
+    reef_msg_make_grant(&m, GRANT, (uint64_t)pool_grant, 0, (uint64_t)POOL_PAGES * PAGE_BYTES);
+    if (reef_msg_send(&req_tx, &m) != 0)
+        die("the peer is gone");
+    printf("uperf: the pool reaches the peer through Reef grant %ld\n", pool_grant);
+}
+
+/* The child of the msg and grant modes (`pages`): answers ECHO with ECHO and PAGE_ECHO with
+ * the page's sum; counts COUNT messages and answers the one whose first word is 1 with the
+ * number counted; counts PAGE_COUNT messages, summing their pages, and answers PAGE_LAST (the
+ * last of them) with the number counted and the total; ends at STOP. */
+static void msg_child(int pages)
 {
     struct reef_msg_receiver rx;
     struct reef_msg_sender tx;
     reef_msg_receiver_init(&rx, &chans[0]);
     reef_msg_sender_init(&tx, &chans[1]);
+    const uint64_t *view = pages ? child_pool(&rx, &tx) : NULL;
     struct reef_msg m;
-    uint64_t counted = 0;
+    uint64_t counted = 0, total = 0;
     while (reef_msg_recv(&rx, &m) == 1 && m.tag != STOP) {
-        uint64_t last;
-        memcpy(&last, m.data, 8);
-        if (m.tag == COUNT) {
+        uint64_t words[2];
+        if (m.tag == PAGE_ECHO) {
+            words[0] = sum_page(view, &m);
+            reef_msg_make(&m, ECHO, words, 8);
+        } else if (m.tag == PAGE_COUNT || m.tag == PAGE_LAST || m.tag == COUNT) {
+            uint64_t last;
+            memcpy(&last, m.data, 8);
             counted++;
-            if (!last)
+            if (m.tag != COUNT)
+                total += sum_page(view, &m);
+            if (m.tag == PAGE_COUNT || (m.tag == COUNT && !last))
                 continue;
-            memcpy(m.data, &counted, 8);
-            counted = 0;
+            words[0] = counted;
+            words[1] = total;
+            reef_msg_make(&m, COUNT, words, sizeof words);
+            counted = total = 0;
         }
         if (reef_msg_send(&tx, &m) != 0)
             _exit(1);
@@ -542,8 +653,9 @@ static void pipe_child(void)
     _exit(0);
 }
 
-/* Starts the peer on the last allowed CPU and pins this process to the first. */
-static void start_peer(int pipes)
+/* Starts the peer on the last allowed CPU and pins this process to the first; with `pages`,
+ * maps the page pool and lets the peer reach it. */
+static void start_peer(int pipes, int pages)
 {
     int first, last;
     cpu_ends(&first, &last);
@@ -557,6 +669,12 @@ static void start_peer(int pipes)
         reef_msg_sender_init(&req_tx, &chans[0]);
         reef_msg_receiver_init(&rep_rx, &chans[1]);
     }
+    if (pages) {
+        pool = mmap(NULL, (size_t)POOL_PAGES * PAGE_BYTES, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (pool == MAP_FAILED)
+            die("mmap of the page pool: %s", strerror(errno));
+    }
     peer = fork();
     if (peer < 0)
         die("fork: %s", strerror(errno));
@@ -564,9 +682,11 @@ static void start_peer(int pipes)
         pin_to(last);
         if (pipes)
             pipe_child();
-        msg_child();
+        msg_child(pages);
     }
     pin_to(first);
+    if (pages)
+        grant_pool();
     printf("uperf: this process on cpu %d, its peer on cpu %d\n", first, last);
 }
 
@@ -584,6 +704,8 @@ static void stop_peer(int pipes)
     int st;
     if (waitpid(peer, &st, 0) != peer || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         die("the peer failed (wait status 0x%x)", st);
+    if (pool_conn >= 0)
+        close(pool_conn);
 }
 
 static double msgrtt_loop(long iters)
@@ -625,6 +747,48 @@ static double msgtput_loop(long iters)
     return t;
 }
 
+static double grantrtt_loop(long iters)
+{
+    struct reef_msg m, r;
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        uint64_t sum = fill_page(i);
+        reef_msg_make_grant(&m, PAGE_ECHO, (uint64_t)pool_grant,
+                            (uint64_t)(i % POOL_PAGES) * PAGE_BYTES, PAGE_BYTES);
+        if (reef_msg_send(&req_tx, &m) != 0 || reef_msg_recv(&rep_rx, &r) != 1)
+            die("the peer is gone");
+        uint64_t got;
+        memcpy(&got, r.data, 8);
+        if (got != sum)
+            die("page %ld summed to %llu, not %llu", i, (unsigned long long)got,
+                (unsigned long long)sum);
+    }
+    return now_s() - t0;
+}
+
+static double granttput_loop(long iters)
+{
+    struct reef_msg m, r;
+    uint64_t total = 0;
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        total += fill_page(i);
+        reef_msg_make_grant(&m, i == iters - 1 ? PAGE_LAST : PAGE_COUNT, (uint64_t)pool_grant,
+                            (uint64_t)(i % POOL_PAGES) * PAGE_BYTES, PAGE_BYTES);
+        if (reef_msg_send(&req_tx, &m) != 0)
+            die("the peer is gone");
+    }
+    if (reef_msg_recv(&rep_rx, &r) != 1)
+        die("the peer is gone");
+    double t = now_s() - t0;
+    uint64_t got[2];
+    memcpy(got, r.data, sizeof got);
+    if (got[0] != (uint64_t)iters || got[1] != total)
+        die("sent %ld pages summing to %llu, the peer counted %llu summing to %llu", iters,
+            (unsigned long long)total, (unsigned long long)got[0], (unsigned long long)got[1]);
+    return t;
+}
+
 static double pipertt_loop(long iters)
 {
     char c = 'x';
@@ -635,15 +799,27 @@ static double pipertt_loop(long iters)
     return now_s() - t0;
 }
 
-/* msgrtt, msgtput or pipertt. */
+/* msgrtt, msgtput, pipertt, grantrtt or granttput. */
 static void mode_msg(int argc, char **argv, const char *name)
 {
-    int pipes = strcmp(name, "pipertt") == 0, tput = strcmp(name, "msgtput") == 0;
-    double (*loop)(long) = pipes ? pipertt_loop : tput ? msgtput_loop : msgrtt_loop;
+    static const struct {
+        const char *name;
+        double (*loop)(long);
+        int tput, pipes, pages;
+    } modes[] = {
+        {"msgrtt", msgrtt_loop, 0, 0, 0},      {"msgtput", msgtput_loop, 1, 0, 0},
+        {"pipertt", pipertt_loop, 0, 1, 0},    {"grantrtt", grantrtt_loop, 0, 0, 1},
+        {"granttput", granttput_loop, 1, 0, 1},
+    };
+    int i = 0;
+    while (strcmp(modes[i].name, name) != 0)
+        i++;
+    int pipes = modes[i].pipes, tput = modes[i].tput;
+    double (*loop)(long) = modes[i].loop;
     long iters = tput ? 200000 : 20000;
     int reps = 5, explicit_;
     get_counts(argc, argv, 2, &iters, &reps, &explicit_);
-    start_peer(pipes);
+    start_peer(pipes, modes[i].pages);
     long warm = iters < 2000 ? iters : 2000;
     double w = loop(warm);
     printf("uperf: %s warm-up: %ld messages, %.1f ns each\n", name, warm, w / warm * 1e9);
@@ -679,7 +855,7 @@ int main(int argc, char **argv, char **envp)
     if (argc < 2)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
-            "uperf [-b SECONDS] msgrtt|msgtput|pipertt [ITERS [REPS]]");
+            "uperf [-b SECONDS] msgrtt|msgtput|pipertt|grantrtt|granttput [ITERS [REPS]]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -699,7 +875,8 @@ int main(int argc, char **argv, char **envp)
     else if (strcmp(argv[1], "vmlat") == 0)
         mode_vmlat(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
-             !strcmp(argv[1], "pipertt"))
+             !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "grantrtt") ||
+             !strcmp(argv[1], "granttput"))
         mode_msg(argc, argv, argv[1]);
     else
         die("unknown mode %s", argv[1]);
