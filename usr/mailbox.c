@@ -16,6 +16,8 @@
  * - poll: a mailbox is readable when a connection waits, a connection when a message waits,
  *   and a poller is woken by both;
  * - a fork child gets neither the descriptors nor the pages;
+ * - an owner asleep in reef_msg_recv on one connection (not on its eventcount) is woken by
+ *   the client's message;
  * - grants (reef_grant, reef_grant_map, reef_grant_revoke, 1032-1034): bad arguments refused;
  *   data passed by reference both ways, read-only for good unless granted writable (mprotect
  *   -EACCES, a write faults); an id presented on another connection, by its granter, or after
@@ -414,6 +416,57 @@ static void polling(int cpu)
         "child has neither descriptors nor pages");
 }
 
+/* The owner sleeps in reef_msg_recv on one connection rather than on its eventcount: a client
+ * message that finds it asleep there wakes it (reef_mbox_notify wakes the channel's word). */
+static void sleeping_owner(int cpu)
+{
+    enum { ROUNDS = 10 };
+    _Atomic uint32_t *ev;
+    int mbox = reef_mbox_create(0, &ev);
+    CHECK(mbox >= 0);
+    CHECK_EQ(reef_name_register("sleeper", mbox), 0);
+    pid_t kid = test_fork_child("sleeper client", cpu);
+    if (kid == 0) {
+        struct reef_msg_sender tx;
+        struct reef_msg_receiver rx;
+        struct reef_conn_info info;
+        int fd = reef_mbox_connect("sleeper", REEF_NAME_NEAREST, 0, &info);
+        if (fd < 0)
+            _exit(20);
+        reef_mbox_client(&tx, &rx, &info, fd);
+        for (int i = 0; i < ROUNDS; i++) {
+            /* Once the owner has marked itself asleep, give it time to reach its futex. */
+            while (atomic_load(&info.conn->request.rx.sleeping) == 0)
+                sched_yield();
+            usleep(2000);
+            struct reef_msg m;
+            reef_msg_make(&m, 1, &i, sizeof i);
+            if (reef_msg_send(&tx, &m) != 0)
+                _exit(21);
+        }
+        _exit(0);
+    }
+    struct reef_conn_info info;
+    int s = reef_mbox_accept(mbox, 0, &info);
+    CHECK(s >= 0);
+    struct reef_msg_sender tx;
+    struct reef_msg_receiver rx;
+    reef_mbox_server(&tx, &rx, &info);
+    struct reef_msg m;
+    for (int i = 0; i < ROUNDS; i++) {
+        CHECK_EQ(reef_msg_recv(&rx, &m), 1);
+        int got;
+        memcpy(&got, m.data, sizeof got);
+        CHECK_EQ(got, i);
+    }
+    test_reap_all();
+    CHECK_EQ(reef_msg_recv(&rx, &m), -EPIPE);
+    close(s);
+    close(mbox);
+    SAY("an owner asleep in reef_msg_recv on one connection is woken by its client, %d times",
+        ROUNDS);
+}
+
 static sigjmp_buf fault_jump;
 static volatile sig_atomic_t armed;
 
@@ -673,6 +726,7 @@ int main(void)
     stream(cpus[ncpus - 1], cpus[0]);
     pin_self(cpus[0]);
     polling(cpus[ncpus - 1]);
+    sleeping_owner(cpus[ncpus - 1]);
     grants(cpus[ncpus - 1]);
     long free1 = reef_free_bytes();
     if (free1 < free0 - SLACK)

@@ -408,7 +408,9 @@ static inline void reef_mbox_client(struct reef_msg_sender *tx, struct reef_msg_
     reef_msg_receiver_init(rx, &info->conn->reply);
 }
 
-/* The owner's ends of an accepted connection: requests in, replies out. */
+/* The owner's ends of an accepted connection: requests in, replies out. The owner may sleep
+ * in reef_msg_recv on this one connection or in reef_msg_wait_any on its eventcount: a
+ * client's reef_mbox_notify wakes either. */
 static inline void reef_mbox_server(struct reef_msg_sender *tx, struct reef_msg_receiver *rx,
                                     const struct reef_conn_info *info)
 {

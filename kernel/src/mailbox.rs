@@ -9,9 +9,9 @@
 //!   `fork` child inherits neither the descriptors nor the pages (`RegionKind::Channel`): a
 //!   mailbox is its creator's alone (only it accepts), and a connection end has one party.
 //! - **Waking.** The owner sleeps on its mailbox's [`EventCount`] (one word for all its
-//!   connections, `msg::wait_any`), mapped into it alone. A client whose request finds the
-//!   owner asleep calls `reef_mbox_notify`, and the kernel bumps the eventcount and wakes it
-//!   ([`Conn::notify`]); the owner wakes a client through the futex on the reply channel's
+//!   connections, `msg::wait_any`), mapped into it alone, or on one connection's request
+//!   channel. A client whose request finds the owner asleep calls `reef_mbox_notify`, and the
+//!   kernel wakes both the channel's word and the eventcount ([`Conn::notify`]); the owner wakes a client through the futex on the reply channel's
 //!   word directly (the client can wake no one but its owner, and only through the kernel). Every futex wake-up on a channel page also wakes `poll`
 //!   ([`crate::fd::POLL_WAKE`]); `poll` on a connection marks its receiver asleep first
 //!   ([`msg::Channel::watch`]), so a sender rings for it too.
@@ -367,8 +367,10 @@ impl Conn {
         self.mailbox.id
     }
 
-    /// The client rings the owner (`reef_mbox_notify`): bumps its eventcount and wakes it.
+    /// The client rings the owner (`reef_mbox_notify`): wakes it whether it sleeps on this
+    /// connection's request channel (`reef_msg_recv`) or on its eventcount (`wait_any`).
     pub fn notify(&self) {
+        self.request.channel().wake_receiver(&KernelBell);
         self.mailbox.ring();
     }
 

@@ -187,6 +187,13 @@ impl<const N: usize> Channel<N> {
         wake_if_sleeping(peer_sleeping, bell);
     }
 
+    /// Wakes a receiver sleeping on this channel's own word, whose sender has already claimed
+    /// the wake-up (cleared the word) and asked a third party to ring: the kernel does this
+    /// for a mailbox's owner, who may sleep on one connection rather than on its eventcount.
+    pub fn wake_receiver(&self, bell: &impl Doorbell) {
+        bell.wake(&self.rx.sleeping);
+    }
+
     /// Whether the receiver is gone.
     pub fn receiver_closed(&self) -> bool {
         self.tx.closed.load(Ordering::Acquire) & RX_CLOSED != 0
