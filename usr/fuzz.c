@@ -395,6 +395,8 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_grant, 1032, 4, 30, 0)                                                                  \
     X(reef_grant_map, 1033, 3, 30, 0)                                                              \
     X(reef_grant_revoke, 1034, 2, 20, 0)                                                           \
+    X(reef_fleet_bind, 1035, 4, 20, 0)                                                             \
+    X(reef_fleet_unbind, 1036, 1, 10, 0)                                                           \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2112,6 +2114,21 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[0] = gen_fd(r);
         a[1] = pct(r, 70) ? grant_ids[below(r, GRANT_IDS)] : gen_int(r);
         a[2] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        break;
+    case C_reef_fleet_bind: {
+        /* Refused (the fuzzer is not the fleet manager), whatever the arguments. */
+        static const char *const names[] = {"fleet/fz", "fz", "fleet/"};
+        char *name = arg_area(A_MISC + 64);
+        const char *pick = PICK(r, names);
+        memcpy(name, pick, strlen(pick) + 1);
+        a[0] = gen_pid(r, 1);
+        a[1] = pct(r, 80) ? below(r, 8) : gen_int(r);
+        a[2] = pct(r, 85) ? (uint64_t)(uintptr_t)name : gen_ptr(r, NULL);
+        a[3] = pct(r, 85) ? strlen(pick) : gen_int(r);
+        break;
+    }
+    case C_reef_fleet_unbind:
+        a[0] = pct(r, 80) ? below(r, 8) : gen_int(r);
         break;
     case C_reef_free_bytes:
         for (int i = 0; i < 6; i++)

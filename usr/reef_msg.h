@@ -288,16 +288,13 @@ static inline int reef_msg_pending(struct reef_msg_channel *ch)
            (atomic_load_explicit(&ch->tx.closed, memory_order_acquire) & REEF_MSG_TX_CLOSED);
 }
 
-/* A server's idle step (lib/msg's wait_any): returns at once if one of the `n` channels has a
- * message or a closed sender, else marks itself asleep on each, looks again, and sleeps on the
- * eventcount `events` until a sender bumps it. May return early; look again either way. */
-static inline void reef_msg_wait_any(struct reef_msg_channel **chans, int n,
-                                     _Atomic uint32_t *events)
+/* reef_msg_wait_any's sleep, with the eventcount's value `seen` read by the caller before it
+ * last looked at anything else the eventcount announces (a kernel mailbox's new connections,
+ * a signal handler's bump): marks itself asleep on each of the `n` channels, looks again, and
+ * sleeps unless the eventcount has moved from `seen`. */
+static inline void reef_msg_sleep_since(struct reef_msg_channel **chans, int n,
+                                        _Atomic uint32_t *events, uint32_t seen)
 {
-    for (int i = 0; i < n; i++)
-        if (reef_msg_pending(chans[i]))
-            return;
-    uint32_t seen = atomic_load_explicit(events, memory_order_acquire);
     for (int i = 0; i < n; i++)
         atomic_store_explicit(&chans[i]->rx.sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
@@ -308,6 +305,18 @@ static inline void reef_msg_wait_any(struct reef_msg_channel **chans, int n,
         reef_msg_futex_wait(events, seen);
     for (int i = 0; i < n; i++)
         atomic_store_explicit(&chans[i]->rx.sleeping, 0, memory_order_relaxed);
+}
+
+/* A server's idle step (lib/msg's wait_any): returns at once if one of the `n` channels has a
+ * message or a closed sender, else marks itself asleep on each, looks again, and sleeps on the
+ * eventcount `events` until a sender bumps it. May return early; look again either way. */
+static inline void reef_msg_wait_any(struct reef_msg_channel **chans, int n,
+                                     _Atomic uint32_t *events)
+{
+    for (int i = 0; i < n; i++)
+        if (reef_msg_pending(chans[i]))
+            return;
+    reef_msg_sleep_since(chans, n, events, atomic_load_explicit(events, memory_order_acquire));
 }
 
 /* ---- names and mailboxes (fos §3.2.1; lib/abi's reef module, kernel names.rs, mailbox.rs) ---- */
@@ -343,8 +352,8 @@ _Static_assert(sizeof(struct reef_name_member) == 24, "lib/abi NAME_MEMBER_SIZE"
 _Static_assert(sizeof(struct reef_conn_info) == 24, "lib/abi CONN_INFO_SIZE");
 
 /* Registers this process's mailbox `mbox` (a descriptor) under `name`: 0 or -EINVAL, -EBADF,
- * -ENOTSOCK (not a mailbox), -EPERM (under "fleet/"), -EEXIST, -ENOSPC, -EFAULT (-ENOSYS off
- * Reef). */
+ * -ENOTSOCK (not a mailbox), -EPERM (under "fleet/", unless the caller is the fleet manager
+ * or registers its own fleet's name), -EEXIST, -ENOSPC, -EFAULT (-ENOSYS off Reef). */
 static inline long reef_name_register(const char *name, int mbox)
 {
     long r = syscall(SYS_reef_name_register, name, strlen(name), (long)mbox);
@@ -474,6 +483,32 @@ static inline int reef_msg_grant(const struct reef_msg *m, uint64_t *id, uint64_
     *offset = words[1];
     *len = words[2];
     return 0;
+}
+
+/* ---- Fleets: cores owned by servers (fos §3.1 space sharing) ------------------------- */
+
+#define SYS_reef_fleet_bind 1035
+#define SYS_reef_fleet_unbind 1036
+/* Names under this prefix belong to fleets: the fleet manager registers any of them, a member
+ * its own fleet's. */
+#define REEF_FLEET_PREFIX "fleet/"
+
+/* The fleet manager (a process running /bin/fleet) gives online `core` to process `pid`, a
+ * member of fleet `name` ("fleet/..."): nothing else runs there, the member's threads are
+ * pinned there and it may register `name`. 0 or -EPERM (not the manager), -EINVAL (core;
+ * name), -ESRCH, -EBUSY (the core is owned, the process owns one already, or it is the last
+ * free core), -EFAULT. */
+static inline long reef_fleet_bind(pid_t pid, int core, const char *name)
+{
+    long r = syscall(SYS_reef_fleet_bind, (long)pid, (long)core, name, strlen(name));
+    return r < 0 ? -errno : r;
+}
+
+/* The fleet manager takes `core` back from its member: 0 or -EPERM, -EINVAL, -ENOENT. */
+static inline long reef_fleet_unbind(int core)
+{
+    long r = syscall(SYS_reef_fleet_unbind, (long)core);
+    return r < 0 ? -errno : r;
 }
 
 #endif

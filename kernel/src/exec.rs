@@ -37,6 +37,8 @@ pub struct Image {
     pub brk: u64,
     /// The path of the program that runs (after `#!` resolution).
     pub path: Vec<u8>,
+    /// Its inode.
+    pub ino: Ino,
     /// The arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
     pub cmdline: Vec<u8>,
 }
@@ -135,6 +137,7 @@ fn load_elf(
         rsp: stack.rsp,
         brk: exe.brk(),
         path: path.to_vec(),
+        ino: file.ino(),
         cmdline: argv
             .iter()
             .flat_map(|a| a.iter().copied().chain([0]))

@@ -17,7 +17,7 @@ use crate::sync::IrqMutex;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 use frames::TCache;
 use vspace::FlushSet;
@@ -25,7 +25,7 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 6;
+pub const KCB_LAYOUT_VERSION: u32 = 7;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -151,6 +151,10 @@ pub struct Kcb {
     heap_override: AtomicUsize,
     /// This core's cache of the name directory (fos's per-core name cache, `names.rs`).
     pub names: IrqMutex<msg::names::NameCache>,
+    /// The process that owns this core as a fleet member (fos space sharing: the scheduler
+    /// runs no other process's threads here, `proc::sched::may_run`); 0 for none. Set by
+    /// `fleet::bind`, cleared by `fleet::unbind` and when the process exits.
+    pub fleet_owner: AtomicU32,
 }
 
 // SAFETY: every field shared between cores is atomic or behind an IrqMutex; `tables` is only
@@ -267,6 +271,7 @@ impl Kcb {
             steal: StealTime::new(),
             tables: UnsafeCell::new(CpuTables::new()),
             names: IrqMutex::new(msg::names::NameCache::new()),
+            fleet_owner: AtomicU32::new(0),
         };
         // SAFETY: per the caller, the region is unused, writable and large enough (checked at
         // compile time above); 2 MiB frames are aligned far beyond the KCB's alignment.

@@ -39,6 +39,7 @@ mod cmdline;
 mod console;
 mod exec;
 mod fd;
+mod fleet;
 mod fs;
 mod futex;
 mod ipi;
@@ -252,6 +253,9 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     }
     if let Err(e) = fs::dev::populate() {
         kprintln!("reef: cannot create the /dev entries: {e}");
+    }
+    if let Err(e) = fs::trust_exe(fleet::MANAGER_PATH) {
+        kprintln!("reef: no fleet manager ({e}): nobody can bind cores or register fleet/ names");
     }
     let argv: Vec<alloc::string::String> = config
         .init

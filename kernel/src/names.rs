@@ -11,7 +11,7 @@
 //!
 //! A member is a kernel mailbox (`crate::mailbox`), recorded by its id with its owner's pid
 //! and place; closing the mailbox removes its registrations ([`mailbox_gone`]). Names under
-//! `fleet/` are refused to every process (no fleet manager exists yet to own them).
+//! `fleet/` are the fleet manager's and its members' (`fleet::may_register`).
 
 use crate::kcb;
 use crate::replicated::NodeReplicated;
@@ -31,7 +31,7 @@ static TICKETS: AtomicU64 = AtomicU64::new(0);
 static DIRECTORY: Once<Arc<NodeReplicated<Directory>>> = Once::new();
 
 /// A name, copied out of the caller (operations in the log hold no pointers).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Name {
     bytes: [u8; NAME_MAX],
     len: u8,
@@ -52,7 +52,8 @@ impl Name {
         Ok(n)
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 }
@@ -72,8 +73,8 @@ pub enum ReadOp {
 /// Update operations.
 #[derive(Clone, Copy)]
 pub enum UpdateOp {
-    /// Registers a member under a name.
-    Register(Name, Member),
+    /// Registers a member under a name; whether it may use `fleet/`.
+    Register(Name, Member, bool),
     /// Removes a process's registration of a mailbox under a name.
     Unregister(Name, u32, u64),
     /// Removes every registration of a process.
@@ -133,8 +134,8 @@ impl nr::Dispatch for Directory {
 
     fn dispatch_mut(&mut self, op: UpdateOp) -> Resp {
         Resp::Done(match op {
-            UpdateOp::Register(name, member) => {
-                self.0.register(name.as_bytes(), member, false).map(|()| 1)
+            UpdateOp::Register(name, member, reserved) => {
+                self.0.register(name.as_bytes(), member, reserved).map(|()| 1)
             }
             UpdateOp::Unregister(name, pid, mailbox) => {
                 self.0.unregister(name.as_bytes(), pid, mailbox).map(|()| 1)
@@ -190,8 +191,9 @@ fn here() -> Place {
     }
 }
 
-/// Registers process `pid`'s `mailbox` under `name`, on the calling core.
-pub fn register(name: Name, pid: u32, mailbox: u64) -> Result<(), Errno> {
+/// Registers process `pid`'s `mailbox` under `name`, on the calling core; names under
+/// `fleet/` only if `reserved` (the caller may use them, `fleet::may_register`).
+pub fn register(name: Name, pid: u32, mailbox: u64, reserved: bool) -> Result<(), Errno> {
     let at = here();
     let member = Member {
         mailbox,
@@ -199,7 +201,7 @@ pub fn register(name: Name, pid: u32, mailbox: u64) -> Result<(), Errno> {
         core: at.core,
         node: at.node,
     };
-    update(UpdateOp::Register(name, member)).map(|_| ())
+    update(UpdateOp::Register(name, member, reserved)).map(|_| ())
 }
 
 /// Removes process `pid`'s registration of `mailbox` under `name`.

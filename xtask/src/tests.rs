@@ -508,6 +508,8 @@ fn kernel_cases() -> Vec<Case> {
 /// Machine configurations of the user cases: (cores, nodes, memory MiB).
 const ONE_CORE: (u32, u32, u32) = (1, 1, 256);
 const FOUR_CORES: (u32, u32, u32) = (4, 2, 512);
+/// Two cores on two nodes, for the programs that need a core of their own and one more.
+const TWO_NODES: (u32, u32, u32) = (2, 2, 512);
 
 /// The fixed-seed fuzz campaign of `cargo xtask test` (`user-fuzz-...`): calls and seed.
 const FUZZ_CALLS: &str = "20000";
@@ -641,7 +643,12 @@ fn user_tests() -> Vec<UserTest> {
             status: 0,
             signal: None,
             expect,
-            configs: &[ONE_CORE, FOUR_CORES],
+            // Fleets take whole cores: with one, two and four.
+            configs: if name == "fleets" {
+                &[ONE_CORE, TWO_NODES, FOUR_CORES]
+            } else {
+                &[ONE_CORE, FOUR_CORES]
+            },
             native: true,
             limit: if name == "spawnloop" {
                 LONG_LIMIT

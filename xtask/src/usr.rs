@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `/bin/busybox` (0755) | Debian `busybox-static`'s `/bin/busybox` |
 //! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
+//! | `/bin/fleet` (0755) | the fleet manager (`usr/fleet.c`, [`SYSTEM`]) |
 //! | `/dev`, `/proc`, `/etc`, `/root`, `/test`, `/test/sh` (0755), `/tmp` (01777) | directories |
 //! | `/etc/passwd`, `/etc/group` (0644) | root only |
 //! | `/test/<name>` (0755) | the test programs |
@@ -131,10 +132,16 @@ pub const PROGRAMS: &[Program] = &[
         source: "robust.c",
         pie: false,
     },
+    Program {
+        name: "fleets",
+        source: "fleets.c",
+        pie: false,
+    },
 ];
 
-/// Measurement programs: built and put into `/test` like [`PROGRAMS`], after them, but not
-/// tests (they print numbers, no `PASS` line), so `cargo xtask test` makes no cases for them.
+/// Programs that are not tests (measurement programs, which print numbers, and helpers the
+/// tests start): built and put into `/test` like [`PROGRAMS`], after them, but with no `PASS`
+/// line, so `cargo xtask test` makes no cases for them.
 pub const TOOLS: &[Program] = &[
     Program {
         name: "uperf",
@@ -151,7 +158,20 @@ pub const TOOLS: &[Program] = &[
         source: "fuzz.c",
         pie: false,
     },
+    Program {
+        name: "fleetecho",
+        source: "fleetecho.c",
+        pie: false,
+    },
 ];
+
+/// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the
+/// kernel trusts to bind cores to fleets (kernel `fleet.rs`).
+pub const SYSTEM: &[Program] = &[Program {
+    name: "fleet",
+    source: "fleet.c",
+    pie: false,
+}];
 
 /// The shared headers in `usr/` (a change rebuilds every program).
 const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h", "reef_server.h"];
@@ -298,7 +318,7 @@ fn check_static(path: &Path, want_type: u16) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds every test program that is out of date (older than its source, the shared header or
+/// Builds every test, tool and system program that is out of date (older than its source, the shared header or
 /// this tool) with `musl-gcc -static`, installing musl-tools when missing. Returns their paths.
 pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     deps::ensure(&[deps::MUSL_GCC])?;
@@ -309,7 +329,7 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     let tool = std::env::current_exe().ok();
     let mut built = Vec::new();
     let mut musl = None;
-    for p in PROGRAMS.iter().chain(TOOLS) {
+    for p in PROGRAMS.iter().chain(TOOLS).chain(SYSTEM) {
         let source = src.join(p.source);
         // Relative to the repository root (the compiler's directory), so FAIL lines name
         // `usr/FILE.c`.
@@ -457,8 +477,8 @@ pub fn applets(busybox: &Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// The initramfs entries for `busybox` (its bytes and applets), the built `programs` and the
-/// shell `suite`'s files (scripts executable).
+/// The initramfs entries for `busybox` (its bytes and applets), the built `programs` (in `/bin`
+/// for [`SYSTEM`], else in `/test`) and the shell `suite`'s files (scripts executable).
 pub fn entries(
     busybox: Vec<u8>,
     applets: &[String],
@@ -473,7 +493,12 @@ pub fn entries(
     e.push(Entry::file("etc/group", 0o644, GROUP.into()));
     e.push(Entry::file("etc/passwd", 0o644, PASSWD.into()));
     for (name, bytes) in programs {
-        e.push(Entry::file(&format!("test/{name}"), 0o755, bytes.clone()));
+        let dir = if SYSTEM.iter().any(|p| p.name == *name) {
+            "bin"
+        } else {
+            "test"
+        };
+        e.push(Entry::file(&format!("{dir}/{name}"), 0o755, bytes.clone()));
     }
     for (name, bytes) in suite {
         let perm = if name.ends_with(".sh") { 0o755 } else { 0o644 };
@@ -488,7 +513,7 @@ pub struct Contents {
     pub busybox: Vec<u8>,
     /// Its applets (`/bin/<applet>` links).
     pub applets: Vec<String>,
-    /// The test programs and tools (`/test/<name>`), by name.
+    /// The test programs and tools (`/test/<name>`) and the system programs (`/bin/<name>`).
     pub programs: Vec<(&'static str, Vec<u8>)>,
 }
 

@@ -202,6 +202,39 @@ pub fn sync_all() {
     }
 }
 
+/// The one executable the kernel trusts with a capability: the fleet manager (`/bin/fleet` of
+/// the initramfs, [`trust_exe`]), whose processes may bind cores and register `fleet/` names.
+/// Nothing may rewrite it: opening it for writing and truncating it answer `ETXTBSY`. 0 for
+/// none.
+static TRUSTED_EXE: AtomicU64 = AtomicU64::new(0);
+
+/// Makes the regular file at absolute `path` the trusted executable ([`TRUSTED_EXE`]).
+pub fn trust_exe(path: &[u8]) -> Result<(), Errno> {
+    let ino = with_client(|c| {
+        let ino = c.resolve(ROOT_INO, path, true)?;
+        match c.stat(ino)?.kind {
+            Kind::File => Ok(ino),
+            _ => Err(Errno::EACCES),
+        }
+    })?;
+    TRUSTED_EXE.store(ino, Ordering::Release);
+    Ok(())
+}
+
+/// Whether `ino` is the trusted executable ([`TRUSTED_EXE`]).
+pub fn is_trusted_exe(ino: Ino) -> bool {
+    ino != 0 && TRUSTED_EXE.load(Ordering::Acquire) == ino
+}
+
+/// `ETXTBSY` if `ino` is the trusted executable, which nothing may write.
+pub fn check_writable(ino: Ino) -> Result<(), Errno> {
+    if is_trusted_exe(ino) {
+        Err(Errno::ETXTBSY)
+    } else {
+        Ok(())
+    }
+}
+
 /// A regular file opened for `execve`: read piece by piece, so a large program never needs
 /// one large kernel buffer.
 pub struct ExecFile {
@@ -222,6 +255,11 @@ impl ExecFile {
             }
             Ok(ExecFile { ino, size: st.size })
         })
+    }
+
+    /// The file's inode.
+    pub fn ino(&self) -> Ino {
+        self.ino
     }
 
     /// Lends `count` pages of the file from page index `first` (this node's replica's copies):
@@ -437,6 +475,7 @@ fn open_nrfs(
         Kind::Dir => Node::Dir(ino),
         _ if flags & O_DIRECTORY != 0 => return refuse(Errno::ENOTDIR),
         Kind::Symlink if flags & O_PATH == 0 => return refuse(Errno::ELOOP),
+        Kind::File if writing && is_trusted_exe(ino) => return refuse(Errno::ETXTBSY),
         Kind::Symlink | Kind::File => Node::File(ino),
         Kind::CharDev => match dev::from_rdev(st.rdev) {
             Ok(d) => Node::Device(d, Some(ino)),

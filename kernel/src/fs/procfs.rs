@@ -4,6 +4,7 @@
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg   system information
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
+//! /proc/reef/fleets                                  cores that fleets own: node, member, fleet
 //! /proc/reef/memory                                  per node: free frames, reserve, heap
 //! /proc/reef/names                                   the name directory, per-core name caches
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
@@ -45,6 +46,8 @@ pub enum File {
     Memory,
     /// `/proc/reef/names`.
     Names,
+    /// `/proc/reef/fleets`.
+    Fleets,
     /// `/proc/reef/nrfs`.
     Nrfs,
     /// `/proc/reef/syscalls`.
@@ -134,6 +137,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
         Place::Reef => match name {
             b"memory" => Ok(Place::File(File::Memory)),
             b"names" => Ok(Place::File(File::Names)),
+            b"fleets" => Ok(Place::File(File::Fleets)),
             b"nrfs" => Ok(Place::File(File::Nrfs)),
             b"syscalls" => Ok(Place::File(File::Syscalls)),
             b"tlb" => Ok(Place::File(File::Tlb)),
@@ -232,6 +236,7 @@ fn ino_of(place: Place) -> u64 {
             File::Tlb => (8, 0, 8),
             File::Memory => (8, 0, 9),
             File::Names => (8, 0, 10),
+            File::Fleets => (8, 0, 11),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -298,6 +303,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
         }
         Place::Reef => {
             out.push((ino_of(Place::File(File::Memory)), f, b"memory".to_vec()));
+            out.push((ino_of(Place::File(File::Fleets)), f, b"fleets".to_vec()));
             out.push((ino_of(Place::File(File::Names)), f, b"names".to_vec()));
             out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec()));
             out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
@@ -391,6 +397,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         }
         File::Memory => s = crate::mm::report(),
         File::Names => s = crate::names::report(),
+        File::Fleets => s = crate::fleet::report(),
         File::Nrfs => s = crate::fs::report(),
         File::Syscalls => s = crate::syscall::accounting_report(),
         File::Tlb => s = crate::ipi::shootdown_report(),

@@ -306,6 +306,12 @@ pub struct Process {
     /// The parent's pid, for `getppid` without a process-table read: a copy of the table's,
     /// stored before `Spawn` and set to 1 by the parent's `exit_process` when init adopts it.
     pub ppid: AtomicU32,
+    /// It runs the fleet manager (`fs::is_trusted_exe`): it may bind processes to cores
+    /// and register names under `fleet/`. Inherited by `fork`, kept by `execve` of the manager
+    /// alone.
+    pub fleet_manager: AtomicBool,
+    /// The fleet it serves as a member (`fleet::bind`): it may register this name.
+    pub fleet: IrqMutex<Option<crate::names::Name>>,
 }
 
 impl Process {
@@ -336,6 +342,8 @@ impl Process {
             vfork: IrqMutex::new(None),
             umask: AtomicU32::new(0o022),
             ppid: AtomicU32::new(0),
+            fleet_manager: AtomicBool::new(false),
+            fleet: IrqMutex::new(None),
         })
     }
 
@@ -576,6 +584,7 @@ fn exit_process(p: &Arc<Process>) {
         p.vm().teardown();
     }
     p.released.store(true, Ordering::Release);
+    sched::release_cores(p.pid);
     if p.named.load(Ordering::Acquire) {
         crate::names::process_gone(p.pid);
     }

@@ -109,13 +109,56 @@ pub fn with_current<R>(f: impl FnOnce(&Arc<Thread>) -> R) -> R {
     f(&me)
 }
 
+/// Whether `core` is free for process `pid`: no fleet member of another process owns it (fos
+/// space sharing: a fleet's core runs its member alone).
+pub fn core_free(pid: u32, core: usize) -> bool {
+    kcb::get(core).is_some_and(|k| {
+        let owner = k.fleet_owner.load(Ordering::Acquire);
+        owner == 0 || owner == pid
+    })
+}
+
+fn core_free_for(thread: &Thread, core: usize) -> bool {
+    core_free(thread.process.pid, core)
+}
+
+/// Whether `thread` may run on `core`: the core is free for it and its affinity allows it,
+/// or allows no free core at all (see [`choose_core`]).
+pub fn may_run(thread: &Thread, core: usize) -> bool {
+    if !core_free_for(thread, core) {
+        return false;
+    }
+    let allowed = thread.affinity.lock().clone();
+    allowed.contains(core)
+        || !kcb::online_cores()
+            .into_iter()
+            .any(|c| allowed.contains(c) && core_free_for(thread, c))
+}
+
+/// Gives back every core process `pid` owns as a fleet member (it has exited).
+pub fn release_cores(pid: u32) {
+    for core in kcb::online_cores() {
+        if let Some(k) = kcb::get(core) {
+            let _ = k
+                .fleet_owner
+                .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+}
+
 /// Chooses the core a new or migrating thread goes to: the allowed core with the fewest ready
-/// threads, preferring `preferred` on a tie.
+/// threads, preferring `preferred` on a tie. Cores that fleets of other processes own are
+/// never chosen; a thread whose affinity allows only such cores goes to any other core (as
+/// Linux moves a task whose cpuset lost its cores), and there is always one, since the last
+/// free core cannot be bound (`fleet::bind`).
 pub fn choose_core(thread: &Thread, preferred: usize) -> usize {
     let allowed = thread.affinity.lock().clone();
+    let cores = crate::kcb::online_cores();
+    let free = |c: usize| core_free_for(thread, c);
+    let any_allowed = cores.iter().any(|&c| allowed.contains(c) && free(c));
     let mut best: Option<(usize, usize)> = None;
-    for core in crate::kcb::online_cores() {
-        if !allowed.contains(core) {
+    for core in cores {
+        if !free(core) || (any_allowed && !allowed.contains(core)) {
             continue;
         }
         let k = kcb::get(core).expect("online core has a KCB");
@@ -172,7 +215,7 @@ fn pick_next(k: &Kcb, prev: Option<&Arc<Thread>>) -> Option<Arc<Thread>> {
             continue;
         }
         let is_prev = prev.is_some_and(|p| Arc::ptr_eq(p, &t));
-        if !is_prev && !t.affinity.lock().contains(k.core_id) {
+        if !is_prev && !may_run(&t, k.core_id) {
             let core = choose_core(&t, k.core_id);
             if core != k.core_id {
                 enqueue(core, t);
@@ -194,7 +237,7 @@ pub fn schedule() {
     // queues it on an allowed core), even if nothing else is ready here.
     let prev_runnable = prev.as_ref().is_some_and(|p| {
         matches!(p.state(), ThreadState::Running | ThreadState::Ready)
-            && p.affinity.lock().contains(k.core_id)
+            && may_run(p, k.core_id)
     });
     let mut next = pick_next(k, prev.as_ref());
     if let (Some(p), Some(n)) = (&prev, &next) {
@@ -204,7 +247,7 @@ pub fn schedule() {
             // context), unless its affinity excludes this core; then it leaves for the idle
             // context and `finish_switch` queues it on an allowed core.
             p.set_state(ThreadState::Running);
-            if p.affinity.lock().contains(k.core_id) {
+            if may_run(p, k.core_id) {
                 k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
                 cpu::restore_interrupts(were);
                 return;
@@ -271,7 +314,7 @@ pub fn finish_switch() {
     if prev.transition(ThreadState::Running, ThreadState::Ready) {
         // A preempted thread stays on this core (no scan of every core's queue on this path)
         // unless its affinity excludes it.
-        let core = if prev.affinity.lock().contains(k.core_id) {
+        let core = if may_run(&prev, k.core_id) {
             k.core_id
         } else {
             choose_core(&prev, k.core_id)

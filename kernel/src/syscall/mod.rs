@@ -175,6 +175,8 @@ fn handler(nr: usize) -> Option<Handler> {
         REEF_GRANT => msg::grant,
         REEF_GRANT_MAP => msg::grant_map,
         REEF_GRANT_REVOKE => msg::grant_revoke,
+        REEF_FLEET_BIND => msg::fleet_bind,
+        REEF_FLEET_UNBIND => msg::fleet_unbind,
         _ => return None,
     })
 }

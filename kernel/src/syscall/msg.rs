@@ -81,13 +81,15 @@ fn hand_out(me: &Thread, fd: i32, out: u64, data: &[u8]) -> SysResult {
 }
 
 /// `reef_name_register(name, len, mailbox_fd)`: `EINVAL` (a bad name), `ENOTSOCK` (not a
-/// mailbox), `EPERM` (under `fleet/`), `EEXIST` (registered already), `ENOSPC` (the directory
-/// or the name is full).
+/// mailbox), `EPERM` (under `fleet/`, unless the caller is the fleet manager or registers its
+/// own fleet's name), `EEXIST` (registered already), `ENOSPC` (the directory or the name is
+/// full).
 pub fn register(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let name = name_arg(a[0], a[1])?;
     let mailbox = mailbox_arg(me, a[2])?;
     me.process.note_named();
-    names::register(name, me.process.pid, mailbox.id)?;
+    let reserved = crate::fleet::may_register(&me.process, &name);
+    names::register(name, me.process.pid, mailbox.id, reserved)?;
     Ok(0)
 }
 
@@ -316,5 +318,24 @@ pub fn grant_map(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
 pub fn grant_revoke(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (conn, end) = conn_arg(me, a[0])?;
     conn.revoke(end, a[1])?;
+    Ok(0)
+}
+
+/// `reef_fleet_bind(pid, core, name, len)`: the fleet manager gives `core` to process `pid` as
+/// a member of fleet `name` (`fleet::bind`): `EPERM` (the caller is not the manager),
+/// `EINVAL` (core offline or out of range; a name not under `fleet/` or not printable ASCII),
+/// `EFAULT`, `ESRCH`, `EBUSY`.
+pub fn fleet_bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let name = name_arg(a[2], a[3])?;
+    msg::names::valid_name(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    let pid = u32::try_from(a[0]).map_err(|_| Errno::ESRCH)?;
+    crate::fleet::bind(&me.process, pid, a[1], name)?;
+    Ok(0)
+}
+
+/// `reef_fleet_unbind(core)`: the fleet manager takes `core` back (`fleet::unbind`): `EPERM`,
+/// `EINVAL`, `ENOENT` (no fleet owns it).
+pub fn fleet_unbind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    crate::fleet::unbind(&me.process, a[0])?;
     Ok(0)
 }

@@ -367,7 +367,10 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         let ino = c.resolve(start, &path, true)?;
         match c.stat(ino)?.kind {
             nrfs::Kind::Dir => Err(Errno::EISDIR),
-            nrfs::Kind::File => c.truncate(ino, a[1], t),
+            nrfs::Kind::File => {
+                crate::fs::check_writable(ino)?;
+                c.truncate(ino, a[1], t)
+            }
             _ => Err(Errno::EINVAL),
         }
     })?;

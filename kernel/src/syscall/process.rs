@@ -126,6 +126,12 @@ fn fork_process(
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+    // The manager's capability passes to its children (until they execute another program);
+    // fleet membership does not.
+    child.fleet_manager.store(
+        parent.fleet_manager.load(Ordering::Acquire),
+        Ordering::Release,
+    );
     // No memory for its kernel stack: the child (and the address space just copied for it)
     // goes away here, giving everything back.
     let t = child_thread(me, frame, pid, child.clone(), flags, newsp, tls)?;
@@ -242,7 +248,12 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let (start, path) = exec_place(&me.process, path)?;
     let image = crate::exec::load(start, &path, argv, &envp)?;
     let exe = crate::fs::path::display(&me.process, crate::fs::path::AT_FDCWD, &image.path);
+    // The fleet manager's capability goes with its program (`fleet`).
+    let manager = crate::fs::is_trusted_exe(image.ino);
     crate::exec::commit(me, frame, image, &exe);
+    me.process
+        .fleet_manager
+        .store(manager, core::sync::atomic::Ordering::Release);
     Ok(0)
 }
 
@@ -478,13 +489,28 @@ fn thread_of(me: &Arc<Thread>, tid: u64) -> Result<Arc<Thread>, Errno> {
     }
 }
 
+/// `sched_getaffinity(tid, len, mask)`: the online cores the thread may run on: its affinity
+/// without the cores other processes' fleets own, or, when that leaves none, every core they
+/// do not own (where `sched::may_run` lets it run).
 pub fn sched_getaffinity(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let t = thread_of(me, a[0])?;
     let n = mask_bytes();
     if (a[1] as usize) < n {
         return Err(Errno::EINVAL);
     }
-    let set = t.affinity.lock().clone();
+    let pid = t.process.pid;
+    let affinity = t.affinity.lock().clone();
+    let mut set = CpuSet([0; kcb::MAX_CORES / 64]);
+    for core in online_cores_in(&affinity).filter(|&c| sched::core_free(pid, c)) {
+        set.0[core / 64] |= 1 << (core % 64);
+    }
+    if set.0.iter().all(|&w| w == 0) {
+        for core in kcb::online_cores() {
+            if sched::core_free(pid, core) {
+                set.0[core / 64] |= 1 << (core % 64);
+            }
+        }
+    }
     let online = online_set();
     let bytes: Vec<u8> = (0..n / 8)
         .flat_map(|w| (set.0[w] & online.0[w]).to_le_bytes())
@@ -493,6 +519,9 @@ pub fn sched_getaffinity(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) 
     Ok(n as u64)
 }
 
+/// `sched_setaffinity(tid, len, mask)`: `EINVAL` for no online core, `EBUSY` when every
+/// online core of the mask is owned by another process's fleet (a core a fleet owns runs its
+/// member alone; the thread never runs on the owned cores of a wider mask).
 pub fn sched_setaffinity(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let t = thread_of(me, a[0])?;
     let len = (a[1] as usize).min(kcb::MAX_CORES / 8);
@@ -506,6 +535,10 @@ pub fn sched_setaffinity(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) 
     }
     if set.0.iter().all(|&w| w == 0) {
         return Err(Errno::EINVAL);
+    }
+    // fos space sharing: a core a fleet of another process owns runs its member alone.
+    if online_cores_in(&set).all(|core| !sched::core_free(t.process.pid, core)) {
+        return Err(Errno::EBUSY);
     }
     *t.affinity.lock() = set.clone();
     // Pinned to one core: where its names say it runs (fos: redirection when a server moves).

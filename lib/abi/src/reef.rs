@@ -39,8 +39,13 @@ pub const REEF_GRANT_MAP: usize = REEF_BASE + 9;
 /// `reef_grant_revoke(conn_fd, id)`: the granter takes grant `id` back: it can no longer be
 /// mapped (mappings made already stay until their process unmaps them).
 pub const REEF_GRANT_REVOKE: usize = REEF_BASE + 10;
+/// `reef_fleet_bind(pid, core, name, len)`: the fleet manager gives `core` to process `pid`,
+/// a member of fleet `name` (under `fleet/`): nothing else runs there.
+pub const REEF_FLEET_BIND: usize = REEF_BASE + 11;
+/// `reef_fleet_unbind(core)`: the fleet manager takes `core` back.
+pub const REEF_FLEET_UNBIND: usize = REEF_BASE + 12;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_GRANT_REVOKE;
+pub const REEF_LAST: usize = REEF_FLEET_UNBIND;
 
 /// `reef_grant`'s flag: the peer may write the pages (the caller's mapping must allow writing).
 pub const REEF_GRANT_WRITE: u64 = 1;

@@ -1,0 +1,139 @@
+//! Fleets (fos §3.1 space sharing, §3.2.2 namespace protection): the kernel's part.
+//!
+//! A fleet is a set of server processes, one per core, each owning its core: the scheduler
+//! runs no other process's threads there (`proc::sched::may_run` reads the core's
+//! `Kcb::fleet_owner`), places no new thread there, and `sched_setaffinity` onto it answers
+//! `EBUSY`. The fleet manager (`usr/fleet.c`, the user-space server that starts, grows, shrinks
+//! and restarts fleets) keeps the fleets themselves; the kernel keeps only who owns which core
+//! and which process may register which name under `fleet/`:
+//!
+//! - **The manager's capability.** A process that executes the trusted executable
+//!   (`/bin/fleet` of the initramfs, `fs::trust_exe`, which nothing may rewrite) holds
+//!   `Process::fleet_manager`; `fork` passes it on and `execve` of anything else drops it. Only
+//!   such a process may bind and unbind cores and register any name under `fleet/`.
+//! - **Members.** [`bind`] gives a core to a process (normally a child of the manager, before
+//!   it executes the server program) and lets it register one name, `fleet/NAME`; its threads
+//!   are pinned to the core. The core is free again when the manager unbinds it or the process
+//!   exits. The last free online core cannot be bound, so ordinary programs always have one.
+
+use crate::kcb;
+use crate::names::Name;
+use crate::proc::{self, CpuSet, Process};
+use abi::Errno;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+use msg::names::RESERVED_PREFIX;
+
+/// The path of the fleet manager's program in the initramfs.
+pub const MANAGER_PATH: &[u8] = b"/bin/fleet";
+
+/// Whether `p` may register `name`: any name outside `fleet/`; under it, the manager any, and
+/// a member its own fleet's.
+pub fn may_register(p: &Process, name: &Name) -> bool {
+    !name.as_bytes().starts_with(RESERVED_PREFIX)
+        || p.fleet_manager.load(Ordering::Acquire)
+        || p.fleet.lock().as_ref() == Some(name)
+}
+
+/// Whether `p` holds the manager's capability: else `EPERM`.
+fn manager(p: &Process) -> Result<(), Errno> {
+    if p.fleet_manager.load(Ordering::Acquire) {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+/// The KCB of online core `core`: else `EINVAL`.
+fn online(core: u64) -> Result<&'static kcb::Kcb, Errno> {
+    let core = usize::try_from(core).map_err(|_| Errno::EINVAL)?;
+    if !kcb::online_cores().contains(&core) {
+        return Err(Errno::EINVAL);
+    }
+    kcb::get(core).ok_or(Errno::EINVAL)
+}
+
+/// The manager `me` gives online `core` to live process `pid` as a member of fleet `name`
+/// (under `fleet/`): the core runs nothing else, the process's threads are pinned there, and
+/// it may register `name`. `EPERM` (not the manager), `EINVAL` (core, or a name outside
+/// `fleet/`), `ESRCH` (no such live process), `EBUSY` (the core is owned, the process owns a
+/// core already, or it is the last free online core).
+pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> {
+    manager(me)?;
+    let k = online(core)?;
+    if !name.as_bytes().starts_with(RESERVED_PREFIX) || name.as_bytes() == RESERVED_PREFIX {
+        return Err(Errno::EINVAL);
+    }
+    let target = live_process(pid)?;
+    let cores = kcb::online_cores();
+    let owned = |c: usize| kcb::get(c).map_or(0, |k| k.fleet_owner.load(Ordering::Acquire));
+    if cores.iter().any(|&c| owned(c) == pid) {
+        return Err(Errno::EBUSY);
+    }
+    if !cores.iter().any(|&c| c != k.core_id && owned(c) == 0) {
+        return Err(Errno::EBUSY);
+    }
+    k.fleet_owner
+        .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+        .map_err(|_| Errno::EBUSY)?;
+    *target.fleet.lock() = Some(name);
+    let mut only = CpuSet([0; kcb::MAX_CORES / 64]);
+    only.0[k.core_id / 64] |= 1 << (k.core_id % 64);
+    let threads = target.threads.lock().clone();
+    for t in &threads {
+        *t.affinity.lock() = only.clone();
+    }
+    if target.is_named() {
+        crate::names::process_moved(pid, k.core_id);
+    }
+    // A thread of another process running there leaves at its next switch, at the latest
+    // when its time slice ends.
+    if k.core_id != kcb::current().core_id {
+        k.sched.need_resched.store(true, Ordering::Release);
+        let _ = crate::ipi::send(k.core_id, crate::ipi::IpiKind::Ping);
+    }
+    Ok(())
+}
+
+/// The manager `me` takes online `core` back from its member (which stays pinned there and
+/// loses its fleet name). `EPERM`, `EINVAL`, `ENOENT` (no fleet owns the core).
+pub fn unbind(me: &Process, core: u64) -> Result<(), Errno> {
+    manager(me)?;
+    let k = online(core)?;
+    let pid = k.fleet_owner.swap(0, Ordering::AcqRel);
+    if pid == 0 {
+        return Err(Errno::ENOENT);
+    }
+    if let Some(e) = proc::lookup(pid) {
+        *e.process.fleet.lock() = None;
+    }
+    Ok(())
+}
+
+/// A process that has not exited: else `ESRCH`.
+fn live_process(pid: u32) -> Result<Arc<Process>, Errno> {
+    match proc::lookup(pid) {
+        Some(e) if e.life == proc::table::Life::Alive => Ok(e.process),
+        _ => Err(Errno::ESRCH),
+    }
+}
+
+/// `/proc/reef/fleets`: one line per core a fleet owns, `core C node N pid P fleet NAME`.
+pub fn report() -> String {
+    let mut s = String::new();
+    for core in kcb::online_cores() {
+        let Some(k) = kcb::get(core) else { continue };
+        let pid = k.fleet_owner.load(Ordering::Acquire);
+        if pid == 0 {
+            continue;
+        }
+        let name = proc::lookup(pid)
+            .and_then(|e| *e.process.fleet.lock())
+            .map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(s, "core {core} node {} pid {pid} fleet {name}", k.node_id);
+    }
+    s
+}
