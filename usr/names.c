@@ -3,8 +3,8 @@
  * 1025-1027, kernel names.rs), which Linux does not have: off Reef the program checks that the
  * calls answer ENOSYS and passes.
  *
- * - names are checked (empty, over 64 bytes, a space: EINVAL; under "fleet/": EPERM, as no
- *   fleet manager exists yet); a member is a mailbox (reef_mbox_create; another descriptor is
+ * - names are checked (empty, over 64 bytes, a space: EINVAL; under "fleet/": EPERM, as this
+ *   is not the fleet manager, usr/fleets.c); a member is a mailbox (reef_mbox_create; another descriptor is
  *   ENOTSOCK); a registration is found, a second one of the same mailbox is EEXIST, a wrong
  *   unregistration ENOENT, bad pointers EFAULT, a bad `how` EINVAL; closing a mailbox removes
  *   its names;
@@ -16,13 +16,15 @@
  *   pinned to another core is answered there;
  * - a name whose last member unregisters is gone (ENOENT);
  * - huge lengths, kernel and non-canonical pointers are refused, another process cannot remove
- *   a registration, a process that fills the directory gets ENOSPC and its names go when it
- *   exits, and free memory comes back.
+ *   a registration, a process holds 16 registrations at most (EDQUOT), processes that fill
+ *   the directory get ENOSPC and their names go when they exit, and free memory comes back.
  */
 #include "reef-test.h"
 #include "reef_msg.h"
 
 #define MAXC 8
+/* Registrations a process may hold (lib/msg's NAMES_PER_PROCESS). */
+#define QUOTA 16
 /* Process and heap memory that may stay (kernel heap arenas kept: see robust.c). */
 #define SLACK (8L << 20)
 
@@ -233,31 +235,50 @@ int main(void)
     CHECK_EQ(reef_name_lookup("echo", REEF_NAME_NEAREST, &m), -ENOENT);
     SAY("the name goes with its last member");
 
-    /* A process that fills the directory gets ENOSPC; when it exits, everything is gone and
-     * the kernel's memory is back (the directory's room is taken once, at boot). */
-    pid_t filler = CHECK_SYS(fork());
-    if (filler == 0) {
-        char n[16];
-        int i = 0, own = new_mailbox();
-        long r;
-        do {
-            snprintf(n, sizeof n, "fill%d", i++);
-            r = reef_name_register(n, own);
-        } while (r == 0 && i < 10000);
-        _exit(r == -ENOSPC && i > 100 && i < 10000 ? 0 : 1);
+    /* A process holds 16 registrations at most (EDQUOT); processes that fill the directory
+     * together get ENOSPC; when they exit, everything is gone and the kernel's memory is back
+     * (the directory's room is taken once, at boot). */
+    pid_t fillers[32];
+    int nf = 0;
+    for (char verdict = 'q'; verdict == 'q';) {
+        CHECK(nf < 32);
+        int p[2];
+        CHECK_SYS(pipe(p));
+        pid_t k = CHECK_SYS(fork());
+        if (k == 0) {
+            close(p[0]);
+            char n[24];
+            int own = new_mailbox(), i = 0;
+            long r = 0;
+            while (r == 0 && i < 100) {
+                snprintf(n, sizeof n, "fill%d-%d", nf, i++);
+                r = reef_name_register(n, own);
+            }
+            char v = r == -EDQUOT && i == QUOTA + 1 ? 'q' : r == -ENOSPC ? 'f' : 'x';
+            if (write(p[1], &v, 1) != 1)
+                _exit(1);
+            pause();
+            _exit(0);
+        }
+        close(p[1]);
+        CHECK_EQ(read(p[0], &verdict, 1), 1);
+        close(p[0]);
+        fillers[nf++] = k;
+        CHECK(verdict == 'q' || verdict == 'f');
     }
-    int fst;
-    CHECK_SYS(waitpid(filler, &fst, 0));
-    CHECK(WIFEXITED(fst) && WEXITSTATUS(fst) == 0);
-    CHECK(!listed(filler));
+    CHECK(nf > 256 / QUOTA / 2);
+    for (int i = 0; i < nf; i++) {
+        kill_wait(fillers[i]);
+        CHECK(!listed(fillers[i]));
+    }
     CHECK_EQ(reef_name_register("after", mb), 0);
     CHECK_EQ(reef_name_unregister("after", mb), 0);
     close(mb);
     long free1 = reef_free_bytes();
     if (free1 < free0 - SLACK)
         FAIL("lost %ld KiB", (free0 - free1) >> 10);
-    SAY("a full directory answers ENOSPC, empties when its filler exits; free memory %ld KiB "
-        "before, %ld KiB after",
-        free0 >> 10, free1 >> 10);
+    SAY("a process's %dth registration answers EDQUOT; %d processes filled the directory "
+        "(ENOSPC), which empties when they exit; free memory %ld KiB before, %ld KiB after",
+        QUOTA + 1, nf, free0 >> 10, free1 >> 10);
     PASS();
 }

@@ -353,7 +353,8 @@ _Static_assert(sizeof(struct reef_conn_info) == 24, "lib/abi CONN_INFO_SIZE");
 
 /* Registers this process's mailbox `mbox` (a descriptor) under `name`: 0 or -EINVAL, -EBADF,
  * -ENOTSOCK (not a mailbox), -EPERM (under "fleet/", unless the caller is the fleet manager
- * or registers its own fleet's name), -EEXIST, -ENOSPC, -EFAULT (-ENOSYS off Reef). */
+ * or registers its own fleet's name), -EEXIST, -ENOSPC (the directory or the name is full),
+ * -EDQUOT (this process holds 16 registrations), -EFAULT (-ENOSYS off Reef). */
 static inline long reef_name_register(const char *name, int mbox)
 {
     long r = syscall(SYS_reef_name_register, name, strlen(name), (long)mbox);

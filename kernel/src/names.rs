@@ -166,6 +166,7 @@ fn errno(e: NameError) -> Errno {
         NameError::Reserved => Errno::EPERM,
         NameError::Exists => Errno::EEXIST,
         NameError::Full => Errno::ENOSPC,
+        NameError::Quota => Errno::EDQUOT,
         NameError::NotFound => Errno::ENOENT,
     }
 }

@@ -643,8 +643,9 @@ fn user_tests() -> Vec<UserTest> {
             status: 0,
             signal: None,
             expect,
-            // Fleets take whole cores: with one, two and four.
-            configs: if name == "fleets" {
+            // fos (issue 12): one core, two nodes of one core each, four cores; fleets take
+            // whole cores.
+            configs: if matches!(name, "fleets" | "mailbox" | "names") {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else {
                 &[ONE_CORE, FOUR_CORES]

@@ -83,7 +83,7 @@ fn hand_out(me: &Thread, fd: i32, out: u64, data: &[u8]) -> SysResult {
 /// `reef_name_register(name, len, mailbox_fd)`: `EINVAL` (a bad name), `ENOTSOCK` (not a
 /// mailbox), `EPERM` (under `fleet/`, unless the caller is the fleet manager or registers its
 /// own fleet's name), `EEXIST` (registered already), `ENOSPC` (the directory or the name is
-/// full).
+/// full), `EDQUOT` (the caller holds `msg::names::NAMES_PER_PROCESS` registrations).
 pub fn register(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let name = name_arg(a[0], a[1])?;
     let mailbox = mailbox_arg(me, a[2])?;

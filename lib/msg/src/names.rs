@@ -20,6 +20,9 @@ pub const NAME_MAX: usize = 64;
 pub const NAMES_MAX: usize = 256;
 /// Members of one name (a fleet's servers, at most one per core).
 pub const MEMBERS_MAX: usize = 64;
+/// Registrations one process may hold at once, so that no process can take the whole
+/// directory.
+pub const NAMES_PER_PROCESS: usize = 16;
 /// Names under this prefix are registered by the fleet manager only.
 pub const RESERVED_PREFIX: &[u8] = b"fleet/";
 
@@ -67,6 +70,8 @@ pub enum NameError {
     Exists,
     /// [`NAMES_MAX`] names, or [`MEMBERS_MAX`] members of the name.
     Full,
+    /// The process holds [`NAMES_PER_PROCESS`] registrations already.
+    Quota,
     /// No such name, or the process has not registered the mailbox under it.
     NotFound,
 }
@@ -165,6 +170,13 @@ impl NameServer {
         if name.starts_with(RESERVED_PREFIX) && !manager {
             return Err(NameError::Reserved);
         }
+        let held = self
+            .entries
+            .iter()
+            .flat_map(|e| e.members())
+            .filter(|m| m.pid == member.pid)
+            .take(NAMES_PER_PROCESS)
+            .count();
         match self.find(name) {
             Ok(i) => {
                 let e = &mut self.entries[i];
@@ -174,6 +186,9 @@ impl NameServer {
                 {
                     return Err(NameError::Exists);
                 }
+                if held == NAMES_PER_PROCESS {
+                    return Err(NameError::Quota);
+                }
                 if e.count as usize == MEMBERS_MAX {
                     return Err(NameError::Full);
                 }
@@ -181,6 +196,9 @@ impl NameServer {
                 e.count += 1;
             }
             Err(i) => {
+                if held == NAMES_PER_PROCESS {
+                    return Err(NameError::Quota);
+                }
                 if self.entries.len() == NAMES_MAX {
                     return Err(NameError::Full);
                 }

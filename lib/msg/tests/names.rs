@@ -3,7 +3,7 @@
 
 use msg::names::{
     Member, NameCache, NameError, NameServer, Pick, Place, CACHE_MEMBERS, MEMBERS_MAX, NAMES_MAX,
-    NAME_MAX,
+    NAMES_PER_PROCESS, NAME_MAX,
 };
 use proptest::prelude::*;
 
@@ -110,7 +110,7 @@ fn limits_answer_full() {
         Err(NameError::Full)
     );
     for i in 1..NAMES_MAX {
-        ns.register(format!("n{i}").as_bytes(), member(1, 0, 0), false)
+        ns.register(format!("n{i}").as_bytes(), member(i as u64, 0, 0), false)
             .unwrap();
     }
     assert_eq!(
@@ -118,6 +118,32 @@ fn limits_answer_full() {
         Err(NameError::Full)
     );
     assert_eq!(ns.iter().count(), NAMES_MAX);
+}
+
+#[test]
+fn a_process_holds_a_quota_of_registrations() {
+    let mut ns = NameServer::try_new().unwrap();
+    let mine = |mailbox| Member {
+        pid: 7,
+        ..member(mailbox, 0, 0)
+    };
+    for i in 0..NAMES_PER_PROCESS as u64 {
+        ns.register(format!("q{i}").as_bytes(), mine(i), false)
+            .unwrap();
+    }
+    let g = ns.generation();
+    // Neither a new name nor a new member of an existing one, and nothing changed.
+    assert_eq!(
+        ns.register(b"q-more", mine(99), false),
+        Err(NameError::Quota)
+    );
+    assert_eq!(ns.register(b"q0", mine(99), false), Err(NameError::Quota));
+    assert_eq!(ns.register(b"q0", mine(0), false), Err(NameError::Exists));
+    assert_eq!(ns.generation(), g);
+    // Others are not counted against it; giving one back makes room.
+    ns.register(b"q-more", member(1, 0, 0), false).unwrap();
+    ns.unregister(b"q3", 7, 3).unwrap();
+    ns.register(b"q-more", mine(99), false).unwrap();
 }
 
 #[test]
