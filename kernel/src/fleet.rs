@@ -19,6 +19,7 @@
 use crate::kcb;
 use crate::names::Name;
 use crate::proc::{self, CpuSet, Process};
+use crate::sync::IrqMutex;
 use abi::Errno;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -28,6 +29,10 @@ use msg::names::RESERVED_PREFIX;
 
 /// The path of the fleet manager's program in the initramfs.
 pub const MANAGER_PATH: &[u8] = b"/bin/fleet";
+
+/// Held while a bind checks and takes a core, so that concurrent binds cannot together take
+/// the last free core.
+static BINDING: IrqMutex<()> = IrqMutex::new(());
 
 /// Whether `p` may register `name`: any name outside `fleet/`; under it, the manager any, and
 /// a member its own fleet's.
@@ -67,17 +72,22 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> 
         return Err(Errno::EINVAL);
     }
     let target = live_process(pid)?;
-    let cores = kcb::online_cores();
-    let owned = |c: usize| kcb::get(c).map_or(0, |k| k.fleet_owner.load(Ordering::Acquire));
-    if cores.iter().any(|&c| owned(c) == pid) {
-        return Err(Errno::EBUSY);
+    {
+        // Two managers binding at once must not both take what is left: one bind at a time
+        // (cores are only ever freed concurrently).
+        let _one_at_a_time = BINDING.lock();
+        let cores = kcb::online_cores();
+        let owned = |c: usize| kcb::get(c).map_or(0, |k| k.fleet_owner.load(Ordering::Acquire));
+        if cores.iter().any(|&c| owned(c) == pid) {
+            return Err(Errno::EBUSY);
+        }
+        if !cores.iter().any(|&c| c != k.core_id && owned(c) == 0) {
+            return Err(Errno::EBUSY);
+        }
+        k.fleet_owner
+            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| Errno::EBUSY)?;
     }
-    if !cores.iter().any(|&c| c != k.core_id && owned(c) == 0) {
-        return Err(Errno::EBUSY);
-    }
-    k.fleet_owner
-        .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
-        .map_err(|_| Errno::EBUSY)?;
     *target.fleet.lock() = Some(name);
     let mut only = CpuSet([0; kcb::MAX_CORES / 64]);
     only.0[k.core_id / 64] |= 1 << (k.core_id % 64);
