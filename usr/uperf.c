@@ -20,6 +20,12 @@
  *                                   last: ns per round trip
  *   uperf msgtput [ITERS [REPS]]    the same channel one way, ITERS messages per repetition,
  *                                   acknowledged at the end: messages per second
+ *   uperf mboxrtt [ITERS [REPS]]    msgrtt through a kernel mailbox: on Reef the child creates a
+ *                                   mailbox, the parent connects to it, and the messages go
+ *                                   through the connection's channels (the same ring; a sender
+ *                                   wakes a sleeping owner through the kernel); elsewhere it is
+ *                                   msgrtt
+ *   uperf mboxtput [ITERS [REPS]]   msgtput through a kernel mailbox, the same way
  *   uperf pipertt [ITERS [REPS]]    round trips of one byte over two pipes between the same two
  *                                   processes (the reference for msgrtt): ns per round trip
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
@@ -33,7 +39,8 @@
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
- * per thread, msgrtt, pipertt and grantrtt 20000 x 5, msgtput and granttput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
+ * per thread, msgrtt, mboxrtt, pipertt and grantrtt 20000 x 5, msgtput, mboxtput and granttput
+ * 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
  * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
  * or vmlat repetition that runs past twice its share of the budget stops early and reports the
@@ -520,9 +527,12 @@ enum { ECHO = 1, COUNT = 2, STOP = 3, PAGE_ECHO = 4, PAGE_COUNT = 5, READY = 6, 
  * only after the child has taken its message and the 63 after it could not all be waiting). */
 enum { POOL_PAGES = 128, PAGE_BYTES = 4096, PAGE_WORDS = PAGE_BYTES / 8 };
 static uint64_t *pool;
-/* The grant the child reads the pool through (0 off Reef) and the parent's connection. */
+/* The grant the child reads the pool through (0 off Reef). */
 static long pool_grant;
-static int pool_conn = -1;
+/* The parent's kernel connection to the child (grant and mbox modes on Reef), or -1. */
+static int conn_fd = -1;
+/* mboxrtt/mboxtput: the messages go through a kernel connection on Reef. */
+static int use_mbox;
 
 /* Fills page `k` of the pool with message k's words; returns their sum. */
 static uint64_t fill_page(long k)
@@ -547,10 +557,11 @@ static uint64_t sum_page(const uint64_t *view, const struct reef_msg *m)
     return sum;
 }
 
-/* The child's view of the pool: on Reef, a mailbox of its own that the parent connects to and
- * grants the pool over (the child maps the grant); elsewhere the mapping inherited from fork.
- * READY's word says which. */
-static const uint64_t *child_pool(struct reef_msg_receiver *rx, struct reef_msg_sender *tx)
+/* The child's end of a kernel connection from the parent: on Reef, a mailbox of its own,
+ * registered as uperf-<pid> and announced by READY over the MAP_SHARED channel (word 1; 0 off
+ * Reef, where the calls answer ENOSYS), and the connection the parent makes to it. Its
+ * descriptor, or -1 off Reef. */
+static int child_accept(struct reef_msg_sender *tx, struct reef_conn_info *info)
 {
     _Atomic uint32_t *events;
     struct reef_msg m;
@@ -568,11 +579,43 @@ static const uint64_t *child_pool(struct reef_msg_receiver *rx, struct reef_msg_
     if (reef_msg_send(tx, &m) != 0)
         _exit(1);
     if (!reef)
-        return pool;
+        return -1;
+    int fd = reef_mbox_accept(mbox, 0, info);
+    if (fd < 0)
+        _exit(3);
+    return fd;
+}
+
+/* The parent's half of child_accept: the connection's descriptor (kept in conn_fd, closed by
+ * stop_peer), or -1 if the child is not on Reef. */
+static int parent_connect(struct reef_conn_info *info)
+{
+    struct reef_msg m;
+    uint64_t reef;
+    if (reef_msg_recv(&rep_rx, &m) != 1 || m.tag != READY)
+        die("the peer is gone");
+    memcpy(&reef, m.data, 8);
+    if (!reef)
+        return -1;
+    char name[32];
+    snprintf(name, sizeof name, "uperf-%d", (int)peer);
+    conn_fd = reef_mbox_connect(name, REEF_NAME_NEAREST, 0, info);
+    if (conn_fd < 0)
+        die("reef_mbox_connect(%s): %s", name, strerror(-conn_fd));
+    return conn_fd;
+}
+
+/* The child's view of the pool: on Reef, the grant the parent makes over its connection
+ * (mapped read-only); elsewhere the mapping inherited from fork. */
+static const uint64_t *child_pool(struct reef_msg_receiver *rx, struct reef_msg_sender *tx)
+{
+    struct reef_msg m;
     struct reef_conn_info info;
-    int fd = reef_mbox_accept(mbox, 0, &info);
+    int fd = child_accept(tx, &info);
+    if (fd < 0)
+        return pool;
     uint64_t id, offset, len, mapped;
-    if (fd < 0 || reef_msg_recv(rx, &m) != 1 || m.tag != GRANT ||
+    if (reef_msg_recv(rx, &m) != 1 || m.tag != GRANT ||
         reef_msg_grant(&m, &id, &offset, &len) != 0)
         _exit(3);
     const uint64_t *view = reef_grant_map(fd, (long)id, &mapped);
@@ -586,19 +629,10 @@ static const uint64_t *child_pool(struct reef_msg_receiver *rx, struct reef_msg_
 static void grant_pool(void)
 {
     struct reef_msg m;
-    uint64_t reef;
-    if (reef_msg_recv(&rep_rx, &m) != 1 || m.tag != READY)
-        die("the peer is gone");
-    memcpy(&reef, m.data, 8);
-    if (!reef)
-        return;
-    char name[32];
-    snprintf(name, sizeof name, "uperf-%d", (int)peer);
     struct reef_conn_info info;
-    pool_conn = reef_mbox_connect(name, REEF_NAME_NEAREST, 0, &info);
-    if (pool_conn < 0)
-        die("reef_mbox_connect(%s): %s", name, strerror(-pool_conn));
-    pool_grant = reef_grant(pool_conn, pool, (size_t)POOL_PAGES * PAGE_BYTES, 0);
+    if (parent_connect(&info) < 0)
+        return;
+    pool_grant = reef_grant(conn_fd, pool, (size_t)POOL_PAGES * PAGE_BYTES, 0);
     if (pool_grant < 0)
         die("reef_grant: %s", strerror((int)-pool_grant));
     reef_msg_make_grant(&m, GRANT, (uint64_t)pool_grant, 0, (uint64_t)POOL_PAGES * PAGE_BYTES);
@@ -618,6 +652,9 @@ static void msg_child(int pages)
     reef_msg_receiver_init(&rx, &chans[0]);
     reef_msg_sender_init(&tx, &chans[1]);
     const uint64_t *view = pages ? child_pool(&rx, &tx) : NULL;
+    struct reef_conn_info info;
+    if (use_mbox && child_accept(&tx, &info) >= 0)
+        reef_mbox_server(&tx, &rx, &info);
     struct reef_msg m;
     uint64_t counted = 0, total = 0;
     while (reef_msg_recv(&rx, &m) == 1 && m.tag != STOP) {
@@ -687,6 +724,11 @@ static void start_peer(int pipes, int pages)
     pin_to(first);
     if (pages)
         grant_pool();
+    struct reef_conn_info info;
+    if (use_mbox && parent_connect(&info) >= 0) {
+        reef_mbox_client(&req_tx, &rep_rx, &info, conn_fd);
+        printf("uperf: the messages go through a Reef kernel mailbox connection\n");
+    }
     printf("uperf: this process on cpu %d, its peer on cpu %d\n", first, last);
 }
 
@@ -704,8 +746,8 @@ static void stop_peer(int pipes)
     int st;
     if (waitpid(peer, &st, 0) != peer || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         die("the peer failed (wait status 0x%x)", st);
-    if (pool_conn >= 0)
-        close(pool_conn);
+    if (conn_fd >= 0)
+        close(conn_fd);
 }
 
 static double msgrtt_loop(long iters)
@@ -799,7 +841,7 @@ static double pipertt_loop(long iters)
     return now_s() - t0;
 }
 
-/* msgrtt, msgtput, pipertt, grantrtt or granttput. */
+/* msgrtt, msgtput, mboxrtt, mboxtput, pipertt, grantrtt or granttput. */
 static void mode_msg(int argc, char **argv, const char *name)
 {
     static const struct {
@@ -808,6 +850,7 @@ static void mode_msg(int argc, char **argv, const char *name)
         int tput, pipes, pages;
     } modes[] = {
         {"msgrtt", msgrtt_loop, 0, 0, 0},      {"msgtput", msgtput_loop, 1, 0, 0},
+        {"mboxrtt", msgrtt_loop, 0, 0, 0},     {"mboxtput", msgtput_loop, 1, 0, 0},
         {"pipertt", pipertt_loop, 0, 1, 0},    {"grantrtt", grantrtt_loop, 0, 0, 1},
         {"granttput", granttput_loop, 1, 0, 1},
     };
@@ -815,6 +858,7 @@ static void mode_msg(int argc, char **argv, const char *name)
     while (strcmp(modes[i].name, name) != 0)
         i++;
     int pipes = modes[i].pipes, tput = modes[i].tput;
+    use_mbox = !strncmp(name, "mbox", 4);
     double (*loop)(long) = modes[i].loop;
     long iters = tput ? 200000 : 20000;
     int reps = 5, explicit_;
@@ -855,7 +899,8 @@ int main(int argc, char **argv, char **envp)
     if (argc < 2)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
-            "uperf [-b SECONDS] msgrtt|msgtput|pipertt|grantrtt|granttput [ITERS [REPS]]");
+            "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|grantrtt|granttput "
+            "[ITERS [REPS]]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -875,6 +920,7 @@ int main(int argc, char **argv, char **envp)
     else if (strcmp(argv[1], "vmlat") == 0)
         mode_vmlat(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
+             !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "grantrtt") ||
              !strcmp(argv[1], "granttput"))
         mode_msg(argc, argv, argv[1]);

@@ -32,8 +32,8 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
-           fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-pipe-rtt
-           msg-grant-rtt msg-grant-tput) nr-bench";
+           fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-mbox-rtt
+           msg-mbox-tput msg-pipe-rtt msg-grant-rtt msg-grant-tput) nr-bench";
 
 /// Guest memory of every configuration (MiB).
 const MEMORY_MIB: u32 = 512;
@@ -275,10 +275,13 @@ fn benches(effort: Effort) -> Vec<Bench> {
     ];
     // fos's transport (issue 12): lib/msg's channel in user space over MAP_SHARED pages with
     // futex wake-ups (usr/reef_msg.h), the same code on both systems, and pipes for reference;
-    // the grant modes carry 4 KiB by reference (on Reef through a kernel grant).
+    // the mbox modes run the channel through a kernel mailbox connection on Reef, the grant
+    // modes carry 4 KiB by reference (on Reef through a kernel grant).
     for (name, mode, unit, higher) in [
         ("msg-rtt", "msgrtt", "ns/rt", false),
         ("msg-tput", "msgtput", "msgs/s", true),
+        ("msg-mbox-rtt", "mboxrtt", "ns/rt", false),
+        ("msg-mbox-tput", "mboxtput", "msgs/s", true),
         ("msg-pipe-rtt", "pipertt", "ns/rt", false),
         ("msg-grant-rtt", "grantrtt", "ns/rt", false),
         ("msg-grant-tput", "granttput", "msgs/s", true),
@@ -286,6 +289,8 @@ fn benches(effort: Effort) -> Vec<Bench> {
         let prefix: &'static str = match mode {
             "msgrtt" => "uperf msgrtt ",
             "msgtput" => "uperf msgtput ",
+            "mboxrtt" => "uperf mboxrtt ",
+            "mboxtput" => "uperf mboxtput ",
             "pipertt" => "uperf pipertt ",
             "grantrtt" => "uperf grantrtt ",
             _ => "uperf granttput ",
