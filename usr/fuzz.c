@@ -396,7 +396,6 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_grant_map, 1033, 3, 30, 0)                                                              \
     X(reef_grant_revoke, 1034, 2, 20, 0)                                                           \
     X(reef_fleet_bind, 1035, 4, 20, 0)                                                             \
-    X(reef_fleet_unbind, 1036, 1, 10, 0)                                                           \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2127,9 +2126,6 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[3] = pct(r, 85) ? strlen(pick) : gen_int(r);
         break;
     }
-    case C_reef_fleet_unbind:
-        a[0] = pct(r, 80) ? below(r, 8) : gen_int(r);
-        break;
     case C_reef_free_bytes:
         for (int i = 0; i < 6; i++)
             a[i] = pct(r, 70) ? 0 : gen_int(r);

@@ -489,7 +489,6 @@ static inline int reef_msg_grant(const struct reef_msg *m, uint64_t *id, uint64_
 /* ---- Fleets: cores owned by servers (fos §3.1 space sharing) ------------------------- */
 
 #define SYS_reef_fleet_bind 1035
-#define SYS_reef_fleet_unbind 1036
 /* Names under this prefix belong to fleets: the fleet manager registers any of them, a member
  * its own fleet's. */
 #define REEF_FLEET_PREFIX "fleet/"
@@ -502,13 +501,6 @@ static inline int reef_msg_grant(const struct reef_msg *m, uint64_t *id, uint64_
 static inline long reef_fleet_bind(pid_t pid, int core, const char *name)
 {
     long r = syscall(SYS_reef_fleet_bind, (long)pid, (long)core, name, strlen(name));
-    return r < 0 ? -errno : r;
-}
-
-/* The fleet manager takes `core` back from its member: 0 or -EPERM, -EINVAL, -ENOENT. */
-static inline long reef_fleet_unbind(int core)
-{
-    long r = syscall(SYS_reef_fleet_unbind, (long)core);
     return r < 0 ? -errno : r;
 }
 

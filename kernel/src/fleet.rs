@@ -10,11 +10,10 @@
 //! - **The manager's capability.** A process that executes the trusted executable
 //!   (`/bin/fleet` of the initramfs, `fs::trust_exe`, which nothing may rewrite) holds
 //!   `Process::fleet_manager`; `fork` passes it on and `execve` of anything else drops it. Only
-//!   such a process may bind and unbind cores and register any name under `fleet/`.
+//!   such a process may bind cores and register any name under `fleet/`.
 //! - **Members.** [`bind`] gives a core to a process (normally a child of the manager, before
 //!   it executes the server program) and lets it register one name, `fleet/NAME`; its threads
-//!   are pinned to the core. The core is free again when the manager unbinds it or the process
-//!   exits. The last free online core cannot be bound, so ordinary programs always have one.
+//!   are pinned to the core. The core is free again when the process exits. The last free online core cannot be bound, so ordinary programs always have one.
 
 use crate::kcb;
 use crate::names::Name;
@@ -84,11 +83,17 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> 
         if !cores.iter().any(|&c| c != k.core_id && owned(c) == 0) {
             return Err(Errno::EBUSY);
         }
+        // Under the member's lock, so that its exit either sees the core taken or is seen
+        // here (`sched::release_cores`).
+        let mut fleet = target.fleet.lock();
+        if target.has_exited() {
+            return Err(Errno::ESRCH);
+        }
         k.fleet_owner
             .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|_| Errno::EBUSY)?;
+        *fleet = Some(name);
     }
-    *target.fleet.lock() = Some(name);
     let mut only = CpuSet([0; kcb::MAX_CORES / 64]);
     only.0[k.core_id / 64] |= 1 << (k.core_id % 64);
     let threads = target.threads.lock().clone();
@@ -103,21 +108,6 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> 
     if k.core_id != kcb::current().core_id {
         k.sched.need_resched.store(true, Ordering::Release);
         let _ = crate::ipi::send(k.core_id, crate::ipi::IpiKind::Ping);
-    }
-    Ok(())
-}
-
-/// The manager `me` takes online `core` back from its member (which stays pinned there and
-/// loses its fleet name). `EPERM`, `EINVAL`, `ENOENT` (no fleet owns the core).
-pub fn unbind(me: &Process, core: u64) -> Result<(), Errno> {
-    manager(me)?;
-    let k = online(core)?;
-    let pid = k.fleet_owner.swap(0, Ordering::AcqRel);
-    if pid == 0 {
-        return Err(Errno::ENOENT);
-    }
-    if let Some(e) = proc::lookup(pid) {
-        *e.process.fleet.lock() = None;
     }
     Ok(())
 }

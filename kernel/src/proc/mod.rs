@@ -310,7 +310,9 @@ pub struct Process {
     /// and register names under `fleet/`. Inherited by `fork`, kept by `execve` of the manager
     /// alone.
     pub fleet_manager: AtomicBool,
-    /// The fleet it serves as a member (`fleet::bind`): it may register this name.
+    /// The fleet it serves as a member (`fleet::bind`): it may register this name. Set with
+    /// the core's `Kcb::fleet_owner`, under this lock, by a bind that found the process alive;
+    /// `exit_process` gives the core back if it finds it set.
     pub fleet: IrqMutex<Option<crate::names::Name>>,
 }
 
@@ -350,6 +352,11 @@ impl Process {
     /// Records that the process registers names (they are removed when it exits).
     pub fn note_named(&self) {
         self.named.store(true, Ordering::Release);
+    }
+
+    /// Whether its last thread has ended (`exit_process` has released what it held).
+    pub fn has_exited(&self) -> bool {
+        self.released.load(Ordering::Acquire)
     }
 
     /// Whether the process has registered names.
@@ -584,7 +591,8 @@ fn exit_process(p: &Arc<Process>) {
         p.vm().teardown();
     }
     p.released.store(true, Ordering::Release);
-    sched::release_cores(p.pid);
+    // After `released`: a bind that comes later sees it (`fleet::bind`).
+    sched::release_cores(p);
     if p.named.load(Ordering::Acquire) {
         crate::names::process_gone(p.pid);
     }

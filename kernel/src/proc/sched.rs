@@ -11,7 +11,7 @@
 //! A core with nothing to run returns to its idle context (its boot stack), which halts until an
 //! interrupt and brings its node's replicas up to date when asked to (NrOS §4.5).
 
-use super::{Thread, ThreadState};
+use super::{Process, Thread, ThreadState};
 use crate::arch::{cpu, user};
 use crate::kcb::{self, Kcb};
 use crate::sync::IrqMutex;
@@ -135,13 +135,18 @@ pub fn may_run(thread: &Thread, core: usize) -> bool {
             .any(|c| allowed.contains(c) && core_free_for(thread, c))
 }
 
-/// Gives back every core process `pid` owns as a fleet member (it has exited).
-pub fn release_cores(pid: u32) {
+/// Gives back the core exited process `p` owns as a fleet member, if any. A bind takes a core
+/// for a process and sets `Process::fleet` under that lock only if the process has not
+/// exited, so either this finds it set or the bind found the process gone.
+pub fn release_cores(p: &Process) {
+    if p.fleet.lock().is_none() {
+        return;
+    }
     for core in kcb::online_cores() {
         if let Some(k) = kcb::get(core) {
             let _ = k
                 .fleet_owner
-                .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
+                .compare_exchange(p.pid, 0, Ordering::AcqRel, Ordering::Acquire);
         }
     }
 }

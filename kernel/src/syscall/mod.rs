@@ -176,7 +176,6 @@ fn handler(nr: usize) -> Option<Handler> {
         REEF_GRANT_MAP => msg::grant_map,
         REEF_GRANT_REVOKE => msg::grant_revoke,
         REEF_FLEET_BIND => msg::fleet_bind,
-        REEF_FLEET_UNBIND => msg::fleet_unbind,
         _ => return None,
     })
 }

@@ -332,10 +332,3 @@ pub fn fleet_bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     crate::fleet::bind(&me.process, pid, a[1], name)?;
     Ok(0)
 }
-
-/// `reef_fleet_unbind(core)`: the fleet manager takes `core` back (`fleet::unbind`): `EPERM`,
-/// `EINVAL`, `ENOENT` (no fleet owns it).
-pub fn fleet_unbind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    crate::fleet::unbind(&me.process, a[0])?;
-    Ok(0)
-}

@@ -42,10 +42,8 @@ pub const REEF_GRANT_REVOKE: usize = REEF_BASE + 10;
 /// `reef_fleet_bind(pid, core, name, len)`: the fleet manager gives `core` to process `pid`,
 /// a member of fleet `name` (under `fleet/`): nothing else runs there.
 pub const REEF_FLEET_BIND: usize = REEF_BASE + 11;
-/// `reef_fleet_unbind(core)`: the fleet manager takes `core` back.
-pub const REEF_FLEET_UNBIND: usize = REEF_BASE + 12;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_FLEET_UNBIND;
+pub const REEF_LAST: usize = REEF_FLEET_BIND;
 
 /// `reef_grant`'s flag: the peer may write the pages (the caller's mapping must allow writing).
 pub const REEF_GRANT_WRITE: u64 = 1;
