@@ -164,6 +164,17 @@ static int client(const char *name, struct reef_msg_sender *tx, struct reef_msg_
     return fd;
 }
 
+/* The owner's ends of the next connection to `mbox` (waiting for it): its descriptor. */
+static int accepted(int mbox, struct reef_msg_sender *tx, struct reef_msg_receiver *rx,
+                    struct reef_conn_info *info)
+{
+    int fd = reef_mbox_accept(mbox, 0, info);
+    if (fd < 0)
+        FAIL("accept: %s", strerror(-fd));
+    reef_mbox_server(tx, rx, info);
+    return fd;
+}
+
 static void hostile(void)
 {
     _Atomic uint32_t *ev;
@@ -363,10 +374,7 @@ static void polling(int cpu)
         struct reef_msg_sender tx;
         struct reef_msg_receiver rx;
         struct reef_conn_info info;
-        int fd = reef_mbox_connect("poller", REEF_NAME_NEAREST, 0, &info);
-        if (fd < 0)
-            _exit(20);
-        reef_mbox_client(&tx, &rx, &info, fd);
+        client("poller", &tx, &rx, &info);
         usleep(20000);
         struct reef_msg m;
         reef_msg_make(&m, 9, "x", 1);
@@ -377,11 +385,9 @@ static void polling(int cpu)
     CHECK_EQ(poll(&p, 1, 5000), 1);
     CHECK_EQ(p.revents, POLLIN);
     struct reef_conn_info info;
-    int s = reef_mbox_accept(mbox, 0, &info);
-    CHECK(s >= 0);
     struct reef_msg_sender tx;
     struct reef_msg_receiver rx;
-    reef_mbox_server(&tx, &rx, &info);
+    int s = accepted(mbox, &tx, &rx, &info);
     struct pollfd q = {.fd = s, .events = POLLIN};
     CHECK_EQ(poll(&q, 1, 5000), 1);
     CHECK(q.revents & POLLIN);
@@ -430,10 +436,7 @@ static void sleeping_owner(int cpu)
         struct reef_msg_sender tx;
         struct reef_msg_receiver rx;
         struct reef_conn_info info;
-        int fd = reef_mbox_connect("sleeper", REEF_NAME_NEAREST, 0, &info);
-        if (fd < 0)
-            _exit(20);
-        reef_mbox_client(&tx, &rx, &info, fd);
+        client("sleeper", &tx, &rx, &info);
         for (int i = 0; i < ROUNDS; i++) {
             /* Once the owner has marked itself asleep, give it time to reach its futex. */
             while (atomic_load(&info.conn->request.rx.sleeping) == 0)
@@ -447,11 +450,9 @@ static void sleeping_owner(int cpu)
         _exit(0);
     }
     struct reef_conn_info info;
-    int s = reef_mbox_accept(mbox, 0, &info);
-    CHECK(s >= 0);
     struct reef_msg_sender tx;
     struct reef_msg_receiver rx;
-    reef_mbox_server(&tx, &rx, &info);
+    int s = accepted(mbox, &tx, &rx, &info);
     struct reef_msg m;
     for (int i = 0; i < ROUNDS; i++) {
         CHECK_EQ(reef_msg_recv(&rx, &m), 1);
