@@ -3,7 +3,7 @@
  * kernel's part is kernel/src/fleet.rs). Installed as /bin/fleet, the one executable the
  * kernel trusts to bind cores to fleet members and to register any name under "fleet/".
  *
- *   fleet start NAME [--restart] --cores LIST PROGRAM [ARG...]
+ *   fleet start NAME [--restart] [--timeshare] --cores LIST PROGRAM [ARG...]
  *   fleet grow NAME CORE
  *   fleet shrink NAME CORE
  *   fleet stop NAME
@@ -14,7 +14,8 @@
  * error (status 1; members started are stopped again). LIST is cores and ranges: "1,3-5".
  *
  * A member is a child of the manager that waits until the manager has bound it to its core
- * (reef_fleet_bind: nothing else runs there), then executes PROGRAM with FLEET_NAME=fleet/NAME
+ * (reef_fleet_bind: nothing else runs there; with --timeshare the member is pinned there and
+ * time-shares the core with other programs, Hare's timeshare placement), then executes PROGRAM with FLEET_NAME=fleet/NAME
  * and FLEET_CORE=C in its environment. It registers its mailbox under FLEET_NAME, which only
  * the fleet's members and the manager may do; clients look that name up.
  *
@@ -54,13 +55,15 @@ static char member_name[80];  /* fleet/NAME */
 static char ctl_name[96];     /* fleet/NAME/ctl */
 static char **program;        /* PROGRAM [ARG...] */
 static int restart;
+static int timeshare;
 static pid_t members[MAX_CORES];
 static int restarts[MAX_CORES];
 static int wake_pipe[2] = {-1, -1};
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: fleet start NAME [--restart] --cores LIST PROGRAM [ARG...]\n"
+    fprintf(stderr, "usage: fleet start NAME [--restart] [--timeshare] --cores LIST PROGRAM "
+                    "[ARG...]\n"
                     "       fleet grow NAME CORE\n"
                     "       fleet shrink NAME CORE\n"
                     "       fleet stop NAME\n"
@@ -176,7 +179,7 @@ static pid_t start_member(int core)
         _exit(EXEC_FAILED);
     }
     close(go[0]);
-    long r = reef_fleet_bind(pid, core, member_name);
+    long r = reef_fleet_bind(pid, core, member_name, timeshare ? REEF_FLEET_SHARED : 0);
     if (r < 0) {
         close(go[1]);
         waitpid(pid, NULL, 0);
@@ -414,6 +417,8 @@ static int start(int argc, char **argv)
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--restart")) {
             restart = 1;
+        } else if (!strcmp(argv[i], "--timeshare")) {
+            timeshare = 1;
         } else if (!strcmp(argv[i], "--cores") && i + 1 < argc) {
             parse_cores(argv[++i], want);
             have = 1;

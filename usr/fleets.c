@@ -15,7 +15,9 @@
  *   a member on its fleet's core, while (4 cores) the fleet grows onto a core and shrinks off
  *   another, and while a member is killed and restarted (--restart); with 2 cores, growing
  *   onto the last free core and shrinking the last member are refused;
- * - `fleet stop` ends the members and the manager, and gives the cores back.
+ * - `fleet stop` ends the members and the manager, and gives the cores back;
+ * - a timeshare fleet (--timeshare) on this program's own core answers a stream while the
+ *   core stays free for this program (on every configuration, one core included).
  */
 #include "reef-test.h"
 #include "reef_msg.h"
@@ -101,24 +103,26 @@ static const char *fleets(void)
     return buf;
 }
 
-/* The member of NAME on `core`, waiting for it to register: its pid. */
-static pid_t member_on(int core)
+/* The member of fleet `name` on `core`, waiting for it to register: its pid. */
+static pid_t member_on(const char *name, int core)
 {
     long long deadline = now_ns() + 20000000000LL;
     for (;;) {
         struct reef_name_member m;
         for (int i = 0; i < 2 * MAXC; i++)
-            if (reef_name_lookup(NAME, REEF_NAME_ROUND_ROBIN, &m) == 0 && (int)m.core == core)
+            if (reef_name_lookup(name, REEF_NAME_ROUND_ROBIN, &m) == 0 && (int)m.core == core)
                 return (pid_t)m.pid;
         if (now_ns() > deadline)
-            FAIL("no member of %s on core %d after 20 s", NAME, core);
+            FAIL("no member of %s on core %d after 20 s", name, core);
         usleep(1000);
     }
 }
 
 static void hostile(int cpu)
 {
-    CHECK_EQ(reef_fleet_bind(getpid(), cpu, NAME), -EPERM);
+    CHECK_EQ(reef_fleet_bind(getpid(), cpu, NAME, 0), -EPERM);
+    CHECK_EQ(reef_fleet_bind(getpid(), cpu, NAME, REEF_FLEET_SHARED), -EPERM);
+    CHECK_EQ(reef_fleet_bind(getpid(), cpu, NAME, 2), -EINVAL);
     _Atomic uint32_t *ev;
     int mbox = reef_mbox_create(0, &ev);
     CHECK(mbox >= 0);
@@ -177,6 +181,8 @@ static int nresend;
 static int next_seq;
 static int done;
 static int served_by[64];
+/* The fleet the stream goes to. */
+static const char *stream_to = NAME;
 
 static void connect_one(struct conn *c)
 {
@@ -184,11 +190,11 @@ static void connect_one(struct conn *c)
     struct reef_conn_info info;
     int fd;
     /* Between a member's exit and its restart the fleet may have no member. */
-    while ((fd = reef_mbox_connect(NAME, REEF_NAME_ROUND_ROBIN, 0, &info)) < 0) {
+    while ((fd = reef_mbox_connect(stream_to, REEF_NAME_ROUND_ROBIN, 0, &info)) < 0) {
         if (fd != -ENOENT && fd != -ECONNREFUSED)
-            FAIL("connect to %s: %s", NAME, strerror(-fd));
+            FAIL("connect to %s: %s", stream_to, strerror(-fd));
         if (now_ns() > deadline)
-            FAIL("no member of %s to connect to for 20 s", NAME);
+            FAIL("no member of %s to connect to for 20 s", stream_to);
         usleep(1000);
     }
     c->fd = fd;
@@ -241,6 +247,10 @@ static int stream(const int *fleet_cores)
 {
     static struct conn conns[CONNS];
     int broken = 0;
+    memset(answered, 0, sizeof answered);
+    memset(served_by, 0, sizeof served_by);
+    next_seq = done = nresend = 0;
+    atomic_store(&sh->answered, 0);
     for (int i = 0; i < CONNS; i++)
         connect_one(&conns[i]);
     while (done < REQUESTS) {
@@ -311,18 +321,57 @@ static void control(int ncpus, int f, int g, int other)
     atomic_store(&sh->step, 2);
     wait_at_least(&sh->answered, REQUESTS * 3 / 4);
     int victim = ncpus >= 3 ? g : f;
-    pid_t pid = member_on(victim);
+    pid_t pid = member_on(NAME, victim);
     atomic_store(&sh->killed, pid);
     kill(pid, SIGKILL);
     atomic_store(&sh->step, 3);
     _exit(0);
 }
 
+/* Waits for the manager of fleet `name` (`ctl`, this program's child once its command exited,
+ * when this program is init) after `fleet stop`. */
+static void await_manager(pid_t ctl)
+{
+    if (getpid() == 1)
+        CHECK_CHILD_EXIT(ctl, 0);
+    else
+        while (kill(ctl, 0) == 0)
+            usleep(1000);
+}
+
+/* Timeshare placement (Hare §5.3.2): a member pinned to this program's own core, which stays
+ * free for everything else. */
+static void timeshare(int cpu)
+{
+    CHECK_EQ(run("/bin/fleet", "start", "ts", "--timeshare", "--cores", num(cpu), ECHO, NULL), 0);
+    pid_t member = member_on("fleet/ts", cpu);
+    struct reef_name_member ctl;
+    CHECK_EQ(reef_name_lookup("fleet/ts/ctl", REEF_NAME_NEAREST, &ctl), 0);
+    char core[16], line[128];
+    snprintf(core, sizeof core, "core %d ", cpu);
+    snprintf(line, sizeof line, "pid %d fleet fleet/ts shared\n", member);
+    if (strncmp(fleets(), core, strlen(core)) || !strstr(fleets(), line))
+        FAIL("/proc/reef/fleets is not \"%s... %s\": %s", core, line, fleets());
+    CHECK(affine(cpu));
+    CHECK_EQ(set_affinity(cpu), 0);
+    int fleet_cores[64] = {0};
+    fleet_cores[cpu] = 1;
+    stream_to = "fleet/ts";
+    int broken = stream(fleet_cores);
+    CHECK_EQ(broken, 0);
+    CHECK_EQ(run("/bin/fleet", "stop", "ts", NULL), 0);
+    await_manager((pid_t)ctl.pid);
+    CHECK_EQ(strlen(fleets()), 0);
+    SAY("timeshare: a member pinned to core %d beside this program, which still runs there, "
+        "answered %d requests exactly once",
+        cpu, REQUESTS);
+}
+
 int main(void)
 {
     test_begin("fleets");
     if (!on_reef()) {
-        CHECK_EQ(reef_fleet_bind(getpid(), 0, NAME), -ENOSYS);
+        CHECK_EQ(reef_fleet_bind(getpid(), 0, NAME, 0), -ENOSYS);
         SAY("not Reef: the fleet calls answer ENOSYS");
         PASS();
     }
@@ -335,6 +384,7 @@ int main(void)
         CHECK_EQ(run("/bin/fleet", "start", "t", "--cores", num(cpus[0]), ECHO, NULL), 1);
         CHECK_EQ(strlen(fleets()), 0);
         SAY("one core: the last free core cannot become a fleet's");
+        timeshare(cpus[0]);
         PASS();
     }
     int f = cpus[ncpus - 1], g = cpus[ncpus - 2];
@@ -353,11 +403,11 @@ int main(void)
     wait_at_least(&sh->pinned, 1);
     CHECK_EQ(run("/bin/fleet", "start", "t", "--restart", "--cores", num(f), ECHO, NULL), 0);
     atomic_store(&sh->started, 1);
-    pid_t first = member_on(f);
+    pid_t first = member_on(NAME, f);
     struct reef_name_member ctl;
     CHECK_EQ(reef_name_lookup("fleet/t/ctl", REEF_NAME_NEAREST, &ctl), 0);
     char line[128];
-    snprintf(line, sizeof line, "pid %d fleet %s\n", first, NAME);
+    snprintf(line, sizeof line, "pid %d fleet %s owned\n", first, NAME);
     if (!strstr(fleets(), line))
         FAIL("/proc/reef/fleets lacks \"%s\": %s", line, fleets());
     CHECK_EQ(run("/bin/fleet", "start", "t", "--cores", num(g), ECHO, NULL), 1); /* twice */
@@ -399,7 +449,7 @@ int main(void)
     CHECK_CHILD_EXIT(controller, 0);
     int victim = ncpus >= 3 ? g : f;
     pid_t again;
-    while ((again = member_on(victim)) == atomic_load(&sh->killed))
+    while ((again = member_on(NAME, victim)) == atomic_load(&sh->killed))
         usleep(1000);
     if (ncpus >= 3) {
         CHECK(served_by[g] > 0);
@@ -416,12 +466,7 @@ int main(void)
 
     /* Stop. */
     CHECK_EQ(run("/bin/fleet", "stop", "t", NULL), 0);
-    /* The manager: this program's child once its command exited, when this program is init. */
-    if (getpid() == 1)
-        CHECK_CHILD_EXIT((pid_t)ctl.pid, 0);
-    else
-        while (kill((pid_t)ctl.pid, 0) == 0)
-            usleep(1000);
+    await_manager((pid_t)ctl.pid);
     CHECK_EQ(strlen(fleets()), 0);
     struct reef_name_member m;
     CHECK_EQ(reef_name_lookup(NAME, REEF_NAME_NEAREST, &m), -ENOENT);
@@ -430,5 +475,6 @@ int main(void)
     CHECK_EQ(set_affinity(cpus[0]), 0);
     CHECK_EQ(run("/bin/fleet", "stop", "t", NULL), 1);
     SAY("stopped: no member, no manager, no names, the cores free again");
+    timeshare(cpus[0]);
     PASS();
 }

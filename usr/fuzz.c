@@ -395,7 +395,7 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_grant, 1032, 4, 30, 0)                                                                  \
     X(reef_grant_map, 1033, 3, 30, 0)                                                              \
     X(reef_grant_revoke, 1034, 2, 20, 0)                                                           \
-    X(reef_fleet_bind, 1035, 4, 20, 0)                                                             \
+    X(reef_fleet_bind, 1035, 5, 20, 0)                                                             \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2124,6 +2124,7 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[1] = pct(r, 80) ? below(r, 8) : gen_int(r);
         a[2] = pct(r, 85) ? (uint64_t)(uintptr_t)name : gen_ptr(r, NULL);
         a[3] = pct(r, 85) ? strlen(pick) : gen_int(r);
+        a[4] = pct(r, 80) ? below(r, 2) : gen_int(r);
         break;
     }
     case C_reef_free_bytes:

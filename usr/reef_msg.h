@@ -493,14 +493,18 @@ static inline int reef_msg_grant(const struct reef_msg *m, uint64_t *id, uint64_
  * its own fleet's. */
 #define REEF_FLEET_PREFIX "fleet/"
 
-/* The fleet manager (a process running /bin/fleet) gives online `core` to process `pid`, a
- * member of fleet `name` ("fleet/..."): nothing else runs there, the member's threads are
- * pinned there and it may register `name`. 0 or -EPERM (not the manager), -EINVAL (core;
- * name), -ESRCH, -EBUSY (the core is owned, the process owns one already, or it is the last
+/* reef_fleet_bind's flag: the member time-shares its core (Hare's timeshare placement). */
+#define REEF_FLEET_SHARED 1
+
+/* The fleet manager (a process running /bin/fleet) makes process `pid` a member of fleet
+ * `name` ("fleet/...") on online `core`: the member's threads are pinned there, it may
+ * register `name`, and it owns the core (nothing else runs there) unless `flags` has
+ * REEF_FLEET_SHARED. 0 or -EPERM (not the manager), -EINVAL (flags; core; name), -ESRCH,
+ * -EBUSY (the process is a member already, the core is owned, or, to own it, it is the last
  * free core), -EFAULT. */
-static inline long reef_fleet_bind(pid_t pid, int core, const char *name)
+static inline long reef_fleet_bind(pid_t pid, int core, const char *name, int flags)
 {
-    long r = syscall(SYS_reef_fleet_bind, (long)pid, (long)core, name, strlen(name));
+    long r = syscall(SYS_reef_fleet_bind, (long)pid, (long)core, name, strlen(name), (long)flags);
     return r < 0 ? -errno : r;
 }
 

@@ -11,17 +11,21 @@
 //!   (`/bin/fleet` of the initramfs, `fs::trust_exe`, which nothing may rewrite) holds
 //!   `Process::fleet_manager`; `fork` passes it on and `execve` of anything else drops it. Only
 //!   such a process may bind cores and register any name under `fleet/`.
-//! - **Members.** [`bind`] gives a core to a process (normally a child of the manager, before
-//!   it executes the server program) and lets it register one name, `fleet/NAME`; its threads
-//!   are pinned to the core. The core is free again when the process exits. The last free online core cannot be bound, so ordinary programs always have one.
+//! - **Members.** [`bind`] makes a process (normally a child of the manager, before it
+//!   executes the server program) a member of one fleet, `fleet/NAME`, which it may then
+//!   register; its threads are pinned to the member's core. A member owns its core (split
+//!   placement) or, bound with `REEF_FLEET_SHARED`, time-shares it with other programs (Hare's
+//!   timeshare placement). An owned core is free again when its member exits; the last free
+//!   online core cannot be owned, so ordinary programs always have one.
 
 use crate::kcb;
 use crate::names::Name;
-use crate::proc::{self, CpuSet, Process};
+use crate::proc::{self, CpuSet, Membership, Process};
 use crate::sync::IrqMutex;
 use abi::Errno;
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use msg::names::RESERVED_PREFIX;
@@ -38,7 +42,7 @@ static BINDING: IrqMutex<()> = IrqMutex::new(());
 pub fn may_register(p: &Process, name: &Name) -> bool {
     !name.as_bytes().starts_with(RESERVED_PREFIX)
         || p.fleet_manager.load(Ordering::Acquire)
-        || p.fleet.lock().as_ref() == Some(name)
+        || p.fleet.lock().is_some_and(|m| m.name == *name)
 }
 
 /// Whether `p` holds the manager's capability: else `EPERM`.
@@ -59,12 +63,13 @@ fn online(core: u64) -> Result<&'static kcb::Kcb, Errno> {
     kcb::get(core).ok_or(Errno::EINVAL)
 }
 
-/// The manager `me` gives online `core` to live process `pid` as a member of fleet `name`
-/// (under `fleet/`): the core runs nothing else, the process's threads are pinned there, and
-/// it may register `name`. `EPERM` (not the manager), `EINVAL` (core, or a name outside
-/// `fleet/`), `ESRCH` (no such live process), `EBUSY` (the core is owned, the process owns a
-/// core already, or it is the last free online core).
-pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> {
+/// The manager `me` makes live process `pid` a member of fleet `name` (under `fleet/`) on
+/// online `core`: its threads are pinned there, it may register `name`, and, unless `shared`
+/// (Hare's timeshare placement), it owns the core, which then runs nothing else. `EPERM` (not
+/// the manager), `EINVAL` (core, or a name outside `fleet/`), `ESRCH` (no such live process),
+/// `EBUSY` (the process is a member already, the core is owned, or, to own it, it is the last
+/// free online core).
+pub fn bind(me: &Process, pid: u32, core: u64, name: Name, shared: bool) -> Result<(), Errno> {
     manager(me)?;
     let k = online(core)?;
     if !name.as_bytes().starts_with(RESERVED_PREFIX) || name.as_bytes() == RESERVED_PREFIX {
@@ -75,24 +80,34 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> 
         // Two managers binding at once must not both take what is left: one bind at a time
         // (cores are only ever freed concurrently).
         let _one_at_a_time = BINDING.lock();
-        let cores = kcb::online_cores();
         let owned = |c: usize| kcb::get(c).map_or(0, |k| k.fleet_owner.load(Ordering::Acquire));
-        if cores.iter().any(|&c| owned(c) == pid) {
-            return Err(Errno::EBUSY);
-        }
-        if !cores.iter().any(|&c| c != k.core_id && owned(c) == 0) {
+        if owned(k.core_id) != 0
+            || (!shared
+                && !kcb::online_cores()
+                    .iter()
+                    .any(|&c| c != k.core_id && owned(c) == 0))
+        {
             return Err(Errno::EBUSY);
         }
         // Under the member's lock, so that its exit either sees the core taken or is seen
-        // here (`sched::release_cores`).
+        // here (`sched::release_core`).
         let mut fleet = target.fleet.lock();
+        if fleet.is_some() {
+            return Err(Errno::EBUSY);
+        }
         if target.has_exited() {
             return Err(Errno::ESRCH);
         }
-        k.fleet_owner
-            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
-            .map_err(|_| Errno::EBUSY)?;
-        *fleet = Some(name);
+        if !shared {
+            k.fleet_owner
+                .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+                .map_err(|_| Errno::EBUSY)?;
+        }
+        *fleet = Some(Membership {
+            name,
+            core: k.core_id,
+            shared,
+        });
     }
     let mut only = CpuSet([0; kcb::MAX_CORES / 64]);
     only.0[k.core_id / 64] |= 1 << (k.core_id % 64);
@@ -105,7 +120,7 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name) -> Result<(), Errno> 
     }
     // A thread of another process running there leaves at its next switch, at the latest
     // when its time slice ends.
-    if k.core_id != kcb::current().core_id {
+    if !shared && k.core_id != kcb::current().core_id {
         k.sched.need_resched.store(true, Ordering::Release);
         let _ = crate::ipi::send(k.core_id, crate::ipi::IpiKind::Ping);
     }
@@ -120,20 +135,24 @@ fn live_process(pid: u32) -> Result<Arc<Process>, Errno> {
     }
 }
 
-/// `/proc/reef/fleets`: one line per core a fleet owns, `core C node N pid P fleet NAME`.
+/// `/proc/reef/fleets`: one line per fleet member, by core, `core C node N pid P fleet NAME
+/// owned` (split placement: nothing else runs there) or `... shared` (timeshare).
 pub fn report() -> String {
+    let mut members: Vec<(u32, Membership)> = proc::all_pids()
+        .into_iter()
+        .filter_map(|pid| Some((pid, (*proc::lookup(pid)?.process.fleet.lock())?)))
+        .collect();
+    members.sort_by_key(|&(pid, m)| (m.core, pid));
     let mut s = String::new();
-    for core in kcb::online_cores() {
-        let Some(k) = kcb::get(core) else { continue };
-        let pid = k.fleet_owner.load(Ordering::Acquire);
-        if pid == 0 {
-            continue;
-        }
-        let name = proc::lookup(pid)
-            .and_then(|e| *e.process.fleet.lock())
-            .map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned())
-            .unwrap_or_default();
-        let _ = writeln!(s, "core {core} node {} pid {pid} fleet {name}", k.node_id);
+    for (pid, m) in members {
+        let node = kcb::get(m.core).map_or(0, |k| k.node_id);
+        let _ = writeln!(
+            s,
+            "core {} node {node} pid {pid} fleet {} {}",
+            m.core,
+            String::from_utf8_lossy(m.name.as_bytes()),
+            if m.shared { "shared" } else { "owned" }
+        );
     }
     s
 }

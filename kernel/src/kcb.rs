@@ -153,7 +153,7 @@ pub struct Kcb {
     pub names: IrqMutex<msg::names::NameCache>,
     /// The process that owns this core as a fleet member (fos space sharing: the scheduler
     /// runs no other process's threads here, `proc::sched::may_run`); 0 for none. Set by
-    /// `fleet::bind`, cleared when the process exits (`sched::release_cores`).
+    /// `fleet::bind`, cleared when the process exits (`sched::release_core`).
     pub fleet_owner: AtomicU32,
 }
 

@@ -248,6 +248,17 @@ impl VforkDone {
     }
 }
 
+/// A process's membership of a fleet (`fleet::bind`).
+#[derive(Clone, Copy)]
+pub struct Membership {
+    /// The fleet's name, which the member may register.
+    pub name: crate::names::Name,
+    /// The core it is pinned to.
+    pub core: usize,
+    /// It time-shares the core (`REEF_FLEET_SHARED`) rather than owning it.
+    pub shared: bool,
+}
+
 impl Process {
     /// Ends a `vfork` borrowing (at `execve` or exit): releases the parent and says whether
     /// the current address space was borrowed (and so must not be torn down).
@@ -310,10 +321,10 @@ pub struct Process {
     /// and register names under `fleet/`. Inherited by `fork`, kept by `execve` of the manager
     /// alone.
     pub fleet_manager: AtomicBool,
-    /// The fleet it serves as a member (`fleet::bind`): it may register this name. Set with
-    /// the core's `Kcb::fleet_owner`, under this lock, by a bind that found the process alive;
-    /// `exit_process` gives the core back if it finds it set.
-    pub fleet: IrqMutex<Option<crate::names::Name>>,
+    /// The fleet it serves as a member (`fleet::bind`): it may register the fleet's name. Set
+    /// with the core's `Kcb::fleet_owner`, under this lock, by a bind that found the process
+    /// alive; `exit_process` gives the core back if it finds it set.
+    pub fleet: IrqMutex<Option<Membership>>,
 }
 
 impl Process {
@@ -592,7 +603,7 @@ fn exit_process(p: &Arc<Process>) {
     }
     p.released.store(true, Ordering::Release);
     // After `released`: a bind that comes later sees it (`fleet::bind`).
-    sched::release_cores(p);
+    sched::release_core(p);
     if p.named.load(Ordering::Acquire) {
         crate::names::process_gone(p.pid);
     }

@@ -135,19 +135,18 @@ pub fn may_run(thread: &Thread, core: usize) -> bool {
             .any(|c| allowed.contains(c) && core_free_for(thread, c))
 }
 
-/// Gives back the core exited process `p` owns as a fleet member, if any. A bind takes a core
-/// for a process and sets `Process::fleet` under that lock only if the process has not
-/// exited, so either this finds it set or the bind found the process gone.
-pub fn release_cores(p: &Process) {
-    if p.fleet.lock().is_none() {
+/// Gives back the core exited process `p` owns as a fleet member, if it owns one. A bind takes a core
+/// for a process and records it in `Process::fleet` under that lock only if the process has
+/// not exited, so either this finds it recorded or the bind found the process gone.
+pub fn release_core(p: &Process) {
+    let Some(m) = *p.fleet.lock() else { return };
+    if m.shared {
         return;
     }
-    for core in kcb::online_cores() {
-        if let Some(k) = kcb::get(core) {
-            let _ = k
-                .fleet_owner
-                .compare_exchange(p.pid, 0, Ordering::AcqRel, Ordering::Acquire);
-        }
+    if let Some(k) = kcb::get(m.core) {
+        let _ = k
+            .fleet_owner
+            .compare_exchange(p.pid, 0, Ordering::AcqRel, Ordering::Acquire);
     }
 }
 

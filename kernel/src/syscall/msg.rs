@@ -321,14 +321,19 @@ pub fn grant_revoke(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sy
     Ok(0)
 }
 
-/// `reef_fleet_bind(pid, core, name, len)`: the fleet manager gives `core` to process `pid` as
-/// a member of fleet `name` (`fleet::bind`): `EPERM` (the caller is not the manager),
-/// `EINVAL` (core offline or out of range; a name not under `fleet/` or not printable ASCII),
+/// `reef_fleet_bind(pid, core, name, len, flags)`: the fleet manager makes process `pid` a
+/// member of fleet `name` on `core`, owning it unless `REEF_FLEET_SHARED` (`fleet::bind`):
+/// `EPERM` (the caller is not the manager), `EINVAL` (flags; core offline or out of range; a
+/// name not under `fleet/` or not printable ASCII),
 /// `EFAULT`, `ESRCH`, `EBUSY`.
 pub fn fleet_bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let name = name_arg(a[2], a[3])?;
     msg::names::valid_name(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
     let pid = u32::try_from(a[0]).map_err(|_| Errno::ESRCH)?;
-    crate::fleet::bind(&me.process, pid, a[1], name)?;
+    if a[4] & !abi::reef::REEF_FLEET_SHARED != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let shared = a[4] & abi::reef::REEF_FLEET_SHARED != 0;
+    crate::fleet::bind(&me.process, pid, a[1], name, shared)?;
     Ok(0)
 }

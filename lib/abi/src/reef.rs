@@ -39,11 +39,16 @@ pub const REEF_GRANT_MAP: usize = REEF_BASE + 9;
 /// `reef_grant_revoke(conn_fd, id)`: the granter takes grant `id` back: it can no longer be
 /// mapped (mappings made already stay until their process unmaps them).
 pub const REEF_GRANT_REVOKE: usize = REEF_BASE + 10;
-/// `reef_fleet_bind(pid, core, name, len)`: the fleet manager gives `core` to process `pid`,
-/// a member of fleet `name` (under `fleet/`): nothing else runs there.
+/// `reef_fleet_bind(pid, core, name, len, flags)`: the fleet manager makes process `pid` a
+/// member of fleet `name` (under `fleet/`) on `core`: nothing else runs there, unless
+/// [`REEF_FLEET_SHARED`].
 pub const REEF_FLEET_BIND: usize = REEF_BASE + 11;
 /// The last Reef call.
 pub const REEF_LAST: usize = REEF_FLEET_BIND;
+
+/// `reef_fleet_bind`'s flag: the member time-shares its core with other programs (Hare's
+/// timeshare placement) instead of owning it (split placement).
+pub const REEF_FLEET_SHARED: u64 = 1;
 
 /// `reef_grant`'s flag: the peer may write the pages (the caller's mapping must allow writing).
 pub const REEF_GRANT_WRITE: u64 = 1;
