@@ -314,7 +314,7 @@ impl FileSystem {
     /// non-empty directory, EBUSY for `/`, ENOTDIR for a non-directory.
     pub fn rmdir(&mut self, start: Ino, path: &[u8], now: Timespec) -> Result<(), Errno> {
         let p = self.resolve_parent(start, path)?;
-        let name = rmdir_name(p.last)?;
+        let name = walk::rmdir_name(p.last)?;
         errno(ops::rmdir(&mut self.inodes, p.dir, &name, now))
     }
 
@@ -337,7 +337,7 @@ impl FileSystem {
         ops::check_rename_flags(flags)?;
         let old = self.resolve_parent(old_start, old_path)?;
         let new = self.resolve_parent(new_start, new_path)?;
-        let (old_name, new_name) = rename_names(old.last, new.last, flags)?;
+        let (old_name, new_name) = walk::rename_names(old.last, new.last, flags)?;
         errno(ops::rename(
             &mut self.inodes,
             &RenameArgs {
@@ -481,30 +481,4 @@ impl FileSystem {
     fn inode(&self, ino: Ino) -> Result<&Inode, Errno> {
         self.inodes.get(&ino).ok_or(Errno::ENOENT)
     }
-}
-
-/// The name `rmdir` acts on: EINVAL for `.`, ENOTEMPTY for `..`, EBUSY for `/`.
-pub(crate) fn rmdir_name(last: Last) -> Result<Vec<u8>, Errno> {
-    match last {
-        Last::Name(n) => Ok(n),
-        Last::Dot => Err(Errno::EINVAL),
-        Last::DotDot => Err(Errno::ENOTEMPTY),
-        Last::Root => Err(Errno::EBUSY),
-    }
-}
-
-/// The names `rename` acts on: EBUSY if the source is `.`, `..` or `/`; the same for the
-/// target, or EEXIST with NOREPLACE.
-pub(crate) fn rename_names(old: Last, new: Last, flags: u32) -> Result<(Vec<u8>, Vec<u8>), Errno> {
-    let Last::Name(old) = old else {
-        return Err(Errno::EBUSY);
-    };
-    let Last::Name(new) = new else {
-        return Err(if flags & crate::RENAME_NOREPLACE != 0 {
-            Errno::EEXIST
-        } else {
-            Errno::EBUSY
-        });
-    };
-    Ok((old, new))
 }

@@ -128,7 +128,7 @@ mod inode;
 mod ops;
 mod replicated;
 mod sharing;
-mod walk;
+pub mod walk;
 
 use alloc::vec::Vec;
 

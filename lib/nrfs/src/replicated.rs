@@ -11,9 +11,7 @@ use nr::cnr::{Dispatch, LogMapper, LogSet, Logs, Replica, MAX_LOGS};
 use nr::{Payload, ReplicaToken, MAX_REPLICAS_PER_LOG};
 use spin::{Mutex, RwLock, RwLockWriteGuard};
 
-use crate::fs::{
-    ns_kind, ns_link_target, ns_lookup, ns_parent, ns_read_dir, ns_stats, rename_names, rmdir_name,
-};
+use crate::fs::{ns_kind, ns_link_target, ns_lookup, ns_parent, ns_read_dir, ns_stats};
 use crate::inode::Inode;
 use crate::ops::{self, NewKind, RenameArgs, Store};
 use crate::walk::{self, Namespace};
@@ -1202,7 +1200,7 @@ impl FsClient {
     pub fn rmdir(&self, start: Ino, path: &[u8], now: Timespec) -> Result<(), Errno> {
         self.namespace(now, |c| {
             let p = c.resolve_parent(start, path)?;
-            let name = rmdir_name(p.last)?;
+            let name = walk::rmdir_name(p.last)?;
             let victim = c.victim(p.dir, &name)?.ok_or(Errno::ENOENT)?;
             Ok((
                 NamespaceOp::Rmdir { dir: p.dir, name },
@@ -1227,7 +1225,7 @@ impl FsClient {
         self.namespace(now, |c| {
             let old = c.resolve_parent(old_start, old_path)?;
             let new = c.resolve_parent(new_start, new_path)?;
-            let (old_name, new_name) = rename_names(old.last, new.last, flags)?;
+            let (old_name, new_name) = walk::rename_names(old.last, new.last, flags)?;
             let source = c.victim(old.dir, &old_name)?.ok_or(Errno::ENOENT)?;
             let target = c.victim(new.dir, &new_name)?;
             let dirs_move = old.dir != new.dir

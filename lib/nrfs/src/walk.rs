@@ -1,4 +1,6 @@
-//! Path resolution, written once against [`Namespace`] and used by both layers.
+//! Path resolution with Linux's rules, written once against [`Namespace`] and used by both
+//! layers, and by other file systems that want the same rules (Hare's client library resolves
+//! against its lookup cache through it).
 //!
 //! The walker is iterative (an explicit stack of symlink bodies, like Linux's `nameidata`), so
 //! its stack use does not grow with the number of symlinks followed.
@@ -8,11 +10,17 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use crate::{Ino, Kind, Last, ParentPath, NAME_MAX, PATH_MAX, ROOT_INO, SYMLOOP_MAX};
+use crate::{
+    Ino, Kind, Last, ParentPath, NAME_MAX, PATH_MAX, RENAME_NOREPLACE, ROOT_INO, SYMLOOP_MAX,
+};
 
 /// The reads path resolution needs. Each method reads one inode, so the replicated file
 /// system implements each with one read on that inode's log.
-pub(crate) trait Namespace {
+///
+/// The walkers below call these and nothing else, and stop at the first error they return,
+/// so an implementation may fail a read it cannot answer yet (Hare's client does, on a cache
+/// miss), fetch what was missing and run the walk again.
+pub trait Namespace {
     /// The kind of inode `ino` (ENOENT if it does not exist).
     fn kind(&self, ino: Ino) -> Result<Kind, Errno>;
     /// Looks `name` (a single, valid component) up in directory `dir` (ENOENT if `dir` does
@@ -25,7 +33,7 @@ pub(crate) trait Namespace {
 }
 
 /// Checks a whole path: ENOENT if empty, ENAMETOOLONG if longer than `PATH_MAX - 1` bytes.
-pub(crate) fn check_path(path: &[u8]) -> Result<(), Errno> {
+pub fn check_path(path: &[u8]) -> Result<(), Errno> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
@@ -167,7 +175,11 @@ impl<'p> Walk<'p> {
 }
 
 /// Resolves `path` to an inode and its kind. See [`crate::FileSystem::resolve`].
-pub(crate) fn resolve(
+///
+/// # Errors
+///
+/// Linux's, as listed there, and whatever `ns` returns.
+pub fn resolve(
     ns: &(impl Namespace + ?Sized),
     start: Ino,
     path: &[u8],
@@ -210,7 +222,7 @@ pub(crate) fn resolve(
 }
 
 /// Resolves all but the last component of `path`. See [`crate::FileSystem::resolve_parent`].
-pub(crate) fn resolve_parent(
+pub fn resolve_parent(
     ns: &(impl Namespace + ?Sized),
     start: Ino,
     path: &[u8],
@@ -220,7 +232,7 @@ pub(crate) fn resolve_parent(
 
 /// [`resolve_parent`] that adds the symlinks it follows to `links` (and fails with ELOOP when
 /// the total passes the limit), for callers that follow a last-component symlink themselves.
-pub(crate) fn resolve_parent_counting(
+pub fn resolve_parent_counting(
     ns: &(impl Namespace + ?Sized),
     start: Ino,
     path: &[u8],
@@ -256,15 +268,18 @@ pub(crate) fn resolve_parent_counting(
 
 /// Where `open(O_CREAT)` acts: the directory, the name, and the existing entry if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CreateTarget {
-    pub(crate) dir: Ino,
-    pub(crate) name: Vec<u8>,
-    pub(crate) existing: Option<Ino>,
+pub struct CreateTarget {
+    /// The directory the file is (or will be) in.
+    pub dir: Ino,
+    /// Its name there.
+    pub name: Vec<u8>,
+    /// The existing regular file or device of that name, if any.
+    pub existing: Option<Ino>,
 }
 
 /// Plans `open(O_CREAT)`: finds the parent, follows a symlink in the last component (Linux
 /// creates the target of a dangling symlink unless `O_EXCL`), and reports an existing entry.
-pub(crate) fn plan_create(
+pub fn plan_create(
     ns: &(impl Namespace + ?Sized),
     start: Ino,
     path: &[u8],
@@ -319,7 +334,7 @@ pub(crate) fn plan_create(
 
 /// Plans an operation that adds a new name (`mkdir`, `symlink`, `mknod`, the new side of
 /// `link`): `.`, `..` and `/` are EEXIST (Linux `filename_create`).
-pub(crate) fn plan_new_name(
+pub fn plan_new_name(
     ns: &(impl Namespace + ?Sized),
     start: Ino,
     path: &[u8],
@@ -329,4 +344,30 @@ pub(crate) fn plan_new_name(
         Last::Name(n) => Ok((p.dir, n, p.trailing_slash)),
         _ => Err(Errno::EEXIST),
     }
+}
+
+/// The name `rmdir` acts on: EINVAL for `.`, ENOTEMPTY for `..`, EBUSY for `/`.
+pub fn rmdir_name(last: Last) -> Result<Vec<u8>, Errno> {
+    match last {
+        Last::Name(n) => Ok(n),
+        Last::Dot => Err(Errno::EINVAL),
+        Last::DotDot => Err(Errno::ENOTEMPTY),
+        Last::Root => Err(Errno::EBUSY),
+    }
+}
+
+/// The names `rename` acts on: EBUSY if the source is `.`, `..` or `/`; the same for the
+/// target, or EEXIST with NOREPLACE.
+pub fn rename_names(old: Last, new: Last, flags: u32) -> Result<(Vec<u8>, Vec<u8>), Errno> {
+    let Last::Name(old) = old else {
+        return Err(Errno::EBUSY);
+    };
+    let Last::Name(new) = new else {
+        return Err(if flags & RENAME_NOREPLACE != 0 {
+            Errno::EEXIST
+        } else {
+            Errno::EBUSY
+        });
+    };
+    Ok((old, new))
 }

@@ -1,0 +1,1416 @@
+//! The client library: Linux's file calls turned into messages to the file servers (§3.2,
+//! fos Figure 5), with data copied straight to and from the shared buffer cache (§3.3).
+//!
+//! Each operation is an `async fn`: it sends requests through a [`Transport`] and awaits
+//! the replies, so the same code runs under the kernel (which sleeps the calling thread until
+//! a reply with its tag arrives: each pending operation is one fos *continuation*) and under
+//! the host tests (which deliver messages in an order they choose).
+//!
+//! # Lookups
+//!
+//! Paths are resolved with NR-FS's walker ([`nrfs::walk`]), so the rules are Linux's, against
+//! the client's lookup cache. A walk that needs something the cache does not hold stops, the
+//! client asks the server holding it (`Lookup`, `DirInfo`, `Readlink`), and the walk runs
+//! again. Before every walk the client applies the invalidations its transport has queued
+//! (§3.7.2), and a lookup makes the server remember that this client caches the entry.
+//!
+//! # Operations that touch several servers
+//!
+//! A name and its inode can be on different servers (creation affinity, §3.7.5, picks the
+//! inode's), so an operation is a sequence of requests, ordered so that no entry ever names a
+//! missing inode: `create` makes the inode, then adds its entry (and destroys the inode if the
+//! name appeared meanwhile); `unlink` removes the entry, then the name's link; `rename` links
+//! the inode, adds the new entry and removes the old one (§5.4's `ADD_MAP` then `RM_MAP`);
+//! `rmdir` is the three-phase protocol of §3.4.1. A reply saying an entry changed since the
+//! client looked ([`Reply::Stale`]) restarts the operation from its path.
+//!
+//! # Differences from NR-FS's answers
+//!
+//! These follow from distributing the state, and the tests allow exactly these:
+//! a distributed directory's size and times count only the entries on its home server; a new
+//! inode does not inherit a set-group-ID directory's group; hard links (`link`) are EPERM
+//! (Hare has no `LINK`); `RENAME_EXCHANGE` is EINVAL.
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec;
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+use core::future::{poll_fn, Future};
+use core::pin::Pin;
+use core::task::Poll;
+
+use abi::Errno;
+use nrfs::walk::{self, Namespace};
+use nrfs::Last;
+
+use crate::proto::{Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS};
+use crate::shard::ShardTable;
+use crate::{Attrs, Block, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, NAME_MAX, ROOT_INO};
+
+/// How a client reaches the servers.
+pub trait Transport {
+    /// Sends `req` to `server`; completes with its reply.
+    fn call(&self, server: ServerId, req: Request) -> impl Future<Output = Reply>;
+    /// Moves the invalidations delivered to this client so far into `out`.
+    fn invalidations(&self, out: &mut Vec<Invalidation>);
+}
+
+/// The shared buffer cache: blocks of [`BLOCK_SIZE`] bytes that every client reads and writes
+/// directly (in Reef, kernel frames reached through the direct map).
+pub trait BufferCache {
+    /// Copies `buf.len()` bytes of block `block` from byte `offset`.
+    fn read(&self, block: Block, offset: usize, buf: &mut [u8]);
+    /// Copies `data` into block `block` at byte `offset`.
+    fn write(&self, block: Block, offset: usize, data: &[u8]);
+}
+
+/// Where the client creates inodes and directories.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// This client's designated nearby server (§3.7.5).
+    pub local: ServerId,
+    /// Servers close to this client (same NUMA node): a new inode goes to its entry's server
+    /// if that is one of them, else to `local`.
+    pub near: BTreeSet<ServerId>,
+    /// New directories spread their entries over all servers (§3.4's flag).
+    pub distribute_dirs: bool,
+}
+
+/// Flags of [`Client::open`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenFlags {
+    /// `O_CREAT`.
+    pub create: bool,
+    /// `O_EXCL`.
+    pub exclusive: bool,
+    /// `O_TRUNC`.
+    pub truncate: bool,
+    /// `O_APPEND`.
+    pub append: bool,
+    /// `O_NOFOLLOW`: a symlink in the last component is not followed.
+    pub nofollow: bool,
+}
+
+/// A client's open file description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fd(pub u32);
+
+#[derive(Clone, Copy, Debug)]
+struct OpenFile {
+    ino: Ino,
+    kind: Kind,
+    offset: u64,
+    append: bool,
+}
+
+/// One entry of [`Client::read_dir`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Name.
+    pub name: Name,
+    /// Inode.
+    pub ino: Ino,
+    /// Kind.
+    pub kind: Kind,
+}
+
+/// What a client counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Requests sent.
+    pub requests: u64,
+    /// Lookups answered from the cache.
+    pub cache_hits: u64,
+    /// Invalidations applied.
+    pub invalidations: u64,
+    /// Operations restarted after a stale entry.
+    pub restarts: u64,
+    /// Requests sent again after [`Reply::Busy`].
+    pub busy_retries: u64,
+}
+
+/// Why an operation stopped: an error for the caller, or a restart from the path.
+enum Fail {
+    Errno(Errno),
+    Restart,
+}
+
+impl From<Errno> for Fail {
+    fn from(e: Errno) -> Self {
+        Fail::Errno(e)
+    }
+}
+
+type Res<T> = Result<T, Fail>;
+
+/// Runs an operation (an expression giving a `Res`) again while it asks for a restart.
+macro_rules! retry {
+    ($client:ident, $op:expr) => {{
+        let mut restarts = 0;
+        loop {
+            match $op {
+                Ok(r) => break Ok(r),
+                Err(Fail::Errno(e)) => break Err(e),
+                Err(Fail::Restart) if restarts < MAX_RESTARTS => {
+                    restarts += 1;
+                    $client.stats.restarts += 1;
+                }
+                Err(Fail::Restart) => break Err(Errno::EIO),
+            }
+        }
+    }};
+}
+
+/// How many times one operation restarts before it answers EIO: restarts come from
+/// concurrent changes to the names it uses, and each one means another operation finished.
+const MAX_RESTARTS: u32 = 1000;
+
+/// What a walk was missing.
+#[derive(Clone, Debug)]
+enum Need {
+    Lookup(Ino, Name),
+    Dir(Ino),
+    Link(Ino),
+}
+
+/// What one resolution learnt that is not cached: absent names, parents, errors.
+#[derive(Default)]
+struct Scratch {
+    absent: BTreeSet<(Ino, Name)>,
+    lookup_errors: BTreeMap<(Ino, Name), Errno>,
+    parents: BTreeMap<Ino, Ino>,
+    not_dirs: BTreeMap<Ino, Errno>,
+}
+
+/// The cache and scratch as a [`Namespace`] for the walker; a miss records what is needed
+/// and fails the walk.
+struct View<'a> {
+    entries: &'a BTreeMap<(Ino, Name), Entry>,
+    dirs: &'a BTreeMap<Ino, bool>,
+    links: &'a BTreeMap<Ino, Vec<u8>>,
+    scratch: &'a Scratch,
+    need: RefCell<Option<Need>>,
+    hits: Cell<u64>,
+}
+
+impl View<'_> {
+    fn miss<T>(&self, need: Need) -> Result<T, Errno> {
+        *self.need.borrow_mut() = Some(need);
+        Err(Errno::EAGAIN)
+    }
+}
+
+impl Namespace for View<'_> {
+    fn kind(&self, ino: Ino) -> Result<Kind, Errno> {
+        if self.dirs.contains_key(&ino) {
+            return Ok(Kind::Dir);
+        }
+        if let Some(&e) = self.scratch.not_dirs.get(&ino) {
+            return Err(e);
+        }
+        self.miss(Need::Dir(ino))
+    }
+
+    fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Option<(Ino, Kind)>, Errno> {
+        let key = (dir, name.to_vec());
+        if let Some(e) = self.entries.get(&key) {
+            self.hits.set(self.hits.get() + 1);
+            return Ok(Some((e.ino, e.kind)));
+        }
+        if self.scratch.absent.contains(&key) {
+            return Ok(None);
+        }
+        if let Some(&e) = self.scratch.lookup_errors.get(&key) {
+            return Err(e);
+        }
+        self.miss(Need::Lookup(dir, key.1))
+    }
+
+    fn parent(&self, dir: Ino) -> Result<Ino, Errno> {
+        if dir == ROOT_INO {
+            return Ok(ROOT_INO);
+        }
+        match self.scratch.parents.get(&dir) {
+            Some(&p) => Ok(p),
+            None => self.miss(Need::Dir(dir)),
+        }
+    }
+
+    fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
+        match self.links.get(&ino) {
+            Some(t) => Ok(t.clone()),
+            None => self.miss(Need::Link(ino)),
+        }
+    }
+}
+
+/// A client library instance. See the module documentation.
+pub struct Client<T, B> {
+    table: ShardTable,
+    transport: T,
+    cache: B,
+    policy: Policy,
+    /// The lookup cache (§3.7.1).
+    entries: BTreeMap<(Ino, Name), Entry>,
+    /// Directories seen, and whether each is distributed (never changes).
+    dirs: BTreeMap<Ino, bool>,
+    /// Symlink targets seen (never change; inode numbers are not reused).
+    links: BTreeMap<Ino, Vec<u8>>,
+    files: BTreeMap<u32, OpenFile>,
+    next_fd: u32,
+    stats: ClientStats,
+}
+
+/// Zeroes for fresh blocks.
+static ZEROES: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
+
+impl<T: Transport, B: BufferCache> Client<T, B> {
+    /// A client of the servers of `table`, reached through `transport`, sharing the buffer
+    /// cache `cache`; `root_distributed` says how the root directory was made.
+    pub fn new(
+        table: ShardTable,
+        transport: T,
+        cache: B,
+        policy: Policy,
+        root_distributed: bool,
+    ) -> Self {
+        let mut dirs = BTreeMap::new();
+        dirs.insert(ROOT_INO, root_distributed);
+        Self {
+            table,
+            transport,
+            cache,
+            policy,
+            entries: BTreeMap::new(),
+            dirs,
+            links: BTreeMap::new(),
+            files: BTreeMap::new(),
+            next_fd: 0,
+            stats: ClientStats::default(),
+        }
+    }
+
+    /// What the client has counted.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// Entries in the lookup cache.
+    pub fn cached_entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Sends one request; retries while the server says [`Reply::Busy`]; an error reply
+    /// becomes `Err`.
+    async fn rpc(&mut self, server: ServerId, req: Request) -> Res<Reply> {
+        loop {
+            self.stats.requests += 1;
+            match self.transport.call(server, req.clone()).await {
+                Reply::Busy => self.stats.busy_retries += 1,
+                Reply::Err(e) => return Err(e.into()),
+                r => return Ok(r),
+            }
+        }
+    }
+
+    /// Sends `req` to the server holding inode `ino`.
+    async fn at_inode(&mut self, ino: Ino, req: Request) -> Res<Reply> {
+        let s = self.table.inode_server(ino);
+        self.rpc(s, req).await
+    }
+
+    /// Sends one request to each of `servers` at once and collects the replies (directory
+    /// broadcast, §3.7.3).
+    async fn broadcast(&mut self, servers: &[ServerId], req: &Request) -> Vec<Reply> {
+        self.stats.requests += servers.len() as u64;
+        let t = &self.transport;
+        let mut pending: Vec<Pin<Box<dyn Future<Output = Reply> + '_>>> = servers
+            .iter()
+            .map(|&s| Box::pin(t.call(s, req.clone())) as Pin<Box<dyn Future<Output = Reply>>>)
+            .collect();
+        let mut out: Vec<Option<Reply>> = vec![None; servers.len()];
+        poll_fn(|cx| {
+            let mut done = true;
+            for (f, slot) in pending.iter_mut().zip(out.iter_mut()) {
+                if slot.is_none() {
+                    match f.as_mut().poll(cx) {
+                        Poll::Ready(r) => *slot = Some(r),
+                        Poll::Pending => done = false,
+                    }
+                }
+            }
+            if done {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        out.into_iter().flatten().collect()
+    }
+
+    /// Applies the queued invalidations (before every walk, §3.7.2).
+    fn apply_invalidations(&mut self) {
+        let mut inval = Vec::new();
+        self.transport.invalidations(&mut inval);
+        self.stats.invalidations += inval.len() as u64;
+        for i in inval {
+            self.entries.remove(&(i.dir, i.name));
+        }
+    }
+
+    /// Runs `f` (a walk over the cache) until it has everything it needs.
+    async fn walk<R>(&mut self, f: impl Fn(&View<'_>) -> Result<R, Errno>) -> Res<R> {
+        let mut scratch = Scratch::default();
+        loop {
+            self.apply_invalidations();
+            let (r, need, hits) = {
+                let view = View {
+                    entries: &self.entries,
+                    dirs: &self.dirs,
+                    links: &self.links,
+                    scratch: &scratch,
+                    need: RefCell::new(None),
+                    hits: Cell::new(0),
+                };
+                let r = f(&view);
+                (r, view.need.into_inner(), view.hits.get())
+            };
+            self.stats.cache_hits += hits;
+            match need {
+                None => return r.map_err(Fail::Errno),
+                Some(need) => self.fetch(need, &mut scratch).await?,
+            }
+        }
+    }
+
+    /// Asks for what a walk missed.
+    async fn fetch(&mut self, need: Need, scratch: &mut Scratch) -> Res<()> {
+        match need {
+            Need::Lookup(dir, name) => {
+                let dist = self.distributed(dir).await?;
+                let s = self.table.entry_server(dir, &name, dist);
+                match self
+                    .rpc(
+                        s,
+                        Request::Lookup {
+                            dir,
+                            name: name.clone(),
+                        },
+                    )
+                    .await
+                {
+                    Ok(Reply::Entry(e)) => self.remember(dir, name, e),
+                    Ok(_) => return Err(Errno::EIO.into()),
+                    Err(Fail::Errno(Errno::ENOENT)) => {
+                        scratch.absent.insert((dir, name));
+                    }
+                    Err(Fail::Errno(e)) => {
+                        scratch.lookup_errors.insert((dir, name), e);
+                    }
+                    Err(Fail::Restart) => return Err(Fail::Restart),
+                }
+            }
+            Need::Dir(dir) => match self.at_inode(dir, Request::DirInfo { dir }).await {
+                Ok(Reply::Dir {
+                    parent,
+                    distributed,
+                }) => {
+                    self.dirs.insert(dir, distributed);
+                    scratch.parents.insert(dir, parent);
+                }
+                Ok(_) => return Err(Errno::EIO.into()),
+                Err(Fail::Errno(e)) => {
+                    scratch.not_dirs.insert(dir, e);
+                }
+                Err(Fail::Restart) => return Err(Fail::Restart),
+            },
+            Need::Link(ino) => match self.at_inode(ino, Request::Readlink { ino }).await? {
+                Reply::Target(t) => {
+                    self.links.insert(ino, t);
+                }
+                _ => return Err(Errno::EIO.into()),
+            },
+        }
+        Ok(())
+    }
+
+    /// Caches entry `name` of `dir`.
+    fn remember(&mut self, dir: Ino, name: Name, e: Entry) {
+        if e.kind == Kind::Dir {
+            self.dirs.insert(e.ino, e.distributed);
+        }
+        self.entries.insert((dir, name), e);
+    }
+
+    /// Whether directory `dir` is distributed (asks its server the first time).
+    async fn distributed(&mut self, dir: Ino) -> Res<bool> {
+        if let Some(&d) = self.dirs.get(&dir) {
+            return Ok(d);
+        }
+        match self.at_inode(dir, Request::DirInfo { dir }).await? {
+            Reply::Dir { distributed, .. } => {
+                self.dirs.insert(dir, distributed);
+                Ok(distributed)
+            }
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// The server holding entry `name` of `dir`.
+    async fn entry_server(&mut self, dir: Ino, name: &[u8]) -> Res<ServerId> {
+        let dist = self.distributed(dir).await?;
+        Ok(self.table.entry_server(dir, name, dist))
+    }
+
+    /// Creation affinity (§3.7.5): the entry's server if it is near, else the local one.
+    fn inode_server_for(&self, entry_server: ServerId) -> ServerId {
+        if self.policy.near.contains(&entry_server) {
+            entry_server
+        } else {
+            self.policy.local
+        }
+    }
+
+    /// Makes inode `new` on the server chosen for entry `name` of `dir` and adds the entry;
+    /// destroys the inode again if the entry cannot be added. Returns the inode.
+    async fn make_named(
+        &mut self,
+        dir: Ino,
+        name: &[u8],
+        new: NewInode,
+        attrs: Attrs,
+        open: bool,
+        now: Timespec,
+    ) -> Res<Entry> {
+        let es = self.entry_server(dir, name).await?;
+        let is = self.inode_server_for(es);
+        let (kind, distributed) = match &new {
+            NewInode::File => (Kind::File, false),
+            NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),
+            NewInode::Symlink(_) => (Kind::Symlink, false),
+        };
+        let ino = match self
+            .rpc(
+                is,
+                Request::Create {
+                    new,
+                    attrs,
+                    open,
+                    now,
+                },
+            )
+            .await?
+        {
+            Reply::Created(ino) => ino,
+            _ => return Err(Errno::EIO.into()),
+        };
+        let entry = Entry {
+            ino,
+            kind,
+            distributed,
+        };
+        let add = Request::AddMap {
+            dir,
+            name: name.to_vec(),
+            entry,
+            replace: None,
+            now,
+        };
+        match self.rpc(es, add).await {
+            Ok(Reply::Mapped { home, .. }) => {
+                self.remember(dir, name.to_vec(), entry);
+                if kind == Kind::Dir && !home {
+                    self.at_inode(dir, Request::Nlink { dir, delta: 1, now })
+                        .await?;
+                }
+                Ok(entry)
+            }
+            other => {
+                self.rpc(is, Request::Destroy { ino }).await?;
+                match other {
+                    Err(e) => Err(e),
+                    Ok(_) => Err(Fail::Restart),
+                }
+            }
+        }
+    }
+
+    fn new_fd(&mut self, f: OpenFile) -> Fd {
+        let fd = self.next_fd;
+        self.next_fd = self.next_fd.wrapping_add(1);
+        self.files.insert(fd, f);
+        Fd(fd)
+    }
+
+    fn file(&self, fd: Fd) -> Result<OpenFile, Errno> {
+        self.files.get(&fd.0).copied().ok_or(Errno::EBADF)
+    }
+
+    /// Makes the caller the only `rmdir` or `rename` of directory `dir` (phase one of
+    /// §3.4.1). Another holder is a restart, not a wait, so that no operation waits while it
+    /// holds something.
+    async fn hold(&mut self, dir: Ino) -> Res<()> {
+        self.stats.requests += 1;
+        let s = self.table.inode_server(dir);
+        match self.transport.call(s, Request::Hold { dir }).await {
+            Reply::Done => Ok(()),
+            Reply::Busy => {
+                self.stats.busy_retries += 1;
+                Err(Fail::Restart)
+            }
+            // Removed since the caller looked it up: its entry is gone already.
+            Reply::Err(Errno::ENOENT) => Err(Fail::Restart),
+            Reply::Err(e) => Err(e.into()),
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// Gives up [`Client::hold`].
+    async fn unhold(&mut self, dir: Ino) -> Res<()> {
+        self.at_inode(dir, Request::Release { dir }).await?;
+        Ok(())
+    }
+
+    /// The servers holding a share of directory `e` (all for a distributed one).
+    fn shares(&self, e: &Entry) -> Vec<ServerId> {
+        if e.distributed {
+            self.table.servers()
+        } else {
+            vec![self.table.inode_server(e.ino)]
+        }
+    }
+
+    /// Phases one and two of `rmdir` (§3.4.1) on directory `e`: holds it at its home, then
+    /// marks it on every server with a share; ENOTEMPTY (after undoing both) if any holds an
+    /// entry of it.
+    async fn hold_and_mark(&mut self, e: &Entry) -> Res<()> {
+        let dir = e.ino;
+        self.hold(dir).await?;
+        let shares = self.shares(e);
+        let replies = self.broadcast(&shares, &Request::RmdirMark { dir }).await;
+        let failed = replies.iter().find_map(|r| match r {
+            Reply::Done => None,
+            Reply::Err(e) => Some(*e),
+            _ => Some(Errno::EIO),
+        });
+        if let Some(err) = failed {
+            self.release_marks(e).await?;
+            return Err(err.into());
+        }
+        Ok(())
+    }
+
+    /// Undoes [`Client::hold_and_mark`].
+    async fn release_marks(&mut self, e: &Entry) -> Res<()> {
+        let dir = e.ino;
+        let shares = self.shares(e);
+        self.broadcast(&shares, &Request::RmdirAbort { dir }).await;
+        self.unhold(dir).await
+    }
+
+    /// Phase three: directory `e` is gone everywhere (its entry was removed already).
+    async fn commit_rmdir(&mut self, e: &Entry, now: Timespec) -> Res<()> {
+        let shares = self.shares(e);
+        let dir = e.ino;
+        for r in self
+            .broadcast(&shares, &Request::RmdirCommit { dir, now })
+            .await
+        {
+            if let Reply::Err(err) = r {
+                return Err(err.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes entry `name` of `dir` if it is `expect`; forgets it. The removed entry and
+    /// whether `dir`'s home did the directory's bookkeeping.
+    async fn rm_map(
+        &mut self,
+        dir: Ino,
+        name: &[u8],
+        expect: Expect,
+        now: Timespec,
+    ) -> Res<(Entry, bool)> {
+        let es = self.entry_server(dir, name).await?;
+        let req = Request::RmMap {
+            dir,
+            name: name.to_vec(),
+            expect,
+            now,
+        };
+        let r = self.rpc(es, req).await;
+        self.entries.remove(&(dir, name.to_vec()));
+        match r? {
+            Reply::Mapped { old: Some(e), home } => Ok((e, home)),
+            Reply::Stale => Err(Fail::Restart),
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// Tells `dir`'s home about a subdirectory added or removed elsewhere (`home` false).
+    async fn nlink(&mut self, dir: Ino, delta: i32, home: bool, now: Timespec) -> Res<()> {
+        if !home && delta != 0 {
+            self.at_inode(dir, Request::Nlink { dir, delta, now })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// An inode request after a walk found the inode: if the inode is gone, its entry went
+    /// first, so the operation starts again from the path.
+    async fn after_walk(&mut self, ino: Ino, req: Request) -> Res<Reply> {
+        match self.at_inode(ino, req).await {
+            Err(Fail::Errno(Errno::ENOENT)) => Err(Fail::Restart),
+            r => r,
+        }
+    }
+
+    /// `openat(start, path, flags, mode)`: an open file description of a file, directory or
+    /// symlink target. `attrs` are a new file's mode (umask applied) and owner.
+    pub async fn open(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        flags: OpenFlags,
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<Fd, Errno> {
+        retry!(self, self.try_open(start, path, flags, attrs, now).await)
+    }
+
+    async fn try_open(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        flags: OpenFlags,
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Res<Fd> {
+        let ino = if flags.create {
+            let t = self
+                .walk(|v| walk::plan_create(v, start, path, flags.exclusive))
+                .await?;
+            match t.existing {
+                Some(ino) => ino,
+                None => {
+                    let e = match self
+                        .make_named(t.dir, &t.name, NewInode::File, attrs, true, now)
+                        .await
+                    {
+                        // Created by someone else since the walk: open that one.
+                        Err(Fail::Errno(Errno::EEXIST)) if !flags.exclusive => {
+                            return Err(Fail::Restart)
+                        }
+                        r => r?,
+                    };
+                    return Ok(self.new_fd(OpenFile {
+                        ino: e.ino,
+                        kind: Kind::File,
+                        offset: 0,
+                        append: flags.append,
+                    }));
+                }
+            }
+        } else {
+            self.walk(|v| walk::resolve(v, start, path, !flags.nofollow))
+                .await?
+                .0
+        };
+        let req = Request::Open {
+            ino,
+            trunc: flags.truncate,
+            now,
+        };
+        match self.after_walk(ino, req).await? {
+            Reply::Stat(st) => Ok(self.new_fd(OpenFile {
+                ino,
+                kind: st.kind,
+                offset: 0,
+                append: flags.append,
+            })),
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// `close`.
+    pub async fn close(&mut self, fd: Fd) -> Result<(), Errno> {
+        let f = self.file(fd)?;
+        self.files.remove(&fd.0);
+        self.at_inode(f.ino, Request::Close { ino: f.ino })
+            .await
+            .map_err(errno)?;
+        Ok(())
+    }
+
+    /// `fstat`.
+    pub async fn fstat(&mut self, fd: Fd) -> Result<Stat, Errno> {
+        let f = self.file(fd)?;
+        match self.at_inode(f.ino, Request::Stat { ino: f.ino }).await {
+            Ok(Reply::Stat(s)) => Ok(s),
+            Ok(_) => Err(Errno::EIO),
+            Err(f) => Err(errno(f)),
+        }
+    }
+
+    /// `fstatat(start, path)`, following a last symlink if `follow`.
+    pub async fn stat(&mut self, start: Ino, path: &[u8], follow: bool) -> Result<Stat, Errno> {
+        retry!(self, self.try_stat(start, path, follow).await)
+    }
+
+    async fn try_stat(&mut self, start: Ino, path: &[u8], follow: bool) -> Res<Stat> {
+        let (ino, _) = self.walk(|v| walk::resolve(v, start, path, follow)).await?;
+        match self.after_walk(ino, Request::Stat { ino }).await? {
+            Reply::Stat(s) => Ok(s),
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// `read`: from the description's offset, which advances.
+    pub async fn read(&mut self, fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
+        let f = self.file(fd)?;
+        let n = self.pread(fd, buf, f.offset).await?;
+        if let Some(f) = self.files.get_mut(&fd.0) {
+            f.offset += n as u64;
+        }
+        Ok(n)
+    }
+
+    /// `pread`: reads at `offset`; the data comes straight from the buffer cache (holes read
+    /// as zeros).
+    pub async fn pread(&mut self, fd: Fd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+        let f = self.file(fd)?;
+        if f.kind == Kind::Dir {
+            return Err(Errno::EISDIR);
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset.saturating_add(done as u64);
+            let room = MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize;
+            let want = (buf.len() - done).min(room);
+            let req = Request::Read {
+                ino: f.ino,
+                offset: at,
+                len: want as u32,
+            };
+            let (size, blocks) = match self.at_inode(f.ino, req).await.map_err(errno)? {
+                Reply::Extent { size, blocks } => (size, blocks),
+                _ => return Err(Errno::EIO),
+            };
+            if at >= size {
+                break;
+            }
+            let n = want.min((size - at) as usize);
+            self.copy_out(&blocks, at, &mut buf[done..done + n]);
+            done += n;
+            if n < want {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Copies from `blocks` (the first holding byte `at`) into `buf`.
+    fn copy_out(&self, blocks: &[Option<Block>], at: u64, buf: &mut [u8]) {
+        let mut pos = 0;
+        let mut off = (at % BLOCK_SIZE as u64) as usize;
+        for b in blocks {
+            if pos == buf.len() {
+                break;
+            }
+            let n = (BLOCK_SIZE - off).min(buf.len() - pos);
+            match b {
+                Some(b) => self.cache.read(*b, off, &mut buf[pos..pos + n]),
+                None => buf[pos..pos + n].fill(0),
+            }
+            pos += n;
+            off = 0;
+        }
+    }
+
+    /// `write`: at the description's offset (at the end with `O_APPEND`), which advances.
+    pub async fn write(&mut self, fd: Fd, data: &[u8], now: Timespec) -> Result<usize, Errno> {
+        let f = self.file(fd)?;
+        let (at, n) = self.write_at(f, data, f.offset, f.append, now).await?;
+        if let Some(f) = self.files.get_mut(&fd.0) {
+            f.offset = at + n as u64;
+        }
+        Ok(n)
+    }
+
+    /// `pwrite`.
+    pub async fn pwrite(
+        &mut self,
+        fd: Fd,
+        data: &[u8],
+        offset: u64,
+        now: Timespec,
+    ) -> Result<usize, Errno> {
+        let f = self.file(fd)?;
+        Ok(self.write_at(f, data, offset, false, now).await?.1)
+    }
+
+    /// Writes `data` at `offset` (or at the end): the server allocates blocks and moves the
+    /// size, the data goes straight into the buffer cache. Where it started and how much; a
+    /// failure after some data was written is a short write.
+    async fn write_at(
+        &mut self,
+        f: OpenFile,
+        data: &[u8],
+        offset: u64,
+        append: bool,
+        now: Timespec,
+    ) -> Result<(u64, usize), Errno> {
+        if f.kind == Kind::Dir {
+            return Err(Errno::EISDIR);
+        }
+        let mut done = 0;
+        let mut start = offset;
+        let mut at = offset;
+        while done < data.len() || done == 0 {
+            // An append lands anywhere in a page: leave room for the misalignment.
+            let room = if append {
+                (MAX_IO_BLOCKS - 1) * BLOCK_SIZE
+            } else {
+                MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize
+            };
+            let n = (data.len() - done).min(room);
+            let req = Request::Write {
+                ino: f.ino,
+                offset: at,
+                len: n as u32,
+                append,
+                now,
+            };
+            let (w, blocks) = match self.at_inode(f.ino, req).await {
+                Ok(Reply::Written { offset, blocks }) => (offset, blocks),
+                Ok(_) => return Err(Errno::EIO),
+                Err(_) if done > 0 => break,
+                Err(e) => return Err(errno(e)),
+            };
+            if done == 0 {
+                start = w;
+            }
+            self.copy_in(&blocks, w, &data[done..done + n]);
+            done += n;
+            at = w + n as u64;
+            if n == 0 {
+                break;
+            }
+        }
+        Ok((start, done))
+    }
+
+    /// Copies `data` into `blocks` (the first holding byte `at`), zeroing new blocks first.
+    fn copy_in(&self, blocks: &[(Block, bool)], at: u64, data: &[u8]) {
+        let mut pos = 0;
+        let mut off = (at % BLOCK_SIZE as u64) as usize;
+        for &(b, fresh) in blocks {
+            let n = (BLOCK_SIZE - off).min(data.len() - pos);
+            if fresh && n < BLOCK_SIZE {
+                self.cache.write(b, 0, &ZEROES);
+            }
+            self.cache.write(b, off, &data[pos..pos + n]);
+            pos += n;
+            off = 0;
+        }
+    }
+
+    /// `ftruncate`.
+    pub async fn ftruncate(&mut self, fd: Fd, size: u64, now: Timespec) -> Result<(), Errno> {
+        let f = self.file(fd)?;
+        if f.kind == Kind::Dir {
+            return Err(Errno::EISDIR);
+        }
+        self.truncate_ino(f.ino, size, now).await.map_err(errno)
+    }
+
+    async fn truncate_ino(&mut self, ino: Ino, size: u64, now: Timespec) -> Res<()> {
+        match self
+            .after_walk(ino, Request::Trunc { ino, size, now })
+            .await?
+        {
+            Reply::Truncated { zero } => {
+                if let Some((b, from)) = zero {
+                    let from = (from as usize).min(BLOCK_SIZE);
+                    self.cache.write(b, from, &ZEROES[from..]);
+                }
+                Ok(())
+            }
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// `truncate(path, size)`.
+    pub async fn truncate(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        size: u64,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        retry!(self, self.try_truncate(start, path, size, now).await)
+    }
+
+    async fn try_truncate(&mut self, start: Ino, path: &[u8], size: u64, now: Timespec) -> Res<()> {
+        let (ino, _) = self.walk(|v| walk::resolve(v, start, path, true)).await?;
+        self.truncate_ino(ino, size, now).await
+    }
+
+    /// `getdents64` of an open directory, all at once: every server's share of a distributed
+    /// directory, asked in parallel (§3.7.3), merged in name order. `.` and `..` are the
+    /// caller's.
+    pub async fn read_dir(&mut self, fd: Fd) -> Result<Vec<DirEntry>, Errno> {
+        let f = self.file(fd)?;
+        if f.kind != Kind::Dir {
+            return Err(Errno::ENOTDIR);
+        }
+        let dist = self.distributed(f.ino).await.map_err(errno)?;
+        let servers = if dist {
+            self.table.servers()
+        } else {
+            vec![self.table.inode_server(f.ino)]
+        };
+        let mut out = Vec::new();
+        for r in self
+            .broadcast(&servers, &Request::Dirents { dir: f.ino })
+            .await
+        {
+            match r {
+                Reply::Dirents(share) => out.extend(share.into_iter().map(|(name, e)| DirEntry {
+                    name,
+                    ino: e.ino,
+                    kind: e.kind,
+                })),
+                Reply::Err(e) => return Err(e),
+                _ => return Err(Errno::EIO),
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// `mkdirat`.
+    pub async fn mkdir(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        retry!(self, self.try_mkdir(start, path, attrs, now).await)
+    }
+
+    async fn try_mkdir(&mut self, start: Ino, path: &[u8], attrs: Attrs, now: Timespec) -> Res<()> {
+        let (dir, name, _) = self.walk(|v| walk::plan_new_name(v, start, path)).await?;
+        check_name(&name)?;
+        let new = NewInode::Dir {
+            parent: dir,
+            distributed: self.policy.distribute_dirs,
+        };
+        self.make_named(dir, &name, new, attrs, false, now).await?;
+        Ok(())
+    }
+
+    /// `symlinkat(target, start, path)`.
+    pub async fn symlink(
+        &mut self,
+        target: &[u8],
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        walk::check_path(target)?;
+        retry!(
+            self,
+            self.try_symlink(target, start, path, attrs, now).await
+        )
+    }
+
+    async fn try_symlink(
+        &mut self,
+        target: &[u8],
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Res<()> {
+        let (dir, name, trailing) = self.walk(|v| walk::plan_new_name(v, start, path)).await?;
+        check_name(&name)?;
+        if trailing {
+            // Linux: EEXIST if the name exists, else ENOENT.
+            let exists = self.walk(|v| v.lookup(dir, &name)).await?.is_some();
+            return Err(if exists { Errno::EEXIST } else { Errno::ENOENT }.into());
+        }
+        let new = NewInode::Symlink(target.to_vec());
+        self.make_named(dir, &name, new, attrs, false, now).await?;
+        Ok(())
+    }
+
+    /// `readlinkat`.
+    pub async fn readlink(&mut self, start: Ino, path: &[u8]) -> Result<Vec<u8>, Errno> {
+        retry!(self, self.try_readlink(start, path).await)
+    }
+
+    async fn try_readlink(&mut self, start: Ino, path: &[u8]) -> Res<Vec<u8>> {
+        let (ino, kind) = self.walk(|v| walk::resolve(v, start, path, false)).await?;
+        if kind != Kind::Symlink {
+            return Err(Errno::EINVAL.into());
+        }
+        self.walk(|v| v.link_target(ino)).await
+    }
+
+    /// `fchmodat` (following a last symlink).
+    pub async fn chmod(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        mode: u32,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        retry!(self, self.try_chmod(start, path, mode, now).await)
+    }
+
+    async fn try_chmod(&mut self, start: Ino, path: &[u8], mode: u32, now: Timespec) -> Res<()> {
+        let (ino, _) = self.walk(|v| walk::resolve(v, start, path, true)).await?;
+        self.after_walk(ino, Request::Chmod { ino, mode, now })
+            .await?;
+        Ok(())
+    }
+
+    /// `unlinkat(start, path, 0)`.
+    pub async fn unlink(&mut self, start: Ino, path: &[u8], now: Timespec) -> Result<(), Errno> {
+        retry!(self, self.try_unlink(start, path, now).await)
+    }
+
+    async fn try_unlink(&mut self, start: Ino, path: &[u8], now: Timespec) -> Res<()> {
+        let p = self.walk(|v| walk::resolve_parent(v, start, path)).await?;
+        let Last::Name(name) = p.last else {
+            return Err(Errno::EISDIR.into());
+        };
+        check_name(&name)?;
+        let expect = Expect::NotDir {
+            trailing: p.trailing_slash,
+        };
+        let (old, _) = self.rm_map(p.dir, &name, expect, now).await?;
+        self.at_inode(old.ino, Request::Unlink { ino: old.ino, now })
+            .await?;
+        Ok(())
+    }
+
+    /// `rmdir`.
+    pub async fn rmdir(&mut self, start: Ino, path: &[u8], now: Timespec) -> Result<(), Errno> {
+        retry!(self, self.try_rmdir(start, path, now).await)
+    }
+
+    async fn try_rmdir(&mut self, start: Ino, path: &[u8], now: Timespec) -> Res<()> {
+        let p = self.walk(|v| walk::resolve_parent(v, start, path)).await?;
+        let name = walk::rmdir_name(p.last)?;
+        check_name(&name)?;
+        let (ino, kind) = self
+            .walk(|v| v.lookup(p.dir, &name))
+            .await?
+            .ok_or(Errno::ENOENT)?;
+        if kind != Kind::Dir {
+            return Err(Errno::ENOTDIR.into());
+        }
+        let e = Entry {
+            ino,
+            kind,
+            distributed: self.distributed(ino).await?,
+        };
+        self.hold_and_mark(&e).await?;
+        let home = match self.rm_map(p.dir, &name, Expect::Ino(ino), now).await {
+            Ok((_, home)) => home,
+            Err(f) => {
+                self.release_marks(&e).await?;
+                return Err(f);
+            }
+        };
+        self.nlink(p.dir, -1, home, now).await?;
+        self.commit_rmdir(&e, now).await
+    }
+
+    /// Whether directory `a` is `d` or one of its ancestors (asking each directory's server
+    /// for its parent, up to the root).
+    async fn is_ancestor_or_self(&mut self, a: Ino, mut d: Ino) -> Res<bool> {
+        loop {
+            if d == a {
+                return Ok(true);
+            }
+            if d == ROOT_INO {
+                return Ok(false);
+            }
+            let parent = match self.at_inode(d, Request::DirInfo { dir: d }).await {
+                Ok(Reply::Dir { parent, .. }) => parent,
+                _ => return Ok(false),
+            };
+            if parent == d {
+                return Ok(false);
+            }
+            d = parent;
+        }
+    }
+
+    /// `renameat2(old, new, flags)` with flags 0 or `RENAME_NOREPLACE` (`RENAME_EXCHANGE` is
+    /// not built: EINVAL), with Linux's checks in NR-FS's order.
+    pub async fn rename(
+        &mut self,
+        old_start: Ino,
+        old_path: &[u8],
+        new_start: Ino,
+        new_path: &[u8],
+        flags: u32,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        if flags & !nrfs::RENAME_NOREPLACE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        retry!(
+            self,
+            self.try_rename(old_start, old_path, new_start, new_path, flags, now)
+                .await
+        )
+    }
+
+    async fn try_rename(
+        &mut self,
+        old_start: Ino,
+        old_path: &[u8],
+        new_start: Ino,
+        new_path: &[u8],
+        flags: u32,
+        now: Timespec,
+    ) -> Res<()> {
+        let old = self
+            .walk(|v| walk::resolve_parent(v, old_start, old_path))
+            .await?;
+        let new = self
+            .walk(|v| walk::resolve_parent(v, new_start, new_path))
+            .await?;
+        let (on, nn) = walk::rename_names(old.last.clone(), new.last.clone(), flags)?;
+        check_name(&on)?;
+        let (oi, ok) = self
+            .walk(|v| v.lookup(old.dir, &on))
+            .await?
+            .ok_or(Errno::ENOENT)?;
+        check_name(&nn)?;
+        let target = self.walk(|v| v.lookup(new.dir, &nn)).await?;
+        if flags & nrfs::RENAME_NOREPLACE != 0 && target.is_some() {
+            return Err(Errno::EEXIST.into());
+        }
+        if ok != Kind::Dir && (old.trailing_slash || new.trailing_slash) {
+            return Err(Errno::ENOTDIR.into());
+        }
+        // A directory moving to another parent: under the rename lock, checked and moved.
+        let relocking = ok == Kind::Dir && old.dir != new.dir;
+        if relocking {
+            self.hold(ROOT_INO).await?;
+        }
+        let r = self
+            .checked_rename(&old, on, &new, nn, (oi, ok), target, now)
+            .await;
+        if relocking {
+            self.unhold(ROOT_INO).await?;
+        }
+        r
+    }
+
+    /// The rest of `rename` once the names are found: the ancestry and kind checks, then the
+    /// move.
+    #[allow(clippy::too_many_arguments)]
+    async fn checked_rename(
+        &mut self,
+        old: &nrfs::ParentPath,
+        on: Name,
+        new: &nrfs::ParentPath,
+        nn: Name,
+        (oi, ok): (Ino, Kind),
+        target: Option<(Ino, Kind)>,
+        now: Timespec,
+    ) -> Res<()> {
+        if old.dir != new.dir {
+            if ok == Kind::Dir && self.is_ancestor_or_self(oi, new.dir).await? {
+                return Err(Errno::EINVAL.into());
+            }
+            if let Some((ni, Kind::Dir)) = target {
+                if self.is_ancestor_or_self(ni, old.dir).await? {
+                    return Err(Errno::ENOTEMPTY.into());
+                }
+            }
+        }
+        if target.map(|t| t.0) == Some(oi) {
+            return Ok(());
+        }
+        let replaced = match target {
+            Some((_, nk)) if ok == Kind::Dir && nk != Kind::Dir => {
+                return Err(Errno::ENOTDIR.into())
+            }
+            Some((_, nk)) if ok != Kind::Dir && nk == Kind::Dir => return Err(Errno::EISDIR.into()),
+            Some((ni, nk)) => Some(Entry {
+                ino: ni,
+                kind: nk,
+                distributed: nk == Kind::Dir && self.distributed(ni).await?,
+            }),
+            None => None,
+        };
+        let source = Entry {
+            ino: oi,
+            kind: ok,
+            distributed: ok == Kind::Dir && self.distributed(oi).await?,
+        };
+        let moving = Move {
+            old_dir: old.dir,
+            old_name: on,
+            new_dir: new.dir,
+            new_name: nn,
+            source,
+            replaced,
+        };
+        self.hold_move(&moving).await?;
+        let r = self.move_entry(&moving, now).await;
+        if r.is_err() {
+            self.release_move(&moving).await?;
+        }
+        r
+    }
+
+    /// Holds what a rename changes: a moving directory (as `rmdir` holds one, so neither
+    /// removes it under the other) and a directory it replaces (held and marked: it must be
+    /// empty).
+    async fn hold_move(&mut self, m: &Move) -> Res<()> {
+        if m.source.kind == Kind::Dir {
+            self.hold(m.source.ino).await?;
+        }
+        if let Some(r) = m.replaced.filter(|r| r.kind == Kind::Dir) {
+            if let Err(f) = self.hold_and_mark(&r).await {
+                if m.source.kind == Kind::Dir {
+                    self.unhold(m.source.ino).await?;
+                }
+                return Err(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes [`Client::hold_move`].
+    async fn release_move(&mut self, m: &Move) -> Res<()> {
+        if let Some(r) = m.replaced.filter(|r| r.kind == Kind::Dir) {
+            self.release_marks(&r).await?;
+        }
+        if m.source.kind == Kind::Dir {
+            self.unhold(m.source.ino).await?;
+        }
+        Ok(())
+    }
+
+    /// The changes of a checked and held rename: a file gets a link for its new name first,
+    /// the new entry goes in (replacing the target's), the old entry goes, then the link
+    /// counts, the replaced inode and a moved directory's `..` follow. On an error nothing
+    /// has changed (the caller releases the holds); after the new entry is in, it finishes.
+    async fn move_entry(&mut self, m: &Move, now: Timespec) -> Res<()> {
+        let src = m.source;
+        let is_dir = src.kind == Kind::Dir;
+        if !is_dir {
+            match self
+                .at_inode(src.ino, Request::Link { ino: src.ino, now })
+                .await
+            {
+                Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
+                r => r?,
+            };
+        }
+        let ns = self.entry_server(m.new_dir, &m.new_name).await?;
+        let add = Request::AddMap {
+            dir: m.new_dir,
+            name: m.new_name.clone(),
+            entry: src,
+            replace: m.replaced.map(|r| r.ino),
+            now,
+        };
+        let added = self.rpc(ns, add).await;
+        let added_home = match added {
+            Ok(Reply::Mapped { home, .. }) => home,
+            other => {
+                self.entries.remove(&(m.new_dir, m.new_name.clone()));
+                if !is_dir {
+                    self.at_inode(src.ino, Request::Unlink { ino: src.ino, now })
+                        .await?;
+                }
+                return match other {
+                    Err(f) => Err(f),
+                    Ok(_) => Err(Fail::Restart),
+                };
+            }
+        };
+        self.remember(m.new_dir, m.new_name.clone(), src);
+        match self
+            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), now)
+            .await
+        {
+            Ok((_, removed_home)) => {
+                if is_dir {
+                    let added = 1 - i32::from(m.replaced.is_some());
+                    self.nlink(m.new_dir, added, added_home, now).await?;
+                    self.nlink(m.old_dir, -1, removed_home, now).await?;
+                } else {
+                    self.at_inode(src.ino, Request::Unlink { ino: src.ino, now })
+                        .await?;
+                }
+            }
+            // A file unlinked meanwhile: that unlink dropped the old name's link, and the new
+            // name keeps the one this rename added. A held directory cannot go.
+            Err(Fail::Restart) if !is_dir => {}
+            Err(Fail::Restart) => return Err(Errno::EIO.into()),
+            Err(f) => return Err(f),
+        }
+        match m.replaced {
+            Some(r) if r.kind == Kind::Dir => self.commit_rmdir(&r, now).await?,
+            Some(r) => {
+                self.at_inode(r.ino, Request::Unlink { ino: r.ino, now })
+                    .await?;
+            }
+            None => {}
+        }
+        if is_dir {
+            let dir = src.ino;
+            let req = Request::Move {
+                dir,
+                parent: m.new_dir,
+                now,
+            };
+            self.at_inode(dir, req).await?;
+            self.unhold(dir).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A checked rename.
+struct Move {
+    old_dir: Ino,
+    old_name: Name,
+    new_dir: Ino,
+    new_name: Name,
+    source: Entry,
+    replaced: Option<Entry>,
+}
+
+/// The caller's error for a failed step (a restart that cannot be retried is EIO).
+fn errno(f: Fail) -> Errno {
+    match f {
+        Fail::Errno(e) => e,
+        Fail::Restart => Errno::EIO,
+    }
+}
+
+/// Checks a name's length as NR-FS does before it looks at the entry.
+fn check_name(name: &[u8]) -> Res<()> {
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! Hare: a POSIX file system served by a fleet of file servers, after *Hare: a file system
+//! for non-cache-coherent multicores* (Gruenwald, Sironi, Kaashoek, Zeldovich; EuroSys '15 and
+//! Gruenwald's 2014 thesis, chapter 3). This crate is the protocol and the two state machines;
+//! Reef runs the servers as a fos fleet and the client library in the kernel (docs/plans.md
+//! has the steps still to build).
+//!
+//! `no_std` + `alloc`, stable Rust, no `unsafe`.
+//!
+//! * [`proto`]: the RPCs of the thesis's Table 4.2 as typed [`Request`]s and [`Reply`]s, and
+//!   the [`Invalidation`]s servers send to clients that cache a removed entry (§3.7.1).
+//! * [`Server`]: one file server, a sequential state machine: its inodes, its share of the
+//!   directories, open-file counts (§3.5), free buffer-cache blocks (§3.3), rmdir holds and
+//!   marks (§3.4.1), and who caches which entry.
+//! * [`Client`]: the client library, Linux's file calls as `async` sequences of requests
+//!   over a [`Transport`], with a lookup cache and path resolution by NR-FS's walker, data
+//!   copied directly to and from a [`BufferCache`].
+//! * [`ShardTable`]: where inodes and entries live. Entries of a distributed directory are
+//!   spread by name hash (§3.4); entries and inodes hash to 256 shards mapped to servers, so
+//!   that the number of servers can change by moving whole shards (§6.1.1).
+//!
+//! The host tests run several servers and clients with messages delivered in an order
+//! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
+//!
+//! Not built yet: descriptors shared after `fork` (the offset moves to the server, §3.5.1),
+//! `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), `chown`/`utimens`, moving
+//! shards between servers, and a bound on the lookup cache.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+mod client;
+pub mod proto;
+mod server;
+mod shard;
+
+pub use client::{BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, Transport};
+pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
+pub use proto::{Invalidation, Reply, Request};
+pub use server::{Server, ServerStats};
+pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
+
+/// A file server's number in the fleet.
+pub type ServerId = u16;
+
+/// A client library instance (in Reef, one per core).
+pub type ClientId = u32;
+
+/// A block of the shared buffer cache.
+pub type Block = u32;
+
+/// Size of a buffer-cache block (a page).
+pub const BLOCK_SIZE: usize = nrfs::PAGE_SIZE;

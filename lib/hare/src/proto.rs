@@ -1,0 +1,342 @@
+//! The protocol between client libraries and file servers: Hare's RPCs (thesis Table 4.2) as
+//! typed messages.
+//!
+//! Every request goes to one server and gets exactly one [`Reply`]. Servers also send
+//! [`Invalidation`]s to the clients that cached a directory entry when it is removed or
+//! replaced (§3.7.1); a server hands them to the transport before it replies, and the transport
+//! delivers them atomically (§3.7.2: once a send returns the message is in the client's queue),
+//! so a client that applies its queued invalidations before every lookup never uses an entry
+//! removed by an operation that completed before its lookup began.
+//!
+//! Names and block lists are variable-sized here; on Reef's channels (56-byte slots) they
+//! travel in a page each client grants every server at connect time (see docs/plans.md), which
+//! is why a reply carries at most [`MAX_IO_BLOCKS`] blocks.
+
+use alloc::vec::Vec;
+
+use abi::Errno;
+
+use crate::{Attrs, Block, Ino, Kind, Stat, Timespec};
+
+/// A file or directory name (one path component, at most 255 bytes).
+pub type Name = Vec<u8>;
+
+/// Most blocks one `Read` or `Write` covers (1 MiB): a client splits larger transfers.
+pub const MAX_IO_BLOCKS: usize = 256;
+
+/// A directory entry as a server stores it: the inode it names, the inode's kind, and for a
+/// directory whether its entries are distributed over all servers (§3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The inode (its number also says which server holds it: [`crate::ShardTable`]).
+    pub ino: Ino,
+    /// Its kind.
+    pub kind: Kind,
+    /// A directory whose entries are spread by name hash over every server.
+    pub distributed: bool,
+}
+
+/// What an `RmMap` must find under the name, or it changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Anything but a directory (`unlink`): EISDIR for a directory, and ENOTDIR if the path
+    /// ended in `/` (`trailing`).
+    NotDir {
+        /// The path ended in `/`.
+        trailing: bool,
+    },
+    /// Exactly this inode (`rmdir`, `rename`): [`Reply::Stale`] otherwise.
+    Ino(Ino),
+}
+
+/// The body of a new inode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NewInode {
+    /// A regular file.
+    File,
+    /// A directory in `parent`.
+    Dir {
+        /// Its parent directory (`..`).
+        parent: Ino,
+        /// Its entries are spread over all servers.
+        distributed: bool,
+    },
+    /// A symbolic link to `target`.
+    Symlink(Vec<u8>),
+}
+
+/// A request from a client library to one file server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `RESOLVE`: looks `name` up in the server's share of directory `dir`; the server
+    /// remembers that the client caches the answer.
+    Lookup {
+        /// The directory.
+        dir: Ino,
+        /// The name.
+        name: Name,
+    },
+    /// `ADD_MAP`: adds entry `name` → `entry` to `dir` (EEXIST if the name exists), or
+    /// replaces the entry for inode `replace` (rename over an existing name; [`Reply::Stale`]
+    /// if the name no longer names that inode). ENOENT in a removed directory; [`Reply::Busy`]
+    /// while an `rmdir` holds the directory.
+    AddMap {
+        /// The directory.
+        dir: Ino,
+        /// The new name.
+        name: Name,
+        /// What it names.
+        entry: Entry,
+        /// The inode the name must name now, which the new entry replaces.
+        replace: Option<Ino>,
+        /// The time, for the directory's times on its home server.
+        now: Timespec,
+    },
+    /// `RM_MAP`: removes entry `name` from `dir` if it is what `expect` says.
+    RmMap {
+        /// The directory.
+        dir: Ino,
+        /// The name.
+        name: Name,
+        /// What the entry must be.
+        expect: Expect,
+        /// The time, for the directory's times on its home server.
+        now: Timespec,
+    },
+    /// `CREATE`: makes a new inode in one of the server's shards, with one name (a directory:
+    /// two), counted as open once if `open`.
+    Create {
+        /// What it is.
+        new: NewInode,
+        /// Mode and owner.
+        attrs: Attrs,
+        /// Count one open file description at once (`open(O_CREAT)`).
+        open: bool,
+        /// Its times.
+        now: Timespec,
+    },
+    /// `DESTROY`: removes an inode made by `Create` whose name could not be added.
+    Destroy {
+        /// The inode.
+        ino: Ino,
+    },
+    /// One more name for a file (the new name of a `rename`, before the old one goes).
+    Link {
+        /// The inode.
+        ino: Ino,
+        /// Its new ctime.
+        now: Timespec,
+    },
+    /// One name fewer (`unlink`, a replaced or renamed name); the inode goes with its last name
+    /// and last open file description.
+    Unlink {
+        /// The inode.
+        ino: Ino,
+        /// Its new ctime.
+        now: Timespec,
+    },
+    /// A subdirectory of `dir` appeared (`delta` 1) or went (-1) through an entry on another
+    /// server than `dir`'s home: its link count and times.
+    Nlink {
+        /// The directory.
+        dir: Ino,
+        /// +1 or -1.
+        delta: i32,
+        /// Its new mtime and ctime.
+        now: Timespec,
+    },
+    /// Directory `dir` moved into `parent` (`rename`): its `..` and ctime.
+    Move {
+        /// The directory.
+        dir: Ino,
+        /// Its new parent.
+        parent: Ino,
+        /// Its new ctime.
+        now: Timespec,
+    },
+    /// A directory's parent and placement ([`Reply::Dir`]); ENOTDIR for another kind.
+    DirInfo {
+        /// The directory.
+        dir: Ino,
+    },
+    /// `OPEN`: counts one more open file description; truncates a regular file to 0 first
+    /// with `trunc` (`O_TRUNC`). Answers the inode's attributes.
+    Open {
+        /// The inode.
+        ino: Ino,
+        /// `O_TRUNC`.
+        trunc: bool,
+        /// The time, for a truncation.
+        now: Timespec,
+    },
+    /// `CLOSE`: one open file description fewer; an unlinked inode goes with its last, and
+    /// blocks a truncation freed while it was open become free again.
+    Close {
+        /// The inode.
+        ino: Ino,
+    },
+    /// `READ`, `BLOCKS`: the file's size and the blocks holding `[offset, offset + len)`
+    /// clipped to the size (`None` for a hole).
+    Read {
+        /// The inode.
+        ino: Ino,
+        /// First byte.
+        offset: u64,
+        /// Bytes wanted (at most [`MAX_IO_BLOCKS`] blocks' worth).
+        len: u32,
+    },
+    /// `WRITE`: allocates the blocks for `[offset, offset + len)` (at the end with `append`),
+    /// extends the size and sets the times; the client then writes the data itself.
+    Write {
+        /// The inode.
+        ino: Ino,
+        /// First byte (ignored with `append`).
+        offset: u64,
+        /// Bytes (at most [`MAX_IO_BLOCKS`] blocks' worth).
+        len: u32,
+        /// `O_APPEND`: at the end of the file, atomically.
+        append: bool,
+        /// The time.
+        now: Timespec,
+    },
+    /// `TRUNC`: sets the size. Blocks past it are freed, or kept from reuse until the last
+    /// open file description closes (§3.5).
+    Trunc {
+        /// The inode.
+        ino: Ino,
+        /// The new size.
+        size: u64,
+        /// The time.
+        now: Timespec,
+    },
+    /// `FSTAT`.
+    Stat {
+        /// The inode.
+        ino: Ino,
+    },
+    /// `CHMOD` (EOPNOTSUPP on a symlink).
+    Chmod {
+        /// The inode.
+        ino: Ino,
+        /// The permission bits.
+        mode: u32,
+        /// The new ctime.
+        now: Timespec,
+    },
+    /// `READLINK`.
+    Readlink {
+        /// The inode.
+        ino: Ino,
+    },
+    /// `DIRENT`: the server's share of directory `dir`.
+    Dirents {
+        /// The directory.
+        dir: Ino,
+    },
+    /// `RMDIR`, phase one (§3.4.1): at the directory's home server, makes the caller the only
+    /// `rmdir` or `rename` acting on `dir` ([`Reply::Busy`] while another holds it). The
+    /// root's hold, which no `rmdir` takes, is the file system's rename lock: a directory
+    /// moves to another parent only under it, so two such moves cannot make a cycle (Linux's
+    /// `s_vfs_rename_mutex`).
+    Hold {
+        /// The directory.
+        dir: Ino,
+    },
+    /// Gives a hold up without removing anything.
+    Release {
+        /// The directory.
+        dir: Ino,
+    },
+    /// `RMDIR`, phase two: ENOTEMPTY if the server holds an entry of `dir`, else marks it;
+    /// entries cannot be added to a marked directory until `RmdirCommit` or `RmdirAbort`.
+    RmdirMark {
+        /// The directory.
+        dir: Ino,
+    },
+    /// `RMDIR`, phase three: the directory is gone (the home server frees its inode when it
+    /// is not open; the others remember it is gone).
+    RmdirCommit {
+        /// The directory.
+        dir: Ino,
+        /// Its ctime.
+        now: Timespec,
+    },
+    /// Removes the mark of `RmdirMark`.
+    RmdirAbort {
+        /// The directory.
+        dir: Ino,
+    },
+}
+
+/// A server's answer to one [`Request`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Done, nothing to say.
+    Done,
+    /// Failed with a Linux error; nothing changed.
+    Err(Errno),
+    /// An `rmdir` holds the directory; try again.
+    Busy,
+    /// The entry is not what the client saw: resolve again. Nothing changed.
+    Stale,
+    /// A lookup's answer.
+    Entry(Entry),
+    /// `AddMap`/`RmMap` done: the entry it replaced or removed, and whether the server is the
+    /// directory's home (then it also updated the directory's link count and times).
+    Mapped {
+        /// The replaced or removed entry.
+        old: Option<Entry>,
+        /// The directory's inode is on this server and was updated.
+        home: bool,
+    },
+    /// The new inode of a `Create`.
+    Created(Ino),
+    /// An inode's attributes.
+    Stat(Stat),
+    /// A directory's parent and placement.
+    Dir {
+        /// Its `..`.
+        parent: Ino,
+        /// Its entries are spread over all servers.
+        distributed: bool,
+    },
+    /// The answer to `Read`: the size, and one block (or hole) per page of the range.
+    Extent {
+        /// The file's size.
+        size: u64,
+        /// The blocks from the page holding `offset`.
+        blocks: Vec<Option<Block>>,
+    },
+    /// The answer to `Write`: where it goes, and one block per page of the range, with
+    /// whether it is new (the client zeroes what it does not overwrite).
+    Written {
+        /// The offset written at (the old end of the file for an append).
+        offset: u64,
+        /// The blocks from the page holding `offset`, each with its "new" flag.
+        blocks: Vec<(Block, bool)>,
+    },
+    /// The answer to a truncation: a block whose tail from the given byte the client zeroes.
+    Truncated {
+        /// The block holding the new end, and where in it the end is.
+        zero: Option<(Block, u32)>,
+    },
+    /// A symlink's target.
+    Target(Vec<u8>),
+    /// A server's share of a directory.
+    Dirents(Vec<(Name, Entry)>),
+}
+
+/// A message from a server to a client: forget the cached entry `name` of `dir`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalidation {
+    /// The directory.
+    pub dir: Ino,
+    /// The name.
+    pub name: Name,
+}
+
+impl From<Errno> for Reply {
+    fn from(e: Errno) -> Self {
+        Reply::Err(e)
+    }
+}

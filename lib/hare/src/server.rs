@@ -1,0 +1,771 @@
+//! The file server: a sequential state machine, one per server process (§3.2).
+//!
+//! A server holds the inodes of its shards, its share of every directory's entries, the
+//! open-file reference counts of its inodes (§3.5.1), its part of the buffer cache's free
+//! blocks (§3.3), the rmdir holds and marks (§3.4.1), and which clients cache which of its
+//! entries (§3.7.1). [`Server::handle`] runs one request to completion, without waiting for
+//! anyone: the messages the client sends around it make up the distributed operations.
+//! It never reads or writes file data: it hands out block numbers, and clients copy the data.
+
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec::Vec;
+
+use abi::Errno;
+
+use crate::proto::{Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS};
+use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
+use crate::{Attrs, Block, ClientId, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, ROOT_INO};
+
+/// Largest file size (`MAX_LFS_FILESIZE`).
+const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+
+/// `st_size` per directory entry (tmpfs's, as NR-FS reports).
+const DIRENT_SIZE: u64 = 20;
+
+/// What the server counts (`/proc/reef/hare`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Requests handled.
+    pub requests: u64,
+    /// Invalidations sent.
+    pub invalidations: u64,
+    /// Requests answered [`Reply::Busy`].
+    pub busy: u64,
+    /// Blocks free.
+    pub free_blocks: u64,
+    /// Blocks held back from reuse until their file's last close.
+    pub deferred_blocks: u64,
+}
+
+#[derive(Debug)]
+enum Body {
+    File {
+        /// Page index to block.
+        blocks: BTreeMap<u64, Block>,
+        /// Blocks a truncation took from the file while it was open (§3.5).
+        deferred: Vec<Block>,
+    },
+    Dir {
+        parent: Ino,
+        distributed: bool,
+        /// Removed by `rmdir` (still open somewhere).
+        dead: bool,
+    },
+    Symlink(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Inode {
+    kind: Kind,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    nlink: u32,
+    size: u64,
+    atime: Timespec,
+    mtime: Timespec,
+    ctime: Timespec,
+    opens: u32,
+    body: Body,
+}
+
+impl Inode {
+    fn new(kind: Kind, attrs: &Attrs, now: Timespec, body: Body) -> Self {
+        Self {
+            kind,
+            mode: attrs.mode & 0o7777,
+            uid: attrs.uid,
+            gid: attrs.gid,
+            nlink: if kind == Kind::Dir { 2 } else { 1 },
+            size: 0,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            opens: 0,
+            body,
+        }
+    }
+
+    fn touch(&mut self, now: Timespec) {
+        self.mtime = now;
+        self.ctime = now;
+    }
+}
+
+/// One file server's state. See the module documentation.
+#[derive(Debug)]
+pub struct Server {
+    id: ServerId,
+    table: ShardTable,
+    /// The shards this server creates inodes in, and the next one to use.
+    shards: Vec<Shard>,
+    next_shard: usize,
+    /// Inode numbers are `counter * SHARDS + shard`; the counter only grows.
+    counter: u64,
+    inodes: BTreeMap<Ino, Inode>,
+    /// This server's share of each directory's entries.
+    entries: BTreeMap<Ino, BTreeMap<Name, Entry>>,
+    /// Clients caching each entry (§3.7.1).
+    cachers: BTreeMap<(Ino, Name), BTreeSet<ClientId>>,
+    /// Directories an `rmdir` holds (at their home server), and by whom.
+    holds: BTreeMap<Ino, ClientId>,
+    /// Directories marked by `RmdirMark`.
+    marks: BTreeSet<Ino>,
+    /// Distributed directories of other homes that were removed.
+    removed: BTreeSet<Ino>,
+    free: Vec<Block>,
+    stats: ServerStats,
+}
+
+impl Server {
+    /// Server `id` of `table`, owning buffer-cache blocks `blocks`. The server holding the
+    /// root's shard makes the root directory (mode and owner `root`, entries `distributed`
+    /// over all servers or not).
+    pub fn new(
+        id: ServerId,
+        table: ShardTable,
+        blocks: core::ops::Range<Block>,
+        root: Attrs,
+        root_distributed: bool,
+        now: Timespec,
+    ) -> Self {
+        let shards = table.shards_of(id);
+        let mut s = Self {
+            id,
+            table,
+            shards,
+            next_shard: 0,
+            counter: 1,
+            inodes: BTreeMap::new(),
+            entries: BTreeMap::new(),
+            cachers: BTreeMap::new(),
+            holds: BTreeMap::new(),
+            marks: BTreeSet::new(),
+            removed: BTreeSet::new(),
+            free: blocks.rev().collect(),
+            stats: ServerStats::default(),
+        };
+        if s.table.inode_server(ROOT_INO) == id {
+            let body = Body::Dir {
+                parent: ROOT_INO,
+                distributed: root_distributed,
+                dead: false,
+            };
+            s.inodes
+                .insert(ROOT_INO, Inode::new(Kind::Dir, &root, now, body));
+        }
+        s
+    }
+
+    /// This server's id.
+    pub const fn id(&self) -> ServerId {
+        self.id
+    }
+
+    /// What it has counted.
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            free_blocks: self.free.len() as u64,
+            deferred_blocks: self
+                .inodes
+                .values()
+                .map(|i| match &i.body {
+                    Body::File { deferred, .. } => deferred.len() as u64,
+                    _ => 0,
+                })
+                .sum(),
+            ..self.stats
+        }
+    }
+
+    /// Inodes held.
+    pub fn inodes(&self) -> usize {
+        self.inodes.len()
+    }
+
+    /// Handles one request from client `from`: the reply, and the invalidations to deliver
+    /// (before the reply, see [`crate::proto`]).
+    pub fn handle(
+        &mut self,
+        from: ClientId,
+        req: Request,
+    ) -> (Reply, Vec<(ClientId, Invalidation)>) {
+        self.stats.requests += 1;
+        let mut inval = Vec::new();
+        let reply = match self.dispatch(from, req, &mut inval) {
+            Ok(r) => r,
+            Err(e) => Reply::Err(e),
+        };
+        if reply == Reply::Busy {
+            self.stats.busy += 1;
+        }
+        self.stats.invalidations += inval.len() as u64;
+        (reply, inval)
+    }
+
+    fn dispatch(
+        &mut self,
+        from: ClientId,
+        req: Request,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        match req {
+            Request::Lookup { dir, name } => self.lookup(from, dir, name),
+            Request::AddMap {
+                dir,
+                name,
+                entry,
+                replace,
+                now,
+            } => self.add_map(from, dir, name, entry, replace, now, inval),
+            Request::RmMap {
+                dir,
+                name,
+                expect,
+                now,
+            } => self.rm_map(from, dir, name, expect, now, inval),
+            Request::Create {
+                new,
+                attrs,
+                open,
+                now,
+            } => self.create(new, &attrs, open, now),
+            Request::Destroy { ino } => {
+                self.inode(ino)?;
+                self.free_inode(ino);
+                Ok(Reply::Done)
+            }
+            Request::Link { ino, now } => {
+                let inode = self.inode_mut(ino)?;
+                if inode.kind == Kind::Dir {
+                    return Err(Errno::EPERM);
+                }
+                if inode.nlink == 0 {
+                    return Err(Errno::ENOENT);
+                }
+                inode.nlink = inode.nlink.checked_add(1).ok_or(Errno::EMLINK)?;
+                inode.ctime = now;
+                Ok(Reply::Done)
+            }
+            Request::Unlink { ino, now } => {
+                let inode = self.inode_mut(ino)?;
+                if inode.kind == Kind::Dir || inode.nlink == 0 {
+                    return Err(Errno::EINVAL);
+                }
+                inode.nlink -= 1;
+                inode.ctime = now;
+                self.release(ino);
+                Ok(Reply::Done)
+            }
+            Request::Nlink { dir, delta, now } => {
+                let inode = self.dir_inode_mut(dir)?;
+                inode.nlink = inode.nlink.saturating_add_signed(delta);
+                inode.touch(now);
+                Ok(Reply::Done)
+            }
+            Request::Move { dir, parent, now } => {
+                let inode = self.dir_inode_mut(dir)?;
+                if let Body::Dir { parent: p, .. } = &mut inode.body {
+                    *p = parent;
+                }
+                inode.ctime = now;
+                Ok(Reply::Done)
+            }
+            Request::DirInfo { dir } => match &self.inode(dir)?.body {
+                Body::Dir {
+                    parent,
+                    distributed,
+                    ..
+                } => Ok(Reply::Dir {
+                    parent: *parent,
+                    distributed: *distributed,
+                }),
+                _ => Err(Errno::ENOTDIR),
+            },
+            Request::Open { ino, trunc, now } => {
+                let inode = self.inode(ino)?;
+                inode.opens.checked_add(1).ok_or(Errno::ENFILE)?;
+                if trunc && inode.kind == Kind::File {
+                    self.truncate(ino, 0, now)?;
+                }
+                let inode = self.inode_mut(ino)?;
+                inode.opens += 1;
+                Ok(Reply::Stat(self.stat(ino)?))
+            }
+            Request::Close { ino } => {
+                let inode = self.inode_mut(ino)?;
+                if inode.opens == 0 {
+                    return Err(Errno::EBADF);
+                }
+                inode.opens -= 1;
+                if inode.opens == 0 {
+                    if let Body::File { deferred, .. } = &mut inode.body {
+                        let d = core::mem::take(deferred);
+                        self.free.extend(d);
+                    }
+                }
+                self.release(ino);
+                Ok(Reply::Done)
+            }
+            Request::Read { ino, offset, len } => self.read(ino, offset, len),
+            Request::Write {
+                ino,
+                offset,
+                len,
+                append,
+                now,
+            } => self.write(ino, offset, len, append, now),
+            Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
+            Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
+            Request::Chmod { ino, mode, now } => {
+                let inode = self.inode_mut(ino)?;
+                if inode.kind == Kind::Symlink {
+                    return Err(Errno::EOPNOTSUPP);
+                }
+                inode.mode = mode & 0o7777;
+                inode.ctime = now;
+                Ok(Reply::Done)
+            }
+            Request::Readlink { ino } => match &self.inode(ino)?.body {
+                Body::Symlink(t) => Ok(Reply::Target(t.clone())),
+                _ => Err(Errno::EINVAL),
+            },
+            Request::Dirents { dir } => {
+                self.check_dir_alive(dir)?;
+                let share = self.entries.get(&dir).map_or_else(Vec::new, |m| {
+                    m.iter().map(|(n, e)| (n.clone(), *e)).collect()
+                });
+                Ok(Reply::Dirents(share))
+            }
+            Request::Hold { dir } => {
+                self.dir_inode_mut(dir)?;
+                match self.holds.get(&dir) {
+                    Some(&c) if c != from => Ok(Reply::Busy),
+                    _ => {
+                        self.holds.insert(dir, from);
+                        Ok(Reply::Done)
+                    }
+                }
+            }
+            Request::Release { dir } => {
+                if self.holds.get(&dir) == Some(&from) {
+                    self.holds.remove(&dir);
+                }
+                Ok(Reply::Done)
+            }
+            Request::RmdirMark { dir } => {
+                if self.entries.get(&dir).is_some_and(|m| !m.is_empty()) {
+                    return Err(Errno::ENOTEMPTY);
+                }
+                self.marks.insert(dir);
+                Ok(Reply::Done)
+            }
+            Request::RmdirAbort { dir } => {
+                self.marks.remove(&dir);
+                Ok(Reply::Done)
+            }
+            Request::RmdirCommit { dir, now } => {
+                self.marks.remove(&dir);
+                self.entries.remove(&dir);
+                if self.table.inode_server(dir) != self.id {
+                    self.removed.insert(dir);
+                    return Ok(Reply::Done);
+                }
+                self.holds.remove(&dir);
+                let inode = self.dir_inode_mut(dir)?;
+                inode.nlink = 0;
+                inode.ctime = now;
+                if let Body::Dir { dead, .. } = &mut inode.body {
+                    *dead = true;
+                }
+                self.release(dir);
+                Ok(Reply::Done)
+            }
+        }
+    }
+
+    fn inode(&self, ino: Ino) -> Result<&Inode, Errno> {
+        self.inodes.get(&ino).ok_or(Errno::ENOENT)
+    }
+
+    fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode, Errno> {
+        self.inodes.get_mut(&ino).ok_or(Errno::ENOENT)
+    }
+
+    fn dir_inode_mut(&mut self, dir: Ino) -> Result<&mut Inode, Errno> {
+        let inode = self.inode_mut(dir)?;
+        match inode.body {
+            Body::Dir { .. } => Ok(inode),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    /// Whether this server holds `dir`'s inode.
+    fn is_home(&self, dir: Ino) -> bool {
+        self.table.inode_server(dir) == self.id
+    }
+
+    /// ENOENT if `dir` was removed (or, at its home, does not exist), ENOTDIR if it is not a
+    /// directory. Another server cannot tell whether a directory it never heard of exists:
+    /// the client found it through an entry, which an `rmdir` removes before it commits.
+    fn check_dir_alive(&self, dir: Ino) -> Result<(), Errno> {
+        if !self.is_home(dir) {
+            return if self.removed.contains(&dir) {
+                Err(Errno::ENOENT)
+            } else {
+                Ok(())
+            };
+        }
+        match &self.inode(dir)?.body {
+            Body::Dir { dead: true, .. } => Err(Errno::ENOENT),
+            Body::Dir { .. } => Ok(()),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn lookup(&mut self, from: ClientId, dir: Ino, name: Name) -> Result<Reply, Errno> {
+        if self.is_home(dir) {
+            match &self.inode(dir)?.body {
+                Body::Dir { .. } => {}
+                _ => return Err(Errno::ENOTDIR),
+            }
+        }
+        let e = *self
+            .entries
+            .get(&dir)
+            .and_then(|m| m.get(&name))
+            .ok_or(Errno::ENOENT)?;
+        self.cachers.entry((dir, name)).or_default().insert(from);
+        Ok(Reply::Entry(e))
+    }
+
+    /// Tells every client but `from` that caches `(dir, name)` to forget it.
+    fn invalidate(
+        &mut self,
+        from: ClientId,
+        dir: Ino,
+        name: &Name,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) {
+        if let Some(set) = self.cachers.remove(&(dir, name.clone())) {
+            for c in set.into_iter().filter(|&c| c != from) {
+                inval.push((
+                    c,
+                    Invalidation {
+                        dir,
+                        name: name.clone(),
+                    },
+                ));
+            }
+        }
+    }
+
+    /// Updates `dir`'s link count (by `delta` subdirectories) and times, if it is here.
+    fn touch_home(&mut self, dir: Ino, delta: i32, now: Timespec) -> bool {
+        if !self.is_home(dir) {
+            return false;
+        }
+        if let Some(inode) = self.inodes.get_mut(&dir) {
+            inode.nlink = inode.nlink.saturating_add_signed(delta);
+            inode.touch(now);
+        }
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_map(
+        &mut self,
+        from: ClientId,
+        dir: Ino,
+        name: Name,
+        entry: Entry,
+        replace: Option<Ino>,
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        if self.marks.contains(&dir) {
+            return Ok(Reply::Busy);
+        }
+        let old = self.entries.get(&dir).and_then(|m| m.get(&name)).copied();
+        match (old, replace) {
+            (Some(o), Some(r)) if o.ino == r => {}
+            (Some(_), None) => return Err(Errno::EEXIST),
+            (None, None) => self.check_dir_alive(dir)?,
+            _ => return Ok(Reply::Stale),
+        }
+        if old.is_some() {
+            self.invalidate(from, dir, &name, inval);
+        }
+        let delta = i32::from(entry.kind == Kind::Dir)
+            - i32::from(old.is_some_and(|o| o.kind == Kind::Dir));
+        self.entries
+            .entry(dir)
+            .or_default()
+            .insert(name.clone(), entry);
+        self.cachers.entry((dir, name)).or_default().insert(from);
+        let home = self.touch_home(dir, delta, now);
+        Ok(Reply::Mapped { old, home })
+    }
+
+    fn rm_map(
+        &mut self,
+        from: ClientId,
+        dir: Ino,
+        name: Name,
+        expect: Expect,
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        let found = self.entries.get(&dir).and_then(|m| m.get(&name)).copied();
+        let e = match (found, expect) {
+            (None, Expect::NotDir { .. }) => {
+                self.check_dir_alive(dir)?;
+                return Err(Errno::ENOENT);
+            }
+            (None, Expect::Ino(_)) => return Ok(Reply::Stale),
+            (Some(e), Expect::NotDir { .. }) if e.kind == Kind::Dir => return Err(Errno::EISDIR),
+            (Some(_), Expect::NotDir { trailing: true }) => return Err(Errno::ENOTDIR),
+            (Some(e), Expect::Ino(i)) if e.ino != i => return Ok(Reply::Stale),
+            (Some(e), _) => e,
+        };
+        if let Some(m) = self.entries.get_mut(&dir) {
+            m.remove(&name);
+            if m.is_empty() {
+                self.entries.remove(&dir);
+            }
+        }
+        self.invalidate(from, dir, &name, inval);
+        let home = self.touch_home(dir, -i32::from(e.kind == Kind::Dir), now);
+        Ok(Reply::Mapped { old: Some(e), home })
+    }
+
+    /// A new inode number in this server's next shard (round robin over its shards).
+    fn new_ino(&mut self) -> Result<Ino, Errno> {
+        if self.shards.is_empty() {
+            return Err(Errno::ENOSPC);
+        }
+        let shard = self.shards[self.next_shard % self.shards.len()];
+        self.next_shard += 1;
+        if self.next_shard == self.shards.len() {
+            self.next_shard = 0;
+            self.counter += 1;
+        }
+        let ino = self
+            .counter
+            .checked_mul(SHARDS as u64)
+            .and_then(|n| n.checked_add(shard as u64))
+            .ok_or(Errno::ENOSPC)?;
+        debug_assert_eq!(inode_shard(ino), shard);
+        Ok(ino)
+    }
+
+    fn create(
+        &mut self,
+        new: NewInode,
+        attrs: &Attrs,
+        open: bool,
+        now: Timespec,
+    ) -> Result<Reply, Errno> {
+        let ino = self.new_ino()?;
+        let (kind, body) = match new {
+            NewInode::File => (
+                Kind::File,
+                Body::File {
+                    blocks: BTreeMap::new(),
+                    deferred: Vec::new(),
+                },
+            ),
+            NewInode::Dir {
+                parent,
+                distributed,
+            } => (
+                Kind::Dir,
+                Body::Dir {
+                    parent,
+                    distributed,
+                    dead: false,
+                },
+            ),
+            NewInode::Symlink(t) => (Kind::Symlink, Body::Symlink(t)),
+        };
+        let mut attrs = *attrs;
+        match kind {
+            Kind::Dir => attrs.mode &= 0o1777,
+            Kind::Symlink => attrs.mode = 0o777,
+            _ => {}
+        }
+        let mut inode = Inode::new(kind, &attrs, now, body);
+        if let Body::Symlink(t) = &inode.body {
+            inode.size = t.len() as u64;
+        }
+        inode.opens = u32::from(open);
+        self.inodes.insert(ino, inode);
+        Ok(Reply::Created(ino))
+    }
+
+    /// Frees `ino` if it has neither names nor open file descriptions.
+    fn release(&mut self, ino: Ino) {
+        if self
+            .inodes
+            .get(&ino)
+            .is_some_and(|i| i.nlink == 0 && i.opens == 0)
+        {
+            self.free_inode(ino);
+        }
+    }
+
+    fn free_inode(&mut self, ino: Ino) {
+        if let Some(inode) = self.inodes.remove(&ino) {
+            if let Body::File { blocks, deferred } = inode.body {
+                self.free.extend(blocks.into_values());
+                self.free.extend(deferred);
+            }
+        }
+        self.entries.remove(&ino);
+    }
+
+    fn stat(&self, ino: Ino) -> Result<Stat, Errno> {
+        let i = self.inode(ino)?;
+        let (size, blocks) = match &i.body {
+            Body::File { blocks, .. } => (i.size, blocks.len() as u64 * (BLOCK_SIZE as u64 / 512)),
+            Body::Dir { .. } => {
+                let n = self.entries.get(&ino).map_or(0, BTreeMap::len) as u64;
+                ((n + 2) * DIRENT_SIZE, 0)
+            }
+            Body::Symlink(_) => (i.size, 0),
+        };
+        Ok(Stat {
+            ino,
+            kind: i.kind,
+            mode: i.mode,
+            nlink: i.nlink,
+            uid: i.uid,
+            gid: i.gid,
+            size,
+            blocks,
+            rdev: 0,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+        })
+    }
+
+    fn file(&self, ino: Ino) -> Result<(&Inode, &BTreeMap<u64, Block>), Errno> {
+        let i = self.inode(ino)?;
+        match &i.body {
+            Body::File { blocks, .. } => Ok((i, blocks)),
+            Body::Dir { .. } => Err(Errno::EISDIR),
+            Body::Symlink(_) => Err(Errno::EINVAL),
+        }
+    }
+
+    fn read(&self, ino: Ino, offset: u64, len: u32) -> Result<Reply, Errno> {
+        let (i, blocks) = self.file(ino)?;
+        let len = u64::from(len).min((MAX_IO_BLOCKS * BLOCK_SIZE) as u64);
+        let end = offset.saturating_add(len).min(i.size);
+        let mut out = Vec::new();
+        if offset < end {
+            let page = BLOCK_SIZE as u64;
+            for p in offset / page..end.div_ceil(page) {
+                out.push(blocks.get(&p).copied());
+            }
+        }
+        Ok(Reply::Extent {
+            size: i.size,
+            blocks: out,
+        })
+    }
+
+    fn write(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: u32,
+        append: bool,
+        now: Timespec,
+    ) -> Result<Reply, Errno> {
+        let (i, blocks) = self.file(ino)?;
+        let offset = if append { i.size } else { offset };
+        let len = u64::from(len);
+        if len == 0 {
+            return Ok(Reply::Written {
+                offset,
+                blocks: Vec::new(),
+            });
+        }
+        if len > (MAX_IO_BLOCKS * BLOCK_SIZE) as u64 {
+            return Err(Errno::EINVAL);
+        }
+        if offset >= MAX_FILE_SIZE || MAX_FILE_SIZE - offset < len {
+            return Err(Errno::EFBIG);
+        }
+        let page = BLOCK_SIZE as u64;
+        let pages = offset / page..(offset + len).div_ceil(page);
+        let missing = pages.clone().filter(|p| !blocks.contains_key(p)).count();
+        if missing > self.free.len() {
+            return Err(Errno::ENOSPC);
+        }
+        let Some(Inode {
+            body: Body::File { blocks, .. },
+            size,
+            ..
+        }) = self.inodes.get_mut(&ino)
+        else {
+            return Err(Errno::ENOENT);
+        };
+        let mut out = Vec::with_capacity(pages.clone().count());
+        for p in pages {
+            let (b, fresh) = match blocks.get(&p) {
+                Some(&b) => (b, false),
+                None => {
+                    let b = self.free.pop().ok_or(Errno::ENOSPC)?;
+                    blocks.insert(p, b);
+                    (b, true)
+                }
+            };
+            out.push((b, fresh));
+        }
+        *size = (*size).max(offset + len);
+        let inode = self.inode_mut(ino)?;
+        inode.touch(now);
+        Ok(Reply::Written {
+            offset,
+            blocks: out,
+        })
+    }
+
+    fn truncate(&mut self, ino: Ino, size: u64, now: Timespec) -> Result<Reply, Errno> {
+        let (i, _) = self.file(ino)?;
+        if size > MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        if size == i.size {
+            return Ok(Reply::Truncated { zero: None });
+        }
+        let shrink = size < i.size;
+        let inode = self.inode_mut(ino)?;
+        let open = inode.opens > 0;
+        inode.size = size;
+        inode.touch(now);
+        let mut zero = None;
+        let mut freed = Vec::new();
+        if let Body::File { blocks, deferred } = &mut inode.body {
+            if shrink {
+                let page = BLOCK_SIZE as u64;
+                let cut = blocks.split_off(&size.div_ceil(page));
+                if size % page != 0 {
+                    zero = blocks
+                        .get(&(size / page))
+                        .map(|&b| (b, (size % page) as u32));
+                }
+                if open {
+                    deferred.extend(cut.into_values());
+                } else {
+                    freed.extend(cut.into_values());
+                }
+            }
+        }
+        self.free.extend(freed);
+        Ok(Reply::Truncated { zero })
+    }
+}

@@ -1,0 +1,233 @@
+//! A deterministic message network for Hare's servers and clients: requests wait in one pool
+//! and are delivered in an order the test picks; invalidations reach a client's queue as the
+//! server handles the request that causes them (atomic delivery, §3.7.2).
+
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use hare::{
+    Attrs, Block, BufferCache, Client, ClientId, Invalidation, Policy, Reply, Request, Server,
+    ServerId, ShardTable, Timespec, Transport, BLOCK_SIZE,
+};
+
+/// What a never-written block reads as: a client that forgets to zero a new block shows it.
+pub const GARBAGE: u8 = 0xAA;
+
+/// A small deterministic generator (xorshift64*), seeded by proptest.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+    }
+}
+
+pub struct Net {
+    pub servers: Vec<Server>,
+    pending: Vec<(u64, ClientId, ServerId, Request)>,
+    replies: BTreeMap<u64, Reply>,
+    inboxes: BTreeMap<ClientId, Vec<Invalidation>>,
+    next_tag: u64,
+    pub delivered: u64,
+}
+
+impl Net {
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Delivers pending request `i`: the server handles it, its invalidations are queued at
+    /// their clients, then its reply.
+    pub fn deliver(&mut self, i: usize) {
+        let (tag, from, to, req) = self.pending.swap_remove(i);
+        let (reply, inval) = self.servers[to as usize].handle(from, req);
+        for (c, inv) in inval {
+            self.inboxes.entry(c).or_default().push(inv);
+        }
+        self.replies.insert(tag, reply);
+        self.delivered += 1;
+    }
+}
+
+/// A client's end of the network.
+pub struct Port {
+    id: ClientId,
+    net: Rc<RefCell<Net>>,
+}
+
+impl Transport for Port {
+    fn call(&self, server: ServerId, req: Request) -> impl Future<Output = Reply> {
+        let net = self.net.clone();
+        let id = self.id;
+        let mut req = Some(req);
+        let mut tag = None;
+        poll_fn(move |_| {
+            let mut n = net.borrow_mut();
+            match tag {
+                None => {
+                    let t = n.next_tag;
+                    n.next_tag += 1;
+                    n.pending
+                        .push((t, id, server, req.take().expect("sent once")));
+                    tag = Some(t);
+                    Poll::Pending
+                }
+                Some(t) => n.replies.remove(&t).map_or(Poll::Pending, Poll::Ready),
+            }
+        })
+    }
+
+    fn invalidations(&self, out: &mut Vec<Invalidation>) {
+        if let Some(q) = self.net.borrow_mut().inboxes.get_mut(&self.id) {
+            out.append(q);
+        }
+    }
+}
+
+/// The buffer cache: blocks never written read as [`GARBAGE`].
+#[derive(Clone, Default)]
+pub struct Cache(Rc<RefCell<BTreeMap<Block, Box<[u8; BLOCK_SIZE]>>>>);
+
+impl BufferCache for Cache {
+    fn read(&self, block: Block, offset: usize, buf: &mut [u8]) {
+        match self.0.borrow().get(&block) {
+            Some(b) => buf.copy_from_slice(&b[offset..offset + buf.len()]),
+            None => buf.fill(GARBAGE),
+        }
+    }
+
+    fn write(&self, block: Block, offset: usize, data: &[u8]) {
+        let mut m = self.0.borrow_mut();
+        let b = m
+            .entry(block)
+            .or_insert_with(|| Box::new([GARBAGE; BLOCK_SIZE]));
+        b[offset..offset + data.len()].copy_from_slice(data);
+    }
+}
+
+pub type HClient = Client<Port, Cache>;
+
+/// Blocks per server.
+pub const BLOCKS_PER_SERVER: Block = 512;
+
+pub const ROOT_ATTRS: Attrs = Attrs::new(0o755, 0, 0);
+
+/// `servers` servers and `clients` clients. With `near_all`, every server is near every client
+/// (new inodes go with their entries); else client `c`'s local server is `c % servers` and no
+/// other is near.
+pub fn world(
+    servers: usize,
+    clients: usize,
+    distribute: bool,
+    near_all: bool,
+) -> (Rc<RefCell<Net>>, Vec<HClient>) {
+    let table = ShardTable::spread(servers).expect("1 to 256 servers");
+    let t0 = Timespec::new(0, 0);
+    let srv = (0..servers)
+        .map(|i| {
+            let lo = i as Block * BLOCKS_PER_SERVER;
+            Server::new(
+                i as ServerId,
+                table.clone(),
+                lo..lo + BLOCKS_PER_SERVER,
+                ROOT_ATTRS,
+                distribute,
+                t0,
+            )
+        })
+        .collect();
+    let net = Rc::new(RefCell::new(Net {
+        servers: srv,
+        pending: Vec::new(),
+        replies: BTreeMap::new(),
+        inboxes: BTreeMap::new(),
+        next_tag: 0,
+        delivered: 0,
+    }));
+    let cache = Cache::default();
+    let clients = (0..clients)
+        .map(|c| {
+            let policy = Policy {
+                local: (c % servers) as ServerId,
+                near: if near_all {
+                    (0..servers as ServerId).collect()
+                } else {
+                    Default::default()
+                },
+                distribute_dirs: distribute,
+            };
+            let port = Port {
+                id: c as ClientId,
+                net: net.clone(),
+            };
+            Client::new(table.clone(), port, cache.clone(), policy, distribute)
+        })
+        .collect();
+    (net, clients)
+}
+
+/// The executor polls every future in turn, so nothing needs waking.
+struct NoWake;
+
+impl Wake for NoWake {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// Runs futures to completion, each step either polling one of them or delivering one
+/// pending message, as `rng` picks. Panics if nothing can move (a lost reply).
+pub fn run_all<T>(
+    net: &Rc<RefCell<Net>>,
+    futs: Vec<Pin<Box<dyn Future<Output = T> + '_>>>,
+    rng: &mut Rng,
+) -> Vec<T> {
+    let mut futs: Vec<Option<Pin<Box<dyn Future<Output = T> + '_>>>> =
+        futs.into_iter().map(Some).collect();
+    let mut out: Vec<Option<T>> = futs.iter().map(|_| None).collect();
+    let waker = Waker::from(Arc::new(NoWake));
+    let mut cx = Context::from_waker(&waker);
+    let mut idle = 0;
+    loop {
+        let live: Vec<usize> = (0..futs.len()).filter(|&i| futs[i].is_some()).collect();
+        if live.is_empty() {
+            break;
+        }
+        let pending = net.borrow().pending();
+        let choice = rng.below(live.len() + pending);
+        if choice < live.len() {
+            let i = live[choice];
+            if let Poll::Ready(v) = futs[i].as_mut().expect("live").as_mut().poll(&mut cx) {
+                out[i] = Some(v);
+                futs[i] = None;
+                idle = 0;
+            } else {
+                idle += 1;
+            }
+        } else {
+            net.borrow_mut().deliver(choice - live.len());
+            idle = 0;
+        }
+        assert!(idle < 10_000, "no progress: a reply was lost");
+    }
+    out.into_iter().map(|v| v.expect("finished")).collect()
+}
+
+/// Runs one future to completion (messages delivered in an order `rng` picks).
+pub fn run<T>(net: &Rc<RefCell<Net>>, fut: impl Future<Output = T>, rng: &mut Rng) -> T {
+    run_all(net, vec![Box::pin(fut)], rng)
+        .pop()
+        .expect("one result")
+}

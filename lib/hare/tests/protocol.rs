@@ -1,0 +1,239 @@
+//! Hare's protocol points, one at a time: invalidations reach the clients that cache an
+//! entry, rmdir's three phases against a concurrent create, transfers larger than one reply,
+//! blocks of a truncated open file held back until its last close, a full buffer cache.
+
+mod common;
+
+use abi::Errno;
+use common::{run, run_all, world, Rng, BLOCKS_PER_SERVER};
+use hare::{Attrs, OpenFlags, Timespec, BLOCK_SIZE, ROOT_INO};
+use proptest::prelude::*;
+
+const T: Timespec = Timespec::new(1, 0);
+const FILE: Attrs = Attrs::new(0o644, 0, 0);
+const CREATE: OpenFlags = OpenFlags {
+    create: true,
+    exclusive: false,
+    truncate: false,
+    append: false,
+    nofollow: false,
+};
+
+#[test]
+fn a_removed_entry_is_invalidated_at_the_clients_that_cached_it() {
+    let (net, mut c) = world(3, 2, true, true);
+    let mut rng = Rng::new(7);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    // Client 1 looks the name up (and caches it), client 0 removes it.
+    run(&net, c[1].stat(ROOT_INO, b"/f", true), &mut rng).unwrap();
+    assert_eq!(c[1].cached_entries(), 1);
+    let sent_before: u64 = net
+        .borrow()
+        .servers
+        .iter()
+        .map(|s| s.stats().invalidations)
+        .sum();
+    run(&net, c[0].unlink(ROOT_INO, b"/f", T), &mut rng).unwrap();
+    let sent: u64 = net
+        .borrow()
+        .servers
+        .iter()
+        .map(|s| s.stats().invalidations)
+        .sum();
+    assert_eq!(sent - sent_before, 1, "one invalidation, to client 1 only");
+    assert_eq!(
+        run(&net, c[1].stat(ROOT_INO, b"/f", true), &mut rng),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(c[1].stats().invalidations, 1);
+    assert_eq!(c[1].cached_entries(), 0);
+}
+
+#[test]
+fn transfers_larger_than_one_reply_are_split() {
+    let (net, mut c) = world(2, 1, false, true);
+    let mut rng = Rng::new(3);
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/big", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let data: Vec<u8> = (0..(BLOCK_SIZE * 300 + 123))
+        .map(|i| (i % 251) as u8)
+        .collect();
+    assert_eq!(
+        run(&net, c[0].pwrite(fd, &data, 777, T), &mut rng),
+        Ok(data.len())
+    );
+    let mut back = vec![0; data.len() + 777 + 10];
+    assert_eq!(
+        run(&net, c[0].pread(fd, &mut back, 0), &mut rng),
+        Ok(data.len() + 777)
+    );
+    assert!(
+        back[..777].iter().all(|&b| b == 0),
+        "the hole before the data reads as zeros"
+    );
+    assert_eq!(&back[777..777 + data.len()], &data[..]);
+    let before = c[0].stats().requests;
+    run(&net, c[0].pread(fd, &mut back, 0), &mut rng).unwrap();
+    assert_eq!(
+        c[0].stats().requests - before,
+        2,
+        "302 pages take two reads of at most 256"
+    );
+}
+
+#[test]
+fn blocks_of_a_truncated_open_file_are_reused_only_after_its_last_close() {
+    // One server, so every block comes from one free list.
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(5);
+    let a = run(&net, c[0].open(ROOT_INO, b"/a", CREATE, FILE, T), &mut rng).unwrap();
+    let old = run(
+        &net,
+        c[1].open(ROOT_INO, b"/a", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].pwrite(a, &[1; 4 * BLOCK_SIZE], 0, T), &mut rng).unwrap();
+    let free = |net: &common::Net| net.servers[0].stats().free_blocks;
+    let held = BLOCKS_PER_SERVER as u64 - free(&net.borrow());
+    assert_eq!(held, 4);
+    run(&net, c[0].ftruncate(a, 0, T), &mut rng).unwrap();
+    assert_eq!(net.borrow().servers[0].stats().deferred_blocks, 4);
+    assert_eq!(
+        BLOCKS_PER_SERVER as u64 - free(&net.borrow()),
+        4,
+        "not free while open"
+    );
+    // Another file written now cannot get those blocks, so the old descriptor's client
+    // (which may still hold the old block list) cannot corrupt it.
+    let b = run(&net, c[0].open(ROOT_INO, b"/b", CREATE, FILE, T), &mut rng).unwrap();
+    run(&net, c[0].pwrite(b, &[2; BLOCK_SIZE], 0, T), &mut rng).unwrap();
+    run(&net, c[0].close(a), &mut rng).unwrap();
+    assert_eq!(
+        net.borrow().servers[0].stats().deferred_blocks,
+        4,
+        "one description left"
+    );
+    run(&net, c[1].close(old), &mut rng).unwrap();
+    assert_eq!(net.borrow().servers[0].stats().deferred_blocks, 0);
+    assert_eq!(
+        BLOCKS_PER_SERVER as u64 - free(&net.borrow()),
+        1,
+        "only /b's block"
+    );
+}
+
+#[test]
+fn a_full_buffer_cache_is_enospc_and_a_short_write() {
+    let (net, mut c) = world(1, 1, false, true);
+    let mut rng = Rng::new(9);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    let all = BLOCKS_PER_SERVER as usize * BLOCK_SIZE;
+    // More than fits: the first 256-block piece lands, the next does not.
+    assert_eq!(
+        run(
+            &net,
+            c[0].pwrite(fd, &vec![3; all + BLOCK_SIZE], 0, T),
+            &mut rng
+        ),
+        Ok(all)
+    );
+    assert_eq!(
+        run(&net, c[0].pwrite(fd, &[3; 10], all as u64, T), &mut rng),
+        Err(Errno::ENOSPC)
+    );
+    // Freeing the file gives every block back.
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    run(&net, c[0].unlink(ROOT_INO, b"/f", T), &mut rng).unwrap();
+    assert_eq!(
+        net.borrow().servers[0].stats().free_blocks,
+        BLOCKS_PER_SERVER as u64
+    );
+}
+
+proptest! {
+    /// `rmdir` of a distributed directory racing a create in it, under every delivery
+    /// order: exactly one wins, and what is left is consistent (§3.4.1).
+    #[test]
+    fn rmdir_and_create_in_the_same_directory_never_both_succeed(
+        servers in 1..5usize,
+        distribute in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let (net, mut c) = world(servers, 2, distribute, true);
+        let mut rng = Rng::new(seed);
+        run(&net, c[0].mkdir(ROOT_INO, b"/d", Attrs::new(0o755, 0, 0), T), &mut rng).unwrap();
+        // Both clients know /d before they race.
+        run(&net, c[1].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
+        let (a, b) = c.split_at_mut(1);
+        let (a, b) = (&mut a[0], &mut b[0]);
+        let results = run_all(
+            &net,
+            vec![
+                Box::pin(async move { a.rmdir(ROOT_INO, b"/d", T).await.map(|_| None) }),
+                Box::pin(async move { b.open(ROOT_INO, b"/d/x", CREATE, FILE, T).await.map(Some) }),
+            ],
+            &mut rng,
+        );
+        match (&results[0], &results[1]) {
+            (Ok(_), Err(Errno::ENOENT)) => {
+                prop_assert_eq!(run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).err(), Some(Errno::ENOENT));
+                let inodes: usize = net.borrow().servers.iter().map(|s| s.inodes()).sum();
+                prop_assert_eq!(inodes, 1, "only the root is left");
+            }
+            (Err(Errno::ENOTEMPTY), Ok(Some(fd))) => {
+                let fd = *fd;
+                run(&net, c[1].close(fd), &mut rng).unwrap();
+                let dir = run(&net, c[0].open(ROOT_INO, b"/d", OpenFlags::default(), FILE, T), &mut rng).unwrap();
+                let names: Vec<Vec<u8>> = run(&net, c[0].read_dir(dir), &mut rng).unwrap().into_iter().map(|e| e.name).collect();
+                prop_assert_eq!(names, vec![b"x".to_vec()]);
+            }
+            other => prop_assert!(false, "impossible outcome {:?}", other),
+        }
+    }
+
+    /// Two renames of directories into each other, at once: one wins (or both fail), never a
+    /// cycle; every directory is still reachable from the root.
+    #[test]
+    fn crossing_directory_renames_make_no_cycle(servers in 1..4usize, seed in any::<u64>()) {
+        let (net, mut c) = world(servers, 2, true, true);
+        let mut rng = Rng::new(seed);
+        let dir = Attrs::new(0o755, 0, 0);
+        run(&net, c[0].mkdir(ROOT_INO, b"/p", dir, T), &mut rng).unwrap();
+        run(&net, c[0].mkdir(ROOT_INO, b"/q", dir, T), &mut rng).unwrap();
+        let (a, b) = c.split_at_mut(1);
+        let (a, b) = (&mut a[0], &mut b[0]);
+        let r = run_all(
+            &net,
+            vec![
+                Box::pin(async move { a.rename(ROOT_INO, b"/p", ROOT_INO, b"/q/p", 0, T).await }),
+                Box::pin(async move { b.rename(ROOT_INO, b"/q", ROOT_INO, b"/p/q", 0, T).await }),
+            ],
+            &mut rng,
+        );
+        // Both directories are still reachable from the root, once each.
+        let mut found = Vec::new();
+        let mut todo = vec![b"/".to_vec()];
+        while let Some(path) = todo.pop() {
+            let fd = run(&net, c[0].open(ROOT_INO, &path, OpenFlags::default(), FILE, T), &mut rng).unwrap();
+            for e in run(&net, c[0].read_dir(fd), &mut rng).unwrap() {
+                let mut p = path.clone();
+                if p != b"/" {
+                    p.push(b'/');
+                }
+                p.extend(&e.name);
+                found.push(e.name);
+                todo.push(p);
+            }
+            run(&net, c[0].close(fd), &mut rng).unwrap();
+        }
+        found.sort();
+        prop_assert_eq!(found, vec![b"p".to_vec(), b"q".to_vec()], "after {:?}", r);
+        prop_assert!(r.iter().any(|x| x.is_err()), "both renames succeeded: a cycle");
+    }
+}
