@@ -44,7 +44,9 @@ use abi::Errno;
 use nrfs::walk::{self, Namespace};
 use nrfs::Last;
 
-use crate::proto::{Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS};
+use crate::proto::{
+    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS,
+};
 use crate::shard::ShardTable;
 use crate::{Attrs, Block, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, NAME_MAX, ROOT_INO};
 
@@ -100,8 +102,21 @@ pub struct Fd(pub u32);
 struct OpenFile {
     ino: Ino,
     kind: Kind,
+    /// The offset while the description is this client's alone.
     offset: u64,
     append: bool,
+    /// The server's description once it is shared (§3.5.1), which then holds the offset.
+    shared: Option<u64>,
+}
+
+/// An open file description shared with another client (a forked process on another core):
+/// [`Client::share`] makes one, [`Client::adopt`] turns it into a descriptor there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedFd {
+    ino: Ino,
+    kind: Kind,
+    append: bool,
+    desc: u64,
 }
 
 /// One entry of [`Client::read_dir`].
@@ -261,9 +276,6 @@ pub struct Client<T, B> {
     next_fd: u32,
     stats: ClientStats,
 }
-
-/// Zeroes for fresh blocks.
-static ZEROES: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
 
 impl<T: Transport, B: BufferCache> Client<T, B> {
     /// A client of the servers of `table`, reached through `transport`, sharing the buffer
@@ -711,6 +723,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                         kind: Kind::File,
                         offset: 0,
                         append: flags.append,
+                        shared: None,
                     }));
                 }
             }
@@ -730,6 +743,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 kind: st.kind,
                 offset: 0,
                 append: flags.append,
+                shared: None,
             })),
             _ => Err(Errno::EIO.into()),
         }
@@ -739,10 +753,84 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     pub async fn close(&mut self, fd: Fd) -> Result<(), Errno> {
         let f = self.file(fd)?;
         self.files.remove(&fd.0);
-        self.at_inode(f.ino, Request::Close { ino: f.ino })
-            .await
-            .map_err(errno)?;
+        let req = match f.shared {
+            Some(desc) => Request::CloseShared { desc },
+            None => Request::Close { ino: f.ino },
+        };
+        self.at_inode(f.ino, req).await.map_err(errno)?;
         Ok(())
+    }
+
+    /// Another descriptor for `fd`'s open file description, for another client (§3.5.1: a
+    /// process forked to another core): the first time, the offset moves to the inode's
+    /// server, and reads and writes through either descriptor go through it from then on.
+    pub async fn share(&mut self, fd: Fd) -> Result<SharedFd, Errno> {
+        let f = self.file(fd)?;
+        let desc = match f.shared {
+            Some(desc) => {
+                self.at_inode(f.ino, Request::DupShared { desc })
+                    .await
+                    .map_err(errno)?;
+                desc
+            }
+            None => {
+                let req = Request::Share {
+                    ino: f.ino,
+                    offset: f.offset,
+                };
+                match self.at_inode(f.ino, req).await.map_err(errno)? {
+                    Reply::Shared(desc) => desc,
+                    _ => return Err(Errno::EIO),
+                }
+            }
+        };
+        if let Some(f) = self.files.get_mut(&fd.0) {
+            f.shared = Some(desc);
+        }
+        Ok(SharedFd {
+            ino: f.ino,
+            kind: f.kind,
+            append: f.append,
+            desc,
+        })
+    }
+
+    /// A descriptor for a description another client shared.
+    pub fn adopt(&mut self, s: SharedFd) -> Fd {
+        self.new_fd(OpenFile {
+            ino: s.ino,
+            kind: s.kind,
+            offset: 0,
+            append: s.append,
+            shared: Some(s.desc),
+        })
+    }
+
+    /// `lseek`: `whence` is `SEEK_SET` (0), `SEEK_CUR` (1) or `SEEK_END` (2).
+    pub async fn lseek(&mut self, fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
+        let f = self.file(fd)?;
+        if let Some(desc) = f.shared {
+            let req = Request::Seek {
+                desc,
+                offset,
+                whence,
+            };
+            return match self.at_inode(f.ino, req).await.map_err(errno)? {
+                Reply::Offset(o) => Ok(o),
+                _ => Err(Errno::EIO),
+            };
+        }
+        let dir = f.kind == Kind::Dir;
+        let size = if whence == 2 && !dir {
+            self.fstat(fd).await?.size
+        } else {
+            0
+        };
+        let new = seek(f.offset, size, offset, whence, dir)?;
+        if let Some(f) = self.files.get_mut(&fd.0) {
+            f.offset = new;
+        }
+        Ok(new)
     }
 
     /// `fstat`.
@@ -768,48 +856,74 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
     }
 
-    /// `read`: from the description's offset, which advances.
+    /// `read`: from the description's offset, which advances (at the server, for a shared
+    /// description).
     pub async fn read(&mut self, fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
         let f = self.file(fd)?;
-        let n = self.pread(fd, buf, f.offset).await?;
+        let (_, n) = self.read_at(f, buf, f.offset, f.shared).await?;
         if let Some(f) = self.files.get_mut(&fd.0) {
             f.offset += n as u64;
         }
         Ok(n)
     }
 
-    /// `pread`: reads at `offset`; the data comes straight from the buffer cache (holes read
-    /// as zeros).
+    /// `pread`: reads at `offset`.
     pub async fn pread(&mut self, fd: Fd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
         let f = self.file(fd)?;
+        Ok(self.read_at(f, buf, offset, None).await?.1)
+    }
+
+    /// Reads at `offset`, or at shared description `desc`'s offset; the data comes straight
+    /// from the buffer cache (holes read as zeros). Where it started and how much.
+    async fn read_at(
+        &mut self,
+        f: OpenFile,
+        buf: &mut [u8],
+        offset: u64,
+        desc: Option<u64>,
+    ) -> Result<(u64, usize), Errno> {
         if f.kind == Kind::Dir {
             return Err(Errno::EISDIR);
         }
         let mut done = 0;
+        let mut start = offset;
+        let mut at = offset;
         while done < buf.len() {
-            let at = offset.saturating_add(done as u64);
-            let room = MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize;
+            // A shared offset may be anywhere in a page: leave room for the misalignment.
+            let room = match desc {
+                Some(_) => (MAX_IO_BLOCKS - 1) * BLOCK_SIZE,
+                None => MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize,
+            };
             let want = (buf.len() - done).min(room);
             let req = Request::Read {
                 ino: f.ino,
                 offset: at,
                 len: want as u32,
+                desc,
             };
-            let (size, blocks) = match self.at_inode(f.ino, req).await.map_err(errno)? {
-                Reply::Extent { size, blocks } => (size, blocks),
+            let (size, r, blocks) = match self.at_inode(f.ino, req).await.map_err(errno)? {
+                Reply::Extent {
+                    size,
+                    offset,
+                    blocks,
+                } => (size, offset, blocks),
                 _ => return Err(Errno::EIO),
             };
-            if at >= size {
+            if done == 0 {
+                start = r;
+            }
+            if r >= size {
                 break;
             }
-            let n = want.min((size - at) as usize);
-            self.copy_out(&blocks, at, &mut buf[done..done + n]);
+            let n = want.min((size - r) as usize);
+            self.copy_out(&blocks, r, &mut buf[done..done + n]);
             done += n;
+            at = r + n as u64;
             if n < want {
                 break;
             }
         }
-        Ok(done)
+        Ok((start, done))
     }
 
     /// Copies from `blocks` (the first holding byte `at`) into `buf`.
@@ -833,7 +947,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// `write`: at the description's offset (at the end with `O_APPEND`), which advances.
     pub async fn write(&mut self, fd: Fd, data: &[u8], now: Timespec) -> Result<usize, Errno> {
         let f = self.file(fd)?;
-        let (at, n) = self.write_at(f, data, f.offset, f.append, now).await?;
+        let (at, n) = self
+            .write_at(f, data, f.offset, f.append, f.shared, now)
+            .await?;
         if let Some(f) = self.files.get_mut(&fd.0) {
             f.offset = at + n as u64;
         }
@@ -849,18 +965,20 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         now: Timespec,
     ) -> Result<usize, Errno> {
         let f = self.file(fd)?;
-        Ok(self.write_at(f, data, offset, false, now).await?.1)
+        Ok(self.write_at(f, data, offset, false, None, now).await?.1)
     }
 
-    /// Writes `data` at `offset` (or at the end): the server allocates blocks and moves the
-    /// size, the data goes straight into the buffer cache. Where it started and how much; a
-    /// failure after some data was written is a short write.
+    /// Writes `data` at `offset` (or at the end, or at shared description `desc`'s offset):
+    /// the server allocates blocks and moves the size, the data goes straight into the buffer
+    /// cache. Where it started and how much; a failure after some data was written is a short
+    /// write.
     async fn write_at(
         &mut self,
         f: OpenFile,
         data: &[u8],
         offset: u64,
         append: bool,
+        desc: Option<u64>,
         now: Timespec,
     ) -> Result<(u64, usize), Errno> {
         if f.kind == Kind::Dir {
@@ -870,8 +988,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let mut start = offset;
         let mut at = offset;
         while done < data.len() || done == 0 {
-            // An append lands anywhere in a page: leave room for the misalignment.
-            let room = if append {
+            // An append or a shared offset lands anywhere in a page: leave room for the
+            // misalignment.
+            let room = if append || desc.is_some() {
                 (MAX_IO_BLOCKS - 1) * BLOCK_SIZE
             } else {
                 MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize
@@ -882,6 +1001,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 offset: at,
                 len: n as u32,
                 append,
+                desc,
                 now,
             };
             let (w, blocks) = match self.at_inode(f.ino, req).await {
@@ -903,15 +1023,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok((start, done))
     }
 
-    /// Copies `data` into `blocks` (the first holding byte `at`), zeroing new blocks first.
-    fn copy_in(&self, blocks: &[(Block, bool)], at: u64, data: &[u8]) {
+    /// Copies `data` into `blocks` (the first holding byte `at`).
+    fn copy_in(&self, blocks: &[Block], at: u64, data: &[u8]) {
         let mut pos = 0;
         let mut off = (at % BLOCK_SIZE as u64) as usize;
-        for &(b, fresh) in blocks {
+        for &b in blocks {
             let n = (BLOCK_SIZE - off).min(data.len() - pos);
-            if fresh && n < BLOCK_SIZE {
-                self.cache.write(b, 0, &ZEROES);
-            }
             self.cache.write(b, off, &data[pos..pos + n]);
             pos += n;
             off = 0;
@@ -932,13 +1049,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .after_walk(ino, Request::Trunc { ino, size, now })
             .await?
         {
-            Reply::Truncated { zero } => {
-                if let Some((b, from)) = zero {
-                    let from = (from as usize).min(BLOCK_SIZE);
-                    self.cache.write(b, from, &ZEROES[from..]);
-                }
-                Ok(())
-            }
+            Reply::Done => Ok(()),
             _ => Err(Errno::EIO.into()),
         }
     }

@@ -21,9 +21,10 @@
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
-//! Not built yet: descriptors shared after `fork` (the offset moves to the server, §3.5.1),
-//! `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), `chown`/`utimens`, moving
-//! shards between servers, and a bound on the lookup cache.
+//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL),
+//! `chown`/`utimens`, a shared description going back to local when one descriptor is left,
+//! moving shards between servers, the encoding of requests into channel slots, and a bound on
+//! the lookup cache.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -35,10 +36,12 @@ pub mod proto;
 mod server;
 mod shard;
 
-pub use client::{BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, Transport};
+pub use client::{
+    BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SharedFd, Transport,
+};
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Invalidation, Reply, Request};
-pub use server::{Server, ServerStats};
+pub use server::{Handled, Server, ServerStats};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
 
 /// A file server's number in the fleet.

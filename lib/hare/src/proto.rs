@@ -176,28 +176,63 @@ pub enum Request {
         ino: Ino,
     },
     /// `READ`, `BLOCKS`: the file's size and the blocks holding `[offset, offset + len)`
-    /// clipped to the size (`None` for a hole).
+    /// clipped to the size (`None` for a hole). Through a shared description (`desc`), the
+    /// offset is the description's, which advances past what is read.
     Read {
         /// The inode.
         ino: Ino,
-        /// First byte.
+        /// First byte (ignored with `desc`).
         offset: u64,
         /// Bytes wanted (at most [`MAX_IO_BLOCKS`] blocks' worth).
         len: u32,
+        /// A shared open file description of `ino` (§3.5.1).
+        desc: Option<u64>,
     },
     /// `WRITE`: allocates the blocks for `[offset, offset + len)` (at the end with `append`),
-    /// extends the size and sets the times; the client then writes the data itself.
+    /// extends the size and sets the times; the client then writes the data itself. Through a
+    /// shared description (`desc`), the offset is the description's, which advances.
     Write {
         /// The inode.
         ino: Ino,
-        /// First byte (ignored with `append`).
+        /// First byte (ignored with `append` or `desc`).
         offset: u64,
         /// Bytes (at most [`MAX_IO_BLOCKS`] blocks' worth).
         len: u32,
         /// `O_APPEND`: at the end of the file, atomically.
         append: bool,
+        /// A shared open file description of `ino` (§3.5.1).
+        desc: Option<u64>,
         /// The time.
         now: Timespec,
+    },
+    /// Makes an open file description of `ino` (one of its opens, at `offset`) shared between
+    /// two descriptors, held here from now on (§3.5.1: a process forked): [`Reply::Shared`].
+    Share {
+        /// The inode.
+        ino: Ino,
+        /// The description's offset so far.
+        offset: u64,
+    },
+    /// One more descriptor for shared description `desc`.
+    DupShared {
+        /// The description.
+        desc: u64,
+    },
+    /// One descriptor of shared description `desc` fewer; the last one closes the
+    /// description (as `Close` does).
+    CloseShared {
+        /// The description.
+        desc: u64,
+    },
+    /// `LSEEK` on shared description `desc`: `whence` is `SEEK_SET` (0), `SEEK_CUR` (1) or
+    /// `SEEK_END` (2); answers the new offset ([`Reply::Offset`]).
+    Seek {
+        /// The description.
+        desc: u64,
+        /// The offset, relative to `whence`.
+        offset: i64,
+        /// `SEEK_SET`, `SEEK_CUR` or `SEEK_END`.
+        whence: u32,
     },
     /// `TRUNC`: sets the size. Blocks past it are freed, or kept from reuse until the last
     /// open file description closes (§3.5).
@@ -300,28 +335,30 @@ pub enum Reply {
         /// Its entries are spread over all servers.
         distributed: bool,
     },
-    /// The answer to `Read`: the size, and one block (or hole) per page of the range.
+    /// The answer to `Read`: the size, where the range starts, and one block (or hole) per
+    /// page of it.
     Extent {
         /// The file's size.
         size: u64,
+        /// The offset read at (the shared description's, or the one asked for).
+        offset: u64,
         /// The blocks from the page holding `offset`.
         blocks: Vec<Option<Block>>,
     },
-    /// The answer to `Write`: where it goes, and one block per page of the range, with
-    /// whether it is new (the client zeroes what it does not overwrite).
+    /// The answer to `Write`: where it goes, and one block per page of the range (new
+    /// blocks were zeroed before this reply was sent, see [`crate::Handled`]).
     Written {
         /// The offset written at (the old end of the file for an append).
         offset: u64,
-        /// The blocks from the page holding `offset`, each with its "new" flag.
-        blocks: Vec<(Block, bool)>,
-    },
-    /// The answer to a truncation: a block whose tail from the given byte the client zeroes.
-    Truncated {
-        /// The block holding the new end, and where in it the end is.
-        zero: Option<(Block, u32)>,
+        /// The blocks from the page holding `offset`.
+        blocks: Vec<Block>,
     },
     /// A symlink's target.
     Target(Vec<u8>),
+    /// A shared open file description.
+    Shared(u64),
+    /// A description's new offset.
+    Offset(u64),
     /// A server's share of a directory.
     Dirents(Vec<(Name, Entry)>),
 }
@@ -333,6 +370,26 @@ pub struct Invalidation {
     pub dir: Ino,
     /// The name.
     pub name: Name,
+}
+
+/// `lseek`'s arithmetic: the new offset from the current one, the file's size, `offset` and
+/// `whence` (`SEEK_SET` 0, `SEEK_CUR` 1, `SEEK_END` 2). EINVAL for another `whence`, for
+/// `SEEK_END` on a directory (as tmpfs), or a negative result; EOVERFLOW past `i64::MAX`.
+pub fn seek(current: u64, size: u64, offset: i64, whence: u32, dir: bool) -> Result<u64, Errno> {
+    let base = match whence {
+        0 => 0,
+        1 => current,
+        2 if !dir => size,
+        _ => return Err(Errno::EINVAL),
+    };
+    let new = i128::from(base) + i128::from(offset);
+    if new < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if new > i128::from(i64::MAX) {
+        return Err(Errno::EOVERFLOW);
+    }
+    Ok(new as u64)
 }
 
 impl From<Errno> for Reply {

@@ -12,7 +12,9 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use crate::proto::{Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS};
+use crate::proto::{
+    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS,
+};
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
 use crate::{Attrs, Block, ClientId, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, ROOT_INO};
 
@@ -92,6 +94,28 @@ impl Inode {
     }
 }
 
+/// What handling one request produced. The server's runtime zeroes `zero` in the buffer
+/// cache and queues `invalidations` at their clients, then sends `reply`: a new block is
+/// zero before any client learns of it, and a truncated block's tail before any client can
+/// write past the new end, so no client's zeroing can race another client's data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handled {
+    /// The answer to the request.
+    pub reply: Reply,
+    /// Invalidations for the clients caching an entry this request removed or replaced.
+    pub invalidations: Vec<(ClientId, Invalidation)>,
+    /// Byte ranges to zero: each block from the given offset to its end.
+    pub zero: Vec<(Block, u32)>,
+}
+
+/// An open file description shared by descriptors of several clients (§3.5.1).
+#[derive(Debug)]
+struct Desc {
+    ino: Ino,
+    offset: u64,
+    refs: u32,
+}
+
 /// One file server's state. See the module documentation.
 #[derive(Debug)]
 pub struct Server {
@@ -114,6 +138,11 @@ pub struct Server {
     /// Distributed directories of other homes that were removed.
     removed: BTreeSet<Ino>,
     free: Vec<Block>,
+    /// What the request being handled needs zeroed (see [`Handled`]).
+    zero: Vec<(Block, u32)>,
+    /// Shared open file descriptions, by number.
+    descs: BTreeMap<u64, Desc>,
+    next_desc: u64,
     stats: ServerStats,
 }
 
@@ -143,6 +172,9 @@ impl Server {
             marks: BTreeSet::new(),
             removed: BTreeSet::new(),
             free: blocks.rev().collect(),
+            zero: Vec::new(),
+            descs: BTreeMap::new(),
+            next_desc: 1,
             stats: ServerStats::default(),
         };
         if s.table.inode_server(ROOT_INO) == id {
@@ -183,13 +215,9 @@ impl Server {
         self.inodes.len()
     }
 
-    /// Handles one request from client `from`: the reply, and the invalidations to deliver
-    /// (before the reply, see [`crate::proto`]).
-    pub fn handle(
-        &mut self,
-        from: ClientId,
-        req: Request,
-    ) -> (Reply, Vec<(ClientId, Invalidation)>) {
+    /// Handles one request from client `from`: the reply, the invalidations to deliver and
+    /// the bytes to zero, both before the reply goes out.
+    pub fn handle(&mut self, from: ClientId, req: Request) -> Handled {
         self.stats.requests += 1;
         let mut inval = Vec::new();
         let reply = match self.dispatch(from, req, &mut inval) {
@@ -200,7 +228,11 @@ impl Server {
             self.stats.busy += 1;
         }
         self.stats.invalidations += inval.len() as u64;
-        (reply, inval)
+        Handled {
+            reply,
+            invalidations: inval,
+            zero: core::mem::take(&mut self.zero),
+        }
     }
 
     fn dispatch(
@@ -292,29 +324,63 @@ impl Server {
                 inode.opens += 1;
                 Ok(Reply::Stat(self.stat(ino)?))
             }
-            Request::Close { ino } => {
-                let inode = self.inode_mut(ino)?;
-                if inode.opens == 0 {
-                    return Err(Errno::EBADF);
-                }
-                inode.opens -= 1;
-                if inode.opens == 0 {
-                    if let Body::File { deferred, .. } = &mut inode.body {
-                        let d = core::mem::take(deferred);
-                        self.free.extend(d);
-                    }
-                }
-                self.release(ino);
-                Ok(Reply::Done)
-            }
-            Request::Read { ino, offset, len } => self.read(ino, offset, len),
+            Request::Close { ino } => self.close(ino),
+            Request::Read {
+                ino,
+                offset,
+                len,
+                desc,
+            } => self.read(ino, offset, len, desc),
             Request::Write {
                 ino,
                 offset,
                 len,
                 append,
+                desc,
                 now,
-            } => self.write(ino, offset, len, append, now),
+            } => self.write(ino, offset, len, append, desc, now),
+            Request::Share { ino, offset } => {
+                self.inode(ino)?;
+                let desc = self.next_desc;
+                self.next_desc += 1;
+                self.descs.insert(
+                    desc,
+                    Desc {
+                        ino,
+                        offset,
+                        refs: 2,
+                    },
+                );
+                Ok(Reply::Shared(desc))
+            }
+            Request::DupShared { desc } => {
+                let d = self.descs.get_mut(&desc).ok_or(Errno::EBADF)?;
+                d.refs = d.refs.checked_add(1).ok_or(Errno::EMFILE)?;
+                Ok(Reply::Done)
+            }
+            Request::CloseShared { desc } => {
+                let d = self.descs.get_mut(&desc).ok_or(Errno::EBADF)?;
+                d.refs -= 1;
+                if d.refs > 0 {
+                    return Ok(Reply::Done);
+                }
+                let ino = d.ino;
+                self.descs.remove(&desc);
+                self.close(ino)
+            }
+            Request::Seek {
+                desc,
+                offset,
+                whence,
+            } => {
+                let d = self.descs.get(&desc).ok_or(Errno::EBADF)?;
+                let st = self.stat(d.ino)?;
+                let new = seek(d.offset, st.size, offset, whence, st.kind == Kind::Dir)?;
+                if let Some(d) = self.descs.get_mut(&desc) {
+                    d.offset = new;
+                }
+                Ok(Reply::Offset(new))
+            }
             Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
             Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
             Request::Chmod { ino, mode, now } => {
@@ -659,7 +725,35 @@ impl Server {
         }
     }
 
-    fn read(&self, ino: Ino, offset: u64, len: u32) -> Result<Reply, Errno> {
+    /// The offset of shared description `desc` of `ino` (EBADF if it is not one).
+    fn desc_offset(&self, ino: Ino, desc: u64) -> Result<u64, Errno> {
+        match self.descs.get(&desc) {
+            Some(d) if d.ino == ino => Ok(d.offset),
+            _ => Err(Errno::EBADF),
+        }
+    }
+
+    fn close(&mut self, ino: Ino) -> Result<Reply, Errno> {
+        let inode = self.inode_mut(ino)?;
+        if inode.opens == 0 {
+            return Err(Errno::EBADF);
+        }
+        inode.opens -= 1;
+        if inode.opens == 0 {
+            if let Body::File { deferred, .. } = &mut inode.body {
+                let d = core::mem::take(deferred);
+                self.free.extend(d);
+            }
+        }
+        self.release(ino);
+        Ok(Reply::Done)
+    }
+
+    fn read(&mut self, ino: Ino, offset: u64, len: u32, desc: Option<u64>) -> Result<Reply, Errno> {
+        let offset = match desc {
+            Some(d) => self.desc_offset(ino, d)?,
+            None => offset,
+        };
         let (i, blocks) = self.file(ino)?;
         let len = u64::from(len).min((MAX_IO_BLOCKS * BLOCK_SIZE) as u64);
         let end = offset.saturating_add(len).min(i.size);
@@ -670,8 +764,13 @@ impl Server {
                 out.push(blocks.get(&p).copied());
             }
         }
+        let size = i.size;
+        if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
+            d.offset = end.max(offset);
+        }
         Ok(Reply::Extent {
-            size: i.size,
+            size,
+            offset,
             blocks: out,
         })
     }
@@ -682,8 +781,13 @@ impl Server {
         offset: u64,
         len: u32,
         append: bool,
+        desc: Option<u64>,
         now: Timespec,
     ) -> Result<Reply, Errno> {
+        let offset = match desc {
+            Some(d) => self.desc_offset(ino, d)?,
+            None => offset,
+        };
         let (i, blocks) = self.file(ino)?;
         let offset = if append { i.size } else { offset };
         let len = u64::from(len);
@@ -715,19 +819,23 @@ impl Server {
         };
         let mut out = Vec::with_capacity(pages.clone().count());
         for p in pages {
-            let (b, fresh) = match blocks.get(&p) {
-                Some(&b) => (b, false),
+            let b = match blocks.get(&p) {
+                Some(&b) => b,
                 None => {
                     let b = self.free.pop().ok_or(Errno::ENOSPC)?;
                     blocks.insert(p, b);
-                    (b, true)
+                    self.zero.push((b, 0));
+                    b
                 }
             };
-            out.push((b, fresh));
+            out.push(b);
         }
         *size = (*size).max(offset + len);
         let inode = self.inode_mut(ino)?;
         inode.touch(now);
+        if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
+            d.offset = offset + len;
+        }
         Ok(Reply::Written {
             offset,
             blocks: out,
@@ -740,32 +848,31 @@ impl Server {
             return Err(Errno::EFBIG);
         }
         if size == i.size {
-            return Ok(Reply::Truncated { zero: None });
+            return Ok(Reply::Done);
         }
         let shrink = size < i.size;
-        let inode = self.inode_mut(ino)?;
+        let Some(inode) = self.inodes.get_mut(&ino) else {
+            return Err(Errno::ENOENT);
+        };
         let open = inode.opens > 0;
         inode.size = size;
         inode.touch(now);
-        let mut zero = None;
-        let mut freed = Vec::new();
         if let Body::File { blocks, deferred } = &mut inode.body {
             if shrink {
                 let page = BLOCK_SIZE as u64;
                 let cut = blocks.split_off(&size.div_ceil(page));
                 if size % page != 0 {
-                    zero = blocks
-                        .get(&(size / page))
-                        .map(|&b| (b, (size % page) as u32));
+                    if let Some(&b) = blocks.get(&(size / page)) {
+                        self.zero.push((b, (size % page) as u32));
+                    }
                 }
                 if open {
                     deferred.extend(cut.into_values());
                 } else {
-                    freed.extend(cut.into_values());
+                    self.free.extend(cut.into_values());
                 }
             }
         }
-        self.free.extend(freed);
-        Ok(Reply::Truncated { zero })
+        Ok(Reply::Done)
     }
 }

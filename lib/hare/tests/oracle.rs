@@ -7,7 +7,9 @@
 
 mod common;
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use abi::Errno;
 use common::{run, run_all, world, HClient, Rng, ROOT_ATTRS};
@@ -50,6 +52,16 @@ enum Op {
     },
     Fstat {
         slot: usize,
+    },
+    Lseek {
+        slot: usize,
+        offset: i64,
+        whence: u32,
+    },
+    /// Gives client `to` a descriptor of the same open file description (a fork).
+    Share {
+        slot: usize,
+        to: usize,
     },
     Mkdir {
         path: String,
@@ -98,6 +110,7 @@ enum Answer {
     Stat(Result<Stat, Errno>),
     List(Result<Vec<(Vec<u8>, Ino, Kind)>, Errno>),
     Target(Result<Vec<u8>, Errno>),
+    Offset(Result<u64, Errno>),
     /// No open descriptor to act on (both sides agree on which are open).
     Skip,
 }
@@ -140,7 +153,9 @@ fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
             .prop_map(|(slot, off, len, byte)| Op::Pwrite { slot, off, len, byte }),
         2 => (slot.clone(), 0..20000u64, 0..9000usize).prop_map(|(slot, off, len)| Op::Pread { slot, off, len }),
         1 => (slot.clone(), 0..20000u64).prop_map(|(slot, size)| Op::Ftruncate { slot, size }),
-        1 => slot.prop_map(|slot| Op::Fstat { slot }),
+        1 => slot.clone().prop_map(|slot| Op::Fstat { slot }),
+        1 => (slot.clone(), -5000..20000i64, 0..4u32).prop_map(|(slot, offset, whence)| Op::Lseek { slot, offset, whence }),
+        2 => (slot, 0..3usize).prop_map(|(slot, to)| Op::Share { slot, to }),
         3 => path().prop_map(|path| Op::Mkdir { path }),
         2 => path().prop_map(|path| Op::Rmdir { path }),
         2 => path().prop_map(|path| Op::Unlink { path }),
@@ -159,11 +174,12 @@ const FILE_ATTRS: Attrs = Attrs::new(0o644, 1000, 1000);
 const DIR_ATTRS: Attrs = Attrs::new(0o755, 1000, 1000);
 
 /// The oracle's open file description.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct OFile {
     ino: Ino,
     kind: Kind,
-    offset: u64,
+    /// Shared by the descriptors of one description.
+    offset: Rc<Cell<u64>>,
     append: bool,
 }
 
@@ -216,7 +232,7 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
                 fds.push(OFile {
                     ino,
                     kind,
-                    offset: 0,
+                    offset: Rc::new(Cell::new(0)),
                     append: flags.append,
                 });
             }))
@@ -225,16 +241,21 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             None => Answer::Skip,
             Some(i) => {
                 let f = fds.remove(i);
-                Answer::Unit(fs.close(f.ino))
+                // The description closes with its last descriptor.
+                Answer::Unit(if Rc::strong_count(&f.offset) == 1 {
+                    fs.close(f.ino)
+                } else {
+                    Ok(())
+                })
             }
         },
         Op::Read { slot, len } => match pick(fds, *slot) {
             None => Answer::Skip,
             Some(i) => {
                 let mut buf = vec![0; *len];
-                let f = fds[i];
-                let r = fs.read(f.ino, f.offset, &mut buf).map(|n| {
-                    fds[i].offset += n as u64;
+                let f = &fds[i];
+                let r = fs.read(f.ino, f.offset.get(), &mut buf).map(|n| {
+                    f.offset.set(f.offset.get() + n as u64);
                     buf.truncate(n);
                     buf
                 });
@@ -255,14 +276,15 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             None => Answer::Skip,
             Some(i) => {
                 let data = vec![*byte; *len];
-                let f = fds[i];
+                let f = &fds[i];
                 let r = if f.append {
                     fs.append(f.ino, &data, now).map(|at| (at, data.len()))
                 } else {
-                    fs.write(f.ino, f.offset, &data, now).map(|n| (f.offset, n))
+                    fs.write(f.ino, f.offset.get(), &data, now)
+                        .map(|n| (f.offset.get(), n))
                 };
                 Answer::Count(r.map(|(at, n)| {
-                    fds[i].offset = at + n as u64;
+                    f.offset.set(at + n as u64);
                     n
                 }))
             }
@@ -288,6 +310,33 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             None => Answer::Skip,
             Some(i) => Answer::Stat(fs.stat(fds[i].ino)),
         },
+        Op::Lseek {
+            slot,
+            offset,
+            whence,
+        } => match pick(fds, *slot) {
+            None => Answer::Skip,
+            Some(i) => {
+                let f = &fds[i];
+                let base = match whence {
+                    0 => Some(0),
+                    1 => Some(f.offset.get() as i64),
+                    // tmpfs: no SEEK_END in a directory.
+                    2 if f.kind != Kind::Dir => {
+                        Some(fs.stat(f.ino).expect("open inode").size as i64)
+                    }
+                    _ => None,
+                };
+                Answer::Offset(match base.map(|b| b + offset) {
+                    Some(new) if new >= 0 => {
+                        f.offset.set(new as u64);
+                        Ok(new as u64)
+                    }
+                    _ => Err(Errno::EINVAL),
+                })
+            }
+        },
+        Op::Share { .. } => unreachable!("two clients: check_sequence does it"),
         Op::Mkdir { path } => Answer::Unit(
             fs.mkdir(ROOT_INO, path.as_bytes(), ino, DIR_ATTRS, now)
                 .map(|_| ()),
@@ -425,6 +474,15 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
             None => Answer::Skip,
             Some(i) => Answer::Stat(c.fstat(fds.0[i].0).await),
         },
+        Op::Lseek {
+            slot,
+            offset,
+            whence,
+        } => match pick(fds, *slot) {
+            None => Answer::Skip,
+            Some(i) => Answer::Offset(c.lseek(fds.0[i].0, *offset, *whence).await),
+        },
+        Op::Share { .. } => unreachable!("two clients: check_sequence does it"),
         Op::Mkdir { path } => {
             Answer::Unit(c.mkdir(ROOT_INO, path.as_bytes(), DIR_ATTRS, now).await)
         }
@@ -530,6 +588,32 @@ fn agree(h: &Answer, o: &Answer, map: &mut InoMap, distributed: bool) -> bool {
     }
 }
 
+/// `Op::Share` on both sides: client `who`'s descriptor in `slot` gets a twin at client `to`.
+fn share(
+    net: &Rc<RefCell<common::Net>>,
+    clients: &mut [HClient],
+    hfds: &mut [HFiles],
+    ofds: &mut [Vec<OFile>],
+    (who, slot, to): (usize, usize, usize),
+    rng: &mut Rng,
+) -> (Answer, Answer) {
+    if ofds[who].is_empty() {
+        return (Answer::Skip, Answer::Skip);
+    }
+    let twin = ofds[who][slot % ofds[who].len()].clone();
+    ofds[to].push(twin);
+    let (fd, kind) = hfds[who].0[slot % hfds[who].0.len()];
+    let got = match run(net, clients[who].share(fd), rng) {
+        Ok(s) => {
+            let fd = clients[to].adopt(s);
+            hfds[to].0.push((fd, kind));
+            Answer::Unit(Ok(()))
+        }
+        Err(e) => Answer::Unit(Err(e)),
+    };
+    (Answer::Unit(Ok(())), got)
+}
+
 fn check_sequence(
     servers: usize,
     distribute: bool,
@@ -594,12 +678,24 @@ fn check_sequence(
     prelude.extend_from_slice(ops);
     for (step, (who, op)) in prelude.iter().enumerate() {
         let now = Timespec::new(step as i64 + 1, 0);
-        let want = oracle(&mut fs, &mut ofds[*who], op, now);
-        let got = run(
-            &net,
-            apply(&mut clients[*who], &mut hfds[*who], op, now),
-            &mut rng,
-        );
+        let (want, got) = if let Op::Share { slot, to } = op {
+            share(
+                &net,
+                &mut clients,
+                &mut hfds,
+                &mut ofds,
+                (*who, *slot, *to),
+                &mut rng,
+            )
+        } else {
+            let want = oracle(&mut fs, &mut ofds[*who], op, now);
+            let got = run(
+                &net,
+                apply(&mut clients[*who], &mut hfds[*who], op, now),
+                &mut rng,
+            );
+            (want, got)
+        };
         assert!(
             agree(&got, &want, &mut map, distribute),
             "step {step}: client {who} {op:?}\n  hare:  {got:?}\n  nrfs:  {want:?}"
@@ -611,7 +707,9 @@ fn check_sequence(
             run(&net, clients[who].close(fd), &mut rng).expect("close");
         }
         for f in std::mem::take(&mut ofds[who]) {
-            fs.fs.close(f.ino).expect("oracle close");
+            if Rc::strong_count(&f.offset) == 1 {
+                fs.fs.close(f.ino).expect("oracle close");
+            }
         }
     }
     let n = net.borrow();
@@ -699,6 +797,7 @@ proptest! {
                         Op::Chmod { path, mode } => Op::Chmod { path: confine(k, &path), mode },
                         Op::Truncate { path, size } => Op::Truncate { path: confine(k, &path), size },
                         Op::List { path } => Op::List { path: confine(k, &path) },
+                        Op::Share { slot, .. } => Op::Fstat { slot },
                         other => other,
                     })
                     .collect()

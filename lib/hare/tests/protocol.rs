@@ -237,3 +237,75 @@ proptest! {
         prop_assert!(r.iter().any(|x| x.is_err()), "both renames succeeded: a cycle");
     }
 }
+
+proptest! {
+    /// A description shared by two clients (a fork, §3.5.1): their writes through it, at
+    /// once, never overlap, and their reads never return the same bytes twice.
+    #[test]
+    fn a_shared_description_has_one_offset(servers in 1..4usize, seed in any::<u64>()) {
+        let (net, mut c) = world(servers, 2, false, true);
+        let mut rng = Rng::new(seed);
+        let fd = run(&net, c[0].open(ROOT_INO, b"/log", CREATE, FILE, T), &mut rng).unwrap();
+        let shared = run(&net, c[0].share(fd), &mut rng).unwrap();
+        let twin = c[1].adopt(shared);
+        let (a, b) = c.split_at_mut(1);
+        let (a, b) = (&mut a[0], &mut b[0]);
+        run_all(
+            &net,
+            vec![
+                Box::pin(async move {
+                    for _ in 0..10 {
+                        assert_eq!(a.write(fd, &[b'a'; 100], T).await, Ok(100));
+                    }
+                }),
+                Box::pin(async move {
+                    for _ in 0..10 {
+                        assert_eq!(b.write(twin, &[b'b'; 100], T).await, Ok(100));
+                    }
+                }),
+            ],
+            &mut rng,
+        );
+        prop_assert_eq!(run(&net, c[1].lseek(twin, 0, 1), &mut rng), Ok(2000));
+        let mut all = vec![0; 2100];
+        prop_assert_eq!(run(&net, c[0].pread(fd, &mut all, 0), &mut rng), Ok(2000));
+        for rec in all[..2000].chunks(100) {
+            prop_assert!(rec.iter().all(|&x| x == rec[0]), "a torn record");
+        }
+        prop_assert_eq!(all[..2000].iter().filter(|&&x| x == b'a').count(), 1000);
+        // Reads through the two descriptors, at once, split the file between them.
+        run(&net, c[0].lseek(fd, 0, 0), &mut rng).unwrap();
+        let (a, b) = c.split_at_mut(1);
+        let (a, b) = (&mut a[0], &mut b[0]);
+        let got = run_all(
+            &net,
+            vec![
+                Box::pin(async move {
+                    let mut n = 0;
+                    let mut buf = [0; 100];
+                    while a.read(fd, &mut buf).await.unwrap() == 100 {
+                        n += 100;
+                    }
+                    n
+                }),
+                Box::pin(async move {
+                    let mut n = 0;
+                    let mut buf = [0; 100];
+                    while b.read(twin, &mut buf).await.unwrap() == 100 {
+                        n += 100;
+                    }
+                    n
+                }),
+            ],
+            &mut rng,
+        );
+        prop_assert_eq!(got[0] + got[1], 2000);
+        // The description closes with its last descriptor: then the unlinked file goes.
+        run(&net, c[0].unlink(ROOT_INO, b"/log", T), &mut rng).unwrap();
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+        let inodes = |net: &common::Net| net.servers.iter().map(|s| s.inodes()).sum::<usize>();
+        prop_assert_eq!(inodes(&net.borrow()), 2, "the root and the open file");
+        run(&net, c[1].close(twin), &mut rng).unwrap();
+        prop_assert_eq!(inodes(&net.borrow()), 1);
+    }
+}

@@ -38,6 +38,7 @@ impl Rng {
 
 pub struct Net {
     pub servers: Vec<Server>,
+    cache: Cache,
     pending: Vec<(u64, ClientId, ServerId, Request)>,
     replies: BTreeMap<u64, Reply>,
     inboxes: BTreeMap<ClientId, Vec<Invalidation>>,
@@ -50,15 +51,19 @@ impl Net {
         self.pending.len()
     }
 
-    /// Delivers pending request `i`: the server handles it, its invalidations are queued at
-    /// their clients, then its reply.
+    /// Delivers pending request `i`: the server handles it, what it asks zeroed is zeroed, its
+    /// invalidations are queued at their clients, then its reply.
     pub fn deliver(&mut self, i: usize) {
         let (tag, from, to, req) = self.pending.swap_remove(i);
-        let (reply, inval) = self.servers[to as usize].handle(from, req);
-        for (c, inv) in inval {
+        let h = self.servers[to as usize].handle(from, req);
+        for (b, from) in h.zero {
+            let from = from as usize;
+            self.cache.write(b, from, &[0; BLOCK_SIZE][from..]);
+        }
+        for (c, inv) in h.invalidations {
             self.inboxes.entry(c).or_default().push(inv);
         }
-        self.replies.insert(tag, reply);
+        self.replies.insert(tag, h.reply);
         self.delivered += 1;
     }
 }
@@ -150,15 +155,16 @@ pub fn world(
             )
         })
         .collect();
+    let cache = Cache::default();
     let net = Rc::new(RefCell::new(Net {
         servers: srv,
+        cache: cache.clone(),
         pending: Vec::new(),
         replies: BTreeMap::new(),
         inboxes: BTreeMap::new(),
         next_tag: 0,
         delivered: 0,
     }));
-    let cache = Cache::default();
     let clients = (0..clients)
         .map(|c| {
             let policy = Policy {
