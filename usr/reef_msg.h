@@ -82,6 +82,7 @@ struct reef_msg_sender {
 struct reef_msg_receiver {
     struct reef_msg_channel *ch;
     uint64_t head;
+    uint64_t sleeps; /* times reef_msg_recv slept (FUTEX_WAIT), for diagnostics */
 };
 
 static inline void reef_msg_futex_wait(_Atomic uint32_t *word, uint32_t value)
@@ -155,6 +156,7 @@ static inline void reef_msg_receiver_init(struct reef_msg_receiver *r, struct re
 {
     r->ch = ch;
     r->head = atomic_load_explicit(&ch->rx.head, memory_order_relaxed);
+    r->sleeps = 0;
 }
 
 /* Sends `m` if a slot is free: 0, -EAGAIN (full) or -EPIPE (the receiver is gone). */
@@ -254,6 +256,7 @@ static inline int reef_msg_recv(struct reef_msg_receiver *r, struct reef_msg *m)
             atomic_store_explicit(&ch->rx.sleeping, 0, memory_order_relaxed);
             return got;
         }
+        r->sleeps++;
         reef_msg_futex_wait(&ch->rx.sleeping, 1);
     }
 }
