@@ -332,14 +332,21 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.rpc(s, req).await
     }
 
-    /// Sends one request to each of `servers` at once and collects the replies (directory
+    /// Sends `req` to each of `servers` at once and collects the replies (directory
     /// broadcast, §3.7.3).
     async fn broadcast(&mut self, servers: &[ServerId], req: &Request) -> Vec<Reply> {
+        let reqs = servers.iter().map(|_| req.clone()).collect();
+        self.broadcast_each(servers, reqs).await
+    }
+
+    /// Sends `reqs[i]` to `servers[i]`, all at once, and collects the replies in order.
+    async fn broadcast_each(&mut self, servers: &[ServerId], reqs: Vec<Request>) -> Vec<Reply> {
         self.stats.requests += servers.len() as u64;
         let t = &self.transport;
         let mut pending: Vec<Pin<Box<dyn Future<Output = Reply> + '_>>> = servers
             .iter()
-            .map(|&s| Box::pin(t.call(s, req.clone())) as Pin<Box<dyn Future<Output = Reply>>>)
+            .zip(reqs)
+            .map(|(&s, r)| Box::pin(t.call(s, r)) as Pin<Box<dyn Future<Output = Reply>>>)
             .collect();
         let mut out: Vec<Option<Reply>> = vec![None; servers.len()];
         poll_fn(|cx| {
@@ -1085,19 +1092,37 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             vec![self.table.inode_server(f.ino)]
         };
         let mut out = Vec::new();
-        for r in self
-            .broadcast(&servers, &Request::Dirents { dir: f.ino })
-            .await
-        {
-            match r {
-                Reply::Dirents(share) => out.extend(share.into_iter().map(|(name, e)| DirEntry {
-                    name,
-                    ino: e.ino,
-                    kind: e.kind,
-                })),
-                Reply::Err(e) => return Err(e),
-                _ => return Err(Errno::EIO),
+        let mut after: Vec<Option<Name>> = vec![None; servers.len()];
+        let mut asking = servers;
+        while !asking.is_empty() {
+            let reqs: Vec<Request> = after
+                .iter()
+                .map(|a| Request::Dirents {
+                    dir: f.ino,
+                    after: a.clone(),
+                })
+                .collect();
+            let replies = self.broadcast_each(&asking, reqs).await;
+            let mut next = (Vec::new(), Vec::new());
+            for ((s, r), a) in asking.iter().zip(replies).zip(after) {
+                match r {
+                    Reply::Dirents { entries, more } => {
+                        let last = entries.last().map(|(n, _)| n.clone()).or(a);
+                        out.extend(entries.into_iter().map(|(name, e)| DirEntry {
+                            name,
+                            ino: e.ino,
+                            kind: e.kind,
+                        }));
+                        if more {
+                            next.0.push(*s);
+                            next.1.push(last);
+                        }
+                    }
+                    Reply::Err(e) => return Err(e),
+                    _ => return Err(Errno::EIO),
+                }
             }
+            (asking, after) = next;
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
@@ -1189,6 +1214,51 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let (ino, _) = self.walk(|v| walk::resolve(v, start, path, true)).await?;
         self.after_walk(ino, Request::Chmod { ino, mode, now })
             .await?;
+        Ok(())
+    }
+
+    /// `fchownat` (following a last symlink if `follow`): `None` leaves the owner or group.
+    pub async fn chown(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        follow: bool,
+        (uid, gid): (Option<u32>, Option<u32>),
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        let req = |ino| Request::Chown { ino, uid, gid, now };
+        retry!(self, self.try_set(start, path, follow, &req).await)
+    }
+
+    /// `utimensat` (following a last symlink if `follow`): `None` leaves a time (`UTIME_OMIT`;
+    /// the caller turns `UTIME_NOW` into `now`).
+    pub async fn utimens(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        follow: bool,
+        (atime, mtime): (Option<Timespec>, Option<Timespec>),
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        let req = |ino| Request::Utimens {
+            ino,
+            atime,
+            mtime,
+            now,
+        };
+        retry!(self, self.try_set(start, path, follow, &req).await)
+    }
+
+    /// Resolves `path` and sends the inode's server the request `req` makes for it.
+    async fn try_set(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        follow: bool,
+        req: &impl Fn(Ino) -> Request,
+    ) -> Res<()> {
+        let (ino, _) = self.walk(|v| walk::resolve(v, start, path, follow)).await?;
+        self.after_walk(ino, req(ino)).await?;
         Ok(())
     }
 

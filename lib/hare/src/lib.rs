@@ -21,8 +21,7 @@
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
-//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL),
-//! `chown`/`utimens`, a shared description going back to local when one descriptor is left,
+//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), a shared description going back to local when one descriptor is left,
 //! moving shards between servers, the encoding of requests into channel slots, and a bound on
 //! the lookup cache.
 #![no_std]

@@ -24,6 +24,13 @@ pub type Name = Vec<u8>;
 /// Most blocks one `Read` or `Write` covers (1 MiB): a client splits larger transfers.
 pub const MAX_IO_BLOCKS: usize = 256;
 
+/// Bytes of entries one `Dirents` reply carries, each counted as its name plus
+/// [`DIRENT_OVERHEAD`]: one page.
+pub const DIRENTS_BYTES: usize = 4096;
+
+/// What one entry of a `Dirents` reply costs besides its name (its place in the page).
+pub const DIRENT_OVERHEAD: usize = 12;
+
 /// A directory entry as a server stores it: the inode it names, the inode's kind, and for a
 /// directory whether its entries are distributed over all servers (§3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,15 +265,42 @@ pub enum Request {
         /// The new ctime.
         now: Timespec,
     },
+    /// `CHOWN`: sets the owner and/or group (`None` leaves it); clears set-user-ID and
+    /// (group-executable) set-group-ID on anything but a directory, as Linux does.
+    Chown {
+        /// The inode.
+        ino: Ino,
+        /// The new owner.
+        uid: Option<u32>,
+        /// The new group.
+        gid: Option<u32>,
+        /// The new ctime.
+        now: Timespec,
+    },
+    /// `UTIMENS`: sets the access and/or modification time (`None` leaves it; the client
+    /// turns `UTIME_NOW` into `now`); the ctime too unless both are left.
+    Utimens {
+        /// The inode.
+        ino: Ino,
+        /// The new atime.
+        atime: Option<Timespec>,
+        /// The new mtime.
+        mtime: Option<Timespec>,
+        /// The new ctime.
+        now: Timespec,
+    },
     /// `READLINK`.
     Readlink {
         /// The inode.
         ino: Ino,
     },
-    /// `DIRENT`: the server's share of directory `dir`.
+    /// `DIRENT`: the server's share of directory `dir`, in name order, from the first name
+    /// after `after`, as many entries as fit in [`DIRENTS_BYTES`] ([`Reply::Dirents`]).
     Dirents {
         /// The directory.
         dir: Ino,
+        /// The last name of the previous batch.
+        after: Option<Name>,
     },
     /// `RMDIR`, phase one (§3.4.1): at the directory's home server, makes the caller the only
     /// `rmdir` or `rename` acting on `dir` ([`Reply::Busy`] while another holds it). The
@@ -359,8 +393,13 @@ pub enum Reply {
     Shared(u64),
     /// A description's new offset.
     Offset(u64),
-    /// A server's share of a directory.
-    Dirents(Vec<(Name, Entry)>),
+    /// A batch of a server's share of a directory, and whether more follow.
+    Dirents {
+        /// The entries, in name order.
+        entries: Vec<(Name, Entry)>,
+        /// More entries follow the last one.
+        more: bool,
+    },
 }
 
 /// A message from a server to a client: forget the cached entry `name` of `dir`.

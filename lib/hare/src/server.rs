@@ -12,8 +12,13 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
+use core::ops::Bound;
+
+use nrfs::{S_ISGID, S_ISUID, S_IXGRP};
+
 use crate::proto::{
-    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS,
+    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, DIRENTS_BYTES,
+    DIRENT_OVERHEAD, MAX_IO_BLOCKS,
 };
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
 use crate::{Attrs, Block, ClientId, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, ROOT_INO};
@@ -392,16 +397,66 @@ impl Server {
                 inode.ctime = now;
                 Ok(Reply::Done)
             }
+            Request::Chown { ino, uid, gid, now } => {
+                let inode = self.inode_mut(ino)?;
+                if let Some(uid) = uid {
+                    inode.uid = uid;
+                }
+                if let Some(gid) = gid {
+                    inode.gid = gid;
+                }
+                if inode.kind != Kind::Dir {
+                    inode.mode &= !S_ISUID;
+                    if inode.mode & S_IXGRP != 0 {
+                        inode.mode &= !S_ISGID;
+                    }
+                }
+                inode.ctime = now;
+                Ok(Reply::Done)
+            }
+            Request::Utimens {
+                ino,
+                atime,
+                mtime,
+                now,
+            } => {
+                let inode = self.inode_mut(ino)?;
+                if atime.is_none() && mtime.is_none() {
+                    return Ok(Reply::Done);
+                }
+                if let Some(t) = atime {
+                    inode.atime = t;
+                }
+                if let Some(t) = mtime {
+                    inode.mtime = t;
+                }
+                inode.ctime = now;
+                Ok(Reply::Done)
+            }
             Request::Readlink { ino } => match &self.inode(ino)?.body {
                 Body::Symlink(t) => Ok(Reply::Target(t.clone())),
                 _ => Err(Errno::EINVAL),
             },
-            Request::Dirents { dir } => {
+            Request::Dirents { dir, after } => {
                 self.check_dir_alive(dir)?;
-                let share = self.entries.get(&dir).map_or_else(Vec::new, |m| {
-                    m.iter().map(|(n, e)| (n.clone(), *e)).collect()
-                });
-                Ok(Reply::Dirents(share))
+                let mut entries = Vec::new();
+                let mut bytes = 0;
+                let mut more = false;
+                if let Some(m) = self.entries.get(&dir) {
+                    let from = match &after {
+                        Some(a) => Bound::Excluded(a),
+                        None => Bound::Unbounded,
+                    };
+                    for (n, e) in m.range::<Name, _>((from, Bound::Unbounded)) {
+                        bytes += n.len() + DIRENT_OVERHEAD;
+                        if bytes > DIRENTS_BYTES {
+                            more = true;
+                            break;
+                        }
+                        entries.push((n.clone(), *e));
+                    }
+                }
+                Ok(Reply::Dirents { entries, more })
             }
             Request::Hold { dir } => {
                 self.dir_inode_mut(dir)?;

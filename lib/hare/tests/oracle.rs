@@ -96,6 +96,18 @@ enum Op {
         path: String,
         size: u64,
     },
+    Chown {
+        path: String,
+        follow: bool,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    },
+    Utimens {
+        path: String,
+        follow: bool,
+        atime: Option<i64>,
+        mtime: Option<i64>,
+    },
     List {
         path: String,
     },
@@ -166,6 +178,10 @@ fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
         1 => (path(), prop::sample::select(&[0o755u32, 0o700, 0o644, 0o600][..]))
             .prop_map(|(path, mode)| Op::Chmod { path, mode }),
         1 => (path(), 0..20000u64).prop_map(|(path, size)| Op::Truncate { path, size }),
+        1 => (path(), any::<bool>(), prop::option::of(0..3u32), prop::option::of(0..3u32))
+            .prop_map(|(path, follow, uid, gid)| Op::Chown { path, follow, uid, gid }),
+        1 => (path(), any::<bool>(), prop::option::of(0..100i64), prop::option::of(0..100i64))
+            .prop_map(|(path, follow, atime, mtime)| Op::Utimens { path, follow, atime, mtime }),
         2 => path().prop_map(|path| Op::List { path }),
     ]
 }
@@ -386,6 +402,27 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             fs.resolve(ROOT_INO, path.as_bytes(), true)
                 .and_then(|ino| fs.truncate(ino, *size, now)),
         ),
+        Op::Chown {
+            path,
+            follow,
+            uid,
+            gid,
+        } => Answer::Unit(
+            fs.resolve(ROOT_INO, path.as_bytes(), *follow)
+                .and_then(|ino| fs.chown(ino, *uid, *gid, now)),
+        ),
+        Op::Utimens {
+            path,
+            follow,
+            atime,
+            mtime,
+        } => Answer::Unit(
+            fs.resolve(ROOT_INO, path.as_bytes(), *follow)
+                .and_then(|ino| {
+                    let t = |s: &Option<i64>| s.map(|s| Timespec::new(s, 0));
+                    fs.set_times(ino, t(atime), t(mtime), now)
+                }),
+        ),
         Op::List { path } => Answer::List(
             fs.resolve(ROOT_INO, path.as_bytes(), true)
                 .and_then(|ino| fs.read_dir(ino, 0, usize::MAX))
@@ -524,6 +561,33 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
         }
         Op::Truncate { path, size } => {
             Answer::Unit(c.truncate(ROOT_INO, path.as_bytes(), *size, now).await)
+        }
+        Op::Chown {
+            path,
+            follow,
+            uid,
+            gid,
+        } => Answer::Unit(
+            c.chown(ROOT_INO, path.as_bytes(), *follow, (*uid, *gid), now)
+                .await,
+        ),
+        Op::Utimens {
+            path,
+            follow,
+            atime,
+            mtime,
+        } => {
+            let t = |s: &Option<i64>| s.map(|s| Timespec::new(s, 0));
+            Answer::Unit(
+                c.utimens(
+                    ROOT_INO,
+                    path.as_bytes(),
+                    *follow,
+                    (t(atime), t(mtime)),
+                    now,
+                )
+                .await,
+            )
         }
         Op::List { path } => {
             let flags = OpenFlags::default();
@@ -797,6 +861,18 @@ proptest! {
                         Op::Chmod { path, mode } => Op::Chmod { path: confine(k, &path), mode },
                         Op::Truncate { path, size } => Op::Truncate { path: confine(k, &path), size },
                         Op::List { path } => Op::List { path: confine(k, &path) },
+                        Op::Chown { path, follow, uid, gid } => Op::Chown {
+                            path: confine(k, &path),
+                            follow,
+                            uid,
+                            gid,
+                        },
+                        Op::Utimens { path, follow, atime, mtime } => Op::Utimens {
+                            path: confine(k, &path),
+                            follow,
+                            atime,
+                            mtime,
+                        },
                         Op::Share { slot, .. } => Op::Fstat { slot },
                         other => other,
                     })

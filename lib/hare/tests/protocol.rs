@@ -51,6 +51,45 @@ fn a_removed_entry_is_invalidated_at_the_clients_that_cached_it() {
 }
 
 #[test]
+fn a_large_distributed_directory_is_listed_in_batches() {
+    let (net, mut c) = world(3, 1, true, true);
+    let mut rng = Rng::new(11);
+    let mut names: Vec<Vec<u8>> = (0..300)
+        .map(|i| format!("{i:03}-{}", "n".repeat(200)).into_bytes())
+        .collect();
+    for n in &names {
+        let mut p = b"/".to_vec();
+        p.extend(n);
+        let fd = run(&net, c[0].open(ROOT_INO, &p, CREATE, FILE, T), &mut rng).unwrap();
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+    }
+    let dir = run(
+        &net,
+        c[0].open(ROOT_INO, b"/", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let asked: u64 = net
+        .borrow()
+        .servers
+        .iter()
+        .map(|s| s.stats().requests)
+        .sum();
+    let listed = run(&net, c[0].read_dir(dir), &mut rng).unwrap();
+    let after: u64 = net
+        .borrow()
+        .servers
+        .iter()
+        .map(|s| s.stats().requests)
+        .sum();
+    names.sort();
+    let got: Vec<Vec<u8>> = listed.into_iter().map(|e| e.name).collect();
+    assert_eq!(got, names, "every name once, in order");
+    // 300 names of 204 bytes are about 64 KiB: at least 16 one-page batches.
+    assert!(after - asked >= 16, "{} requests", after - asked);
+}
+
+#[test]
 fn transfers_larger_than_one_reply_are_split() {
     let (net, mut c) = world(2, 1, false, true);
     let mut rng = Rng::new(3);
