@@ -14,6 +14,8 @@
 //! * [`Client`]: the client library, Linux's file calls as `async` sequences of requests
 //!   over a [`Transport`], with a lookup cache and path resolution by NR-FS's walker, data
 //!   copied directly to and from a [`BufferCache`].
+//! * [`wire`]: requests and replies as `msg` channel messages, with a page of a granted pool
+//!   beside each for names, block lists and directory batches.
 //! * [`ShardTable`]: where inodes and entries live. Entries of a distributed directory are
 //!   spread by name hash (§3.4); entries and inodes hash to 256 shards mapped to servers, so
 //!   that the number of servers can change by moving whole shards (§6.1.1).
@@ -21,9 +23,9 @@
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
-//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), a shared description going back to local when one descriptor is left,
-//! moving shards between servers, the encoding of requests into channel slots, and a bound on
-//! the lookup cache.
+//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), a shared
+//! description going back to local when one descriptor is left, moving shards between
+//! servers, and a bound on the lookup cache.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -34,6 +36,7 @@ mod client;
 pub mod proto;
 mod server;
 mod shard;
+pub mod wire;
 
 pub use client::{
     BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SharedFd, Transport,

@@ -1,6 +1,7 @@
 //! A deterministic message network for Hare's servers and clients: requests wait in one pool
 //! and are delivered in an order the test picks; invalidations reach a client's queue as the
-//! server handles the request that causes them (atomic delivery, §3.7.2).
+//! server handles the request that causes them (atomic delivery, §3.7.2). Every request and
+//! reply travels in its wire form (`hare::wire`: a message and a page), as on Reef.
 
 #![allow(dead_code)]
 
@@ -13,9 +14,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use hare::{
-    Attrs, Block, BufferCache, Client, ClientId, Invalidation, Policy, Reply, Request, Server,
-    ServerId, ShardTable, Timespec, Transport, BLOCK_SIZE,
+    wire, Attrs, Block, BufferCache, Client, ClientId, Invalidation, Policy, Reply, Request,
+    Server, ServerId, ShardTable, Timespec, Transport, BLOCK_SIZE,
 };
+use msg::Message;
 
 /// What a never-written block reads as: a client that forgets to zero a new block shows it.
 pub const GARBAGE: u8 = 0xAA;
@@ -39,8 +41,10 @@ impl Rng {
 pub struct Net {
     pub servers: Vec<Server>,
     cache: Cache,
-    pending: Vec<(u64, ClientId, ServerId, Request)>,
-    replies: BTreeMap<u64, Reply>,
+    /// Requests sent: tag, sender, server, the message and its page.
+    pending: Vec<(u64, ClientId, ServerId, Message, Vec<u8>)>,
+    /// Replies: the message and the page, by tag.
+    replies: BTreeMap<u64, (Message, Vec<u8>)>,
     inboxes: BTreeMap<ClientId, Vec<Invalidation>>,
     next_tag: u64,
     pub delivered: u64,
@@ -54,7 +58,8 @@ impl Net {
     /// Delivers pending request `i`: the server handles it, what it asks zeroed is zeroed, its
     /// invalidations are queued at their clients, then its reply.
     pub fn deliver(&mut self, i: usize) {
-        let (tag, from, to, req) = self.pending.swap_remove(i);
+        let (tag, from, to, m, mut page) = self.pending.swap_remove(i);
+        let req = wire::decode_request(&m, &page).expect("a request the client encoded");
         let h = self.servers[to as usize].handle(from, req);
         for (b, from) in h.zero {
             let from = from as usize;
@@ -63,7 +68,9 @@ impl Net {
         for (c, inv) in h.invalidations {
             self.inboxes.entry(c).or_default().push(inv);
         }
-        self.replies.insert(tag, h.reply);
+        let (id, p) = wire::request_id(&m);
+        let r = wire::encode_reply(id, p, &h.reply, &mut page).expect("a reply fits its page");
+        self.replies.insert(tag, (r, page));
         self.delivered += 1;
     }
 }
@@ -86,12 +93,22 @@ impl Transport for Port {
                 None => {
                     let t = n.next_tag;
                     n.next_tag += 1;
-                    n.pending
-                        .push((t, id, server, req.take().expect("sent once")));
+                    let mut page = vec![0; wire::PAGE_SIZE];
+                    let req = req.take().expect("sent once");
+                    let m = wire::encode_request(t, (t % 256) as u8, &req, &mut page)
+                        .expect("a request fits its page");
+                    n.pending.push((t, id, server, m, page));
                     tag = Some(t);
                     Poll::Pending
                 }
-                Some(t) => n.replies.remove(&t).map_or(Poll::Pending, Poll::Ready),
+                Some(t) => n.replies.remove(&t).map_or(Poll::Pending, |(m, page)| {
+                    assert_eq!(
+                        wire::request_id(&m),
+                        (t, (t % 256) as u8),
+                        "reply to another request"
+                    );
+                    Poll::Ready(wire::decode_reply(&m, &page).expect("a reply the server encoded"))
+                }),
             }
         })
     }

@@ -1,0 +1,850 @@
+//! Requests and replies as fos channel messages: one 64-byte slot each, with a page beside it
+//! for what does not fit.
+//!
+//! A client's connection to a server is a `msg` connection (a request ring and a reply ring)
+//! plus a pool of [`PAGE_SIZE`] pages the client granted the server when it connected. A
+//! request in flight owns one page of the pool: its name, symlink target or resume name goes
+//! there, and the server writes the variable part of its reply (a `Stat`, block numbers, a
+//! symlink target, a batch of directory entries) into the same page. Nothing variable is ever
+//! copied through the slots, and the page is the client's again when the reply arrives.
+//!
+//! A message's tag holds the operation (low byte) and the page's index in the pool (high
+//! byte); payload word 0 is the request's id, which the reply repeats (the kernel matches
+//! replies to sleeping threads by it). Words 1-6 hold the fixed fields, little-endian.
+//!
+//! Decoding checks everything a hostile peer controls: unknown operations, lengths past the
+//! page, names that are empty, too long or contain `/` or NUL (or are `.`/`..`), nanoseconds
+//! of a second or more, unknown kinds. A request that fails is answered EINVAL by the server's
+//! runtime; nothing panics.
+
+use alloc::vec::Vec;
+
+use abi::Errno;
+use msg::{Message, PAYLOAD};
+
+use crate::proto::{Entry, Expect, Name, NewInode, Reply, Request, DIRENTS_BYTES, MAX_IO_BLOCKS};
+use crate::{Attrs, Block, Ino, Kind, Stat, Timespec, NAME_MAX};
+
+/// Size of a page of the pool.
+pub const PAGE_SIZE: usize = 4096;
+
+/// Pages a connection's pool may have (the tag's high byte).
+pub const MAX_PAGES: usize = 256;
+
+/// A block number that means a hole in an `Extent` page.
+const HOLE: u32 = u32::MAX;
+
+/// Longest symlink target (`PATH_MAX` less its NUL).
+const TARGET_MAX: usize = nrfs::PATH_MAX - 1;
+
+/// Bytes of a `Stat` in a page.
+const STAT_BYTES: usize = 8 * 12;
+
+/// Why a message could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// An operation or reply code this side does not know.
+    UnknownOp(u8),
+    /// A field out of its range (a length past the page, a bad name, a bad kind...).
+    Bad(&'static str),
+}
+
+/// The fixed words of a message (after the id) and the variable bytes of its page.
+struct Out<'p> {
+    words: [u64; 6],
+    n: usize,
+    page: &'p mut [u8],
+    used: usize,
+}
+
+impl<'p> Out<'p> {
+    fn new(page: &'p mut [u8]) -> Self {
+        Self {
+            words: [0; 6],
+            n: 0,
+            page,
+            used: 0,
+        }
+    }
+
+    fn w(&mut self, v: u64) -> &mut Self {
+        self.words[self.n] = v;
+        self.n += 1;
+        self
+    }
+
+    fn time(&mut self, t: Timespec) -> &mut Self {
+        self.w(t.sec as u64).w(u64::from(t.nsec))
+    }
+
+    fn bytes(&mut self, b: &[u8]) -> Result<&mut Self, WireError> {
+        let end = self.used + b.len();
+        self.page
+            .get_mut(self.used..end)
+            .ok_or(WireError::Bad("page overflow"))?
+            .copy_from_slice(b);
+        self.used = end;
+        Ok(self)
+    }
+
+    /// A length-prefixed byte string in the page.
+    fn var(&mut self, b: &[u8]) -> Result<&mut Self, WireError> {
+        let len = u16::try_from(b.len()).map_err(|_| WireError::Bad("too long"))?;
+        self.bytes(&len.to_le_bytes())?.bytes(b)
+    }
+
+    fn message(&self, op: u8, page: u8, id: u64) -> Message {
+        let mut all = [0u64; 7];
+        all[0] = id;
+        all[1..=self.n].copy_from_slice(&self.words[..self.n]);
+        Message::from_words(u16::from(op) | u16::from(page) << 8, &all[..=self.n])
+            .expect("at most 7 words")
+    }
+}
+
+/// Reading a message's words and its page.
+struct In<'p> {
+    m: &'p Message,
+    next: usize,
+    page: &'p [u8],
+    pos: usize,
+}
+
+impl<'p> In<'p> {
+    fn new(m: &'p Message, page: &'p [u8]) -> Self {
+        Self {
+            m,
+            next: 1,
+            page,
+            pos: 0,
+        }
+    }
+
+    fn w(&mut self) -> u64 {
+        let v = self.m.word(self.next);
+        self.next += 1;
+        v
+    }
+
+    fn time(&mut self) -> Result<Timespec, WireError> {
+        let sec = self.w() as i64;
+        let nsec = self.w();
+        if nsec >= 1_000_000_000 {
+            return Err(WireError::Bad("nanoseconds"));
+        }
+        Ok(Timespec::new(sec, nsec as u32))
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<&'p [u8], WireError> {
+        let b = self
+            .page
+            .get(self.pos..self.pos + n)
+            .ok_or(WireError::Bad("past the page"))?;
+        self.pos += n;
+        Ok(b)
+    }
+
+    fn var(&mut self) -> Result<Vec<u8>, WireError> {
+        let len = u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes"));
+        Ok(self.bytes(usize::from(len))?.to_vec())
+    }
+
+    fn u32(&mut self) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(
+            self.bytes(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(
+            self.bytes(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    /// A directory entry's name: one valid component.
+    fn name(&mut self) -> Result<Name, WireError> {
+        let n = self.var()?;
+        if n.is_empty()
+            || n.len() > NAME_MAX
+            || n == b"."
+            || n == b".."
+            || n.iter().any(|&b| b == b'/' || b == 0)
+        {
+            return Err(WireError::Bad("name"));
+        }
+        Ok(n)
+    }
+}
+
+fn kind_code(k: Kind) -> u64 {
+    match k {
+        Kind::File => 1,
+        Kind::Dir => 2,
+        Kind::Symlink => 3,
+        Kind::CharDev => 4,
+    }
+}
+
+fn kind_of(c: u64) -> Result<Kind, WireError> {
+    Ok(match c {
+        1 => Kind::File,
+        2 => Kind::Dir,
+        3 => Kind::Symlink,
+        4 => Kind::CharDev,
+        _ => return Err(WireError::Bad("kind")),
+    })
+}
+
+/// An entry as one word: kind in bits 0-7, distributed in bit 8 (the inode goes separately).
+fn entry_bits(e: &Entry) -> u64 {
+    kind_code(e.kind) | u64::from(e.distributed) << 8
+}
+
+fn entry_of(ino: Ino, bits: u64) -> Result<Entry, WireError> {
+    Ok(Entry {
+        ino,
+        kind: kind_of(bits & 0xff)?,
+        distributed: bits >> 8 & 1 != 0,
+    })
+}
+
+/// An optional `u32` as a word: bit 32 says it is there.
+fn opt32(v: Option<u32>) -> u64 {
+    v.map_or(0, |v| 1 << 32 | u64::from(v))
+}
+
+fn of_opt32(w: u64) -> Option<u32> {
+    (w >> 32 & 1 != 0).then_some(w as u32)
+}
+
+/// The message for request `req` with id `id`, using page `page` of the pool (whose bytes are
+/// in `buf`).
+pub fn encode_request(
+    id: u64,
+    page: u8,
+    req: &Request,
+    buf: &mut [u8],
+) -> Result<Message, WireError> {
+    let mut o = Out::new(buf);
+    let op = match req {
+        Request::Lookup { dir, name } => {
+            o.w(*dir).var(name)?;
+            1
+        }
+        Request::AddMap {
+            dir,
+            name,
+            entry,
+            replace,
+            now,
+        } => {
+            o.w(*dir)
+                .w(entry.ino)
+                .w(entry_bits(entry))
+                .w(replace.unwrap_or(0))
+                .time(*now)
+                .var(name)?;
+            2
+        }
+        Request::RmMap {
+            dir,
+            name,
+            expect,
+            now,
+        } => {
+            let e = match expect {
+                Expect::NotDir { trailing } => u64::from(*trailing),
+                Expect::Ino(i) if *i >> 56 == 0 => 2 | i << 8,
+                Expect::Ino(_) => return Err(WireError::Bad("inode number")),
+            };
+            o.w(*dir).w(e).time(*now).var(name)?;
+            3
+        }
+        Request::Create {
+            new,
+            attrs,
+            open,
+            now,
+        } => {
+            let (kind, parent, dist) = match new {
+                NewInode::File => (1, 0, false),
+                NewInode::Dir {
+                    parent,
+                    distributed,
+                } => (2, *parent, *distributed),
+                NewInode::Symlink(t) => {
+                    o.var(t)?;
+                    (3, 0, false)
+                }
+            };
+            o.w(parent)
+                .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
+                .w(u64::from(attrs.gid)
+                    | kind << 32
+                    | u64::from(dist) << 40
+                    | u64::from(*open) << 41)
+                .time(*now);
+            4
+        }
+        Request::Destroy { ino } => {
+            o.w(*ino);
+            5
+        }
+        Request::Link { ino, now } => {
+            o.w(*ino).time(*now);
+            6
+        }
+        Request::Unlink { ino, now } => {
+            o.w(*ino).time(*now);
+            7
+        }
+        Request::Nlink { dir, delta, now } => {
+            o.w(*dir).w(i64::from(*delta) as u64).time(*now);
+            8
+        }
+        Request::Move { dir, parent, now } => {
+            o.w(*dir).w(*parent).time(*now);
+            9
+        }
+        Request::DirInfo { dir } => {
+            o.w(*dir);
+            10
+        }
+        Request::Open { ino, trunc, now } => {
+            o.w(*ino).w(u64::from(*trunc)).time(*now);
+            11
+        }
+        Request::Close { ino } => {
+            o.w(*ino);
+            12
+        }
+        Request::Read {
+            ino,
+            offset,
+            len,
+            desc,
+        } => {
+            o.w(*ino).w(*offset).w(u64::from(*len)).w(desc.unwrap_or(0));
+            13
+        }
+        Request::Write {
+            ino,
+            offset,
+            len,
+            append,
+            desc,
+            now,
+        } => {
+            o.w(*ino)
+                .w(*offset)
+                .w(u64::from(*len) | u64::from(*append) << 32)
+                .w(desc.unwrap_or(0))
+                .time(*now);
+            14
+        }
+        Request::Share { ino, offset } => {
+            o.w(*ino).w(*offset);
+            15
+        }
+        Request::DupShared { desc } => {
+            o.w(*desc);
+            16
+        }
+        Request::CloseShared { desc } => {
+            o.w(*desc);
+            17
+        }
+        Request::Seek {
+            desc,
+            offset,
+            whence,
+        } => {
+            o.w(*desc).w(*offset as u64).w(u64::from(*whence));
+            18
+        }
+        Request::Trunc { ino, size, now } => {
+            o.w(*ino).w(*size).time(*now);
+            19
+        }
+        Request::Stat { ino } => {
+            o.w(*ino);
+            20
+        }
+        Request::Chmod { ino, mode, now } => {
+            o.w(*ino).w(u64::from(*mode)).time(*now);
+            21
+        }
+        Request::Chown { ino, uid, gid, now } => {
+            o.w(*ino).w(opt32(*uid)).w(opt32(*gid)).time(*now);
+            22
+        }
+        Request::Utimens {
+            ino,
+            atime,
+            mtime,
+            now,
+        } => {
+            // The two optional times go in the page, the ctime in the words.
+            o.w(*ino).time(*now);
+            for t in [atime, mtime] {
+                let (sec, nsec) = t.map_or((0, u32::MAX), |t| (t.sec, t.nsec));
+                o.bytes(&sec.to_le_bytes())?.bytes(&nsec.to_le_bytes())?;
+            }
+            23
+        }
+        Request::Readlink { ino } => {
+            o.w(*ino);
+            24
+        }
+        Request::Dirents { dir, after } => {
+            o.w(*dir).w(u64::from(after.is_some()));
+            if let Some(a) = after {
+                o.var(a)?;
+            }
+            25
+        }
+        Request::Hold { dir } => {
+            o.w(*dir);
+            26
+        }
+        Request::Release { dir } => {
+            o.w(*dir);
+            27
+        }
+        Request::RmdirMark { dir } => {
+            o.w(*dir);
+            28
+        }
+        Request::RmdirCommit { dir, now } => {
+            o.w(*dir).time(*now);
+            29
+        }
+        Request::RmdirAbort { dir } => {
+            o.w(*dir);
+            30
+        }
+    };
+    Ok(o.message(op, page, id))
+}
+
+/// A request's id and pool page (from the message alone, so that a server can answer even a
+/// request it cannot decode).
+pub fn request_id(m: &Message) -> (u64, u8) {
+    (m.word(0), (m.tag >> 8) as u8)
+}
+
+/// Decodes a request; `page` is the bytes of the pool page the message names.
+pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
+    let mut i = In::new(m, page);
+    let op = (m.tag & 0xff) as u8;
+    Ok(match op {
+        1 => {
+            let dir = i.w();
+            Request::Lookup {
+                dir,
+                name: i.name()?,
+            }
+        }
+        2 => {
+            let dir = i.w();
+            let ino = i.w();
+            let entry = entry_of(ino, i.w())?;
+            let replace = Some(i.w()).filter(|&r| r != 0);
+            let now = i.time()?;
+            Request::AddMap {
+                dir,
+                name: i.name()?,
+                entry,
+                replace,
+                now,
+            }
+        }
+        3 => {
+            let dir = i.w();
+            let e = i.w();
+            let expect = match e & 0xff {
+                0 | 1 => Expect::NotDir { trailing: e == 1 },
+                2 => Expect::Ino(e >> 8),
+                _ => return Err(WireError::Bad("expect")),
+            };
+            let now = i.time()?;
+            Request::RmMap {
+                dir,
+                name: i.name()?,
+                expect,
+                now,
+            }
+        }
+        4 => {
+            let parent = i.w();
+            let a = i.w();
+            let b = i.w();
+            let now = i.time()?;
+            let new = match b >> 32 & 0xff {
+                1 => NewInode::File,
+                2 => NewInode::Dir {
+                    parent,
+                    distributed: b >> 40 & 1 != 0,
+                },
+                3 => {
+                    let t = i.var()?;
+                    if t.is_empty() || t.len() > TARGET_MAX || t.contains(&0) {
+                        return Err(WireError::Bad("symlink target"));
+                    }
+                    NewInode::Symlink(t)
+                }
+                _ => return Err(WireError::Bad("kind")),
+            };
+            Request::Create {
+                new,
+                attrs: Attrs::new(a as u32, (a >> 32) as u32, b as u32),
+                open: b >> 41 & 1 != 0,
+                now,
+            }
+        }
+        5 => Request::Destroy { ino: i.w() },
+        6 => Request::Link {
+            ino: i.w(),
+            now: i.time()?,
+        },
+        7 => Request::Unlink {
+            ino: i.w(),
+            now: i.time()?,
+        },
+        8 => {
+            let dir = i.w();
+            let delta = i.w() as i64;
+            if delta != 1 && delta != -1 {
+                return Err(WireError::Bad("link delta"));
+            }
+            Request::Nlink {
+                dir,
+                delta: delta as i32,
+                now: i.time()?,
+            }
+        }
+        9 => Request::Move {
+            dir: i.w(),
+            parent: i.w(),
+            now: i.time()?,
+        },
+        10 => Request::DirInfo { dir: i.w() },
+        11 => Request::Open {
+            ino: i.w(),
+            trunc: i.w() != 0,
+            now: i.time()?,
+        },
+        12 => Request::Close { ino: i.w() },
+        13 => {
+            let ino = i.w();
+            let offset = i.w();
+            let len = i.w();
+            if len > (MAX_IO_BLOCKS * crate::BLOCK_SIZE) as u64 {
+                return Err(WireError::Bad("length"));
+            }
+            Request::Read {
+                ino,
+                offset,
+                len: len as u32,
+                desc: Some(i.w()).filter(|&d| d != 0),
+            }
+        }
+        14 => {
+            let ino = i.w();
+            let offset = i.w();
+            let l = i.w();
+            let len = l as u32;
+            if len as usize > MAX_IO_BLOCKS * crate::BLOCK_SIZE {
+                return Err(WireError::Bad("length"));
+            }
+            Request::Write {
+                ino,
+                offset,
+                len,
+                append: l >> 32 & 1 != 0,
+                desc: Some(i.w()).filter(|&d| d != 0),
+                now: i.time()?,
+            }
+        }
+        15 => Request::Share {
+            ino: i.w(),
+            offset: i.w(),
+        },
+        16 => Request::DupShared { desc: i.w() },
+        17 => Request::CloseShared { desc: i.w() },
+        18 => Request::Seek {
+            desc: i.w(),
+            offset: i.w() as i64,
+            whence: i.w() as u32,
+        },
+        19 => Request::Trunc {
+            ino: i.w(),
+            size: i.w(),
+            now: i.time()?,
+        },
+        20 => Request::Stat { ino: i.w() },
+        21 => Request::Chmod {
+            ino: i.w(),
+            mode: i.w() as u32,
+            now: i.time()?,
+        },
+        22 => Request::Chown {
+            ino: i.w(),
+            uid: of_opt32(i.w()),
+            gid: of_opt32(i.w()),
+            now: i.time()?,
+        },
+        23 => {
+            let ino = i.w();
+            let now = i.time()?;
+            let mut t = [None; 2];
+            for slot in &mut t {
+                let sec = i.u64()? as i64;
+                let nsec = i.u32()?;
+                *slot = match nsec {
+                    u32::MAX => None,
+                    n if n < 1_000_000_000 => Some(Timespec::new(sec, n)),
+                    _ => return Err(WireError::Bad("nanoseconds")),
+                };
+            }
+            Request::Utimens {
+                ino,
+                atime: t[0],
+                mtime: t[1],
+                now,
+            }
+        }
+        24 => Request::Readlink { ino: i.w() },
+        25 => {
+            let dir = i.w();
+            let after = if i.w() != 0 { Some(i.name()?) } else { None };
+            Request::Dirents { dir, after }
+        }
+        26 => Request::Hold { dir: i.w() },
+        27 => Request::Release { dir: i.w() },
+        28 => Request::RmdirMark { dir: i.w() },
+        29 => Request::RmdirCommit {
+            dir: i.w(),
+            now: i.time()?,
+        },
+        30 => Request::RmdirAbort { dir: i.w() },
+        _ => return Err(WireError::UnknownOp(op)),
+    })
+}
+
+fn put_stat(o: &mut Out<'_>, s: &Stat) -> Result<(), WireError> {
+    for w in [
+        s.ino,
+        kind_code(s.kind) | u64::from(s.mode) << 8,
+        u64::from(s.nlink) | u64::from(s.uid) << 32,
+        u64::from(s.gid),
+        s.size,
+        s.blocks,
+        s.rdev,
+        s.atime.sec as u64,
+        s.mtime.sec as u64,
+        s.ctime.sec as u64,
+        u64::from(s.atime.nsec) | u64::from(s.mtime.nsec) << 32,
+        u64::from(s.ctime.nsec),
+    ] {
+        o.bytes(&w.to_le_bytes())?;
+    }
+    Ok(())
+}
+
+fn get_stat(i: &mut In<'_>) -> Result<Stat, WireError> {
+    let mut w = [0u64; STAT_BYTES / 8];
+    for x in &mut w {
+        *x = i.u64()?;
+    }
+    let t = |sec: u64, nsec: u64| {
+        let nsec = nsec & 0xffff_ffff;
+        if nsec >= 1_000_000_000 {
+            return Err(WireError::Bad("nanoseconds"));
+        }
+        Ok(Timespec::new(sec as i64, nsec as u32))
+    };
+    Ok(Stat {
+        ino: w[0],
+        kind: kind_of(w[1] & 0xff)?,
+        mode: (w[1] >> 8) as u32,
+        nlink: w[2] as u32,
+        uid: (w[2] >> 32) as u32,
+        gid: w[3] as u32,
+        size: w[4],
+        blocks: w[5],
+        rdev: w[6],
+        atime: t(w[7], w[10])?,
+        mtime: t(w[8], w[10] >> 32)?,
+        ctime: t(w[9], w[11])?,
+    })
+}
+
+/// The message for reply `r` to request `id`, which used page `page` of the pool (whose
+/// bytes are in `buf`).
+pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Message, WireError> {
+    let mut o = Out::new(buf);
+    let code = match r {
+        Reply::Done => 1,
+        Reply::Err(e) => {
+            o.w(u64::from(e.0.unsigned_abs()));
+            2
+        }
+        Reply::Busy => 3,
+        Reply::Stale => 4,
+        Reply::Entry(e) => {
+            o.w(e.ino).w(entry_bits(e));
+            5
+        }
+        Reply::Mapped { old, home } => {
+            let bits = old.as_ref().map_or(0, |e| 1 << 16 | entry_bits(e));
+            o.w(old.map_or(0, |e| e.ino))
+                .w(bits | u64::from(*home) << 17);
+            6
+        }
+        Reply::Created(ino) => {
+            o.w(*ino);
+            7
+        }
+        Reply::Stat(s) => {
+            put_stat(&mut o, s)?;
+            8
+        }
+        Reply::Dir {
+            parent,
+            distributed,
+        } => {
+            o.w(*parent).w(u64::from(*distributed));
+            9
+        }
+        Reply::Extent {
+            size,
+            offset,
+            blocks,
+        } => {
+            o.w(*size).w(*offset).w(blocks.len() as u64);
+            for b in blocks {
+                o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
+            }
+            10
+        }
+        Reply::Written { offset, blocks } => {
+            o.w(*offset).w(blocks.len() as u64);
+            for b in blocks {
+                o.bytes(&b.to_le_bytes())?;
+            }
+            11
+        }
+        Reply::Target(t) => {
+            o.var(t)?;
+            12
+        }
+        Reply::Dirents { entries, more } => {
+            o.w(entries.len() as u64).w(u64::from(*more));
+            for (name, e) in entries {
+                o.bytes(&e.ino.to_le_bytes())?
+                    .bytes(&(entry_bits(e) as u16).to_le_bytes())?
+                    .var(name)?;
+            }
+            13
+        }
+        Reply::Shared(d) => {
+            o.w(*d);
+            14
+        }
+        Reply::Offset(off) => {
+            o.w(*off);
+            15
+        }
+    };
+    Ok(o.message(code, page, id))
+}
+
+/// Decodes a reply (the id is [`request_id`]'s); `page` is the bytes of the pool page.
+pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
+    let mut i = In::new(m, page);
+    let code = (m.tag & 0xff) as u8;
+    let count = |n: u64, max: usize| {
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= max)
+            .ok_or(WireError::Bad("count"))
+    };
+    Ok(match code {
+        1 => Reply::Done,
+        2 => {
+            let e = i.w();
+            if e == 0 || e > 4095 {
+                return Err(WireError::Bad("errno"));
+            }
+            Reply::Err(Errno(e as i32))
+        }
+        3 => Reply::Busy,
+        4 => Reply::Stale,
+        5 => {
+            let ino = i.w();
+            Reply::Entry(entry_of(ino, i.w())?)
+        }
+        6 => {
+            let ino = i.w();
+            let bits = i.w();
+            let old = if bits >> 16 & 1 != 0 {
+                Some(entry_of(ino, bits & 0xffff)?)
+            } else {
+                None
+            };
+            Reply::Mapped {
+                old,
+                home: bits >> 17 & 1 != 0,
+            }
+        }
+        7 => Reply::Created(i.w()),
+        8 => Reply::Stat(get_stat(&mut i)?),
+        9 => Reply::Dir {
+            parent: i.w(),
+            distributed: i.w() != 0,
+        },
+        10 => {
+            let size = i.w();
+            let offset = i.w();
+            let n = count(i.w(), MAX_IO_BLOCKS)?;
+            let mut blocks = Vec::with_capacity(n);
+            for _ in 0..n {
+                blocks.push(Some(i.u32()?).filter(|&b| b != HOLE));
+            }
+            Reply::Extent {
+                size,
+                offset,
+                blocks,
+            }
+        }
+        11 => {
+            let offset = i.w();
+            let n = count(i.w(), MAX_IO_BLOCKS)?;
+            let mut blocks: Vec<Block> = Vec::with_capacity(n);
+            for _ in 0..n {
+                blocks.push(i.u32()?);
+            }
+            Reply::Written { offset, blocks }
+        }
+        12 => Reply::Target(i.var()?),
+        13 => {
+            let n = count(i.w(), DIRENTS_BYTES)?;
+            let more = i.w() != 0;
+            let mut entries = Vec::new();
+            for _ in 0..n {
+                let ino = i.u64()?;
+                let bits = u16::from_le_bytes(i.bytes(2)?.try_into().expect("2 bytes"));
+                let e = entry_of(ino, u64::from(bits))?;
+                entries.push((i.name()?, e));
+            }
+            Reply::Dirents { entries, more }
+        }
+        14 => Reply::Shared(i.w()),
+        15 => Reply::Offset(i.w()),
+        _ => return Err(WireError::UnknownOp(code)),
+    })
+}
+
+/// Words of payload a message may carry ([`PAYLOAD`] bytes).
+const _: () = assert!(PAYLOAD / 8 == 7);

@@ -1,0 +1,296 @@
+//! The wire encoding: every request and reply comes back as it went in, and no message (any
+//! tag, any words, any page) makes the decoders panic.
+
+use abi::Errno;
+use hare::proto::{
+    Entry, Expect, NewInode, Reply, Request, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_IO_BLOCKS,
+};
+use hare::wire::{
+    decode_reply, decode_request, encode_reply, encode_request, request_id, PAGE_SIZE,
+};
+use hare::{Attrs, Kind, Stat, Timespec};
+use msg::Message;
+use proptest::prelude::*;
+
+fn name() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        "[a-z0-9._-]{1,12}"
+            .prop_filter("not . or ..", |s| s != "." && s != "..")
+            .prop_map(String::into_bytes),
+        Just(vec![b'x'; 255]),
+    ]
+}
+
+fn time() -> impl Strategy<Value = Timespec> {
+    (any::<i64>(), 0..1_000_000_000u32).prop_map(|(s, n)| Timespec::new(s, n))
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop::sample::select(vec![Kind::File, Kind::Dir, Kind::Symlink, Kind::CharDev])
+}
+
+fn entry() -> impl Strategy<Value = Entry> {
+    (any::<u64>(), kind(), any::<bool>()).prop_map(|(ino, kind, distributed)| Entry {
+        ino,
+        kind,
+        distributed,
+    })
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    let ino = any::<u64>;
+    prop_oneof![
+        (ino(), name()).prop_map(|(dir, name)| Request::Lookup { dir, name }),
+        (
+            ino(),
+            name(),
+            entry(),
+            prop::option::of(1..u64::MAX),
+            time()
+        )
+            .prop_map(|(dir, name, entry, replace, now)| Request::AddMap {
+                dir,
+                name,
+                entry,
+                replace,
+                now
+            }),
+        (
+            ino(),
+            name(),
+            prop_oneof![
+                any::<bool>().prop_map(|trailing| Expect::NotDir { trailing }),
+                (0..1u64 << 56).prop_map(Expect::Ino)
+            ],
+            time()
+        )
+            .prop_map(|(dir, name, expect, now)| Request::RmMap {
+                dir,
+                name,
+                expect,
+                now
+            }),
+        (
+            prop_oneof![
+                Just(NewInode::File),
+                (ino(), any::<bool>()).prop_map(|(parent, distributed)| NewInode::Dir {
+                    parent,
+                    distributed
+                }),
+                prop::collection::vec(1..=255u8, 1..4095).prop_map(NewInode::Symlink),
+            ],
+            any::<(u32, u32, u32)>(),
+            any::<bool>(),
+            time()
+        )
+            .prop_map(|(new, (m, u, g), open, now)| Request::Create {
+                new,
+                attrs: Attrs::new(m, u, g),
+                open,
+                now
+            }),
+        ino().prop_map(|ino| Request::Destroy { ino }),
+        (ino(), time()).prop_map(|(ino, now)| Request::Link { ino, now }),
+        (ino(), time()).prop_map(|(ino, now)| Request::Unlink { ino, now }),
+        (ino(), prop::sample::select(vec![1, -1]), time())
+            .prop_map(|(dir, delta, now)| Request::Nlink { dir, delta, now }),
+        (ino(), ino(), time()).prop_map(|(dir, parent, now)| Request::Move { dir, parent, now }),
+        ino().prop_map(|dir| Request::DirInfo { dir }),
+        (ino(), any::<bool>(), time()).prop_map(|(ino, trunc, now)| Request::Open {
+            ino,
+            trunc,
+            now
+        }),
+        ino().prop_map(|ino| Request::Close { ino }),
+        (
+            ino(),
+            any::<u64>(),
+            0..=(MAX_IO_BLOCKS * 4096) as u32,
+            prop::option::of(1..u64::MAX)
+        )
+            .prop_map(|(ino, offset, len, desc)| Request::Read {
+                ino,
+                offset,
+                len,
+                desc
+            }),
+        (
+            ino(),
+            any::<u64>(),
+            0..=(MAX_IO_BLOCKS * 4096) as u32,
+            any::<bool>(),
+            prop::option::of(1..u64::MAX),
+            time()
+        )
+            .prop_map(|(ino, offset, len, append, desc, now)| Request::Write {
+                ino,
+                offset,
+                len,
+                append,
+                desc,
+                now
+            }),
+        (ino(), any::<u64>()).prop_map(|(ino, offset)| Request::Share { ino, offset }),
+        any::<u64>().prop_map(|desc| Request::DupShared { desc }),
+        any::<u64>().prop_map(|desc| Request::CloseShared { desc }),
+        (any::<u64>(), any::<i64>(), any::<u32>()).prop_map(|(desc, offset, whence)| {
+            Request::Seek {
+                desc,
+                offset,
+                whence,
+            }
+        }),
+        (ino(), any::<u64>(), time()).prop_map(|(ino, size, now)| Request::Trunc {
+            ino,
+            size,
+            now
+        }),
+        ino().prop_map(|ino| Request::Stat { ino }),
+        (ino(), any::<u32>(), time()).prop_map(|(ino, mode, now)| Request::Chmod {
+            ino,
+            mode,
+            now
+        }),
+        (ino(), any::<Option<u32>>(), any::<Option<u32>>(), time())
+            .prop_map(|(ino, uid, gid, now)| Request::Chown { ino, uid, gid, now }),
+        (
+            ino(),
+            prop::option::of(time()),
+            prop::option::of(time()),
+            time()
+        )
+            .prop_map(|(ino, atime, mtime, now)| Request::Utimens {
+                ino,
+                atime,
+                mtime,
+                now
+            }),
+        ino().prop_map(|ino| Request::Readlink { ino }),
+        (ino(), prop::option::of(name())).prop_map(|(dir, after)| Request::Dirents { dir, after }),
+        ino().prop_map(|dir| Request::Hold { dir }),
+        ino().prop_map(|dir| Request::Release { dir }),
+        ino().prop_map(|dir| Request::RmdirMark { dir }),
+        (ino(), time()).prop_map(|(dir, now)| Request::RmdirCommit { dir, now }),
+        ino().prop_map(|dir| Request::RmdirAbort { dir }),
+    ]
+}
+
+fn stat() -> impl Strategy<Value = Stat> {
+    (
+        any::<u64>(),
+        kind(),
+        any::<(u32, u32, u32, u32)>(),
+        any::<(u64, u64, u64)>(),
+        time(),
+        time(),
+        time(),
+    )
+        .prop_map(
+            |(ino, kind, (mode, nlink, uid, gid), (size, blocks, rdev), atime, mtime, ctime)| {
+                Stat {
+                    ino,
+                    kind,
+                    mode: mode & 0xff_ffff,
+                    nlink,
+                    uid,
+                    gid,
+                    size,
+                    blocks,
+                    rdev,
+                    atime,
+                    mtime,
+                    ctime,
+                }
+            },
+        )
+}
+
+/// A batch of entries that fits one page, as a server makes it.
+fn dirents() -> impl Strategy<Value = Vec<(Vec<u8>, Entry)>> {
+    prop::collection::vec((name(), entry()), 0..40).prop_map(|mut v| {
+        let mut bytes = 0;
+        v.retain(|(n, _)| {
+            bytes += n.len() + DIRENT_OVERHEAD;
+            bytes <= DIRENTS_BYTES
+        });
+        v
+    })
+}
+
+fn reply() -> impl Strategy<Value = Reply> {
+    prop_oneof![
+        Just(Reply::Done),
+        (1..4096i32).prop_map(|e| Reply::Err(Errno(e))),
+        Just(Reply::Busy),
+        Just(Reply::Stale),
+        entry().prop_map(Reply::Entry),
+        (prop::option::of(entry()), any::<bool>())
+            .prop_map(|(old, home)| Reply::Mapped { old, home }),
+        any::<u64>().prop_map(Reply::Created),
+        stat().prop_map(Reply::Stat),
+        (any::<u64>(), any::<bool>()).prop_map(|(parent, distributed)| Reply::Dir {
+            parent,
+            distributed
+        }),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS)
+        )
+            .prop_map(|(size, offset, blocks)| Reply::Extent {
+                size,
+                offset,
+                blocks
+            }),
+        (
+            any::<u64>(),
+            prop::collection::vec(0..u32::MAX, 0..=MAX_IO_BLOCKS)
+        )
+            .prop_map(|(offset, blocks)| Reply::Written { offset, blocks }),
+        prop::collection::vec(1..=255u8, 1..4095).prop_map(Reply::Target),
+        (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents { entries, more }),
+        any::<u64>().prop_map(Reply::Shared),
+        any::<u64>().prop_map(Reply::Offset),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn requests_round_trip(req in request(), id in any::<u64>(), page in any::<u8>()) {
+        let mut buf = vec![0xee; PAGE_SIZE];
+        let m = encode_request(id, page, &req, &mut buf).unwrap();
+        prop_assert_eq!(request_id(&m), (id, page));
+        prop_assert_eq!(decode_request(&m, &buf).unwrap(), req);
+    }
+
+    #[test]
+    fn replies_round_trip(r in reply(), id in any::<u64>(), page in any::<u8>()) {
+        let mut buf = vec![0xee; PAGE_SIZE];
+        let m = encode_reply(id, page, &r, &mut buf).unwrap();
+        prop_assert_eq!(request_id(&m), (id, page));
+        prop_assert_eq!(decode_reply(&m, &buf).unwrap(), r);
+    }
+
+    /// Whatever a hostile peer sends, decoding answers (an error or a value) without panicking.
+    #[test]
+    fn garbage_never_panics(tag in prop_oneof![any::<u16>(), 0..32u16], words in prop::collection::vec(any::<u64>(), 0..=7), page in prop::collection::vec(any::<u8>(), 0..PAGE_SIZE)) {
+        let m = Message::from_words(tag, &words).unwrap();
+        let _ = decode_request(&m, &page);
+        let _ = decode_reply(&m, &page);
+    }
+}
+
+#[test]
+fn a_bad_name_is_refused() {
+    let mut buf = vec![0; PAGE_SIZE];
+    for bad in [&b""[..], b".", b"..", b"a/b", b"a\0b", &[b'x'; 256][..]] {
+        let req = Request::Lookup {
+            dir: 1,
+            name: bad.to_vec(),
+        };
+        let m = encode_request(7, 0, &req, &mut buf).unwrap();
+        assert!(decode_request(&m, &buf).is_err(), "{bad:?} accepted");
+    }
+}
