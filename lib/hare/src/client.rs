@@ -77,6 +77,10 @@ pub struct Policy {
     pub near: BTreeSet<ServerId>,
     /// New directories spread their entries over all servers (§3.4's flag).
     pub distribute_dirs: bool,
+    /// Most entries the lookup cache holds (and most directories and symlink targets it
+    /// remembers); past it the client forgets some (a server may still send invalidations
+    /// for them, which do nothing).
+    pub cache_entries: usize,
 }
 
 /// Flags of [`Client::open`].
@@ -189,9 +193,13 @@ enum Need {
     Link(Ino),
 }
 
-/// What one resolution learnt that is not cached: absent names, parents, errors.
+/// What one resolution learnt: absent names, parents and errors, which are not cached, and
+/// what it fetched, which the cache may already have forgotten to stay in its bound.
 #[derive(Default)]
 struct Scratch {
+    found: BTreeMap<(Ino, Name), Entry>,
+    dirs: BTreeMap<Ino, bool>,
+    links: BTreeMap<Ino, Vec<u8>>,
     absent: BTreeSet<(Ino, Name)>,
     lookup_errors: BTreeMap<(Ino, Name), Errno>,
     parents: BTreeMap<Ino, Ino>,
@@ -218,7 +226,7 @@ impl View<'_> {
 
 impl Namespace for View<'_> {
     fn kind(&self, ino: Ino) -> Result<Kind, Errno> {
-        if self.dirs.contains_key(&ino) {
+        if self.dirs.contains_key(&ino) || self.scratch.dirs.contains_key(&ino) {
             return Ok(Kind::Dir);
         }
         if let Some(&e) = self.scratch.not_dirs.get(&ino) {
@@ -231,6 +239,9 @@ impl Namespace for View<'_> {
         let key = (dir, name.to_vec());
         if let Some(e) = self.entries.get(&key) {
             self.hits.set(self.hits.get() + 1);
+            return Ok(Some((e.ino, e.kind)));
+        }
+        if let Some(e) = self.scratch.found.get(&key) {
             return Ok(Some((e.ino, e.kind)));
         }
         if self.scratch.absent.contains(&key) {
@@ -253,7 +264,11 @@ impl Namespace for View<'_> {
     }
 
     fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
-        match self.links.get(&ino) {
+        match self
+            .links
+            .get(&ino)
+            .or_else(|| self.scratch.links.get(&ino))
+        {
             Some(t) => Ok(t.clone()),
             None => self.miss(Need::Link(ino)),
         }
@@ -370,12 +385,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// Applies the queued invalidations (before every walk, §3.7.2).
-    fn apply_invalidations(&mut self) {
+    fn apply_invalidations(&mut self, scratch: &mut Scratch) {
         let mut inval = Vec::new();
         self.transport.invalidations(&mut inval);
         self.stats.invalidations += inval.len() as u64;
         for i in inval {
-            self.entries.remove(&(i.dir, i.name));
+            let key = (i.dir, i.name);
+            scratch.found.remove(&key);
+            self.entries.remove(&key);
         }
     }
 
@@ -383,7 +400,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     async fn walk<R>(&mut self, f: impl Fn(&View<'_>) -> Result<R, Errno>) -> Res<R> {
         let mut scratch = Scratch::default();
         loop {
-            self.apply_invalidations();
+            self.apply_invalidations(&mut scratch);
             let (r, need, hits) = {
                 let view = View {
                     entries: &self.entries,
@@ -420,7 +437,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     )
                     .await
                 {
-                    Ok(Reply::Entry(e)) => self.remember(dir, name, e),
+                    Ok(Reply::Entry(e)) => {
+                        if e.kind == Kind::Dir {
+                            scratch.dirs.insert(e.ino, e.distributed);
+                        }
+                        scratch.found.insert((dir, name.clone()), e);
+                        self.remember(dir, name, e);
+                    }
                     Ok(_) => return Err(Errno::EIO.into()),
                     Err(Fail::Errno(Errno::ENOENT)) => {
                         scratch.absent.insert((dir, name));
@@ -436,7 +459,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     parent,
                     distributed,
                 }) => {
-                    self.dirs.insert(dir, distributed);
+                    self.remember_dir(dir, distributed);
+                    scratch.dirs.insert(dir, distributed);
                     scratch.parents.insert(dir, parent);
                 }
                 Ok(_) => return Err(Errno::EIO.into()),
@@ -447,7 +471,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             },
             Need::Link(ino) => match self.at_inode(ino, Request::Readlink { ino }).await? {
                 Reply::Target(t) => {
-                    self.links.insert(ino, t);
+                    let cap = self.policy.cache_entries;
+                    scratch.links.insert(ino, t.clone());
+                    bounded_insert(&mut self.links, ino, t, cap);
                 }
                 _ => return Err(Errno::EIO.into()),
             },
@@ -458,9 +484,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// Caches entry `name` of `dir`.
     fn remember(&mut self, dir: Ino, name: Name, e: Entry) {
         if e.kind == Kind::Dir {
-            self.dirs.insert(e.ino, e.distributed);
+            self.remember_dir(e.ino, e.distributed);
         }
-        self.entries.insert((dir, name), e);
+        let cap = self.policy.cache_entries;
+        bounded_insert(&mut self.entries, (dir, name), e, cap);
+    }
+
+    /// Remembers that `dir` is a directory, distributed or not.
+    fn remember_dir(&mut self, dir: Ino, distributed: bool) {
+        let cap = self.policy.cache_entries;
+        bounded_insert(&mut self.dirs, dir, distributed, cap);
     }
 
     /// Whether directory `dir` is distributed (asks its server the first time).
@@ -470,7 +503,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         match self.at_inode(dir, Request::DirInfo { dir }).await? {
             Reply::Dir { distributed, .. } => {
-                self.dirs.insert(dir, distributed);
+                self.remember_dir(dir, distributed);
                 Ok(distributed)
             }
             _ => Err(Errno::EIO.into()),
@@ -1578,6 +1611,14 @@ struct Move {
     new_name: Name,
     source: Entry,
     replaced: Option<Entry>,
+}
+
+/// Inserts into a cache of at most `cap` (at least one) items, forgetting others first.
+fn bounded_insert<K: Ord, V>(map: &mut BTreeMap<K, V>, k: K, v: V, cap: usize) {
+    while map.len() >= cap.max(1) {
+        map.pop_first();
+    }
+    map.insert(k, v);
 }
 
 /// The caller's error for a failed step (a restart that cannot be retried is EIO).

@@ -23,9 +23,9 @@
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
-//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), a shared
-//! description going back to local when one descriptor is left, moving shards between
-//! servers, and a bound on the lookup cache.
+//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), block lists
+//! kept by the client between reads and writes (each asks the server), a shared description
+//! going back to local when one descriptor is left, and moving shards between servers.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -795,15 +795,18 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// One operation at a time, by any of three clients (so lookup caches must be
-    /// invalidated), over 1-4 servers, with ordinary or distributed directories.
+    /// invalidated), over 1-4 servers, with ordinary or distributed directories, and lookup
+    /// caches large or of 1-3 entries.
     #[test]
     fn sequential_operations_agree_with_nrfs(
         servers in 1..5usize,
         distribute in any::<bool>(),
         near_all in any::<bool>(),
+        cache in prop_oneof![Just(1024usize), 1..4usize],
         ops in prop::collection::vec((0..3usize, op_strategy(NAMES)), 1..60),
         seed in any::<u64>(),
     ) {
+        common::CACHE_ENTRIES.with(|c| c.set(cache));
         check_sequence(servers, distribute, near_all, &ops, seed);
     }
 

@@ -90,6 +90,42 @@ fn a_large_distributed_directory_is_listed_in_batches() {
 }
 
 #[test]
+fn a_lookup_cache_of_two_entries_still_resolves_and_invalidates() {
+    common::CACHE_ENTRIES.with(|c| c.set(2));
+    let (net, mut c) = world(2, 2, false, true);
+    common::CACHE_ENTRIES.with(|c| c.set(1024));
+    let mut rng = Rng::new(13);
+    let dir = Attrs::new(0o755, 0, 0);
+    // A path of five directories and a symlink: more than the cache holds in one walk.
+    run(&net, c[0].mkdir(ROOT_INO, b"/a", dir, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/a/b", dir, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/a/b/c", dir, T), &mut rng).unwrap();
+    run(
+        &net,
+        c[0].symlink(b"b/c", ROOT_INO, b"/a/l", FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/a/l/d", dir, T), &mut rng).unwrap();
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/a/l/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    assert!(c[0].cached_entries() <= 2);
+    let st = run(&net, c[1].stat(ROOT_INO, b"/a/b/c/d/f", true), &mut rng).unwrap();
+    assert!(c[1].cached_entries() <= 2);
+    run(&net, c[0].unlink(ROOT_INO, b"/a/b/c/d/f", T), &mut rng).unwrap();
+    assert_eq!(
+        run(&net, c[1].stat(ROOT_INO, b"/a/l/d/f", true), &mut rng),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(st.kind, hare::Kind::File);
+}
+
+#[test]
 fn transfers_larger_than_one_reply_are_split() {
     let (net, mut c) = world(2, 1, false, true);
     let mut rng = Rng::new(3);

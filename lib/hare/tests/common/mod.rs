@@ -143,6 +143,11 @@ impl BufferCache for Cache {
 
 pub type HClient = Client<Port, Cache>;
 
+thread_local! {
+    /// The lookup cache's bound for clients made by [`world`] on this thread.
+    pub static CACHE_ENTRIES: std::cell::Cell<usize> = const { std::cell::Cell::new(1024) };
+}
+
 /// Blocks per server.
 pub const BLOCKS_PER_SERVER: Block = 512;
 
@@ -192,6 +197,7 @@ pub fn world(
                     Default::default()
                 },
                 distribute_dirs: distribute,
+                cache_entries: CACHE_ENTRIES.with(|c| c.get()),
             };
             let port = Port {
                 id: c as ClientId,
