@@ -174,6 +174,30 @@ static void kills(void)
     munmap((void *)ready, 4096);
 }
 
+/* A SIGKILL sent just as a child goes to sleep must still end the sleep: the kill lands at a
+ * different point of the child's way into nanosleep each round. */
+static void kill_while_falling_asleep(void)
+{
+    enum { ROUNDS = 60 };
+    for (int i = 0; i < ROUNDS; i++) {
+        pid_t child = CHECK_SYS(fork());
+        if (child == 0) {
+            for (;;) {
+                struct timespec ts = {1000, 0};
+                nanosleep(&ts, NULL);
+            }
+        }
+        for (volatile int spin = 0; spin < i * 500; spin++)
+            ;
+        CHECK_SYS(kill(child, SIGKILL));
+        int st;
+        CHECK_EQ(CHECK_SYS(wait4(child, &st, 0, NULL)), child);
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+            FAIL("round %d: child %s, expected killed by SIGKILL", i, describe_wait(st));
+    }
+    SAY("SIGKILL at %d points of a child's way into nanosleep: each one ended it", ROUNDS);
+}
+
 static void missing(void)
 {
     char *argv[] = {"/test/no-such-program", NULL};
@@ -197,6 +221,7 @@ int main(int argc, char **argv, char **envp)
     reap_any();
     with_waitid();
     kills();
+    kill_while_falling_asleep();
     missing();
     PASS();
 }

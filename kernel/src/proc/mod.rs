@@ -638,6 +638,9 @@ pub fn begin_group_exit(p: &Arc<Process>, status: i32) {
     {
         p.exit_status.store(status, Ordering::Release);
     }
+    // Pairs with the fence in `wait::block`: a thread marking itself blocked either sees the
+    // process exiting or is seen blocked here and woken.
+    core::sync::atomic::fence(Ordering::SeqCst);
     let threads = p.threads.lock().clone();
     for t in threads {
         sched::wake(&t);

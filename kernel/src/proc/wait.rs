@@ -120,7 +120,7 @@ impl WaitQueue {
             me.set_state(ThreadState::Blocked);
             q.waiters.push(me.clone());
         }
-        block(&me, None);
+        sleep(&me, None);
         self.inner.lock().waiters.retain(|t| !Arc::ptr_eq(t, &me));
     }
 }
@@ -132,8 +132,23 @@ pub fn sleep_until(me: &Arc<Thread>, deadline_ns: u64) -> Wake {
 }
 
 /// Blocks the current thread, already marked blocked and registered where a waker finds it,
-/// until it is woken or `deadline_ns` passes.
+/// until it is woken, `deadline_ns` passes or a signal is pending.
+///
+/// A signal sent after the caller's last look but before it marked itself blocked found the
+/// thread running, so the sender's wake-up did nothing: the look here, after the marking,
+/// catches it. A sender makes the signal pending (or the process exiting) before it wakes,
+/// and the fence pairs with the sender's lock or fence, so either this look sees the signal
+/// or the sender sees the thread blocked and wakes it.
 pub fn block(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
+    fence(Ordering::SeqCst);
+    if me.signal_pending() && me.transition(ThreadState::Blocked, ThreadState::Running) {
+        return Wake::Interrupted;
+    }
+    sleep(me, deadline_ns)
+}
+
+/// Switches away until the thread is woken or `deadline_ns` passes; says why it woke.
+fn sleep(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
     if let Some(d) = deadline_ns {
         sched::arm_timer(me, d);
     }
