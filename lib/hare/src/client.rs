@@ -390,9 +390,17 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.transport.invalidations(&mut inval);
         self.stats.invalidations += inval.len() as u64;
         for i in inval {
-            let key = (i.dir, i.name);
-            scratch.found.remove(&key);
-            self.entries.remove(&key);
+            match i.name {
+                Some(name) => {
+                    let key = (i.dir, name);
+                    scratch.found.remove(&key);
+                    self.entries.remove(&key);
+                }
+                None => {
+                    scratch.found.retain(|(dir, _), _| *dir != i.dir);
+                    self.entries.retain(|(dir, _), _| *dir != i.dir);
+                }
+            }
         }
     }
 

@@ -402,13 +402,15 @@ pub enum Reply {
     },
 }
 
-/// A message from a server to a client: forget the cached entry `name` of `dir`.
+/// A message from a server to a client: forget the cached entry `name` of `dir`, or every
+/// cached entry of `dir` when `name` is `None` (what a name too long for one channel message
+/// becomes on the wire: [`crate::wire::encode_invalidation`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invalidation {
     /// The directory.
     pub dir: Ino,
     /// The name.
-    pub name: Name,
+    pub name: Option<Name>,
 }
 
 /// `lseek`'s arithmetic: the new offset from the current one, the file's size, `offset` and

@@ -574,7 +574,7 @@ impl Server {
                     c,
                     Invalidation {
                         dir,
-                        name: name.clone(),
+                        name: Some(name.clone()),
                     },
                 ));
             }

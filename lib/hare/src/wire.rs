@@ -12,6 +12,11 @@
 //! byte); payload word 0 is the request's id, which the reply repeats (the kernel matches
 //! replies to sleeping threads by it). Words 1-6 hold the fixed fields, little-endian.
 //!
+//! A server's [`Invalidation`]s travel on the same reply ring, as messages of their own
+//! ([`encode_invalidation`], [`is_invalidation`]): the directory and, when it fits in the
+//! slot ([`INVALIDATION_NAME_MAX`] bytes), the name; a longer name becomes "every entry of
+//! the directory", which costs the client a few lookups and never a stale entry.
+//!
 //! Decoding checks everything a hostile peer controls: unknown operations, lengths past the
 //! page, names that are empty, too long or contain `/` or NUL (or are `.`/`..`), nanoseconds
 //! of a second or more, unknown kinds. A request that fails is answered EINVAL by the server's
@@ -22,7 +27,9 @@ use alloc::vec::Vec;
 use abi::Errno;
 use msg::{Message, PAYLOAD};
 
-use crate::proto::{Entry, Expect, Name, NewInode, Reply, Request, DIRENTS_BYTES, MAX_IO_BLOCKS};
+use crate::proto::{
+    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, DIRENTS_BYTES, MAX_IO_BLOCKS,
+};
 use crate::{Attrs, Block, Ino, Kind, Stat, Timespec, NAME_MAX};
 
 /// Size of a page of the pool.
@@ -844,6 +851,57 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         15 => Reply::Offset(i.w()),
         _ => return Err(WireError::UnknownOp(code)),
     })
+}
+
+/// The reply code of an invalidation (after the codes of [`Reply`]).
+const INVALIDATE: u8 = 16;
+
+/// Longest name an invalidation message carries (the slot less the id, the directory and a
+/// length byte).
+pub const INVALIDATION_NAME_MAX: usize = PAYLOAD - 17;
+
+/// Whether a message on a reply ring is an invalidation rather than a reply.
+pub fn is_invalidation(m: &Message) -> bool {
+    m.tag == u16::from(INVALIDATE)
+}
+
+/// The message for invalidation `i` (no page: it answers no request). A name longer than
+/// [`INVALIDATION_NAME_MAX`] is left out, so the client forgets the whole directory.
+pub fn encode_invalidation(i: &Invalidation) -> Message {
+    let mut b = [0u8; PAYLOAD];
+    b[8..16].copy_from_slice(&i.dir.to_le_bytes());
+    match &i.name {
+        Some(n) if n.len() <= INVALIDATION_NAME_MAX => {
+            b[16] = n.len() as u8;
+            b[17..17 + n.len()].copy_from_slice(n);
+        }
+        _ => b[16] = u8::MAX,
+    }
+    Message::new(u16::from(INVALIDATE), &b).expect("one slot")
+}
+
+/// Decodes an invalidation ([`is_invalidation`] said it is one).
+pub fn decode_invalidation(m: &Message) -> Result<Invalidation, WireError> {
+    if !is_invalidation(m) {
+        return Err(WireError::UnknownOp((m.tag & 0xff) as u8));
+    }
+    let b = m.bytes();
+    if b.len() != PAYLOAD {
+        return Err(WireError::Bad("invalidation length"));
+    }
+    let dir = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
+    let name = match b[16] {
+        u8::MAX => None,
+        len if usize::from(len) <= INVALIDATION_NAME_MAX => {
+            let n = &b[17..17 + usize::from(len)];
+            if n.is_empty() || n == b"." || n == b".." || n.iter().any(|&c| c == b'/' || c == 0) {
+                return Err(WireError::Bad("name"));
+            }
+            Some(n.to_vec())
+        }
+        _ => return Err(WireError::Bad("name length")),
+    };
+    Ok(Invalidation { dir, name })
 }
 
 /// Words of payload a message may carry ([`PAYLOAD`] bytes).

@@ -11,6 +11,7 @@ use proptest::prelude::*;
 
 const T: Timespec = Timespec::new(1, 0);
 const FILE: Attrs = Attrs::new(0o644, 0, 0);
+const DIR: Attrs = Attrs::new(0o755, 0, 0);
 const CREATE: OpenFlags = OpenFlags {
     create: true,
     exclusive: false,
@@ -48,6 +49,33 @@ fn a_removed_entry_is_invalidated_at_the_clients_that_cached_it() {
     );
     assert_eq!(c[1].stats().invalidations, 1);
     assert_eq!(c[1].cached_entries(), 0);
+}
+
+#[test]
+fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
+    let (net, mut c) = world(3, 2, false, true);
+    let mut rng = Rng::new(5);
+    let long = format!("/d/{}", "l".repeat(hare::wire::INVALIDATION_NAME_MAX + 1)).into_bytes();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, T), &mut rng).unwrap();
+    for path in [&long[..], b"/d/short"] {
+        let fd = run(&net, c[0].open(ROOT_INO, path, CREATE, FILE, T), &mut rng).unwrap();
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+        run(&net, c[1].stat(ROOT_INO, path, true), &mut rng).unwrap();
+    }
+    assert_eq!(c[1].cached_entries(), 3, "d, its long name and short");
+    run(&net, c[0].unlink(ROOT_INO, &long, T), &mut rng).unwrap();
+    assert_eq!(
+        run(&net, c[1].stat(ROOT_INO, &long, true), &mut rng),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(c[1].stats().invalidations, 1);
+    assert_eq!(
+        c[1].cached_entries(),
+        1,
+        "only d: both entries of d forgotten"
+    );
+    run(&net, c[1].stat(ROOT_INO, b"/d/short", true), &mut rng).unwrap();
+    assert_eq!(c[1].cached_entries(), 2, "short looked up again");
 }
 
 #[test]

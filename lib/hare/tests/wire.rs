@@ -6,8 +6,10 @@ use hare::proto::{
     Entry, Expect, NewInode, Reply, Request, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_IO_BLOCKS,
 };
 use hare::wire::{
-    decode_reply, decode_request, encode_reply, encode_request, request_id, PAGE_SIZE,
+    decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
+    encode_request, is_invalidation, request_id, INVALIDATION_NAME_MAX, PAGE_SIZE,
 };
+use hare::Invalidation;
 use hare::{Attrs, Kind, Stat, Timespec};
 use msg::Message;
 use proptest::prelude::*;
@@ -273,12 +275,31 @@ proptest! {
         prop_assert_eq!(decode_reply(&m, &buf).unwrap(), r);
     }
 
+    /// An invalidation comes back with its name when the name fits in the slot, and as "the
+    /// whole directory" when it does not; no reply is taken for one.
+    #[test]
+    fn invalidations_round_trip(dir in any::<u64>(), name in name(), r in reply(), id in any::<u64>(), page in any::<u8>()) {
+        let i = Invalidation { dir, name: Some(name.clone()) };
+        let m = encode_invalidation(&i);
+        prop_assert!(is_invalidation(&m));
+        let back = decode_invalidation(&m).unwrap();
+        prop_assert_eq!(back.dir, dir);
+        if name.len() <= INVALIDATION_NAME_MAX {
+            prop_assert_eq!(back.name, Some(name));
+        } else {
+            prop_assert_eq!(back.name, None);
+        }
+        let mut buf = vec![0; PAGE_SIZE];
+        prop_assert!(!is_invalidation(&encode_reply(id, page, &r, &mut buf).unwrap()));
+    }
+
     /// Whatever a hostile peer sends, decoding answers (an error or a value) without panicking.
     #[test]
     fn garbage_never_panics(tag in prop_oneof![any::<u16>(), 0..32u16], words in prop::collection::vec(any::<u64>(), 0..=7), page in prop::collection::vec(any::<u8>(), 0..PAGE_SIZE)) {
         let m = Message::from_words(tag, &words).unwrap();
         let _ = decode_request(&m, &page);
         let _ = decode_reply(&m, &page);
+        let _ = decode_invalidation(&m);
     }
 }
 
@@ -286,6 +307,17 @@ proptest! {
 fn a_bad_name_is_refused() {
     let mut buf = vec![0; PAGE_SIZE];
     for bad in [&b""[..], b".", b"..", b"a/b", b"a\0b", &[b'x'; 256][..]] {
+        let mut m = encode_invalidation(&Invalidation {
+            dir: 1,
+            name: Some(b"ok".to_vec()),
+        });
+        if bad.len() <= INVALIDATION_NAME_MAX {
+            let mut b = m.bytes().to_vec();
+            b[16] = bad.len() as u8;
+            b[17..17 + bad.len()].copy_from_slice(bad);
+            m = Message::new(m.tag, &b).unwrap();
+            assert!(decode_invalidation(&m).is_err(), "{bad:?} accepted");
+        }
         let req = Request::Lookup {
             dir: 1,
             name: bad.to_vec(),

@@ -45,7 +45,8 @@ pub struct Net {
     pending: Vec<(u64, ClientId, ServerId, Message, Vec<u8>)>,
     /// Replies: the message and the page, by tag.
     replies: BTreeMap<u64, (Message, Vec<u8>)>,
-    inboxes: BTreeMap<ClientId, Vec<Invalidation>>,
+    /// Invalidation messages queued at each client.
+    inboxes: BTreeMap<ClientId, Vec<Message>>,
     next_tag: u64,
     pub delivered: u64,
 }
@@ -66,7 +67,10 @@ impl Net {
             self.cache.write(b, from, &[0; BLOCK_SIZE][from..]);
         }
         for (c, inv) in h.invalidations {
-            self.inboxes.entry(c).or_default().push(inv);
+            self.inboxes
+                .entry(c)
+                .or_default()
+                .push(wire::encode_invalidation(&inv));
         }
         let (id, p) = wire::request_id(&m);
         let r = wire::encode_reply(id, p, &h.reply, &mut page).expect("a reply fits its page");
@@ -115,7 +119,10 @@ impl Transport for Port {
 
     fn invalidations(&self, out: &mut Vec<Invalidation>) {
         if let Some(q) = self.net.borrow_mut().inboxes.get_mut(&self.id) {
-            out.append(q);
+            out.extend(q.drain(..).map(|m| {
+                assert!(wire::is_invalidation(&m));
+                wire::decode_invalidation(&m).expect("an invalidation the server encoded")
+            }));
         }
     }
 }
