@@ -42,31 +42,6 @@ struct shared {
 
 static struct shared *sh;
 
-/* Runs /bin/fleet (or `prog`) with the NULL-terminated arguments: its exit status, or 128 +
- * the signal that killed it. */
-static int run(const char *prog, ...)
-{
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = prog;
-    va_list ap;
-    va_start(ap, prog);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL && n < 15)
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    pid_t pid = CHECK_SYS(fork());
-    if (pid == 0) {
-        execv(prog, (char *const *)argv);
-        _exit(126);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        CHECK(errno == EINTR);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static const char *num(int v)
 {
     static char bufs[4][16];
@@ -141,17 +116,17 @@ static void hostile(int cpu)
         CHECK_EQ(write(out, buf, (size_t)n), n);
     close(in);
     close(out);
-    CHECK_EQ(run("/tmp/fleetcopy", "start", "c", "--cores", num(cpu), ECHO, NULL), 1);
+    CHECK_EQ(run_program("/tmp/fleetcopy", "start", "c", "--cores", num(cpu), ECHO, NULL), 1);
     CHECK_SYS(unlink("/tmp/fleetcopy"));
     /* Command lines. */
-    CHECK_EQ(run("/bin/fleet", NULL), 2);
-    CHECK_EQ(run("/bin/fleet", "start", "x", "--cores", "99", ECHO, NULL), 2);
-    CHECK_EQ(run("/bin/fleet", "start", "x", "--cores", "1-", ECHO, NULL), 2);
-    CHECK_EQ(run("/bin/fleet", "start", "a/b", "--cores", "0", ECHO, NULL), 2);
-    CHECK_EQ(run("/bin/fleet", "grow", "x", "zero", NULL), 2);
-    CHECK_EQ(run("/bin/fleet", "grow", "nosuch", "0", NULL), 1);
-    CHECK_EQ(run("/bin/fleet", "stop", "nosuch", NULL), 1);
-    CHECK_EQ(run("/bin/fleet", "start", "x", "--cores", "0", "/nonexistent", NULL), 1);
+    CHECK_EQ(run_program("/bin/fleet", NULL), 2);
+    CHECK_EQ(run_program("/bin/fleet", "start", "x", "--cores", "99", ECHO, NULL), 2);
+    CHECK_EQ(run_program("/bin/fleet", "start", "x", "--cores", "1-", ECHO, NULL), 2);
+    CHECK_EQ(run_program("/bin/fleet", "start", "a/b", "--cores", "0", ECHO, NULL), 2);
+    CHECK_EQ(run_program("/bin/fleet", "grow", "x", "zero", NULL), 2);
+    CHECK_EQ(run_program("/bin/fleet", "grow", "nosuch", "0", NULL), 1);
+    CHECK_EQ(run_program("/bin/fleet", "stop", "nosuch", NULL), 1);
+    CHECK_EQ(run_program("/bin/fleet", "start", "x", "--cores", "0", "/nonexistent", NULL), 1);
     CHECK_EQ(strlen(fleets()), 0);
     SAY("only the manager binds cores and registers fleet/ names; /bin/fleet cannot be "
         "rewritten and a copy is not trusted; bad command lines refused");
@@ -302,20 +277,20 @@ static void control(int ncpus, int f, int g, int other)
 {
     wait_at_least(&sh->answered, REQUESTS / 4);
     if (ncpus >= 3) {
-        if (run("/bin/fleet", "grow", "t", num(g), NULL) != 0)
+        if (run_program("/bin/fleet", "grow", "t", num(g), NULL) != 0)
             _exit(10);
-        if (run("/bin/fleet", "grow", "t", num(g), NULL) != 1) /* a member there already */
+        if (run_program("/bin/fleet", "grow", "t", num(g), NULL) != 1) /* a member there already */
             _exit(11);
         atomic_store(&sh->step, 1);
         wait_at_least(&sh->answered, REQUESTS / 2);
-        if (run("/bin/fleet", "shrink", "t", num(f), NULL) != 0)
+        if (run_program("/bin/fleet", "shrink", "t", num(f), NULL) != 0)
             _exit(12);
-        if (run("/bin/fleet", "shrink", "t", num(g), NULL) != 1) /* the last member */
+        if (run_program("/bin/fleet", "shrink", "t", num(g), NULL) != 1) /* the last member */
             _exit(13);
     } else {
-        if (run("/bin/fleet", "grow", "t", num(other), NULL) != 1) /* the last free core */
+        if (run_program("/bin/fleet", "grow", "t", num(other), NULL) != 1) /* the last free core */
             _exit(14);
-        if (run("/bin/fleet", "shrink", "t", num(f), NULL) != 1) /* the last member */
+        if (run_program("/bin/fleet", "shrink", "t", num(f), NULL) != 1) /* the last member */
             _exit(15);
     }
     atomic_store(&sh->step, 2);
@@ -343,7 +318,7 @@ static void await_manager(pid_t ctl)
  * free for everything else. */
 static void timeshare(int cpu)
 {
-    CHECK_EQ(run("/bin/fleet", "start", "ts", "--timeshare", "--cores", num(cpu), ECHO, NULL), 0);
+    CHECK_EQ(run_program("/bin/fleet", "start", "ts", "--timeshare", "--cores", num(cpu), ECHO, NULL), 0);
     pid_t member = member_on("fleet/ts", cpu);
     struct reef_name_member ctl;
     CHECK_EQ(reef_name_lookup("fleet/ts/ctl", REEF_NAME_NEAREST, &ctl), 0);
@@ -359,7 +334,7 @@ static void timeshare(int cpu)
     stream_to = "fleet/ts";
     int broken = stream(fleet_cores);
     CHECK_EQ(broken, 0);
-    CHECK_EQ(run("/bin/fleet", "stop", "ts", NULL), 0);
+    CHECK_EQ(run_program("/bin/fleet", "stop", "ts", NULL), 0);
     await_manager((pid_t)ctl.pid);
     CHECK_EQ(strlen(fleets()), 0);
     SAY("timeshare: a member pinned to core %d beside this program, which still runs there, "
@@ -381,7 +356,7 @@ int main(void)
     pin_self(cpus[0]);
     hostile(cpus[0]);
     if (ncpus == 1) {
-        CHECK_EQ(run("/bin/fleet", "start", "t", "--cores", num(cpus[0]), ECHO, NULL), 1);
+        CHECK_EQ(run_program("/bin/fleet", "start", "t", "--cores", num(cpus[0]), ECHO, NULL), 1);
         CHECK_EQ(strlen(fleets()), 0);
         SAY("one core: the last free core cannot become a fleet's");
         timeshare(cpus[0]);
@@ -401,7 +376,7 @@ int main(void)
         busy(f);
     }
     wait_at_least(&sh->pinned, 1);
-    CHECK_EQ(run("/bin/fleet", "start", "t", "--restart", "--cores", num(f), ECHO, NULL), 0);
+    CHECK_EQ(run_program("/bin/fleet", "start", "t", "--restart", "--cores", num(f), ECHO, NULL), 0);
     atomic_store(&sh->started, 1);
     pid_t first = member_on(NAME, f);
     struct reef_name_member ctl;
@@ -410,8 +385,8 @@ int main(void)
     snprintf(line, sizeof line, "pid %d fleet %s owned\n", first, NAME);
     if (!strstr(fleets(), line))
         FAIL("/proc/reef/fleets lacks \"%s\": %s", line, fleets());
-    CHECK_EQ(run("/bin/fleet", "start", "t", "--cores", num(g), ECHO, NULL), 1); /* twice */
-    CHECK_EQ(run("/bin/fleet", "list", NULL), 0);
+    CHECK_EQ(run_program("/bin/fleet", "start", "t", "--cores", num(g), ECHO, NULL), 1); /* twice */
+    CHECK_EQ(run_program("/bin/fleet", "list", NULL), 0);
 
     /* Space sharing. */
     CHECK(!affine(f));
@@ -465,7 +440,7 @@ int main(void)
         atomic_load(&sh->killed), again);
 
     /* Stop. */
-    CHECK_EQ(run("/bin/fleet", "stop", "t", NULL), 0);
+    CHECK_EQ(run_program("/bin/fleet", "stop", "t", NULL), 0);
     await_manager((pid_t)ctl.pid);
     CHECK_EQ(strlen(fleets()), 0);
     struct reef_name_member m;
@@ -473,7 +448,7 @@ int main(void)
     CHECK_EQ(reef_name_lookup("fleet/t/ctl", REEF_NAME_NEAREST, &m), -ENOENT);
     CHECK_EQ(set_affinity(f), 0);
     CHECK_EQ(set_affinity(cpus[0]), 0);
-    CHECK_EQ(run("/bin/fleet", "stop", "t", NULL), 1);
+    CHECK_EQ(run_program("/bin/fleet", "stop", "t", NULL), 1);
     SAY("stopped: no member, no manager, no names, the cores free again");
     timeshare(cpus[0]);
     PASS();

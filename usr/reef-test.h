@@ -121,6 +121,31 @@ static inline void test_fail_at(const char *file, int line, const char *fmt, ...
         exit(0);                                                                                   \
     } while (0)
 
+/* Runs `prog` with the NULL-terminated arguments (at most 14) and waits for it: its exit
+ * status, or 128 + the signal that killed it (126: it could not be executed). */
+static inline int run_program(const char *prog, ...)
+{
+    const char *argv[16];
+    int n = 0;
+    argv[n++] = prog;
+    va_list ap;
+    va_start(ap, prog);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && n < 15)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        execv(prog, (char *const *)argv);
+        _exit(126);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        CHECK(errno == EINTR);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* Whether this runs on Reef (uname release 6.1.0-reef) rather than Linux. */
 static inline int on_reef(void)
 {

@@ -19,22 +19,30 @@ pub struct Kernel {
     pub image: PathBuf,
 }
 
-/// Builds the kernel (release profile, with debug info) and its flat boot image.
-pub fn kernel() -> Result<Kernel, String> {
-    let root = root();
-    let kernel_dir = root.join("kernel");
-    eprintln!("xtask: building the kernel");
+/// `cargo build --release` in `dir`, a workspace of its own (the kernel's, `usr/hare`'s)
+/// whose `.cargo/config.toml` and profiles apply, not this tool's environment.
+pub fn cargo_release(dir: &Path) -> Result<(), String> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(&kernel_dir)
+        .current_dir(dir)
         .args(["build", "--release", "--quiet"])
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET")
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err("kernel build failed".into());
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo build in {} failed", dir.display()))
     }
+}
+
+/// Builds the kernel (release profile, with debug info) and its flat boot image.
+pub fn kernel() -> Result<Kernel, String> {
+    let root = root();
+    let kernel_dir = root.join("kernel");
+    eprintln!("xtask: building the kernel");
+    cargo_release(&kernel_dir).map_err(|e| format!("kernel build failed: {e}"))?;
     let elf = kernel_dir.join("target/x86_64-unknown-linux-gnu/release/reef");
     let out = root.join("out");
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;

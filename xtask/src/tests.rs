@@ -645,7 +645,7 @@ fn user_tests() -> Vec<UserTest> {
             expect,
             // fos (issue 12): one core, two nodes of one core each, four cores; fleets take
             // whole cores.
-            configs: if matches!(name, "fleets" | "mailbox" | "names") {
+            configs: if matches!(name, "fleets" | "mailbox" | "names" | "haretest") {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else {
                 &[ONE_CORE, FOUR_CORES]

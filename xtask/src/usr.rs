@@ -9,6 +9,7 @@
 //! | `/bin/busybox` (0755) | Debian `busybox-static`'s `/bin/busybox` |
 //! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
 //! | `/bin/fleet` (0755) | the fleet manager (`usr/fleet.c`, [`SYSTEM`]) |
+//! | `/bin/hared` (0755) | Hare's file server, a fleet member (`usr/hared.c` with lib/hare, [`SYSTEM`]) |
 //! | `/dev`, `/proc`, `/etc`, `/root`, `/test`, `/test/sh` (0755), `/tmp` (01777) | directories |
 //! | `/etc/passwd`, `/etc/group` (0644) | root only |
 //! | `/test/<name>` (0755) | the test programs |
@@ -28,6 +29,8 @@ pub struct Program {
     pub source: &'static str,
     /// Linked as a static PIE (ET_DYN, loaded at a bias) instead of a fixed-address executable.
     pub pie: bool,
+    /// Linked with lib/hare's C ABI, the static library [`HARE_LIB`] builds (`usr/hare.h`).
+    pub hare: bool,
 }
 
 /// Every test program, in the order they go into `/test`.
@@ -36,106 +39,133 @@ pub const PROGRAMS: &[Program] = &[
         name: "hello",
         source: "hello.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "args",
         source: "args.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "args-pie",
         source: "args.c",
         pie: true,
+        hare: false,
     },
     Program {
         name: "threads",
         source: "threads.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "forkexec",
         source: "forkexec.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "mman",
         source: "mman.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "shootdown",
         source: "shootdown.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "cow",
         source: "cow.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "execmap",
         source: "execmap.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "signals",
         source: "signals.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "msgring",
         source: "msgring.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "twotier",
         source: "twotier.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "names",
         source: "names.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "mailbox",
         source: "mailbox.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "spawnloop",
         source: "spawnloop.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "fsshare",
         source: "fsshare.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "pipes",
         source: "pipes.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "fileio",
         source: "fileio.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "devproc",
         source: "devproc.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "robust",
         source: "robust.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "fleets",
         source: "fleets.c",
         pie: false,
+        hare: false,
+    },
+    Program {
+        name: "haretest",
+        source: "haretest.c",
+        pie: false,
+        hare: true,
     },
 ];
 
@@ -147,34 +177,52 @@ pub const TOOLS: &[Program] = &[
         name: "uperf",
         source: "uperf.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "fsbench",
         source: "fsbench.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "fuzz",
         source: "fuzz.c",
         pie: false,
+        hare: false,
     },
     Program {
         name: "fleetecho",
         source: "fleetecho.c",
         pie: false,
+        hare: false,
     },
 ];
 
 /// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the
-/// kernel trusts to bind cores to fleets (kernel `fleet.rs`).
-pub const SYSTEM: &[Program] = &[Program {
-    name: "fleet",
-    source: "fleet.c",
-    pie: false,
-}];
+/// kernel trusts to bind cores to fleets (kernel `fleet.rs`), and Hare's file server, a
+/// fleet member (`fleet start hare --cores LIST /bin/hared LIST`).
+pub const SYSTEM: &[Program] = &[
+    Program {
+        name: "fleet",
+        source: "fleet.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
+        name: "hared",
+        source: "hared.c",
+        pie: false,
+        hare: true,
+    },
+];
+
+/// lib/hare behind a C ABI (`usr/hare/`, a crate of its own workspace), as the static
+/// library the programs with [`Program::hare`] link.
+pub const HARE_LIB: &str = "usr/hare/target/release/libhare_c.a";
 
 /// The shared headers in `usr/` (a change rebuilds every program).
-const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h", "reef_server.h"];
+const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h", "reef_server.h", "hare.h"];
 
 /// The shell suite's directory, relative to the repository root, and in the initramfs.
 pub const SHELL_SUITE_DIR: &str = "usr/sh";
@@ -327,6 +375,7 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     let out = out_dir();
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let tool = std::env::current_exe().ok();
+    let hare_lib = build_hare_lib()?;
     let mut built = Vec::new();
     let mut musl = None;
     for p in PROGRAMS.iter().chain(TOOLS).chain(SYSTEM) {
@@ -338,6 +387,9 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
         let mut inputs = vec![source.clone()];
         inputs.extend(HEADERS.iter().map(|h| src.join(h)));
         inputs.extend(tool.clone());
+        if p.hare {
+            inputs.push(hare_lib.clone());
+        }
         if stale(&target, &inputs) {
             eprintln!("xtask: building usr/{} -> out/usr/{}", p.source, p.name);
             // A name of its own, as other xtask processes may build at the same time.
@@ -371,6 +423,9 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
             } else {
                 cc.args(["-static", "-no-pie"]).arg(&relative);
             }
+            if p.hare {
+                cc.arg(&hare_lib);
+            }
             let status = cc
                 .status()
                 .map_err(|e| format!("cannot run musl-gcc: {e}"))?;
@@ -385,6 +440,14 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
         built.push((p.name, target));
     }
     Ok(built)
+}
+
+/// Builds [`HARE_LIB`] (cargo decides whether anything changed); its path.
+fn build_hare_lib() -> Result<PathBuf, String> {
+    let root = build::root();
+    build::cargo_release(&root.join("usr/hare"))
+        .map_err(|e| format!("lib/hare's C ABI (usr/hare): {e}"))?;
+    Ok(root.join(HARE_LIB))
 }
 
 /// A file of the shell suite: its name in `usr/sh/` and `/test/sh/`, and its bytes.

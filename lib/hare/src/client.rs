@@ -328,6 +328,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.entries.len()
     }
 
+    /// The transport (for what it counts).
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The buffer cache (for what it counts).
+    pub fn buffer_cache(&self) -> &B {
+        &self.cache
+    }
+
     /// Sends one request; retries while the server says [`Reply::Busy`]; an error reply
     /// becomes `Err`.
     async fn rpc(&mut self, server: ServerId, req: Request) -> Res<Reply> {

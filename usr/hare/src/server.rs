@@ -1,0 +1,158 @@
+//! The file server's half: `hared`'s C runtime takes a request off a connection and calls
+//! [`hare_server_handle`], which runs `lib/hare`'s [`Server`] and hands back what the
+//! runtime does next, in Hare's order (§3.3, §3.7.2): zero blocks, send invalidations, reply.
+
+use alloc::boxed::Box;
+use core::ffi::c_void;
+
+use abi::Errno;
+use hare::wire::{self, PAGE_SIZE};
+use hare::{Attrs, Reply, Server, ShardTable, Timespec};
+
+use crate::cabi::CMsg;
+
+/// Counters of `struct hare_server_stats`.
+#[repr(C)]
+pub struct ServerStats {
+    /// Requests handled.
+    pub requests: u64,
+    /// Invalidations sent.
+    pub invalidations: u64,
+    /// Requests answered "busy".
+    pub busy: u64,
+    /// Buffer-cache blocks free.
+    pub free_blocks: u64,
+    /// Requests that could not be decoded (answered EINVAL).
+    pub refused: u64,
+}
+
+/// A server and what the runtime counts beside it.
+pub struct HareServer {
+    server: Server,
+    refused: u64,
+}
+
+/// Server `id` of `servers`, owning buffer-cache blocks `[block_lo, block_hi)`; the one that
+/// holds the root's shard makes the root directory (mode 0755, owner root; its entries
+/// spread over all servers if `root_distributed`). Null if `servers` is 0 or more than 256,
+/// or `id` is not below it.
+#[no_mangle]
+pub extern "C" fn hare_server_new(
+    id: u16,
+    servers: u16,
+    block_lo: u32,
+    block_hi: u32,
+    root_distributed: bool,
+    now_sec: i64,
+) -> *mut HareServer {
+    let Some(table) = ShardTable::spread(usize::from(servers)) else {
+        return core::ptr::null_mut();
+    };
+    if id >= servers {
+        return core::ptr::null_mut();
+    }
+    let server = Server::new(
+        id,
+        table,
+        block_lo..block_hi.max(block_lo),
+        Attrs::new(0o755, 0, 0),
+        root_distributed,
+        Timespec::new(now_sec, 0),
+    );
+    Box::into_raw(Box::new(HareServer { server, refused: 0 }))
+}
+
+/// What a runtime provides to [`hare_server_handle`].
+#[repr(C)]
+pub struct ServerRuntime {
+    /// Passed back to the functions below.
+    pub ctx: *mut c_void,
+    /// Zeroes block `block` of the buffer cache from byte `from` to its end.
+    pub zero: extern "C" fn(ctx: *mut c_void, block: u32, from: u32),
+    /// Sends `msg` (an invalidation) to client `client`, if it is connected.
+    pub invalidate: extern "C" fn(ctx: *mut c_void, client: u32, msg: *const CMsg),
+}
+
+/// Handles request `req` from client `client`, whose pool page for it is `page` (4096 bytes,
+/// or null if the request named a page outside the client's pool), and writes the reply to
+/// `reply` after calling `rt`'s `zero` and then `invalidate` for what the request needs.
+/// A request that cannot be decoded is answered EINVAL and changes nothing.
+///
+/// # Safety
+/// `s` comes from [`hare_server_new`]; `req` and `reply` point to messages; `page` is null or
+/// points to 4096 bytes that stay mapped during the call (the client may change them
+/// meanwhile: they are read and written once each, by copy).
+#[no_mangle]
+pub unsafe extern "C" fn hare_server_handle(
+    s: *mut HareServer,
+    client: u32,
+    req: *const CMsg,
+    page: *mut u8,
+    reply: *mut CMsg,
+    rt: *const ServerRuntime,
+) {
+    // SAFETY: per the contract, `s` is a live server used by this thread alone, `req`, `reply`
+    // and `rt` point to valid values.
+    let (s, req, reply, rt) = unsafe { (&mut *s, *req, &mut *reply, &*rt) };
+    let mut buf = [0u8; PAGE_SIZE];
+    if !page.is_null() {
+        // SAFETY: `page` points to PAGE_SIZE mapped bytes; copied, never referenced.
+        unsafe { core::ptr::copy_nonoverlapping(page, buf.as_mut_ptr(), PAGE_SIZE) };
+    }
+    let Some(m) = req.to_message() else {
+        s.refused += 1;
+        *reply = refuse(&req);
+        return;
+    };
+    let (id, index) = wire::request_id(&m);
+    let decoded = if page.is_null() {
+        Err(wire::WireError::Bad("no page"))
+    } else {
+        wire::decode_request(&m, &buf)
+    };
+    let Ok(request) = decoded else {
+        s.refused += 1;
+        *reply = refuse(&req);
+        return;
+    };
+    let handled = s.server.handle(client, request);
+    for (block, from) in handled.zero {
+        (rt.zero)(rt.ctx, block, from);
+    }
+    for (to, inv) in &handled.invalidations {
+        let m = CMsg::from_message(&wire::encode_invalidation(inv));
+        (rt.invalidate)(rt.ctx, *to, &m);
+    }
+    let encoded = wire::encode_reply(id, index, &handled.reply, &mut buf)
+        .expect("a reply fits the page its request came with");
+    // SAFETY: as above; the reply's bytes go back into the client's page.
+    unsafe { core::ptr::copy_nonoverlapping(buf.as_ptr(), page, PAGE_SIZE) };
+    *reply = CMsg::from_message(&encoded);
+}
+
+/// EINVAL for a request that could not be decoded (no page needed).
+fn refuse(req: &CMsg) -> CMsg {
+    let id = u64::from_le_bytes(req.data[..8].try_into().expect("8 bytes"));
+    let index = (req.tag >> 8) as u8;
+    let m = wire::encode_reply(id, index, &Reply::Err(Errno::EINVAL), &mut [])
+        .expect("an error needs no page");
+    CMsg::from_message(&m)
+}
+
+/// Writes the server's counters to `out`.
+///
+/// # Safety
+/// `s` comes from [`hare_server_new`]; `out` points to writable memory for the counters.
+#[no_mangle]
+pub unsafe extern "C" fn hare_server_stats(s: *const HareServer, out: *mut ServerStats) {
+    // SAFETY: per the contract.
+    let (s, out) = unsafe { (&*s, &mut *out) };
+    let st = s.server.stats();
+    *out = ServerStats {
+        requests: st.requests,
+        invalidations: st.invalidations,
+        busy: st.busy,
+        free_blocks: st.free_blocks,
+        refused: s.refused,
+    };
+}

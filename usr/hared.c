@@ -1,0 +1,219 @@
+/*
+ * hared: a Hare file server (Hare §3.2), a member of the fleet "fleet/hare":
+ *
+ *   fleet start hare --cores LIST /bin/hared LIST
+ *
+ * Its server id is FLEET_CORE's place in LIST, and LIST's length is the number of servers
+ * (every member is given the same LIST). The state machine is lib/hare's Server (usr/hare.h);
+ * this file is its runtime: it registers a mailbox under FLEET_NAME, accepts connections,
+ * maps each client's pool and (once) the buffer cache from the client's hello, and then
+ * answers requests in arrival order, each after zeroing the blocks it needs zeroed and
+ * queueing its invalidations at their clients (atomic delivery, §3.7.2: a send returns once
+ * the message is in the client's ring). Its share of the buffer cache is an equal slice of
+ * the blocks, by server id, fixed by the first hello that grants the cache.
+ *
+ * SIGTERM: unregisters the name, prints its counters and exits 0. Exit status 2: bad usage
+ * or no fleet environment; 3: no mailbox or name.
+ */
+#define _GNU_SOURCE
+#include "hare.h"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define MAX_CONNS 64
+
+struct conn {
+    int fd;
+    struct reef_msg_sender tx;
+    struct reef_msg_receiver rx;
+    uint32_t client; /* 0: no hello yet */
+    uint8_t *pool;
+    uint64_t pool_pages, pool_len;
+};
+
+static volatile sig_atomic_t stopping;
+static _Atomic uint32_t *events;
+static struct conn conns[MAX_CONNS];
+static int nconns;
+static uint8_t *cache;
+static uint64_t cache_blocks;
+static struct hare_server *server;
+static uint16_t my_id, servers;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stopping = 1;
+    atomic_fetch_add(events, 1);
+    reef_msg_futex_wake(events);
+}
+
+static void zero(void *ctx, uint32_t block, uint32_t from)
+{
+    (void)ctx;
+    if (block < cache_blocks && from < HARE_PAGE)
+        memset(cache + (uint64_t)block * HARE_PAGE + from, 0, HARE_PAGE - from);
+}
+
+static void invalidate(void *ctx, uint32_t client, const struct reef_msg *m)
+{
+    (void)ctx;
+    for (int i = 0; i < nconns; i++)
+        if (conns[i].client == client)
+            reef_msg_send(&conns[i].tx, m);
+}
+
+static const struct hare_server_runtime runtime = {NULL, zero, invalidate};
+
+/* The answer to a hello: maps the pool and, the first time, the cache (and makes the server). */
+static uint64_t hello(struct conn *c, const struct reef_msg *m)
+{
+    uint64_t client = hare_word(m, HELLO_CLIENT);
+    uint64_t pages = hare_word(m, HELLO_POOL_PAGES);
+    if (client == 0 || client > UINT32_MAX || pages == 0 || pages > 256)
+        return EINVAL;
+    uint64_t len = 0;
+    uint8_t *pool = reef_grant_map(c->fd, (long)hare_word(m, HELLO_POOL), &len);
+    if (!pool)
+        return errno;
+    if (len < pages * HARE_PAGE)
+        return EINVAL;
+    if (!cache) {
+        uint64_t blocks = hare_word(m, HELLO_CACHE_BLOCKS), clen = 0;
+        if (blocks < servers || blocks > UINT32_MAX)
+            return EINVAL;
+        uint8_t *p = reef_grant_map(c->fd, (long)hare_word(m, HELLO_CACHE), &clen);
+        if (!p)
+            return errno;
+        if (clen < blocks * HARE_PAGE)
+            return EINVAL;
+        uint64_t share = blocks / servers;
+        server = hare_server_new(my_id, servers, (uint32_t)(share * my_id),
+                                 (uint32_t)(share * (my_id + 1)), false, time(NULL));
+        if (!server)
+            return EINVAL;
+        cache = p;
+        cache_blocks = blocks;
+    }
+    c->pool = pool;
+    c->pool_pages = pages;
+    c->pool_len = len;
+    c->client = (uint32_t)client;
+    return 0;
+}
+
+/* Answers what waits on `c`: whether the connection is still open. */
+static int serve(struct conn *c)
+{
+    struct reef_msg m, reply;
+    int r;
+    while ((r = reef_msg_try_recv(&c->rx, &m)) == 1) {
+        if (m.tag == HARE_HELLO) {
+            uint64_t words[3] = {my_id, servers, c->client ? EISCONN : hello(c, &m)};
+            reef_msg_make(&reply, HARE_HELLO, words, sizeof words);
+        } else if (!c->client) {
+            return 0; /* no hello first: a client that does not speak the protocol */
+        } else {
+            uint64_t index = m.tag >> 8;
+            uint8_t *page = index < c->pool_pages ? c->pool + index * HARE_PAGE : NULL;
+            hare_server_handle(server, c->client, &m, page, &reply, &runtime);
+        }
+        if (reef_msg_send(&c->tx, &reply) != 0)
+            return 0;
+    }
+    return r != -EPIPE;
+}
+
+/* FLEET_CORE's place in LIST ("1,3-5"), and LIST's length. */
+static int place(const char *list, int core, uint16_t *id, uint16_t *n)
+{
+    int count = 0, found = -1;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || lo < 0)
+            return -1;
+        if (*end == '-') {
+            p = end + 1;
+            hi = strtol(p, &end, 10);
+            if (end == p || hi < lo)
+                return -1;
+        }
+        for (long c = lo; c <= hi; c++, count++)
+            if (c == core)
+                found = count;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        p = end;
+    }
+    if (found < 0 || count > 256)
+        return -1;
+    *id = (uint16_t)found;
+    *n = (uint16_t)count;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *name = getenv("FLEET_NAME"), *core = getenv("FLEET_CORE");
+    if (argc != 2 || !name || !core || place(argv[1], atoi(core), &my_id, &servers) != 0) {
+        fprintf(stderr, "usage: fleet start hare --cores LIST /bin/hared LIST "
+                        "(the member's core must be in LIST)\n");
+        return 2;
+    }
+    int mbox = reef_mbox_create(O_NONBLOCK, &events);
+    if (mbox < 0) {
+        fprintf(stderr, "hared: mailbox: %s\n", strerror(-mbox));
+        return 3;
+    }
+    struct sigaction sa = {.sa_handler = on_term};
+    sigaction(SIGTERM, &sa, NULL);
+    long r = reef_name_register(name, mbox);
+    if (r < 0) {
+        fprintf(stderr, "hared: register %s: %s\n", name, strerror((int)-r));
+        return 3;
+    }
+    struct reef_msg_channel *chans[MAX_CONNS];
+    for (;;) {
+        uint32_t seen = atomic_load(events);
+        if (stopping) {
+            reef_name_unregister(name, mbox);
+            struct hare_server_stats st = {0};
+            if (server)
+                hare_server_stats(server, &st);
+            printf("hared %u/%u: %llu requests, %llu invalidations, %llu busy, %llu refused, "
+                   "%llu blocks free\n",
+                   my_id, servers, (unsigned long long)st.requests,
+                   (unsigned long long)st.invalidations, (unsigned long long)st.busy,
+                   (unsigned long long)st.refused, (unsigned long long)st.free_blocks);
+            return 0;
+        }
+        struct reef_conn_info info;
+        int fd;
+        while (nconns < MAX_CONNS && (fd = reef_mbox_accept(mbox, 0, &info)) >= 0) {
+            conns[nconns] = (struct conn){.fd = fd};
+            reef_mbox_server(&conns[nconns].tx, &conns[nconns].rx, &info);
+            chans[nconns] = &info.conn->request;
+            nconns++;
+        }
+        for (int i = 0; i < nconns;) {
+            if (serve(&conns[i])) {
+                i++;
+                continue;
+            }
+            close(conns[i].fd);
+            if (conns[i].pool)
+                munmap(conns[i].pool, conns[i].pool_len);
+            conns[i] = conns[nconns - 1];
+            chans[i] = chans[nconns - 1];
+            nconns--;
+        }
+        reef_msg_sleep_since(chans, nconns, events, seen);
+    }
+}
