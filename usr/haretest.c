@@ -173,25 +173,59 @@ static int count_names(const char *buf, long len, const char *prefix)
     return n;
 }
 
-static void hostile(struct side *d, struct hare_client *c)
+/* Sends `tag` with `words` to server `server` on `d`'s connection: the errno of the reply (0
+ * if it is not an error). */
+static uint64_t forge(struct side *d, int server, uint16_t tag, const uint64_t *words, int n)
 {
     struct reef_msg m, r;
+    reef_msg_make(&m, tag, words, (size_t)n * 8);
+    CHECK_EQ(reef_msg_send(&d->s[server].tx, &m), 0);
+    do
+        CHECK_EQ(reef_msg_recv(&d->s[server].rx, &r), 1);
+    while (r.tag == HARE_INVALIDATION);
+    CHECK_EQ(hare_word(&r, 0), words[0]); /* the id comes back */
+    return (r.tag & 0xff) == 2 ? hare_word(&r, 1) : 0; /* lib/hare's wire: code 2, an error */
+}
+
+/* What a hostile client can send: nothing it forges harms the file system. */
+static void hostile(struct side *d, struct hare_client *c, int servers)
+{
     uint64_t junk[7] = {99, 1, 2, 3, 4, 5, 6};
-    /* An operation nobody knows, then a lookup that names page 200 of a one-page pool. */
-    uint16_t tags[2] = {0x00fe, 0xc801};
-    for (int i = 0; i < 2; i++) {
-        reef_msg_make(&m, tags[i], junk, sizeof junk);
-        CHECK_EQ(reef_msg_send(&d->s[0].tx, &m), 0);
-        do
-            CHECK_EQ(reef_msg_recv(&d->s[0].rx, &r), 1);
-        while (r.tag == HARE_INVALIDATION);
-        CHECK_EQ(r.tag & 0xff, 2); /* lib/hare's wire: reply code 2 is an error */
-        CHECK_EQ(hare_word(&r, 0), 99);
-        CHECK_EQ(hare_word(&r, 1), EINVAL);
-    }
+    CHECK_EQ(forge(d, 0, 0x00fe, junk, 7), EINVAL);  /* an operation nobody knows */
+    CHECK_EQ(forge(d, 0, 0xc801, junk, 7), EINVAL);  /* page 200 of a one-page pool */
     struct hare_stat st;
+    CHECK_EQ(hare_stat(c, "/d/g", &st), 0);
+    /* DESTROY (operation 5) of the root and of another client's file, at every server: the
+     * one holding the inode refuses (EPERM), the others do not know it (ENOENT). */
+    uint64_t victims[2] = {1, st.ino};
+    for (int v = 0; v < 2; v++) {
+        int refused = 0;
+        for (int s = 0; s < servers; s++) {
+            uint64_t w[2] = {100 + (uint64_t)s, victims[v]};
+            uint64_t e = forge(d, s, 5, w, 2);
+            CHECK(e == EPERM || e == ENOENT);
+            refused += e == EPERM;
+        }
+        CHECK_EQ(refused, 1);
+    }
     CHECK_EQ(hare_stat(c, "/", &st), 0);
-    SAY("a forged operation and a page outside the pool: EINVAL, and the server goes on");
+    CHECK_EQ(hare_stat(c, "/d/g", &st), 0);
+    /* A hello whose pool grant was never made. */
+    struct reef_conn_info info;
+    int fd = reef_mbox_connect(HARE_FLEET, REEF_NAME_ROUND_ROBIN, 0, &info);
+    CHECK(fd >= 0);
+    struct reef_msg_sender tx;
+    struct reef_msg_receiver rx;
+    reef_mbox_client(&tx, &rx, &info, fd);
+    uint64_t words[5] = {9, 12345, 1, 0, 0};
+    struct reef_msg m;
+    reef_msg_make(&m, HARE_HELLO, words, sizeof words);
+    CHECK_EQ(reef_msg_send(&tx, &m), 0);
+    CHECK_EQ(reef_msg_recv(&rx, &m), 1);
+    CHECK_EQ(m.tag, HARE_HELLO);
+    CHECK_EQ(hare_word(&m, WELCOME_ERROR), EPERM);
+    close(fd);
+    SAY("forged operations, pages, inode numbers and grants: errors, and the files are intact");
 }
 
 int main(void)
@@ -317,7 +351,9 @@ int main(void)
     CHECK_EQ(hare_close(b, fd), 0);
     SAY("truncated and written sparsely: the hole and each block's tail read as zeros");
 
-    hostile(&da, a);
+    hostile(&db, b, servers);
+    CHECK_EQ(hare_stat(a, "/d/g", &st), 0);
+    CHECK_EQ(st.size, 2 * HARE_PAGE + 5);
 
     struct hare_client_stats sa, sb;
     hare_client_stats(a, &sa);

@@ -73,6 +73,9 @@ struct Inode {
     mtime: Timespec,
     ctime: Timespec,
     opens: u32,
+    /// The client whose `Create` made it, the only one that may `Destroy` it (none for the
+    /// root).
+    creator: Option<ClientId>,
     body: Body,
 }
 
@@ -89,6 +92,7 @@ impl Inode {
             mtime: now,
             ctime: now,
             opens: 0,
+            creator: None,
             body,
         }
     }
@@ -266,9 +270,14 @@ impl Server {
                 attrs,
                 open,
                 now,
-            } => self.create(new, &attrs, open, now),
+            } => self.create(from, new, &attrs, open, now),
             Request::Destroy { ino } => {
-                self.inode(ino)?;
+                // Only the creator undoes a create (a forged inode number from another client
+                // cannot remove a file); whether the name was added elsewhere this server
+                // cannot know, so a client can still remove what it made (docs: trust).
+                if self.inode(ino)?.creator != Some(from) {
+                    return Err(Errno::EPERM);
+                }
                 self.free_inode(ino);
                 Ok(Reply::Done)
             }
@@ -682,6 +691,7 @@ impl Server {
 
     fn create(
         &mut self,
+        from: ClientId,
         new: NewInode,
         attrs: &Attrs,
         open: bool,
@@ -720,6 +730,7 @@ impl Server {
             inode.size = t.len() as u64;
         }
         inode.opens = u32::from(open);
+        inode.creator = Some(from);
         self.inodes.insert(ino, inode);
         Ok(Reply::Created(ino))
     }

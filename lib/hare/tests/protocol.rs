@@ -79,6 +79,28 @@ fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
 }
 
 #[test]
+fn only_its_creator_destroys_an_inode() {
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(3);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let ino = run(&net, c[0].stat(ROOT_INO, b"/f", true), &mut rng)
+        .unwrap()
+        .ino;
+    let mut n = net.borrow_mut();
+    for (from, victim) in [(1, ino), (0, ROOT_INO), (1, ROOT_INO)] {
+        let h = n.servers[0].handle(from, hare::Request::Destroy { ino: victim });
+        assert_eq!(
+            h.reply,
+            hare::Reply::Err(Errno::EPERM),
+            "client {from}, inode {victim}"
+        );
+    }
+    drop(n);
+    run(&net, c[1].stat(ROOT_INO, b"/f", true), &mut rng).unwrap();
+}
+
+#[test]
 fn a_large_distributed_directory_is_listed_in_batches() {
     let (net, mut c) = world(3, 1, true, true);
     let mut rng = Rng::new(11);
