@@ -238,10 +238,14 @@ static void open_flags(void)
     CHECK_EQ(write(ap, "Z", 1), 1);
     CHECK_EQ(offset_of(ap), 13);
     CHECK_EQ(offset_of(plain), 3);
+    CHECK_EQ(lseek(ap, 1, SEEK_SET), 1);
+    CHECK_EQ(write(ap, "", 0), 0); /* writes nothing, so the offset stays */
+    CHECK_EQ(offset_of(ap), 1);
     CHECK_SYS(close(ap));
     CHECK_SYS(close(plain));
     expect_content("open/a", "abc3456789XYZ");
-    SAY("O_TRUNC empties the file (same inode); O_APPEND writes at the end whatever the offset");
+    SAY("O_TRUNC empties the file (same inode); O_APPEND writes at the end whatever the offset "
+        "(and an empty write leaves the offset)");
 
     CHECK_ERRNO(open("open/a", O_RDONLY | O_DIRECTORY), ENOTDIR);
     fd = CHECK_SYS(open("open", O_RDONLY | O_DIRECTORY));

@@ -324,7 +324,10 @@ impl OpenFile {
                 let len = data.len();
                 if self.flags() & O_APPEND != 0 {
                     let at = crate::fs::with_client(|c| c.append(*ino, &data, t))?;
-                    *self.pos.lock() = at + len as u64;
+                    // As Linux: the offset moves to the end only if something was written.
+                    if len > 0 {
+                        *self.pos.lock() = at + len as u64;
+                    }
                     return Ok(len);
                 }
                 let mut pos = self.pos.lock();

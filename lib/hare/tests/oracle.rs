@@ -300,7 +300,10 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
                         .map(|n| (f.offset.get(), n))
                 };
                 Answer::Count(r.map(|(at, n)| {
-                    f.offset.set(at + n as u64);
+                    // Linux moves the offset (to the end, with O_APPEND) only if it wrote.
+                    if n > 0 {
+                        f.offset.set(at + n as u64);
+                    }
                     n
                 }))
             }
