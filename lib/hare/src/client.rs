@@ -561,6 +561,31 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),
             NewInode::Symlink(_) => (Kind::Symlink, false),
         };
+        if is == es && kind != Kind::Symlink {
+            // One server makes the inode and holds the entry: one message (§3.7.4).
+            let req = Request::CreateNamed {
+                dir,
+                name: name.to_vec(),
+                new,
+                attrs,
+                open,
+                now,
+            };
+            let Reply::Made { ino, home } = self.rpc(es, req).await? else {
+                return Err(Errno::EIO.into());
+            };
+            let entry = Entry {
+                ino,
+                kind,
+                distributed,
+            };
+            self.remember(dir, name.to_vec(), entry);
+            if kind == Kind::Dir && !home {
+                self.at_inode(dir, Request::Nlink { dir, delta: 1, now })
+                    .await?;
+            }
+            return Ok(entry);
+        }
         let ino = match self
             .rpc(
                 is,

@@ -122,6 +122,25 @@ pub enum Request {
         /// Its times.
         now: Timespec,
     },
+    /// `CREATE` and `ADD_MAP` as one message (§3.7.4, message coalescing), when the server
+    /// that makes the inode also holds its entry: makes inode `new` and adds entry `name` for
+    /// it to `dir`, or does neither (`EEXIST`, `ENOENT` in a removed directory, [`Reply::Busy`]
+    /// under an `rmdir`). Answered [`Reply::Made`]. Not for symlinks: a target and a name
+    /// need not fit one page together.
+    CreateNamed {
+        /// The directory.
+        dir: Ino,
+        /// The new name.
+        name: Name,
+        /// What it is (a file or a directory).
+        new: NewInode,
+        /// Mode and owner.
+        attrs: Attrs,
+        /// Count one open file description at once (`open(O_CREAT)`).
+        open: bool,
+        /// Its times, and the directory's.
+        now: Timespec,
+    },
     /// `DESTROY`: removes an inode made by `Create` whose name could not be added.
     Destroy {
         /// The inode.
@@ -360,6 +379,14 @@ pub enum Reply {
     },
     /// The new inode of a `Create`.
     Created(Ino),
+    /// `CreateNamed` done: the new inode, and whether the server is the directory's home (as
+    /// in [`Reply::Mapped`]).
+    Made {
+        /// The new inode.
+        ino: Ino,
+        /// The directory's inode is on this server and was updated.
+        home: bool,
+    },
     /// An inode's attributes.
     Stat(Stat),
     /// A directory's parent and placement.

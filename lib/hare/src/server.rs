@@ -271,6 +271,14 @@ impl Server {
                 open,
                 now,
             } => self.create(from, new, &attrs, open, now),
+            Request::CreateNamed {
+                dir,
+                name,
+                new,
+                attrs,
+                open,
+                now,
+            } => self.create_named(from, dir, name, new, &attrs, open, now, inval),
             Request::Destroy { ino } => {
                 // Only the creator undoes a create (a forged inode number from another client
                 // cannot remove a file); whether the name was added elsewhere this server
@@ -733,6 +741,52 @@ impl Server {
         inode.creator = Some(from);
         self.inodes.insert(ino, inode);
         Ok(Reply::Created(ino))
+    }
+
+    /// `CreateNamed`: `add_map`'s refusals first, so that a refused request makes nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn create_named(
+        &mut self,
+        from: ClientId,
+        dir: Ino,
+        name: Name,
+        new: NewInode,
+        attrs: &Attrs,
+        open: bool,
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        if self.marks.contains(&dir) {
+            return Ok(Reply::Busy);
+        }
+        if self
+            .entries
+            .get(&dir)
+            .is_some_and(|m| m.contains_key(&name))
+        {
+            return Err(Errno::EEXIST);
+        }
+        self.check_dir_alive(dir)?;
+        let (kind, distributed) = match &new {
+            NewInode::File => (Kind::File, false),
+            NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),
+            NewInode::Symlink(_) => return Err(Errno::EINVAL),
+        };
+        let Reply::Created(ino) = self.create(from, new, attrs, open, now)? else {
+            return Err(Errno::EIO);
+        };
+        let entry = Entry {
+            ino,
+            kind,
+            distributed,
+        };
+        match self.add_map(from, dir, name, entry, None, now, inval) {
+            Ok(Reply::Mapped { home, .. }) => Ok(Reply::Made { ino, home }),
+            other => {
+                self.free_inode(ino);
+                other
+            }
+        }
     }
 
     /// Frees `ino` if it has neither names nor open file descriptions.

@@ -293,6 +293,33 @@ pub fn encode_request(
                 .time(*now);
             4
         }
+        Request::CreateNamed {
+            dir,
+            name,
+            new,
+            attrs,
+            open,
+            now,
+        } => {
+            let (kind, parent, dist) = match new {
+                NewInode::File => (1, 0, false),
+                NewInode::Dir {
+                    parent,
+                    distributed,
+                } => (2, *parent, *distributed),
+                NewInode::Symlink(_) => return Err(WireError::Bad("a symlink in CreateNamed")),
+            };
+            o.var(name)?;
+            o.w(*dir)
+                .w(parent)
+                .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
+                .w(u64::from(attrs.gid)
+                    | kind << 32
+                    | u64::from(dist) << 40
+                    | u64::from(*open) << 41)
+                .time(*now);
+            31
+        }
         Request::Destroy { ino } => {
             o.w(*ino);
             5
@@ -509,6 +536,30 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 now,
             }
         }
+        31 => {
+            let name = i.name()?;
+            let dir = i.w();
+            let parent = i.w();
+            let a = i.w();
+            let b = i.w();
+            let now = i.time()?;
+            let new = match b >> 32 & 0xff {
+                1 => NewInode::File,
+                2 => NewInode::Dir {
+                    parent,
+                    distributed: b >> 40 & 1 != 0,
+                },
+                _ => return Err(WireError::Bad("kind")),
+            };
+            Request::CreateNamed {
+                dir,
+                name,
+                new,
+                attrs: Attrs::new(a as u32, (a >> 32) as u32, b as u32),
+                open: b >> 41 & 1 != 0,
+                now,
+            }
+        }
         5 => Request::Destroy { ino: i.w() },
         6 => Request::Link {
             ino: i.w(),
@@ -713,6 +764,10 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             o.w(*ino);
             7
         }
+        Reply::Made { ino, home } => {
+            o.w(*ino).w(u64::from(*home));
+            17
+        }
         Reply::Stat(s) => {
             put_stat(&mut o, s)?;
             8
@@ -806,6 +861,10 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
             }
         }
         7 => Reply::Created(i.w()),
+        17 => Reply::Made {
+            ino: i.w(),
+            home: i.w() != 0,
+        },
         8 => Reply::Stat(get_stat(&mut i)?),
         9 => Reply::Dir {
             parent: i.w(),

@@ -79,6 +79,43 @@ fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
 }
 
 #[test]
+fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
+    // One server: every inode and entry is there, so open(O_CREAT) of a new name in a cached
+    // directory is a lookup (is the name there?) and one CreateNamed (§3.7.4), where Create
+    // and AddMap would be two; mkdir, which needs no lookup, is one.
+    let (net, mut c) = world(1, 1, false, true);
+    let mut rng = Rng::new(9);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, T), &mut rng).unwrap();
+    run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
+    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
+        net.borrow().servers[0].stats().requests
+    };
+    let before = requests(&net);
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(requests(&net) - before, 2, "lookup, create-and-map");
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let before = requests(&net);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, T), &mut rng).unwrap();
+    assert_eq!(requests(&net) - before, 1, "create-and-map");
+    let st = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
+    assert_eq!(st.nlink, 3, "the new directory's .. counted");
+    assert_eq!(
+        run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, T), &mut rng),
+        Err(Errno::EEXIST)
+    );
+    assert_eq!(
+        net.borrow().servers[0].inodes(),
+        4,
+        "/, d, f, e: nothing left behind"
+    );
+}
+
+#[test]
 fn only_its_creator_destroys_an_inode() {
     let (net, mut c) = world(1, 2, false, true);
     let mut rng = Rng::new(3);

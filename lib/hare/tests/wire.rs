@@ -91,6 +91,30 @@ fn request() -> impl Strategy<Value = Request> {
                 open,
                 now
             }),
+        (
+            ino(),
+            name(),
+            prop_oneof![
+                Just(NewInode::File),
+                (ino(), any::<bool>()).prop_map(|(parent, distributed)| NewInode::Dir {
+                    parent,
+                    distributed
+                }),
+            ],
+            any::<(u32, u32, u32)>(),
+            any::<bool>(),
+            time()
+        )
+            .prop_map(
+                |(dir, name, new, (m, u, g), open, now)| Request::CreateNamed {
+                    dir,
+                    name,
+                    new,
+                    attrs: Attrs::new(m, u, g),
+                    open,
+                    now
+                }
+            ),
         ino().prop_map(|ino| Request::Destroy { ino }),
         (ino(), time()).prop_map(|(ino, now)| Request::Link { ino, now }),
         (ino(), time()).prop_map(|(ino, now)| Request::Unlink { ino, now }),
@@ -229,6 +253,7 @@ fn reply() -> impl Strategy<Value = Reply> {
         (prop::option::of(entry()), any::<bool>())
             .prop_map(|(old, home)| Reply::Mapped { old, home }),
         any::<u64>().prop_map(Reply::Created),
+        (any::<u64>(), any::<bool>()).prop_map(|(ino, home)| Reply::Made { ino, home }),
         stat().prop_map(Reply::Stat),
         (any::<u64>(), any::<bool>()).prop_map(|(parent, distributed)| Reply::Dir {
             parent,
