@@ -63,6 +63,8 @@ void hare_server_handle(struct hare_server *s, uint32_t client, const struct ree
                         uint8_t *page, struct reef_msg *reply,
                         const struct hare_server_runtime *rt);
 void hare_server_stats(const struct hare_server *s, struct hare_server_stats *out);
+/* The invalidation that makes a client forget its whole lookup cache. */
+void hare_invalidate_everything(struct reef_msg *out);
 
 /* ---- The client (usr/hare/src/client.rs) ----------------------------------------------- */
 

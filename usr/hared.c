@@ -12,6 +12,13 @@
  * the message is in the client's ring). Its share of the buffer cache is an equal slice of
  * the blocks, by server id, fixed by the first hello that grants the cache.
  *
+ * It never waits for a client. A client's reply ring holds REEF_MSG_PAGE_SLOTS messages; a
+ * lib/hare client has one request in flight per server, so its reply always has a slot if
+ * invalidations leave one: when only two are left, the server sends "forget everything"
+ * instead and drops that client's invalidations until it has read it (an idle client caching
+ * many entries others remove loses its cache, not an entry's freshness). A client whose
+ * reply does not fit (it sends requests without reading replies) is disconnected.
+ *
  * SIGTERM: unregisters the name, prints its counters and exits 0. Exit status 2: bad usage
  * or no fleet environment; 3: no mailbox or name.
  */
@@ -32,6 +39,7 @@ struct conn {
     uint32_t client; /* 0: no hello yet */
     uint8_t *pool;
     uint64_t pool_pages, pool_len;
+    int flushed; /* a "forget everything" is in the reply ring, unread */
 };
 
 static volatile sig_atomic_t stopping;
@@ -58,12 +66,32 @@ static void zero(void *ctx, uint32_t block, uint32_t from)
         memset(cache + (uint64_t)block * HARE_PAGE + from, 0, HARE_PAGE - from);
 }
 
+/* Free slots of the ring `s` sends on (0 if the receiver's count is beyond belief). */
+static uint64_t room(struct reef_msg_sender *s)
+{
+    s->head = atomic_load_explicit(&s->ch->rx.head, memory_order_acquire);
+    uint64_t used = s->tail - s->head;
+    return used > REEF_MSG_PAGE_SLOTS ? 0 : REEF_MSG_PAGE_SLOTS - used;
+}
+
 static void invalidate(void *ctx, uint32_t client, const struct reef_msg *m)
 {
     (void)ctx;
-    for (int i = 0; i < nconns; i++)
-        if (conns[i].client == client)
-            reef_msg_send(&conns[i].tx, m);
+    for (int i = 0; i < nconns; i++) {
+        struct conn *c = &conns[i];
+        if (c->client != client)
+            continue;
+        uint64_t free = room(&c->tx);
+        if (free > 2) {
+            c->flushed = 0;
+            reef_msg_try_send(&c->tx, m);
+        } else if (free == 2 && !c->flushed) {
+            struct reef_msg all;
+            hare_invalidate_everything(&all);
+            reef_msg_try_send(&c->tx, &all);
+            c->flushed = 1;
+        }
+    }
 }
 
 static const struct hare_server_runtime runtime = {NULL, zero, invalidate};
@@ -121,8 +149,8 @@ static int serve(struct conn *c)
             uint8_t *page = index < c->pool_pages ? c->pool + index * HARE_PAGE : NULL;
             hare_server_handle(server, c->client, &m, page, &reply, &runtime);
         }
-        if (reef_msg_send(&c->tx, &reply) != 0)
-            return 0;
+        if (reef_msg_try_send(&c->tx, &reply) != 0)
+            return 0; /* gone, or not reading its replies */
     }
     return r != -EPIPE;
 }

@@ -333,6 +333,38 @@ int main(void)
     CHECK_EQ(hare_list(b, "/m", names, 8), -ERANGE);
     SAY("40 files made by two clients in a distributed directory, listed once each");
 
+    /* Client 2 caches many entries and stays idle while client 1 removes them all: more
+     * invalidations than its reply rings hold. A server must neither block on the full ring
+     * (client 1 would wait for it forever) nor let client 2 use a removed entry. */
+    const int MANY = 2 * REEF_MSG_PAGE_SLOTS * servers;
+    CHECK_EQ(hare_mkdir(a, "/n", 0755), 0);
+    for (int i = 0; i < MANY; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/n/g%04d", i);
+        fd = hare_open(a, path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+        CHECK(fd >= 0);
+        CHECK_EQ(hare_close(a, fd), 0);
+        CHECK_EQ(hare_stat(b, path, &st), 0);
+    }
+    hare_client_stats(b, &cs);
+    inval_before = cs.invalidations;
+    for (int i = 0; i < MANY; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/n/g%04d", i);
+        CHECK_EQ(hare_unlink(a, path), 0);
+    }
+    for (int i = 0; i < MANY; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/n/g%04d", i);
+        CHECK_EQ(hare_stat(b, path, &st), -ENOENT);
+    }
+    hare_client_stats(b, &cs);
+    CHECK(cs.invalidations > inval_before);
+    CHECK_EQ(hare_rmdir(b, "/n"), 0);
+    SAY("%d entries an idle client cached removed by another: no server blocks on its full "
+        "rings, and it sees every one gone",
+        MANY);
+
     fd = hare_open(a, "/d/g", O_WRONLY | O_TRUNC, 0);
     CHECK(fd >= 0);
     CHECK_EQ(hare_write(a, fd, data, 10), 10);

@@ -400,6 +400,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.transport.invalidations(&mut inval);
         self.stats.invalidations += inval.len() as u64;
         for i in inval {
+            if i == Invalidation::everything() {
+                scratch.found.clear();
+                self.entries.clear();
+                continue;
+            }
             match i.name {
                 Some(name) => {
                     let key = (i.dir, name);

@@ -431,13 +431,23 @@ pub enum Reply {
 
 /// A message from a server to a client: forget the cached entry `name` of `dir`, or every
 /// cached entry of `dir` when `name` is `None` (what a name too long for one channel message
-/// becomes on the wire: [`crate::wire::encode_invalidation`]).
+/// becomes on the wire: [`crate::wire::encode_invalidation`]), or every cached entry at all
+/// ([`Invalidation::everything`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invalidation {
-    /// The directory.
+    /// The directory (0: every directory).
     pub dir: Ino,
     /// The name.
     pub name: Option<Name>,
+}
+
+impl Invalidation {
+    /// Forget every cached entry: what a server's runtime sends instead of invalidations that
+    /// would fill the client's queue (a bounded ring), so that it never waits for a client
+    /// and never drops an invalidation the client needs.
+    pub const fn everything() -> Self {
+        Invalidation { dir: 0, name: None }
+    }
 }
 
 /// `lseek`'s arithmetic: the new offset from the current one, the file's size, `offset` and

@@ -11,6 +11,17 @@ use hare::{Attrs, Reply, Server, ShardTable, Timespec};
 
 use crate::cabi::CMsg;
 
+/// Writes the invalidation that makes a client forget its whole lookup cache to `out`.
+///
+/// # Safety
+/// `out` points to writable memory for a message.
+#[no_mangle]
+pub unsafe extern "C" fn hare_invalidate_everything(out: *mut CMsg) {
+    let m = CMsg::from_message(&wire::encode_invalidation(&hare::Invalidation::everything()));
+    // SAFETY: per the contract.
+    unsafe { out.write(m) };
+}
+
 /// Counters of `struct hare_server_stats`.
 #[repr(C)]
 pub struct ServerStats {
