@@ -19,8 +19,10 @@
  * many entries others remove loses its cache, not an entry's freshness). A client whose
  * reply does not fit (it sends requests without reading replies) is disconnected.
  *
- * SIGTERM: unregisters the name, prints its counters and exits 0. Exit status 2: bad usage
- * or no fleet environment; 3: no mailbox or name.
+ * SIGTERM: unregisters the name, prints its counters and exits 0 (its files are gone: the
+ * fleet cannot shrink or grow yet, as moving shards between servers, §6.1.1, is not built; a
+ * member started on a core outside LIST exits with status 2). Exit status 2: bad usage or
+ * no fleet environment; 3: no mailbox or name.
  */
 #define _GNU_SOURCE
 #include "hare.h"
