@@ -98,7 +98,8 @@ static void invalidate(void *ctx, uint32_t client, const struct reef_msg *m)
 
 static const struct hare_server_runtime runtime = {NULL, zero, invalidate};
 
-/* The answer to a hello: maps the pool and, the first time, the cache (and makes the server). */
+/* The answer to a hello: maps the pool and, the first time, the cache (and makes the server).
+ * Nothing stays mapped when it fails. */
 static uint64_t hello(struct conn *c, const struct reef_msg *m)
 {
     uint64_t client = hare_word(m, HELLO_CLIENT);
@@ -109,22 +110,33 @@ static uint64_t hello(struct conn *c, const struct reef_msg *m)
     uint8_t *pool = reef_grant_map(c->fd, (long)hare_word(m, HELLO_POOL), &len);
     if (!pool)
         return errno;
-    if (len < pages * HARE_PAGE)
+    if (len < pages * HARE_PAGE) {
+        munmap(pool, len);
         return EINVAL;
+    }
     if (!cache) {
         uint64_t blocks = hare_word(m, HELLO_CACHE_BLOCKS), clen = 0;
+        uint8_t *p = NULL;
+        uint64_t err = 0;
         if (blocks < servers || blocks > UINT32_MAX)
-            return EINVAL;
-        uint8_t *p = reef_grant_map(c->fd, (long)hare_word(m, HELLO_CACHE), &clen);
-        if (!p)
-            return errno;
-        if (clen < blocks * HARE_PAGE)
-            return EINVAL;
-        uint64_t share = blocks / servers;
-        server = hare_server_new(my_id, servers, (uint32_t)(share * my_id),
-                                 (uint32_t)(share * (my_id + 1)), false, time(NULL));
-        if (!server)
-            return EINVAL;
+            err = EINVAL;
+        else if (!(p = reef_grant_map(c->fd, (long)hare_word(m, HELLO_CACHE), &clen)))
+            err = errno;
+        else if (clen < blocks * HARE_PAGE)
+            err = EINVAL;
+        else {
+            uint64_t share = blocks / servers;
+            server = hare_server_new(my_id, servers, (uint32_t)(share * my_id),
+                                     (uint32_t)(share * (my_id + 1)), false, time(NULL));
+            if (!server)
+                err = EINVAL;
+        }
+        if (err) {
+            if (p)
+                munmap(p, clen);
+            munmap(pool, len);
+            return err;
+        }
         cache = p;
         cache_blocks = blocks;
     }
