@@ -30,7 +30,8 @@ pub const IPI_VECTOR: u8 = 0xF0;
 pub enum IpiKind {
     /// Nothing but acknowledge (round trips, waking a halted core).
     Ping = 0,
-    /// Stop: return cached frames, report stopped, halt (see `smp::BootDriver::stop`).
+    /// Stop: take no more threads, stop at the next scheduling point (see
+    /// `sched::request_stop` and `smp::stop_this_core`).
     Stop = 1,
     /// Invalidate the translations in the target's `flush` set (NR-vMem shootdown);
     /// acknowledged early, see [`shoot_down`].
@@ -80,7 +81,7 @@ fn post(target: &Kcb, kind: IpiKind) -> Ticket {
 
 /// Sends `kind` to `core`.
 pub fn send(core: usize, kind: IpiKind) -> Result<Ticket, IpiError> {
-    let target = kcb::get(core).filter(|k| k.state() == CoreState::Online);
+    let target = kcb::get(core).filter(|k| k.runs_kernel());
     let target = target.ok_or(IpiError::NotOnline(core))?;
     Ok(send_to(target, kind))
 }
@@ -100,7 +101,7 @@ pub fn broadcast(kind: IpiKind, tickets: &mut alloc::vec::Vec<Ticket>) {
         if core == me {
             continue;
         }
-        if let Some(target) = kcb::get(core).filter(|k| k.state() == CoreState::Online) {
+        if let Some(target) = kcb::get(core).filter(|k| k.runs_kernel()) {
             tickets.push(post(target, kind));
         }
     }
@@ -135,7 +136,7 @@ pub fn handle() {
     kcb.ipi.received.fetch_add(1, Ordering::Relaxed);
     apic::eoi();
     if pending & (1 << IpiKind::Stop as u32) != 0 {
-        crate::smp::stop_this_core(kcb, requested);
+        crate::proc::sched::request_stop(kcb);
     }
     if pending & (1 << IpiKind::NrSync as u32) != 0 {
         kcb.sched.nr_sync.store(true, Ordering::Release);
@@ -228,7 +229,7 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
     let mut sent: [Option<(&Kcb, Ticket)>; kcb::MAX_CORES] = [None; kcb::MAX_CORES];
     let (mut interrupted, mut deferred) = (0, 0);
     for core in targets {
-        let Some(target) = kcb::get(core).filter(|k| k.state() == CoreState::Online) else {
+        let Some(target) = kcb::get(core).filter(|k| k.runs_kernel()) else {
             continue;
         };
         if target.steal.defer_flush() {
@@ -254,7 +255,9 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
         let start = time::now_ns();
         let mut reported = false;
         loop {
-            if acknowledged(&ticket) {
+            // A core that stopped meanwhile runs nothing until it starts again, which begins
+            // with an empty TLB.
+            if acknowledged(&ticket) || target.state() == CoreState::Stopped {
                 break;
             }
             // A target the host descheduled after the IPI was sent is flushed by the host.

@@ -25,7 +25,7 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 7;
+pub const KCB_LAYOUT_VERSION: u32 = 8;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 
@@ -125,8 +125,14 @@ pub struct Kcb {
     pub apic_id: u32,
     /// Lifecycle state ([`CoreState`]).
     state: AtomicU8,
-    /// This core's TSC minus the boot core's TSC, measured at start-up (the timer offset).
+    /// This core's TSC minus the boot core's TSC, measured at start-up (the timer offset,
+    /// Barrelfish/DC §4.7).
     pub tsc_offset: AtomicI64,
+    /// The core's clock (`time::now_ns`) when it last stopped, 0 if it never did: a restarted
+    /// core's clock must not read less (§4.7).
+    pub shutdown_ns: AtomicU64,
+    /// Times the core was started (1 after boot).
+    pub starts: AtomicU64,
     /// Per-core frame cache (NrOS TCache), refilled from this node's NCache.
     pub tcache: IrqMutex<TCache>,
     /// Scheduler state: run queue, current thread, timers (see `proc::sched`).
@@ -260,6 +266,8 @@ impl Kcb {
             apic_id,
             state: AtomicU8::new(CoreState::Created as u8),
             tsc_offset: AtomicI64::new(0),
+            shutdown_ns: AtomicU64::new(0),
+            starts: AtomicU64::new(0),
             tcache: IrqMutex::new(TCache::new(node_id)),
             heap_override: AtomicUsize::new(usize::MAX),
             sched: CoreScheduler::new(),
@@ -325,7 +333,6 @@ impl Kcb {
         unsafe { (*self.tables.get()).set_rsp0(top) };
     }
 
-    /// Current lifecycle state.
     /// The node whose kernel heap serves this core's allocations: its own, or the node of the
     /// replica it is applying operations to ([`Kcb::with_heap_node`]).
     pub fn heap_node(&self) -> usize {
@@ -345,8 +352,15 @@ impl Kcb {
         r
     }
 
+    /// Current lifecycle state.
     pub fn state(&self) -> CoreState {
         CoreState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// Whether the core runs kernel code and answers IPIs: online, or stopping (it still runs
+    /// until its next scheduling point).
+    pub fn runs_kernel(&self) -> bool {
+        matches!(self.state(), CoreState::Online | CoreState::Stopping)
     }
 
     /// Sets the lifecycle state.

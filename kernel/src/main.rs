@@ -37,6 +37,7 @@ extern crate alloc;
 mod arch;
 mod cmdline;
 mod console;
+mod corectl;
 mod exec;
 mod fd;
 mod fleet;
@@ -129,7 +130,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     );
     mm::init(machine.node_free.clone(), machine.node_ranges.clone());
 
-    let driver = smp::BootDriver::new();
+    let driver = smp::BootDriver::install();
     let bsp_apic = {
         apic::init_local();
         apic::id()
@@ -158,6 +159,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     }
     apic::disable_legacy_pic();
     apic::init_local();
+    bsp.starts.store(1, core::sync::atomic::Ordering::Release);
     bsp.set_state(CoreState::Online);
     let (pm_port, pm_32) = machine.pm_timer();
     time::calibrate(pm_port, pm_32).unwrap_or_else(|e| fatal("clock calibration", &e));
@@ -201,7 +203,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     // SAFETY: IDT, local APIC and timer are set up on this core.
     unsafe { cpu::enable_interrupts() };
     if let Some(test) = &config.test {
-        selftest::run(test, &driver);
+        selftest::run(test, driver);
     }
     let (a, b) = machine.pm1_control();
     PM1_CONTROL.call_once(|| (a, b));

@@ -10,10 +10,15 @@
 //! BootDriver then measures the core's TSC offset with it. Cores are started one at a time
 //! because they share the trampoline.
 //!
-//! Stopping: a `Stop` IPI makes the core hand its cached frames back to its node, mark itself
-//! stopped and halt with interrupts off; the BootDriver then sends INIT, which holds the core in
-//! wait-for-SIPI. The KCB stays, so a later [`BootDriver::start`] resumes the core with all its
-//! per-core state.
+//! Stopping (§4.5): a `Stop` IPI marks the core stopping; from then on it takes only threads
+//! that may run nowhere else, and at its next scheduling point (the return to user mode, a
+//! block, or at once if idle) it switches to its idle context, which moves its other ready
+//! threads and timed wake-ups to other cores (`sched::evacuate`), hands its cached frames back
+//! to its node, records its clock, marks itself stopped and halts with interrupts off; the
+//! BootDriver then sends INIT, which holds the core in wait-for-SIPI. The KCB stays, with the
+//! threads that may run only there, so a later [`BootDriver::start`] resumes the core with all
+//! its per-core state; the restarted core keeps its TSC offset and never reads an earlier time
+//! than when it stopped (§4.7, `time::resume_clock`).
 
 use crate::arch::{self, apic, cpu, paging::phys_to_virt};
 use crate::kcb::{self, CoreState, Kcb};
@@ -78,10 +83,23 @@ pub struct BootDriver {
     _private: (),
 }
 
+/// The BootDriver, made by the boot core ([`BootDriver::install`]).
+static DRIVER: spin::Once<BootDriver> = spin::Once::new();
+
+/// The BootDriver (after the boot core installed it).
+pub fn driver() -> &'static BootDriver {
+    DRIVER.get().expect("the BootDriver is installed at boot")
+}
+
 impl BootDriver {
+    /// Makes the BootDriver ([`BootDriver::new`]) and keeps it for [`driver`].
+    pub fn install() -> &'static BootDriver {
+        DRIVER.call_once(BootDriver::new)
+    }
+
     /// Installs the AP trampoline below 1 MiB. The page at `AP_TRAMPOLINE_PHYS` is never given to
     /// the frame allocator (the first MiB is kept out of it).
-    pub fn new() -> BootDriver {
+    fn new() -> BootDriver {
         let image = arch::ap_trampoline();
         assert!(
             image.len() as u64 <= arch::AP_PARAMS_OFFSET,
@@ -130,6 +148,7 @@ impl BootDriver {
         // one at a time (`&self` of the single BootDriver on the boot core), so no started core
         // reads it while it is written.
         unsafe { dst.write_volatile(params) };
+        let first = kcb.starts.load(Ordering::Acquire) == 0;
         kcb.set_state(CoreState::Starting);
         apic::send_init(kcb.apic_id);
         time::spin_ns(10_000_000);
@@ -145,32 +164,53 @@ impl BootDriver {
                 apic_id: kcb.apic_id,
             });
         }
-        kcb.tsc_offset
-            .store(time::tsc_sync_source(), Ordering::Relaxed);
-        CORE_READY.store(kcb.core_id as u64 + 1, Ordering::Release);
+        if first {
+            kcb.tsc_offset
+                .store(time::tsc_sync_source(), Ordering::Relaxed);
+            CORE_READY.store(kcb.core_id as u64 + 1, Ordering::Release);
+        }
         Ok(())
     }
 
-    /// Stops an online core: it returns its cached frames, halts, and is put in wait-for-SIPI
-    /// with INIT. Its KCB stays for a later [`BootDriver::start`].
+    /// Asks an online core to stop (see the module comment); it stops on its own at its next
+    /// scheduling point. A core may ask itself: the calling thread then moves to another core
+    /// when it next blocks or returns to user mode, unless it may run only here.
+    pub fn request_stop(&self, kcb: &'static Kcb) -> Result<(), BootError> {
+        let wrong = || BootError::WrongState {
+            core: kcb.core_id,
+            state: kcb.state(),
+        };
+        if kcb.state() != CoreState::Online {
+            return Err(wrong());
+        }
+        if kcb.core_id == kcb::current().core_id {
+            crate::proc::sched::request_stop(kcb);
+            return Ok(());
+        }
+        crate::ipi::send(kcb.core_id, crate::ipi::IpiKind::Stop).map_err(|_| wrong())?;
+        Ok(())
+    }
+
+    /// Puts a core that has stopped in wait-for-SIPI (INIT). It is halted with interrupts off and
+    /// holds no lock (see [`stop_this_core`]).
+    pub fn finish_stop(&self, kcb: &'static Kcb) {
+        apic::send_init(kcb.apic_id);
+    }
+
+    /// Stops another online core and waits (spinning) until it has: for boot-time self-tests,
+    /// which run before any thread can sleep.
     pub fn stop(&self, kcb: &'static Kcb) -> Result<(), BootError> {
-        if kcb.core_id == kcb::current().core_id || kcb.state() != CoreState::Online {
+        if kcb.core_id == kcb::current().core_id {
             return Err(BootError::WrongState {
                 core: kcb.core_id,
                 state: kcb.state(),
             });
         }
-        crate::ipi::send(kcb.core_id, crate::ipi::IpiKind::Stop).map_err(|_| {
-            BootError::WrongState {
-                core: kcb.core_id,
-                state: kcb.state(),
-            }
-        })?;
+        self.request_stop(kcb)?;
         if !wait_for(kcb, CoreState::Stopped, 5_000_000_000) {
             return Err(BootError::StopTimeout { core: kcb.core_id });
         }
-        // The core is halted with interrupts off and holds no lock (see `stop_this_core`).
-        apic::send_init(kcb.apic_id);
+        self.finish_stop(kcb);
         Ok(())
     }
 }
@@ -185,6 +225,10 @@ fn wait_for(kcb: &Kcb, state: CoreState, timeout_ns: u64) -> bool {
     }
     true
 }
+
+/// Notified each time a core has stopped (by the core itself, [`stop_this_core`]), for threads
+/// waiting for a stop they asked for (`corectl::stop`).
+pub static CORE_EVENTS: crate::proc::wait::WaitQueue = crate::proc::wait::WaitQueue::new();
 
 /// Core id + 1 of the core whose TSC offset has been stored (it waits for this before using the
 /// clock).
@@ -209,18 +253,26 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     arch::user::init_core();
     arch::kvm::register(&kcb.steal);
     apic::init_local();
+    let first = kcb.starts.fetch_add(1, Ordering::AcqRel) == 0;
     kcb.set_state(CoreState::Online);
-    time::tsc_sync_target();
-    while CORE_READY.load(Ordering::Acquire) != kcb.core_id as u64 + 1 {
-        cpu::pause();
+    if first {
+        time::tsc_sync_target();
+        while CORE_READY.load(Ordering::Acquire) != kcb.core_id as u64 + 1 {
+            cpu::pause();
+        }
+    } else {
+        time::resume_clock(kcb);
     }
     time::start_timer();
     crate::proc::idle_loop()
 }
 
-/// Stops the current core (the `Stop` IPI): returns its cached frames to its node, acknowledges
-/// ticket `requested`, marks itself stopped and halts. Never returns.
-pub fn stop_this_core(kcb: &Kcb, requested: u64) -> ! {
+/// Stops the current core, asked to by [`crate::proc::sched::request_stop`], from its idle
+/// context with interrupts off: moves what may run elsewhere to other cores, returns its cached
+/// frames to its node, records its clock, voids the IPI requests posted to it (it runs nothing
+/// until it starts again, with an empty TLB), marks itself stopped and halts. Never returns.
+pub fn stop_this_core(kcb: &Kcb) -> ! {
+    crate::proc::sched::evacuate(kcb);
     apic::timer_stop();
     arch::kvm::unregister();
     if let Some(node) = mm::nodes().get(kcb.node_id) {
@@ -233,7 +285,15 @@ pub fn stop_this_core(kcb: &Kcb, requested: u64) -> ! {
             );
         }
     }
-    kcb.ipi.handled.fetch_max(requested, Ordering::SeqCst);
+    cpu::flush_tlb();
+    kcb.ipi.pending.store(0, Ordering::SeqCst);
+    kcb.shutdown_ns.store(time::now_ns(), Ordering::Release);
+    kcb.sched.stop_requested.store(false, Ordering::Release);
+    kcb.sched.idle.store(false, Ordering::Release);
+    kcb.ipi
+        .handled
+        .fetch_max(kcb.ipi.requested.load(Ordering::SeqCst), Ordering::SeqCst);
     kcb.set_state(CoreState::Stopped);
+    CORE_EVENTS.notify_all();
     cpu::halt_forever()
 }

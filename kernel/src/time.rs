@@ -121,6 +121,20 @@ pub fn now_ns() -> u64 {
     ticks_to_ns(tsc.saturating_sub(BOOT_TSC.load(Ordering::Relaxed)))
 }
 
+/// Keeps a restarted core's clock monotonic (Barrelfish/DC §4.7). The core keeps the TSC offset
+/// measured at its first start (INIT leaves the TSC running); should its clock read less than
+/// when it stopped (a TSC reset), the offset moves so that it reads that time. Runs on the
+/// restarted core.
+pub fn resume_clock(k: &crate::kcb::Kcb) {
+    let stopped_at = k.shutdown_ns.load(Ordering::Acquire);
+    let now = now_ns();
+    if now < stopped_at {
+        let ticks = u128::from(stopped_at - now) * u128::from(tsc_hz()) / 1_000_000_000;
+        let ticks = i64::try_from(ticks).unwrap_or(i64::MAX);
+        k.tsc_offset.fetch_sub(ticks, Ordering::AcqRel);
+    }
+}
+
 /// Busy-waits for `ns` nanoseconds.
 pub fn spin_ns(ns: u64) {
     let end = now_ns() + ns;

@@ -651,7 +651,8 @@ fn user_tests() -> Vec<UserTest> {
                 &[ONE_CORE, FOUR_CORES]
             },
             native: true,
-            limit: if name == "spawnloop" {
+            // corestop: 300 core starts, each with a 10 ms INIT wait, under emulation.
+            limit: if matches!(name, "spawnloop" | "corestop") {
                 LONG_LIMIT
             } else {
                 LIMIT

@@ -10,6 +10,7 @@
 //! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
 //! | `/bin/fleet` (0755) | the fleet manager (`usr/fleet.c`, [`SYSTEM`]) |
 //! | `/bin/hared` (0755) | Hare's file server, a fleet member (`usr/hared.c` with lib/hare, [`SYSTEM`]) |
+//! | `/bin/corectl` (0755) | core management: list, stop and start cores (`usr/corectl.c`, [`SYSTEM`]) |
 //! | `/dev`, `/proc`, `/etc`, `/root`, `/test`, `/test/sh` (0755), `/tmp` (01777) | directories |
 //! | `/etc/passwd`, `/etc/group` (0644) | root only |
 //! | `/test/<name>` (0755) | the test programs |
@@ -162,6 +163,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "corestop",
+        source: "corestop.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "haretest",
         source: "haretest.c",
         pie: false,
@@ -200,8 +207,9 @@ pub const TOOLS: &[Program] = &[
 ];
 
 /// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the
-/// kernel trusts to bind cores to fleets (kernel `fleet.rs`), and Hare's file server, a
-/// fleet member (`fleet start hare --cores LIST /bin/hared LIST`).
+/// kernel trusts to bind cores to fleets (kernel `fleet.rs`), Hare's file server, a fleet
+/// member (`fleet start hare --cores LIST /bin/hared LIST`), and `corectl`, which lists, stops
+/// and starts cores (kernel `corectl.rs`).
 pub const SYSTEM: &[Program] = &[
     Program {
         name: "fleet",
@@ -215,6 +223,12 @@ pub const SYSTEM: &[Program] = &[
         pie: false,
         hare: true,
     },
+    Program {
+        name: "corectl",
+        source: "corectl.c",
+        pie: false,
+        hare: false,
+    },
 ];
 
 /// lib/hare behind a C ABI (`usr/hare/`, a crate of its own workspace), as the static
@@ -222,7 +236,13 @@ pub const SYSTEM: &[Program] = &[
 pub const HARE_LIB: &str = "usr/hare/target/release/libhare_c.a";
 
 /// The shared headers in `usr/` (a change rebuilds every program).
-const HEADERS: &[&str] = &["reef-test.h", "reef_msg.h", "reef_server.h", "hare.h"];
+const HEADERS: &[&str] = &[
+    "reef-test.h",
+    "reef_msg.h",
+    "reef_server.h",
+    "reef_core.h",
+    "hare.h",
+];
 
 /// The shell suite's directory, relative to the repository root, and in the initramfs.
 pub const SHELL_SUITE_DIR: &str = "usr/sh";

@@ -91,6 +91,11 @@ pub struct Thread {
     pub signals: IrqMutex<signal::ThreadSignals>,
     /// Set by the timer when a sleep's deadline passed.
     pub timed_out: AtomicBool,
+    /// Core whose timer list holds this thread's pending wake-up (see `sched::arm_timer`).
+    pub timer_core: AtomicUsize,
+    /// Number of the thread's latest timed sleep: a timer entry fires only while it matches,
+    /// so an entry left behind by an earlier sleep can never end a later one.
+    pub sleep_seq: AtomicU64,
     /// `exit` was called: the thread ends on its way back to user mode.
     exit_requested: AtomicBool,
     /// A signal may have become deliverable since the return to user mode last looked (one
@@ -127,6 +132,8 @@ impl Thread {
             clear_child_tid: AtomicU64::new(0),
             signals: IrqMutex::new(signal::ThreadSignals::new(sigmask)),
             timed_out: AtomicBool::new(false),
+            timer_core: AtomicUsize::new(kcb::current().core_id),
+            sleep_seq: AtomicU64::new(0),
             exit_requested: AtomicBool::new(false),
             signal_check: AtomicBool::new(true),
         };
@@ -644,6 +651,7 @@ pub fn begin_group_exit(p: &Arc<Process>, status: i32) {
     let threads = p.threads.lock().clone();
     for t in threads {
         sched::wake(&t);
+        sched::rescue(&t);
     }
 }
 

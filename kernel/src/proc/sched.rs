@@ -43,8 +43,12 @@ pub struct CoreScheduler {
     pub idle: AtomicBool,
     /// Ticks left in the current thread's time slice.
     slice: AtomicU64,
-    /// Sleeping threads with a deadline (ns), woken by the timer.
-    timers: IrqMutex<Vec<(u64, Arc<Thread>)>>,
+    /// Sleeping threads with a deadline (ns) and the number of the sleep it ends
+    /// (`Thread::sleep_seq`), woken by the timer.
+    timers: IrqMutex<Vec<(u64, u64, Arc<Thread>)>>,
+    /// A `Stop` request came (Barrelfish/DC §4.5): the core runs no more threads and stops at
+    /// its next scheduling point (`smp::stop_this_core`).
+    pub stop_requested: AtomicBool,
     /// An `NrSync` IPI asked this core to bring its node's replicas up to date.
     pub nr_sync: AtomicBool,
     /// Timer tick at which the idle loop last synced this node's replicas.
@@ -68,6 +72,7 @@ impl CoreScheduler {
             idle: AtomicBool::new(false),
             slice: AtomicU64::new(TIME_SLICE_TICKS),
             timers: IrqMutex::new(Vec::new()),
+            stop_requested: AtomicBool::new(false),
             nr_sync: AtomicBool::new(false),
             last_idle_sync: AtomicU64::new(0),
             active_vspace: AtomicUsize::new(0),
@@ -123,16 +128,16 @@ fn core_free_for(thread: &Thread, core: usize) -> bool {
 }
 
 /// Whether `thread` may run on `core`: the core is free for it and its affinity allows it,
-/// or allows no free core at all (see [`choose_core`]).
+/// or allows no free core at all (see [`choose_core`]). A stopped core still counts as
+/// allowed: a thread pinned to it waits for it to start again.
 pub fn may_run(thread: &Thread, core: usize) -> bool {
     if !core_free_for(thread, core) {
         return false;
     }
     let allowed = thread.affinity.lock().clone();
     allowed.contains(core)
-        || !kcb::online_cores()
-            .into_iter()
-            .any(|c| allowed.contains(c) && core_free_for(thread, c))
+        || thread.dying()
+        || !(0..kcb::MAX_CORES).any(|c| allowed.contains(c) && core_free_for(thread, c))
 }
 
 /// Gives back the core exited process `p` owns as a fleet member, if it owns one. A bind takes a core
@@ -150,16 +155,27 @@ pub fn release_core(p: &Process) {
     }
 }
 
-/// Chooses the core a new or migrating thread goes to: the allowed core with the fewest ready
-/// threads, preferring `preferred` on a tie. Cores that fleets of other processes own are
+/// Chooses the core a new or migrating thread goes to: the online allowed core with the fewest
+/// ready threads, preferring `preferred` on a tie. Cores that fleets of other processes own are
 /// never chosen; a thread whose affinity allows only such cores goes to any other core (as
 /// Linux moves a task whose cpuset lost its cores), and there is always one, since the last
-/// free core cannot be bound (`fleet::bind`).
+/// free core cannot be bound (`fleet::bind`). A thread whose allowed cores are all stopped
+/// goes to one of them (`preferred` if it is one) and waits there until it starts again,
+/// unless it is dying: it must run to exit, so it goes to any core, as [`may_run`] allows.
 pub fn choose_core(thread: &Thread, preferred: usize) -> usize {
     let allowed = thread.affinity.lock().clone();
     let cores = crate::kcb::online_cores();
     let free = |c: usize| core_free_for(thread, c);
     let any_allowed = cores.iter().any(|&c| allowed.contains(c) && free(c));
+    if !any_allowed && !thread.dying() {
+        let stopped = |c: usize| allowed.contains(c) && free(c);
+        if stopped(preferred) {
+            return preferred;
+        }
+        if let Some(c) = (0..kcb::MAX_CORES).find(|&c| stopped(c)) {
+            return c;
+        }
+    }
     let mut best: Option<(usize, usize)> = None;
     for core in cores {
         if !free(core) || (any_allowed && !allowed.contains(core)) {
@@ -181,13 +197,31 @@ pub fn choose_core(thread: &Thread, preferred: usize) -> usize {
     best.map(|(c, _)| c).unwrap_or(preferred)
 }
 
-/// Appends a ready thread to `core`'s run queue and wakes the core if it idles.
+/// Appends a ready thread to `core`'s run queue and wakes the core if it idles. A core that is
+/// stopping or stopped takes only threads that may run nowhere else (they wait for it); others
+/// go to the core [`choose_core`] picks. The state is read under the queue's lock, which the
+/// stopping core takes to change it (`request_stop`), so a thread is either queued before and
+/// moved by `evacuate`, or sees the stop here.
 pub fn enqueue(core: usize, thread: Arc<Thread>) {
     let Some(k) = kcb::get(core) else { return };
-    thread.core.store(core, Ordering::Release);
-    k.sched.ready.lock().push_back(thread);
-    if core != kcb::current().core_id && k.sched.idle.load(Ordering::Acquire) {
-        let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
+    {
+        let mut ready = k.sched.ready.lock();
+        if k.state() == kcb::CoreState::Online || k.state() == kcb::CoreState::Starting {
+            thread.core.store(core, Ordering::Release);
+            ready.push_back(thread);
+            drop(ready);
+            if core != kcb::current().core_id && k.sched.idle.load(Ordering::Acquire) {
+                let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
+            }
+            return;
+        }
+    }
+    let other = choose_core(&thread, core);
+    if other == core {
+        thread.core.store(core, Ordering::Release);
+        k.sched.ready.lock().push_back(thread);
+    } else {
+        enqueue(other, thread);
     }
 }
 
@@ -213,6 +247,9 @@ pub fn wake(thread: &Arc<Thread>) -> bool {
 /// Takes the next thread this core may run; threads whose affinity no longer allows this core
 /// move to one that is allowed.
 fn pick_next(k: &Kcb, prev: Option<&Arc<Thread>>) -> Option<Arc<Thread>> {
+    if k.sched.stop_requested.load(Ordering::Acquire) {
+        return None;
+    }
     loop {
         let t = k.sched.ready.lock().pop_front()?;
         if t.state() == ThreadState::Exited {
@@ -239,10 +276,12 @@ pub fn schedule() {
     let prev = k.sched.current.lock().clone();
     // A thread whose affinity no longer allows this core must leave it (`finish_switch` then
     // queues it on an allowed core), even if nothing else is ready here.
-    let prev_runnable = prev.as_ref().is_some_and(|p| {
-        matches!(p.state(), ThreadState::Running | ThreadState::Ready)
-            && may_run(p, k.core_id)
-    });
+    // So must every thread of a core that is stopping.
+    let stopping = k.sched.stop_requested.load(Ordering::Acquire);
+    let prev_runnable = !stopping
+        && prev.as_ref().is_some_and(|p| {
+            matches!(p.state(), ThreadState::Running | ThreadState::Ready) && may_run(p, k.core_id)
+        });
     let mut next = pick_next(k, prev.as_ref());
     if let (Some(p), Some(n)) = (&prev, &next) {
         if Arc::ptr_eq(p, n) {
@@ -251,7 +290,7 @@ pub fn schedule() {
             // context), unless its affinity excludes this core; then it leaves for the idle
             // context and `finish_switch` queues it on an allowed core.
             p.set_state(ThreadState::Running);
-            if may_run(p, k.core_id) {
+            if !stopping && may_run(p, k.core_id) {
                 k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
                 cpu::restore_interrupts(were);
                 return;
@@ -317,8 +356,8 @@ pub fn finish_switch() {
     };
     if prev.transition(ThreadState::Running, ThreadState::Ready) {
         // A preempted thread stays on this core (no scan of every core's queue on this path)
-        // unless its affinity excludes it.
-        let core = if may_run(&prev, k.core_id) {
+        // unless its affinity excludes it or the core is stopping.
+        let core = if may_run(&prev, k.core_id) && !k.sched.stop_requested.load(Ordering::Acquire) {
             k.core_id
         } else {
             choose_core(&prev, k.core_id)
@@ -358,12 +397,12 @@ pub fn keep_going(me: &Thread) -> bool {
 pub fn timer_tick() {
     let Some(k) = kcb::try_current() else { return };
     let now = crate::time::now_ns();
-    let expired: Vec<Arc<Thread>> = {
+    let expired: Vec<(u64, Arc<Thread>)> = {
         let mut timers = k.sched.timers.lock();
         let mut out = Vec::new();
-        timers.retain(|(deadline, t)| {
+        timers.retain(|(deadline, seq, t)| {
             if *deadline <= now {
-                out.push(t.clone());
+                out.push((*seq, t.clone()));
                 false
             } else {
                 true
@@ -371,9 +410,11 @@ pub fn timer_tick() {
         });
         out
     };
-    for t in expired {
-        t.timed_out.store(true, Ordering::Release);
-        wake(&t);
+    for (seq, t) in expired {
+        if t.sleep_seq.load(Ordering::Acquire) == seq {
+            t.timed_out.store(true, Ordering::Release);
+            wake(&t);
+        }
     }
     let left = k.sched.slice.load(Ordering::Relaxed).saturating_sub(1);
     k.sched.slice.store(left, Ordering::Relaxed);
@@ -385,20 +426,99 @@ pub fn timer_tick() {
 /// Arms a wake-up of the current thread at `deadline_ns` (on this core's timer list).
 pub fn arm_timer(thread: &Arc<Thread>, deadline_ns: u64) {
     thread.timed_out.store(false, Ordering::Release);
-    kcb::current()
-        .sched
-        .timers
-        .lock()
-        .push((deadline_ns, thread.clone()));
+    let k = kcb::current();
+    let mut timers = k.sched.timers.lock();
+    let seq = thread.sleep_seq.fetch_add(1, Ordering::AcqRel) + 1;
+    thread.timer_core.store(k.core_id, Ordering::Release);
+    timers.push((deadline_ns, seq, thread.clone()));
 }
 
-/// Removes the current thread's pending wake-up, if any.
+/// Removes the current thread's pending wake-up, if any. The entry is looked for on the core
+/// that holds it (`Thread::timer_core`: the thread may have moved since it armed it); one
+/// that a stopping core moves meanwhile stays until its deadline but can no longer fire, since
+/// the sleep number changes here.
 pub fn disarm_timer(thread: &Arc<Thread>) {
-    kcb::current()
-        .sched
-        .timers
-        .lock()
-        .retain(|(_, t)| !Arc::ptr_eq(t, thread));
+    thread.sleep_seq.fetch_add(1, Ordering::AcqRel);
+    if let Some(k) = kcb::get(thread.timer_core.load(Ordering::Acquire)) {
+        k.sched
+            .timers
+            .lock()
+            .retain(|(_, _, t)| !Arc::ptr_eq(t, thread));
+    }
+}
+
+/// Asks core `k` to stop (Barrelfish/DC §4.5): from now on it takes only threads that may run
+/// nowhere else, and at its next scheduling point it switches to its idle context, which
+/// stops it (`smp::stop_this_core`). Called by the `Stop` IPI on `k`'s own core, or directly
+/// when a thread asks for its own core to stop.
+pub fn request_stop(k: &Kcb) {
+    {
+        let _ready = k.sched.ready.lock();
+        k.set_state(kcb::CoreState::Stopping);
+    }
+    k.sched.stop_requested.store(true, Ordering::Release);
+    k.sched.need_resched.store(true, Ordering::Release);
+}
+
+/// Moves everything a stopping core holds that may run elsewhere (ready threads, and the
+/// timed wake-ups of sleeping threads) to the cores [`choose_core`] picks; threads that may run
+/// only here stay, with their wake-ups, until the core starts again. Runs in the stopping
+/// core's idle context with interrupts off, after [`request_stop`].
+pub fn evacuate(k: &Kcb) -> (usize, usize) {
+    let threads = core::mem::take(&mut *k.sched.ready.lock());
+    let mut moved = 0;
+    for t in threads {
+        if t.state() == ThreadState::Exited {
+            continue;
+        }
+        let core = choose_core(&t, k.core_id);
+        moved += usize::from(core != k.core_id);
+        enqueue(core, t);
+    }
+    let timers = core::mem::take(&mut *k.sched.timers.lock());
+    let mut kept = Vec::new();
+    for (deadline, seq, t) in timers {
+        let core = choose_core(&t, k.core_id);
+        match kcb::get(core).filter(|_| core != k.core_id) {
+            Some(other) => {
+                let mut list = other.sched.timers.lock();
+                t.timer_core.store(core, Ordering::Release);
+                list.push((deadline, seq, t));
+            }
+            None => kept.push((deadline, seq, t)),
+        }
+    }
+    let waiting = kept.len();
+    k.sched.timers.lock().extend(kept);
+    (moved, waiting + k.sched.ready.lock().len())
+}
+
+/// Moves `thread`, if it is dying and waits in the run queue of a core that is stopped or
+/// stopping, to a core that runs: a killed thread must run to exit (a stopping core that has
+/// already taken its queue moves it itself, since [`choose_core`] sees it dying).
+pub fn rescue(thread: &Arc<Thread>) {
+    if !thread.dying() {
+        return;
+    }
+    let core = thread.core.load(Ordering::Acquire);
+    let Some(k) = kcb::get(core) else { return };
+    if matches!(k.state(), kcb::CoreState::Online | kcb::CoreState::Starting) {
+        return;
+    }
+    let taken = {
+        let mut ready = k.sched.ready.lock();
+        let before = ready.len();
+        ready.retain(|t| !Arc::ptr_eq(t, thread));
+        ready.len() != before
+    };
+    if taken {
+        enqueue(choose_core(thread, core), thread.clone());
+    }
+}
+
+/// Threads whose run queue is this core's: ready ones and the running one.
+pub fn queued_threads(k: &Kcb) -> usize {
+    k.sched.ready.lock().len() + usize::from(k.sched.current.lock().is_some())
 }
 
 /// Whether an idle core should sync its node's replicas now (once per timer tick).
@@ -413,7 +533,9 @@ pub fn idle_loop() -> ! {
     let k = kcb::current();
     loop {
         cpu::disable_interrupts();
-        if !k.sched.ready.lock().is_empty() {
+        if k.sched.stop_requested.load(Ordering::Acquire) {
+            crate::smp::stop_this_core(k);
+        } else if !k.sched.ready.lock().is_empty() {
             k.sched.idle.store(false, Ordering::Release);
             schedule();
         } else if k.sched.nr_sync.swap(false, Ordering::AcqRel) || idle_sync_due(k) {

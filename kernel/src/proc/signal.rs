@@ -262,6 +262,11 @@ pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
         sched::wake(t);
         kick(t);
     }
+    if sig == SIGKILL {
+        for t in &threads {
+            sched::rescue(t);
+        }
+    }
 }
 
 /// Sends `sig` to one thread.
@@ -277,6 +282,9 @@ pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
     t.note_signal();
     sched::wake(t);
     kick(t);
+    if sig == SIGKILL {
+        sched::rescue(t);
+    }
 }
 
 /// Makes a thread running in user mode on another core enter the kernel soon (it checks

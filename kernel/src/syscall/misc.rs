@@ -110,6 +110,24 @@ pub fn reef_free_bytes(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> 
     Ok(crate::mm::free_bytes())
 }
 
+/// `reef_core_info(core, out)`: see `abi::reef::REEF_CORE_INFO` and [`crate::corectl::info`].
+pub fn reef_core_info(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let info = crate::corectl::info(a[0])?;
+    uaccess::copy_to_user(a[1], &info)?;
+    Ok(0)
+}
+
+/// `reef_core_ctl(op, core)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`] and
+/// [`crate::corectl::start`]; `EINVAL` for an unknown `op`.
+pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    match a[0] {
+        abi::reef::REEF_CORE_STOP => crate::corectl::stop(me, a[1])?,
+        abi::reef::REEF_CORE_START => crate::corectl::start(a[1])?,
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(0)
+}
+
 /// `reboot(magic1, magic2, cmd, arg)`: POWER_OFF, HALT and RESTART all power the machine off
 /// (under QEMU there is nothing to restart into); CAD_ON/CAD_OFF are accepted.
 pub fn reboot(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {

@@ -43,8 +43,30 @@ pub const REEF_GRANT_REVOKE: usize = REEF_BASE + 10;
 /// member of fleet `name` (under `fleet/`) on `core`: nothing else runs there, unless
 /// [`REEF_FLEET_SHARED`].
 pub const REEF_FLEET_BIND: usize = REEF_BASE + 11;
+/// `reef_core_info(core, out)`: what the kernel knows of core `core` (Barrelfish/DC's cores as
+/// devices), into `out` (a `struct reef_core_info`, [`CORE_INFO_SIZE`] bytes): `ENODEV` past
+/// the last core.
+pub const REEF_CORE_INFO: usize = REEF_BASE + 12;
+/// `reef_core_ctl(op, core)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`]) core
+/// `core`, returning once it is stopped or online.
+pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_FLEET_BIND;
+pub const REEF_LAST: usize = REEF_CORE_CTL;
+
+/// `reef_core_ctl`'s `op`: stop the core (its threads that may run elsewhere move; those that
+/// may run only there wait for it).
+pub const REEF_CORE_STOP: u64 = 0;
+/// `reef_core_ctl`'s `op`: start a stopped core again with its KCB.
+pub const REEF_CORE_START: u64 = 1;
+
+/// Size of what `reef_core_info` writes: `struct reef_core_info { u32 core, node, apic_id,
+/// state; u64 kcb, starts, shutdown_ns; u32 threads, fleet_owner; char image[16]; }`: `state`
+/// is 0 created, 1 starting, 2 online, 3 stopping, 4 stopped; `kcb` the KCB's physical
+/// address; `starts` the times the core was started; `shutdown_ns` its clock when it last
+/// stopped (0: never); `threads` the threads whose run queue is the core's (ready or
+/// running); `fleet_owner` the fleet member owning it (0: none); `image` the name of the kernel
+/// image running it, NUL-padded.
+pub const CORE_INFO_SIZE: usize = 64;
 
 /// `reef_fleet_bind`'s flag: the member time-shares its core with other programs (Hare's
 /// timeshare placement) instead of owning it (split placement).

@@ -1,0 +1,109 @@
+/*
+ * corectl: Reef's cores as devices (Barrelfish/DC §4), from the shell.
+ *
+ *   corectl list            every core: node, APIC id, state, KCB, kernel image, threads
+ *   corectl lskcb           every KCB: its physical address, the times its core was started,
+ *                           and the core's clock when it last stopped
+ *   corectl stop N          stops core N: its threads that may run elsewhere move there,
+ *                           those pinned to it wait until it starts again
+ *   corectl start N         starts stopped core N again with its KCB
+ *
+ * Errors change nothing and say why (exit status 1); a bad command line exits 2. Core 0 takes
+ * the console's interrupts and cannot be stopped yet (docs/architecture.md, "Core
+ * management").
+ */
+#include "reef_core.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: corectl list\n"
+                    "       corectl lskcb\n"
+                    "       corectl stop N\n"
+                    "       corectl start N\n");
+    return 2;
+}
+
+/* Core number `s`, or -1 if it is not a decimal number. */
+static long core_arg(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *s && !*end && v >= 0 && v < 65536 ? v : -1;
+}
+
+static int list(int kcbs)
+{
+    struct reef_core_info info;
+    int e = reef_core_info(0, &info);
+    if (e) {
+        fprintf(stderr, "corectl: %s\n",
+                e == -ENOSYS ? "this kernel has no core management (not Reef)" : strerror(-e));
+        return 1;
+    }
+    if (kcbs)
+        printf("%-5s %-18s %-7s %-12s\n", "core", "kcb", "starts", "stopped_at_ns");
+    else
+        printf("%-5s %-5s %-5s %-9s %-18s %-8s %-8s %s\n", "core", "node", "apic", "state", "kcb",
+               "image", "threads", "fleet");
+    for (unsigned c = 0; reef_core_info(c, &info) == 0; c++) {
+        if (kcbs) {
+            printf("%-5u 0x%-16llx %-7llu %llu\n", info.core, (unsigned long long)info.kcb,
+                   (unsigned long long)info.starts, (unsigned long long)info.shutdown_ns);
+            continue;
+        }
+        char fleet[16] = "-";
+        if (info.fleet_owner)
+            snprintf(fleet, sizeof fleet, "pid %u", info.fleet_owner);
+        printf("%-5u %-5u %-5u %-9s 0x%-16llx %-8.16s %-8u %s\n", info.core, info.node,
+               info.apic_id, reef_core_state_name(info.state), (unsigned long long)info.kcb,
+               info.image, info.threads, fleet);
+    }
+    return 0;
+}
+
+static const char *why(const char *what, int e)
+{
+    switch (-e) {
+    case ENODEV:
+        return "no such core";
+    case EALREADY:
+        return strcmp(what, "stop") == 0 ? "the core is not online" : "the core is not stopped";
+    case EBUSY:
+        return "the core cannot be stopped (core 0, the last online core, or a fleet's core)";
+    case EDEADLK:
+        return "this process may run only on that core";
+    case EIO:
+        return "the core did not come up (see the kernel log)";
+    case ENOSYS:
+        return "this kernel has no core management (not Reef)";
+    default:
+        return strerror(-e);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "list") == 0)
+        return list(0);
+    if (argc == 2 && strcmp(argv[1], "lskcb") == 0)
+        return list(1);
+    if (argc == 3 && (strcmp(argv[1], "stop") == 0 || strcmp(argv[1], "start") == 0)) {
+        long core = core_arg(argv[2]);
+        if (core < 0) {
+            fprintf(stderr, "corectl: %s: not a core number\n", argv[2]);
+            return 2;
+        }
+        int stop = argv[1][2] == 'o';
+        int e = stop ? reef_core_stop((unsigned)core) : reef_core_start((unsigned)core);
+        if (e) {
+            fprintf(stderr, "corectl: %s %ld: %s\n", argv[1], core, why(argv[1], e));
+            return 1;
+        }
+        printf("corectl: core %ld %s\n", core, stop ? "stopped" : "started");
+        return 0;
+    }
+    return usage();
+}

@@ -1,0 +1,70 @@
+/*
+ * reef_core.h: Reef's core management calls (Barrelfish/DC's cores as devices), for C
+ * programs: the layout of `struct reef_core_info` and wrappers of reef_core_info and
+ * reef_core_ctl (lib/abi/src/reef.rs has the numbers and the layout; docs/architecture.md,
+ * "Core management", the behaviour). Errors are negative errno values; on a kernel other than
+ * Reef every call answers -ENOSYS.
+ */
+#ifndef REEF_CORE_H
+#define REEF_CORE_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SYS_reef_core_info 1036
+#define SYS_reef_core_ctl 1037
+
+#define REEF_CORE_STOP 0
+#define REEF_CORE_START 1
+
+enum reef_core_state {
+    REEF_CORE_CREATED = 0,
+    REEF_CORE_STARTING = 1,
+    REEF_CORE_ONLINE = 2,
+    REEF_CORE_STOPPING = 3,
+    REEF_CORE_STOPPED = 4,
+};
+
+struct reef_core_info {
+    uint32_t core, node, apic_id, state;
+    uint64_t kcb;         /* physical address of the core's KCB */
+    uint64_t starts;      /* times the core was started */
+    uint64_t shutdown_ns; /* its clock when it last stopped, 0: never */
+    uint32_t threads;     /* threads whose run queue is this core's (ready or running) */
+    uint32_t fleet_owner; /* pid of the fleet member owning the core, 0: none */
+    char image[16];       /* kernel image running it, NUL-padded */
+};
+
+_Static_assert(sizeof(struct reef_core_info) == 64, "lib/abi's CORE_INFO_SIZE");
+
+static inline const char *reef_core_state_name(uint32_t state)
+{
+    static const char *const names[] = {"created", "starting", "online", "stopping", "stopped"};
+    return state < sizeof names / sizeof names[0] ? names[state] : "?";
+}
+
+/* What the kernel knows of core `core`: 0, or -ENODEV past the last core. */
+static inline int reef_core_info(unsigned core, struct reef_core_info *out)
+{
+    long r = syscall(SYS_reef_core_info, (long)core, out);
+    return r < 0 ? -errno : 0;
+}
+
+/* Stops core `core` (returns once it has stopped): 0, -ENODEV, -EALREADY (not online),
+ * -EBUSY (core 0, the last online core, a fleet's core), -EDEADLK (the caller may run only
+ * there), -EINTR (a signal came first; the core still stops). */
+static inline int reef_core_stop(unsigned core)
+{
+    return syscall(SYS_reef_core_ctl, (long)REEF_CORE_STOP, (long)core) < 0 ? -errno : 0;
+}
+
+/* Starts stopped core `core` again (returns once it is online): 0, -ENODEV, -EALREADY (not
+ * stopped), -EIO (it did not come up). */
+static inline int reef_core_start(unsigned core)
+{
+    return syscall(SYS_reef_core_ctl, (long)REEF_CORE_START, (long)core) < 0 ? -errno : 0;
+}
+
+#endif
