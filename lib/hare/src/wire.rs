@@ -100,6 +100,24 @@ impl<'p> Out<'p> {
         self.bytes(&len.to_le_bytes())?.bytes(b)
     }
 
+    /// A new inode's words (`Create`, `CreateNamed`): its parent (directories), mode and uid,
+    /// gid with kind (1 file, 2 directory, 3 symlink) and flags, time. A symlink's target goes
+    /// in the page, written by the caller.
+    fn new_inode(&mut self, new: &NewInode, attrs: &Attrs, open: bool, now: Timespec) -> &mut Self {
+        let (kind, parent, dist) = match new {
+            NewInode::File => (1u64, 0, false),
+            NewInode::Dir {
+                parent,
+                distributed,
+            } => (2, *parent, *distributed),
+            NewInode::Symlink(_) => (3, 0, false),
+        };
+        self.w(parent)
+            .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
+            .w(u64::from(attrs.gid) | kind << 32 | u64::from(dist) << 40 | u64::from(open) << 41)
+            .time(now)
+    }
+
     fn message(&self, op: u8, page: u8, id: u64) -> Message {
         let mut all = [0u64; 7];
         all[0] = id;
@@ -154,6 +172,35 @@ impl<'p> In<'p> {
     fn var(&mut self) -> Result<Vec<u8>, WireError> {
         let len = u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes"));
         Ok(self.bytes(usize::from(len))?.to_vec())
+    }
+
+    /// What [`Out::new_inode`] wrote, with a symlink's target from the page; a symlink is
+    /// refused unless `symlinks`.
+    fn new_inode(
+        &mut self,
+        symlinks: bool,
+    ) -> Result<(NewInode, Attrs, bool, Timespec), WireError> {
+        let parent = self.w();
+        let a = self.w();
+        let b = self.w();
+        let now = self.time()?;
+        let new = match b >> 32 & 0xff {
+            1 => NewInode::File,
+            2 => NewInode::Dir {
+                parent,
+                distributed: b >> 40 & 1 != 0,
+            },
+            3 if symlinks => {
+                let t = self.var()?;
+                if t.is_empty() || t.len() > TARGET_MAX || t.contains(&0) {
+                    return Err(WireError::Bad("symlink target"));
+                }
+                NewInode::Symlink(t)
+            }
+            _ => return Err(WireError::Bad("kind")),
+        };
+        let attrs = Attrs::new(a as u32, (a >> 32) as u32, b as u32);
+        Ok((new, attrs, b >> 41 & 1 != 0, now))
     }
 
     fn u32(&mut self) -> Result<u32, WireError> {
@@ -273,24 +320,10 @@ pub fn encode_request(
             open,
             now,
         } => {
-            let (kind, parent, dist) = match new {
-                NewInode::File => (1, 0, false),
-                NewInode::Dir {
-                    parent,
-                    distributed,
-                } => (2, *parent, *distributed),
-                NewInode::Symlink(t) => {
-                    o.var(t)?;
-                    (3, 0, false)
-                }
-            };
-            o.w(parent)
-                .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
-                .w(u64::from(attrs.gid)
-                    | kind << 32
-                    | u64::from(dist) << 40
-                    | u64::from(*open) << 41)
-                .time(*now);
+            if let NewInode::Symlink(t) = new {
+                o.var(t)?;
+            }
+            o.new_inode(new, attrs, *open, *now);
             4
         }
         Request::CreateNamed {
@@ -301,23 +334,11 @@ pub fn encode_request(
             open,
             now,
         } => {
-            let (kind, parent, dist) = match new {
-                NewInode::File => (1, 0, false),
-                NewInode::Dir {
-                    parent,
-                    distributed,
-                } => (2, *parent, *distributed),
-                NewInode::Symlink(_) => return Err(WireError::Bad("a symlink in CreateNamed")),
-            };
+            if let NewInode::Symlink(_) = new {
+                return Err(WireError::Bad("a symlink in CreateNamed"));
+            }
             o.var(name)?;
-            o.w(*dir)
-                .w(parent)
-                .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
-                .w(u64::from(attrs.gid)
-                    | kind << 32
-                    | u64::from(dist) << 40
-                    | u64::from(*open) << 41)
-                .time(*now);
+            o.w(*dir).new_inode(new, attrs, *open, *now);
             31
         }
         Request::Destroy { ino } => {
@@ -510,53 +531,24 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             }
         }
         4 => {
-            let parent = i.w();
-            let a = i.w();
-            let b = i.w();
-            let now = i.time()?;
-            let new = match b >> 32 & 0xff {
-                1 => NewInode::File,
-                2 => NewInode::Dir {
-                    parent,
-                    distributed: b >> 40 & 1 != 0,
-                },
-                3 => {
-                    let t = i.var()?;
-                    if t.is_empty() || t.len() > TARGET_MAX || t.contains(&0) {
-                        return Err(WireError::Bad("symlink target"));
-                    }
-                    NewInode::Symlink(t)
-                }
-                _ => return Err(WireError::Bad("kind")),
-            };
+            let (new, attrs, open, now) = i.new_inode(true)?;
             Request::Create {
                 new,
-                attrs: Attrs::new(a as u32, (a >> 32) as u32, b as u32),
-                open: b >> 41 & 1 != 0,
+                attrs,
+                open,
                 now,
             }
         }
         31 => {
             let name = i.name()?;
             let dir = i.w();
-            let parent = i.w();
-            let a = i.w();
-            let b = i.w();
-            let now = i.time()?;
-            let new = match b >> 32 & 0xff {
-                1 => NewInode::File,
-                2 => NewInode::Dir {
-                    parent,
-                    distributed: b >> 40 & 1 != 0,
-                },
-                _ => return Err(WireError::Bad("kind")),
-            };
+            let (new, attrs, open, now) = i.new_inode(false)?;
             Request::CreateNamed {
                 dir,
                 name,
                 new,
-                attrs: Attrs::new(a as u32, (a >> 32) as u32, b as u32),
-                open: b >> 41 & 1 != 0,
+                attrs,
+                open,
                 now,
             }
         }
