@@ -3,17 +3,18 @@
 //!
 //! One operation at a time ([`CORE_CTL`]): the checks below (the last online core, the
 //! caller's own core) hold only while no other stop or start runs. A stop returns once the
-//! core has stopped; it stops by itself at its next scheduling point, so the caller sleeps on
-//! `smp::CORE_EVENTS` meanwhile (the stopping core notifies it) rather than spinning.
+//! core has stopped; it stops by itself at its next scheduling point, so the caller sleeps a
+//! millisecond at a time meanwhile (a timer tick, 10 ms, in practice) rather than spinning.
+//! The stopping core does not wake it: it halts the moment it reads as stopped, so that the
+//! INIT that follows cannot catch it holding a lock.
 //!
 //! Left for later (issue 14): core 0 cannot be stopped, since it takes the console's
 //! interrupts and they are not yet re-registered after a move (§4.8); `update`, `park` and
 //! `unpark` do not exist yet.
 
 use crate::kcb::{self, CoreState, Kcb};
-use crate::proc::wait::{SleepLock, Wake};
+use crate::proc::wait::{self, SleepLock, Wake};
 use crate::proc::{sched, Thread};
-use crate::smp::CORE_EVENTS;
 use abi::Errno;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
@@ -76,12 +77,8 @@ pub fn stop(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
     }
     let driver = crate::smp::driver();
     driver.request_stop(k).map_err(|_| Errno::EALREADY)?;
-    loop {
-        let seq = CORE_EVENTS.seq();
-        if k.state() == CoreState::Stopped {
-            break;
-        }
-        if CORE_EVENTS.wait(seq, None) == Wake::Interrupted {
+    while k.state() != CoreState::Stopped {
+        if wait::sleep_until(me, crate::time::now_ns() + 1_000_000) == Wake::Interrupted {
             return Err(Errno::EINTR);
         }
     }

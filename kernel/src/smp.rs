@@ -226,10 +226,6 @@ fn wait_for(kcb: &Kcb, state: CoreState, timeout_ns: u64) -> bool {
     true
 }
 
-/// Notified each time a core has stopped (by the core itself, [`stop_this_core`]), for threads
-/// waiting for a stop they asked for (`corectl::stop`).
-pub static CORE_EVENTS: crate::proc::wait::WaitQueue = crate::proc::wait::WaitQueue::new();
-
 /// Core id + 1 of the core whose TSC offset has been stored (it waits for this before using the
 /// clock).
 static CORE_READY: AtomicU64 = AtomicU64::new(0);
@@ -268,11 +264,12 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
 }
 
 /// Stops the current core, asked to by [`crate::proc::sched::request_stop`], from its idle
-/// context with interrupts off: moves what may run elsewhere to other cores, returns its cached
-/// frames to its node, records its clock, voids the IPI requests posted to it (it runs nothing
-/// until it starts again, with an empty TLB), marks itself stopped and halts. Never returns.
+/// context with interrupts off, once the scheduler has moved away what may run elsewhere
+/// (`sched::evacuate`): returns its cached frames to its node, records its clock, voids the IPI
+/// requests posted to it (it runs nothing until it starts again, with an empty TLB), marks
+/// itself stopped and halts at once (a BootDriver that sees it stopped may send INIT). Never
+/// returns.
 pub fn stop_this_core(kcb: &Kcb) -> ! {
-    crate::proc::sched::evacuate(kcb);
     apic::timer_stop();
     arch::kvm::unregister();
     if let Some(node) = mm::nodes().get(kcb.node_id) {
@@ -294,6 +291,5 @@ pub fn stop_this_core(kcb: &Kcb) -> ! {
         .handled
         .fetch_max(kcb.ipi.requested.load(Ordering::SeqCst), Ordering::SeqCst);
     kcb.set_state(CoreState::Stopped);
-    CORE_EVENTS.notify_all();
     cpu::halt_forever()
 }

@@ -464,16 +464,12 @@ pub fn request_stop(k: &Kcb) {
 /// timed wake-ups of sleeping threads) to the cores [`choose_core`] picks; threads that may run
 /// only here stay, with their wake-ups, until the core starts again. Runs in the stopping
 /// core's idle context with interrupts off, after [`request_stop`].
-pub fn evacuate(k: &Kcb) -> (usize, usize) {
+fn evacuate(k: &Kcb) {
     let threads = core::mem::take(&mut *k.sched.ready.lock());
-    let mut moved = 0;
     for t in threads {
-        if t.state() == ThreadState::Exited {
-            continue;
+        if t.state() != ThreadState::Exited {
+            enqueue(choose_core(&t, k.core_id), t);
         }
-        let core = choose_core(&t, k.core_id);
-        moved += usize::from(core != k.core_id);
-        enqueue(core, t);
     }
     let timers = core::mem::take(&mut *k.sched.timers.lock());
     let mut kept = Vec::new();
@@ -488,9 +484,7 @@ pub fn evacuate(k: &Kcb) -> (usize, usize) {
             None => kept.push((deadline, seq, t)),
         }
     }
-    let waiting = kept.len();
     k.sched.timers.lock().extend(kept);
-    (moved, waiting + k.sched.ready.lock().len())
 }
 
 /// Moves `thread`, if it is dying and waits in the run queue of a core that is stopped or
@@ -534,6 +528,7 @@ pub fn idle_loop() -> ! {
     loop {
         cpu::disable_interrupts();
         if k.sched.stop_requested.load(Ordering::Acquire) {
+            evacuate(k);
             crate::smp::stop_this_core(k);
         } else if !k.sched.ready.lock().is_empty() {
             k.sched.idle.store(false, Ordering::Release);
