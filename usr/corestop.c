@@ -135,12 +135,22 @@ int main(int argc, char **argv)
     unsigned nodes = info[ncores - 1].node + 1;
     SAY("%u cores, %u nodes", ncores, nodes);
 
-    /* Errors, which change nothing. */
+    /* Errors, which change nothing and keep no memory. */
+    long free_before = reef_free_bytes();
     struct reef_core_info scratch;
     CHECK_EQ(reef_core_info(ncores, &scratch), -ENODEV);
     CHECK_EQ(reef_core_info(~0u, &scratch), -ENODEV);
+    CHECK_ERRNO(syscall(SYS_reef_core_info, 1L << 40, &scratch), ENODEV);
     CHECK_ERRNO(syscall(SYS_reef_core_info, 0L, (void *)8), EFAULT);
+    CHECK_ERRNO(syscall(SYS_reef_core_info, 0L, (void *)0xffff800000000000ul), EFAULT);
+    CHECK_ERRNO(syscall(SYS_reef_core_info, 0L, (void *)0x8000000000000000ul), EFAULT);
+    CHECK_ERRNO(syscall(SYS_reef_core_info, 0L, (void *)(0x7ffffffff000ul - 8)), EFAULT);
     CHECK_ERRNO(syscall(SYS_reef_core_ctl, 7L, 1L), EINVAL);
+    CHECK_ERRNO(syscall(SYS_reef_core_ctl, -1L, -1L), EINVAL);
+    CHECK_ERRNO(syscall(SYS_reef_core_ctl, 0L, 1L << 40), ENODEV);
+    for (int k = 0; k < 1000; k++)
+        CHECK_EQ(reef_core_stop(9999 + (unsigned)k), -ENODEV);
+    CHECK(reef_free_bytes() >= free_before - (1 << 20));
     CHECK_EQ(reef_core_stop(9999), -ENODEV);
     CHECK_EQ(reef_core_start(9999), -ENODEV);
     CHECK_EQ(reef_core_start(0), -EALREADY);
@@ -172,7 +182,8 @@ int main(int argc, char **argv)
     CHECK_PT(pthread_join(t, NULL));
     CHECK_EQ(stop_result, -EDEADLK);
     CHECK_EQ(info_of(1).state, REEF_CORE_ONLINE);
-    SAY("errors answered: ENODEV, EFAULT, EINVAL, EALREADY, EBUSY, EDEADLK");
+    SAY("errors answered: ENODEV, EFAULT (user, kernel and non-canonical pointers), EINVAL, "
+        "EALREADY, EBUSY, EDEADLK, with free memory kept");
 
     struct worker workers[MAX_CPUS + 2];
     unsigned nworkers = ncores + 2;
