@@ -16,10 +16,10 @@
  */
 #include "reef-test.h"
 #include "hare.h"
+#include "hare_fleet.h"
 #include <sys/stat.h>
 
 #define CACHE_BLOCKS 1024
-#define MAX_SERVERS 8
 #define FILE_BYTES (3 * HARE_PAGE + 100)
 
 struct side {
@@ -29,7 +29,7 @@ struct side {
         struct reef_msg_sender tx;
         struct reef_msg_receiver rx;
         uint8_t *page;
-    } s[MAX_SERVERS];
+    } s[HARE_TEST_MAX_SERVERS];
 };
 
 static int t_send(void *ctx, uint16_t server, const struct reef_msg *m)
@@ -54,31 +54,6 @@ static uint8_t *t_page(void *ctx, uint16_t server)
 
 static uint8_t *cache;
 
-/* Waits until `servers` distinct members are registered (they register after `fleet start`
- * has returned). */
-static void wait_for_members(int servers)
-{
-    long long deadline = now_ns() + 60000000000LL;
-    for (;;) {
-        uint32_t pids[MAX_SERVERS];
-        int found = 0;
-        for (int i = 0; i < 4 * MAX_SERVERS; i++) {
-            struct reef_name_member m;
-            if (reef_name_lookup(HARE_FLEET, REEF_NAME_ROUND_ROBIN, &m) != 0)
-                break;
-            int known = 0;
-            for (int j = 0; j < found; j++)
-                known |= pids[j] == m.pid;
-            if (!known && found < MAX_SERVERS)
-                pids[found++] = m.pid;
-        }
-        if (found == servers)
-            return;
-        if (now_ns() > deadline)
-            FAIL("%d of %d hared members registered after 60 s", found, servers);
-        usleep(1000);
-    }
-}
 
 /* Connects client `id` to every server: one connection per server (round-robin lookups
  * until each server id has answered a hello), a pool page each, the cache granted to each. */
@@ -237,23 +212,10 @@ int main(void)
         SAY("not Reef: the mailbox calls answer ENOSYS, nothing to serve Hare");
         PASS();
     }
-    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     char list[64];
-    int servers;
-    if (cores <= 1) {
-        snprintf(list, sizeof list, "0");
-        servers = 1;
-        CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--timeshare", "--cores", list,
-                     "/bin/hared", list, NULL), 0);
-    } else {
-        servers = cores - 1 < MAX_SERVERS ? cores - 1 : MAX_SERVERS;
-        snprintf(list, sizeof list, "1-%d", servers);
-        CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--cores", list, "/bin/hared", list, NULL),
-                 0);
-    }
-    wait_for_members(servers);
+    int servers = hare_fleet_start(list, sizeof list, HARE_TEST_MAX_SERVERS);
     SAY("fleet/hare: %d file servers on cores %s (%s)", servers, list,
-        cores <= 1 ? "timeshare" : "split");
+        servers == 1 && strcmp(list, "0") == 0 ? "timeshare" : "split");
 
     cache = mmap(NULL, (size_t)CACHE_BLOCKS * HARE_PAGE, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -15,6 +15,7 @@
 //! file alive while it is open); dropping the last reference to the description closes it.
 
 use crate::fs::dev::{self, Device};
+use crate::fs::hare::HareNode;
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
 use crate::mailbox::{self, Conn, Mailbox};
@@ -76,6 +77,8 @@ pub enum Node {
     Mailbox(Arc<Mailbox>),
     /// One end of a connection to a mailbox.
     Conn(Arc<Conn>, mailbox::End),
+    /// A file or directory of the mounted Hare (`crate::fs::hare`).
+    Hare(HareNode),
 }
 
 /// File attributes as `stat` reports them.
@@ -179,7 +182,8 @@ impl Drop for OpenFile {
             Node::PipeWrite(p) => p.close_writer(),
             Node::Mailbox(m) => m.close(),
             Node::Conn(c, end) => c.close(*end),
-            Node::Device(_, None) | Node::ProcFile(..) | Node::ProcDir(_) => {}
+            // A Hare descriptor queues its own close (`HareNode`'s drop).
+            Node::Device(_, None) | Node::ProcFile(..) | Node::ProcDir(_) | Node::Hare(_) => {}
         }
     }
 }
@@ -242,6 +246,7 @@ impl OpenFile {
                 Ok(n)
             }
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
+            Node::Hare(h) => h.read(buf),
             Node::Device(Device::Console, _) => crate::tty::read(buf, self.nonblock()),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
@@ -288,9 +293,17 @@ impl OpenFile {
     /// Gives back `n` bytes a [`OpenFile::read`] consumed but could not deliver (the user
     /// buffer faulted), so the offset is where it was, as on Linux.
     pub fn unread(&self, n: usize) {
-        if matches!(self.node, Node::File(_) | Node::ProcFile(..)) {
-            let mut pos = self.pos.lock();
-            *pos = pos.saturating_sub(n as u64);
+        match &self.node {
+            Node::File(_) | Node::ProcFile(..) => {
+                let mut pos = self.pos.lock();
+                *pos = pos.saturating_sub(n as u64);
+            }
+            Node::Hare(h) => {
+                // The offset lives in Hare's client: moved back by as much (it was moved
+                // forward by that just now, so this cannot fail but for a server gone).
+                let _ = h.seek(-(n.min(i64::MAX as usize) as i64), 1);
+            }
+            _ => {}
         }
     }
 
@@ -301,6 +314,7 @@ impl OpenFile {
         }
         match &self.node {
             Node::File(ino) => crate::fs::with_client(|c| c.read(*ino, off, buf)),
+            Node::Hare(h) => h.pread(buf, off),
             Node::ProcFile(_, data) => Ok(read_from(data, off, buf)),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
             Node::Device(Device::Console, _)
@@ -335,6 +349,7 @@ impl OpenFile {
                 *pos += n as u64;
                 Ok(n)
             }
+            Node::Hare(h) => h.write(&data),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
             Node::ProcFile(..) | Node::PipeRead(_) => Err(Errno::EBADF),
             Node::Device(Device::Console, _) => crate::tty::write(&data),
@@ -361,6 +376,7 @@ impl OpenFile {
                 }
                 crate::fs::with_client(|c| c.write_owned(*ino, off, data, t))
             }
+            Node::Hare(h) => h.pwrite(&data, off),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
             Node::ProcFile(..) => Err(Errno::EBADF),
             Node::Device(Device::Console, _)
@@ -380,8 +396,9 @@ impl OpenFile {
         const SEEK_DATA: u32 = 3;
         const SEEK_HOLE: u32 = 4;
         let size = match &self.node {
+            Node::Hare(h) if !h.is_dir() => return h.seek(off, whence),
             Node::File(_) | Node::ProcFile(..) => self.stat()?.size,
-            Node::Dir(_) | Node::ProcDir(_) => {
+            Node::Dir(_) | Node::ProcDir(_) | Node::Hare(_) => {
                 // A directory offset is a listing position: only absolute positions mean
                 // anything (0 rewinds).
                 if whence != SEEK_SET || off < 0 {
@@ -434,6 +451,7 @@ impl OpenFile {
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
             Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
             Node::Conn(c, _) => Ok(KStat::synthetic(DEV_MSG, c.mailbox(), 0o140600, 0)),
+            Node::Hare(h) => h.stat(),
         }
     }
 
@@ -445,6 +463,7 @@ impl OpenFile {
                 let t = crate::fs::now();
                 crate::fs::with_client(|c| c.truncate(*ino, size, t))
             }
+            Node::Hare(h) if self.writable() => h.truncate(size),
             // Linux answers EINVAL (not EBADF) for a descriptor not open for writing.
             _ => Err(Errno::EINVAL),
         }
@@ -462,6 +481,11 @@ impl OpenFile {
     /// process (see `crate::mailbox`).
     pub fn stays_with_process(&self) -> bool {
         matches!(self.node, Node::Mailbox(_) | Node::Conn(..))
+    }
+
+    /// Whether it is in Hare (dropping it queues a close: see `crate::fs::hare::flush`).
+    pub fn is_hare(&self) -> bool {
+        matches!(self.node, Node::Hare(_))
     }
 
     /// Whether this is a terminal.

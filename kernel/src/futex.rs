@@ -17,6 +17,7 @@ use crate::uaccess;
 use abi::Errno;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU32, Ordering};
 use vspace::RegionKind;
 
 /// The waiters of every futex word, by key.
@@ -155,6 +156,37 @@ pub fn wake_frame_word(phys: u64) -> usize {
         sched::wake(&t);
     }
     woken
+}
+
+/// The kernel sleeps on a shared futex word it reaches through the direct map (a channel
+/// word of a connection whose client end it holds: see `crate::fs::hare`), while the word
+/// holds `expected`, until a wake-up of that word ([`wake`] by a process that maps it, or
+/// [`wake_frame_word`]); only a fatal signal ends the wait early (`EINTR`).
+pub fn wait_kernel_word(me: &Arc<Thread>, word: &AtomicU32, expected: u32) -> Result<(), Errno> {
+    let k = Key::Shared(crate::arch::paging::virt_to_phys(
+        word as *const AtomicU32 as u64,
+    ));
+    {
+        let mut table = FUTEXES.lock();
+        if word.load(Ordering::Acquire) != expected {
+            return Ok(());
+        }
+        me.set_state(ThreadState::Blocked);
+        table.entry(k).or_default().push_back(me.clone());
+    }
+    let alive = wait::block_killable(me);
+    let mut table = FUTEXES.lock();
+    if let Some(q) = table.get_mut(&k) {
+        q.retain(|t| !Arc::ptr_eq(t, me));
+        if q.is_empty() {
+            table.remove(&k);
+        }
+    }
+    if alive {
+        Ok(())
+    } else {
+        Err(Errno::EINTR)
+    }
 }
 
 /// `FUTEX_REQUEUE` (and, with `expected`, `FUTEX_CMP_REQUEUE`: only while the word at `uaddr`

@@ -35,6 +35,7 @@
 use crate::arch::paging;
 use crate::fd::POLL_WAKE;
 use crate::proc::wait::{WaitQueue, Wake};
+use crate::proc::Thread;
 use crate::sync::IrqMutex;
 use crate::vm::{self, VSpace};
 use abi::Errno;
@@ -42,7 +43,7 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use msg::{Doorbell, EventCount, PageChannel};
+use msg::{Doorbell, EventCount, Message, PageChannel, RecvError, SendError};
 
 /// Connections a mailbox holds before its owner accepts them; `connect` answers `EAGAIN` past
 /// that.
@@ -55,22 +56,60 @@ pub const GRANT_PAGES_MAX: u64 = 65536;
 /// Grants one connection holds at once: `reef_grant` answers `ENOSPC` past it.
 pub const GRANTS_PER_CONN: usize = 1024;
 
+const PAGE_BYTES: usize = vm::PAGE_SIZE as usize;
+
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 static NEXT_GRANT: AtomicU64 = AtomicU64::new(1);
 
 /// A zeroed frame the kernel holds one share of, mapped into processes beside it: freed when
-/// the kernel and every address space have let go.
-struct SharedFrame(u64);
+/// the kernel and every address space have let go. Other parties may write it at any time,
+/// so the kernel reads and writes its bytes by copy ([`SharedFrame::read`],
+/// [`SharedFrame::write`]), never through a reference, except as the atomics of a channel.
+pub struct SharedFrame(u64);
 
 impl SharedFrame {
-    fn new() -> Result<SharedFrame, Errno> {
+    /// A new zeroed frame, on the calling core's node.
+    pub fn new() -> Result<SharedFrame, Errno> {
         vm::allocate_user_frame().map(SharedFrame)
+    }
+
+    /// Its physical address.
+    pub fn phys(&self) -> u64 {
+        self.0
     }
 
     /// The frame's bytes in the kernel's direct map.
     fn address(&self) -> u64 {
         paging::phys_to_virt(self.0)
+    }
+
+    /// Copies the bytes from `offset` into `buf` (as many as the page holds).
+    pub fn read(&self, offset: usize, buf: &mut [u8]) {
+        let n = buf.len().min(PAGE_BYTES.saturating_sub(offset));
+        // SAFETY: `offset + n` is within the page, which the kernel holds a share of while
+        // `self` lives and reaches through the direct map; a copy, so a party writing the
+        // page meanwhile changes what is read, never the kernel's memory.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                (self.address() as *const u8).add(offset),
+                buf.as_mut_ptr(),
+                n,
+            )
+        };
+    }
+
+    /// Copies `data` into the frame from `offset` (as much as the page holds).
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        let n = data.len().min(PAGE_BYTES.saturating_sub(offset));
+        // SAFETY: as in `read`, in the other direction.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                (self.address() as *mut u8).add(offset),
+                n,
+            )
+        };
     }
 
     /// The frame as the channel it holds.
@@ -107,6 +146,30 @@ impl Doorbell for KernelBell {
         crate::futex::wake_frame_word(paging::virt_to_phys(word as *const AtomicU32 as u64));
         POLL_WAKE.notify_all();
     }
+}
+
+/// The doorbell of a client end the kernel holds: ringing wakes the owner as
+/// `reef_mbox_notify` does. The kernel never sleeps through it (it sends with `try_send`, and
+/// waits for replies with [`Conn::wait_reply`]).
+struct OwnerBell<'a>(&'a Conn);
+
+impl Doorbell for OwnerBell<'_> {
+    fn wait(&self, _: &AtomicU32, _: u32) {}
+
+    fn wake(&self, _: &AtomicU32) {
+        self.0.notify();
+    }
+}
+
+/// The mailbox `id` that process `pid` holds (a directory member), if it still does.
+pub fn find(pid: u32, id: u64) -> Option<Arc<Mailbox>> {
+    let owner = crate::proc::lookup(pid)?.process;
+    let files = owner.files.lock();
+    let found = files.iter().find_map(|(_, fd)| match &fd.file.node {
+        crate::fd::Node::Mailbox(m) if m.id == id => Some(m.clone()),
+        _ => None,
+    });
+    found
 }
 
 /// A receive mailbox: its owner's eventcount and the connections waiting to be accepted.
@@ -360,6 +423,51 @@ impl Conn {
         };
         drop(gone);
         Ok(())
+    }
+
+    /// The kernel, holding the client end, sends `m` (ringing the owner if it sleeps):
+    /// `EPIPE` once the owner is gone, `EAGAIN` if the ring is full.
+    pub fn send_request(&self, m: &Message) -> Result<(), Errno> {
+        let bell = OwnerBell(self);
+        match self.request.channel().sender(&bell).try_send(m) {
+            Ok(()) => Ok(()),
+            Err(SendError::Closed) => Err(Errno::EPIPE),
+            Err(SendError::Full) => Err(Errno::EAGAIN),
+        }
+    }
+
+    /// The kernel, holding the client end, takes the next reply if one waits: `EPIPE` once
+    /// the owner is gone and every reply is taken, `EIO` for a slot no sender writes.
+    pub fn try_reply(&self) -> Result<Option<Message>, Errno> {
+        match self.reply.channel().receiver(&KernelBell).try_recv() {
+            Ok(m) => Ok(m),
+            Err(RecvError::Closed) => Err(Errno::EPIPE),
+            Err(RecvError::Corrupt) => Err(Errno::EIO),
+        }
+    }
+
+    /// The kernel's thread `me` sleeps until a reply (or the owner's close) may be waiting;
+    /// only a fatal signal ends the wait early (`EINTR`).
+    pub fn wait_reply(&self, me: &Arc<Thread>) -> Result<(), Errno> {
+        let ch = self.reply.channel();
+        if ch.watch() {
+            return Ok(());
+        }
+        crate::futex::wait_kernel_word(me, ch.receiver_word(), 1)
+    }
+
+    /// The kernel, holding the client end, grants the owner `frames` (frames it holds, of
+    /// which the grant takes a share each), writable, charged to `budget`; returns the id.
+    pub fn grant_frames(&self, frames: &[u64], budget: &Arc<GrantBudget>) -> Result<u64, Errno> {
+        let mut held = Vec::new();
+        held.try_reserve_exact(frames.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        budget.charge(frames.len() as u64)?;
+        for &f in frames {
+            crate::mm::share(f);
+            held.push(f);
+        }
+        self.grant(Granted::new(End::Client, true, held, budget.clone()))
     }
 
     /// The id of the mailbox it connects to.

@@ -19,6 +19,7 @@ use abi::Errno;
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 use msg::names::{choose, Member, NameError, NameServer, Pick, Place, CACHE_MEMBERS, NAME_MAX};
@@ -68,6 +69,8 @@ pub enum ReadOp {
     Lookup(Name, Place, Pick, u64),
     /// The directory as text (`/proc/reef/names`).
     List,
+    /// Every member of a name.
+    Members(Name),
 }
 
 /// Update operations.
@@ -92,6 +95,8 @@ pub enum Resp {
     Found(Option<Member>, Option<([Member; CACHE_MEMBERS], usize)>),
     /// `List`.
     Listing(String),
+    /// `Members` (`ENOMEM` if the list could not be made).
+    Members(Result<Vec<Member>, Errno>),
     /// An update: registrations changed, or why none did.
     Done(Result<usize, NameError>),
 }
@@ -128,6 +133,17 @@ impl nr::Dispatch for Directory {
                     s.push('\n');
                 }
                 Resp::Listing(s)
+            }
+            ReadOp::Members(name) => {
+                let members = self.0.members(name.as_bytes()).unwrap_or_default();
+                let mut v = Vec::new();
+                Resp::Members(match v.try_reserve_exact(members.len()) {
+                    Ok(()) => {
+                        v.extend_from_slice(members);
+                        Ok(v)
+                    }
+                    Err(_) => Err(Errno::ENOMEM),
+                })
             }
         }
     }
@@ -234,6 +250,14 @@ pub fn lookup(name: Name, pick: Pick) -> Result<Member, Errno> {
             .fill(name.as_bytes(), &members[..n], generation);
     }
     member.ok_or(Errno::ENOENT)
+}
+
+/// Every member of `name` (none: an empty list), from the local replica.
+pub fn members(name: Name) -> Result<Vec<Member>, Errno> {
+    let Resp::Members(m) = directory().execute(ReadOp::Members(name)) else {
+        unreachable!("Members answers Members")
+    };
+    m
 }
 
 /// Process `pid` exited: its registrations go.

@@ -645,7 +645,10 @@ fn user_tests() -> Vec<UserTest> {
             expect,
             // fos (issue 12): one core, two nodes of one core each, four cores; fleets take
             // whole cores.
-            configs: if matches!(name, "fleets" | "mailbox" | "names" | "haretest") {
+            configs: if matches!(
+                name,
+                "fleets" | "mailbox" | "names" | "haretest" | "haremount"
+            ) {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else {
                 &[ONE_CORE, FOUR_CORES]

@@ -174,6 +174,12 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
         hare: true,
     },
+    Program {
+        name: "haremount",
+        source: "haremount.c",
+        pie: false,
+        hare: false,
+    },
 ];
 
 /// Programs that are not tests (measurement programs, which print numbers, and helpers the
@@ -242,6 +248,7 @@ const HEADERS: &[&str] = &[
     "reef_server.h",
     "reef_core.h",
     "hare.h",
+    "hare_fleet.h",
 ];
 
 /// The shell suite's directory, relative to the repository root, and in the initramfs.

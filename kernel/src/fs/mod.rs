@@ -9,6 +9,7 @@
 //! for the system calls ([`open`]).
 
 pub mod dev;
+pub mod hare;
 pub mod path;
 pub mod pipe;
 pub mod procfs;
@@ -394,6 +395,10 @@ pub fn open(
     let kept = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
     match path::locate(me, dirfd, path)? {
         Place::Fs { start, path } => open_nrfs(me, start, &path, flags, mode, kept, shown),
+        Place::Hare(p) => {
+            let umask = me.umask.load(core::sync::atomic::Ordering::Relaxed);
+            hare::open(p, flags, mode, umask, kept, shown)
+        }
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             let follow = flags & O_NOFOLLOW == 0;

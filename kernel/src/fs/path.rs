@@ -1,5 +1,7 @@
 //! Where a system call's path leads: the directory it starts from (the root, the working
-//! directory, or a directory descriptor) and the file system it lies in (NR-FS or `/proc`).
+//! directory, or a directory descriptor) and the file system it lies in (NR-FS, `/proc`, or the
+//! mounted Hare: an absolute path under the mount point, `.` and `..` applied by name, or a path
+//! relative to a directory there; see [`hare`] for `..` at its root).
 //!
 //! NR-FS resolves its own paths (components, symlinks, `..`, Linux's errors; see the `nrfs`
 //! crate). `/proc` is recognised here, before NR-FS sees the path: an absolute path whose first
@@ -8,6 +10,7 @@
 //! that climbs into `/proc` with `..`, or an NR-FS symlink pointing into `/proc`, reaches the
 //! empty NR-FS directory `/proc` instead (documented in docs/architecture.md).
 
+use super::hare::{self, HarePath};
 use crate::fd::{Node, OpenFile};
 use crate::proc::Process;
 use abi::Errno;
@@ -29,6 +32,8 @@ pub enum Place {
     },
     /// In `/proc`: the components below `/proc`.
     Proc(Vec<Vec<u8>>),
+    /// In the mounted Hare.
+    Hare(HarePath),
 }
 
 impl Place {
@@ -36,7 +41,7 @@ impl Place {
     pub fn fs(self, err: Errno) -> Result<(Ino, Vec<u8>), Errno> {
         match self {
             Place::Fs { start, path } => Ok((start, path)),
-            Place::Proc(_) => Err(err),
+            Place::Proc(_) | Place::Hare(_) => Err(err),
         }
     }
 }
@@ -49,8 +54,9 @@ pub fn start_dir(me: &Process, dirfd: i32) -> Result<Arc<OpenFile>, Errno> {
     } else {
         me.files.lock().get(dirfd)?
     };
-    match f.node {
+    match &f.node {
         Node::Dir(_) | Node::ProcDir(_) => Ok(f),
+        Node::Hare(h) if h.is_dir() => Ok(f),
         _ => Err(Errno::ENOTDIR),
     }
 }
@@ -64,17 +70,39 @@ pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
         return Ok(absolute(path));
     }
     let base = start_dir(me, dirfd)?;
-    match base.node {
-        Node::Dir(ino) => Ok(Place::Fs {
-            start: ino,
-            path: path.to_vec(),
-        }),
+    match &base.node {
+        // A relative path that climbs with `..` is taken by name from the directory's path,
+        // so that it may leave the mount.
+        Node::Hare(h) if !path.split(|&b| b == b'/').any(|c| c == b"..") => {
+            Ok(Place::Hare(hare::relative(h, path)))
+        }
+        Node::Dir(ino) => {
+            if hare::mounted().is_some() {
+                if let Place::Hare(p) = absolute(&join(&base.path, path)) {
+                    return Ok(Place::Hare(p));
+                }
+            }
+            Ok(Place::Fs {
+                start: *ino,
+                path: path.to_vec(),
+            })
+        }
         _ => Ok(absolute(&join(&base.path, path))),
     }
 }
 
 /// An absolute path's place.
 fn absolute(path: &[u8]) -> Place {
+    if hare::mounted().is_some() {
+        let normal = join(b"/", path);
+        let comps: Vec<&[u8]> = normal
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty())
+            .collect();
+        if let Some(p) = hare::place_of(&comps) {
+            return Place::Hare(p);
+        }
+    }
     let mut comps = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
     if comps.next() == Some(b"proc") {
         let mut out: Vec<Vec<u8>> = Vec::new();

@@ -4,6 +4,7 @@
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg   system information
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
+//! /proc/reef/hare                                    the mounted Hare: servers, cores' clients
 //! /proc/reef/fleets                                  cores that fleets own: node, member, fleet
 //! /proc/reef/memory                                  per node: free frames, reserve, heap
 //! /proc/reef/names                                   the name directory, per-core name caches
@@ -52,6 +53,8 @@ pub enum File {
     Nrfs,
     /// `/proc/reef/syscalls`.
     Syscalls,
+    /// `/proc/reef/hare`.
+    Hare,
     /// `/proc/reef/tlb`.
     Tlb,
     /// `/proc/<pid>/status`.
@@ -141,6 +144,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"nrfs" => Ok(Place::File(File::Nrfs)),
             b"syscalls" => Ok(Place::File(File::Syscalls)),
             b"tlb" => Ok(Place::File(File::Tlb)),
+            b"hare" => Ok(Place::File(File::Hare)),
             _ => Err(Errno::ENOENT),
         },
         Place::Pid(pid) => match name {
@@ -237,6 +241,7 @@ fn ino_of(place: Place) -> u64 {
             File::Memory => (8, 0, 9),
             File::Names => (8, 0, 10),
             File::Fleets => (8, 0, 11),
+            File::Hare => (8, 0, 12),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -308,6 +313,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
             out.push((ino_of(Place::File(File::Nrfs)), f, b"nrfs".to_vec()));
             out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
             out.push((ino_of(Place::File(File::Tlb)), f, b"tlb".to_vec()));
+            out.push((ino_of(Place::File(File::Hare)), f, b"hare".to_vec()));
         }
         Place::Pid(pid) => {
             process(pid)?;
@@ -368,6 +374,10 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         }
         File::Mounts => {
             s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\n");
+            if let Some(m) = super::hare::mounted() {
+                let at = String::from_utf8_lossy(&m.at_path()).into_owned();
+                let _ = writeln!(s, "hare {at} hare rw,cache={}M 0 0", m.cache_blocks() / 256);
+            }
         }
         File::Uptime => {
             let ns = crate::time::now_ns();
@@ -401,6 +411,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Nrfs => s = crate::fs::report(),
         File::Syscalls => s = crate::syscall::accounting_report(),
         File::Tlb => s = crate::ipi::shootdown_report(),
+        File::Hare => s = super::hare::report(),
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             let threads = e.process.threads.lock().len();

@@ -147,6 +147,18 @@ pub fn block(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
     sleep(me, deadline_ns)
 }
 
+/// [`block`] for a wait only a fatal signal may end (Linux's `TASK_KILLABLE`): a thread
+/// already marked blocked sleeps until woken; `false` if it is dying (killed, or its process
+/// exiting) instead. Other signals wake it early, and its caller looks again and sleeps again.
+pub fn block_killable(me: &Arc<Thread>) -> bool {
+    fence(Ordering::SeqCst);
+    if me.dying() && me.transition(ThreadState::Blocked, ThreadState::Running) {
+        return false;
+    }
+    sleep(me, None);
+    !me.dying()
+}
+
 /// Switches away until the thread is woken or `deadline_ns` passes; says why it woke.
 fn sleep(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
     if let Some(d) = deadline_ns {
@@ -208,6 +220,14 @@ impl<T> SleepLock<T> {
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Takes the lock if no other thread holds it.
+    pub fn try_lock(&self) -> Option<SleepLockGuard<'_, T>> {
+        self.inner.try_lock().map(|guard| SleepLockGuard {
+            lock: self,
+            guard: Some(guard),
+        })
     }
 }
 

@@ -203,7 +203,11 @@ pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 
 pub fn close(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let closed = me.process.files.lock().close(a[0] as i32)?;
+    let hare = closed.file.is_hare();
     drop(closed);
+    if hare {
+        crate::fs::hare::flush();
+    }
     Ok(0)
 }
 
@@ -222,7 +226,11 @@ pub fn dup2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         }
         files.insert_at(a[1] as i32, f, false)?
     };
+    let hare = replaced.as_ref().is_some_and(|r| r.file.is_hare());
     drop(replaced);
+    if hare {
+        crate::fs::hare::flush();
+    }
     Ok(a[1])
 }
 
@@ -239,7 +247,11 @@ pub fn dup3(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         }
         files.insert_at(a[1] as i32, f, a[2] & cloexec != 0)?
     };
+    let hare = replaced.as_ref().is_some_and(|r| r.file.is_hare());
     drop(replaced);
+    if hare {
+        crate::fs::hare::flush();
+    }
     Ok(a[1])
 }
 
@@ -384,6 +396,15 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     uaccess::check_range(a[1], count)?;
     let mut out = Vec::new();
     out.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
+    // Hare's listing comes from its servers (the thread sleeps): taken before the position's
+    // lock.
+    let hare_entries = match &f.node {
+        Node::Hare(h) => {
+            let at = *f.pos.lock();
+            Some(h.entries(at).map(|e| (at, e))?)
+        }
+        _ => None,
+    };
     let mut pos = f.pos.lock();
     let push = |out: &mut Vec<u8>, ino: u64, next: u64, kind: u8, name: &[u8]| -> bool {
         let reclen = (19 + name.len() + 1).next_multiple_of(8);
@@ -426,6 +447,17 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
                     break;
                 }
                 *pos = i as u64 + 1;
+            }
+        }
+        Node::Hare(_) => {
+            let (at, entries) = hare_entries.ok_or(Errno::EIO)?;
+            for (i, (ino, kind, name)) in entries.iter().enumerate() {
+                let next = at + i as u64 + 1;
+                if !push(&mut out, *ino, next, kind.dirent_type(), name) {
+                    left_out = true;
+                    break;
+                }
+                *pos = next;
             }
         }
         _ => return Err(Errno::ENOTDIR),

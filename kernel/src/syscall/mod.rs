@@ -109,6 +109,8 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_STATFS => path::statfs,
         SYS_FSTATFS => path::fstatfs,
         SYS_SYNC => path::sync,
+        SYS_MOUNT => path::mount,
+        SYS_UMOUNT2 => path::umount2,
         SYS_REBOOT => misc::reboot,
         SYS_PRCTL => misc::prctl,
         SYS_SYSINFO => misc::sysinfo,

@@ -7,7 +7,7 @@ use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::flags::O_CLOEXEC;
-use crate::mailbox::{Conn, End, Granted, Mailbox};
+use crate::mailbox::{self, Conn, End, Granted, Mailbox};
 use crate::names::{self, Name};
 use crate::proc::{self, Thread};
 use crate::uaccess;
@@ -190,7 +190,7 @@ pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     let (cloexec, _) = flags_arg(a[4], O_CLOEXEC)?;
     uaccess::check_range(a[3], CONN_INFO_SIZE)?;
     let member = names::lookup(name, pick)?;
-    let mailbox = find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
+    let mailbox = mailbox::find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
     let conn = mailbox.new_connection()?;
     let (fd, addr) = open_end(me, conn.clone(), End::Client, cloexec, a[3]).map_err(|(e, _)| e)?;
     if let Err(e) = mailbox.offer(conn) {
@@ -200,17 +200,6 @@ pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
         return Err(e);
     }
     Ok(fd as u64)
-}
-
-/// The mailbox `id` that process `pid` holds (a directory member), if it still does.
-fn find(pid: u32, id: u64) -> Option<Arc<Mailbox>> {
-    let owner = proc::lookup(pid)?.process;
-    let files = owner.files.lock();
-    let found = files.iter().find_map(|(_, fd)| match &fd.file.node {
-        Node::Mailbox(m) if m.id == id => Some(m.clone()),
-        _ => None,
-    });
-    found
 }
 
 /// `reef_mbox_accept(mailbox_fd, flags, out)`: `EBADF`, `ENOTSOCK` (not a mailbox), `EINVAL`

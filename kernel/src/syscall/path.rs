@@ -12,6 +12,7 @@ use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{KStat, Node, OpenFile, O_PATH};
 use crate::fs::flags::{O_CLOEXEC, O_CREAT, O_DIRECTORY, O_TRUNC};
+use crate::fs::hare::{self, HarePath};
 use crate::fs::path::{self, Place, AT_FDCWD};
 use crate::fs::{procfs, with_client};
 use crate::proc::{Process, Thread};
@@ -86,6 +87,7 @@ fn stat_path(p: &Process, dir: i32, path: &[u8], follow: bool) -> Result<KStat, 
             })?;
             Ok(KStat::from_nrfs(&s))
         }
+        Place::Hare(h) => hare::stat(&h, follow),
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             match procfs::resolve(p, &comps, follow)? {
@@ -167,19 +169,15 @@ pub fn statx(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
-/// The NR-FS location of a path that changes the namespace; EACCES inside `/proc`.
-fn fs_place(p: &Process, dir: i32, path: &[u8]) -> Result<FsPath, Errno> {
-    path::locate(p, dir, path)?.fs(Errno::EACCES)
-}
-
 fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
     let path = path_arg(path)?;
+    let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
     let (start, path) = match path::locate(&me.process, dir, &path)? {
         Place::Fs { start, path } => (start, path),
+        Place::Hare(h) => return hare::mkdir(&h, perm).map(|()| 0),
         Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
         Place::Proc(_) => return Err(Errno::EACCES),
     };
-    let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
     let t = now();
     with_client(|c| c.mkdir(start, &path, Attrs::new(perm, 0, 0), t))?;
     Ok(0)
@@ -195,7 +193,10 @@ pub fn mkdirat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
 
 fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
     let path = path_arg(path)?;
-    let (start, path) = fs_place(&me.process, dir, &path)?;
+    let (start, path) = match path::locate(&me.process, dir, &path)? {
+        Place::Hare(h) => return hare::remove(&h, is_dir).map(|()| 0),
+        place => place.fs(Errno::EACCES)?,
+    };
     let t = now();
     let frees_data = with_client(|c| {
         if is_dir {
@@ -232,15 +233,22 @@ pub fn unlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
 /// An NR-FS path and the directory it starts from.
 type FsPath = (Ino, Vec<u8>);
 
-/// Locates both paths of a two-path call; EXDEV between `/proc` and NR-FS, EACCES in `/proc`.
+/// Both paths of a two-path call, in one file system.
+enum Pair {
+    Fs(FsPath, FsPath),
+    Hare(HarePath, HarePath),
+}
+
+/// Locates both paths of a two-path call; EXDEV between file systems, EACCES in `/proc`.
 fn two_places(
     p: &Process,
     (dir1, path1): (i32, &[u8]),
     (dir2, path2): (i32, &[u8]),
-) -> Result<(FsPath, FsPath), Errno> {
+) -> Result<Pair, Errno> {
     let a = path::locate(p, dir1, path1)?;
     let b = path::locate(p, dir2, path2)?;
     match (a, b) {
+        (Place::Hare(a), Place::Hare(b)) => Ok(Pair::Hare(a, b)),
         (
             Place::Fs {
                 start: s1,
@@ -250,7 +258,7 @@ fn two_places(
                 start: s2,
                 path: p2,
             },
-        ) => Ok(((s1, p1), (s2, p2))),
+        ) => Ok(Pair::Fs((s1, p1), (s2, p2))),
         (Place::Proc(_), Place::Proc(_)) => Err(Errno::EACCES),
         _ => Err(Errno::EXDEV),
     }
@@ -259,7 +267,10 @@ fn two_places(
 fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) -> SysResult {
     let (old, new) = (path_arg(a[0])?, path_arg(a[1])?);
     let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
-    let ((s1, p1), (s2, p2)) = two_places(&me.process, (dirs.0, &old), (dirs.1, &new))?;
+    let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
+        Pair::Fs(a, b) => (a, b),
+        Pair::Hare(a, b) => return hare::rename(&a, &b, flags).map(|()| 0),
+    };
     let t = now();
     with_client(|c| c.rename(s1, &p1, s2, &p2, flags, t))?;
     Ok(0)
@@ -287,7 +298,11 @@ fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u6
         return Err(Errno::EINVAL);
     }
     let (old, new) = (path_arg(old)?, path_arg(new)?);
-    let ((s1, p1), (s2, p2)) = two_places(&me.process, (dirs.0, &old), (dirs.1, &new))?;
+    let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
+        Pair::Fs(a, b) => (a, b),
+        // Hare has no hard links (no LINK request), as a file system without them answers.
+        Pair::Hare(..) => return Err(Errno::EPERM),
+    };
     let t = now();
     let follow = flags & AT_SYMLINK_FOLLOW != 0;
     with_client(|c| c.link(s1, &p1, s2, &p2, follow, t))?;
@@ -308,7 +323,10 @@ fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResu
         return Err(Errno::ENOENT);
     }
     let path = path_arg(path)?;
-    let (start, path) = fs_place(&me.process, dir, &path)?;
+    let (start, path) = match path::locate(&me.process, dir, &path)? {
+        Place::Hare(h) => return hare::symlink(&target, &h).map(|()| 0),
+        place => place.fs(Errno::EACCES)?,
+    };
     let t = now();
     with_client(|c| c.symlink(&target, start, &path, Attrs::new(0o777, 0, 0), t))?;
     Ok(0)
@@ -333,6 +351,7 @@ fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -
             let ino = c.resolve(start, &path, false)?;
             c.readlink(ino)
         })?,
+        Place::Hare(h) => hare::readlink(&h)?,
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             match procfs::resolve(&me.process, &comps, false)? {
@@ -360,7 +379,10 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         return Err(Errno::EINVAL);
     }
     let path = path_arg(a[0])?;
-    let (start, path) = fs_place(&me.process, AT_FDCWD, &path)?;
+    let (start, path) = match path::locate(&me.process, AT_FDCWD, &path)? {
+        Place::Hare(h) => return hare::truncate(&h, a[1]).map(|()| 0),
+        place => place.fs(Errno::EACCES)?,
+    };
     crate::fs::admit_truncate(a[1])?;
     let t = now();
     with_client(|c| {
@@ -380,7 +402,11 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
 /// Makes `f` (a directory description) the working directory.
 fn set_cwd(p: &Process, f: Arc<OpenFile>) {
     let old = core::mem::replace(&mut *p.cwd.lock(), f);
+    let hare = old.is_hare();
     drop(old);
+    if hare {
+        crate::fs::hare::flush();
+    }
 }
 
 pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -401,13 +427,13 @@ pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 
 pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
-    match f.node {
-        Node::Dir(_) | Node::ProcDir(_) => {
-            set_cwd(&me.process, f);
-            Ok(0)
-        }
-        _ => Err(Errno::ENOTDIR),
+    match &f.node {
+        Node::Dir(_) | Node::ProcDir(_) => {}
+        Node::Hare(h) if h.is_dir() => {}
+        _ => return Err(Errno::ENOTDIR),
     }
+    set_cwd(&me.process, f);
+    Ok(0)
 }
 
 pub fn getcwd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -454,24 +480,42 @@ pub fn faccessat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     access_common(me, dirfd(a[0]), a[1], a[2], a[3])
 }
 
-/// The NR-FS inode a path names, for attribute changes (EACCES in `/proc`).
-fn inode_at(me: &Arc<Thread>, dir: i32, path: &[u8], follow: bool) -> Result<Ino, Errno> {
-    let (start, path) = fs_place(&me.process, dir, path)?;
-    with_client(|c| c.resolve(start, &path, follow))
+/// What an attribute change applies to.
+enum Target {
+    /// An NR-FS inode.
+    Ino(Ino),
+    /// A path in Hare (whose client resolves it), and whether a last symlink is followed.
+    Hare(HarePath, bool),
 }
 
-/// The NR-FS inode of a descriptor (EPERM for pipes and `/proc`, as Linux's read-only or
-/// attribute-less objects answer).
-fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Ino, Errno> {
-    file(me, fd)?.ino().ok_or(Errno::EPERM)
+/// What a path names, for attribute changes (EACCES in `/proc`).
+fn inode_at(me: &Arc<Thread>, dir: i32, path: &[u8], follow: bool) -> Result<Target, Errno> {
+    match path::locate(&me.process, dir, path)? {
+        Place::Hare(h) => Ok(Target::Hare(h, follow)),
+        place => {
+            let (start, path) = place.fs(Errno::EACCES)?;
+            with_client(|c| c.resolve(start, &path, follow)).map(Target::Ino)
+        }
+    }
 }
 
-/// The inode an `*at` attribute call names: `dirfd` itself with `AT_EMPTY_PATH` and "".
-fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<Ino, Errno> {
+/// The NR-FS inode of a descriptor (EPERM for pipes, `/proc` and Hare, as Linux's read-only
+/// or attribute-less objects answer).
+fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Target, Errno> {
+    file(me, fd)?.ino().map(Target::Ino).ok_or(Errno::EPERM)
+}
+
+/// What an `*at` attribute call names: `dirfd` itself with `AT_EMPTY_PATH` and "".
+fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<Target, Errno> {
     let p = path_arg(path)?;
     if p.is_empty() && flags & AT_EMPTY_PATH != 0 {
         return if dir == AT_FDCWD {
-            me.process.cwd.lock().ino().ok_or(Errno::EPERM)
+            me.process
+                .cwd
+                .lock()
+                .ino()
+                .map(Target::Ino)
+                .ok_or(Errno::EPERM)
         } else {
             inode_of(me, dir as u32 as u64)
         };
@@ -479,9 +523,15 @@ fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<I
     inode_at(me, dir, &p, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
-fn chmod_ino(ino: Ino, mode: u64) -> SysResult {
-    let t = now();
-    with_client(|c| c.chmod(ino, mode as u32 & 0o7777, t))?;
+fn chmod_ino(target: Target, mode: u64) -> SysResult {
+    let mode = mode as u32 & 0o7777;
+    match target {
+        Target::Ino(ino) => {
+            let t = now();
+            with_client(|c| c.chmod(ino, mode, t))?;
+        }
+        Target::Hare(h, _) => hare::chmod(&h, mode)?,
+    }
     Ok(0)
 }
 
@@ -497,10 +547,15 @@ pub fn fchmodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     chmod_ino(inode_at(me, dirfd(a[0]), &path_arg(a[1])?, true)?, a[2])
 }
 
-fn chown_ino(ino: Ino, uid: u64, gid: u64) -> SysResult {
+fn chown_ino(target: Target, uid: u64, gid: u64) -> SysResult {
     let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
-    let t = now();
-    with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
+    match target {
+        Target::Ino(ino) => {
+            let t = now();
+            with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
+        }
+        Target::Hare(h, follow) => hare::chown(&h, follow, (id(uid), id(gid)))?,
+    }
     Ok(0)
 }
 
@@ -545,7 +600,7 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         };
         (pick(ts[0], ts[1])?, pick(ts[2], ts[3])?)
     };
-    let ino = if a[1] == 0 {
+    let target = if a[1] == 0 {
         inode_of(me, a[0])?
     } else {
         inode_at_flags(me, dirfd(a[0]), a[1], a[3])?
@@ -553,7 +608,10 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     if atime.is_none() && mtime.is_none() {
         return Ok(0);
     }
-    with_client(|c| c.set_times(ino, atime, mtime, t))?;
+    match target {
+        Target::Ino(ino) => with_client(|c| c.set_times(ino, atime, mtime, t))?,
+        Target::Hare(h, follow) => hare::utimens(&h, follow, (atime, mtime))?,
+    }
     Ok(0)
 }
 
@@ -562,6 +620,7 @@ fn write_statfs(addr: u64, st: &KStat) -> SysResult {
     const TMPFS_MAGIC: u64 = 0x0102_1994;
     const PROC_SUPER_MAGIC: u64 = 0x9fa0;
     const PIPEFS_MAGIC: u64 = 0x5049_5045;
+    const HARE_MAGIC: u64 = 0x4841_5245;
     let page = 4096u64;
     let free_pages = crate::mm::free_bytes() / page;
     let (magic, blocks, bfree, files, ffree) = match st.dev {
@@ -577,6 +636,11 @@ fn write_statfs(addr: u64, st: &KStat) -> SysResult {
             )
         }
         crate::fd::DEV_PROC => (PROC_SUPER_MAGIC, 0, 0, 0, 0),
+        // Hare's servers keep their free blocks to themselves: the cache's size is reported.
+        hare::DEV_HARE => {
+            let blocks = hare::mounted().map_or(0, |m| m.cache_blocks());
+            (HARE_MAGIC, blocks, 0, 0, 0)
+        }
         _ => (PIPEFS_MAGIC, 0, 0, 0, 0),
     };
     let words: [u64; 15] = [
@@ -612,5 +676,64 @@ pub fn fstatfs(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
 
 /// `sync`: nothing to write back.
 pub fn sync(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+/// The absolute path of `path` (relative to the working directory), as components, `.` and
+/// `..` applied by name.
+fn components(me: &Arc<Thread>, path: &[u8]) -> Vec<Vec<u8>> {
+    path::display(&me.process, AT_FDCWD, path)
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// `mount(source, target, type, flags, data)`: only type `hare` (`crate::fs::hare`; the
+/// source is not used), on an NR-FS directory other than the root, with options in `data`
+/// (`cache=MiB`); other types answer `ENODEV`, flags other than `MS_SILENT` `EINVAL`.
+pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MS_SILENT: u64 = 0x8000;
+    const MS_MGC_VAL: u64 = 0xc0ed_0000;
+    let target = path_arg(a[1])?;
+    let fstype = uaccess::read_cstring(a[2], 64)?;
+    let options = if a[4] == 0 {
+        Vec::new()
+    } else {
+        uaccess::read_cstring(a[4], 4096)?
+    };
+    // Old programs put a magic number in the high half of the flags (ignored, as by Linux).
+    let flags = if a[3] & 0xffff_0000 == MS_MGC_VAL {
+        a[3] & 0xffff
+    } else {
+        a[3]
+    };
+    if fstype != b"hare" {
+        return Err(Errno::ENODEV);
+    }
+    if flags & !MS_SILENT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let st = stat_path(&me.process, AT_FDCWD, &target, true)?;
+    if !st.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    let at = components(me, &target);
+    if st.dev != crate::fd::DEV_NRFS || at.is_empty() {
+        return Err(Errno::EBUSY);
+    }
+    hare::mount(at, &options)?;
+    Ok(0)
+}
+
+/// `umount2(target, flags)`: Hare's mount point; `EINVAL` for another path or unknown flags
+/// (`MNT_FORCE` and `MNT_DETACH` are refused too: a busy mount stays).
+pub fn umount2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const UMOUNT_NOFOLLOW: u64 = 8;
+    if a[1] & !UMOUNT_NOFOLLOW != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = path_arg(a[0])?;
+    hare::umount(&components(me, &target))?;
     Ok(0)
 }

@@ -233,6 +233,9 @@ fn exec_place(p: &Process, path: Vec<u8>) -> Result<(nrfs::Ino, Vec<u8>), Errno>
                 _ => Err(Errno::EACCES),
             }
         }
+        // Programs run from NR-FS (as from a `noexec` mount on Linux); remote exec, Hare
+        // §3.6, is not built.
+        path::Place::Hare(_) => Err(Errno::EACCES),
     }
 }
 

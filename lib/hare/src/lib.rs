@@ -58,3 +58,15 @@ pub type Block = u32;
 
 /// Size of a buffer-cache block (a page).
 pub const BLOCK_SIZE: usize = nrfs::PAGE_SIZE;
+
+/// Runs a [`Client`] operation to completion over a synchronous [`Transport`] (one whose
+/// `call` has its reply before it returns, as Reef's kernel and `usr/hare` have): the future
+/// is ready at its first poll. Panics if it is not (a transport that is not synchronous).
+pub fn run_ready<T>(f: impl core::future::Future<Output = T>) -> T {
+    use core::task::{Context, Poll, Waker};
+    let mut f = core::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("a future of a synchronous transport is pending"),
+    }
+}

@@ -955,5 +955,44 @@ pub fn decode_invalidation(m: &Message) -> Result<Invalidation, WireError> {
     Ok(Invalidation { dir, name })
 }
 
+/// The tag of a hello, both ways (no operation uses it): the first message on a connection.
+/// The client sends words [client id, pool grant, pool pages, cache grant, cache blocks]
+/// ([`hello`]); the server answers [its id, the fleet's size, 0 or the errno that refused
+/// the hello] ([`Welcome`]). `usr/hare.h` has the same for C.
+pub const HELLO: u16 = 0xffff;
+
+/// A client's hello: its id, the grant of its pool of `pool_pages` pages, and the grant of the
+/// buffer cache of `cache_blocks` blocks (grant 0 and 0 blocks: the server has the cache
+/// already, from another client's hello).
+pub fn hello(client: u32, pool: u64, pool_pages: u64, cache: u64, cache_blocks: u64) -> Message {
+    let words = [u64::from(client), pool, pool_pages, cache, cache_blocks];
+    Message::from_words(HELLO, &words).expect("five words fit a slot")
+}
+
+/// A server's answer to a hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Welcome {
+    /// The server's id.
+    pub server: u16,
+    /// Servers in the fleet.
+    pub servers: u16,
+}
+
+/// Decodes the answer to a hello: the errno the server refused it with, or `Bad` for a
+/// message that is not a welcome (or names itself outside the fleet it reports).
+pub fn decode_welcome(m: &Message) -> Result<Result<Welcome, Errno>, WireError> {
+    if m.tag != HELLO || m.bytes().len() < 24 {
+        return Err(WireError::Bad("welcome"));
+    }
+    let (id, servers, err) = (m.word(0), m.word(1), m.word(2));
+    if err != 0 {
+        return Ok(Err(Errno(i32::try_from(err).unwrap_or(Errno::EIO.0))));
+    }
+    match (u16::try_from(id), u16::try_from(servers)) {
+        (Ok(server), Ok(servers)) if server < servers => Ok(Ok(Welcome { server, servers })),
+        _ => Err(WireError::Bad("welcome")),
+    }
+}
+
 /// Words of payload a message may carry ([`PAYLOAD`] bytes).
 const _: () = assert!(PAYLOAD / 8 == 7);

@@ -351,3 +351,30 @@ fn a_bad_name_is_refused() {
         assert!(decode_request(&m, &buf).is_err(), "{bad:?} accepted");
     }
 }
+
+#[test]
+fn a_welcome_is_checked() {
+    let h = hare::wire::hello(7, 11, 1, 12, 4096);
+    assert_eq!(h.tag, hare::wire::HELLO);
+    assert_eq!(
+        [h.word(0), h.word(1), h.word(2), h.word(3), h.word(4)],
+        [7, 11, 1, 12, 4096]
+    );
+    let welcome = |words: &[u64]| Message::from_words(hare::wire::HELLO, words).unwrap();
+    let ok = hare::wire::decode_welcome(&welcome(&[2, 3, 0]))
+        .unwrap()
+        .unwrap();
+    assert_eq!((ok.server, ok.servers), (2, 3));
+    assert_eq!(
+        hare::wire::decode_welcome(&welcome(&[0, 3, Errno::EPERM.0 as u64])).unwrap(),
+        Err(Errno::EPERM)
+    );
+    for bad in [&[3u64, 3, 0][..], &[0, 1 << 16, 0], &[0, 3]] {
+        assert!(
+            hare::wire::decode_welcome(&welcome(bad)).is_err(),
+            "{bad:?} accepted"
+        );
+    }
+    let reply = Message::from_words(5, &[2, 3, 0]).unwrap();
+    assert!(hare::wire::decode_welcome(&reply).is_err());
+}

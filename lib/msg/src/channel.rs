@@ -187,6 +187,13 @@ impl<const N: usize> Channel<N> {
         wake_if_sleeping(peer_sleeping, bell);
     }
 
+    /// The word a receiver sleeps on once [`Channel::watch`] has marked it asleep (1 while it
+    /// sleeps; a sender clears it before it rings): for a receiver that does its own sleeping
+    /// (the kernel, which must be able to give up a wait) rather than [`Receiver::recv`]'s.
+    pub fn receiver_word(&self) -> &AtomicU32 {
+        &self.rx.sleeping
+    }
+
     /// Wakes a receiver sleeping on this channel's own word, whose sender has already claimed
     /// the wake-up (cleared the word) and asked a third party to ring: the kernel does this
     /// for a mailbox's owner, who may sleep on one connection rather than on its eventcount.

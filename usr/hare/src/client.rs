@@ -9,14 +9,12 @@ use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::future::{ready, Future};
-use core::pin::pin;
-use core::task::{Context, Poll, Waker};
 
 use abi::Errno;
 use hare::wire::{self, PAGE_SIZE};
 use hare::{
-    Attrs, BufferCache, Client, Fd, Invalidation, Kind, OpenFlags, Policy, Reply, Request,
-    ServerId, ShardTable, Stat, Timespec, Transport, BLOCK_SIZE, ROOT_INO,
+    run_ready, Attrs, BufferCache, Client, Fd, Invalidation, Kind, OpenFlags, Policy, Reply,
+    Request, ServerId, ShardTable, Stat, Timespec, Transport, BLOCK_SIZE, ROOT_INO,
 };
 
 use crate::cabi::CMsg;
@@ -202,16 +200,6 @@ pub unsafe extern "C" fn hare_client_new(
     Box::into_raw(Box::new(HareClient { client }))
 }
 
-/// Runs `f` to completion: the transport answers each request before it returns, so the
-/// future is ready at its first poll.
-fn finish<T>(f: impl Future<Output = T>) -> T {
-    let mut f = pin!(f);
-    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(v) => v,
-        Poll::Pending => panic!("a future of a synchronous transport is pending"),
-    }
-}
-
 #[repr(C)]
 struct CTimespec {
     sec: i64,
@@ -274,7 +262,7 @@ pub unsafe extern "C" fn hare_open(
         nofollow: flags & O_NOFOLLOW != 0,
     };
     let attrs = Attrs::new(mode & 0o7777, 0, 0);
-    match finish(c.client.open(ROOT_INO, path, f, attrs, now())) {
+    match run_ready(c.client.open(ROOT_INO, path, f, attrs, now())) {
         Ok(Fd(fd)) => fd as c_int,
         Err(e) => -e.0.abs(),
     }
@@ -288,7 +276,7 @@ pub unsafe extern "C" fn hare_open(
 pub unsafe extern "C" fn hare_close(c: *mut HareClient, fd: c_int) -> c_int {
     // SAFETY: per the contract.
     let c = unsafe { &mut *c };
-    code(finish(c.client.close(Fd(fd as u32))))
+    code(run_ready(c.client.close(Fd(fd as u32))))
 }
 
 /// `read(fd, buf, len)`.
@@ -304,7 +292,7 @@ pub unsafe extern "C" fn hare_read(
 ) -> isize {
     // SAFETY: per the contract.
     let (c, buf) = unsafe { (&mut *c, core::slice::from_raw_parts_mut(buf, len)) };
-    long(finish(c.client.read(Fd(fd as u32), buf)))
+    long(run_ready(c.client.read(Fd(fd as u32), buf)))
 }
 
 /// `write(fd, buf, len)`.
@@ -320,7 +308,7 @@ pub unsafe extern "C" fn hare_write(
 ) -> isize {
     // SAFETY: per the contract.
     let (c, data) = unsafe { (&mut *c, core::slice::from_raw_parts(buf, len)) };
-    long(finish(c.client.write(Fd(fd as u32), data, now())))
+    long(run_ready(c.client.write(Fd(fd as u32), data, now())))
 }
 
 /// `lseek(fd, offset, whence)`: the new offset or a negative errno.
@@ -336,7 +324,7 @@ pub unsafe extern "C" fn hare_lseek(
 ) -> i64 {
     // SAFETY: per the contract.
     let c = unsafe { &mut *c };
-    finish(c.client.lseek(Fd(fd as u32), offset, whence))
+    run_ready(c.client.lseek(Fd(fd as u32), offset, whence))
         .map_or_else(|e| -i64::from(e.0.abs()), |o| o as i64)
 }
 
@@ -349,7 +337,7 @@ pub unsafe extern "C" fn hare_mkdir(c: *mut HareClient, path: *const c_char, mod
     // SAFETY: per the contract.
     let (c, path) = unsafe { args(c, path) };
     let attrs = Attrs::new(mode & 0o7777, 0, 0);
-    code(finish(c.client.mkdir(ROOT_INO, path, attrs, now())))
+    code(run_ready(c.client.mkdir(ROOT_INO, path, attrs, now())))
 }
 
 /// `rmdir(path)`.
@@ -360,7 +348,7 @@ pub unsafe extern "C" fn hare_mkdir(c: *mut HareClient, path: *const c_char, mod
 pub unsafe extern "C" fn hare_rmdir(c: *mut HareClient, path: *const c_char) -> c_int {
     // SAFETY: per the contract.
     let (c, path) = unsafe { args(c, path) };
-    code(finish(c.client.rmdir(ROOT_INO, path, now())))
+    code(run_ready(c.client.rmdir(ROOT_INO, path, now())))
 }
 
 /// `unlink(path)`.
@@ -371,7 +359,7 @@ pub unsafe extern "C" fn hare_rmdir(c: *mut HareClient, path: *const c_char) -> 
 pub unsafe extern "C" fn hare_unlink(c: *mut HareClient, path: *const c_char) -> c_int {
     // SAFETY: per the contract.
     let (c, path) = unsafe { args(c, path) };
-    code(finish(c.client.unlink(ROOT_INO, path, now())))
+    code(run_ready(c.client.unlink(ROOT_INO, path, now())))
 }
 
 /// `rename(from, to)`.
@@ -388,7 +376,7 @@ pub unsafe extern "C" fn hare_rename(
     let (c, from) = unsafe { args(c, from) };
     // SAFETY: per the contract.
     let to = unsafe { CStr::from_ptr(to).to_bytes() };
-    code(finish(c.client.rename(
+    code(run_ready(c.client.rename(
         ROOT_INO,
         from,
         ROOT_INO,
@@ -423,7 +411,7 @@ pub unsafe extern "C" fn hare_stat(
 ) -> c_int {
     // SAFETY: per the contract.
     let (c, path) = unsafe { args(c, path) };
-    let r = finish(c.client.stat(ROOT_INO, path, true)).map(|s: Stat| {
+    let r = run_ready(c.client.stat(ROOT_INO, path, true)).map(|s: Stat| {
         let st = CStat {
             ino: s.ino,
             size: s.size,
@@ -456,12 +444,12 @@ pub unsafe extern "C" fn hare_list(
     let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
     let mut list = |c: &mut HareClient| -> Result<usize, Errno> {
         let flags = OpenFlags::default();
-        let fd = finish(
+        let fd = run_ready(
             c.client
                 .open(ROOT_INO, path, flags, Attrs::new(0, 0, 0), now()),
         )?;
-        let entries = finish(c.client.read_dir(fd));
-        finish(c.client.close(fd))?;
+        let entries = run_ready(c.client.read_dir(fd));
+        run_ready(c.client.close(fd))?;
         let mut used = 0;
         for e in entries? {
             if e.name == b"." || e.name == b".." || e.kind == Kind::CharDev {

@@ -1,0 +1,855 @@
+//! Hare behind the ordinary file calls (issue 13; Hare §3, fos Figure 5): the kernel is the
+//! client library. `mount -t hare none DIR` connects to every member of the fleet
+//! `fleet/hare` (`/bin/hared`, started with `fleet start hare ...`), and from then on the
+//! file calls on paths under `DIR` (and on descriptors opened there) become `lib/hare`
+//! requests, with no change to programs.
+//!
+//! - **Clients.** One `lib/hare` [`Client`] per core ([`Mount::clients`]): the processes on a
+//!   core share its lookup cache and its connections, one per server, made by the kernel
+//!   itself (the kernel holds the client end of each `Conn`; `crate::mailbox`). A path call
+//!   uses the client of the core it starts on; a descriptor keeps the client that opened it
+//!   (its `hare::Fd` and offset live there), so a process that moves, or a `fork` child on
+//!   another core, goes on using it: one kernel holds the open file description, so Hare's
+//!   hybrid descriptors (§3.5, server-kept shared offsets) are not needed here.
+//! - **Requests.** A client runs one operation at a time (its [`SleepLock`]); a request is
+//!   written into the link's pool page, sent, and its thread sleeps on the reply ring's word
+//!   until the reply comes ([`Links::exchange`]). Invalidations that arrive meanwhile queue
+//!   for the next walk (atomic delivery, §3.7.2). Only a fatal signal ends the wait: the
+//!   request is then abandoned, and the next one on that link first waits for its reply
+//!   (the server may still be writing the pool page).
+//! - **The buffer cache** (§3.3) is an arena of kernel frames made at mount (`cache=MiB`,
+//!   default [`CACHE_MIB_DEFAULT`]), granted to every server in the first hello, which splits
+//!   it among them; the clients read and write file data straight into it. x86 keeps it
+//!   coherent, so close-to-open (§3.3.1) has nothing to flush or drop: its protocol points are
+//!   counted (`/proc/reef/hare`: opens are where a client would invalidate, closes where it
+//!   would write back).
+//! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
+//!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
+//!   reserved when it was opened) and the next system call that finds closes queued sends
+//!   them ([`flush`]).
+//!
+//! Differences from NR-FS, documented in docs/architecture.md: no permission checks (Hare's
+//! servers keep modes and owners but check nothing), no `link` (`EPERM`, Hare has no LINK),
+//! attribute changes by descriptor (`fchmod`, `fchown`, `futimens`) answer `EPERM`, `..` of
+//! the mount's root is the root itself for a walk that starts inside (paths with `..` are
+//! resolved by name from the descriptor's path, so `cd ..` leaves the mount), and a symlink
+//! inside points within the mount.
+
+use crate::fd::{KStat, Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};
+use crate::kcb;
+use crate::mailbox::{self, Conn, GrantBudget, SharedFrame};
+use crate::names::{self, Name};
+use crate::proc::sched;
+use crate::proc::wait::{SleepLock, SleepLockGuard};
+use crate::proc::Thread;
+use crate::sync::IrqMutex;
+use ::hare::wire::{self, PAGE_SIZE};
+use ::hare::{
+    run_ready, Attrs, BufferCache, Client, DirEntry, Fd, Ino, Invalidation, Kind, OpenFlags,
+    Policy, Reply, Request, ServerId, ShardTable, Transport, BLOCK_SIZE, ROOT_INO,
+};
+use abi::Errno;
+use alloc::boxed::Box;
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+use core::fmt::Write;
+use core::future::{ready, Future};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use msg::names::Member;
+use msg::Message;
+
+/// The fleet whose members are the file servers.
+pub const FLEET: &[u8] = b"fleet/hare";
+
+/// The buffer cache's size unless `cache=MiB` says otherwise.
+pub const CACHE_MIB_DEFAULT: u64 = 16;
+
+/// The largest buffer cache a mount may ask for (`cache=MiB`; `EINVAL` past it).
+pub const CACHE_MIB_MAX: u64 = 256;
+
+/// `st_dev` of files in Hare.
+pub const DEV_HARE: u64 = 5;
+
+/// Client ids of the kernel's clients: this plus the core (user-space clients such as
+/// `usr/haretest.c` number theirs from 1).
+const KERNEL_CLIENT: u32 = 0x4b00_0000;
+
+/// One connection to one server: the channel pair and the pool page its requests use.
+struct Link {
+    conn: Arc<Conn>,
+    pool: SharedFrame,
+    /// A request whose thread stopped waiting (a fatal signal): its reply is still to come.
+    abandoned: Cell<Option<u64>>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.conn.close(mailbox::End::Client);
+    }
+}
+
+/// The transport of one core's client: its links, by server id.
+pub struct Links {
+    links: Vec<Link>,
+    next_id: Cell<u64>,
+    queued: RefCell<Vec<Invalidation>>,
+    /// Messages that were neither an awaited reply nor an invalidation.
+    strays: Cell<u64>,
+    /// Where requests are encoded and replies' pages copied (one request at a time).
+    scratch: RefCell<Box<[u8]>>,
+}
+
+impl Links {
+    /// Sends `req` to `server` and sleeps until its reply: `EIO` if the server is gone or
+    /// answers garbage, `EINTR` if the thread is killed meanwhile.
+    fn exchange(&self, server: ServerId, req: &Request) -> Reply {
+        let Some(link) = self.links.get(usize::from(server)) else {
+            return Reply::Err(Errno::EIO);
+        };
+        let me = sched::current_thread();
+        if let Some(id) = link.abandoned.get() {
+            if let Err(e) = self.await_reply(link, &me, id) {
+                return Reply::Err(e);
+            }
+            link.abandoned.set(None);
+        }
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let mut buf = self.scratch.borrow_mut();
+        let Ok(m) = wire::encode_request(id, 0, req, &mut buf[..]) else {
+            return Reply::Err(Errno::ENAMETOOLONG);
+        };
+        link.pool.write(0, &buf[..]);
+        if link.conn.send_request(&m).is_err() {
+            return Reply::Err(Errno::EIO);
+        }
+        match self.await_reply(link, &me, id) {
+            Ok(r) => {
+                link.pool.read(0, &mut buf[..]);
+                wire::decode_reply(&r, &buf[..]).unwrap_or(Reply::Err(Errno::EIO))
+            }
+            Err(Errno::EINTR) => {
+                link.abandoned.set(Some(id));
+                Reply::Err(Errno::EINTR)
+            }
+            Err(_) => Reply::Err(Errno::EIO),
+        }
+    }
+
+    /// Takes messages from `link` until the reply to request `id`, queueing invalidations.
+    fn await_reply(&self, link: &Link, me: &Arc<Thread>, id: u64) -> Result<Message, Errno> {
+        loop {
+            match link.conn.try_reply()? {
+                Some(m) if wire::is_invalidation(&m) => self.take_invalidation(&m),
+                Some(m) if wire::request_id(&m) == (id, 0) => return Ok(m),
+                Some(_) => self.strays.set(self.strays.get() + 1),
+                None => link.conn.wait_reply(me)?,
+            }
+        }
+    }
+
+    fn take_invalidation(&self, m: &Message) {
+        match wire::decode_invalidation(m) {
+            Ok(i) => self.queued.borrow_mut().push(i),
+            Err(_) => self.strays.set(self.strays.get() + 1),
+        }
+    }
+}
+
+impl Transport for Links {
+    fn call(&self, server: ServerId, req: Request) -> impl Future<Output = Reply> {
+        ready(self.exchange(server, &req))
+    }
+
+    fn invalidations(&self, out: &mut Vec<Invalidation>) {
+        for link in &self.links {
+            while let Ok(Some(m)) = link.conn.try_reply() {
+                if wire::is_invalidation(&m) {
+                    self.take_invalidation(&m);
+                } else if link.abandoned.get() == Some(wire::request_id(&m).0) {
+                    link.abandoned.set(None);
+                } else {
+                    self.strays.set(self.strays.get() + 1);
+                }
+            }
+        }
+        out.append(&mut self.queued.borrow_mut());
+    }
+}
+
+/// The buffer cache: kernel frames, block `b` in `frames[b]`.
+pub struct Arena {
+    frames: Vec<SharedFrame>,
+    /// Accesses to blocks past the arena (a server's error): read as zeros, written nowhere.
+    bad: AtomicU64,
+}
+
+/// A client's view of the arena.
+pub struct CacheView(Arc<Arena>);
+
+impl BufferCache for CacheView {
+    fn read(&self, block: u32, offset: usize, buf: &mut [u8]) {
+        match self.0.frames.get(block as usize) {
+            Some(f) if offset + buf.len() <= BLOCK_SIZE => f.read(offset, buf),
+            _ => {
+                self.0.bad.fetch_add(1, Ordering::Relaxed);
+                buf.fill(0);
+            }
+        }
+    }
+
+    fn write(&self, block: u32, offset: usize, data: &[u8]) {
+        match self.0.frames.get(block as usize) {
+            Some(f) if offset + data.len() <= BLOCK_SIZE => f.write(offset, data),
+            _ => {
+                self.0.bad.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+type CoreClient = Client<Links, CacheView>;
+
+/// A mounted Hare: its servers, its buffer cache and one client per core.
+pub struct Mount {
+    /// The mount point, absolute, as components.
+    at: Vec<Vec<u8>>,
+    /// The fleet's members, by server id.
+    members: Vec<Member>,
+    cache: Arc<Arena>,
+    /// The grants of the kernel's clients (pool pages, and the cache once per server).
+    budget: Arc<GrantBudget>,
+    /// `clients[core]`, made on the core's first call.
+    clients: Vec<SleepLock<Option<CoreClient>>>,
+    /// Closes of dropped descriptors, by core of their client, not sent yet.
+    closing: IrqMutex<Vec<(usize, Fd)>>,
+    /// Descriptors open on it (each has a slot reserved in `closing`).
+    open: AtomicUsize,
+    /// Opens (where close-to-open invalidates) and closes (where it writes back).
+    opens: AtomicU64,
+    closes: AtomicU64,
+}
+
+static MOUNTED: IrqMutex<Option<Arc<Mount>>> = IrqMutex::new(None);
+
+/// Closes queued in [`Mount::closing`] and not sent yet (a cheap look for [`flush`]).
+static QUEUED_CLOSES: AtomicUsize = AtomicUsize::new(0);
+
+/// The mounted Hare, if any.
+pub fn mounted() -> Option<Arc<Mount>> {
+    MOUNTED.lock().clone()
+}
+
+/// The options of `mount -t hare`: `cache=MiB` (the buffer cache), comma-separated.
+fn cache_blocks(options: &[u8]) -> Result<usize, Errno> {
+    let mut mib = CACHE_MIB_DEFAULT;
+    for opt in options.split(|&b| b == b',').filter(|o| !o.is_empty()) {
+        let value = opt.strip_prefix(b"cache=").ok_or(Errno::EINVAL)?;
+        mib = core::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&m| (1..=CACHE_MIB_MAX).contains(&m))
+            .ok_or(Errno::EINVAL)?;
+    }
+    Ok((mib << 20) as usize / BLOCK_SIZE)
+}
+
+/// `mount("hare", at, "hare", 0, options)`: connects to the fleet's servers and makes the
+/// buffer cache. `EBUSY` if Hare is mounted already, `ENODEV` if no file server runs (start
+/// them with `fleet start hare ...`), `EIO` if the fleet's members disagree about its size,
+/// `EINVAL` for a bad option, `ENOMEM`.
+pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
+    let blocks = cache_blocks(options)?;
+    if MOUNTED.lock().is_some() {
+        return Err(Errno::EBUSY);
+    }
+    let fleet = names::members(Name::new(FLEET)?)?;
+    if fleet.is_empty() {
+        crate::kprintln!("reef: hare: no file server: start them with `fleet start hare ...`");
+        return Err(Errno::ENODEV);
+    }
+    let mut frames = Vec::new();
+    frames
+        .try_reserve_exact(blocks)
+        .map_err(|_| Errno::ENOMEM)?;
+    for _ in 0..blocks {
+        frames.push(SharedFrame::new()?);
+    }
+    let cache = Arc::new(Arena {
+        frames,
+        bad: AtomicU64::new(0),
+    });
+    let budget = Arc::new(GrantBudget::default());
+    let core = kcb::current().core_id;
+    // The first client meets every member, learns its id and grants it the cache.
+    let mut met: Vec<(u16, Member, Link)> = Vec::new();
+    met.try_reserve_exact(fleet.len())
+        .map_err(|_| Errno::ENOMEM)?;
+    let mut servers = None;
+    for m in &fleet {
+        let (link, w) = connect(m, core, Some(&cache), &budget)?;
+        if servers.is_some_and(|n| n != w.servers) || met.iter().any(|(s, ..)| *s == w.server) {
+            return Err(Errno::EIO);
+        }
+        servers = Some(w.servers);
+        met.push((w.server, *m, link));
+    }
+    if met.len() != usize::from(servers.unwrap_or(0)) {
+        crate::kprintln!(
+            "reef: hare: {} of {} file servers registered",
+            met.len(),
+            servers.unwrap_or(0)
+        );
+        return Err(Errno::EIO);
+    }
+    met.sort_by_key(|(s, ..)| *s);
+    let members: Vec<Member> = met.iter().map(|(_, m, _)| *m).collect();
+    let links: Vec<Link> = met.into_iter().map(|(.., l)| l).collect();
+    let mut clients = Vec::new();
+    clients
+        .try_reserve_exact(kcb::MAX_CORES)
+        .map_err(|_| Errno::ENOMEM)?;
+    clients.extend((0..kcb::MAX_CORES).map(|_| SleepLock::new(None)));
+    let mount = Arc::new(Mount {
+        at,
+        members,
+        cache,
+        budget,
+        clients,
+        closing: IrqMutex::new(Vec::new()),
+        open: AtomicUsize::new(0),
+        opens: AtomicU64::new(0),
+        closes: AtomicU64::new(0),
+    });
+    *mount.clients[core].lock() = Some(mount.client_over(core, links)?);
+    let mut slot = MOUNTED.lock();
+    if slot.is_some() {
+        return Err(Errno::EBUSY);
+    }
+    *slot = Some(mount);
+    Ok(())
+}
+
+/// `umount(at)`: `EINVAL` if Hare is not mounted there, `EBUSY` while a descriptor (or a
+/// working directory) is open in it. The servers keep the files; a new mount finds them.
+pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
+    flush();
+    let gone = {
+        let mut slot = MOUNTED.lock();
+        match slot.as_ref() {
+            Some(m) if m.at == at => {
+                if m.open.load(Ordering::Acquire) > 0 {
+                    return Err(Errno::EBUSY);
+                }
+                slot.take()
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+    };
+    drop(gone);
+    Ok(())
+}
+
+/// Connects to `member` as core `core`'s client: a connection, a pool page, the cache if
+/// `cache` (the first client), and the hello. What the server said about itself.
+fn connect(
+    member: &Member,
+    core: usize,
+    cache: Option<&Arc<Arena>>,
+    budget: &Arc<GrantBudget>,
+) -> Result<(Link, wire::Welcome), Errno> {
+    let mailbox = mailbox::find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
+    let conn = mailbox.new_connection()?;
+    mailbox.offer(conn.clone())?;
+    let link = Link {
+        conn,
+        pool: SharedFrame::new()?,
+        abandoned: Cell::new(None),
+    };
+    let pool = link.conn.grant_frames(&[link.pool.phys()], budget)?;
+    let (grant, blocks) = match cache {
+        Some(c) => {
+            let frames: Vec<u64> = c.frames.iter().map(SharedFrame::phys).collect();
+            (
+                link.conn.grant_frames(&frames, budget)?,
+                frames.len() as u64,
+            )
+        }
+        None => (0, 0),
+    };
+    let client = KERNEL_CLIENT + core as u32;
+    link.conn
+        .send_request(&wire::hello(client, pool, 1, grant, blocks))?;
+    let me = sched::current_thread();
+    let welcome = loop {
+        match link.conn.try_reply()? {
+            Some(m) if m.tag == wire::HELLO => break m,
+            Some(_) => return Err(Errno::EIO),
+            None => link.conn.wait_reply(&me)?,
+        }
+    };
+    match wire::decode_welcome(&welcome) {
+        Ok(Ok(w)) => Ok((link, w)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(Errno::EIO),
+    }
+}
+
+impl Mount {
+    /// Core `core`'s client over `links`: its nearby server is one on the core, else on its
+    /// node, else chosen by core number (creation affinity, §3.7.5).
+    fn client_over(&self, core: usize, links: Vec<Link>) -> Result<CoreClient, Errno> {
+        let servers = self.members.len();
+        let table = ShardTable::spread(servers).ok_or(Errno::EINVAL)?;
+        let node = kcb::get(core).map_or(0, |k| k.node_id) as u32;
+        let id = |pick: &dyn Fn(&Member) -> bool| {
+            self.members.iter().position(pick).map(|i| i as ServerId)
+        };
+        let local = id(&|m| m.core == core as u32)
+            .or_else(|| id(&|m| m.node == node))
+            .unwrap_or((core % servers) as ServerId);
+        let mut near: BTreeSet<ServerId> = (0..servers)
+            .filter(|&i| self.members[i].node == node)
+            .map(|i| i as ServerId)
+            .collect();
+        near.insert(local);
+        let policy = Policy {
+            local,
+            near,
+            distribute_dirs: false,
+            cache_entries: 4096,
+        };
+        let mut scratch = Vec::new();
+        scratch
+            .try_reserve_exact(PAGE_SIZE)
+            .map_err(|_| Errno::ENOMEM)?;
+        scratch.resize(PAGE_SIZE, 0);
+        let links = Links {
+            links,
+            next_id: Cell::new(1),
+            queued: RefCell::new(Vec::new()),
+            strays: Cell::new(0),
+            scratch: RefCell::new(scratch.into_boxed_slice()),
+        };
+        Ok(Client::new(
+            table,
+            links,
+            CacheView(self.cache.clone()),
+            policy,
+            false,
+        ))
+    }
+
+    /// Core `core`'s client, locked, made if it is the core's first call; the closes queued
+    /// for it are sent first.
+    fn client(&self, core: usize) -> Result<SleepLockGuard<'_, Option<CoreClient>>, Errno> {
+        let mut c = self.clients.get(core).ok_or(Errno::EINVAL)?.lock();
+        if c.is_none() {
+            let mut links = Vec::new();
+            links
+                .try_reserve_exact(self.members.len())
+                .map_err(|_| Errno::ENOMEM)?;
+            for (sid, m) in self.members.iter().enumerate() {
+                let (link, w) = connect(m, core, None, &self.budget)?;
+                if usize::from(w.server) != sid || usize::from(w.servers) != self.members.len() {
+                    return Err(Errno::EIO);
+                }
+                links.push(link);
+            }
+            *c = Some(self.client_over(core, links)?);
+        }
+        let mine: Vec<Fd> = {
+            let mut q = self.closing.lock();
+            let mine = q
+                .iter()
+                .filter(|(k, _)| *k == core)
+                .map(|&(_, f)| f)
+                .collect();
+            q.retain(|(k, _)| *k != core);
+            mine
+        };
+        if let Some(client) = c.as_mut() {
+            for fd in mine {
+                QUEUED_CLOSES.fetch_sub(1, Ordering::AcqRel);
+                self.closes.fetch_add(1, Ordering::Relaxed);
+                // A server gone or a killed caller: the close is lost with the server's count.
+                let _ = run_ready(client.close(fd));
+            }
+        }
+        Ok(c)
+    }
+
+    /// Runs `f` on core `core`'s client.
+    fn with<R>(
+        &self,
+        core: usize,
+        f: impl FnOnce(&mut CoreClient) -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
+        let mut c = self.client(core)?;
+        f(c.as_mut().ok_or(Errno::EIO)?)
+    }
+
+    /// Runs `f` on the calling core's client.
+    fn here<R>(&self, f: impl FnOnce(&mut CoreClient) -> Result<R, Errno>) -> Result<R, Errno> {
+        self.with(kcb::current().core_id, f)
+    }
+
+    /// Blocks of its buffer cache.
+    pub fn cache_blocks(&self) -> u64 {
+        self.cache.frames.len() as u64
+    }
+
+    /// The mount point as a path.
+    pub fn at_path(&self) -> Vec<u8> {
+        let mut p = Vec::new();
+        for c in &self.at {
+            p.push(b'/');
+            p.extend_from_slice(c);
+        }
+        p
+    }
+}
+
+/// Sends the closes dropped descriptors queued (see the module's notes). Called where a
+/// thread let go of a Hare descriptor (`close`, `dup2`, `execve`, `chdir`), so never by a
+/// server's thread, which would wait for itself. Closes of a process
+/// that exits are sent by the next call on that core's client (or at `umount`). Cheap when
+/// there are none.
+pub fn flush() {
+    if QUEUED_CLOSES.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let Some(m) = mounted() else { return };
+    let cores: BTreeSet<usize> = m.closing.lock().iter().map(|&(k, _)| k).collect();
+    for core in cores {
+        drop(m.client(core));
+    }
+}
+
+fn now() -> ::hare::Timespec {
+    super::now()
+}
+
+/// A file or directory of Hare, open: the client that opened it and its descriptor there.
+pub struct HareNode {
+    mount: Arc<Mount>,
+    core: usize,
+    fd: Fd,
+    ino: Ino,
+    kind: Kind,
+    /// A directory's listing, taken when `getdents64` starts at position 0.
+    listing: IrqMutex<Option<Arc<Vec<DirEntry>>>>,
+}
+
+impl Drop for HareNode {
+    fn drop(&mut self) {
+        // Room was reserved at open: this push does not allocate.
+        self.mount.closing.lock().push((self.core, self.fd));
+        QUEUED_CLOSES.fetch_add(1, Ordering::AcqRel);
+        self.mount.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl HareNode {
+    /// Whether it is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.kind == Kind::Dir
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut CoreClient, Fd) -> Result<R, Errno>) -> Result<R, Errno> {
+        self.mount.with(self.core, |c| f(c, self.fd))
+    }
+
+    /// `read` at the description's offset.
+    pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.with(|c, fd| run_ready(c.read(fd, buf)))
+    }
+
+    /// `pread`.
+    pub fn pread(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        self.with(|c, fd| run_ready(c.pread(fd, buf, off)))
+    }
+
+    /// `write` at the description's offset (the end with `O_APPEND`).
+    pub fn write(&self, data: &[u8]) -> Result<usize, Errno> {
+        self.with(|c, fd| run_ready(c.write(fd, data, now())))
+    }
+
+    /// `pwrite`.
+    pub fn pwrite(&self, data: &[u8], off: u64) -> Result<usize, Errno> {
+        self.with(|c, fd| run_ready(c.pwrite(fd, data, off, now())))
+    }
+
+    /// `lseek` of a file (a directory's position is the kernel's: see `crate::fd`).
+    pub fn seek(&self, off: i64, whence: u32) -> Result<u64, Errno> {
+        self.with(|c, fd| run_ready(c.lseek(fd, off, whence)))
+    }
+
+    /// `fstat`.
+    pub fn stat(&self) -> Result<KStat, Errno> {
+        let s = self.with(|c, fd| run_ready(c.fstat(fd)))?;
+        Ok(stat_of(&s))
+    }
+
+    /// `ftruncate`.
+    pub fn truncate(&self, size: u64) -> Result<(), Errno> {
+        self.with(|c, fd| run_ready(c.ftruncate(fd, size, now())))
+    }
+
+    /// The directory's entries from position `pos` (0: `.`, 1: `..`, then the listing taken
+    /// when a reading started at 0), as (inode, kind, name).
+    pub fn entries(&self, pos: u64) -> Result<Vec<(u64, Kind, Vec<u8>)>, Errno> {
+        if !self.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let cached = self.listing.lock().clone();
+        let list = match cached {
+            Some(l) if pos > 0 => l,
+            _ => {
+                let l = Arc::new(self.with(|c, fd| run_ready(c.read_dir(fd)))?);
+                *self.listing.lock() = Some(l.clone());
+                l
+            }
+        };
+        let skip = (pos as usize).saturating_sub(2);
+        let mut out = Vec::new();
+        out.try_reserve(2 + list.len().saturating_sub(skip))
+            .map_err(|_| Errno::ENOMEM)?;
+        // `..` of every directory is given as the directory itself (Hare's `Stat` does not
+        // name the parent).
+        for name in [&b"."[..], b".."].into_iter().skip(pos as usize) {
+            out.push((self.ino, Kind::Dir, name.to_vec()));
+        }
+        for e in list.iter().skip(skip) {
+            out.push((e.ino, e.kind, e.name.clone()));
+        }
+        Ok(out)
+    }
+}
+
+/// A Hare `Stat` as `stat` reports it.
+fn stat_of(s: &::hare::Stat) -> KStat {
+    let mut k = KStat::from_nrfs(s);
+    k.dev = DEV_HARE;
+    k
+}
+
+/// Where a path in Hare lies: the mount, the directory a walk starts from, the rest.
+pub struct HarePath {
+    /// The mount.
+    pub mount: Arc<Mount>,
+    /// The directory the walk starts from.
+    pub start: Ino,
+    /// The path from there (`.` for the start itself).
+    pub path: Vec<u8>,
+}
+
+/// The Hare place of an absolute path given as components (`.` and `..` applied), if it lies
+/// in the mount.
+pub fn place_of(comps: &[&[u8]]) -> Option<HarePath> {
+    let mount = mounted()?;
+    if comps.len() < mount.at.len() || comps.iter().zip(&mount.at).any(|(a, b)| *a != &b[..]) {
+        return None;
+    }
+    let rest = &comps[mount.at.len()..];
+    let path = if rest.is_empty() {
+        b".".to_vec()
+    } else {
+        rest.join(&b'/')
+    };
+    Some(HarePath {
+        mount,
+        start: ROOT_INO,
+        path,
+    })
+}
+
+/// A path relative to an open Hare directory.
+pub fn relative(dir: &HareNode, path: &[u8]) -> HarePath {
+    HarePath {
+        mount: dir.mount.clone(),
+        start: dir.ino,
+        path: path.to_vec(),
+    }
+}
+
+/// `open` in Hare: flags as Linux's, `kept` those the description keeps; it shows `shown`.
+pub fn open(
+    p: HarePath,
+    flags: u32,
+    mode: u32,
+    umask: u32,
+    kept: u32,
+    shown: Vec<u8>,
+) -> Result<Arc<OpenFile>, Errno> {
+    use super::flags::{O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_TRUNC};
+    let writing = flags & O_PATH == 0 && flags & O_ACCMODE != O_RDONLY;
+    let f = OpenFlags {
+        create: flags & O_CREAT != 0,
+        exclusive: flags & O_EXCL != 0,
+        truncate: flags & O_TRUNC != 0 && writing,
+        append: flags & crate::fd::O_APPEND != 0,
+        nofollow: flags & O_NOFOLLOW != 0,
+    };
+    let attrs = Attrs::new(mode & 0o7777 & !umask, 0, 0);
+    let core = kcb::current().core_id;
+    let m = p.mount.clone();
+    // Room for this descriptor's close, reserved before it exists.
+    {
+        let mut q = m.closing.lock();
+        let want = m.open.load(Ordering::Acquire) + 1;
+        let more = want.saturating_sub(q.len());
+        q.try_reserve(more).map_err(|_| Errno::ENOMEM)?;
+    }
+    let (fd, st) = m.with(core, |c| {
+        let fd = run_ready(c.open(p.start, &p.path, f, attrs, now()))?;
+        match run_ready(c.fstat(fd)) {
+            Ok(st) => Ok((fd, st)),
+            Err(e) => {
+                let _ = run_ready(c.close(fd));
+                Err(e)
+            }
+        }
+    })?;
+    m.open.fetch_add(1, Ordering::AcqRel);
+    m.opens.fetch_add(1, Ordering::Relaxed);
+    let node = HareNode {
+        mount: m,
+        core,
+        fd,
+        ino: st.ino,
+        kind: st.kind,
+        listing: IrqMutex::new(None),
+    };
+    if flags & O_DIRECTORY != 0 && st.kind != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    if st.kind == Kind::Dir && writing {
+        return Err(Errno::EISDIR);
+    }
+    Ok(OpenFile::new(Node::Hare(node), kept, shown))
+}
+
+/// `stat` of a path.
+pub fn stat(p: &HarePath, follow: bool) -> Result<KStat, Errno> {
+    let s = p
+        .mount
+        .here(|c| run_ready(c.stat(p.start, &p.path, follow)))?;
+    Ok(stat_of(&s))
+}
+
+/// `mkdir`.
+pub fn mkdir(p: &HarePath, perm: u32) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.mkdir(p.start, &p.path, Attrs::new(perm, 0, 0), now())))
+}
+
+/// `unlink` (or `rmdir` if `dir`).
+pub fn remove(p: &HarePath, dir: bool) -> Result<(), Errno> {
+    p.mount.here(|c| {
+        if dir {
+            run_ready(c.rmdir(p.start, &p.path, now()))
+        } else {
+            run_ready(c.unlink(p.start, &p.path, now()))
+        }
+    })
+}
+
+/// `renameat2` within the mount.
+pub fn rename(from: &HarePath, to: &HarePath, flags: u32) -> Result<(), Errno> {
+    from.mount
+        .here(|c| run_ready(c.rename(from.start, &from.path, to.start, &to.path, flags, now())))
+}
+
+/// `symlink`.
+pub fn symlink(target: &[u8], p: &HarePath) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.symlink(target, p.start, &p.path, Attrs::new(0o777, 0, 0), now())))
+}
+
+/// `readlink`.
+pub fn readlink(p: &HarePath) -> Result<Vec<u8>, Errno> {
+    p.mount.here(|c| run_ready(c.readlink(p.start, &p.path)))
+}
+
+/// `truncate`.
+pub fn truncate(p: &HarePath, size: u64) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.truncate(p.start, &p.path, size, now())))
+}
+
+/// `fchmodat`.
+pub fn chmod(p: &HarePath, mode: u32) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.chmod(p.start, &p.path, mode, now())))
+}
+
+/// `fchownat` (`None` leaves the owner or group).
+pub fn chown(p: &HarePath, follow: bool, ids: (Option<u32>, Option<u32>)) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.chown(p.start, &p.path, follow, ids, now())))
+}
+
+/// `utimensat` (`None` leaves a time).
+pub fn utimens(
+    p: &HarePath,
+    follow: bool,
+    times: (Option<::hare::Timespec>, Option<::hare::Timespec>),
+) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.utimens(p.start, &p.path, follow, times, now())))
+}
+
+/// `/proc/reef/hare`: the mount, its servers, and each core's client.
+pub fn report() -> String {
+    let Some(m) = mounted() else {
+        return String::from("not mounted\n");
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mounted at {} servers {} cache_blocks {} bad_cache_accesses {}",
+        String::from_utf8_lossy(&m.at_path()),
+        m.members.len(),
+        m.cache.frames.len(),
+        m.cache.bad.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        s,
+        "open {} opens {} closes {} closes_queued {}",
+        m.open.load(Ordering::Relaxed),
+        m.opens.load(Ordering::Relaxed),
+        m.closes.load(Ordering::Relaxed),
+        QUEUED_CLOSES.load(Ordering::Relaxed)
+    );
+    for (i, member) in m.members.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "server {i} pid {} core {} node {}",
+            member.pid, member.core, member.node
+        );
+    }
+    for (core, c) in m.clients.iter().enumerate() {
+        // A client busy with a request is left out rather than waited for.
+        let Some(c) = c.try_lock() else { continue };
+        if let Some(c) = c.as_ref() {
+            let st = c.stats();
+            let _ = writeln!(
+                s,
+                "core {core} client: requests {} cache_hits {} invalidations {} restarts {} \
+                 busy_retries {} cached_entries {} strays {}",
+                st.requests,
+                st.cache_hits,
+                st.invalidations,
+                st.restarts,
+                st.busy_retries,
+                c.cached_entries(),
+                c.transport().strays.get()
+            );
+        }
+    }
+    s
+}

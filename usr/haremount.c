@@ -1,0 +1,383 @@
+/*
+ * haremount: Hare behind the ordinary file calls (issue 13). The fleet of bin/hared servers
+ * is started, `mount("none", "/mnt/hare", "hare", 0, "cache=8")` makes the kernel their
+ * client, and from then on this program (and busybox) use plain open/read/write/readdir/
+ * rename/unlink/... on /mnt/hare, with no Hare code linked in. It checks:
+ *
+ *  - mount's errors (a second mount, another type, a file as the target, a bad option) and
+ *    /proc/mounts, /proc/reef/hare;
+ *  - data written and read back across blocks, pread/pwrite, O_APPEND, ftruncate and
+ *    truncate, holes reading as zeros, fstat sizes;
+ *  - directories: 40 files listed once each by getdents64 (in small batches), stat of each,
+ *    rename, unlink, rmdir ENOTEMPTY then done, symlink and readlink;
+ *  - chdir into the mount, relative paths, getcwd, `..` out of it;
+ *  - a shared description across fork with the child pinned to another core (the offset
+ *    moves for both), and close-to-open: another process opening after a close reads what
+ *    was written;
+ *  - cross-mount calls (rename, link: EXDEV / EPERM), execve from Hare (EACCES), bad
+ *    pointers (EFAULT) with the files intact;
+ *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount;
+ *  - umount refused while a descriptor is open, then done; the servers keep the files and a
+ *    new mount finds them.
+ *
+ * Off Reef (Linux, not root or no such type) mount answers an error and nothing else is done.
+ */
+#include "reef-test.h"
+#include "hare_fleet.h"
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define MNT "/mnt/hare"
+#define BIG (5 * 4096 + 123)
+#define FILES 40
+
+static unsigned char pattern(size_t i)
+{
+    return (unsigned char)(i * 7 + i / 4096);
+}
+
+static void check_data(void)
+{
+    static unsigned char buf[BIG + 100], back[BIG + 100];
+    for (size_t i = 0; i < BIG; i++)
+        buf[i] = pattern(i);
+    int fd = open(MNT "/big", O_CREAT | O_RDWR | O_EXCL, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, buf, BIG), BIG);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), BIG);
+    CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    CHECK_EQ(read(fd, back, sizeof back), BIG);
+    CHECK(memcmp(buf, back, BIG) == 0);
+    CHECK_EQ(read(fd, back, sizeof back), 0);
+    /* pread/pwrite leave the offset alone. */
+    CHECK_EQ(pwrite(fd, "XYZ", 3, 4095), 3);
+    CHECK_EQ(pread(fd, back, 5, 4094), 5);
+    CHECK(back[0] == pattern(4094) && memcmp(back + 1, "XYZ", 3) == 0 && back[4] == pattern(4098));
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), BIG);
+    struct stat st;
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_size, BIG);
+    mode_t um = umask(0);
+    umask(um);
+    CHECK(S_ISREG(st.st_mode) && (st.st_mode & 0777) == (0644 & ~um));
+    /* A hole reads as zeros. */
+    CHECK_EQ(pwrite(fd, "end", 3, 3 * BIG), 3);
+    CHECK_EQ(pread(fd, back, 100, 2 * BIG), 100);
+    for (int i = 0; i < 100; i++)
+        CHECK_EQ(back[i], 0);
+    CHECK_SYS(ftruncate(fd, 1000));
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 1000);
+    CHECK_EQ(pread(fd, back, 100, 990), 10);
+    CHECK_SYS(close(fd));
+    CHECK_SYS(truncate(MNT "/big", 10));
+    CHECK_SYS(stat(MNT "/big", &st));
+    CHECK_EQ(st.st_size, 10);
+    /* O_APPEND writes at the end whatever the offset. */
+    fd = open(MNT "/log", O_CREAT | O_WRONLY | O_APPEND, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, "one\n", 4), 4);
+    CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    CHECK_EQ(write(fd, "two\n", 4), 4);
+    CHECK_SYS(close(fd));
+    fd = open(MNT "/log", O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK_EQ(read(fd, back, 100), 8);
+    CHECK(memcmp(back, "one\ntwo\n", 8) == 0);
+    CHECK_ERRNO(write(fd, "x", 1), EBADF);
+    CHECK_SYS(close(fd));
+    CHECK_ERRNO(open(MNT "/big", O_CREAT | O_EXCL | O_RDWR, 0644), EEXIST);
+    CHECK_ERRNO(open(MNT "/none", O_RDONLY), ENOENT);
+    CHECK_ERRNO(open(MNT "/big/x", O_RDONLY), ENOTDIR);
+    SAY("data: %d bytes across blocks, pread/pwrite, a hole, truncation, O_APPEND", BIG);
+}
+
+/* Lists `path` with getdents64 in batches of at most `batch` bytes: entries other than . and
+ * .., checking each name is seen once. */
+static int list(const char *path, size_t batch, int *dots)
+{
+    char seen[FILES] = {0};
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    CHECK(fd >= 0);
+    char buf[512];
+    int n = 0;
+    *dots = 0;
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, buf, batch);
+        CHECK(got >= 0);
+        if (got == 0)
+            break;
+        for (long off = 0; off < got;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + off);
+            if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..")) {
+                (*dots)++;
+            } else {
+                int i;
+                CHECK(sscanf(d->d_name, "f%d", &i) == 1 && i >= 0 && i < FILES);
+                CHECK(!seen[i]);
+                CHECK_EQ(d->d_type, DT_REG);
+                seen[i] = 1;
+                n++;
+            }
+            off += d->d_reclen;
+        }
+    }
+    CHECK_SYS(close(fd));
+    return n;
+}
+
+static void check_dirs(void)
+{
+    CHECK_SYS(mkdir(MNT "/d", 0755));
+    CHECK_ERRNO(mkdir(MNT "/d", 0755), EEXIST);
+    char p[64];
+    for (int i = 0; i < FILES; i++) {
+        snprintf(p, sizeof p, MNT "/d/f%d", i);
+        int fd = open(p, O_CREAT | O_WRONLY, 0644);
+        CHECK(fd >= 0);
+        CHECK_EQ(write(fd, p, strlen(p)), (ssize_t)strlen(p));
+        CHECK_SYS(close(fd));
+    }
+    int dots;
+    CHECK_EQ(list(MNT "/d", 100, &dots), FILES);
+    CHECK_EQ(dots, 2);
+    CHECK_EQ(list(MNT "/d", sizeof(char[512]), &dots), FILES);
+    for (int i = 0; i < FILES; i++) {
+        struct stat st;
+        snprintf(p, sizeof p, MNT "/d/f%d", i);
+        CHECK_SYS(stat(p, &st));
+        CHECK_EQ(st.st_size, (off_t)strlen(p));
+    }
+    CHECK_ERRNO(rmdir(MNT "/d"), ENOTEMPTY);
+    CHECK_SYS(rename(MNT "/d/f0", MNT "/moved"));
+    CHECK_ERRNO(access(MNT "/d/f0", F_OK), ENOENT);
+    CHECK_SYS(access(MNT "/moved", R_OK));
+    CHECK_SYS(symlink("moved", MNT "/link"));
+    char target[32] = {0};
+    CHECK_EQ(readlink(MNT "/link", target, sizeof target), 5);
+    CHECK(!strcmp(target, "moved"));
+    struct stat st;
+    CHECK_SYS(lstat(MNT "/link", &st));
+    CHECK(S_ISLNK(st.st_mode));
+    CHECK_SYS(stat(MNT "/link", &st));
+    CHECK(S_ISREG(st.st_mode));
+    for (int i = 1; i < FILES; i++) {
+        snprintf(p, sizeof p, MNT "/d/f%d", i);
+        CHECK_SYS(unlink(p));
+    }
+    CHECK_EQ(list(MNT "/d", 100, &dots), 0);
+    CHECK_SYS(rmdir(MNT "/d"));
+    CHECK_ERRNO(stat(MNT "/d", &st), ENOENT);
+    CHECK_SYS(chmod(MNT "/moved", 0600));
+    CHECK_SYS(stat(MNT "/moved", &st));
+    CHECK_EQ(st.st_mode & 0777, 0600);
+    SAY("directories: %d files listed once each in batches, rename, symlink, unlink, rmdir",
+        FILES);
+}
+
+static void check_cwd(void)
+{
+    CHECK_SYS(mkdir(MNT "/w", 0755));
+    CHECK_SYS(chdir(MNT "/w"));
+    char cwd[128];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(!strcmp(cwd, MNT "/w"));
+    int fd = open("rel", O_CREAT | O_WRONLY, 0644);
+    CHECK(fd >= 0);
+    CHECK_SYS(close(fd));
+    CHECK_SYS(access(MNT "/w/rel", F_OK));
+    CHECK_SYS(access("../w/rel", F_OK));
+    CHECK_SYS(chdir(".."));
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(!strcmp(cwd, MNT));
+    CHECK_SYS(chdir(".."));
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(!strcmp(cwd, "/mnt"));
+    /* A relative path from NR-FS into the mount. */
+    CHECK_SYS(access("hare/w/rel", F_OK));
+    CHECK_SYS(chdir("/"));
+    SAY("working directory inside, relative paths, .. out of the mount");
+}
+
+static void check_sharing(void)
+{
+    int fd = open(MNT "/shared", O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, "parent.", 7), 7);
+    int cpus[64];
+    int ncpus = allowed_cpus(cpus, 64);
+    pid_t kid = fork();
+    CHECK(kid >= 0);
+    if (kid == 0) {
+        if (ncpus > 1)
+            pin_self(cpus[ncpus - 1]);
+        if (write(fd, "child.", 6) != 6)
+            _exit(1);
+        _exit(0);
+    }
+    CHECK_CHILD_EXIT(kid, 0);
+    /* One description: the child's write moved this offset too. */
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 13);
+    CHECK_SYS(close(fd));
+    /* Close-to-open: another process opens after the close and reads it all. */
+    kid = fork();
+    CHECK(kid >= 0);
+    if (kid == 0) {
+        if (ncpus > 1)
+            pin_self(cpus[ncpus - 1]);
+        char b[32] = {0};
+        int f = open(MNT "/shared", O_RDONLY);
+        if (f < 0 || read(f, b, sizeof b) != 13 || strcmp(b, "parent.child."))
+            _exit(2);
+        _exit(0);
+    }
+    CHECK_CHILD_EXIT(kid, 0);
+    SAY("a description shared across fork and cores; another process reads after close");
+    if (ncpus < 2)
+        return;
+    /* Invalidation between the kernel's clients of two cores (§3.7.1-2): this core's client
+     * caches "inv"; a process on another core renames it; the next lookup here misses. */
+    pin_self(cpus[0]);
+    fd = open(MNT "/inv", O_CREAT | O_WRONLY, 0644);
+    CHECK(fd >= 0);
+    CHECK_SYS(close(fd));
+    struct stat st;
+    CHECK_SYS(stat(MNT "/inv", &st));
+    kid = fork();
+    CHECK(kid >= 0);
+    if (kid == 0) {
+        pin_self(cpus[ncpus - 1]);
+        _exit(rename(MNT "/inv", MNT "/inv2") == 0 ? 0 : 3);
+    }
+    CHECK_CHILD_EXIT(kid, 0);
+    CHECK_ERRNO(stat(MNT "/inv", &st), ENOENT);
+    CHECK_SYS(stat(MNT "/inv2", &st));
+    char want[64];
+    snprintf(want, sizeof want, "core %d client", cpus[0]);
+    FILE *f = fopen("/proc/reef/hare", "r");
+    CHECK(f != NULL);
+    char line[512];
+    long inval = -1;
+    while (fgets(line, sizeof line, f)) {
+        char *at = strstr(line, " invalidations ");
+        if (!strncmp(line, want, strlen(want)) && at)
+            inval = atol(at + strlen(" invalidations "));
+    }
+    fclose(f);
+    CHECK(inval >= 1);
+    SAY("a rename on core %d invalidated core %d's cached entry at once (%ld applied)",
+        cpus[ncpus - 1], cpus[0], inval);
+}
+
+static void check_hostile(void)
+{
+    int fd = open(MNT "/moved", O_RDWR);
+    CHECK(fd >= 0);
+    CHECK_ERRNO(read(fd, NULL, 10), EFAULT);
+    CHECK_ERRNO(write(fd, (void *)1, 10), EFAULT);
+    CHECK_ERRNO(read(fd, (void *)0xffff800000000000ull, 10), EFAULT);
+    CHECK_ERRNO(open((const char *)1, O_RDONLY), EFAULT);
+    CHECK_ERRNO(rename(MNT "/moved", "/tmp/moved"), EXDEV);
+    CHECK_ERRNO(rename("/test/haremount", MNT "/init"), EXDEV);
+    CHECK_ERRNO(link(MNT "/moved", MNT "/hard"), EPERM);
+    CHECK_ERRNO(link(MNT "/moved", "/tmp/hard"), EXDEV);
+    char *argv[] = {"moved", NULL};
+    CHECK_ERRNO(execve(MNT "/moved", argv, argv + 1), EACCES);
+    char name[300];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    char path[320];
+    snprintf(path, sizeof path, MNT "/%s", name);
+    CHECK_ERRNO(open(path, O_CREAT | O_RDWR, 0644), ENAMETOOLONG);
+    struct stat st;
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_size, (off_t)strlen(MNT "/d/f0"));
+    char b[64] = {0};
+    CHECK_EQ(read(fd, b, sizeof b), (ssize_t)strlen(MNT "/d/f0"));
+    CHECK(!strcmp(b, MNT "/d/f0"));
+    CHECK_SYS(close(fd));
+    SAY("bad pointers, cross-mount rename and link, exec from Hare, long names: errors");
+}
+
+static void check_busybox(void)
+{
+    CHECK_EQ(run_program("/bin/sh", "-c",
+                         "cd " MNT " && echo one > s.txt && grep -q one s.txt && "
+                         "cp s.txt t.txt && mv t.txt u.txt && ls | grep -q u.txt && "
+                         "cat u.txt | grep -q one && rm u.txt s.txt && ! ls u.txt 2>/dev/null",
+                         NULL),
+             0);
+    SAY("busybox sh, echo, grep, cp, mv, ls, cat and rm on the mount");
+}
+
+static int proc_has(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= strstr(line, what) != NULL;
+    fclose(f);
+    return found;
+}
+
+int main(void)
+{
+    test_begin("haremount");
+    if (!on_reef()) {
+        CHECK(mount("none", "/", "hare", 0, NULL) != 0);
+        SAY("not Reef: mount -t hare answers %s", strerror(errno));
+        PASS();
+    }
+    CHECK(mkdir("/mnt", 0755) == 0 || errno == EEXIST);
+    CHECK(mkdir(MNT, 0755) == 0 || errno == EEXIST);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, NULL), ENODEV);
+    /* With three cores or more, one is left to programs besides core 0, so that the kernel's
+     * clients of two cores meet (split placement takes the others). */
+    char list[64];
+    int servers = hare_fleet_start(list, sizeof list, (int)sysconf(_SC_NPROCESSORS_ONLN) - 2);
+    SAY("fleet/hare: %d file servers on cores %s", servers, list);
+
+    CHECK_ERRNO(mount("none", MNT, "nosuchfs", 0, NULL), ENODEV);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "cache=0"), EINVAL);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "colour=blue"), EINVAL);
+    CHECK_ERRNO(mount("none", "/test/haremount", "hare", 0, NULL), ENOTDIR);
+    CHECK_ERRNO(mount("none", "/", "hare", 0, NULL), EBUSY);
+    CHECK_ERRNO(mount("none", MNT, "hare", MS_REMOUNT, NULL), EINVAL);
+    CHECK_ERRNO(mount("none", MNT, (const char *)1, 0, NULL), EFAULT);
+    CHECK_SYS(mount("none", MNT, "hare", 0, "cache=8"));
+    CHECK_ERRNO(mount("none", "/tmp", "hare", 0, NULL), EBUSY);
+    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=8M"));
+    CHECK(proc_has("/proc/reef/hare", "mounted at " MNT));
+    struct stat st;
+    CHECK_SYS(stat(MNT, &st));
+    CHECK(S_ISDIR(st.st_mode));
+    SAY("mounted: errors for a second mount, other types, bad options and targets");
+
+    check_data();
+    check_dirs();
+    check_cwd();
+    check_sharing();
+    check_hostile();
+    check_busybox();
+
+    int fd = open(MNT "/moved", O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK_ERRNO(umount(MNT), EBUSY);
+    CHECK_ERRNO(umount("/tmp"), EINVAL);
+    CHECK_SYS(close(fd));
+    CHECK_SYS(umount(MNT));
+    CHECK_ERRNO(stat(MNT "/moved", &st), ENOENT);
+    CHECK(!proc_has("/proc/mounts", "hare"));
+    CHECK_SYS(mount("none", MNT, "hare", 0, NULL));
+    CHECK_SYS(stat(MNT "/moved", &st));
+    CHECK_EQ(st.st_size, (off_t)strlen(MNT "/d/f0"));
+    CHECK_SYS(umount(MNT));
+    SAY("umount refused while a file is open, then done; a new mount finds the files");
+
+    CHECK_EQ(run_program("/bin/fleet", "stop", "hare", NULL), 0);
+    PASS();
+}
