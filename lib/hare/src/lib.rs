@@ -2,8 +2,8 @@
 //! for non-cache-coherent multicores* (Gruenwald, Sironi, Kaashoek, Zeldovich; EuroSys '15 and
 //! Gruenwald's 2014 thesis, chapter 3). This crate is the protocol and the two state machines;
 //! Reef runs the servers as a fos fleet (`usr/hared.c`, through the C ABI of `usr/hare/`),
-//! and will run the client library in the kernel (docs/plans.md has the steps still to
-//! build; today `usr/haretest.c` runs it in user space).
+//! and the client library in the kernel behind `mount -t hare` (`kernel/src/fs/hare.rs`)
+//! and in user space for `usr/haretest.c`.
 //!
 //! `no_std` + `alloc`, stable Rust, no `unsafe`.
 //!
