@@ -235,6 +235,9 @@ pub struct Mount {
 
 static MOUNTED: IrqMutex<Option<Arc<Mount>>> = IrqMutex::new(None);
 
+/// Held across a `mount` (and an `umount`), so that two cannot race to the servers.
+static MOUNTING: SleepLock<()> = SleepLock::new(());
+
 /// Closes queued in [`Mount::closing`] and not sent yet (a cheap look for [`flush`]).
 static QUEUED_CLOSES: AtomicUsize = AtomicUsize::new(0);
 
@@ -263,6 +266,8 @@ fn cache_blocks(options: &[u8]) -> Result<usize, Errno> {
 /// `EINVAL` for a bad option, `ENOMEM`.
 pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     let blocks = cache_blocks(options)?;
+    // One mount at a time: the first hello that reaches a server fixes its cache.
+    let _one = MOUNTING.lock();
     if MOUNTED.lock().is_some() {
         return Err(Errno::EBUSY);
     }
@@ -337,6 +342,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
 /// working directory) is open in it. The servers keep the files; a new mount finds them.
 pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
     flush();
+    let _one = MOUNTING.lock();
     let gone = {
         let mut slot = MOUNTED.lock();
         match slot.as_ref() {
