@@ -101,25 +101,28 @@ pub fn wait(
         Ok(())
     })??;
     let outcome = wait::block(me, deadline_ns);
-    let still_queued = {
-        let mut table = FUTEXES.lock();
-        let mut found = false;
-        if let Some(q) = table.get_mut(&k) {
-            let before = q.len();
-            q.retain(|t| !Arc::ptr_eq(t, me));
-            found = q.len() != before;
-            if q.is_empty() {
-                table.remove(&k);
-            }
-        }
-        found
-    };
+    let still_queued = dequeue(k, me);
     match outcome {
         _ if !still_queued => Ok(()),
         Wake::Timeout => Err(Errno::ETIMEDOUT),
         Wake::Interrupted => Err(Errno::EINTR),
         Wake::Event => Ok(()),
     }
+}
+
+/// Takes `me` off `k`'s waiters after its sleep; whether it was still there (not woken).
+fn dequeue(k: Key, me: &Arc<Thread>) -> bool {
+    let mut table = FUTEXES.lock();
+    let Some(q) = table.get_mut(&k) else {
+        return false;
+    };
+    let before = q.len();
+    q.retain(|t| !Arc::ptr_eq(t, me));
+    let found = q.len() != before;
+    if q.is_empty() {
+        table.remove(&k);
+    }
+    found
 }
 
 /// `FUTEX_WAKE`: wakes up to `count` threads waiting on the word at `uaddr`; returns how many.
@@ -175,13 +178,7 @@ pub fn wait_kernel_word(me: &Arc<Thread>, word: &AtomicU32, expected: u32) -> Re
         table.entry(k).or_default().push_back(me.clone());
     }
     let alive = wait::block_killable(me);
-    let mut table = FUTEXES.lock();
-    if let Some(q) = table.get_mut(&k) {
-        q.retain(|t| !Arc::ptr_eq(t, me));
-        if q.is_empty() {
-            table.remove(&k);
-        }
-    }
+    dequeue(k, me);
     if alive {
         Ok(())
     } else {

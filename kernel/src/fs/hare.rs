@@ -57,7 +57,7 @@ use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 use core::fmt::Write;
 use core::future::{ready, Future};
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use msg::names::Member;
 use msg::Message;
 
@@ -187,6 +187,46 @@ pub struct Arena {
     bad: AtomicU64,
 }
 
+impl Arena {
+    /// An arena of `blocks` zeroed frames on the calling core's node.
+    fn new(blocks: usize) -> Result<Arena, Errno> {
+        let mut frames = Vec::new();
+        frames
+            .try_reserve_exact(blocks)
+            .map_err(|_| Errno::ENOMEM)?;
+        for _ in 0..blocks {
+            frames.push(SharedFrame::new()?);
+        }
+        Ok(Arena {
+            frames,
+            bad: AtomicU64::new(0),
+        })
+    }
+}
+
+/// The buffer cache the servers of a mount were granted, kept after `umount` while they
+/// live: they hold file data there, and a server takes the cache of its first hello only.
+struct Retained {
+    /// The servers, as (pid, mailbox).
+    servers: Vec<(u32, u64)>,
+    arena: Arc<Arena>,
+}
+
+static RETAINED: IrqMutex<Option<Retained>> = IrqMutex::new(None);
+
+/// A named process exited: if it was one of the servers holding the retained cache, the
+/// kernel lets go of it (a new fleet gets a new one; a mount still using it keeps it).
+pub fn process_gone(pid: u32) {
+    let gone = {
+        let mut r = RETAINED.lock();
+        match r.as_ref() {
+            Some(k) if k.servers.iter().any(|&(p, _)| p == pid) => r.take(),
+            _ => None,
+        }
+    };
+    drop(gone);
+}
+
 /// A client's view of the arena.
 pub struct CacheView(Arc<Arena>);
 
@@ -235,14 +275,26 @@ pub struct Mount {
 
 static MOUNTED: IrqMutex<Option<Arc<Mount>>> = IrqMutex::new(None);
 
+/// Whether [`MOUNTED`] holds a mount: every path call looks (`crate::fs::path`), and only
+/// while Hare is mounted does it take the lock.
+static IS_MOUNTED: AtomicBool = AtomicBool::new(false);
+
 /// Held across a `mount` (and an `umount`), so that two cannot race to the servers.
 static MOUNTING: SleepLock<()> = SleepLock::new(());
 
 /// Closes queued in [`Mount::closing`] and not sent yet (a cheap look for [`flush`]).
 static QUEUED_CLOSES: AtomicUsize = AtomicUsize::new(0);
 
+/// Whether Hare is mounted (no lock: what every path call asks first).
+pub fn is_mounted() -> bool {
+    IS_MOUNTED.load(Ordering::Acquire)
+}
+
 /// The mounted Hare, if any.
 pub fn mounted() -> Option<Arc<Mount>> {
+    if !is_mounted() {
+        return None;
+    }
     MOUNTED.lock().clone()
 }
 
@@ -261,7 +313,8 @@ fn cache_blocks(options: &[u8]) -> Result<usize, Errno> {
 }
 
 /// `mount("hare", at, "hare", 0, options)`: connects to the fleet's servers and makes the
-/// buffer cache. `EBUSY` if Hare is mounted already, `ENODEV` if no file server runs (start
+/// buffer cache, or takes again the one the same servers were granted by an earlier mount
+/// (`cache=` has no effect then: `/proc/mounts` shows the size). `EBUSY` if Hare is mounted already, `ENODEV` if no file server runs (start
 /// them with `fleet start hare ...`), `EIO` if the fleet's members disagree about its size,
 /// `EINVAL` for a bad option, `ENOMEM`.
 pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
@@ -276,17 +329,31 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         crate::kprintln!("reef: hare: no file server: start them with `fleet start hare ...`");
         return Err(Errno::ENODEV);
     }
-    let mut frames = Vec::new();
-    frames
-        .try_reserve_exact(blocks)
-        .map_err(|_| Errno::ENOMEM)?;
-    for _ in 0..blocks {
-        frames.push(SharedFrame::new()?);
+    // The servers keep the cache of the first mount for good (file data lives there): a
+    // mount of the same servers takes it again and grants nothing.
+    let same = |r: &Retained| {
+        r.servers.len() == fleet.len()
+            && fleet
+                .iter()
+                .all(|m| r.servers.contains(&(m.pid, m.mailbox)))
+    };
+    let (cache, grant) = match RETAINED.lock().as_ref().filter(|r| same(r)) {
+        Some(r) => (r.arena.clone(), false),
+        None => (Arc::new(Arena::new(blocks)?), true),
+    };
+    if grant {
+        // Kept from the first grant on, so that a mount that fails half-way and is tried
+        // again gives the servers that took this cache no other.
+        let mut servers = Vec::new();
+        servers
+            .try_reserve_exact(fleet.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        servers.extend(fleet.iter().map(|m| (m.pid, m.mailbox)));
+        *RETAINED.lock() = Some(Retained {
+            servers,
+            arena: cache.clone(),
+        });
     }
-    let cache = Arc::new(Arena {
-        frames,
-        bad: AtomicU64::new(0),
-    });
     let budget = Arc::new(GrantBudget::default());
     let core = kcb::current().core_id;
     // The first client meets every member, learns its id and grants it the cache.
@@ -295,7 +362,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         .map_err(|_| Errno::ENOMEM)?;
     let mut servers = None;
     for m in &fleet {
-        let (link, w) = connect(m, core, Some(&cache), &budget)?;
+        let (link, w) = connect(m, core, grant.then_some(&cache), &budget)?;
         if servers.is_some_and(|n| n != w.servers) || met.iter().any(|(s, ..)| *s == w.server) {
             return Err(Errno::EIO);
         }
@@ -335,6 +402,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         return Err(Errno::EBUSY);
     }
     *slot = Some(mount);
+    IS_MOUNTED.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -350,6 +418,7 @@ pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
                 if m.open.load(Ordering::Acquire) > 0 {
                     return Err(Errno::EBUSY);
                 }
+                IS_MOUNTED.store(false, Ordering::Release);
                 slot.take()
             }
             _ => return Err(Errno::EINVAL),
@@ -703,37 +772,33 @@ pub fn open(
     let attrs = Attrs::new(mode & 0o7777 & !umask, 0, 0);
     let core = kcb::current().core_id;
     let m = p.mount.clone();
-    // Room for this descriptor's close, reserved before it exists.
-    {
-        let mut q = m.closing.lock();
-        let want = m.open.load(Ordering::Acquire) + 1;
-        let more = want.saturating_sub(q.len());
-        q.try_reserve(more).map_err(|_| Errno::ENOMEM)?;
-    }
-    let (fd, st) = m.with(core, |c| {
-        let fd = run_ready(c.open(p.start, &p.path, f, attrs, now()))?;
-        match run_ready(c.fstat(fd)) {
-            Ok(st) => Ok((fd, st)),
-            Err(e) => {
-                let _ = run_ready(c.close(fd));
-                Err(e)
-            }
-        }
+    // Room for this descriptor's close, reserved before it exists: the queue may have to
+    // hold what it holds now and a close from every open descriptor, this one counted first
+    // (so that two opens at once each reserve for both).
+    let open = m.open.fetch_add(1, Ordering::AcqRel) + 1;
+    let reserved = m.closing.lock().try_reserve(open);
+    let opened = reserved.map_err(|_| Errno::ENOMEM).and_then(|()| {
+        m.with(core, |c| {
+            let fd = run_ready(c.open(p.start, &p.path, f, attrs, now()))?;
+            Ok((fd, c.inode(fd)?))
+        })
+    });
+    let (fd, (ino, kind)) = opened.inspect_err(|_| {
+        m.open.fetch_sub(1, Ordering::AcqRel);
     })?;
-    m.open.fetch_add(1, Ordering::AcqRel);
     m.opens.fetch_add(1, Ordering::Relaxed);
     let node = HareNode {
         mount: m,
         core,
         fd,
-        ino: st.ino,
-        kind: st.kind,
+        ino,
+        kind,
         listing: IrqMutex::new(None),
     };
-    if flags & O_DIRECTORY != 0 && st.kind != Kind::Dir {
+    if flags & O_DIRECTORY != 0 && kind != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
-    if st.kind == Kind::Dir && writing {
+    if kind == Kind::Dir && writing {
         return Err(Errno::EISDIR);
     }
     Ok(OpenFile::new(Node::Hare(node), kept, shown))

@@ -77,7 +77,7 @@ pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
             Ok(Place::Hare(hare::relative(h, path)))
         }
         Node::Dir(ino) => {
-            if hare::mounted().is_some() {
+            if hare::is_mounted() {
                 if let Place::Hare(p) = absolute(&join(&base.path, path)) {
                     return Ok(Place::Hare(p));
                 }
@@ -93,7 +93,7 @@ pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
 
 /// An absolute path's place.
 fn absolute(path: &[u8]) -> Place {
-    if hare::mounted().is_some() {
+    if hare::is_mounted() {
         let normal = join(b"/", path);
         let comps: Vec<&[u8]> = normal
             .split(|&b| b == b'/')

@@ -613,6 +613,7 @@ fn exit_process(p: &Arc<Process>) {
     sched::release_core(p);
     if p.named.load(Ordering::Acquire) {
         crate::names::process_gone(p.pid);
+        crate::fs::hare::process_gone(p.pid);
     }
     if p.pid == 1 {
         crate::init_exited(status);

@@ -644,6 +644,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Fd(fd)
     }
 
+    /// The inode and kind of open file `fd` (asks no server): `EBADF` if not open.
+    pub fn inode(&self, fd: Fd) -> Result<(Ino, Kind), Errno> {
+        self.file(fd).map(|f| (f.ino, f.kind))
+    }
+
     fn file(&self, fd: Fd) -> Result<OpenFile, Errno> {
         self.files.get(&fd.0).copied().ok_or(Errno::EBADF)
     }
