@@ -349,7 +349,7 @@ impl OpenFile {
                 *pos += n as u64;
                 Ok(n)
             }
-            Node::Hare(h) => h.write(&data),
+            Node::Hare(h) => h.write(&data, self.flags() & O_APPEND != 0),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
             Node::ProcFile(..) | Node::PipeRead(_) => Err(Errno::EBADF),
             Node::Device(Device::Console, _) => crate::tty::write(&data),

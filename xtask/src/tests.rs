@@ -765,40 +765,79 @@ fn user_cases() -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     for t in user_tests() {
         let t = Rc::new(t);
-        for &(cores, nodes, memory_mib) in t.configs {
-            let init = format!("init={}", t.argv[0]);
-            let words: Vec<&str> = std::iter::once(init.as_str())
-                .chain(t.argv[1..].iter().map(String::as_str))
-                .collect();
-            let t2 = Rc::clone(&t);
-            cases.push(Case {
-                name: format!("user-{}-{cores}c{nodes}n", t.name),
-                cores,
-                nodes,
-                memory_mib,
-                cmdline: cmdline::join(&words)?,
-                status: qemu_status_for_init(t.status),
-                limit: t.limit,
-                check: Box::new(move |_, o| {
-                    check_expects(&o.log, &(t2.expect)(&t2.argv[0]))?;
-                    let lines: Vec<&str> = o.log.lines().collect();
-                    let exit = init_exit_line(t2.status, t2.signal);
-                    if !lines.contains(&exit.as_str()) {
-                        return Err(format!("expected the line: {exit}"));
-                    }
-                    for start in [
-                        "reef: unimplemented syscalls: ",
-                        "reef: free memory: before init ",
-                    ] {
-                        if !lines.iter().any(|l| l.starts_with(start)) {
-                            return Err(format!("expected a line starting with: {start}"));
-                        }
-                    }
-                    Ok(())
-                }),
-                script: Vec::new(),
-                explain: t.explain,
-            });
+        for &config in t.configs {
+            let (cores, nodes, _) = config;
+            let name = format!("user-{}-{cores}c{nodes}n", t.name);
+            cases.push(user_case(&t, name, config, &[])?);
+        }
+    }
+    Ok(cases)
+}
+
+/// The case that boots `t` as init in `config`, its argv after `prefix` (a launcher and its
+/// arguments): the program's expectations, init's exit line and the power-off report.
+fn user_case(
+    t: &Rc<UserTest>,
+    name: String,
+    (cores, nodes, memory_mib): (u32, u32, u32),
+    prefix: &[&str],
+) -> Result<Case, String> {
+    let argv: Vec<&str> = prefix
+        .iter()
+        .copied()
+        .chain(t.argv.iter().map(String::as_str))
+        .collect();
+    let init = format!("init={}", argv[0]);
+    let words: Vec<&str> = std::iter::once(init.as_str())
+        .chain(argv[1..].iter().copied())
+        .collect();
+    let t2 = Rc::clone(t);
+    Ok(Case {
+        name,
+        cores,
+        nodes,
+        memory_mib,
+        cmdline: cmdline::join(&words)?,
+        status: qemu_status_for_init(t.status),
+        limit: t.limit,
+        check: Box::new(move |_, o| {
+            check_expects(&o.log, &(t2.expect)(&t2.argv[0]))?;
+            let lines: Vec<&str> = o.log.lines().collect();
+            let exit = init_exit_line(t2.status, t2.signal);
+            if !lines.contains(&exit.as_str()) {
+                return Err(format!("expected the line: {exit}"));
+            }
+            for start in [
+                "reef: unimplemented syscalls: ",
+                "reef: free memory: before init ",
+            ] {
+                if !lines.iter().any(|l| l.starts_with(start)) {
+                    return Err(format!("expected a line starting with: {start}"));
+                }
+            }
+            Ok(())
+        }),
+        script: Vec::new(),
+        explain: t.explain,
+    })
+}
+
+/// The file-system programs on Hare (issue 13): `fileio`, `fsshare` and the shell suite, each
+/// run by `/test/onhare SERVERS /tmp ...` with Hare mounted over `/tmp` (where they keep their
+/// files), on one core with one time-shared server and on 4c2n with one and three servers
+/// (split: cores 1..SERVERS). Named `hare-NAME-CONFIG-Ns`.
+fn hare_cases() -> Result<Vec<Case>, String> {
+    let mut cases = Vec::new();
+    for t in user_tests() {
+        if !matches!(t.name, "fileio" | "fsshare" | "shell-suite") {
+            continue;
+        }
+        let t = Rc::new(t);
+        for (config, servers) in [(ONE_CORE, "1"), (FOUR_CORES, "1"), (FOUR_CORES, "3")] {
+            let (cores, nodes, _) = config;
+            let name = format!("hare-{}-{cores}c{nodes}n-{servers}s", t.name);
+            let prefix = ["/test/onhare", servers, "/tmp"];
+            cases.push(user_case(&t, name, config, &prefix)?);
         }
     }
     Ok(cases)
@@ -877,6 +916,7 @@ fn tty_cases() -> Vec<Case> {
 fn all_cases() -> Result<Vec<Case>, String> {
     let mut cases = kernel_cases();
     cases.extend(user_cases()?);
+    cases.extend(hare_cases()?);
     cases.extend(tty_cases());
     Ok(cases)
 }

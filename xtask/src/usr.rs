@@ -210,6 +210,12 @@ pub const TOOLS: &[Program] = &[
         pie: false,
         hare: false,
     },
+    Program {
+        name: "onhare",
+        source: "onhare.c",
+        pie: false,
+        hare: false,
+    },
 ];
 
 /// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the

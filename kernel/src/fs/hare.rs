@@ -509,13 +509,9 @@ impl Mount {
             strays: Cell::new(0),
             scratch: RefCell::new(scratch.into_boxed_slice()),
         };
-        Ok(Client::new(
-            table,
-            links,
-            CacheView(self.cache.clone()),
-            policy,
-            false,
-        ))
+        let mut c = Client::new(table, links, CacheView(self.cache.clone()), policy, false);
+        c.set_mount_point(&self.at_path());
+        Ok(c)
     }
 
     /// Core `core`'s client, locked, made if it is the core's first call; the closes queued
@@ -648,9 +644,13 @@ impl HareNode {
         self.with(|c, fd| run_ready(c.pread(fd, buf, off)))
     }
 
-    /// `write` at the description's offset (the end with `O_APPEND`).
-    pub fn write(&self, data: &[u8]) -> Result<usize, Errno> {
-        self.with(|c, fd| run_ready(c.write(fd, data, now())))
+    /// `write` at the description's offset, or at the end if `append` (the description's
+    /// `O_APPEND` now: `fcntl(F_SETFL)` changes it).
+    pub fn write(&self, data: &[u8], append: bool) -> Result<usize, Errno> {
+        self.with(|c, fd| {
+            c.set_append(fd, append)?;
+            run_ready(c.write(fd, data, now()))
+        })
     }
 
     /// `pwrite`.
@@ -795,11 +795,13 @@ pub fn open(
         kind,
         listing: IrqMutex::new(None),
     };
-    if flags & O_DIRECTORY != 0 && kind != Kind::Dir {
-        return Err(Errno::ENOTDIR);
-    }
-    if kind == Kind::Dir && writing {
-        return Err(Errno::EISDIR);
+    // As NR-FS's open; dropping `node` queues the close.
+    match kind {
+        Kind::Dir if writing => return Err(Errno::EISDIR),
+        Kind::Dir => {}
+        _ if flags & O_DIRECTORY != 0 => return Err(Errno::ENOTDIR),
+        Kind::Symlink if flags & O_PATH == 0 => return Err(Errno::ELOOP),
+        _ => {}
     }
     Ok(OpenFile::new(Node::Hare(node), kept, shown))
 }
@@ -833,6 +835,14 @@ pub fn remove(p: &HarePath, dir: bool) -> Result<(), Errno> {
 pub fn rename(from: &HarePath, to: &HarePath, flags: u32) -> Result<(), Errno> {
     from.mount
         .here(|c| run_ready(c.rename(from.start, &from.path, to.start, &to.path, flags, now())))
+}
+
+/// `linkat` within the mount (`follow`: `AT_SYMLINK_FOLLOW`).
+pub fn link(from: &HarePath, to: &HarePath, follow: bool) -> Result<(), Errno> {
+    from.mount.here(|c| {
+        let (old, new) = ((from.start, &from.path[..]), (to.start, &to.path[..]));
+        run_ready(c.link(old, new, follow, now()))
+    })
 }
 
 /// `symlink`.

@@ -298,13 +298,12 @@ fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u6
         return Err(Errno::EINVAL);
     }
     let (old, new) = (path_arg(old)?, path_arg(new)?);
+    let follow = flags & AT_SYMLINK_FOLLOW != 0;
     let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
         Pair::Fs(a, b) => (a, b),
-        // Hare has no hard links (no LINK request), as a file system without them answers.
-        Pair::Hare(..) => return Err(Errno::EPERM),
+        Pair::Hare(a, b) => return hare::link(&a, &b, follow).map(|()| 0),
     };
     let t = now();
-    let follow = flags & AT_SYMLINK_FOLLOW != 0;
     with_client(|c| c.link(s1, &p1, s2, &p2, follow, t))?;
     Ok(0)
 }

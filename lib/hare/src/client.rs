@@ -209,6 +209,7 @@ struct Scratch {
 /// The cache and scratch as a [`Namespace`] for the walker; a miss records what is needed
 /// and fails the walk.
 struct View<'a> {
+    mount_point: &'a [u8],
     entries: &'a BTreeMap<(Ino, Name), Entry>,
     dirs: &'a BTreeMap<Ino, bool>,
     links: &'a BTreeMap<Ino, Vec<u8>>,
@@ -221,6 +222,18 @@ impl View<'_> {
     fn miss<T>(&self, need: Need) -> Result<T, Errno> {
         *self.need.borrow_mut() = Some(need);
         Err(Errno::EAGAIN)
+    }
+
+    /// Symlink `ino`'s target as written (`readlink`).
+    fn target(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
+        match self
+            .links
+            .get(&ino)
+            .or_else(|| self.scratch.links.get(&ino))
+        {
+            Some(t) => Ok(t.clone()),
+            None => self.miss(Need::Link(ino)),
+        }
     }
 }
 
@@ -264,14 +277,21 @@ impl Namespace for View<'_> {
     }
 
     fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
-        match self
-            .links
-            .get(&ino)
-            .or_else(|| self.scratch.links.get(&ino))
-        {
-            Some(t) => Ok(t.clone()),
-            None => self.miss(Need::Link(ino)),
-        }
+        in_mount(self.mount_point, &self.target(ino)?)
+    }
+}
+
+/// Symlink target `t` as Hare resolves it under mount point `mount` (empty: Hare is the
+/// root): an absolute target under the mount point is taken from Hare's root; one outside it
+/// leads out of Hare, which a walk inside Hare cannot follow (`EXDEV`).
+fn in_mount(mount: &[u8], t: &[u8]) -> Result<Vec<u8>, Errno> {
+    if mount.is_empty() || t.first() != Some(&b'/') {
+        return Ok(t.to_vec());
+    }
+    match t.strip_prefix(mount) {
+        Some([]) => Ok(b"/".to_vec()),
+        Some(rest) if rest[0] == b'/' => Ok(rest.to_vec()),
+        _ => Err(Errno::EXDEV),
     }
 }
 
@@ -289,6 +309,8 @@ pub struct Client<T, B> {
     links: BTreeMap<Ino, Vec<u8>>,
     files: BTreeMap<u32, OpenFile>,
     next_fd: u32,
+    /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
+    mount_point: Vec<u8>,
     stats: ClientStats,
 }
 
@@ -314,8 +336,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             links: BTreeMap::new(),
             files: BTreeMap::new(),
             next_fd: 0,
+            mount_point: Vec::new(),
             stats: ClientStats::default(),
         }
+    }
+
+    /// Says that Hare is mounted at absolute path `path` (no trailing slash; empty: Hare
+    /// is the root): an absolute symlink target under it resolves inside Hare, one outside
+    /// it fails with `EXDEV` (a walk inside Hare cannot leave it).
+    pub fn set_mount_point(&mut self, path: &[u8]) {
+        self.mount_point = path.to_vec();
     }
 
     /// What the client has counted.
@@ -426,6 +456,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             self.apply_invalidations(&mut scratch);
             let (r, need, hits) = {
                 let view = View {
+                    mount_point: &self.mount_point,
                     entries: &self.entries,
                     dirs: &self.dirs,
                     links: &self.links,
@@ -1037,6 +1068,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
     }
 
+    /// `fcntl(F_SETFL)` of `O_APPEND`: whether `fd`'s writes go to the end of the file.
+    pub fn set_append(&mut self, fd: Fd, append: bool) -> Result<(), Errno> {
+        let f = self.files.get_mut(&fd.0).ok_or(Errno::EBADF)?;
+        f.append = append;
+        Ok(())
+    }
+
     /// `write`: at the description's offset (at the end with `O_APPEND`), which advances.
     pub async fn write(&mut self, fd: Fd, data: &[u8], now: Timespec) -> Result<usize, Errno> {
         let f = self.file(fd)?;
@@ -1077,10 +1115,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if f.kind == Kind::Dir {
             return Err(Errno::EISDIR);
         }
+        // An empty write writes nothing and moves nothing, not even an append's offset.
+        if data.is_empty() {
+            return Ok((offset, 0));
+        }
         let mut done = 0;
         let mut start = offset;
         let mut at = offset;
-        while done < data.len() || done == 0 {
+        while done < data.len() {
             // An append or a shared offset lands anywhere in a page: leave room for the
             // misalignment.
             let room = if append || desc.is_some() {
@@ -1109,9 +1151,6 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             self.copy_in(&blocks, w, &data[done..done + n]);
             done += n;
             at = w + n as u64;
-            if n == 0 {
-                break;
-            }
         }
         Ok((start, done))
     }
@@ -1272,6 +1311,79 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(())
     }
 
+    /// `linkat(old_start, old, new_start, new, follow)`: another name for a file (`EPERM`
+    /// for a directory). The inode's link count goes up first, then the entry goes in; if it
+    /// cannot, the count goes down again.
+    pub async fn link(
+        &mut self,
+        (old_start, old): (Ino, &[u8]),
+        (new_start, new): (Ino, &[u8]),
+        follow: bool,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        retry!(
+            self,
+            self.try_link((old_start, old), (new_start, new), follow, now)
+                .await
+        )
+    }
+
+    async fn try_link(
+        &mut self,
+        (old_start, old): (Ino, &[u8]),
+        (new_start, new): (Ino, &[u8]),
+        follow: bool,
+        now: Timespec,
+    ) -> Res<()> {
+        let (ino, kind) = self
+            .walk(|v| walk::resolve(v, old_start, old, follow))
+            .await?;
+        let (dir, name, trailing) = self
+            .walk(|v| walk::plan_new_name(v, new_start, new))
+            .await?;
+        check_name(&name)?;
+        // NR-FS's order of errors.
+        if self.walk(|v| v.lookup(dir, &name)).await?.is_some() {
+            return Err(Errno::EEXIST.into());
+        }
+        if trailing {
+            return Err(Errno::ENOENT.into());
+        }
+        if kind == Kind::Dir {
+            return Err(Errno::EPERM.into());
+        }
+        match self.at_inode(ino, Request::Link { ino, now }).await {
+            Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
+            r => r?,
+        };
+        let entry = Entry {
+            ino,
+            kind,
+            distributed: false,
+        };
+        let es = self.entry_server(dir, &name).await?;
+        let add = Request::AddMap {
+            dir,
+            name: name.clone(),
+            entry,
+            replace: None,
+            now,
+        };
+        match self.rpc(es, add).await {
+            Ok(Reply::Mapped { .. }) => {
+                self.remember(dir, name, entry);
+                Ok(())
+            }
+            other => {
+                self.at_inode(ino, Request::Unlink { ino, now }).await?;
+                match other {
+                    Err(e) => Err(e),
+                    Ok(_) => Err(Fail::Restart),
+                }
+            }
+        }
+    }
+
     /// `readlinkat`.
     pub async fn readlink(&mut self, start: Ino, path: &[u8]) -> Result<Vec<u8>, Errno> {
         retry!(self, self.try_readlink(start, path).await)
@@ -1282,7 +1394,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if kind != Kind::Symlink {
             return Err(Errno::EINVAL.into());
         }
-        self.walk(|v| v.link_target(ino)).await
+        self.walk(|v| v.target(ino)).await
     }
 
     /// `fchmodat` (following a last symlink).
@@ -1433,8 +1545,17 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         flags: u32,
         now: Timespec,
     ) -> Result<(), Errno> {
-        if flags & !nrfs::RENAME_NOREPLACE != 0 {
+        // NR-FS's flags: no RENAME_WHITEOUT, and NOREPLACE and EXCHANGE exclude each other.
+        let known = nrfs::RENAME_NOREPLACE | nrfs::RENAME_EXCHANGE;
+        if flags & !known != 0 || flags == known {
             return Err(Errno::EINVAL);
+        }
+        if flags & nrfs::RENAME_EXCHANGE != 0 {
+            return retry!(
+                self,
+                self.try_exchange((old_start, old_path), (new_start, new_path), now)
+                    .await
+            );
         }
         retry!(
             self,
@@ -1484,6 +1605,200 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             self.unhold(ROOT_INO).await?;
         }
         r
+    }
+
+    /// `renameat2(RENAME_EXCHANGE)`: the two names swap their inodes, with NR-FS's checks.
+    /// The entry at the new name is replaced first, then the one at the old name, then
+    /// directories that changed parent get their `..` and the parents their link counts.
+    /// Directories involved are held (neither can be removed meanwhile), and a directory
+    /// changing parent takes the rename lock as `rename` does. Files are not held: if the old
+    /// name is unlinked or replaced between the two replacements, the new name's former inode
+    /// goes back under the old name if it is free and is dropped if not (the exchange then
+    /// counts as done before that unlink).
+    async fn try_exchange(
+        &mut self,
+        (old_start, old_path): (Ino, &[u8]),
+        (new_start, new_path): (Ino, &[u8]),
+        now: Timespec,
+    ) -> Res<()> {
+        let old = self
+            .walk(|v| walk::resolve_parent(v, old_start, old_path))
+            .await?;
+        let new = self
+            .walk(|v| walk::resolve_parent(v, new_start, new_path))
+            .await?;
+        let (on, nn) = walk::rename_names(old.last.clone(), new.last.clone(), 0)?;
+        check_name(&on)?;
+        check_name(&nn)?;
+        let (ai, ak) = self
+            .walk(|v| v.lookup(old.dir, &on))
+            .await?
+            .ok_or(Errno::ENOENT)?;
+        let (bi, bk) = self
+            .walk(|v| v.lookup(new.dir, &nn))
+            .await?
+            .ok_or(Errno::ENOENT)?;
+        if (bk != Kind::Dir && new.trailing_slash) || (ak != Kind::Dir && old.trailing_slash) {
+            return Err(Errno::ENOTDIR.into());
+        }
+        let moved = old.dir != new.dir;
+        let relocking = moved && (ak == Kind::Dir || bk == Kind::Dir);
+        if relocking {
+            self.hold(ROOT_INO).await?;
+        }
+        let r = self
+            .held_exchange((&old, on, (ai, ak)), (&new, nn, (bi, bk)), now)
+            .await;
+        if relocking {
+            self.unhold(ROOT_INO).await?;
+        }
+        r
+    }
+
+    /// [`Client::try_exchange`] under the rename lock: the checks, the holds, the swap.
+    async fn held_exchange(
+        &mut self,
+        (old, on, (ai, ak)): (&nrfs::ParentPath, Name, (Ino, Kind)),
+        (new, nn, (bi, bk)): (&nrfs::ParentPath, Name, (Ino, Kind)),
+        now: Timespec,
+    ) -> Res<()> {
+        if old.dir != new.dir {
+            for (ino, kind, dir) in [(ai, ak, new.dir), (bi, bk, old.dir)] {
+                if kind == Kind::Dir && self.is_ancestor_or_self(ino, dir).await? {
+                    return Err(Errno::EINVAL.into());
+                }
+            }
+        }
+        if ai == bi {
+            return Ok(());
+        }
+        let mut a = Entry {
+            ino: ai,
+            kind: ak,
+            distributed: false,
+        };
+        let mut b = Entry {
+            ino: bi,
+            kind: bk,
+            distributed: false,
+        };
+        for e in [&mut a, &mut b] {
+            if e.kind == Kind::Dir {
+                e.distributed = self.distributed(e.ino).await?;
+            }
+        }
+        let dirs: Vec<Ino> = [a, b]
+            .iter()
+            .filter(|e| e.kind == Kind::Dir)
+            .map(|e| e.ino)
+            .collect();
+        for (i, &d) in dirs.iter().enumerate() {
+            if let Err(f) = self.hold(d).await {
+                for &h in &dirs[..i] {
+                    self.unhold(h).await?;
+                }
+                return Err(f);
+            }
+        }
+        let r = self
+            .swap_entries((old.dir, on), a, (new.dir, nn), b, now)
+            .await;
+        for &d in &dirs {
+            self.unhold(d).await?;
+        }
+        r
+    }
+
+    /// The two replacements of an exchange and what follows them (see
+    /// [`Client::try_exchange`]). A file or symlink gets a link for its new name first (so
+    /// that it is never without one) and loses it at the end; a directory gets its `..`.
+    /// Both ways their ctime moves.
+    async fn swap_entries(
+        &mut self,
+        (od, on): (Ino, Name),
+        a: Entry,
+        (nd, nn): (Ino, Name),
+        b: Entry,
+        now: Timespec,
+    ) -> Res<()> {
+        let files: Vec<Ino> = [a, b]
+            .iter()
+            .filter(|e| e.kind != Kind::Dir)
+            .map(|e| e.ino)
+            .collect();
+        for (i, &f) in files.iter().enumerate() {
+            if let Err(e) = self.at_inode(f, Request::Link { ino: f, now }).await {
+                self.unlink_inodes(&files[..i], now).await?;
+                return Err(match e {
+                    Fail::Errno(Errno::ENOENT) => Fail::Restart,
+                    e => e,
+                });
+            }
+        }
+        let is_dir = |e: Entry| i32::from(e.kind == Kind::Dir);
+        let replace = |dir, name: &Name, entry: Entry, old: Option<Ino>| Request::AddMap {
+            dir,
+            name: name.clone(),
+            entry,
+            replace: old,
+            now,
+        };
+        let ns = self.entry_server(nd, &nn).await?;
+        let new_home = match self.rpc(ns, replace(nd, &nn, a, Some(b.ino))).await {
+            Ok(Reply::Mapped { home, .. }) => home,
+            other => {
+                self.entries.remove(&(nd, nn));
+                self.unlink_inodes(&files, now).await?;
+                return Err(other.err().unwrap_or(Fail::Restart));
+            }
+        };
+        self.remember(nd, nn, a);
+        self.nlink(nd, is_dir(a) - is_dir(b), new_home, now).await?;
+        let os = self.entry_server(od, &on).await?;
+        let old_home = match self.rpc(os, replace(od, &on, b, Some(a.ino))).await {
+            Ok(Reply::Mapped { home, .. }) => Some(home),
+            other => {
+                // The old name changed under a file `a`: `b` goes back there if it is free.
+                self.entries.remove(&(od, on.clone()));
+                let back = match other {
+                    Ok(Reply::Stale) => self.rpc(os, replace(od, &on, b, None)).await,
+                    other => other,
+                };
+                match back {
+                    Ok(Reply::Mapped { home, .. }) => Some(home),
+                    _ if b.kind == Kind::Dir => return Err(Errno::EIO.into()),
+                    // Nameless: its lost name's link goes too.
+                    _ => {
+                        self.unlink_inodes(&[b.ino], now).await?;
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(home) = old_home {
+            self.remember(od, on, b);
+            self.nlink(od, is_dir(b) - is_dir(a), home, now).await?;
+        }
+        self.unlink_inodes(&files, now).await?;
+        for (e, parent) in [(a, nd), (b, od)] {
+            if e.kind == Kind::Dir {
+                let req = Request::Move {
+                    dir: e.ino,
+                    parent,
+                    now,
+                };
+                self.at_inode(e.ino, req).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One link fewer for each of `inodes`.
+    async fn unlink_inodes(&mut self, inodes: &[Ino], now: Timespec) -> Res<()> {
+        for &ino in inodes {
+            self.at_inode(ino, Request::Unlink { ino, now }).await?;
+        }
+        Ok(())
     }
 
     /// The rest of `rename` once the names are found: the ancestry and kind checks, then the

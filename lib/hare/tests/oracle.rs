@@ -75,7 +75,8 @@ enum Op {
     Rename {
         from: String,
         to: String,
-        noreplace: bool,
+        /// `renameat2` flags: NOREPLACE (1), EXCHANGE (2), both (EINVAL).
+        flags: u32,
     },
     Symlink {
         target: String,
@@ -110,6 +111,11 @@ enum Op {
     },
     List {
         path: String,
+    },
+    Link {
+        from: String,
+        to: String,
+        follow: bool,
     },
 }
 
@@ -171,8 +177,9 @@ fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
         3 => path().prop_map(|path| Op::Mkdir { path }),
         2 => path().prop_map(|path| Op::Rmdir { path }),
         2 => path().prop_map(|path| Op::Unlink { path }),
-        2 => (path(), path(), any::<bool>()).prop_map(|(from, to, noreplace)| Op::Rename { from, to, noreplace }),
+        2 => (path(), path(), 0..4u32).prop_map(|(from, to, flags)| Op::Rename { from, to, flags }),
         1 => (path(), path()).prop_map(|(target, path)| Op::Symlink { target, path }),
+        1 => (path(), path(), any::<bool>()).prop_map(|(from, to, follow)| Op::Link { from, to, follow }),
         1 => path().prop_map(|path| Op::Readlink { path }),
         2 => (path(), any::<bool>()).prop_map(|(path, follow)| Op::Stat { path, follow }),
         1 => (path(), prop::sample::select(&[0o755u32, 0o700, 0o644, 0o600][..]))
@@ -362,20 +369,12 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
         ),
         Op::Rmdir { path } => Answer::Unit(fs.rmdir(ROOT_INO, path.as_bytes(), now)),
         Op::Unlink { path } => Answer::Unit(fs.unlink(ROOT_INO, path.as_bytes(), now)),
-        Op::Rename {
-            from,
-            to,
-            noreplace,
-        } => Answer::Unit(fs.rename(
+        Op::Rename { from, to, flags } => Answer::Unit(fs.rename(
             ROOT_INO,
             from.as_bytes(),
             ROOT_INO,
             to.as_bytes(),
-            if *noreplace {
-                nrfs::RENAME_NOREPLACE
-            } else {
-                0
-            },
+            *flags,
             now,
         )),
         Op::Symlink { target, path } => Answer::Unit(
@@ -389,6 +388,14 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             )
             .map(|_| ()),
         ),
+        Op::Link { from, to, follow } => Answer::Unit(fs.link(
+            ROOT_INO,
+            from.as_bytes(),
+            ROOT_INO,
+            to.as_bytes(),
+            *follow,
+            now,
+        )),
         Op::Readlink { path } => Answer::Target(
             fs.resolve(ROOT_INO, path.as_bytes(), false)
                 .and_then(|ino| fs.readlink(ino)),
@@ -528,21 +535,13 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
         }
         Op::Rmdir { path } => Answer::Unit(c.rmdir(ROOT_INO, path.as_bytes(), now).await),
         Op::Unlink { path } => Answer::Unit(c.unlink(ROOT_INO, path.as_bytes(), now).await),
-        Op::Rename {
-            from,
-            to,
-            noreplace,
-        } => Answer::Unit(
+        Op::Rename { from, to, flags } => Answer::Unit(
             c.rename(
                 ROOT_INO,
                 from.as_bytes(),
                 ROOT_INO,
                 to.as_bytes(),
-                if *noreplace {
-                    nrfs::RENAME_NOREPLACE
-                } else {
-                    0
-                },
+                *flags,
                 now,
             )
             .await,
@@ -553,6 +552,15 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
                 ROOT_INO,
                 path.as_bytes(),
                 FILE_ATTRS,
+                now,
+            )
+            .await,
+        ),
+        Op::Link { from, to, follow } => Answer::Unit(
+            c.link(
+                (ROOT_INO, from.as_bytes()),
+                (ROOT_INO, to.as_bytes()),
+                *follow,
                 now,
             )
             .await,
@@ -853,10 +861,15 @@ proptest! {
                         Op::Mkdir { path } => Op::Mkdir { path: confine(k, &path) },
                         Op::Rmdir { path } => Op::Rmdir { path: confine(k, &path) },
                         Op::Unlink { path } => Op::Unlink { path: confine(k, &path) },
-                        Op::Rename { from, to, noreplace } => Op::Rename {
+                        Op::Rename { from, to, flags } => Op::Rename {
                             from: confine(k, &from),
                             to: confine(k, &to),
-                            noreplace,
+                            flags,
+                        },
+                        Op::Link { from, to, follow } => Op::Link {
+                            from: confine(k, &from),
+                            to: confine(k, &to),
+                            follow,
                         },
                         Op::Symlink { target, path } => Op::Symlink {
                             target: target.trim_start_matches('/').replace("..", "x"),

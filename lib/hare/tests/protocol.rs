@@ -52,6 +52,52 @@ fn a_removed_entry_is_invalidated_at_the_clients_that_cached_it() {
 }
 
 #[test]
+fn absolute_symlinks_resolve_under_the_mount_point() {
+    let (net, mut c) = world(2, 2, false, true);
+    let mut rng = Rng::new(3);
+    c[0].set_mount_point(b"/mnt/hare");
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, T), &mut rng).unwrap();
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let links: [(&[u8], &[u8]); 5] = [
+        (b"/mnt/hare/d/f", b"/in"),
+        (b"/mnt/hare", b"/root"),
+        (b"/mnt/harem/d/f", b"/beside"),
+        (b"/etc/passwd", b"/out"),
+        (b"/d/f", b"/bare"),
+    ];
+    for (target, path) in links {
+        run(
+            &net,
+            c[0].symlink(target, ROOT_INO, path, FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+    }
+    let stat = |c: &mut hare::Client<_, _>, p: &[u8], rng: &mut Rng| {
+        run(&net, c.stat(ROOT_INO, p, true), rng)
+    };
+    let f = stat(&mut c[0], b"/d/f", &mut rng).unwrap();
+    assert_eq!(stat(&mut c[0], b"/in", &mut rng).unwrap().ino, f.ino);
+    assert_eq!(stat(&mut c[0], b"/root/d/f", &mut rng).unwrap().ino, f.ino);
+    assert_eq!(stat(&mut c[0], b"/beside", &mut rng), Err(Errno::EXDEV));
+    assert_eq!(stat(&mut c[0], b"/out", &mut rng), Err(Errno::EXDEV));
+    assert_eq!(stat(&mut c[0], b"/bare", &mut rng), Err(Errno::EXDEV));
+    // The target reads back as written; a client mounted as the root takes it as it is.
+    assert_eq!(
+        run(&net, c[0].readlink(ROOT_INO, b"/in"), &mut rng).unwrap(),
+        b"/mnt/hare/d/f"
+    );
+    assert_eq!(stat(&mut c[1], b"/bare", &mut rng).unwrap().ino, f.ino);
+    assert_eq!(stat(&mut c[1], b"/in", &mut rng), Err(Errno::ENOENT));
+}
+
+#[test]
 fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
     let (net, mut c) = world(3, 2, false, true);
     let mut rng = Rng::new(5);
