@@ -46,7 +46,7 @@ use crate::sync::IrqMutex;
 use ::hare::wire::{self, PAGE_SIZE};
 use ::hare::{
     run_ready, Attrs, BufferCache, Client, DirEntry, Fd, Ino, Invalidation, Kind, OpenFlags,
-    Policy, Reply, Request, ServerId, ShardTable, Transport, BLOCK_SIZE, ROOT_INO,
+    Policy, Reply, Request, ServerId, SetAttr, ShardTable, Transport, BLOCK_SIZE, ROOT_INO,
 };
 use abi::Errno;
 use alloc::boxed::Box;
@@ -656,6 +656,22 @@ impl HareNode {
     /// `pwrite`.
     pub fn pwrite(&self, data: &[u8], off: u64) -> Result<usize, Errno> {
         self.with(|c, fd| run_ready(c.pwrite(fd, data, off, now())))
+    }
+
+    /// The directory's absolute path as it is now (`getcwd`, and `..` from it): the mount
+    /// point, then its path in Hare, which follows renames of its parents.
+    pub fn path(&self) -> Result<Vec<u8>, Errno> {
+        let inside = self.mount.here(|c| run_ready(c.dir_path(self.ino)))?;
+        let mut path = self.mount.at_path();
+        if inside != b"/" || path.is_empty() {
+            path.extend_from_slice(&inside);
+        }
+        Ok(path)
+    }
+
+    /// `fchmod`, `fchown`, `futimens`.
+    pub fn set(&self, attr: SetAttr) -> Result<(), Errno> {
+        self.with(|c, fd| run_ready(c.fset(fd, attr, now())))
     }
 
     /// `lseek` of a file (a directory's position is the kernel's: see `crate::fd`).

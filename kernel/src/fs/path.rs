@@ -87,6 +87,8 @@ pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
                 path: path.to_vec(),
             })
         }
+        // From a Hare directory with `..`: by name from where the directory is now.
+        Node::Hare(h) => Ok(absolute(&join(&h.path()?, path))),
         _ => Ok(absolute(&join(&base.path, path))),
     }
 }

@@ -519,7 +519,12 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         return Err(Errno::EBADF);
     }
     let input = file(me, a[1])?;
-    if !matches!(input.node, Node::File(_) | Node::Device(..)) || input.is_tty() {
+    let regular = match &input.node {
+        Node::File(_) | Node::Device(..) => true,
+        Node::Hare(h) => !h.is_dir(),
+        _ => false,
+    };
+    if !regular || input.is_tty() {
         return Err(Errno::EINVAL);
     }
     let mut off = match a[2] {

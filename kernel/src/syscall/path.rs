@@ -17,6 +17,7 @@ use crate::fs::path::{self, Place, AT_FDCWD};
 use crate::fs::{procfs, with_client};
 use crate::proc::{Process, Thread};
 use crate::uaccess::{self, read_user};
+use ::hare::SetAttr;
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -437,8 +438,9 @@ pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
 
 pub fn getcwd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let cwd = me.process.cwd.lock().clone();
-    let mut path = match cwd.node {
-        Node::Dir(ino) => crate::fs::dir_path(ino)?,
+    let mut path = match &cwd.node {
+        Node::Dir(ino) => crate::fs::dir_path(*ino)?,
+        Node::Hare(h) => h.path()?,
         _ => cwd.path.clone(),
     };
     path.push(0);
@@ -485,6 +487,8 @@ enum Target {
     Ino(Ino),
     /// A path in Hare (whose client resolves it), and whether a last symlink is followed.
     Hare(HarePath, bool),
+    /// An open Hare file or directory.
+    HareFile(Arc<OpenFile>),
 }
 
 /// What a path names, for attribute changes (EACCES in `/proc`).
@@ -498,10 +502,25 @@ fn inode_at(me: &Arc<Thread>, dir: i32, path: &[u8], follow: bool) -> Result<Tar
     }
 }
 
-/// The NR-FS inode of a descriptor (EPERM for pipes, `/proc` and Hare, as Linux's read-only
-/// or attribute-less objects answer).
+/// What a descriptor's attribute changes apply to: its NR-FS inode or Hare file (EPERM for
+/// pipes and `/proc`, as Linux's read-only or attribute-less objects answer).
 fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Target, Errno> {
-    file(me, fd)?.ino().map(Target::Ino).ok_or(Errno::EPERM)
+    target_of(file(me, fd)?)
+}
+
+fn target_of(f: Arc<OpenFile>) -> Result<Target, Errno> {
+    if f.is_hare() {
+        return Ok(Target::HareFile(f));
+    }
+    f.ino().map(Target::Ino).ok_or(Errno::EPERM)
+}
+
+/// `f`'s Hare file, to change an attribute.
+fn hare_set(f: &OpenFile, attr: SetAttr) -> Result<(), Errno> {
+    match &f.node {
+        Node::Hare(h) => h.set(attr),
+        _ => Err(Errno::EPERM),
+    }
 }
 
 /// What an `*at` attribute call names: `dirfd` itself with `AT_EMPTY_PATH` and "".
@@ -509,12 +528,8 @@ fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<T
     let p = path_arg(path)?;
     if p.is_empty() && flags & AT_EMPTY_PATH != 0 {
         return if dir == AT_FDCWD {
-            me.process
-                .cwd
-                .lock()
-                .ino()
-                .map(Target::Ino)
-                .ok_or(Errno::EPERM)
+            let cwd = me.process.cwd.lock().clone();
+            target_of(cwd)
         } else {
             inode_of(me, dir as u32 as u64)
         };
@@ -530,6 +545,7 @@ fn chmod_ino(target: Target, mode: u64) -> SysResult {
             with_client(|c| c.chmod(ino, mode, t))?;
         }
         Target::Hare(h, _) => hare::chmod(&h, mode)?,
+        Target::HareFile(f) => hare_set(&f, SetAttr::Mode(mode))?,
     }
     Ok(0)
 }
@@ -554,6 +570,7 @@ fn chown_ino(target: Target, uid: u64, gid: u64) -> SysResult {
             with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
         }
         Target::Hare(h, follow) => hare::chown(&h, follow, (id(uid), id(gid)))?,
+        Target::HareFile(f) => hare_set(&f, SetAttr::Owner(id(uid), id(gid)))?,
     }
     Ok(0)
 }
@@ -610,6 +627,7 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     match target {
         Target::Ino(ino) => with_client(|c| c.set_times(ino, atime, mtime, t))?,
         Target::Hare(h, follow) => hare::utimens(&h, follow, (atime, mtime))?,
+        Target::HareFile(f) => hare_set(&f, SetAttr::Times(atime, mtime))?,
     }
     Ok(0)
 }

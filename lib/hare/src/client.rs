@@ -98,6 +98,17 @@ pub struct OpenFlags {
     pub nofollow: bool,
 }
 
+/// An attribute change of an open file ([`Client::fset`]): `fchmod`, `fchown`, `futimens`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetAttr {
+    /// The permission bits.
+    Mode(u32),
+    /// The owner and group (`None` leaves one).
+    Owner(Option<u32>, Option<u32>),
+    /// The access and modification times (`None` leaves one).
+    Times(Option<Timespec>, Option<Timespec>),
+}
+
 /// A client's open file description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fd(pub u32);
@@ -269,6 +280,9 @@ impl Namespace for View<'_> {
     fn parent(&self, dir: Ino) -> Result<Ino, Errno> {
         if dir == ROOT_INO {
             return Ok(ROOT_INO);
+        }
+        if let Some(&e) = self.scratch.not_dirs.get(&dir) {
+            return Err(e);
         }
         match self.scratch.parents.get(&dir) {
             Some(&p) => Ok(p),
@@ -1210,11 +1224,39 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if f.kind != Kind::Dir {
             return Err(Errno::ENOTDIR);
         }
-        let dist = self.distributed(f.ino).await.map_err(errno)?;
+        self.list(f.ino).await
+    }
+
+    /// The path of directory `dir` from Hare's root (`getcwd`): up through `..`, each name
+    /// found in its parent's listing. `ENOENT` if a directory on the way was removed.
+    pub async fn dir_path(&mut self, dir: Ino) -> Result<Vec<u8>, Errno> {
+        let mut names: Vec<Name> = Vec::new();
+        let mut at = dir;
+        while at != ROOT_INO {
+            let parent = self.walk(|v| v.parent(at)).await.map_err(errno)?;
+            let entries = self.list(parent).await?;
+            let e = entries.into_iter().find(|e| e.ino == at);
+            names.push(e.ok_or(Errno::ENOENT)?.name);
+            at = parent;
+        }
+        if names.is_empty() {
+            return Ok(b"/".to_vec());
+        }
+        let mut path = Vec::new();
+        for n in names.iter().rev() {
+            path.push(b'/');
+            path.extend_from_slice(n);
+        }
+        Ok(path)
+    }
+
+    /// Every entry of directory `dir` (not `.` and `..`), in name order.
+    async fn list(&mut self, dir: Ino) -> Result<Vec<DirEntry>, Errno> {
+        let dist = self.distributed(dir).await.map_err(errno)?;
         let servers = if dist {
             self.table.servers()
         } else {
-            vec![self.table.inode_server(f.ino)]
+            vec![self.table.inode_server(dir)]
         };
         let mut out = Vec::new();
         let mut after: Vec<Option<Name>> = vec![None; servers.len()];
@@ -1223,7 +1265,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             let reqs: Vec<Request> = after
                 .iter()
                 .map(|a| Request::Dirents {
-                    dir: f.ino,
+                    dir,
                     after: a.clone(),
                 })
                 .collect();
@@ -1445,6 +1487,23 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             now,
         };
         retry!(self, self.try_set(start, path, follow, &req).await)
+    }
+
+    /// Changes an attribute of open file `fd`'s inode.
+    pub async fn fset(&mut self, fd: Fd, attr: SetAttr, now: Timespec) -> Result<(), Errno> {
+        let ino = self.file(fd)?.ino;
+        let req = match attr {
+            SetAttr::Mode(mode) => Request::Chmod { ino, mode, now },
+            SetAttr::Owner(uid, gid) => Request::Chown { ino, uid, gid, now },
+            SetAttr::Times(atime, mtime) => Request::Utimens {
+                ino,
+                atime,
+                mtime,
+                now,
+            },
+        };
+        self.at_inode(ino, req).await.map_err(errno)?;
+        Ok(())
     }
 
     /// Resolves `path` and sends the inode's server the request `req` makes for it.

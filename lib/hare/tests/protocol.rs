@@ -98,6 +98,32 @@ fn absolute_symlinks_resolve_under_the_mount_point() {
 }
 
 #[test]
+fn a_directory_path_follows_renames_of_its_parents() {
+    let (net, mut c) = world(3, 2, true, true);
+    let mut rng = Rng::new(11);
+    for d in [&b"/a"[..], b"/a/b", b"/a/b/c"] {
+        run(&net, c[0].mkdir(ROOT_INO, d, DIR, T), &mut rng).unwrap();
+    }
+    let ino = run(&net, c[0].stat(ROOT_INO, b"/a/b/c", true), &mut rng)
+        .unwrap()
+        .ino;
+    assert_eq!(run(&net, c[1].dir_path(ino), &mut rng).unwrap(), b"/a/b/c");
+    assert_eq!(run(&net, c[1].dir_path(ROOT_INO), &mut rng).unwrap(), b"/");
+    run(
+        &net,
+        c[0].rename(ROOT_INO, b"/a/b", ROOT_INO, b"/moved", 0, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(
+        run(&net, c[1].dir_path(ino), &mut rng).unwrap(),
+        b"/moved/c"
+    );
+    run(&net, c[0].rmdir(ROOT_INO, b"/moved/c", T), &mut rng).unwrap();
+    assert_eq!(run(&net, c[1].dir_path(ino), &mut rng), Err(Errno::ENOENT));
+}
+
+#[test]
 fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
     let (net, mut c) = world(3, 2, false, true);
     let mut rng = Rng::new(5);
