@@ -15,7 +15,7 @@ use crate::sync::IrqMutex;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{fence, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// How a sleep ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,18 +62,6 @@ impl WaitQueue {
             core::mem::take(&mut q.waiters)
         };
         for t in waiters {
-            sched::wake(&t);
-        }
-    }
-
-    /// Wakes the longest waiter (the counter still moves, so a thread about to wait retries).
-    pub fn notify_one(&self) {
-        let waiter = {
-            let mut q = self.inner.lock();
-            q.seq += 1;
-            (!q.waiters.is_empty()).then(|| q.waiters.remove(0))
-        };
-        if let Some(t) = waiter {
             sched::wake(&t);
         }
     }
@@ -177,14 +165,20 @@ fn sleep(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
     }
 }
 
-/// A lock whose waiters sleep on a [`WaitQueue`] (uninterruptibly: holds are bounded).
+/// A lock whose waiters sleep on a [`WaitQueue`] (uninterruptibly: holds are bounded),
+/// taken in the order they asked (tickets): a thread that lets go and asks again at once
+/// cannot barge ahead of a sleeper, which on one core would starve it for as long as the
+/// first keeps asking (two processes using one Hare client did).
 pub struct SleepLock<T> {
     inner: spin::Mutex<T>,
-    sleepers: AtomicUsize,
+    /// The next ticket to hand out.
+    next: AtomicU64,
+    /// The ticket that may hold the lock.
+    serving: AtomicU64,
     queue: WaitQueue,
 }
 
-/// Guard of a [`SleepLock`]; wakes the longest sleeper when dropped.
+/// Guard of a [`SleepLock`]; serves the next ticket when dropped.
 pub struct SleepLockGuard<'a, T> {
     lock: &'a SleepLock<T>,
     guard: Option<spin::MutexGuard<'a, T>>,
@@ -195,39 +189,42 @@ impl<T> SleepLock<T> {
     pub const fn new(value: T) -> Self {
         SleepLock {
             inner: spin::Mutex::new(value),
-            sleepers: AtomicUsize::new(0),
+            next: AtomicU64::new(0),
+            serving: AtomicU64::new(0),
             queue: WaitQueue::new(),
         }
     }
 
-    /// Takes the lock, sleeping while another thread holds it. Must be called by a thread
-    /// (not the idle context) with no spin lock held.
+    /// Takes the lock, sleeping until the threads that asked before have had it. Must be
+    /// called by a thread (not the idle context) with no spin lock held.
     pub fn lock(&self) -> SleepLockGuard<'_, T> {
+        let ticket = self.next.fetch_add(1, Ordering::AcqRel);
         loop {
-            if let Some(guard) = self.inner.try_lock() {
-                return SleepLockGuard {
-                    lock: self,
-                    guard: Some(guard),
-                };
-            }
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            // Read before the check: a serve between the check and the sleep is not lost.
             let seq = self.queue.seq();
-            // Pairs with the fence in `drop`: either the holder sees this sleeper and wakes
-            // the queue, or this sees the lock free and does not sleep.
-            fence(Ordering::SeqCst);
-            if self.inner.is_locked() {
-                self.queue.wait_uninterruptible(seq);
+            if self.serving.load(Ordering::Acquire) == ticket {
+                return self.held();
             }
-            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            self.queue.wait_uninterruptible(seq);
         }
     }
 
-    /// Takes the lock if no other thread holds it.
+    /// Takes the lock if no thread holds it or waits for it.
     pub fn try_lock(&self) -> Option<SleepLockGuard<'_, T>> {
-        self.inner.try_lock().map(|guard| SleepLockGuard {
+        let serving = self.serving.load(Ordering::Acquire);
+        self.next
+            .compare_exchange(serving, serving + 1, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()
+            .map(|_| self.held())
+    }
+
+    /// The guard of the ticket being served (the previous holder dropped its guard before
+    /// serving the next ticket, so the inner lock is free).
+    fn held(&self) -> SleepLockGuard<'_, T> {
+        SleepLockGuard {
             lock: self,
-            guard: Some(guard),
-        })
+            guard: Some(self.inner.lock()),
+        }
     }
 }
 
@@ -247,9 +244,10 @@ impl<T> DerefMut for SleepLockGuard<'_, T> {
 impl<T> Drop for SleepLockGuard<'_, T> {
     fn drop(&mut self) {
         drop(self.guard.take());
-        fence(Ordering::SeqCst);
-        if self.lock.sleepers.load(Ordering::SeqCst) > 0 {
-            self.lock.queue.notify_one();
+        let served = self.lock.serving.fetch_add(1, Ordering::AcqRel) + 1;
+        // Sleepers each wait for their own ticket: wake them all to look (there are few).
+        if self.lock.next.load(Ordering::Acquire) != served {
+            self.lock.queue.notify_all();
         }
     }
 }
