@@ -14,9 +14,10 @@
  *  - a shared description across fork with the child pinned to another core (the offset
  *    moves for both), and close-to-open: another process opening after a close reads what
  *    was written;
- *  - a hard link; cross-mount calls (rename, link: EXDEV), execve from Hare (EACCES), bad
- *    pointers (EFAULT) with the files intact;
- *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount;
+ *  - a hard link; cross-mount calls (rename, link: EXDEV), execve of a file without an
+ *    execute bit (EACCES), bad pointers (EFAULT) with the files intact;
+ *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount; a static program and a `#!`
+ *    script executed from it (EACCES without an execute bit);
  *  - umount refused while a descriptor is open, then done; the servers keep the files and a
  *    new mount finds them.
  *
@@ -316,6 +317,22 @@ static void check_busybox(void)
                          NULL),
              0);
     SAY("busybox sh, echo, grep, cp, mv, ls, cat and rm on the mount");
+
+    /* Programs run from the mount: a static binary copied there and a script. */
+    CHECK_EQ(run_program("/bin/cp", "/test/hello", MNT "/hello", NULL), 0);
+    CHECK_SYS(chmod(MNT "/hello", 0644));
+    CHECK_EQ(run_program(MNT "/hello", NULL), 126); /* no execute bit: EACCES */
+    CHECK_SYS(chmod(MNT "/hello", 0755));
+    CHECK_EQ(run_program(MNT "/hello", NULL), 0);
+    int fd = open(MNT "/script", O_CREAT | O_WRONLY | O_TRUNC, 0755);
+    CHECK(fd >= 0);
+    const char *script = "#!/bin/sh\nexec " MNT "/hello from-script\n";
+    CHECK_EQ(write(fd, script, strlen(script)), (ssize_t)strlen(script));
+    CHECK_SYS(close(fd));
+    CHECK_EQ(run_program(MNT "/script", NULL), 0);
+    CHECK_SYS(unlink(MNT "/script"));
+    CHECK_SYS(unlink(MNT "/hello"));
+    SAY("a program and a #! script executed from the mount");
 }
 
 static int proc_has(const char *path, const char *what)

@@ -9,6 +9,7 @@ use crate::arch::idt::InterruptFrame;
 use crate::arch::{paging, user};
 use crate::fs::ExecFile;
 use crate::mm::{self, FrameSize};
+use crate::proc::Process;
 use crate::proc::Thread;
 use crate::vm::{self, PageMap, VSpace, PAGE_SIZE};
 use abi::Errno;
@@ -37,19 +38,24 @@ pub struct Image {
     pub brk: u64,
     /// The path of the program that runs (after `#!` resolution).
     pub path: Vec<u8>,
-    /// Its inode.
-    pub ino: Ino,
+    /// Its NR-FS inode (`None` for a program in Hare).
+    pub ino: Option<Ino>,
     /// The arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
     pub cmdline: Vec<u8>,
 }
 
-/// Loads `path` (relative to NR-FS directory `start`) with `argv` and `envp`, following `#!`
-/// interpreters.
-pub fn load(start: Ino, path: &[u8], argv: Vec<Vec<u8>>, envp: &[Vec<u8>]) -> Result<Image, Errno> {
+/// Loads `path` (relative to `me`'s working directory, or to the root for the first process)
+/// with `argv` and `envp`, following `#!` interpreters.
+pub fn load(
+    me: Option<&Process>,
+    path: &[u8],
+    argv: Vec<Vec<u8>>,
+    envp: &[Vec<u8>],
+) -> Result<Image, Errno> {
     let mut path = path.to_vec();
     let mut argv = argv;
     for _ in 0..=MAX_SCRIPT_DEPTH {
-        let file = ExecFile::open(start, &path)?;
+        let file = ExecFile::open(me, &path)?;
         let mut data = alloc::vec![0u8; (file.size as usize).min(PREFIX)];
         let n = file.read_at(0, &mut data)?;
         data.truncate(n);
@@ -137,7 +143,7 @@ fn load_elf(
         rsp: stack.rsp,
         brk: exe.brk(),
         path: path.to_vec(),
-        ino: file.ino(),
+        ino: file.nrfs_ino(),
         cmdline: argv
             .iter()
             .flat_map(|a| a.iter().copied().chain([0]))

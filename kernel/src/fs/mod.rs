@@ -239,36 +239,87 @@ pub fn check_writable(ino: Ino) -> Result<(), Errno> {
 /// A regular file opened for `execve`: read piece by piece, so a large program never needs
 /// one large kernel buffer.
 pub struct ExecFile {
-    ino: Ino,
+    source: ExecSource,
     /// Size in bytes.
     pub size: u64,
 }
 
+/// Where an [`ExecFile`] lives.
+enum ExecSource {
+    /// An NR-FS inode.
+    Nrfs(Ino),
+    /// A file open in Hare (§3.6's exec of a program on the file servers; its pages are
+    /// copied, never lent).
+    Hare(Arc<OpenFile>),
+}
+
 impl ExecFile {
-    /// Opens `path` (relative to directory `start`) for execution: it must be a regular file
-    /// with an execute bit.
-    pub fn open(start: Ino, path: &[u8]) -> Result<ExecFile, Errno> {
+    /// Opens `path` for execution: it must be a regular file with an execute bit. Relative
+    /// to `me`'s working directory, or to the root for the first process (`None`). A path in
+    /// `/proc` counts if it is a link out of `/proc` (`/proc/self/exe`, which busybox execs to
+    /// run its applets).
+    pub fn open(me: Option<&Process>, path: &[u8]) -> Result<ExecFile, Errno> {
+        let place = match me {
+            Some(p) => path::locate(p, path::AT_FDCWD, path)?,
+            None => Place::Fs {
+                start: ROOT_INO,
+                path: path.to_vec(),
+            },
+        };
+        let (start, path) = match place {
+            Place::Fs { start, path } => (start, path),
+            Place::Proc(comps) => {
+                let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+                match me.map(|p| procfs::resolve(p, &comps, true)).transpose()? {
+                    Some(procfs::Resolved::Outside(target)) => (ROOT_INO, target),
+                    _ => return Err(Errno::EACCES),
+                }
+            }
+            Place::Hare(h) => {
+                let f = hare::open(h, O_RDONLY, 0, 0, O_RDONLY, path.to_vec())?;
+                let st = f.stat()?;
+                if st.mode & 0o170000 != 0o100000 || st.mode & 0o111 == 0 {
+                    return Err(Errno::EACCES);
+                }
+                return Ok(ExecFile {
+                    source: ExecSource::Hare(f),
+                    size: st.size,
+                });
+            }
+        };
         with_client(|c| {
-            let ino = c.resolve(start, path, true)?;
+            let ino = c.resolve(start, &path, true)?;
             let st = c.stat(ino)?;
             if st.kind != nrfs::Kind::File || st.mode & 0o111 == 0 {
                 return Err(Errno::EACCES);
             }
-            Ok(ExecFile { ino, size: st.size })
+            Ok(ExecFile {
+                source: ExecSource::Nrfs(ino),
+                size: st.size,
+            })
         })
     }
 
-    /// The file's inode.
-    pub fn ino(&self) -> Ino {
-        self.ino
+    /// The file's NR-FS inode (`None` in Hare).
+    pub fn nrfs_ino(&self) -> Option<Ino> {
+        match self.source {
+            ExecSource::Nrfs(ino) => Some(ino),
+            ExecSource::Hare(_) => None,
+        }
     }
 
     /// Lends `count` pages of the file from page index `first` (this node's replica's copies):
-    /// the physical frame of each, `None` for a hole or a page past the end. Each frame lent
-    /// carries one share (see [`init`]) that the caller must map or give back
-    /// (`vm::free_frame`'s rule: unshare, free if none is left).
+    /// the physical frame of each, `None` for a hole, a page past the end or a file in Hare
+    /// (the caller copies those). Each frame lent carries one share (see [`init`]) that the
+    /// caller must map or give back (`vm::free_frame`'s rule: unshare, free if none is left).
     pub fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<u64>>, Errno> {
-        let pages = with_client(|c| c.lend_pages(self.ino, first, count))?;
+        let ExecSource::Nrfs(ino) = self.source else {
+            let mut none = Vec::new();
+            none.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
+            none.resize(count, None);
+            return Ok(none);
+        };
+        let pages = with_client(|c| c.lend_pages(ino, first, count))?;
         Ok(pages
             .into_iter()
             .map(|p| p.map(|addr| virt_to_phys(addr as u64)))
@@ -277,17 +328,19 @@ impl ExecFile {
 
     /// Fills `buf` from offset `off` (short only at the end of the file).
     pub fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        with_client(|c| {
-            let mut done = 0;
-            while done < buf.len() {
-                let n = c.read(self.ino, off + done as u64, &mut buf[done..])?;
-                if n == 0 {
-                    break;
-                }
-                done += n;
+        let mut done = 0;
+        while done < buf.len() {
+            let at = off + done as u64;
+            let n = match &self.source {
+                ExecSource::Nrfs(ino) => with_client(|c| c.read(*ino, at, &mut buf[done..]))?,
+                ExecSource::Hare(f) => f.pread(&mut buf[done..], at)?,
+            };
+            if n == 0 {
+                break;
             }
-            Ok(done)
-        })
+            done += n;
+        }
+        Ok(done)
     }
 }
 

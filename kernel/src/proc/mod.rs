@@ -666,7 +666,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         b"TERM=linux".to_vec(),
         b"PATH=/bin:/test".to_vec(),
     ];
-    let image = crate::exec::load(nrfs::ROOT_INO, argv[0].as_bytes(), args, &envp)?;
+    let image = crate::exec::load(None, argv[0].as_bytes(), args, &envp)?;
     let p = Process::new(
         pid,
         image.vm.clone(),

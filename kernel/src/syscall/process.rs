@@ -220,25 +220,6 @@ const PATH_MAX: usize = 4096;
 /// Most bytes of arguments plus environment.
 const ARG_MAX: usize = 128 * 1024;
 
-/// Where the program `execve` names lies in NR-FS: a path in `/proc` counts if it is a link
-/// out of `/proc` (`/proc/self/exe`, which busybox execs to run its applets).
-fn exec_place(p: &Process, path: Vec<u8>) -> Result<(nrfs::Ino, Vec<u8>), Errno> {
-    use crate::fs::{path, procfs};
-    match path::locate(p, path::AT_FDCWD, &path)? {
-        path::Place::Fs { start, path } => Ok((start, path)),
-        path::Place::Proc(comps) => {
-            let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
-            match procfs::resolve(p, &comps, true)? {
-                procfs::Resolved::Outside(target) => Ok((nrfs::ROOT_INO, target)),
-                _ => Err(Errno::EACCES),
-            }
-        }
-        // Programs run from NR-FS (as from a `noexec` mount on Linux); remote exec, Hare
-        // §3.6, is not built.
-        path::Place::Hare(_) => Err(Errno::EACCES),
-    }
-}
-
 pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let path = uaccess::read_cstring(a[0], PATH_MAX)?;
     let argv = uaccess::read_string_array(a[1], 4096, ARG_MAX)?;
@@ -248,11 +229,14 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
         // docs/architecture.md.
         return Err(Errno::EAGAIN);
     }
-    let (start, path) = exec_place(&me.process, path)?;
-    let image = crate::exec::load(start, &path, argv, &envp)?;
+    let image = crate::exec::load(Some(&me.process), &path, argv, &envp)?;
+    if image.ino.is_none() {
+        // The program came from Hare: its descriptor's close goes now.
+        crate::fs::hare::flush();
+    }
     let exe = crate::fs::path::display(&me.process, crate::fs::path::AT_FDCWD, &image.path);
-    // The fleet manager's capability goes with its program (`fleet`).
-    let manager = crate::fs::is_trusted_exe(image.ino);
+    // The fleet manager's capability goes with its program (`fleet`, in NR-FS).
+    let manager = image.ino.is_some_and(crate::fs::is_trusted_exe);
     crate::exec::commit(me, frame, image, &exe);
     me.process
         .fleet_manager
