@@ -1,5 +1,6 @@
 /*
- * hare_fleet.h: starting Hare's file servers for a test (usr/haretest.c, usr/haremount.c).
+ * hare_fleet.h: starting and stopping Hare's file servers for a test (usr/haretest.c,
+ * usr/haremount.c, usr/onhare.c).
  *
  * With one core the fleet time-shares it (--timeshare, Hare's timeshare placement); with
  * more, it takes cores from 1 up (split placement).
@@ -61,6 +62,30 @@ static inline int hare_fleet_start(char *list, size_t len, int most)
     }
     hare_fleet_wait(servers);
     return servers;
+}
+
+/* Free memory may end this much below its value before the fleet started (the kernel's
+ * per-core structures made meanwhile stay). */
+#define HARE_FLEET_SLACK (4L << 20)
+
+/* Stops the fleet and waits (up to 10 s, for the servers' exit) until free memory is back
+ * within HARE_FLEET_SLACK of `before` (reef_free_bytes() before the fleet started): every
+ * page the servers and the mount took. Says so, or fails. */
+static inline void hare_fleet_stop(long before)
+{
+    CHECK_EQ(run_program("/bin/fleet", "stop", "hare", NULL), 0);
+    long after = 0;
+    for (int i = 0; i < 1000; i++) {
+        after = reef_free_bytes();
+        if (after >= before - HARE_FLEET_SLACK)
+            break;
+        usleep(10000);
+    }
+    if (after < before - HARE_FLEET_SLACK)
+        FAIL("free memory %ld KiB before the fleet, %ld KiB after it stopped: lost %ld KiB",
+             before >> 10, after >> 10, (before - after) >> 10);
+    SAY("fleet stopped, free memory back: %ld KiB before the fleet, %ld KiB after", before >> 10,
+        after >> 10);
 }
 
 #endif

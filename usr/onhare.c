@@ -17,10 +17,6 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 
-/* Free memory may end this much below its value before the fleet started (the kernel's
- * per-core structures made during the run stay). */
-#define SLACK (4L << 20)
-
 int main(int argc, char **argv)
 {
     test_begin("onhare");
@@ -59,18 +55,6 @@ int main(int argc, char **argv)
 
     /* The program's descriptors are closed: the mount comes off and the servers go. */
     CHECK_SYS(umount(dir));
-    CHECK_EQ(run_program("/bin/fleet", "stop", "hare", NULL), 0);
-    long after = 0;
-    for (int i = 0; i < 1000; i++) {
-        after = reef_free_bytes();
-        if (after >= free_before - SLACK)
-            break;
-        usleep(10000);
-    }
-    if (after < free_before - SLACK)
-        FAIL("free memory %ld KiB before the fleet, %ld KiB after it stopped: lost %ld KiB",
-             free_before >> 10, after >> 10, (free_before - after) >> 10);
-    SAY("unmounted, fleet stopped, free memory back (%ld KiB before, %ld KiB after)",
-        free_before >> 10, after >> 10);
+    hare_fleet_stop(free_before);
     return code;
 }

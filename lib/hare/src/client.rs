@@ -1632,14 +1632,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         flags: u32,
         now: Timespec,
     ) -> Res<()> {
-        let old = self
-            .walk(|v| walk::resolve_parent(v, old_start, old_path))
+        let (old, on, new, nn) = self
+            .rename_ends((old_start, old_path), (new_start, new_path), flags)
             .await?;
-        let new = self
-            .walk(|v| walk::resolve_parent(v, new_start, new_path))
-            .await?;
-        let (on, nn) = walk::rename_names(old.last.clone(), new.last.clone(), flags)?;
-        check_name(&on)?;
         let (oi, ok) = self
             .walk(|v| v.lookup(old.dir, &on))
             .await?
@@ -1666,6 +1661,24 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         r
     }
 
+    /// The parents and last names of a rename's two paths (the old name checked).
+    async fn rename_ends(
+        &mut self,
+        (old_start, old_path): (Ino, &[u8]),
+        (new_start, new_path): (Ino, &[u8]),
+        flags: u32,
+    ) -> Res<(nrfs::ParentPath, Name, nrfs::ParentPath, Name)> {
+        let old = self
+            .walk(|v| walk::resolve_parent(v, old_start, old_path))
+            .await?;
+        let new = self
+            .walk(|v| walk::resolve_parent(v, new_start, new_path))
+            .await?;
+        let (on, nn) = walk::rename_names(old.last.clone(), new.last.clone(), flags)?;
+        check_name(&on)?;
+        Ok((old, on, new, nn))
+    }
+
     /// `renameat2(RENAME_EXCHANGE)`: the two names swap their inodes, with NR-FS's checks.
     /// The entry at the new name is replaced first, then the one at the old name, then
     /// directories that changed parent get their `..` and the parents their link counts.
@@ -1680,14 +1693,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         (new_start, new_path): (Ino, &[u8]),
         now: Timespec,
     ) -> Res<()> {
-        let old = self
-            .walk(|v| walk::resolve_parent(v, old_start, old_path))
+        let (old, on, new, nn) = self
+            .rename_ends((old_start, old_path), (new_start, new_path), 0)
             .await?;
-        let new = self
-            .walk(|v| walk::resolve_parent(v, new_start, new_path))
-            .await?;
-        let (on, nn) = walk::rename_names(old.last.clone(), new.last.clone(), 0)?;
-        check_name(&on)?;
         check_name(&nn)?;
         let (ai, ak) = self
             .walk(|v| v.lookup(old.dir, &on))
