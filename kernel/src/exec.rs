@@ -342,11 +342,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     *p.cmdline.lock() = image.cmdline;
     p.signals.lock().exec();
     let closed = p.files.lock().take_cloexec();
-    let hare = closed.iter().any(|f| f.file.is_hare());
-    drop(closed);
-    if hare {
-        crate::fs::hare::flush();
-    }
+    crate::fs::hare::release(closed.into_iter().map(|e| e.file));
     *frame = initial_frame(image.entry, image.rsp);
     *me.fpu() = user::initial_fpu_state();
     me.fs_base.store(0, core::sync::atomic::Ordering::Relaxed);

@@ -25,15 +25,15 @@
 //!   would write back).
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
-//!   reserved when it was opened) and the next system call that finds closes queued sends
-//!   them ([`flush`]).
+//!   reserved when it was opened); the next operation on that core's client sends it, as
+//!   does the thread that let go of it ([`release`]).
 //!
 //! Differences from NR-FS, documented in docs/architecture.md: no permission checks (Hare's
-//! servers keep modes and owners but check nothing), no `link` (`EPERM`, Hare has no LINK),
-//! attribute changes by descriptor (`fchmod`, `fchown`, `futimens`) answer `EPERM`, `..` of
-//! the mount's root is the root itself for a walk that starts inside (paths with `..` are
-//! resolved by name from the descriptor's path, so `cd ..` leaves the mount), and a symlink
-//! inside points within the mount.
+//! servers keep modes and owners but check nothing); `..` of the mount's root is the root
+//! itself for a walk that starts inside (paths with `..` are resolved by name from the
+//! directory's current path, [`HareNode::path`], so `cd ..` leaves the mount); an absolute
+//! symlink target resolves inside Hare if it lies under the mount point and answers `EXDEV`
+//! if not; programs in Hare run with their pages copied (`crate::fs::ExecFile`).
 
 use crate::fd::{KStat, Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};
 use crate::kcb;
@@ -314,9 +314,9 @@ fn cache_blocks(options: &[u8]) -> Result<usize, Errno> {
 
 /// `mount("hare", at, "hare", 0, options)`: connects to the fleet's servers and makes the
 /// buffer cache, or takes again the one the same servers were granted by an earlier mount
-/// (`cache=` has no effect then: `/proc/mounts` shows the size). `EBUSY` if Hare is mounted already, `ENODEV` if no file server runs (start
-/// them with `fleet start hare ...`), `EIO` if the fleet's members disagree about its size,
-/// `EINVAL` for a bad option, `ENOMEM`.
+/// (`cache=` has no effect then: `/proc/mounts` shows the size). `EBUSY` if Hare is mounted
+/// already, `ENODEV` if no file server runs (start them with `fleet start hare ...`), `EIO`
+/// if the fleet's members disagree about its size, `EINVAL` for a bad option, `ENOMEM`.
 pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     let blocks = cache_blocks(options)?;
     // One mount at a time: the first hello that reaches a server fixes its cache.
@@ -397,11 +397,8 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         closes: AtomicU64::new(0),
     });
     *mount.clients[core].lock() = Some(mount.client_over(core, links)?);
-    let mut slot = MOUNTED.lock();
-    if slot.is_some() {
-        return Err(Errno::EBUSY);
-    }
-    *slot = Some(mount);
+    // `MOUNTING` is held: nothing was mounted meanwhile.
+    *MOUNTED.lock() = Some(mount);
     IS_MOUNTED.store(true, Ordering::Release);
     Ok(())
 }
@@ -532,18 +529,15 @@ impl Mount {
             }
             *c = Some(self.client_over(core, links)?);
         }
-        let mine: Vec<Fd> = {
-            let mut q = self.closing.lock();
-            let mine = q
-                .iter()
-                .filter(|(k, _)| *k == core)
-                .map(|&(_, f)| f)
-                .collect();
-            q.retain(|(k, _)| *k != core);
-            mine
-        };
         if let Some(client) = c.as_mut() {
-            for fd in mine {
+            // One at a time, so that taking them allocates nothing.
+            loop {
+                let fd = {
+                    let mut q = self.closing.lock();
+                    let at = q.iter().position(|&(k, _)| k == core);
+                    at.map(|i| q.swap_remove(i).1)
+                };
+                let Some(fd) = fd else { break };
                 QUEUED_CLOSES.fetch_sub(1, Ordering::AcqRel);
                 self.closes.fetch_add(1, Ordering::Relaxed);
                 // A server gone or a killed caller: the close is lost with the server's count.
@@ -584,11 +578,24 @@ impl Mount {
     }
 }
 
-/// Sends the closes dropped descriptors queued (see the module's notes). Called where a
-/// thread let go of a Hare descriptor (`close`, `dup2`, `execve`, `chdir`), so never by a
-/// server's thread, which would wait for itself. Closes of a process
-/// that exits are sent by the next call on that core's client (or at `umount`). Cheap when
-/// there are none.
+/// Lets go of `files` (descriptions a thread took out of its table or working directory:
+/// `close`, `dup2`, `dup3`, `execve`, `chdir`) and, if one was in Hare, sends the closes
+/// queued ([`flush`]).
+pub fn release(files: impl IntoIterator<Item = Arc<OpenFile>>) {
+    let mut hare = false;
+    for f in files {
+        hare |= f.is_hare();
+    }
+    if hare {
+        flush();
+    }
+}
+
+/// Sends the closes dropped descriptors queued (see the module's notes). Called by a thread
+/// that let go of a Hare descriptor ([`release`], and `execve` of a program in Hare), so
+/// never by a server's thread, which would wait for itself. Closes of a process that exits
+/// are sent by the next call on that core's client (or at `umount`). Cheap when there are
+/// none.
 pub fn flush() {
     if QUEUED_CLOSES.load(Ordering::Acquire) == 0 {
         return;

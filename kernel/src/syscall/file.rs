@@ -203,11 +203,7 @@ pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 
 pub fn close(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let closed = me.process.files.lock().close(a[0] as i32)?;
-    let hare = closed.file.is_hare();
-    drop(closed);
-    if hare {
-        crate::fs::hare::flush();
-    }
+    crate::fs::hare::release([closed.file]);
     Ok(0)
 }
 
@@ -226,11 +222,7 @@ pub fn dup2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         }
         files.insert_at(a[1] as i32, f, false)?
     };
-    let hare = replaced.as_ref().is_some_and(|r| r.file.is_hare());
-    drop(replaced);
-    if hare {
-        crate::fs::hare::flush();
-    }
+    crate::fs::hare::release(replaced.map(|r| r.file));
     Ok(a[1])
 }
 
@@ -247,11 +239,7 @@ pub fn dup3(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         }
         files.insert_at(a[1] as i32, f, a[2] & cloexec != 0)?
     };
-    let hare = replaced.as_ref().is_some_and(|r| r.file.is_hare());
-    drop(replaced);
-    if hare {
-        crate::fs::hare::flush();
-    }
+    crate::fs::hare::release(replaced.map(|r| r.file));
     Ok(a[1])
 }
 

@@ -402,11 +402,7 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
 /// Makes `f` (a directory description) the working directory.
 fn set_cwd(p: &Process, f: Arc<OpenFile>) {
     let old = core::mem::replace(&mut *p.cwd.lock(), f);
-    let hare = old.is_hare();
-    drop(old);
-    if hare {
-        crate::fs::hare::flush();
-    }
+    crate::fs::hare::release([old]);
 }
 
 pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
