@@ -39,28 +39,36 @@ static inline void hare_fleet_wait(int servers)
     }
 }
 
+/* Starts the fleet "hare" with one server on each core of `list` ("1,3" or "1-3"), time-sharing
+ * them with programs or owning them, and waits for its `servers` members. */
+static inline void hare_fleet_start_on(const char *list, int servers, bool timeshare)
+{
+    if (timeshare)
+        CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--timeshare", "--cores", list,
+                             "/bin/hared", list, NULL),
+                 0);
+    else
+        CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--cores", list, "/bin/hared", list,
+                             NULL),
+                 0);
+    hare_fleet_wait(servers);
+}
+
 /* Starts the fleet "hare" on at most `most` cores (and HARE_TEST_MAX_SERVERS) and waits for
  * its members: their number; their cores in `list`. */
 static inline int hare_fleet_start(char *list, size_t len, int most)
 {
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int servers;
     if (cores <= 1) {
         snprintf(list, len, "0");
-        servers = 1;
-        CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--timeshare", "--cores", list,
-                             "/bin/hared", list, NULL),
-                 0);
-    } else {
-        servers = cores - 1 < HARE_TEST_MAX_SERVERS ? cores - 1 : HARE_TEST_MAX_SERVERS;
-        if (servers > most)
-            servers = most > 0 ? most : 1;
-        snprintf(list, len, "1-%d", servers);
-        CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--cores", list, "/bin/hared", list,
-                             NULL),
-                 0);
+        hare_fleet_start_on(list, 1, true);
+        return 1;
     }
-    hare_fleet_wait(servers);
+    int servers = cores - 1 < HARE_TEST_MAX_SERVERS ? cores - 1 : HARE_TEST_MAX_SERVERS;
+    if (servers > most)
+        servers = most > 0 ? most : 1;
+    snprintf(list, len, "1-%d", servers);
+    hare_fleet_start_on(list, servers, false);
     return servers;
 }
 

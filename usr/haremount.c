@@ -412,6 +412,22 @@ int main(void)
     CHECK_SYS(umount(MNT));
     SAY("umount refused while a file is open, then done; a new mount finds the files and data");
 
+    /* The §5.4 ablations and `distribute`: listed, and the file system the same through them
+     * (a directory asked to be distributed, S_DISTRIBUTED, is made undistributed by nodist). */
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "nocache"), EINVAL);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "nodist=1"), EINVAL);
+    CHECK_SYS(mount("none", MNT, "hare", 0, "noaffinity,nolookupcache,nobcast,nodist,distribute"));
+    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=8M,distribute,nodist,nobcast,"
+                                   "nolookupcache,noaffinity 0 0"));
+    CHECK_SYS(mkdir(MNT "/spread", 0755 | 0200000));
+    CHECK_SYS(close(CHECK_SYS(open(MNT "/spread/a", O_CREAT | O_WRONLY, 0644))));
+    CHECK_SYS(stat(MNT "/spread/a", &st));
+    CHECK_SYS(stat(MNT "/moved", &st));
+    CHECK_SYS(unlink(MNT "/spread/a"));
+    CHECK_SYS(rmdir(MNT "/spread"));
+    CHECK_SYS(umount(MNT));
+    SAY("the ablation options are listed in /proc/mounts and change no answer");
+
     hare_fleet_stop(free_before);
     PASS();
 }

@@ -695,6 +695,19 @@ fn user_tests() -> Vec<UserTest> {
         limit: FUZZ_LIMIT,
         explain: Some(crate::fuzz::check_campaign),
     });
+    // Hare's Table 5.1 workloads (usr/fsload.c), each a few iterations per process on small
+    // trees, with checks that nothing is lost or left (`cargo xtask bench hare` measures them).
+    tests.push(UserTest {
+        name: "fsload",
+        argv: words(&["/test/fsload", "all", "-i", "4", "-s", "0", "/tmp"]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::LineStart("fsload: done, ".into())]),
+        configs: &[ONE_CORE, FOUR_CORES],
+        native: true,
+        limit: LIMIT,
+        explain: None,
+    });
     tests.push(UserTest {
         name: "busybox-echo",
         argv: words(&["/bin/busybox", "echo", "hello", "world"]),
@@ -822,22 +835,40 @@ fn user_case(
     })
 }
 
-/// The file-system programs on Hare (issue 13): `fileio`, `fsshare` and the shell suite, each
+/// The file-system programs on Hare (issue 13): `fileio`, `fsshare`, the shell suite and the
+/// Table 5.1 workloads (`fsload`), each
 /// run by `/test/onhare SERVERS /tmp ...` with Hare mounted over `/tmp` (where they keep their
 /// files), on one core with one time-shared server and on 4c2n with one and three servers
-/// (split: cores 1..SERVERS). Named `hare-NAME-CONFIG-Ns`.
+/// (split: cores 1..SERVERS). Named `hare-NAME-CONFIG-Ns`; `fsload` also runs with every
+/// technique of the §5.4 ablations switched off (`hare-fsload-4c2n-3s-ablated`).
 fn hare_cases() -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     for t in user_tests() {
-        if !matches!(t.name, "fileio" | "fsshare" | "shell-suite") {
+        if !matches!(t.name, "fileio" | "fsshare" | "shell-suite" | "fsload") {
             continue;
         }
         let t = Rc::new(t);
         for (config, servers) in [(ONE_CORE, "1"), (FOUR_CORES, "1"), (FOUR_CORES, "3")] {
+            // fsload's many processes on one server's client core: long, and no new path.
+            if t.name == "fsload" && config == FOUR_CORES && servers == "1" {
+                continue;
+            }
             let (cores, nodes, _) = config;
             let name = format!("hare-{}-{cores}c{nodes}n-{servers}s", t.name);
             let prefix = ["/test/onhare", servers, "/tmp"];
             cases.push(user_case(&t, name, config, &prefix)?);
+        }
+        if t.name == "fsload" {
+            // Every §5.4 technique off (the mount options of the ablations).
+            let prefix = [
+                "/test/onhare",
+                "-o",
+                "nodist,nobcast,nolookupcache,noaffinity",
+                "3",
+                "/tmp",
+            ];
+            let name = "hare-fsload-4c2n-3s-ablated".to_string();
+            cases.push(user_case(&t, name, FOUR_CORES, &prefix)?);
         }
     }
     Ok(cases)

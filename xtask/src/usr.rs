@@ -216,6 +216,12 @@ pub const TOOLS: &[Program] = &[
         pie: false,
         hare: false,
     },
+    Program {
+        name: "fsload",
+        source: "fsload.c",
+        pie: false,
+        hare: false,
+    },
 ];
 
 /// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the

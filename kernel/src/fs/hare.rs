@@ -46,7 +46,8 @@ use crate::sync::IrqMutex;
 use ::hare::wire::{self, PAGE_SIZE};
 use ::hare::{
     run_ready, Attrs, BufferCache, Client, DirEntry, Fd, Ino, Invalidation, Kind, OpenFlags,
-    Policy, Reply, Request, ServerId, SetAttr, ShardTable, Transport, BLOCK_SIZE, ROOT_INO,
+    Policy, Reply, Request, ServerId, SetAttr, ShardTable, Techniques, Transport, BLOCK_SIZE,
+    ROOT_INO,
 };
 use abi::Errno;
 use alloc::boxed::Box;
@@ -257,6 +258,8 @@ type CoreClient = Client<Links, CacheView>;
 pub struct Mount {
     /// The mount point, absolute, as components.
     at: Vec<Vec<u8>>,
+    /// What `mount -o` chose (the buffer cache's size is the cache's).
+    options: Options,
     /// The fleet's members, by server id.
     members: Vec<Member>,
     cache: Arc<Arena>,
@@ -298,18 +301,67 @@ pub fn mounted() -> Option<Arc<Mount>> {
     MOUNTED.lock().clone()
 }
 
-/// The options of `mount -t hare`: `cache=MiB` (the buffer cache), comma-separated.
-fn cache_blocks(options: &[u8]) -> Result<usize, Errno> {
-    let mut mib = CACHE_MIB_DEFAULT;
-    for opt in options.split(|&b| b == b',').filter(|o| !o.is_empty()) {
-        let value = opt.strip_prefix(b"cache=").ok_or(Errno::EINVAL)?;
-        mib = core::str::from_utf8(value)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&m| (1..=CACHE_MIB_MAX).contains(&m))
-            .ok_or(Errno::EINVAL)?;
+/// The options of `mount -t hare`, comma-separated: `cache=MiB` (the buffer cache),
+/// `distribute` (every new directory is distributed, not only those `mkdir` asks for with
+/// [`abi::reef::S_DISTRIBUTED`]), and the §5.4 ablations, each switching one technique off:
+/// `nodist` (directory distribution), `nobcast` (directory broadcast), `nolookupcache` (the
+/// lookup cache), `noaffinity` (creation affinity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Blocks of the buffer cache.
+    cache_blocks: usize,
+    /// `distribute`.
+    distribute_all: bool,
+    /// What the ablation options leave on.
+    techniques: Techniques,
+}
+
+impl Options {
+    /// Parses `options`: `EINVAL` for an unknown option or a bad value.
+    fn parse(options: &[u8]) -> Result<Self, Errno> {
+        let mut mib = CACHE_MIB_DEFAULT;
+        let mut o = Options {
+            cache_blocks: 0,
+            distribute_all: false,
+            techniques: Techniques::default(),
+        };
+        for opt in options.split(|&b| b == b',').filter(|o| !o.is_empty()) {
+            let t = &mut o.techniques;
+            match opt {
+                b"distribute" => o.distribute_all = true,
+                b"nodist" => t.distribution = false,
+                b"nobcast" => t.broadcast = false,
+                b"nolookupcache" => t.lookup_cache = false,
+                b"noaffinity" => t.affinity = false,
+                _ => {
+                    let value = opt.strip_prefix(b"cache=").ok_or(Errno::EINVAL)?;
+                    mib = core::str::from_utf8(value)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|&m| (1..=CACHE_MIB_MAX).contains(&m))
+                        .ok_or(Errno::EINVAL)?;
+                }
+            }
+        }
+        o.cache_blocks = (mib << 20) as usize / BLOCK_SIZE;
+        Ok(o)
     }
-    Ok((mib << 20) as usize / BLOCK_SIZE)
+
+    /// The options as `/proc/mounts` shows them after `cache=`.
+    fn flags(&self) -> String {
+        let t = &self.techniques;
+        [
+            (self.distribute_all, ",distribute"),
+            (!t.distribution, ",nodist"),
+            (!t.broadcast, ",nobcast"),
+            (!t.lookup_cache, ",nolookupcache"),
+            (!t.affinity, ",noaffinity"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, s)| *s)
+        .collect()
+    }
 }
 
 /// `mount("hare", at, "hare", 0, options)`: connects to the fleet's servers and makes the
@@ -318,7 +370,7 @@ fn cache_blocks(options: &[u8]) -> Result<usize, Errno> {
 /// already, `ENODEV` if no file server runs (start them with `fleet start hare ...`), `EIO`
 /// if the fleet's members disagree about its size, `EINVAL` for a bad option, `ENOMEM`.
 pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
-    let blocks = cache_blocks(options)?;
+    let options = Options::parse(options)?;
     // One mount at a time: the first hello that reaches a server fixes its cache.
     let _one = MOUNTING.lock();
     if MOUNTED.lock().is_some() {
@@ -339,7 +391,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     };
     let (cache, grant) = match RETAINED.lock().as_ref().filter(|r| same(r)) {
         Some(r) => (r.arena.clone(), false),
-        None => (Arc::new(Arena::new(blocks)?), true),
+        None => (Arc::new(Arena::new(options.cache_blocks)?), true),
     };
     if grant {
         // Kept from the first grant on, so that a mount that fails half-way and is tried
@@ -387,6 +439,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     clients.extend((0..kcb::MAX_CORES).map(|_| SleepLock::new(None)));
     let mount = Arc::new(Mount {
         at,
+        options,
         members,
         cache,
         budget,
@@ -491,8 +544,9 @@ impl Mount {
         let policy = Policy {
             local,
             near,
-            distribute_dirs: false,
+            distribute_dirs: self.options.distribute_all,
             cache_entries: 4096,
+            techniques: self.options.techniques,
         };
         let mut scratch = Vec::new();
         scratch
@@ -565,6 +619,15 @@ impl Mount {
     /// Blocks of its buffer cache.
     pub fn cache_blocks(&self) -> u64 {
         self.cache.frames.len() as u64
+    }
+
+    /// The options for `/proc/mounts`: `cache=NM` and those that differ from the defaults.
+    pub fn options_text(&self) -> String {
+        alloc::format!(
+            "cache={}M{}",
+            self.cache_blocks() / 256,
+            self.options.flags()
+        )
     }
 
     /// The mount point as a path.
@@ -837,10 +900,11 @@ pub fn stat(p: &HarePath, follow: bool) -> Result<KStat, Errno> {
     Ok(stat_of(&s))
 }
 
-/// `mkdir`.
-pub fn mkdir(p: &HarePath, perm: u32) -> Result<(), Errno> {
+/// `mkdir`; `distribute` asks for a distributed directory (§3.4's flag).
+pub fn mkdir(p: &HarePath, perm: u32, distribute: bool) -> Result<(), Errno> {
+    let attrs = Attrs::new(perm, 0, 0);
     p.mount
-        .here(|c| run_ready(c.mkdir(p.start, &p.path, Attrs::new(perm, 0, 0), now())))
+        .here(|c| run_ready(c.mkdir(p.start, &p.path, attrs, distribute, now())))
 }
 
 /// `unlink` (or `rmdir` if `dir`).

@@ -376,7 +376,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\n");
             if let Some(m) = super::hare::mounted() {
                 let at = String::from_utf8_lossy(&m.at_path()).into_owned();
-                let _ = writeln!(s, "hare {at} hare rw,cache={}M 0 0", m.cache_blocks() / 256);
+                let _ = writeln!(s, "hare {at} hare rw,{} 0 0", m.options_text());
             }
         }
         File::Uptime => {

@@ -175,7 +175,10 @@ fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
     let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
     let (start, path) = match path::locate(&me.process, dir, &path)? {
         Place::Fs { start, path } => (start, path),
-        Place::Hare(h) => return hare::mkdir(&h, perm).map(|()| 0),
+        Place::Hare(h) => {
+            let distribute = mode as u32 & abi::reef::S_DISTRIBUTED != 0;
+            return hare::mkdir(&h, perm, distribute).map(|()| 0);
+        }
         Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
         Place::Proc(_) => return Err(Errno::EACCES),
     };

@@ -85,6 +85,11 @@ pub const REEF_NAME_ROUND_ROBIN: u64 = 1;
 /// core, node, pad; }` (`mailbox` is the kernel's id of the mailbox).
 pub const NAME_MEMBER_SIZE: usize = 24;
 
+/// A `mkdir` mode bit: on Hare, spread the new directory's entries over all file servers (a
+/// distributed directory, Hare §3.4's flag at creation). NR-FS ignores it, as Linux ignores
+/// every `mkdir` mode bit outside `07777`, so one program runs unchanged on both.
+pub const S_DISTRIBUTED: u32 = 0o200000;
+
 /// Size of what `reef_mbox_connect` and `reef_mbox_accept` write: `struct reef_conn_info { u64
 /// addr; u64 mailbox; u32 slots, pad; }`: the address of the mapped `msg::Connection` (request
 /// channel, then reply channel, one page each), the mailbox's id, and the slots per channel.

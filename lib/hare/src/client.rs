@@ -28,8 +28,15 @@
 //!
 //! These follow from distributing the state, and the tests allow exactly these:
 //! a distributed directory's size and times count only the entries on its home server; a new
-//! inode does not inherit a set-group-ID directory's group; hard links (`link`) are EPERM
-//! (Hare has no `LINK`); `RENAME_EXCHANGE` is EINVAL.
+//! inode does not inherit a set-group-ID directory's group.
+//!
+//! # Techniques that can be switched off
+//!
+//! [`Techniques`] turns each of the thesis's techniques off for the §5.4 ablations: directory
+//! distribution (every directory keeps its entries on its home server), directory broadcast
+//! (a request for every server goes to one after the other), the lookup cache (no entry is
+//! remembered between operations) and creation affinity (an inode goes to its entry's
+//! server). The answers stay the same; only the messages change.
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -75,12 +82,43 @@ pub struct Policy {
     /// Servers close to this client (same NUMA node): a new inode goes to its entry's server
     /// if that is one of them, else to `local`.
     pub near: BTreeSet<ServerId>,
-    /// New directories spread their entries over all servers (§3.4's flag).
+    /// Every new directory spreads its entries over all servers (§3.4's flag for all, as the
+    /// thesis's environment variable); else only those made with [`Client::mkdir`]'s flag.
     pub distribute_dirs: bool,
     /// Most entries the lookup cache holds (and most directories and symlink targets it
     /// remembers); past it the client forgets some (a server may still send invalidations
     /// for them, which do nothing).
     pub cache_entries: usize,
+    /// The techniques in use (all, unless an ablation turns one off).
+    pub techniques: Techniques,
+}
+
+/// Hare's techniques that §5.4 switches off one at a time to measure each; all on by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Techniques {
+    /// Directory distribution (§3.4): off, every directory is made undistributed, whatever
+    /// the flag or the policy asks.
+    pub distribution: bool,
+    /// Directory broadcast (§3.7.3): off, a request for several servers goes to one after
+    /// the other, each sent when the previous reply has come.
+    pub broadcast: bool,
+    /// The lookup cache (§3.7.1): off, the client remembers no directory entry from one
+    /// operation to the next (what never changes, whether an inode is a distributed
+    /// directory and a symlink's target, is still remembered).
+    pub lookup_cache: bool,
+    /// Creation affinity (§3.7.5): off, a new inode goes to the server of its entry.
+    pub affinity: bool,
+}
+
+impl Default for Techniques {
+    fn default() -> Self {
+        Self {
+            distribution: true,
+            broadcast: true,
+            lookup_cache: true,
+            affinity: true,
+        }
+    }
 }
 
 /// Flags of [`Client::open`].
@@ -408,10 +446,18 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.broadcast_each(servers, reqs).await
     }
 
-    /// Sends `reqs[i]` to `servers[i]`, all at once, and collects the replies in order.
+    /// Sends `reqs[i]` to `servers[i]`, all at once, and collects the replies in order
+    /// (without broadcast, one after the other).
     async fn broadcast_each(&mut self, servers: &[ServerId], reqs: Vec<Request>) -> Vec<Reply> {
         self.stats.requests += servers.len() as u64;
         let t = &self.transport;
+        if !self.policy.techniques.broadcast {
+            let mut out = Vec::with_capacity(servers.len());
+            for (&s, r) in servers.iter().zip(reqs) {
+                out.push(t.call(s, r).await);
+            }
+            return out;
+        }
         let mut pending: Vec<Pin<Box<dyn Future<Output = Reply> + '_>>> = servers
             .iter()
             .zip(reqs)
@@ -554,8 +600,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if e.kind == Kind::Dir {
             self.remember_dir(e.ino, e.distributed);
         }
-        let cap = self.policy.cache_entries;
-        bounded_insert(&mut self.entries, (dir, name), e, cap);
+        if self.policy.techniques.lookup_cache {
+            let cap = self.policy.cache_entries;
+            bounded_insert(&mut self.entries, (dir, name), e, cap);
+        }
     }
 
     /// Remembers that `dir` is a directory, distributed or not.
@@ -584,9 +632,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(self.table.entry_server(dir, name, dist))
     }
 
-    /// Creation affinity (§3.7.5): the entry's server if it is near, else the local one.
+    /// Creation affinity (§3.7.5): the entry's server if it is near, else the local one
+    /// (without affinity, the entry's server).
     fn inode_server_for(&self, entry_server: ServerId) -> ServerId {
-        if self.policy.near.contains(&entry_server) {
+        if !self.policy.techniques.affinity || self.policy.near.contains(&entry_server) {
             entry_server
         } else {
             self.policy.local
@@ -1295,23 +1344,38 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(out)
     }
 
-    /// `mkdirat`.
+    /// `mkdirat`; `distribute` asks for a distributed directory (§3.4's flag at creation),
+    /// which it is if the distribution technique is on, as is every new directory when the
+    /// policy distributes all.
     pub async fn mkdir(
         &mut self,
         start: Ino,
         path: &[u8],
         attrs: Attrs,
+        distribute: bool,
         now: Timespec,
     ) -> Result<(), Errno> {
-        retry!(self, self.try_mkdir(start, path, attrs, now).await)
+        let distributed =
+            self.policy.techniques.distribution && (distribute || self.policy.distribute_dirs);
+        retry!(
+            self,
+            self.try_mkdir(start, path, attrs, distributed, now).await
+        )
     }
 
-    async fn try_mkdir(&mut self, start: Ino, path: &[u8], attrs: Attrs, now: Timespec) -> Res<()> {
+    async fn try_mkdir(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        distributed: bool,
+        now: Timespec,
+    ) -> Res<()> {
         let (dir, name, _) = self.walk(|v| walk::plan_new_name(v, start, path)).await?;
         check_name(&name)?;
         let new = NewInode::Dir {
             parent: dir,
-            distributed: self.policy.distribute_dirs,
+            distributed,
         };
         self.make_named(dir, &name, new, attrs, false, now).await?;
         Ok(())

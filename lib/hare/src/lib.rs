@@ -40,7 +40,8 @@ mod shard;
 pub mod wire;
 
 pub use client::{
-    BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SetAttr, SharedFd, Transport,
+    BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SetAttr, SharedFd,
+    Techniques, Transport,
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Invalidation, Reply, Request};

@@ -56,7 +56,7 @@ fn absolute_symlinks_resolve_under_the_mount_point() {
     let (net, mut c) = world(2, 2, false, true);
     let mut rng = Rng::new(3);
     c[0].set_mount_point(b"/mnt/hare");
-    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     let fd = run(
         &net,
         c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
@@ -102,7 +102,7 @@ fn a_directory_path_follows_renames_of_its_parents() {
     let (net, mut c) = world(3, 2, true, true);
     let mut rng = Rng::new(11);
     for d in [&b"/a"[..], b"/a/b", b"/a/b/c"] {
-        run(&net, c[0].mkdir(ROOT_INO, d, DIR, T), &mut rng).unwrap();
+        run(&net, c[0].mkdir(ROOT_INO, d, DIR, false, T), &mut rng).unwrap();
     }
     let ino = run(&net, c[0].stat(ROOT_INO, b"/a/b/c", true), &mut rng)
         .unwrap()
@@ -128,7 +128,7 @@ fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
     let (net, mut c) = world(3, 2, false, true);
     let mut rng = Rng::new(5);
     let long = format!("/d/{}", "l".repeat(hare::wire::INVALIDATION_NAME_MAX + 1)).into_bytes();
-    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     for path in [&long[..], b"/d/short"] {
         let fd = run(&net, c[0].open(ROOT_INO, path, CREATE, FILE, T), &mut rng).unwrap();
         run(&net, c[0].close(fd), &mut rng).unwrap();
@@ -157,7 +157,7 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     // and AddMap would be two; mkdir, which needs no lookup, is one.
     let (net, mut c) = world(1, 1, false, true);
     let mut rng = Rng::new(9);
-    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
     let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
         net.borrow().servers[0].stats().requests
@@ -172,12 +172,12 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     assert_eq!(requests(&net) - before, 2, "lookup, create-and-map");
     run(&net, c[0].close(fd), &mut rng).unwrap();
     let before = requests(&net);
-    run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
     assert_eq!(requests(&net) - before, 1, "create-and-map");
     let st = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
     assert_eq!(st.nlink, 3, "the new directory's .. counted");
     assert_eq!(
-        run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, T), &mut rng),
+        run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng),
         Err(Errno::EEXIST)
     );
     assert_eq!(
@@ -256,16 +256,26 @@ fn a_lookup_cache_of_two_entries_still_resolves_and_invalidates() {
     let mut rng = Rng::new(13);
     let dir = Attrs::new(0o755, 0, 0);
     // A path of five directories and a symlink: more than the cache holds in one walk.
-    run(&net, c[0].mkdir(ROOT_INO, b"/a", dir, T), &mut rng).unwrap();
-    run(&net, c[0].mkdir(ROOT_INO, b"/a/b", dir, T), &mut rng).unwrap();
-    run(&net, c[0].mkdir(ROOT_INO, b"/a/b/c", dir, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/a", dir, false, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/a/b", dir, false, T), &mut rng).unwrap();
+    run(
+        &net,
+        c[0].mkdir(ROOT_INO, b"/a/b/c", dir, false, T),
+        &mut rng,
+    )
+    .unwrap();
     run(
         &net,
         c[0].symlink(b"b/c", ROOT_INO, b"/a/l", FILE, T),
         &mut rng,
     )
     .unwrap();
-    run(&net, c[0].mkdir(ROOT_INO, b"/a/l/d", dir, T), &mut rng).unwrap();
+    run(
+        &net,
+        c[0].mkdir(ROOT_INO, b"/a/l/d", dir, false, T),
+        &mut rng,
+    )
+    .unwrap();
     let fd = run(
         &net,
         c[0].open(ROOT_INO, b"/a/l/d/f", CREATE, FILE, T),
@@ -401,7 +411,7 @@ proptest! {
     ) {
         let (net, mut c) = world(servers, 2, distribute, true);
         let mut rng = Rng::new(seed);
-        run(&net, c[0].mkdir(ROOT_INO, b"/d", Attrs::new(0o755, 0, 0), T), &mut rng).unwrap();
+        run(&net, c[0].mkdir(ROOT_INO, b"/d", Attrs::new(0o755, 0, 0), false, T), &mut rng).unwrap();
         // Both clients know /d before they race.
         run(&net, c[1].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
         let (a, b) = c.split_at_mut(1);
@@ -438,8 +448,8 @@ proptest! {
         let (net, mut c) = world(servers, 2, true, true);
         let mut rng = Rng::new(seed);
         let dir = Attrs::new(0o755, 0, 0);
-        run(&net, c[0].mkdir(ROOT_INO, b"/p", dir, T), &mut rng).unwrap();
-        run(&net, c[0].mkdir(ROOT_INO, b"/q", dir, T), &mut rng).unwrap();
+        run(&net, c[0].mkdir(ROOT_INO, b"/p", dir, false, T), &mut rng).unwrap();
+        run(&net, c[0].mkdir(ROOT_INO, b"/q", dir, false, T), &mut rng).unwrap();
         let (a, b) = c.split_at_mut(1);
         let (a, b) = (&mut a[0], &mut b[0]);
         let r = run_all(

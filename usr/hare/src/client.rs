@@ -14,7 +14,7 @@ use abi::Errno;
 use hare::wire::{self, PAGE_SIZE};
 use hare::{
     run_ready, Attrs, BufferCache, Client, Fd, Invalidation, Kind, OpenFlags, Policy, Reply,
-    Request, ServerId, ShardTable, Stat, Timespec, Transport, BLOCK_SIZE, ROOT_INO,
+    Request, ServerId, ShardTable, Stat, Techniques, Timespec, Transport, BLOCK_SIZE, ROOT_INO,
 };
 
 use crate::cabi::CMsg;
@@ -183,6 +183,7 @@ pub unsafe extern "C" fn hare_client_new(
         near: BTreeSet::from([local.min(servers - 1)]),
         distribute_dirs,
         cache_entries: 4096,
+        techniques: Techniques::default(),
     };
     let conns = Conns {
         c,
@@ -337,7 +338,13 @@ pub unsafe extern "C" fn hare_mkdir(c: *mut HareClient, path: *const c_char, mod
     // SAFETY: per the contract.
     let (c, path) = unsafe { args(c, path) };
     let attrs = Attrs::new(mode & 0o7777, 0, 0);
-    code(run_ready(c.client.mkdir(ROOT_INO, path, attrs, now())))
+    code(run_ready(c.client.mkdir(
+        ROOT_INO,
+        path,
+        attrs,
+        false,
+        now(),
+    )))
 }
 
 /// `rmdir(path)`.

@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use hare::{
     wire, Attrs, Block, BufferCache, Client, ClientId, Invalidation, Policy, Reply, Request,
-    Server, ServerId, ShardTable, Timespec, Transport, BLOCK_SIZE,
+    Server, ServerId, ShardTable, Techniques, Timespec, Transport, BLOCK_SIZE,
 };
 use msg::Message;
 
@@ -153,6 +153,8 @@ pub type HClient = Client<Port, Cache>;
 thread_local! {
     /// The lookup cache's bound for clients made by [`world`] on this thread.
     pub static CACHE_ENTRIES: std::cell::Cell<usize> = const { std::cell::Cell::new(1024) };
+    /// The techniques of clients made by [`world`] on this thread (§5.4's ablations).
+    pub static TECHNIQUES: std::cell::Cell<Techniques> = std::cell::Cell::new(Techniques::default());
 }
 
 /// Blocks per server.
@@ -205,6 +207,7 @@ pub fn world(
                 },
                 distribute_dirs: distribute,
                 cache_entries: CACHE_ENTRIES.with(|c| c.get()),
+                techniques: TECHNIQUES.with(|t| t.get()),
             };
             let port = Port {
                 id: c as ClientId,
