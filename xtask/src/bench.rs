@@ -33,7 +33,9 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
            fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-mbox-rtt
-           msg-mbox-tput msg-pipe-rtt msg-grant-rtt msg-grant-tput) nr-bench";
+           msg-mbox-tput msg-pipe-rtt msg-grant-rtt msg-grant-tput) hare (hare-creates
+           hare-writes hare-renames hare-directories hare-rm-dense hare-rm-sparse
+           hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress) nr-bench";
 
 /// Guest memory of every configuration (MiB).
 const MEMORY_MIB: u32 = 512;
@@ -137,8 +139,102 @@ struct Metric {
 #[derive(Clone, Debug)]
 struct Bench {
     name: String,
+    /// The command; the word `{cores}` becomes the configuration's number of cores.
     argv: Vec<String>,
     metrics: Vec<Metric>,
+    /// The ways it runs (Reef and Linux for most).
+    variants: Vec<Variant>,
+}
+
+/// One way a benchmark runs: a system, a launcher before the command, and where it runs.
+#[derive(Clone, Debug)]
+struct Variant {
+    /// Name in the CSV and the summary: `reef`, `linux`, `reef-hare`, ...
+    name: String,
+    system: System,
+    /// Words before the command (`/test/onhare timeshare /tmp`).
+    prefix: Vec<String>,
+    /// Runs only at configurations with at least this many cores.
+    min_cores: u32,
+    /// Runs only at the run's largest configuration (the ablations).
+    largest_only: bool,
+}
+
+impl Variant {
+    fn plain(system: System) -> Self {
+        Variant {
+            name: system.name().into(),
+            system,
+            prefix: Vec::new(),
+            min_cores: 1,
+            largest_only: false,
+        }
+    }
+
+    /// Reef with Hare mounted over `/tmp` by `onhare` (file servers placed by `placement`,
+    /// mount options `options`).
+    fn hare(name: &str, placement: &str, options: Option<&str>) -> Self {
+        let mut prefix = vec!["/test/onhare".to_string()];
+        if let Some(o) = options {
+            prefix.extend(["-o".to_string(), o.to_string()]);
+        }
+        prefix.extend([placement.to_string(), "/tmp".to_string()]);
+        Variant {
+            name: name.into(),
+            system: System::Reef,
+            prefix,
+            min_cores: if placement == "split" { 2 } else { 1 },
+            largest_only: options.is_some(),
+        }
+    }
+
+    /// Whether it runs at `config`, `largest` being the run's largest configuration.
+    fn runs_at(&self, config: Config, largest: Config) -> bool {
+        config.cores >= self.min_cores && (!self.largest_only || config == largest)
+    }
+
+    /// The command line words of `bench` at `config`.
+    fn argv(&self, bench: &Bench, config: Config) -> Vec<String> {
+        self.prefix
+            .iter()
+            .chain(&bench.argv)
+            .map(|w| {
+                if w == "{cores}" {
+                    config.cores.to_string()
+                } else {
+                    w.clone()
+                }
+            })
+            .collect()
+    }
+}
+
+/// Reef and Linux, each running the command as it is.
+fn reef_and_linux() -> Vec<Variant> {
+    vec![Variant::plain(System::Reef), Variant::plain(System::Linux)]
+}
+
+/// The §5.4 ablations: the mount option that switches each technique off.
+const HARE_ABLATIONS: [&str; 4] = ["nodist", "nobcast", "nolookupcache", "noaffinity"];
+
+/// Hare's workloads: Hare with a server time-sharing every core (§5.3.2's timeshare), Hare
+/// with servers owning every odd core (split), NR-FS (`reef`) and Linux tmpfs, and at the
+/// largest configuration Hare (timeshare) with each technique off.
+fn hare_variants() -> Vec<Variant> {
+    let mut v = vec![
+        Variant::hare("reef-hare", "timeshare", None),
+        Variant::hare("reef-hare-split", "split", None),
+        Variant::plain(System::Reef),
+        Variant::plain(System::Linux),
+    ];
+    for a in HARE_ABLATIONS {
+        v.push(Variant::hare(
+            &format!("reef-hare-{a}"),
+            "timeshare",
+            Some(a),
+        ));
+    }
+    v
 }
 
 /// How long the measurements run.
@@ -150,17 +246,21 @@ struct Effort {
     fsbench_s: f64,
     /// The file benchmarks' write percentages.
     write_pcts: &'static [u32],
+    /// fsload's repeating workloads (`-d`), seconds.
+    fsload_s: f64,
 }
 
 const FULL: Effort = Effort {
     uperf_budget_s: 2.0,
     fsbench_s: 1.0,
     write_pcts: &WRITE_PCTS,
+    fsload_s: 1.0,
 };
 const QUICK: Effort = Effort {
     uperf_budget_s: 0.5,
     fsbench_s: 0.5,
     write_pcts: &[0, 100],
+    fsload_s: 0.5,
 };
 
 fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Bench {
@@ -174,6 +274,7 @@ fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Ben
         name: name.into(),
         argv,
         metrics,
+        variants: reef_and_linux(),
     }
 }
 
@@ -214,6 +315,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
                     source: Source::Exit,
                 },
             ],
+            variants: reef_and_linux(),
         },
         uperf(
             effort,
@@ -326,11 +428,48 @@ fn benches(effort: Effort) -> Vec<Bench> {
                     "fsbench ",
                     "ops_per_sec",
                 )],
+                variants: reef_and_linux(),
             });
         }
     }
+    // Hare (issue 13): Table 5.1's workloads (usr/fsload.c), a process per core, in /tmp:
+    // Hare mounted there by onhare, NR-FS, Linux tmpfs.
+    for (workload, prefix) in FSLOAD_WORKLOADS {
+        let name = format!("hare-{workload}");
+        b.push(Bench {
+            name: name.clone(),
+            argv: [
+                "/test/fsload",
+                workload,
+                "-p",
+                "{cores}",
+                "-d",
+                &effort.fsload_s.to_string(),
+                "/tmp",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            metrics: vec![result_metric(&name, "ops/s", true, prefix, "ops_per_sec")],
+            variants: hare_variants(),
+        });
+    }
     b
 }
+
+/// fsload's workloads and their result lines.
+const FSLOAD_WORKLOADS: [(&str, &str); 10] = [
+    ("creates", "fsload creates "),
+    ("writes", "fsload writes "),
+    ("renames", "fsload renames "),
+    ("directories", "fsload directories "),
+    ("rm-dense", "fsload rm-dense "),
+    ("rm-sparse", "fsload rm-sparse "),
+    ("pfind-dense", "fsload pfind-dense "),
+    ("pfind-sparse", "fsload pfind-sparse "),
+    ("mailbench", "fsload mailbench "),
+    ("fsstress", "fsload fsstress "),
+];
 
 /// The name of the host benchmark (node replication library) in NAME filters and metrics.
 const NR_BENCH: &str = "nr-bench";
@@ -670,6 +809,25 @@ fn cell(samples: &[Sample], system: &str, bench: &str, config: &str) -> String {
     text
 }
 
+/// [`ratio_table`] of `a` against `b` at the points (metric, configuration) where `a` ran;
+/// empty if it ran nowhere.
+pub fn pair_table(samples: &[Sample], a: &str, b: &str) -> String {
+    let ran = |s: &Sample| {
+        samples
+            .iter()
+            .any(|x| x.system == a && x.bench == s.bench && x.config == s.config)
+    };
+    let pair: Vec<Sample> = samples
+        .iter()
+        .filter(|s| s.system == a || (s.system == b && ran(s)))
+        .cloned()
+        .collect();
+    if pair.is_empty() {
+        return String::new();
+    }
+    ratio_table(&pair, a, b)
+}
+
 /// A markdown table comparing system `a` with `b` for every metric and configuration of
 /// `samples`: each one's median (min–max) and the ratio a/b of paired runs (median, min, max).
 pub fn ratio_table(samples: &[Sample], a: &str, b: &str) -> String {
@@ -712,7 +870,9 @@ pub fn ratio_table(samples: &[Sample], a: &str, b: &str) -> String {
 
 // ---- plots ----
 
-const COLORS: [&str; 4] = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"];
+const COLORS: [&str; 8] = [
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+];
 
 /// Escapes text for SVG.
 fn xml(s: &str) -> String {
@@ -961,14 +1121,14 @@ struct Job<'a> {
     bench: &'a Bench,
     config: Config,
     run: usize,
-    system: System,
+    variant: &'a Variant,
 }
 
 impl Job<'_> {
     fn key(&self) -> String {
         format!(
             "{}/{}/{}",
-            self.system.name(),
+            self.variant.name,
             self.bench.name,
             self.config.label()
         )
@@ -1073,6 +1233,33 @@ fn summary(
          median, min and max over the runs; `better` says which way is better for the metric.\n\n"
     );
     s.push_str(&ratio_table(vm, System::Reef.name(), System::Linux.name()));
+    if vm.iter().any(|x| x.system.starts_with("reef-hare")) {
+        s.push_str(
+            "\n## Hare: Table 5.1's workloads\n\n\
+             `usr/fsload.c`, a process per core, in `/tmp`: `reef-hare` is Reef with Hare \
+             mounted there (`/test/onhare timeshare /tmp ...`: a file server time-sharing every \
+             core), `reef-hare-split` with servers owning the odd cores (`onhare split`), \
+             `reef` NR-FS (the rows `hare-*` of the table above), `linux` tmpfs; \
+             `reef-hare-noX` is Hare (timeshare) at the largest configuration with mount option \
+             `noX` (§5.4's ablations).\n",
+        );
+        for (a, b, title) in [
+            ("reef-hare", "linux", "Hare (timeshare) / Linux tmpfs"),
+            ("reef-hare-split", "linux", "Hare (split) / Linux tmpfs"),
+            ("reef-hare", "reef", "Hare (timeshare) / NR-FS"),
+            ("reef-hare-split", "reef-hare", "Hare split / timeshare"),
+        ] {
+            let _ = write!(s, "\n### {title}\n\n{}", pair_table(vm, a, b));
+        }
+        for a in HARE_ABLATIONS {
+            let name = format!("reef-hare-{a}");
+            let _ = write!(
+                s,
+                "\n### Hare with `{a}` / Hare\n\n{}",
+                pair_table(vm, &name, "reef-hare")
+            );
+        }
+    }
     s.push_str("\n## Node replication library on the host\n\n");
     match host {
         None => s.push_str("Not run (not selected by the NAME filter).\n"),
@@ -1184,16 +1371,17 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     };
 
     let accel = Accel::detect();
+    let largest = *configs.last().expect("configurations");
     let mut jobs = Vec::new();
     for run in 1..=o.runs {
         for &config in configs {
             for bench in &benches {
-                for system in [System::Reef, System::Linux] {
+                for variant in bench.variants.iter().filter(|v| v.runs_at(config, largest)) {
                     jobs.push(Job {
                         bench,
                         config,
                         run,
-                        system,
+                        variant,
                     });
                 }
             }
@@ -1209,14 +1397,15 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             memory_mib: MEMORY_MIB,
             accel,
         };
-        let (kernel, initrd) = match job.system {
+        let system = job.variant.system;
+        let (kernel, initrd) = match system {
             System::Reef => (&reef_kernel, &reef_initrd),
             System::Linux => (&linux_kernel, &linux_initrd),
         };
-        let line = job.system.cmdline(&job.bench.argv)?;
+        let line = system.cmdline(&job.variant.argv(job.bench, job.config))?;
         let t0 = Instant::now();
         let result = run_timed(machine.command(kernel, initrd, &line, false), LIMIT)
-            .and_then(|timed| values(job.bench, job.system, &timed));
+            .and_then(|timed| values(job.bench, system, &timed));
         done.push((job.key(), t0.elapsed().as_secs_f64()));
         let shown = match &result {
             Ok(v) => v
@@ -1232,7 +1421,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             "[{}/{}] {} {} {} run {}/{}: {shown} ({:.1} s; {} elapsed, about {} left)",
             i + 1,
             jobs.len(),
-            job.system.name(),
+            job.variant.name,
             job.config.label(),
             job.bench.name,
             job.run,
@@ -1243,7 +1432,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         );
         for (k, m) in job.bench.metrics.iter().enumerate() {
             samples.push(Sample {
-                system: job.system.name().into(),
+                system: job.variant.name.clone(),
                 bench: m.name.clone(),
                 config: job.config.label(),
                 run: job.run,
@@ -1566,13 +1755,54 @@ mod tests {
             "vmlat",
             "fs-shared-w60",
             "fs-private-w100",
+            "hare-creates",
+            "hare-fsstress",
         ] {
             assert!(names.iter().any(|x| x == n), "{n}");
         }
+        let largest = *FULL_CONFIGS.last().unwrap();
         for b in benches(FULL) {
-            assert!(b.argv[0].starts_with("/test/"));
-            let line = System::Reef.cmdline(&b.argv).unwrap();
-            assert!(!line.contains('"'), "no quoting needed: {line}");
+            for v in &b.variants {
+                for &c in &FULL_CONFIGS {
+                    let argv = v.argv(&b, c);
+                    assert!(argv[0].starts_with("/test/"));
+                    assert!(!argv.iter().any(|w| w.contains('{')), "{argv:?}");
+                    let line = v.system.cmdline(&argv).unwrap();
+                    assert!(!line.contains('"'), "no quoting needed: {line}");
+                }
+            }
         }
+        let hare = benches(FULL)
+            .into_iter()
+            .find(|b| b.name == "hare-creates")
+            .unwrap();
+        let at = |c: Config| -> Vec<String> {
+            let v = hare.variants.iter().filter(|v| v.runs_at(c, largest));
+            v.map(|v| v.name.clone()).collect()
+        };
+        let one = at(FULL_CONFIGS[0]);
+        assert_eq!(one, ["reef-hare", "reef", "linux"], "no split on one core");
+        assert_eq!(at(largest).len(), 8, "the ablations at the largest");
+        let split = hare.variants.iter().find(|v| v.name == "reef-hare-split");
+        let argv = split.unwrap().argv(&hare, largest);
+        assert_eq!(
+            argv[..5],
+            ["/test/onhare", "split", "/tmp", "/test/fsload", "creates"]
+        );
+        assert_eq!(argv[5..7], ["-p", "4"]);
+    }
+
+    #[test]
+    fn pair_tables_keep_the_points_where_the_first_ran() {
+        let s = vec![
+            sample("a", "m", "1c1n", 1, Ok(2.0)),
+            sample("b", "m", "1c1n", 1, Ok(4.0)),
+            sample("b", "m", "4c2n", 1, Ok(8.0)),
+        ];
+        let t = pair_table(&s, "a", "b");
+        assert!(t.contains("| m | 1c1n |"), "{t}");
+        assert!(t.contains("| 0.50 |"), "{t}");
+        assert!(!t.contains("4c2n"), "{t}");
+        assert_eq!(pair_table(&s, "c", "b"), "");
     }
 }
