@@ -38,8 +38,10 @@
  *
  * Output: set-up lines, then one result line per workload:
  *
- *     fsload creates procs=2 ops=1234 seconds=1.002 ops_per_sec=1231.5
+ *     fsload creates procs=2 ops=1234 seconds=1.002 ops_per_sec=1231.5 us_per_op=1.62
  *
+ * (us_per_op: the time over the operations of one process, the latency of one operation
+ * when the processes do not wait for one another.)
  * An operation is one iteration of a repeating workload (fsstress: one random operation), an
  * entry removed (rm) or an entry seen (pfind). The time runs from the processes' common start
  * to the last one's end; the trees are made before it. Any unexpected error prints a FAIL line and
@@ -156,8 +158,9 @@ static long in_parallel(long (*body)(int i), double *elapsed)
 
 static void report(const char *name, long ops, double elapsed)
 {
-    printf("fsload %s procs=%d ops=%ld seconds=%.3f ops_per_sec=%.1f\n", name, procs, ops, elapsed,
-           elapsed > 0 ? (double)ops / elapsed : 0.0);
+    printf("fsload %s procs=%d ops=%ld seconds=%.3f ops_per_sec=%.1f us_per_op=%.2f\n", name,
+           procs, ops, elapsed, elapsed > 0 ? (double)ops / elapsed : 0.0,
+           ops > 0 ? elapsed * procs * 1e6 / (double)ops : 0.0);
 }
 
 /* ---- repeating workloads ---- */
