@@ -439,18 +439,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
         let name = format!("hare-{workload}");
         b.push(Bench {
             name: name.clone(),
-            argv: [
-                "/test/fsload",
-                workload,
-                "-p",
-                "{cores}",
-                "-d",
-                &effort.fsload_s.to_string(),
-                "/tmp",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            argv: fsload(effort, workload, "{cores}"),
             metrics: vec![result_metric(&name, "ops/s", true, prefix, "ops_per_sec")],
             variants: hare_variants(),
         });
@@ -459,18 +448,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
     // the server on another): Hare on one core (1c1n's timeshare) and split.
     b.push(Bench {
         name: "hare-rename-latency".into(),
-        argv: [
-            "/test/fsload",
-            "renames",
-            "-p",
-            "1",
-            "-d",
-            &effort.fsload_s.to_string(),
-            "/tmp",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        argv: fsload(effort, "renames", "1"),
         metrics: vec![result_metric(
             "hare-rename-latency",
             "us/op",
@@ -484,6 +462,15 @@ fn benches(effort: Effort) -> Vec<Bench> {
             .collect(),
     });
     b
+}
+
+/// `fsload WORKLOAD -p PROCS` in `/tmp` for the effort's duration.
+fn fsload(effort: Effort, workload: &str, procs: &str) -> Vec<String> {
+    let d = effort.fsload_s.to_string();
+    ["/test/fsload", workload, "-p", procs, "-d", &d, "/tmp"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// fsload's workloads and their result lines.

@@ -23,6 +23,10 @@
 //!   coherent, so close-to-open (§3.3.1) has nothing to flush or drop: its protocol points are
 //!   counted (`/proc/reef/hare`: opens are where a client would invalidate, closes where it
 //!   would write back).
+//! - **Options** ([`Options`]): `distribute` makes every new directory distributed (else only
+//!   a `mkdir` with [`abi::reef::S_DISTRIBUTED`] asks for one), and `nodist`, `nobcast`,
+//!   `nolookupcache`, `noaffinity` switch one of Hare's techniques off each (§5.4's
+//!   ablations, `lib/hare`'s `Techniques` in every core client's policy).
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
 //!   reserved when it was opened); the next operation on that core's client sends it, as

@@ -1991,6 +1991,22 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         r
     }
 
+    /// The server that can do rename `m` in one message ([`Request::Rename`], §3.7.4's
+    /// coalescing): a file (not a directory) whose inode, old entry, new entry and replaced
+    /// file all live on one server.
+    async fn one_server_rename(&mut self, m: &Move) -> Res<Option<ServerId>> {
+        if m.source.kind == Kind::Dir || m.replaced.is_some_and(|r| r.kind == Kind::Dir) {
+            return Ok(None);
+        }
+        let s = self.table.inode_server(m.source.ino);
+        let same = self.entry_server(m.old_dir, &m.old_name).await? == s
+            && self.entry_server(m.new_dir, &m.new_name).await? == s
+            && !m
+                .replaced
+                .is_some_and(|r| self.table.inode_server(r.ino) != s);
+        Ok(same.then_some(s))
+    }
+
     /// Holds what a rename changes: a moving directory (as `rmdir` holds one, so neither
     /// removes it under the other) and a directory it replaces (held and marked: it must be
     /// empty).
@@ -2027,6 +2043,30 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     async fn move_entry(&mut self, m: &Move, now: Timespec) -> Res<()> {
         let src = m.source;
         let is_dir = src.kind == Kind::Dir;
+        if let Some(s) = self.one_server_rename(m).await? {
+            let req = Request::Rename {
+                old_dir: m.old_dir,
+                old_name: m.old_name.clone(),
+                new_dir: m.new_dir,
+                new_name: m.new_name.clone(),
+                ino: src.ino,
+                replace: m.replaced.map(|r| r.ino),
+                now,
+            };
+            let r = self.rpc(s, req).await;
+            self.entries.remove(&(m.old_dir, m.old_name.clone()));
+            return match r? {
+                Reply::Done => {
+                    self.remember(m.new_dir, m.new_name.clone(), src);
+                    Ok(())
+                }
+                Reply::Stale => {
+                    self.entries.remove(&(m.new_dir, m.new_name.clone()));
+                    Err(Fail::Restart)
+                }
+                _ => Err(Errno::EIO.into()),
+            };
+        }
         if !is_dir {
             match self
                 .at_inode(src.ino, Request::Link { ino: src.ino, now })

@@ -354,6 +354,28 @@ pub enum Request {
         /// The directory.
         dir: Ino,
     },
+    /// A rename of a file (or symlink) when this server holds both entries and the inode (and the inode of
+    /// the file it replaces): `LINK`, `ADD_MAP`, `RM_MAP` and `UNLINK` coalesced into one
+    /// message (§3.7.4), done at once. [`Reply::Stale`] if `old_name` no longer names `ino`
+    /// or `new_name` is not what `replace` says (EEXIST if it exists and `replace` is `None`);
+    /// EINVAL if an inode is a directory or not here; [`Reply::Busy`] while an `rmdir` holds
+    /// `new_dir`; [`Reply::Done`].
+    Rename {
+        /// The old entry's directory.
+        old_dir: Ino,
+        /// The old name.
+        old_name: Name,
+        /// The new entry's directory.
+        new_dir: Ino,
+        /// The new name.
+        new_name: Name,
+        /// The file.
+        ino: Ino,
+        /// The file the new name must name now, which loses that name.
+        replace: Option<Ino>,
+        /// The time.
+        now: Timespec,
+    },
 }
 
 /// A server's answer to one [`Request`].

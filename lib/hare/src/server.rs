@@ -265,6 +265,19 @@ impl Server {
                 expect,
                 now,
             } => self.rm_map(from, dir, name, expect, now, inval),
+            Request::Rename {
+                old_dir,
+                old_name,
+                new_dir,
+                new_name,
+                ino,
+                replace,
+                now,
+            } => {
+                let old = (old_dir, old_name);
+                let new = (new_dir, new_name);
+                self.rename(from, old, new, (ino, replace), now, inval)
+            }
             Request::Create {
                 new,
                 attrs,
@@ -643,6 +656,71 @@ impl Server {
         self.cachers.entry((dir, name)).or_default().insert(from);
         let home = self.touch_home(dir, delta, now);
         Ok(Reply::Mapped { old, home })
+    }
+
+    /// [`Request::Rename`]: everything checked first, then done.
+    fn rename(
+        &mut self,
+        from: ClientId,
+        (old_dir, old_name): (Ino, Name),
+        (new_dir, new_name): (Ino, Name),
+        (ino, replace): (Ino, Option<Ino>),
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        if self.marks.contains(&new_dir) {
+            return Ok(Reply::Busy);
+        }
+        let entry = |s: &Self, d: Ino, n: &Name| s.entries.get(&d).and_then(|m| m.get(n)).copied();
+        let source = match entry(self, old_dir, &old_name) {
+            Some(e) if e.ino == ino => e,
+            _ => return Ok(Reply::Stale),
+        };
+        let target = entry(self, new_dir, &new_name);
+        match (target, replace) {
+            (Some(t), Some(r)) if t.ino == r => {}
+            (Some(_), None) => return Err(Errno::EEXIST),
+            (None, None) => self.check_dir_alive(new_dir)?,
+            _ => return Ok(Reply::Stale),
+        }
+        let non_dir = |s: &Self, i: Ino| s.inode(i).is_ok_and(|n| n.kind != Kind::Dir);
+        if !non_dir(self, ino) || replace.is_some_and(|r| !non_dir(self, r)) {
+            return Err(Errno::EINVAL);
+        }
+        if (old_dir, &old_name) == (new_dir, &new_name) {
+            return Ok(Reply::Done);
+        }
+        if target.is_some() {
+            self.invalidate(from, new_dir, &new_name, inval);
+        }
+        self.entries
+            .entry(new_dir)
+            .or_default()
+            .insert(new_name.clone(), source);
+        self.cachers
+            .entry((new_dir, new_name))
+            .or_default()
+            .insert(from);
+        self.touch_home(new_dir, 0, now);
+        if let Some(m) = self.entries.get_mut(&old_dir) {
+            m.remove(&old_name);
+            if m.is_empty() {
+                self.entries.remove(&old_dir);
+            }
+        }
+        self.invalidate(from, old_dir, &old_name, inval);
+        self.touch_home(old_dir, 0, now);
+        if let Ok(inode) = self.inode_mut(ino) {
+            inode.ctime = now;
+        }
+        if let Some(r) = replace {
+            if let Ok(inode) = self.inode_mut(r) {
+                inode.nlink = inode.nlink.saturating_sub(1);
+                inode.ctime = now;
+            }
+            self.release(r);
+        }
+        Ok(Reply::Done)
     }
 
     fn rm_map(

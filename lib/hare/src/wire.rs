@@ -478,6 +478,24 @@ pub fn encode_request(
             o.w(*dir);
             30
         }
+        Request::Rename {
+            old_dir,
+            old_name,
+            new_dir,
+            new_name,
+            ino,
+            replace,
+            now,
+        } => {
+            o.w(*old_dir)
+                .w(*new_dir)
+                .w(*ino)
+                .w(replace.unwrap_or(0))
+                .time(*now)
+                .var(old_name)?
+                .var(new_name)?;
+            32
+        }
     };
     Ok(o.message(op, page, id))
 }
@@ -678,6 +696,22 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             now: i.time()?,
         },
         30 => Request::RmdirAbort { dir: i.w() },
+        32 => {
+            let old_dir = i.w();
+            let new_dir = i.w();
+            let ino = i.w();
+            let replace = Some(i.w()).filter(|&r| r != 0);
+            let now = i.time()?;
+            Request::Rename {
+                old_dir,
+                old_name: i.name()?,
+                new_dir,
+                new_name: i.name()?,
+                ino,
+                replace,
+                now,
+            }
+        }
         _ => return Err(WireError::UnknownOp(op)),
     })
 }

@@ -188,6 +188,76 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
 }
 
 #[test]
+fn a_rename_on_one_server_is_one_message_and_forged_ones_are_refused() {
+    // Both names and the file on one server: the new name's lookup (it is not there) and one
+    // Rename (§3.7.4), where Link, AddMap, RmMap and Unlink would be four.
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(5);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
+    for f in [&b"/d/a"[..], b"/d/x"] {
+        let fd = run(&net, c[0].open(ROOT_INO, f, CREATE, FILE, T), &mut rng).unwrap();
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+    }
+    let ino = |c: &mut common::HClient, p: &[u8], rng: &mut Rng| {
+        run(&net, c.stat(ROOT_INO, p, true), rng).unwrap().ino
+    };
+    let (a, x) = (
+        ino(&mut c[1], b"/d/a", &mut rng),
+        ino(&mut c[0], b"/d/x", &mut rng),
+    );
+    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
+        net.borrow().servers[0].stats().requests
+    };
+    let before = requests(&net);
+    run(
+        &net,
+        c[0].rename(ROOT_INO, b"/d/a", ROOT_INO, b"/d/b", 0, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(requests(&net) - before, 2, "lookup, rename");
+    // Client 1 cached /d/a: invalidated, it is gone there too.
+    let gone = run(&net, c[1].stat(ROOT_INO, b"/d/a", true), &mut rng);
+    assert_eq!(gone.map(|s| s.ino), Err(Errno::ENOENT));
+    assert_eq!(ino(&mut c[1], b"/d/b", &mut rng), a);
+    // Over an existing file: that file loses its only name and goes.
+    run(
+        &net,
+        c[0].rename(ROOT_INO, b"/d/b", ROOT_INO, b"/d/x", 0, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(ino(&mut c[1], b"/d/x", &mut rng), a);
+    assert_eq!(
+        net.borrow().servers[0].inodes(),
+        3,
+        "/, d, the renamed file"
+    );
+    // Forged: a name that does not name the inode, a directory, a stale replacement.
+    let d = ino(&mut c[0], b"/d", &mut rng);
+    let mut n = net.borrow_mut();
+    let forged = |old: &[u8], ino, replace| hare::Request::Rename {
+        old_dir: d,
+        old_name: old.to_vec(),
+        new_dir: d,
+        new_name: b"y".to_vec(),
+        ino,
+        replace,
+        now: T,
+    };
+    let h = n.servers[0].handle(1, forged(b"x", x, None));
+    assert_eq!(h.reply, hare::Reply::Stale, "x names another inode");
+    let h = n.servers[0].handle(1, forged(b"x", a, Some(x)));
+    assert_eq!(h.reply, hare::Reply::Stale, "y does not name x");
+    drop(n);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
+    let e = ino(&mut c[0], b"/d/e", &mut rng);
+    let h = net.borrow_mut().servers[0].handle(1, forged(b"e", e, None));
+    assert_eq!(h.reply, hare::Reply::Err(Errno::EINVAL), "a directory");
+    assert_eq!(ino(&mut c[1], b"/d/x", &mut rng), a, "nothing changed");
+}
+
+#[test]
 fn only_its_creator_destroys_an_inode() {
     let (net, mut c) = world(1, 2, false, true);
     let mut rng = Rng::new(3);

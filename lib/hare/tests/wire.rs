@@ -198,6 +198,26 @@ fn request() -> impl Strategy<Value = Request> {
         ino().prop_map(|dir| Request::RmdirMark { dir }),
         (ino(), time()).prop_map(|(dir, now)| Request::RmdirCommit { dir, now }),
         ino().prop_map(|dir| Request::RmdirAbort { dir }),
+        (
+            ino(),
+            name(),
+            ino(),
+            name(),
+            ino(),
+            prop::option::of(1..u64::MAX),
+            time()
+        )
+            .prop_map(
+                |(old_dir, old_name, new_dir, new_name, ino, replace, now)| Request::Rename {
+                    old_dir,
+                    old_name,
+                    new_dir,
+                    new_name,
+                    ino,
+                    replace,
+                    now,
+                }
+            ),
     ]
 }
 
