@@ -824,13 +824,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(())
     }
 
-    /// Removes entry `name` of `dir` if it is `expect`; forgets it. The removed entry and
-    /// whether `dir`'s home did the directory's bookkeeping.
+    /// Removes entry `name` of `dir` if it is `expect`; forgets it. With `unlink` (a file's
+    /// last step of `unlink`), its inode loses that link too: at the entry's server in the
+    /// same message if the inode lives there (§3.7.4), else by `Unlink` to its own. The
+    /// removed entry and whether `dir`'s home did the directory's bookkeeping.
     async fn rm_map(
         &mut self,
         dir: Ino,
         name: &[u8],
         expect: Expect,
+        unlink: bool,
         now: Timespec,
     ) -> Res<(Entry, bool)> {
         let es = self.entry_server(dir, name).await?;
@@ -838,15 +841,21 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             dir,
             name: name.to_vec(),
             expect,
+            unlink,
             now,
         };
         let r = self.rpc(es, req).await;
         self.entries.remove(&(dir, name.to_vec()));
-        match r? {
-            Reply::Mapped { old: Some(e), home } => Ok((e, home)),
-            Reply::Stale => Err(Fail::Restart),
-            _ => Err(Errno::EIO.into()),
+        let (e, home) = match r? {
+            Reply::Mapped { old: Some(e), home } => (e, home),
+            Reply::Stale => return Err(Fail::Restart),
+            _ => return Err(Errno::EIO.into()),
+        };
+        if unlink && e.kind != Kind::Dir && self.table.inode_server(e.ino) != es {
+            self.at_inode(e.ino, Request::Unlink { ino: e.ino, now })
+                .await?;
         }
+        Ok((e, home))
     }
 
     /// Tells `dir`'s home about a subdirectory added or removed elsewhere (`home` false).
@@ -1597,9 +1606,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let expect = Expect::NotDir {
             trailing: p.trailing_slash,
         };
-        let (old, _) = self.rm_map(p.dir, &name, expect, now).await?;
-        self.at_inode(old.ino, Request::Unlink { ino: old.ino, now })
-            .await?;
+        self.rm_map(p.dir, &name, expect, true, now).await?;
         Ok(())
     }
 
@@ -1625,7 +1632,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             distributed: self.distributed(ino).await?,
         };
         self.hold_and_mark(&e).await?;
-        let home = match self.rm_map(p.dir, &name, Expect::Ino(ino), now).await {
+        let home = match self
+            .rm_map(p.dir, &name, Expect::Ino(ino), false, now)
+            .await
+        {
             Ok((_, home)) => home,
             Err(f) => {
                 self.release_marks(&e).await?;
@@ -2101,7 +2111,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         };
         self.remember(m.new_dir, m.new_name.clone(), src);
         match self
-            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), now)
+            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), false, now)
             .await
         {
             Ok((_, removed_home)) => {

@@ -99,7 +99,9 @@ pub enum Request {
         /// The time, for the directory's times on its home server.
         now: Timespec,
     },
-    /// `RM_MAP`: removes entry `name` from `dir` if it is what `expect` says.
+    /// `RM_MAP`: removes entry `name` from `dir` if it is what `expect` says; with `unlink`,
+    /// a file's (or symlink's) inode that lives on this server also loses that link at once
+    /// (`UNLINK` coalesced, §3.7.4: the client sends `Unlink` only for an inode elsewhere).
     RmMap {
         /// The directory.
         dir: Ino,
@@ -107,6 +109,8 @@ pub enum Request {
         name: Name,
         /// What the entry must be.
         expect: Expect,
+        /// Also drop the link of a non-directory inode held here.
+        unlink: bool,
         /// The time, for the directory's times on its home server.
         now: Timespec,
     },

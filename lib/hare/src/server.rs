@@ -263,8 +263,9 @@ impl Server {
                 dir,
                 name,
                 expect,
+                unlink,
                 now,
-            } => self.rm_map(from, dir, name, expect, now, inval),
+            } => self.rm_map(from, (dir, name), expect, unlink, now, inval),
             Request::Rename {
                 old_dir,
                 old_name,
@@ -726,9 +727,9 @@ impl Server {
     fn rm_map(
         &mut self,
         from: ClientId,
-        dir: Ino,
-        name: Name,
+        (dir, name): (Ino, Name),
         expect: Expect,
+        unlink: bool,
         now: Timespec,
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
@@ -752,6 +753,13 @@ impl Server {
         }
         self.invalidate(from, dir, &name, inval);
         let home = self.touch_home(dir, -i32::from(e.kind == Kind::Dir), now);
+        if unlink && e.kind != Kind::Dir {
+            if let Ok(inode) = self.inode_mut(e.ino) {
+                inode.nlink = inode.nlink.saturating_sub(1);
+                inode.ctime = now;
+                self.release(e.ino);
+            }
+        }
         Ok(Reply::Mapped { old: Some(e), home })
     }
 

@@ -304,6 +304,7 @@ pub fn encode_request(
             dir,
             name,
             expect,
+            unlink,
             now,
         } => {
             let e = match expect {
@@ -311,7 +312,10 @@ pub fn encode_request(
                 Expect::Ino(i) if *i >> 56 == 0 => 2 | i << 8,
                 Expect::Ino(_) => return Err(WireError::Bad("inode number")),
             };
-            o.w(*dir).w(e).time(*now).var(name)?;
+            o.w(*dir)
+                .w(e | u64::from(*unlink) << 2)
+                .time(*now)
+                .var(name)?;
             3
         }
         Request::Create {
@@ -535,8 +539,11 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         3 => {
             let dir = i.w();
             let e = i.w();
-            let expect = match e & 0xff {
-                0 | 1 => Expect::NotDir { trailing: e == 1 },
+            let unlink = e & 4 != 0;
+            let expect = match e & 0xfb {
+                0 | 1 => Expect::NotDir {
+                    trailing: e & 1 == 1,
+                },
                 2 => Expect::Ino(e >> 8),
                 _ => return Err(WireError::Bad("expect")),
             };
@@ -545,6 +552,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 dir,
                 name: i.name()?,
                 expect,
+                unlink,
                 now,
             }
         }

@@ -188,7 +188,7 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
 }
 
 #[test]
-fn a_rename_on_one_server_is_one_message_and_forged_ones_are_refused() {
+fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refused() {
     // Both names and the file on one server: the new name's lookup (it is not there) and one
     // Rename (§3.7.4), where Link, AddMap, RmMap and Unlink would be four.
     let (net, mut c) = world(1, 2, false, true);
@@ -255,6 +255,11 @@ fn a_rename_on_one_server_is_one_message_and_forged_ones_are_refused() {
     let h = net.borrow_mut().servers[0].handle(1, forged(b"e", e, None));
     assert_eq!(h.reply, hare::Reply::Err(Errno::EINVAL), "a directory");
     assert_eq!(ino(&mut c[1], b"/d/x", &mut rng), a, "nothing changed");
+    // unlink: the entry's server drops the inode's link in the same message.
+    let before = requests(&net);
+    run(&net, c[1].unlink(ROOT_INO, b"/d/x", T), &mut rng).unwrap();
+    assert_eq!(requests(&net) - before, 1, "rm-map that unlinks");
+    assert_eq!(net.borrow().servers[0].inodes(), 3, "/, d, e");
 }
 
 #[test]

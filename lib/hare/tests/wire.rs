@@ -64,12 +64,14 @@ fn request() -> impl Strategy<Value = Request> {
                 any::<bool>().prop_map(|trailing| Expect::NotDir { trailing }),
                 (0..1u64 << 56).prop_map(Expect::Ino)
             ],
+            any::<bool>(),
             time()
         )
-            .prop_map(|(dir, name, expect, now)| Request::RmMap {
+            .prop_map(|(dir, name, expect, unlink, now)| Request::RmMap {
                 dir,
                 name,
                 expect,
+                unlink,
                 now
             }),
         (
