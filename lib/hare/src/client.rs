@@ -22,7 +22,9 @@
 //! name appeared meanwhile); `unlink` removes the entry, then the name's link; `rename` links
 //! the inode, adds the new entry and removes the old one (§5.4's `ADD_MAP` then `RM_MAP`);
 //! `rmdir` is the three-phase protocol of §3.4.1. A reply saying an entry changed since the
-//! client looked ([`Reply::Stale`]) restarts the operation from its path.
+//! client looked ([`Reply::Stale`]) restarts the operation from its path. Where one server
+//! holds everything an operation changes, its messages travel as one (§3.7.4):
+//! `CreateNamed`, an `RmMap` that also unlinks, `Rename`.
 //!
 //! # Differences from NR-FS's answers
 //!
