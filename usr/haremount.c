@@ -1,6 +1,6 @@
 /*
  * haremount: Hare behind the ordinary file calls (issue 13). The fleet of bin/hared servers
- * is started, `mount("none", "/mnt/hare", "hare", 0, "cache=8")` makes the kernel their
+ * is started, `mount("none", "/mnt/hare", "hare", 0, "cache=16")` makes the kernel their
  * client, and from then on this program (and busybox) use plain open/read/write/readdir/
  * rename/unlink/... on /mnt/hare, with no Hare code linked in. It checks:
  *
@@ -375,9 +375,9 @@ int main(void)
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "cache=99999999999999999999999"), EINVAL);
     CHECK_ERRNO(umount((const char *)1), EFAULT);
     CHECK_ERRNO(umount(MNT), EINVAL);
-    CHECK_SYS(mount("none", MNT, "hare", 0, "cache=8"));
+    CHECK_SYS(mount("none", MNT, "hare", 0, "cache=16"));
     CHECK_ERRNO(mount("none", "/tmp", "hare", 0, NULL), EBUSY);
-    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=8M"));
+    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=16M"));
     CHECK(proc_has("/proc/reef/hare", "mounted at " MNT));
     struct stat st;
     CHECK_SYS(stat(MNT, &st));
@@ -402,7 +402,7 @@ int main(void)
     /* The servers keep the first mount's cache, which holds the data: a new mount of the
      * same servers takes it again (whatever cache= says). */
     CHECK_SYS(mount("none", MNT, "hare", 0, "cache=32"));
-    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=8M"));
+    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=16M"));
     fd = open(MNT "/moved", O_RDONLY);
     CHECK(fd >= 0);
     char b[64] = {0};
@@ -417,7 +417,7 @@ int main(void)
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nocache"), EINVAL);
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nodist=1"), EINVAL);
     CHECK_SYS(mount("none", MNT, "hare", 0, "noaffinity,nolookupcache,nobcast,nodist,distribute"));
-    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=8M,distribute,nodist,nobcast,"
+    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute,nodist,nobcast,"
                                    "nolookupcache,noaffinity 0 0"));
     CHECK_SYS(mkdir(MNT "/spread", 0755 | 0200000));
     CHECK_SYS(close(CHECK_SYS(open(MNT "/spread/a", O_CREAT | O_WRONLY, 0644))));
