@@ -3,8 +3,11 @@
 //!
 //! Every benchmark is a command (`/test/uperf ...`, `/test/fsbench ...`, `/test/hello`) that
 //! both guests run from their initramfs, one QEMU boot per (benchmark, configuration, run,
-//! system): Reef as `init=COMMAND`, Linux as `rdinit=/init -- COMMAND` (see `linux.rs`). Both
-//! boot with the same `Machine` (accelerator, `-cpu`, cores, NUMA nodes, memory, qboot). Runs
+//! system): Reef as `init=COMMAND`, Linux as `rdinit=/init -- COMMAND` (see `linux.rs`). The
+//! `hare-*` benchmarks run in more variants, each a name in the results: Reef with the command
+//! under a launcher (`onhare`, which mounts Hare over `/tmp`, with its placement and mount
+//! options), beside NR-FS (`reef`) and Linux. All boot with the same `Machine` (accelerator,
+//! `-cpu`, cores, NUMA nodes, memory, qboot). Runs
 //! alternate between the systems (Reef run 1, Linux run 1, Reef run 2, ...), and run r of every
 //! point comes before run r + 1 of any, so a slow phase of the host spreads over all points.
 //!
@@ -162,6 +165,7 @@ struct Variant {
 }
 
 impl Variant {
+    /// `system` running the command as it is, at every configuration.
     fn plain(system: System) -> Self {
         Variant {
             name: system.name().into(),
