@@ -332,18 +332,6 @@ static void check_busybox(void)
     SAY("a program and a #! script executed from the mount");
 }
 
-static int proc_has(const char *path, const char *what)
-{
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    char line[512];
-    int found = 0;
-    while (fgets(line, sizeof line, f))
-        found |= strstr(line, what) != NULL;
-    fclose(f);
-    return found;
-}
-
 int main(void)
 {
     test_begin("haremount");
@@ -377,8 +365,8 @@ int main(void)
     CHECK_ERRNO(umount(MNT), EINVAL);
     CHECK_SYS(mount("none", MNT, "hare", 0, "cache=16"));
     CHECK_ERRNO(mount("none", "/tmp", "hare", 0, NULL), EBUSY);
-    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=16M"));
-    CHECK(proc_has("/proc/reef/hare", "mounted at " MNT));
+    CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M"));
+    CHECK(file_has("/proc/reef/hare", "mounted at " MNT));
     struct stat st;
     CHECK_SYS(stat(MNT, &st));
     CHECK(S_ISDIR(st.st_mode));
@@ -398,11 +386,11 @@ int main(void)
     CHECK_SYS(close(fd));
     CHECK_SYS(umount(MNT));
     CHECK_ERRNO(stat(MNT "/moved", &st), ENOENT);
-    CHECK(!proc_has("/proc/mounts", "hare"));
+    CHECK(!file_has("/proc/mounts", "hare"));
     /* The servers keep the first mount's cache, which holds the data: a new mount of the
      * same servers takes it again (whatever cache= says). */
     CHECK_SYS(mount("none", MNT, "hare", 0, "cache=32"));
-    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=16M"));
+    CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M"));
     fd = open(MNT "/moved", O_RDONLY);
     CHECK(fd >= 0);
     char b[64] = {0};
@@ -417,7 +405,7 @@ int main(void)
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nocache"), EINVAL);
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nodist=1"), EINVAL);
     CHECK_SYS(mount("none", MNT, "hare", 0, "noaffinity,nolookupcache,nobcast,nodist,distribute"));
-    CHECK(proc_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute,nodist,nobcast,"
+    CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute,nodist,nobcast,"
                                    "nolookupcache,noaffinity 0 0"));
     CHECK_SYS(mkdir(MNT "/spread", 0755 | 0200000));
     CHECK_SYS(close(CHECK_SYS(open(MNT "/spread/a", O_CREAT | O_WRONLY, 0644))));

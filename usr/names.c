@@ -89,15 +89,9 @@ static long invalidations(void)
 
 static int listed(pid_t pid)
 {
-    FILE *f = fopen("/proc/reef/names", "r");
-    CHECK(f != NULL);
-    char line[512], want[32];
+    char want[32];
     snprintf(want, sizeof want, "pid=%d ", (int)pid);
-    int found = 0;
-    while (fgets(line, sizeof line, f))
-        found |= strstr(line, want) != NULL;
-    fclose(f);
-    return found;
+    return file_has("/proc/reef/names", want);
 }
 
 int main(void)

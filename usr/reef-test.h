@@ -146,6 +146,20 @@ static inline int run_program(const char *prog, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Whether a line of file `path` (a /proc file) contains `what`; fails if it cannot be read. */
+static inline int file_has(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        FAIL("cannot open %s: %s", path, strerror(errno));
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= strstr(line, what) != NULL;
+    fclose(f);
+    return found;
+}
+
 /* Whether this runs on Reef (uname release 6.1.0-reef) rather than Linux. */
 static inline int on_reef(void)
 {
