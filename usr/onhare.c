@@ -17,7 +17,9 @@
  *              NUMA nodes of an even machine get servers), owning it; programs run on the
  *              even cores (at least 2 cores)
  *
- * Prints `onhare: PROGRAM exited with status N` and exits with the program's status (128 +
+ * Prints `onhare: PROGRAM exited with status N`, then the mount's counters (the client lines
+ * of /proc/reef/hare: requests, cache hits, time waiting for replies, ...), and exits with the
+ * program's status (128 +
  * signal if it was killed), or with status 1 after a FAIL line if the fleet, the mount or the
  * clean-up went wrong.
  */
@@ -94,6 +96,14 @@ int main(int argc, char **argv)
     CHECK_EQ(waitpid(child, &status, 0), child);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     SAY("%s exited with status %d", program[0], code);
+    FILE *report = fopen("/proc/reef/hare", "r");
+    if (report == NULL)
+        FAIL("cannot open /proc/reef/hare: %s", strerror(errno));
+    char line[512];
+    while (fgets(line, sizeof line, report))
+        if (strstr(line, " client: "))
+            SAY("%s", strtok(line, "\n"));
+    fclose(report);
 
     /* The program's descriptors are closed: the mount comes off and the servers go. */
     CHECK_SYS(umount(dir));

@@ -7,6 +7,8 @@
 //!   self-test has passed (no init is started);
 //! - `test=NAME`: run a kernel self-test after boot (see `selftest`);
 //! - `acpidump`: print every ACPI table in hex (for debugging and for capturing test data);
+//! - `norandmaps`: lay every program out at fixed addresses (no address-space layout
+//!   randomization, as Linux's option of that name; see `vm::UserLayout`);
 //! - `init=PATH ARG...`: the first program and its arguments. Every word after `init=PATH` is
 //!   an argument of init (argv[1..]; argv[0] is PATH), so kernel options go before it. Without
 //!   `init=`, Reef runs [`DEFAULT_INIT`].
@@ -30,6 +32,8 @@ pub struct Config {
     pub test: Option<String>,
     /// `acpidump` was given.
     pub acpidump: bool,
+    /// `norandmaps` was given.
+    pub norandmaps: bool,
     /// `init=PATH` and the words after it (argv of init).
     pub init: Option<Vec<String>>,
     /// Words Reef does not know.
@@ -80,6 +84,20 @@ pub fn split(line: &str) -> (Vec<String>, bool) {
     (words, quoted)
 }
 
+/// The kernel configuration (the defaults before [`init`] has parsed the command line).
+pub fn get() -> &'static Config {
+    static DEFAULT: Config = Config {
+        poweroff: false,
+        test: None,
+        acpidump: false,
+        norandmaps: false,
+        init: None,
+        unknown: Vec::new(),
+        errors: Vec::new(),
+    };
+    CONFIG.get().unwrap_or(&DEFAULT)
+}
+
 /// Parses `line` and makes it the kernel configuration.
 pub fn init(line: &str) -> &'static Config {
     CONFIG.call_once(|| {
@@ -93,6 +111,7 @@ pub fn init(line: &str) -> &'static Config {
             match word.split_once('=') {
                 None if word == "poweroff" => config.poweroff = true,
                 None if word == "acpidump" => config.acpidump = true,
+                None if word == "norandmaps" => config.norandmaps = true,
                 Some(("test", name)) if !name.is_empty() => config.test = Some(name.into()),
                 Some(("init", path)) if !path.is_empty() => {
                     let mut argv = alloc::vec![String::from(path)];

@@ -11,16 +11,15 @@ use crate::fs::ExecFile;
 use crate::mm::{self, FrameSize};
 use crate::proc::Process;
 use crate::proc::Thread;
-use crate::vm::{self, PageMap, VSpace, PAGE_SIZE};
+use crate::vm::{self, PageMap, UserLayout, VSpace, PAGE_SIZE};
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
 use exec::{AuxInfo, Executable, InitialStack};
 use nrfs::Ino;
 use vspace::{Mapping, PageSize, Prot, RegionKind};
 
-/// Where a static-PIE program is loaded (as Linux does for ET_DYN without an interpreter).
-const PIE_BASE: u64 = 0x5555_5555_4000;
 /// Bytes read before parsing: the ELF header, program headers and `#!` line must fit.
 const PREFIX: usize = 16 * 1024;
 /// Most `#!` interpreter levels followed.
@@ -77,9 +76,22 @@ pub fn load(
             path = interp;
             continue;
         }
-        return load_elf(&path, &file, &data, &argv, envp);
+        return load_elf(&path, &file, &data, &argv, envp, layout_for(me));
     }
     Err(Errno::ELOOP)
+}
+
+/// The layout of `me`'s next image: random unless the kernel was booted with `norandmaps` or
+/// the process asked for none (`personality(ADDR_NO_RANDOMIZE)`).
+fn layout_for(me: Option<&Process>) -> UserLayout {
+    let asked = me.is_some_and(|p| {
+        p.personality.load(Ordering::Relaxed) & crate::proc::ADDR_NO_RANDOMIZE != 0
+    });
+    if asked || crate::cmdline::get().norandmaps {
+        UserLayout::FIXED
+    } else {
+        UserLayout::random()
+    }
 }
 
 fn load_elf(
@@ -88,9 +100,11 @@ fn load_elf(
     prefix: &[u8],
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
+    layout: UserLayout,
 ) -> Result<Image, Errno> {
-    let exe = Executable::parse_prefix(prefix, file.size, PIE_BASE).map_err(|e| e.to_errno())?;
-    let vm = VSpace::new()?;
+    let exe =
+        Executable::parse_prefix(prefix, file.size, layout.pie_base).map_err(|e| e.to_errno())?;
+    let vm = VSpace::new(layout)?;
     let mut image = ImagePages::new()?;
     for m in exe.mappings() {
         let prot = Prot {
@@ -113,9 +127,10 @@ fn load_elf(
     aux.hwcap = crate::arch::cpu::cpuid(1, 0).3 as u64;
     let argv_refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
     let envp_refs: Vec<&[u8]> = envp.iter().map(|a| a.as_slice()).collect();
-    let stack = InitialStack::build(vm::STACK_TOP, &argv_refs, &envp_refs, path, &aux)
-        .map_err(|e| e.to_errno())?;
-    let stack_bottom = vm::STACK_TOP - vm::STACK_SIZE;
+    let top = layout.stack_top;
+    let stack =
+        InitialStack::build(top, &argv_refs, &envp_refs, path, &aux).map_err(|e| e.to_errno())?;
+    let stack_bottom = top - vm::STACK_SIZE;
     vm.map_fixed(
         stack_bottom,
         vm::STACK_SIZE,
@@ -124,12 +139,12 @@ fn load_elf(
         false,
     )?;
     let first_page = stack.rsp & !(PAGE_SIZE - 1);
-    vm.populate(first_page, vm::STACK_TOP, Prot::RW, || true)?;
+    vm.populate(first_page, top, Prot::RW, || true)?;
     let mut va = first_page;
-    while va < vm::STACK_TOP {
+    while va < top {
         let t = vm.resolve(va).0.ok_or(Errno::ENOMEM)?;
         let from = va.max(stack.rsp);
-        let to = (va + PAGE_SIZE).min(vm::STACK_TOP);
+        let to = (va + PAGE_SIZE).min(top);
         let off = (from - stack.rsp) as usize;
         paging::write_phys(
             t.frame + (from - va),

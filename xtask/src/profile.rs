@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo xtask profile [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm]
-//!                     [--skip SECS] [--interval MS] [--top N] [-- WORD...]
+//!                     [--skip SECS] [--interval MS] [--top N] [--by inner|outer] [-- WORD...]
 //! ```
 //!
 //! Boots Reef like `run` (serial output to `out/profile/serial.log`), waits `--skip` seconds
@@ -14,7 +14,9 @@
 //! symbols are not known here. Samples in the leaf routines of [`LEAVES`] (`memset`, `memcpy`,
 //! ...) are charged to their caller too, read from the word at the stack pointer (they push
 //! nothing). Prints the `--top` functions (default 30) with their share of the samples, per
-//! vCPU and in all.
+//! vCPU and in all: by default the innermost function inlined at each address (`--by inner`),
+//! or with `--by outer` the function the code was compiled into, so that small helpers inlined
+//! in many places are charged to the routine that runs them.
 //!
 //! QEMU 7.2 has no `-perfmap`, so host `perf` cannot name guest code (docs/results.md); this
 //! is the stand-in. Stopping the machine for each sample perturbs timing; the numbers are shares
@@ -41,12 +43,22 @@ struct Sample {
     top: Option<u64>,
 }
 
+/// Which function of an address's inlined chain names a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum By {
+    /// The innermost function inlined there.
+    Inner,
+    /// The function the code was compiled into.
+    Outer,
+}
+
 /// Options of `cargo xtask profile`.
 struct Options {
     machine: Machine,
     skip: Duration,
     interval: Duration,
     top: usize,
+    by: By,
     words: Vec<String>,
 }
 
@@ -62,6 +74,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         skip: Duration::from_secs(3),
         interval: Duration::from_millis(20),
         top: 30,
+        by: By::Inner,
         words: Vec::new(),
     };
     let mut i = 0;
@@ -71,6 +84,13 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--skip" => o.skip = Duration::from_secs(value()?.into()),
             "--interval" => o.interval = Duration::from_millis(value()?.max(1).into()),
             "--top" => o.top = value()? as usize,
+            "--by" => {
+                o.by = match args.get(i + 1).map(String::as_str) {
+                    Some("inner") => By::Inner,
+                    Some("outer") => By::Outer,
+                    _ => return Err("profile: --by takes inner or outer".into()),
+                }
+            }
             "--" => {
                 rest.extend_from_slice(&args[i..]);
                 break;
@@ -157,11 +177,11 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         .flatten();
     let names = name_addresses(&kernel.elf, addresses)?;
     for (cpu, s) in samples.iter().enumerate() {
-        report(&format!("vCPU {cpu}"), s, &names, o.top);
+        report(&format!("vCPU {cpu}"), s, &names, o.by, o.top);
     }
     if samples.len() > 1 {
         let all: Vec<Sample> = samples.concat();
-        report("all vCPUs", &all, &names, o.top);
+        report("all vCPUs", &all, &names, o.by, o.top);
     }
     Ok(0)
 }
@@ -333,16 +353,18 @@ fn short(name: &str) -> String {
     }
 }
 
-fn report(title: &str, samples: &[Sample], names: &HashMap<u64, Vec<String>>, top: usize) {
+fn report(title: &str, samples: &[Sample], names: &HashMap<u64, Vec<String>>, by: By, top: usize) {
     if samples.is_empty() {
         return;
     }
     let unnamed = "[kernel, unnamed]";
     let name_of = |a: u64| {
-        names
-            .get(&a)
-            .and_then(|c| c.first())
-            .map_or(unnamed, String::as_str)
+        let chain = names.get(&a);
+        match by {
+            By::Inner => chain.and_then(|c| c.first()),
+            By::Outer => chain.and_then(|c| c.last()),
+        }
+        .map_or(unnamed, String::as_str)
     };
     // The call site: the function it is in, then (in brackets) the functions inlined there.
     let caller_of = |a: u64| match names.get(&a).map(Vec::as_slice) {

@@ -91,6 +91,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "layout",
+        source: "layout.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "signals",
         source: "signals.c",
         pie: false,

@@ -103,6 +103,11 @@ pub struct Links {
     queued: RefCell<Vec<Invalidation>>,
     /// Messages that were neither an awaited reply nor an invalidation.
     strays: Cell<u64>,
+    /// Requests sent, nanoseconds from each send to its reply, and the times the reply was
+    /// not there yet when looked for (each a wait on the reply ring).
+    exchanges: Cell<u64>,
+    waited_ns: Cell<u64>,
+    waits: Cell<u64>,
     /// Where requests are encoded and replies' pages copied (one request at a time).
     scratch: RefCell<Box<[u8]>>,
 }
@@ -128,10 +133,15 @@ impl Links {
             return Reply::Err(Errno::ENAMETOOLONG);
         };
         link.pool.write(0, &buf[..]);
+        let sent = crate::time::now_ns();
         if link.conn.send_request(&m).is_err() {
             return Reply::Err(Errno::EIO);
         }
-        match self.await_reply(link, &me, id) {
+        let answer = self.await_reply(link, &me, id);
+        self.exchanges.set(self.exchanges.get() + 1);
+        self.waited_ns
+            .set(self.waited_ns.get() + crate::time::now_ns().saturating_sub(sent));
+        match answer {
             Ok(r) => {
                 link.pool.read(0, &mut buf[..]);
                 wire::decode_reply(&r, &buf[..]).unwrap_or(Reply::Err(Errno::EIO))
@@ -151,7 +161,10 @@ impl Links {
                 Some(m) if wire::is_invalidation(&m) => self.take_invalidation(&m),
                 Some(m) if wire::request_id(&m) == (id, 0) => return Ok(m),
                 Some(_) => self.strays.set(self.strays.get() + 1),
-                None => link.conn.wait_reply(me)?,
+                None => {
+                    self.waits.set(self.waits.get() + 1);
+                    link.conn.wait_reply(me)?
+                }
             }
         }
     }
@@ -562,6 +575,9 @@ impl Mount {
             next_id: Cell::new(1),
             queued: RefCell::new(Vec::new()),
             strays: Cell::new(0),
+            exchanges: Cell::new(0),
+            waited_ns: Cell::new(0),
+            waits: Cell::new(0),
             scratch: RefCell::new(scratch.into_boxed_slice()),
         };
         let mut c = Client::new(table, links, CacheView(self.cache.clone()), policy, false);
@@ -1012,14 +1028,17 @@ pub fn report() -> String {
             let _ = writeln!(
                 s,
                 "core {core} client: requests {} cache_hits {} invalidations {} restarts {} \
-                 busy_retries {} cached_entries {} strays {}",
+                 busy_retries {} cached_entries {} strays {} exchanges {} waited_ns {} waits {}",
                 st.requests,
                 st.cache_hits,
                 st.invalidations,
                 st.restarts,
                 st.busy_retries,
                 c.cached_entries(),
-                c.transport().strays.get()
+                c.transport().strays.get(),
+                c.transport().exchanges.get(),
+                c.transport().waited_ns.get(),
+                c.transport().waits.get()
             );
         }
     }

@@ -321,6 +321,9 @@ pub struct Process {
     pub vfork: IrqMutex<Option<Arc<VforkDone>>>,
     /// File-creation mask.
     pub umask: AtomicU32,
+    /// Its `personality`: Linux's execution domain (always PER_LINUX, 0) and flags, of which
+    /// only [`ADDR_NO_RANDOMIZE`] changes anything. Inherited by `fork`, kept by `execve`.
+    pub personality: AtomicU32,
     /// The parent's pid, for `getppid` without a process-table read: a copy of the table's,
     /// stored before `Spawn` and set to 1 by the parent's `exit_process` when init adopts it.
     pub ppid: AtomicU32,
@@ -333,6 +336,10 @@ pub struct Process {
     /// alive; `exit_process` gives the core back if it finds it set.
     pub fleet: IrqMutex<Option<Membership>>,
 }
+
+/// A `personality` flag: the next `execve` lays the program out at the fixed places
+/// ([`crate::vm::UserLayout::FIXED`]) instead of random ones.
+pub const ADDR_NO_RANDOMIZE: u32 = 0x0040000;
 
 impl Process {
     /// A process with no threads yet, working in `cwd`.
@@ -361,6 +368,7 @@ impl Process {
             cwd: IrqMutex::new(cwd),
             vfork: IrqMutex::new(None),
             umask: AtomicU32::new(0o022),
+            personality: AtomicU32::new(0),
             ppid: AtomicU32::new(0),
             fleet_manager: AtomicBool::new(false),
             fleet: IrqMutex::new(None),

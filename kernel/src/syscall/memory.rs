@@ -138,12 +138,12 @@ pub fn brk(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let mut brk = p.mm.lock();
     let (start, current) = *brk;
     let want = a[0];
-    if want < start || want >= crate::vm::MMAP_CEILING {
+    let vm = p.vm();
+    if want < start || want >= vm.layout().mmap_ceiling {
         return Ok(current);
     }
     let old_end = page_up(current)?;
     let new_end = page_up(want)?;
-    let vm = p.vm();
     if new_end > old_end {
         if vm
             .map_fixed(

@@ -148,6 +148,25 @@ pub fn reboot(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     }
 }
 
+/// `personality(persona)`: with 0xffffffff reads the process's personality, otherwise sets
+/// it; returns the old one. Reef runs Linux programs only, so the execution domain (the low
+/// byte) must be PER_LINUX (0): `EINVAL` otherwise, nothing changed. The flags are kept and
+/// reported; only `ADDR_NO_RANDOMIZE` has an effect (on the next `execve`, see
+/// [`crate::vm::UserLayout`]).
+pub fn personality(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const QUERY: u32 = 0xffff_ffff;
+    const PER_MASK: u32 = 0xff;
+    let persona = a[0] as u32;
+    let current = &me.process.personality;
+    if persona == QUERY {
+        return Ok(u64::from(current.load(Ordering::Relaxed)));
+    }
+    if persona & PER_MASK != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(u64::from(current.swap(persona, Ordering::Relaxed)))
+}
+
 /// `prctl`: the thread name (PR_SET_NAME is checked and accepted, PR_GET_NAME answers the
 /// program name), and the flags Reef has no use for (parent-death signal, dumpable, no new
 /// privileges) accepted or answered with their defaults. Other options: EINVAL.

@@ -166,6 +166,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_SETRLIMIT => misc::setrlimit,
         SYS_GETUID | SYS_GETEUID | SYS_GETGID | SYS_GETEGID => misc::zero,
         SYS_UMASK => misc::umask,
+        SYS_PERSONALITY => misc::personality,
         REEF_FREE_BYTES => misc::reef_free_bytes,
         REEF_NAME_REGISTER => msg::register,
         REEF_NAME_UNREGISTER => msg::unregister,

@@ -126,6 +126,10 @@ fn fork_process(
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+    child.personality.store(
+        parent.personality.load(Ordering::Relaxed),
+        Ordering::Relaxed,
+    );
     // The manager's capability passes to its children (until they execute another program);
     // fleet membership does not.
     child.fleet_manager.store(

@@ -52,12 +52,62 @@ const LOG_ENTRIES: usize = 256;
 
 /// Lowest address `mmap` hands out without a hint.
 pub const MMAP_FLOOR: u64 = 0x10_0000;
-/// Top of the area where `mmap` places mappings (below the stack).
-pub const MMAP_CEILING: u64 = 0x7f00_0000_0000;
-/// Top of the main thread's stack.
-pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 /// Size reserved for the main thread's stack.
 pub const STACK_SIZE: u64 = 8 << 20;
+
+/// Where a program's stack, its `mmap` area and a static-PIE image go: chosen at `execve`,
+/// kept by `fork`.
+///
+/// Randomized as Linux does (address-space layout randomization): the stack's top by up to
+/// 16 GiB, the top of the `mmap` area and a static-PIE's load address by up to 1 TiB, in
+/// whole pages, so that a program can guess none of them. Besides, fixed places would put the
+/// top pages of the stack and of the `mmap` area a multiple of 1 TiB apart, which a
+/// direct-mapped TLB indexed by the low bits of the page number cannot hold at once: QEMU's
+/// software TLB is one, and a user-level ring in a fresh mapping polled from a loop with its
+/// locals on the stack ran twice as slow as on Linux (docs/results.md, "Message channels").
+/// [`UserLayout::FIXED`] is the layout without randomization (`norandmaps`,
+/// `personality(ADDR_NO_RANDOMIZE)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserLayout {
+    /// Top of the main thread's stack.
+    pub stack_top: u64,
+    /// Top of the area where `mmap` places mappings without a fixed address.
+    pub mmap_ceiling: u64,
+    /// Where a static-PIE program is loaded (as Linux does for ET_DYN without an interpreter).
+    pub pie_base: u64,
+}
+
+impl UserLayout {
+    /// The layout without randomization.
+    pub const FIXED: UserLayout = UserLayout {
+        stack_top: 0x7fff_ffff_f000,
+        mmap_ceiling: 0x7f00_0000_0000,
+        pie_base: 0x5555_5555_4000,
+    };
+
+    /// Pages the stack's top may move down (16 GiB, Linux's `stack_maxrandom_size`).
+    const STACK_PAGES: u64 = 1 << 22;
+    /// Pages the `mmap` area's top may move down and a static-PIE's base up (1 TiB, Linux's
+    /// 28 bits of `mmap_rnd_bits`).
+    const MMAP_PAGES: u64 = 1 << 28;
+
+    /// A random layout.
+    pub fn random() -> UserLayout {
+        let mut bytes = [0u8; 24];
+        crate::random::fill(&mut bytes);
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[8 * i..8 * i + 8]);
+            u64::from_le_bytes(w)
+        };
+        let f = UserLayout::FIXED;
+        UserLayout {
+            stack_top: f.stack_top - word(0) % UserLayout::STACK_PAGES * PAGE_SIZE,
+            mmap_ceiling: f.mmap_ceiling - word(1) % UserLayout::MMAP_PAGES * PAGE_SIZE,
+            pie_base: f.pie_base + word(2) % UserLayout::MMAP_PAGES * PAGE_SIZE,
+        }
+    }
+}
 
 /// The layout of one page-table frame, as [`TableFrames`] serves it.
 const TABLE_LAYOUT: Layout = match Layout::from_size_align(PAGE_SIZE as usize, PAGE_SIZE as usize) {
@@ -192,10 +242,12 @@ pub enum UpdateOp {
         /// Remove what overlaps first.
         replace: bool,
     },
-    /// Adds a region wherever it fits (deterministic choice, see `find_free`).
+    /// Adds a region wherever it fits below `ceiling` (deterministic choice, see `find_free`).
     MapAnywhere {
         /// Length.
         len: u64,
+        /// The top of the `mmap` area ([`UserLayout::mmap_ceiling`]).
+        ceiling: u64,
         /// Preferred address (0: none).
         hint: u64,
         /// Protection.
@@ -318,18 +370,17 @@ impl nr::Dispatch for Replica {
             }
             UpdateOp::MapAnywhere {
                 len,
+                ceiling,
                 hint,
                 prot,
                 kind,
-            } => Resp::Mapped(
-                match self.space.find_free(len, hint, MMAP_FLOOR, MMAP_CEILING) {
-                    Some(start) => self
-                        .space
-                        .map_region(start, len, prot, kind, false)
-                        .map(|removed| (start, removed)),
-                    None => Err(MapError::OutOfMemory),
-                },
-            ),
+            } => Resp::Mapped(match self.space.find_free(len, hint, MMAP_FLOOR, ceiling) {
+                Some(start) => self
+                    .space
+                    .map_region(start, len, prot, kind, false)
+                    .map(|removed| (start, removed)),
+                None => Err(MapError::OutOfMemory),
+            }),
             UpdateOp::MapFrames(pages) => Resp::Frames(
                 pages
                     .iter()
@@ -399,6 +450,8 @@ pub struct VSpace {
     /// interrupts on and never held while sleeping, so a waiter on another core still
     /// acknowledges the holder's TLB shootdowns (see docs/architecture.md, lock order).
     changes: spin::Mutex<()>,
+    /// Where its stack, `mmap` area and static-PIE image go.
+    layout: UserLayout,
     /// [`VSpace::teardown`] emptied it (process exit, exec): dropping it has nothing to free,
     /// so the drop (possibly inside a process-table operation that reaps a zombie) runs no
     /// operation of its own.
@@ -455,8 +508,8 @@ pub fn allocate_user_frame() -> Result<u64, Errno> {
 }
 
 impl VSpace {
-    /// An empty address space (only the kernel half mapped).
-    pub fn new() -> Result<Arc<VSpace>, Errno> {
+    /// An empty address space (only the kernel half mapped) laid out as `layout` says.
+    pub fn new(layout: UserLayout) -> Result<Arc<VSpace>, Errno> {
         let kernel = kernel_entries();
         let frames = DeterministicAlloc::new(TableFrames, replicated::node_count());
         let nr = NodeReplicated::try_new(LOG_ENTRIES, |node| {
@@ -477,8 +530,14 @@ impl VSpace {
             nr,
             roots,
             changes: spin::Mutex::new(()),
+            layout,
             empty: AtomicBool::new(false),
         }))
+    }
+
+    /// Where its stack, `mmap` area and static-PIE image go.
+    pub fn layout(&self) -> UserLayout {
+        self.layout
     }
 
     /// This address space's id (unique for the kernel's lifetime).
@@ -539,6 +598,7 @@ impl VSpace {
             &changes,
             UpdateOp::MapAnywhere {
                 len,
+                ceiling: self.layout.mmap_ceiling,
                 hint,
                 prot,
                 kind,
@@ -842,7 +902,7 @@ impl VSpace {
     /// is dropped, which gives back every share it took; the parent's pages stay copy-on-write
     /// and are taken over at their next write fault.
     pub fn fork(&self) -> Result<Arc<VSpace>, Errno> {
-        let child = VSpace::new()?;
+        let child = VSpace::new(self.layout)?;
         let changes = self.changes.lock();
         let mut flush = FlushSet::EMPTY;
         let copied = self.fork_into(&child, &mut flush);
