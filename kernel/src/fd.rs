@@ -19,7 +19,7 @@ use crate::fs::hare::HareNode;
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
 use crate::mailbox::{self, Conn, Mailbox};
-use crate::proc::wait::WaitQueue;
+use crate::proc::wait::{PollKey, PollQueue};
 use crate::sync::IrqMutex;
 use abi::Errno;
 use alloc::sync::Arc;
@@ -45,8 +45,9 @@ pub const O_NONBLOCK: u32 = 0o4000;
 /// `O_PATH`: a descriptor that only names a file.
 pub const O_PATH: u32 = 0o10000000;
 
-/// Woken whenever something a `poll` or `select` may wait for changes (pipes, the terminal).
-pub static POLL_WAKE: WaitQueue = WaitQueue::new();
+/// Where `poll` and `select` sleep; whatever they may wait for (a pipe, the terminal, a
+/// message channel or mailbox) notifies it with its own [`PollKey`] when it changes.
+pub static POLL_WAKE: PollQueue = PollQueue::new();
 
 /// Device numbers (`st_dev`) of Reef's file systems.
 pub const DEV_NRFS: u64 = 1;
@@ -518,6 +519,21 @@ impl OpenFile {
             Node::Conn(c, end) => c.poll(*end),
             _ => POLLIN | POLLOUT,
         }
+    }
+
+    /// Adds to `out` the keys whose change may change [`OpenFile::poll`]'s answer (none for
+    /// a file that is always ready); `ENOMEM` if `out` cannot grow.
+    pub fn poll_keys(&self, out: &mut Vec<PollKey>) -> Result<(), Errno> {
+        let keys = match &self.node {
+            Node::PipeRead(p) | Node::PipeWrite(p) => [Some(PollKey::Pipe(p.id)), None],
+            Node::Device(Device::Console, _) => [Some(PollKey::Console), None],
+            Node::Mailbox(m) => [Some(m.poll_key()), None],
+            Node::Conn(c, _) => c.poll_keys().map(Some),
+            _ => [None, None],
+        };
+        out.try_reserve(2).map_err(|_| Errno::ENOMEM)?;
+        out.extend(keys.into_iter().flatten());
+        Ok(())
     }
 }
 

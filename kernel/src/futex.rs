@@ -130,8 +130,8 @@ fn dequeue(k: Key, me: &Arc<Thread>) -> bool {
 /// channel's descriptor instead (see `crate::mailbox`).
 pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
     let (k, channel) = key_and_kind(p, uaddr)?;
-    if channel {
-        crate::fd::POLL_WAKE.notify_all();
+    if let (true, Key::Shared(phys)) = (channel, k) {
+        crate::mailbox::notify_pollers(phys);
     }
     let mut woken = 0;
     let mut table = FUTEXES.lock();

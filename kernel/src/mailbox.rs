@@ -12,8 +12,8 @@
 //!   connections, `msg::wait_any`), mapped into it alone, or on one connection's request
 //!   channel. A client whose request finds the owner asleep calls `reef_mbox_notify`, and the
 //!   kernel wakes both the channel's word and the eventcount ([`Conn::notify`]); the owner wakes a client through the futex on the reply channel's
-//!   word directly (the client can wake no one but its owner, and only through the kernel). Every futex wake-up on a channel page also wakes `poll`
-//!   ([`crate::fd::POLL_WAKE`]); `poll` on a connection marks its receiver asleep first
+//!   word directly (the client can wake no one but its owner, and only through the kernel). Every futex wake-up on a channel page also wakes the
+//!   threads polling that page's connection ([`notify_pollers`]); `poll` on a connection marks its receiver asleep first
 //!   ([`msg::Channel::watch`]), so a sender rings for it too.
 //! - **Grants.** Data larger than a slot travels by reference: one end shares pages of its
 //!   own (`MAP_SHARED` or message memory) with the other (`reef_grant`, a [`Granted`] in the
@@ -34,7 +34,7 @@
 
 use crate::arch::paging;
 use crate::fd::POLL_WAKE;
-use crate::proc::wait::{WaitQueue, Wake};
+use crate::proc::wait::{PollKey, WaitQueue, Wake};
 use crate::proc::Thread;
 use crate::sync::IrqMutex;
 use crate::vm::{self, VSpace};
@@ -143,9 +143,16 @@ impl Doorbell for KernelBell {
     fn wait(&self, _: &AtomicU32, _: u32) {}
 
     fn wake(&self, word: &AtomicU32) {
-        crate::futex::wake_frame_word(paging::virt_to_phys(word as *const AtomicU32 as u64));
-        POLL_WAKE.notify_all();
+        let phys = paging::virt_to_phys(word as *const AtomicU32 as u64);
+        crate::futex::wake_frame_word(phys);
+        notify_pollers(phys);
     }
+}
+
+/// Wakes the threads polling a connection or mailbox whose channel or eventcount holds the
+/// word at physical address `phys` (a word of the frame changed: a message, a close, a wake-up).
+pub fn notify_pollers(phys: u64) {
+    POLL_WAKE.notify(PollKey::Frame(phys & !(vm::PAGE_SIZE - 1)));
 }
 
 /// The doorbell of a client end the kernel holds: ringing wakes the owner as
@@ -268,6 +275,12 @@ impl Mailbox {
                 return Err(Errno::EINTR);
             }
         }
+    }
+
+    /// What a poller of the mailbox watches: its eventcount's frame, which every offered
+    /// connection rings.
+    pub fn poll_key(&self) -> PollKey {
+        PollKey::Frame(self.events.0)
     }
 
     /// Whether a connection waits (`poll`'s `POLLIN`).
@@ -505,7 +518,14 @@ impl Conn {
                 reply.close_sender(&KernelBell);
             }
         }
-        POLL_WAKE.notify_all();
+        for key in self.poll_keys() {
+            POLL_WAKE.notify(key);
+        }
+    }
+
+    /// What a poller of either end watches: the frames of both channels.
+    pub fn poll_keys(&self) -> [PollKey; 2] {
+        [PollKey::Frame(self.request.0), PollKey::Frame(self.reply.0)]
     }
 
     /// `poll`'s events for `end`: `POLLIN` when a message (or a closed sender) waits, `POLLOUT`

@@ -108,7 +108,7 @@ pub fn attach_init(pid: Pid) {
 /// Wakes readers and pollers ([`crate::fd::POLL_WAKE`]) after an input event.
 fn input_event() {
     INPUT.notify_all();
-    crate::fd::POLL_WAKE.notify_all();
+    crate::fd::POLL_WAKE.notify(crate::proc::wait::PollKey::Console);
 }
 
 /// Whether input is ready for `read` (a complete line in canonical mode, or the `VMIN` rule in

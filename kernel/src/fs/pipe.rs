@@ -54,7 +54,7 @@ impl Pipe {
     fn changed(&self) {
         self.readable.notify_all();
         self.writable.notify_all();
-        crate::fd::POLL_WAKE.notify_all();
+        crate::fd::POLL_WAKE.notify(crate::proc::wait::PollKey::Pipe(self.id));
     }
 
     /// A read end was closed.

@@ -12,6 +12,7 @@
 use super::sched;
 use super::{Thread, ThreadState};
 use crate::sync::IrqMutex;
+use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
@@ -162,6 +163,118 @@ fn sleep(me: &Arc<Thread>, deadline_ns: Option<u64>) -> Wake {
         Wake::Interrupted
     } else {
         Wake::Event
+    }
+}
+
+/// What a thread in `poll` or `select` watches, and what a waker says has changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollKey {
+    /// A pipe, by its id.
+    Pipe(u64),
+    /// The console terminal.
+    Console,
+    /// A shared frame holding a word message channels announce changes in (a channel of a
+    /// connection, a mailbox's eventcount), by its physical address.
+    Frame(u64),
+}
+
+/// One thread sleeping in [`PollQueue::wait`]; a waker that finds one of its keys removes
+/// the entry and wakes the thread.
+struct Poller {
+    thread: Arc<Thread>,
+    keys: Vec<PollKey>,
+}
+
+/// The threads in `poll` and `select`: each waits for one of its keys to change, and a waker
+/// wakes only the threads watching the key it names. (One queue for all objects woke every
+/// poller on every change anywhere: the fleet manager, polling its mailbox, ran on every Hare
+/// request and doubled a request's cost on one core.)
+pub struct PollQueue {
+    pollers: IrqMutex<Vec<Poller>>,
+}
+
+impl PollQueue {
+    /// An empty queue.
+    pub const fn new() -> Self {
+        PollQueue {
+            pollers: IrqMutex::new(Vec::new()),
+        }
+    }
+
+    /// `key`'s object changed: wakes the pollers watching it (in batches, each woken after
+    /// the queue's lock is let go, as [`WaitQueue::notify_all`] does).
+    pub fn notify(&self, key: PollKey) {
+        loop {
+            let mut batch: [Option<Arc<Thread>>; 8] = Default::default();
+            let mut n = 0;
+            {
+                let mut pollers = self.pollers.lock();
+                let mut i = 0;
+                while i < pollers.len() && n < batch.len() {
+                    if pollers[i].keys.contains(&key) {
+                        batch[n] = Some(pollers.swap_remove(i).thread);
+                        n += 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            for t in batch.iter().flatten() {
+                sched::wake(t);
+            }
+            if n < batch.len() {
+                return;
+            }
+        }
+    }
+
+    /// Sleeps until one of `keys` changes (as a waker says), `deadline_ns` passes or a signal
+    /// is pending. `scan` is the caller's look at its objects, made once the thread is
+    /// registered, so that no change after the look is missed; if it finds something
+    /// (`true`), there is no sleep. `ENOMEM` if the registration cannot be stored.
+    pub fn wait(
+        &self,
+        keys: Vec<PollKey>,
+        deadline_ns: Option<u64>,
+        scan: impl FnOnce() -> bool,
+    ) -> Result<Wake, Errno> {
+        let me = sched::current_thread();
+        {
+            let mut pollers = self.pollers.lock();
+            pollers.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+            pollers.push(Poller {
+                thread: me.clone(),
+                keys,
+            });
+        }
+        let mine = |p: &Poller| Arc::ptr_eq(&p.thread, &me);
+        let outcome = if scan() {
+            Wake::Event
+        } else {
+            // Still registered (no waker has taken the entry): marked blocked under the lock,
+            // so a waker that takes it from now on finds the thread blocked and wakes it.
+            let registered = {
+                let pollers = self.pollers.lock();
+                let found = pollers.iter().any(mine);
+                if found {
+                    me.set_state(ThreadState::Blocked);
+                }
+                found
+            };
+            if registered {
+                block(&me, deadline_ns)
+            } else {
+                Wake::Event
+            }
+        };
+        self.pollers.lock().retain(|p| !mine(p));
+        Ok(outcome)
+    }
+}
+
+impl Default for PollQueue {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -1,8 +1,10 @@
 //! `poll`, `ppoll`, `select`, `pselect6`: waiting until descriptors are ready.
 //!
 //! Readiness comes from [`crate::fd::OpenFile::poll`]. A waiter scans its descriptors and, if
-//! none is ready, sleeps on [`crate::fd::POLL_WAKE`] (woken by every pipe and terminal change),
-//! re-reading the queue's counter before each scan so no wake-up is lost. Regular files,
+//! none is ready, sleeps on [`crate::fd::POLL_WAKE`] watching the keys of what it polls
+//! ([`crate::fd::OpenFile::poll_keys`]: a pipe, the terminal, the frames of a connection's
+//! channels or of a mailbox's eventcount), so only a change of one of them wakes it; it
+//! registers before it scans again, so no change after that scan is lost. Regular files,
 //! directories and memory devices are always ready. The sleep is also capped at one timer tick
 //! (10 ms) as a safety net for readiness sources that do not notify.
 
@@ -11,7 +13,7 @@ use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{MAX_FDS, POLL_WAKE};
 use crate::proc::signal;
-use crate::proc::wait::Wake;
+use crate::proc::wait::{PollKey, Wake};
 use crate::proc::Thread;
 use crate::uaccess::{read_user, write_user};
 use abi::poll::*;
@@ -20,10 +22,19 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 /// The events of `fd` among `wanted` (plus the always-reported error conditions).
-fn events_of(me: &Thread, fd: i32, wanted: u16) -> u16 {
+/// With `keys`, also adds the keys whose change may change the answer.
+fn events_of(
+    me: &Thread,
+    fd: i32,
+    wanted: u16,
+    keys: Option<&mut Vec<PollKey>>,
+) -> Result<u16, Errno> {
     let Ok(f) = file(me, fd as u32 as u64) else {
-        return POLLNVAL;
+        return Ok(POLLNVAL);
     };
+    if let Some(keys) = keys {
+        f.poll_keys(keys)?;
+    }
     let mut ready = f.poll();
     if ready & POLLIN != 0 {
         ready |= POLLRDNORM;
@@ -31,27 +42,35 @@ fn events_of(me: &Thread, fd: i32, wanted: u16) -> u16 {
     if ready & POLLOUT != 0 {
         ready |= POLLWRNORM;
     }
-    ready & (wanted | POLLERR | POLLHUP)
+    Ok(ready & (wanted | POLLERR | POLLHUP))
 }
 
 /// Scans with `scan` until it reports something ready, the deadline passes (`None`: never),
-/// or a signal arrives (EINTR).
+/// or a signal arrives (EINTR). `scan` counts what is ready and, given a vector, adds the
+/// keys to watch.
 fn wait_ready(
     me: &Arc<Thread>,
     deadline: Option<u64>,
-    mut scan: impl FnMut() -> Result<usize, Errno>,
+    mut scan: impl FnMut(Option<&mut Vec<PollKey>>) -> Result<usize, Errno>,
 ) -> Result<usize, Errno> {
     loop {
-        let seq = POLL_WAKE.seq();
-        let n = scan()?;
+        let mut keys = Vec::new();
+        let n = scan(Some(&mut keys))?;
         let now = crate::time::now_ns();
         if n > 0 || deadline.is_some_and(|d| now >= d) {
             return Ok(n);
         }
         let tick = now + 10_000_000;
         let wake = deadline.map_or(tick, |d| d.min(tick));
-        if POLL_WAKE.wait(seq, Some(wake)) == Wake::Interrupted || me.signal_pending() {
-            return Err(Errno::EINTR);
+        let mut again = Ok(0);
+        let outcome = POLL_WAKE.wait(keys, Some(wake), || {
+            again = scan(None);
+            again != Ok(0)
+        })?;
+        match again? {
+            0 if outcome == Wake::Interrupted || me.signal_pending() => return Err(Errno::EINTR),
+            0 => {}
+            n => return Ok(n),
         }
     }
 }
@@ -105,11 +124,15 @@ fn poll_common(me: &Arc<Thread>, fds: u64, nfds: u64, deadline: Option<u64>) -> 
     let mut entries: Vec<[u16; 4]> = (0..nfds)
         .map(|i| read_user::<[u16; 4]>(fds + 8 * i))
         .collect::<Result<_, _>>()?;
-    let n = wait_ready(me, deadline, || {
+    let n = wait_ready(me, deadline, |mut keys| {
         let mut ready = 0;
         for e in entries.iter_mut() {
             let fd = (u32::from(e[0]) | (u32::from(e[1]) << 16)) as i32;
-            e[3] = if fd < 0 { 0 } else { events_of(me, fd, e[2]) };
+            e[3] = if fd < 0 {
+                0
+            } else {
+                events_of(me, fd, e[2], keys.as_deref_mut())?
+            };
             if e[3] != 0 {
                 ready += 1;
             }
@@ -165,7 +188,7 @@ fn select_common(me: &Arc<Thread>, nfds: u64, sets: [u64; 3], deadline: Option<u
         alloc::vec![0u64; words],
         alloc::vec![0u64; words],
     ];
-    let n = wait_ready(me, deadline, || {
+    let n = wait_ready(me, deadline, |mut keys| {
         let mut count = 0;
         for fd in 0..nfds {
             let (w, bit) = (fd / 64, 1u64 << (fd % 64));
@@ -173,7 +196,12 @@ fn select_common(me: &Arc<Thread>, nfds: u64, sets: [u64; 3], deadline: Option<u
             if !any {
                 continue;
             }
-            let ev = events_of(me, fd as i32, POLLIN | POLLOUT | POLLPRI);
+            let ev = events_of(
+                me,
+                fd as i32,
+                POLLIN | POLLOUT | POLLPRI,
+                keys.as_deref_mut(),
+            )?;
             let hits = [
                 ev & (POLLIN | POLLHUP | POLLERR) != 0,
                 ev & (POLLOUT | POLLERR) != 0,
