@@ -19,7 +19,9 @@
  * many entries others remove loses its cache, not an entry's freshness). A client whose
  * reply does not fit (it sends requests without reading replies) is disconnected.
  *
- * SIGTERM: unregisters the name, prints its counters and exits 0 (its files are gone: the
+ * SIGTERM: unregisters the name, prints its counters (with `working_ms`, the time from each
+ * wake-up to the next sleep: its own work and system calls, not the switches around them)
+ * and exits 0 (its files are gone: the
  * fleet cannot shrink or grow yet, as moving shards between servers, §6.1.1, is not built; a
  * member started on a core outside LIST exits with status 2). Exit status 2: bad usage or
  * no fleet environment; 3: no mailbox or name.
@@ -52,6 +54,13 @@ static uint8_t *cache;
 static uint64_t cache_blocks;
 static struct hare_server *server;
 static uint16_t my_id, servers;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static void on_term(int sig)
 {
@@ -222,6 +231,7 @@ int main(int argc, char **argv)
         return 3;
     }
     struct reef_msg_channel *chans[MAX_CONNS];
+    uint64_t work_ns = 0, woke = now_ns();
     for (;;) {
         uint32_t seen = atomic_load(events);
         if (stopping) {
@@ -230,10 +240,11 @@ int main(int argc, char **argv)
             if (server)
                 hare_server_stats(server, &st);
             printf("hared %u/%u: %llu requests, %llu invalidations, %llu busy, %llu refused, "
-                   "%llu blocks free\n",
+                   "%llu blocks free, working_ms %llu\n",
                    my_id, servers, (unsigned long long)st.requests,
                    (unsigned long long)st.invalidations, (unsigned long long)st.busy,
-                   (unsigned long long)st.refused, (unsigned long long)st.free_blocks);
+                   (unsigned long long)st.refused, (unsigned long long)st.free_blocks,
+                   (unsigned long long)((work_ns + now_ns() - woke) / 1000000));
             return 0;
         }
         struct reef_conn_info info;
@@ -256,6 +267,8 @@ int main(int argc, char **argv)
             chans[i] = chans[nconns - 1];
             nconns--;
         }
+        work_ns += now_ns() - woke;
         reef_msg_sleep_since(chans, nconns, events, seen);
+        woke = now_ns();
     }
 }

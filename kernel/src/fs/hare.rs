@@ -127,12 +127,12 @@ impl Links {
             link.abandoned.set(None);
         }
         let id = self.next_id.get();
-        self.next_id.set(id + 1);
+        self.next_id.set((id + 1) & wire::ID_MASK);
         let mut buf = self.scratch.borrow_mut();
         let Ok(m) = wire::encode_request(id, 0, req, &mut buf[..]) else {
             return Reply::Err(Errno::ENAMETOOLONG);
         };
-        link.pool.write(0, &buf[..]);
+        link.pool.write(0, &buf[..wire::page_len(&m)]);
         let sent = crate::time::now_ns();
         if link.conn.send_request(&m).is_err() {
             return Reply::Err(Errno::EIO);
@@ -143,8 +143,9 @@ impl Links {
             .set(self.waited_ns.get() + crate::time::now_ns().saturating_sub(sent));
         match answer {
             Ok(r) => {
-                link.pool.read(0, &mut buf[..]);
-                wire::decode_reply(&r, &buf[..]).unwrap_or(Reply::Err(Errno::EIO))
+                let len = wire::page_len(&r);
+                link.pool.read(0, &mut buf[..len]);
+                wire::decode_reply(&r, &buf[..len]).unwrap_or(Reply::Err(Errno::EIO))
             }
             Err(Errno::EINTR) => {
                 link.abandoned.set(Some(id));

@@ -54,7 +54,7 @@ use nrfs::walk::{self, Namespace};
 use nrfs::Last;
 
 use crate::proto::{
-    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, MAX_IO_BLOCKS,
+    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, MAX_IO_BLOCKS,
 };
 use crate::shard::ShardTable;
 use crate::{Attrs, Block, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, NAME_MAX, ROOT_INO};
@@ -900,9 +900,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         now: Timespec,
     ) -> Res<Fd> {
         let ino = if flags.create {
-            let t = self
-                .walk(|v| walk::plan_create(v, start, path, flags.exclusive))
-                .await?;
+            let t = if flags.exclusive {
+                self.walk(|v| plan_exclusive(v, start, path)).await?
+            } else {
+                self.walk(|v| walk::plan_create(v, start, path, false))
+                    .await?
+            };
             match t.existing {
                 Some(ino) => ino,
                 None => {
@@ -1716,6 +1719,21 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .await?
             .ok_or(Errno::ENOENT)?;
         check_name(&nn)?;
+        let plain = ok != Kind::Dir && !old.trailing_slash && !new.trailing_slash;
+        if plain && !self.entries.contains_key(&(new.dir, nn.clone())) {
+            let noreplace = flags & nrfs::RENAME_NOREPLACE != 0;
+            let file = Entry {
+                ino: oi,
+                kind: ok,
+                distributed: false,
+            };
+            if self
+                .blind_rename((old.dir, &on), (new.dir, &nn), file, noreplace, now)
+                .await?
+            {
+                return Ok(());
+            }
+        }
         let target = self.walk(|v| v.lookup(new.dir, &nn)).await?;
         if flags & nrfs::RENAME_NOREPLACE != 0 && target.is_some() {
             return Err(Errno::EEXIST.into());
@@ -2003,6 +2021,53 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         r
     }
 
+    /// The rename of `file` to a name not in the cache, without looking that name up (one
+    /// message instead of two: the lookup would most often find nothing), when one server
+    /// holds both names and the file's inode: it renames over whatever the new name holds
+    /// ([`Target::Any`], or [`Target::Absent`] for `RENAME_NOREPLACE`). `false` if that
+    /// server cannot decide alone (the new name holds a directory or a file whose inode is
+    /// elsewhere, or the old name changed) or another server is involved: the caller then
+    /// looks the new name up and goes the general way, which checks everything again.
+    async fn blind_rename(
+        &mut self,
+        (old_dir, old_name): (Ino, &Name),
+        (new_dir, new_name): (Ino, &Name),
+        file: Entry,
+        noreplace: bool,
+        now: Timespec,
+    ) -> Res<bool> {
+        let s = self.table.inode_server(file.ino);
+        if self.entry_server(old_dir, old_name).await? != s
+            || self.entry_server(new_dir, new_name).await? != s
+        {
+            return Ok(false);
+        }
+        let req = Request::Rename {
+            old_dir,
+            old_name: old_name.clone(),
+            new_dir,
+            new_name: new_name.clone(),
+            ino: file.ino,
+            target: if noreplace {
+                Target::Absent
+            } else {
+                Target::Any
+            },
+            now,
+        };
+        match self.rpc(s, req).await? {
+            Reply::Done => {
+                self.entries.remove(&(old_dir, old_name.clone()));
+                if (old_dir, old_name) != (new_dir, new_name) {
+                    self.remember(new_dir, new_name.clone(), file);
+                }
+                Ok(true)
+            }
+            Reply::Stale => Ok(false),
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+
     /// The server that can do rename `m` in one message ([`Request::Rename`], §3.7.4's
     /// coalescing): a file (not a directory) whose inode, old entry, new entry and replaced
     /// file all live on one server.
@@ -2062,7 +2127,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 new_dir: m.new_dir,
                 new_name: m.new_name.clone(),
                 ino: src.ino,
-                replace: m.replaced.map(|r| r.ino),
+                target: m.replaced.map_or(Target::Absent, |r| Target::File(r.ino)),
                 now,
             };
             let r = self.rpc(s, req).await;
@@ -2178,6 +2243,24 @@ fn errno(f: Fail) -> Errno {
         Fail::Errno(e) => e,
         Fail::Restart => Errno::EIO,
     }
+}
+
+/// Plans `open(O_CREAT | O_EXCL)` as [`walk::plan_create`] does, but without looking the
+/// last name up: an existing name is EEXIST, which the server that would make the entry
+/// answers anyway, so a new name (the common case) costs no lookup message.
+fn plan_exclusive(v: &View<'_>, start: Ino, path: &[u8]) -> Result<walk::CreateTarget, Errno> {
+    let (dir, name, trailing) = walk::plan_new_name(v, start, path)?;
+    if trailing {
+        return Err(Errno::EISDIR);
+    }
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(walk::CreateTarget {
+        dir,
+        name,
+        existing: None,
+    })
 }
 
 /// Checks a name's length as NR-FS does before it looks at the entry.

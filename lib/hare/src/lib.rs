@@ -44,7 +44,7 @@ pub use client::{
     Techniques, Transport,
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
-pub use proto::{Invalidation, Reply, Request};
+pub use proto::{Invalidation, Reply, Request, Target};
 pub use server::{Handled, Server, ServerStats};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
 

@@ -43,6 +43,19 @@ pub struct Entry {
     pub distributed: bool,
 }
 
+/// What a [`Request::Rename`] must find under the new name, or it changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Nothing: EEXIST if something is there.
+    Absent,
+    /// Exactly this file, which loses the name: [`Reply::Stale`] otherwise.
+    File(Ino),
+    /// Whatever is there, not looked up by the client: nothing, the file itself (nothing to
+    /// do), or a file whose inode is on this server, which loses the name; [`Reply::Stale`]
+    /// for anything else (a directory, an inode elsewhere), and the client looks the name up.
+    Any,
+}
+
 /// What an `RmMap` must find under the name, or it changes nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expect {
@@ -361,9 +374,9 @@ pub enum Request {
     /// A rename of a file (or symlink) when this server holds both entries and the inode (and the inode of
     /// the file it replaces): `LINK`, `ADD_MAP`, `RM_MAP` and `UNLINK` coalesced into one
     /// message (§3.7.4), done at once. [`Reply::Stale`] if `old_name` no longer names `ino`
-    /// or `new_name` is not what `replace` says (EEXIST if it exists and `replace` is `None`);
-    /// EINVAL if an inode is a directory or not here; [`Reply::Busy`] while an `rmdir` holds
-    /// `new_dir`; [`Reply::Done`].
+    /// or `new_name` is not what `target` says (EEXIST if it exists and `target` is
+    /// [`Target::Absent`]); EINVAL if an inode is a directory or not here; [`Reply::Busy`]
+    /// while an `rmdir` holds `new_dir`; [`Reply::Done`].
     Rename {
         /// The old entry's directory.
         old_dir: Ino,
@@ -375,8 +388,8 @@ pub enum Request {
         new_name: Name,
         /// The file.
         ino: Ino,
-        /// The file the new name must name now, which loses that name.
-        replace: Option<Ino>,
+        /// What the new name must name now (a file there loses that name).
+        target: Target,
         /// The time.
         now: Timespec,
     },

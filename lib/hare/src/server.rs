@@ -17,7 +17,7 @@ use core::ops::Bound;
 use nrfs::{S_ISGID, S_ISUID, S_IXGRP};
 
 use crate::proto::{
-    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, DIRENTS_BYTES,
+    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
     DIRENT_OVERHEAD, MAX_IO_BLOCKS,
 };
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
@@ -272,12 +272,12 @@ impl Server {
                 new_dir,
                 new_name,
                 ino,
-                replace,
+                target,
                 now,
             } => {
                 let old = (old_dir, old_name);
                 let new = (new_dir, new_name);
-                self.rename(from, old, new, (ino, replace), now, inval)
+                self.rename(from, old, new, (ino, target), now, inval)
             }
             Request::Create {
                 new,
@@ -665,7 +665,7 @@ impl Server {
         from: ClientId,
         (old_dir, old_name): (Ino, Name),
         (new_dir, new_name): (Ino, Name),
-        (ino, replace): (Ino, Option<Ino>),
+        (ino, want): (Ino, Target),
         now: Timespec,
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
@@ -677,14 +677,20 @@ impl Server {
             Some(e) if e.ino == ino => e,
             _ => return Ok(Reply::Stale),
         };
-        let target = entry(self, new_dir, &new_name);
-        match (target, replace) {
-            (Some(t), Some(r)) if t.ino == r => {}
-            (Some(_), None) => return Err(Errno::EEXIST),
-            (None, None) => self.check_dir_alive(new_dir)?,
-            _ => return Ok(Reply::Stale),
-        }
         let non_dir = |s: &Self, i: Ino| s.inode(i).is_ok_and(|n| n.kind != Kind::Dir);
+        let target = entry(self, new_dir, &new_name);
+        let replace = match (target, want) {
+            (Some(t), Target::File(r)) if t.ino == r => Some(r),
+            (Some(_), Target::Absent) => return Err(Errno::EEXIST),
+            (None, Target::Absent | Target::Any) => {
+                self.check_dir_alive(new_dir)?;
+                None
+            }
+            // Two names of one file: POSIX renames nothing.
+            (Some(t), Target::Any) if t.ino == ino => return Ok(Reply::Done),
+            (Some(t), Target::Any) if non_dir(self, t.ino) => Some(t.ino),
+            _ => return Ok(Reply::Stale),
+        };
         if !non_dir(self, ino) || replace.is_some_and(|r| !non_dir(self, r)) {
             return Err(Errno::EINVAL);
         }
@@ -763,7 +769,8 @@ impl Server {
         Ok(Reply::Mapped { old: Some(e), home })
     }
 
-    /// A new inode number in this server's next shard (round robin over its shards).
+    /// A new inode number in this server's next shard (round robin over its shards); never
+    /// [`wire::ANY_INO`](crate::wire::ANY_INO).
     fn new_ino(&mut self) -> Result<Ino, Errno> {
         if self.shards.is_empty() {
             return Err(Errno::ENOSPC);
@@ -778,6 +785,7 @@ impl Server {
             .counter
             .checked_mul(SHARDS as u64)
             .and_then(|n| n.checked_add(shard as u64))
+            .filter(|&i| i != crate::wire::ANY_INO)
             .ok_or(Errno::ENOSPC)?;
         debug_assert_eq!(inode_shard(ino), shard);
         Ok(ino)

@@ -9,8 +9,11 @@
 //! copied through the slots, and the page is the client's again when the reply arrives.
 //!
 //! A message's tag holds the operation (low byte) and the page's index in the pool (high
-//! byte); payload word 0 is the request's id, which the reply repeats (the kernel matches
-//! replies to sleeping threads by it). Words 1-6 hold the fixed fields, little-endian.
+//! byte); payload word 0 holds the request's id in its low 48 bits ([`ID_MASK`]), which the
+//! reply repeats (the kernel matches replies to sleeping threads by it), and in its top 16
+//! bits how many bytes at the start of the page the message uses ([`page_len`]), so that each
+//! side copies only those between its own memory and the shared page. Words 1-6 hold the fixed
+//! fields, little-endian.
 //!
 //! A server's [`Invalidation`]s travel on the same reply ring, as messages of their own
 //! ([`encode_invalidation`], [`is_invalidation`]): the directory and, when it fits in the
@@ -28,12 +31,20 @@ use abi::Errno;
 use msg::{Message, PAYLOAD};
 
 use crate::proto::{
-    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, DIRENTS_BYTES, MAX_IO_BLOCKS,
+    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
+    MAX_IO_BLOCKS,
 };
 use crate::{Attrs, Block, Ino, Kind, Stat, Timespec, NAME_MAX};
 
 /// Size of a page of the pool.
 pub const PAGE_SIZE: usize = 4096;
+
+/// The bits of payload word 0 that hold a request's id (ids wrap within them).
+pub const ID_MASK: u64 = (1 << 48) - 1;
+
+/// [`Target::Any`] in a rename's target word (no server numbers an inode so: `new_ino` stops
+/// before it); 0 is [`Target::Absent`], anything else [`Target::File`].
+pub const ANY_INO: Ino = u64::MAX;
 
 /// Pages a connection's pool may have (the tag's high byte).
 pub const MAX_PAGES: usize = 256;
@@ -120,7 +131,8 @@ impl<'p> Out<'p> {
 
     fn message(&self, op: u8, page: u8, id: u64) -> Message {
         let mut all = [0u64; 7];
-        all[0] = id;
+        // `used` is at most PAGE_SIZE: the page slice bounds every write.
+        all[0] = id & ID_MASK | (self.used as u64) << 48;
         all[1..=self.n].copy_from_slice(&self.words[..self.n]);
         Message::from_words(u16::from(op) | u16::from(page) << 8, &all[..=self.n])
             .expect("at most 7 words")
@@ -488,13 +500,18 @@ pub fn encode_request(
             new_dir,
             new_name,
             ino,
-            replace,
+            target,
             now,
         } => {
+            let t = match target {
+                Target::Absent => 0,
+                Target::File(r) => *r,
+                Target::Any => ANY_INO,
+            };
             o.w(*old_dir)
                 .w(*new_dir)
                 .w(*ino)
-                .w(replace.unwrap_or(0))
+                .w(t)
                 .time(*now)
                 .var(old_name)?
                 .var(new_name)?;
@@ -507,7 +524,14 @@ pub fn encode_request(
 /// A request's id and pool page (from the message alone, so that a server can answer even a
 /// request it cannot decode).
 pub fn request_id(m: &Message) -> (u64, u8) {
-    (m.word(0), (m.tag >> 8) as u8)
+    (m.word(0) & ID_MASK, (m.tag >> 8) as u8)
+}
+
+/// How many bytes at the start of its page a request or reply uses: all its receiver needs
+/// to copy (never more than [`PAGE_SIZE`], whatever a peer claims; a peer that claims fewer
+/// bytes than it wrote only makes its own message undecodable).
+pub fn page_len(m: &Message) -> usize {
+    ((m.word(0) >> 48) as usize).min(PAGE_SIZE)
 }
 
 /// Decodes a request; `page` is the bytes of the pool page the message names.
@@ -708,7 +732,11 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             let old_dir = i.w();
             let new_dir = i.w();
             let ino = i.w();
-            let replace = Some(i.w()).filter(|&r| r != 0);
+            let target = match i.w() {
+                0 => Target::Absent,
+                ANY_INO => Target::Any,
+                r => Target::File(r),
+            };
             let now = i.time()?;
             Request::Rename {
                 old_dir,
@@ -716,7 +744,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 new_dir,
                 new_name: i.name()?,
                 ino,
-                replace,
+                target,
                 now,
             }
         }

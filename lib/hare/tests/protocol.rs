@@ -6,7 +6,7 @@ mod common;
 
 use abi::Errno;
 use common::{run, run_all, world, Rng, BLOCKS_PER_SERVER};
-use hare::{Attrs, OpenFlags, Timespec, BLOCK_SIZE, ROOT_INO};
+use hare::{Attrs, OpenFlags, Target, Timespec, BLOCK_SIZE, ROOT_INO};
 use proptest::prelude::*;
 
 const T: Timespec = Timespec::new(1, 0);
@@ -189,8 +189,8 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
 
 #[test]
 fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refused() {
-    // Both names and the file on one server: the new name's lookup (it is not there) and one
-    // Rename (§3.7.4), where Link, AddMap, RmMap and Unlink would be four.
+    // Both names and the file on one server: one Rename (§3.7.4), where Link, AddMap, RmMap
+    // and Unlink would be four, and the new name, not cached, is not looked up first.
     let (net, mut c) = world(1, 2, false, true);
     let mut rng = Rng::new(5);
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
@@ -215,46 +215,63 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
         &mut rng,
     )
     .unwrap();
-    assert_eq!(requests(&net) - before, 2, "lookup, rename");
+    assert_eq!(requests(&net) - before, 1, "one rename, no lookup");
     // Client 1 cached /d/a: invalidated, it is gone there too.
     let gone = run(&net, c[1].stat(ROOT_INO, b"/d/a", true), &mut rng);
     assert_eq!(gone.map(|s| s.ino), Err(Errno::ENOENT));
     assert_eq!(ino(&mut c[1], b"/d/b", &mut rng), a);
-    // Over an existing file: that file loses its only name and goes.
+    // Over an existing file client 1 has not looked up: the server replaces it, in one
+    // message; that file loses its only name and goes.
+    let before = requests(&net);
     run(
         &net,
-        c[0].rename(ROOT_INO, b"/d/b", ROOT_INO, b"/d/x", 0, T),
+        c[1].rename(ROOT_INO, b"/d/b", ROOT_INO, b"/d/x", 0, T),
         &mut rng,
     )
     .unwrap();
+    assert_eq!(requests(&net) - before, 1, "one rename over a file, no lookup");
     assert_eq!(ino(&mut c[1], b"/d/x", &mut rng), a);
     assert_eq!(
         net.borrow().servers[0].inodes(),
         3,
         "/, d, the renamed file"
     );
-    // Forged: a name that does not name the inode, a directory, a stale replacement.
+    // Forged: a name that does not name the inode, a directory, a stale replacement, a
+    // blind rename over a directory (the client then looks the name up: EISDIR).
     let d = ino(&mut c[0], b"/d", &mut rng);
-    let mut n = net.borrow_mut();
-    let forged = |old: &[u8], ino, replace| hare::Request::Rename {
+    let forged = |old: &[u8], new: &[u8], ino, target| hare::Request::Rename {
         old_dir: d,
         old_name: old.to_vec(),
         new_dir: d,
-        new_name: b"y".to_vec(),
+        new_name: new.to_vec(),
         ino,
-        replace,
+        target,
         now: T,
     };
-    let h = n.servers[0].handle(1, forged(b"x", x, None));
+    let mut n = net.borrow_mut();
+    let h = n.servers[0].handle(1, forged(b"x", b"y", x, Target::Absent));
     assert_eq!(h.reply, hare::Reply::Stale, "x names another inode");
-    let h = n.servers[0].handle(1, forged(b"x", a, Some(x)));
+    let h = n.servers[0].handle(1, forged(b"x", b"y", a, Target::File(x)));
     assert_eq!(h.reply, hare::Reply::Stale, "y does not name x");
     drop(n);
     run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
     let e = ino(&mut c[0], b"/d/e", &mut rng);
-    let h = net.borrow_mut().servers[0].handle(1, forged(b"e", e, None));
+    let mut n = net.borrow_mut();
+    let h = n.servers[0].handle(1, forged(b"e", b"y", e, Target::Absent));
     assert_eq!(h.reply, hare::Reply::Err(Errno::EINVAL), "a directory");
+    let h = n.servers[0].handle(1, forged(b"x", b"e", a, Target::Any));
+    assert_eq!(h.reply, hare::Reply::Stale, "over a directory: look it up");
+    drop(n);
+    assert_eq!(
+        run(
+            &net,
+            c[1].rename(ROOT_INO, b"/d/x", ROOT_INO, b"/d/e", 0, T),
+            &mut rng
+        ),
+        Err(Errno::EISDIR)
+    );
     assert_eq!(ino(&mut c[1], b"/d/x", &mut rng), a, "nothing changed");
+    assert_eq!(ino(&mut c[0], b"/d/e", &mut rng), e, "nothing changed");
     // unlink: the entry's server drops the inode's link in the same message.
     let before = requests(&net);
     run(&net, c[1].unlink(ROOT_INO, b"/d/x", T), &mut rng).unwrap();

@@ -3,11 +3,13 @@
 
 use abi::Errno;
 use hare::proto::{
-    Entry, Expect, NewInode, Reply, Request, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_IO_BLOCKS,
+    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD,
+    MAX_IO_BLOCKS,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
-    encode_request, is_invalidation, request_id, INVALIDATION_NAME_MAX, PAGE_SIZE,
+    encode_request, is_invalidation, page_len, request_id, ID_MASK, INVALIDATION_NAME_MAX,
+    PAGE_SIZE,
 };
 use hare::Invalidation;
 use hare::{Attrs, Kind, Stat, Timespec};
@@ -206,17 +208,21 @@ fn request() -> impl Strategy<Value = Request> {
             ino(),
             name(),
             ino(),
-            prop::option::of(1..u64::MAX),
+            prop_oneof![
+                Just(Target::Absent),
+                Just(Target::Any),
+                (1..u64::MAX).prop_map(Target::File)
+            ],
             time()
         )
             .prop_map(
-                |(old_dir, old_name, new_dir, new_name, ino, replace, now)| Request::Rename {
+                |(old_dir, old_name, new_dir, new_name, ino, target, now)| Request::Rename {
                     old_dir,
                     old_name,
                     new_dir,
                     new_name,
                     ino,
-                    replace,
+                    target,
                     now,
                 }
             ),
@@ -306,20 +312,26 @@ fn reply() -> impl Strategy<Value = Reply> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
+    /// A request comes back from its message and the `page_len` bytes it says it uses (the
+    /// rest of the page is not looked at), with its id cut to 48 bits.
     #[test]
     fn requests_round_trip(req in request(), id in any::<u64>(), page in any::<u8>()) {
         let mut buf = vec![0xee; PAGE_SIZE];
         let m = encode_request(id, page, &req, &mut buf).unwrap();
-        prop_assert_eq!(request_id(&m), (id, page));
-        prop_assert_eq!(decode_request(&m, &buf).unwrap(), req);
+        prop_assert_eq!(request_id(&m), (id & ID_MASK, page));
+        let used = page_len(&m);
+        prop_assert!(buf[used..].iter().all(|&b| b == 0xee));
+        prop_assert_eq!(decode_request(&m, &buf[..used]).unwrap(), req);
     }
 
     #[test]
     fn replies_round_trip(r in reply(), id in any::<u64>(), page in any::<u8>()) {
         let mut buf = vec![0xee; PAGE_SIZE];
         let m = encode_reply(id, page, &r, &mut buf).unwrap();
-        prop_assert_eq!(request_id(&m), (id, page));
-        prop_assert_eq!(decode_reply(&m, &buf).unwrap(), r);
+        prop_assert_eq!(request_id(&m), (id & ID_MASK, page));
+        let used = page_len(&m);
+        prop_assert!(buf[used..].iter().all(|&b| b == 0xee));
+        prop_assert_eq!(decode_reply(&m, &buf[..used]).unwrap(), r);
     }
 
     /// An invalidation comes back with its name when the name fits in the slot, and as "the

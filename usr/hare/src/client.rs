@@ -48,7 +48,7 @@ impl Conns {
     /// Sends `req` and waits for its reply; EIO if the server is gone or answers garbage.
     fn exchange(&self, server: ServerId, req: &Request) -> Reply {
         let id = self.next_id.get();
-        self.next_id.set(id + 1);
+        self.next_id.set((id + 1) & wire::ID_MASK);
         let mut buf = [0u8; PAGE_SIZE];
         let Ok(m) = wire::encode_request(id, 0, req, &mut buf) else {
             return Reply::Err(Errno::ENAMETOOLONG);
@@ -59,7 +59,7 @@ impl Conns {
         }
         // SAFETY: the C side's page for `server` is PAGE_SIZE bytes of this process's pool;
         // written and read by copy only (the server writes it while it handles the request).
-        unsafe { core::ptr::copy_nonoverlapping(buf.as_ptr(), page, PAGE_SIZE) };
+        unsafe { core::ptr::copy_nonoverlapping(buf.as_ptr(), page, wire::page_len(&m)) };
         if (self.c.send)(self.c.ctx, server, &CMsg::from_message(&m)) != 0 {
             return Reply::Err(Errno::EIO);
         }
@@ -83,9 +83,10 @@ impl Conns {
                 self.strays.set(self.strays.get() + 1);
                 continue;
             }
-            // SAFETY: as above.
-            unsafe { core::ptr::copy_nonoverlapping(page, buf.as_mut_ptr(), PAGE_SIZE) };
-            return wire::decode_reply(&r, &buf).unwrap_or(Reply::Err(Errno::EIO));
+            let len = wire::page_len(&r);
+            // SAFETY: as above; `len` is at most PAGE_SIZE.
+            unsafe { core::ptr::copy_nonoverlapping(page, buf.as_mut_ptr(), len) };
+            return wire::decode_reply(&r, &buf[..len]).unwrap_or(Reply::Err(Errno::EIO));
         }
     }
 }

@@ -41,6 +41,8 @@ pub struct ServerStats {
 pub struct HareServer {
     server: Server,
     refused: u64,
+    /// Where a request's page is copied in and its reply's written before going back.
+    page: Box<[u8; PAGE_SIZE]>,
 }
 
 /// Server `id` of `servers`, owning buffer-cache blocks `[block_lo, block_hi)`; the one that
@@ -70,7 +72,11 @@ pub extern "C" fn hare_server_new(
         root_distributed,
         Timespec::new(now_sec, 0),
     );
-    Box::into_raw(Box::new(HareServer { server, refused: 0 }))
+    Box::into_raw(Box::new(HareServer {
+        server,
+        refused: 0,
+        page: Box::new([0; PAGE_SIZE]),
+    }))
 }
 
 /// What a runtime provides to [`hare_server_handle`].
@@ -105,21 +111,21 @@ pub unsafe extern "C" fn hare_server_handle(
     // SAFETY: per the contract, `s` is a live server used by this thread alone, `req`, `reply`
     // and `rt` point to valid values.
     let (s, req, reply, rt) = unsafe { (&mut *s, *req, &mut *reply, &*rt) };
-    let mut buf = [0u8; PAGE_SIZE];
-    if !page.is_null() {
-        // SAFETY: `page` points to PAGE_SIZE mapped bytes; copied, never referenced.
-        unsafe { core::ptr::copy_nonoverlapping(page, buf.as_mut_ptr(), PAGE_SIZE) };
-    }
     let Some(m) = req.to_message() else {
         s.refused += 1;
         *reply = refuse(&req);
         return;
     };
     let (id, index) = wire::request_id(&m);
+    let buf = &mut s.page[..];
+    let used = wire::page_len(&m);
     let decoded = if page.is_null() {
         Err(wire::WireError::Bad("no page"))
     } else {
-        wire::decode_request(&m, &buf)
+        // SAFETY: `page` points to PAGE_SIZE mapped bytes and `used` is at most PAGE_SIZE;
+        // copied, never referenced.
+        unsafe { core::ptr::copy_nonoverlapping(page, buf.as_mut_ptr(), used) };
+        wire::decode_request(&m, &buf[..used])
     };
     let Ok(request) = decoded else {
         s.refused += 1;
@@ -134,10 +140,11 @@ pub unsafe extern "C" fn hare_server_handle(
         let m = CMsg::from_message(&wire::encode_invalidation(inv));
         (rt.invalidate)(rt.ctx, *to, &m);
     }
-    let encoded = wire::encode_reply(id, index, &handled.reply, &mut buf)
+    let encoded = wire::encode_reply(id, index, &handled.reply, &mut s.page[..])
         .expect("a reply fits the page its request came with");
-    // SAFETY: as above; the reply's bytes go back into the client's page.
-    unsafe { core::ptr::copy_nonoverlapping(buf.as_ptr(), page, PAGE_SIZE) };
+    // SAFETY: as above (a request that reaches here had a page); the reply's bytes go back
+    // into the client's page.
+    unsafe { core::ptr::copy_nonoverlapping(s.page.as_ptr(), page, wire::page_len(&encoded)) };
     *reply = CMsg::from_message(&encoded);
 }
 
