@@ -81,20 +81,26 @@ pub fn write_user<T: Pod>(addr: u64, value: &T) -> Result<(), Errno> {
 }
 
 /// Reads a NUL-terminated string of at most `max` bytes (without the NUL); `ENAMETOOLONG` if
-/// no NUL comes within `max` bytes.
+/// no NUL comes within `max` bytes, `ENOMEM` if the string cannot be stored.
+///
+/// Copies 256 bytes at a time and never across a page boundary before looking for the NUL (a
+/// string may end just before an unmapped page), so a path costs a copy of about its own
+/// length rather than of the rest of its page.
 pub fn read_cstring(addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::new();
     let mut at = addr;
+    let mut chunk = [0u8; 256];
     loop {
         let page_left = (4096 - (at & 4095)) as usize;
-        let want = page_left.min(max + 1 - out.len());
-        let mut chunk = [0u8; 4096];
+        let want = page_left.min(chunk.len()).min(max + 1 - out.len());
         copy_from_user(at, &mut chunk[..want])?;
-        if let Some(nul) = chunk[..want].iter().position(|&b| b == 0) {
-            out.extend_from_slice(&chunk[..nul]);
+        let nul = chunk[..want].iter().position(|&b| b == 0);
+        let take = nul.unwrap_or(want);
+        out.try_reserve(take).map_err(|_| Errno::ENOMEM)?;
+        out.extend_from_slice(&chunk[..take]);
+        if nul.is_some() {
             return Ok(out);
         }
-        out.extend_from_slice(&chunk[..want]);
         if out.len() > max {
             return Err(Errno::ENAMETOOLONG);
         }

@@ -244,6 +244,54 @@ enum Need {
     Link(Ino),
 }
 
+/// A directory entry's key, `(directory, name)`, owned or borrowed: the maps keyed by
+/// `(Ino, Name)` are searched through `&dyn EntryKey`, so a look-up with a name
+/// slice allocates nothing (a walk looks up every component, and the kernel heap is not free
+/// under emulation).
+trait EntryKey {
+    fn parts(&self) -> (Ino, &[u8]);
+}
+
+impl EntryKey for (Ino, Name) {
+    fn parts(&self) -> (Ino, &[u8]) {
+        (self.0, &self.1)
+    }
+}
+
+impl EntryKey for (Ino, &[u8]) {
+    fn parts(&self) -> (Ino, &[u8]) {
+        *self
+    }
+}
+
+impl PartialEq for dyn EntryKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn EntryKey + '_ {}
+
+impl PartialOrd for dyn EntryKey + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The order of `(Ino, Name)` itself (the number, then the name's bytes), as `Borrow`
+/// requires.
+impl Ord for dyn EntryKey + '_ {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
+impl<'a> core::borrow::Borrow<dyn EntryKey + 'a> for (Ino, Name) {
+    fn borrow(&self) -> &(dyn EntryKey + 'a) {
+        self
+    }
+}
+
 /// What one resolution learnt: absent names, parents and errors, which are not cached, and
 /// what it fetched, which the cache may already have forgotten to stay in its bound.
 #[derive(Default)]
@@ -300,21 +348,21 @@ impl Namespace for View<'_> {
     }
 
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Option<(Ino, Kind)>, Errno> {
-        let key = (dir, name.to_vec());
-        if let Some(e) = self.entries.get(&key) {
+        let key: &dyn EntryKey = &(dir, name);
+        if let Some(e) = self.entries.get(key) {
             self.hits.set(self.hits.get() + 1);
             return Ok(Some((e.ino, e.kind)));
         }
-        if let Some(e) = self.scratch.found.get(&key) {
+        if let Some(e) = self.scratch.found.get(key) {
             return Ok(Some((e.ino, e.kind)));
         }
-        if self.scratch.absent.contains(&key) {
+        if self.scratch.absent.contains(key) {
             return Ok(None);
         }
-        if let Some(&e) = self.scratch.lookup_errors.get(&key) {
+        if let Some(&e) = self.scratch.lookup_errors.get(key) {
             return Err(e);
         }
-        self.miss(Need::Lookup(dir, key.1))
+        self.miss(Need::Lookup(dir, name.to_vec()))
     }
 
     fn parent(&self, dir: Ino) -> Result<Ino, Errno> {
@@ -608,6 +656,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
     }
 
+    /// Forgets entry `name` of `dir` (the lookup cache's, if it has it).
+    fn forget(&mut self, dir: Ino, name: &[u8]) {
+        self.entries.remove(&(dir, name) as &dyn EntryKey);
+    }
+
     /// Remembers that `dir` is a directory, distributed or not.
     fn remember_dir(&mut self, dir: Ino, distributed: bool) {
         let cap = self.policy.cache_entries;
@@ -847,7 +900,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             now,
         };
         let r = self.rpc(es, req).await;
-        self.entries.remove(&(dir, name.to_vec()));
+        self.forget(dir, name);
         let (e, home) = match r? {
             Reply::Mapped { old: Some(e), home } => (e, home),
             Reply::Stale => return Err(Fail::Restart),
@@ -1720,7 +1773,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .ok_or(Errno::ENOENT)?;
         check_name(&nn)?;
         let plain = ok != Kind::Dir && !old.trailing_slash && !new.trailing_slash;
-        if plain && !self.entries.contains_key(&(new.dir, nn.clone())) {
+        if plain
+            && !self
+                .entries
+                .contains_key(&(new.dir, &nn[..]) as &dyn EntryKey)
+        {
             let noreplace = flags & nrfs::RENAME_NOREPLACE != 0;
             let file = Entry {
                 ino: oi,
@@ -1920,7 +1977,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             Ok(Reply::Mapped { home, .. }) => Some(home),
             other => {
                 // The old name changed under a file `a`: `b` goes back there if it is free.
-                self.entries.remove(&(od, on.clone()));
+                self.forget(od, &on);
                 let back = match other {
                     Ok(Reply::Stale) => self.rpc(os, replace(od, &on, b, None)).await,
                     other => other,
@@ -2057,7 +2114,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         };
         match self.rpc(s, req).await? {
             Reply::Done => {
-                self.entries.remove(&(old_dir, old_name.clone()));
+                self.forget(old_dir, old_name);
                 if (old_dir, old_name) != (new_dir, new_name) {
                     self.remember(new_dir, new_name.clone(), file);
                 }
@@ -2131,14 +2188,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 now,
             };
             let r = self.rpc(s, req).await;
-            self.entries.remove(&(m.old_dir, m.old_name.clone()));
+            self.forget(m.old_dir, &m.old_name);
             return match r? {
                 Reply::Done => {
                     self.remember(m.new_dir, m.new_name.clone(), src);
                     Ok(())
                 }
                 Reply::Stale => {
-                    self.entries.remove(&(m.new_dir, m.new_name.clone()));
+                    self.forget(m.new_dir, &m.new_name);
                     Err(Fail::Restart)
                 }
                 _ => Err(Errno::EIO.into()),
@@ -2165,7 +2222,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let added_home = match added {
             Ok(Reply::Mapped { home, .. }) => home,
             other => {
-                self.entries.remove(&(m.new_dir, m.new_name.clone()));
+                self.forget(m.new_dir, &m.new_name);
                 if !is_dir {
                     self.at_inode(src.ino, Request::Unlink { ino: src.ino, now })
                         .await?;
