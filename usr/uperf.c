@@ -36,6 +36,14 @@
  *                                   only), elsewhere through the mapping fork gave it
  *   uperf granttput [ITERS [REPS]]  the same pages one way: the child sums them all and answers
  *                                   the total at the end: 4 KiB messages per second
+ *   uperf corectl BUSY [ITERS]      stops and starts the last online core ITERS times (default
+ *                                   20, after one untimed round) from core 0, timing each call:
+ *                                   on Reef reef_core_ctl (reef_core.h), elsewhere Linux CPU
+ *                                   hotplug (writing 0, then 1, to /sys/devices/system/cpu/
+ *                                   cpuN/online). BUSY 1: a spinning process per core but the
+ *                                   first, not pinned further, keeps the other cores busy
+ *                                   meanwhile. Two result lines, core-stop and core-start, in
+ *                                   us, one value per operation (reps = ITERS)
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
@@ -55,7 +63,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -70,6 +80,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reef_core.h"
 #include "reef_msg.h"
 
 /* Timed repetitions of one mode should take at most about this long (seconds; `-b`). */
@@ -887,6 +898,88 @@ static void mode_msg(int argc, char **argv, const char *name)
     report(name, 2, tput ? "msgs/s" : "ns/rt", "%.1f", v, reps, iters);
 }
 
+/* ---- corectl ---------------------------------------------------------------------------- */
+
+static int on_reef;
+
+/* Linux CPU hotplug: writes `state` ("0" or "1") to core `core`'s online file. */
+static void hotplug(int core, const char *state)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/online", core);
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        die("open %s: %s", path, strerror(errno));
+    if (write(fd, state, 1) != 1)
+        die("write %s to %s: %s", state, path, strerror(errno));
+    close(fd);
+}
+
+/* Stops (`up` 0) or starts core `core`: seconds taken. */
+static double core_switch(int core, int up)
+{
+    double t0 = now_s();
+    if (on_reef) {
+        int r = up ? reef_core_start((unsigned)core) : reef_core_stop((unsigned)core);
+        if (r < 0)
+            die("reef_core_%s(%d): %s", up ? "start" : "stop", core, strerror(-r));
+    } else {
+        hotplug(core, up ? "1" : "0");
+    }
+    return now_s() - t0;
+}
+
+static void mode_corectl(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        die("usage: uperf corectl BUSY [ITERS]");
+    int busy = (int)parse_count(argv[2], "BUSY flag");
+    long iters = argc > 3 ? parse_count(argv[3], "count") : 20;
+    if (busy > 1 || iters < 1 || iters > MAX_REPS)
+        die("BUSY is 0 or 1, ITERS 1..%d", MAX_REPS);
+    int first, last;
+    cpu_ends(&first, &last);
+    if (first != 0 || last < 1)
+        die("corectl needs cores 0 and another (allowed: %d..%d)", first, last);
+    pin_to(0);
+    pid_t spinners[MAX_THREADS];
+    int nspin = 0;
+    for (int c = 1; busy && c <= last && nspin < MAX_THREADS; c++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork: %s", strerror(errno));
+        if (pid == 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            for (int d = 1; d <= last; d++)
+                CPU_SET(d, &set);
+            if (sched_setaffinity(0, sizeof set, &set) != 0)
+                _exit(1);
+            for (volatile unsigned long n = 0;; n++)
+                ;
+        }
+        spinners[nspin++] = pid;
+    }
+    printf("uperf: corectl: core %d stopped and started %ld times from core 0 (%s), %d "
+           "spinning processes\n",
+           last, iters, on_reef ? "reef_core_ctl" : "CPU hotplug", nspin);
+    core_switch(last, 0);
+    core_switch(last, 1);
+    double stop[MAX_REPS], start[MAX_REPS];
+    for (long i = 0; i < iters; i++) {
+        stop[i] = core_switch(last, 0) * 1e6;
+        start[i] = core_switch(last, 1) * 1e6;
+        printf("uperf: corectl round %ld: stop %.1f us, start %.1f us\n", i + 1, stop[i],
+               start[i]);
+    }
+    for (int i = 0; i < nspin; i++) {
+        kill(spinners[i], SIGKILL);
+        waitpid(spinners[i], NULL, 0);
+    }
+    report("core-stop", nspin, "us", "%.1f", stop, (int)iters, 1);
+    report("core-start", nspin, "us", "%.1f", start, (int)iters, 1);
+}
+
 int main(int argc, char **argv, char **envp)
 {
     if (argc == 2 && strcmp(argv[1], "noop") == 0)
@@ -906,14 +999,16 @@ int main(int argc, char **argv, char **envp)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
             "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|grantrtt|granttput "
-            "[ITERS [REPS]]");
+            "[ITERS [REPS]] | uperf corectl BUSY [ITERS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
     struct utsname u;
-    if (uname(&u) == 0)
+    if (uname(&u) == 0) {
         printf("uperf: %s %s, %ld cpus online\n", u.sysname, u.release,
                sysconf(_SC_NPROCESSORS_ONLN));
+        on_reef = strstr(u.release, "-reef") != NULL;
+    }
     if (strcmp(argv[1], "null") == 0)
         mode_null(argc, argv);
     else if (strcmp(argv[1], "spawn") == 0)
@@ -925,6 +1020,8 @@ int main(int argc, char **argv, char **envp)
         mode_vmops(argc, argv);
     else if (strcmp(argv[1], "vmlat") == 0)
         mode_vmlat(argc, argv);
+    else if (strcmp(argv[1], "corectl") == 0)
+        mode_corectl(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "grantrtt") ||

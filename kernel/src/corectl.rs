@@ -3,10 +3,11 @@
 //!
 //! One operation at a time ([`CORE_CTL`]): the checks below (the last online core, the
 //! caller's own core) hold only while no other stop or start runs. A stop returns once the
-//! core has stopped; it stops by itself at its next scheduling point, so the caller sleeps a
-//! millisecond at a time meanwhile (a timer tick, 10 ms, in practice) rather than spinning.
-//! The stopping core does not wake it: it halts the moment it reads as stopped, so that the
-//! INIT that follows cannot catch it holding a lock.
+//! core has stopped; it stops by itself at the scheduling point the stop IPI forces, tens of
+//! microseconds later, so the caller polls its state for up to [`STOP_SPIN_NS`] and only then
+//! sleeps a millisecond at a time (a timer tick, 10 ms, in practice). The stopping core does
+//! not wake it: it halts the moment it reads as stopped, so that the INIT that follows cannot
+//! catch it holding a lock.
 //!
 //! Left for later (issue 14): core 0 cannot be stopped, since it takes the console's
 //! interrupts and they are not yet re-registered after a move (§4.8); `update`, `park` and
@@ -21,6 +22,10 @@ use core::sync::atomic::Ordering;
 
 /// Held across each stop and start.
 static CORE_CTL: SleepLock<()> = SleepLock::new(());
+
+/// How long a stop polls the core's state before it sleeps: a stop that needs longer waits for
+/// a thread that runs with interrupts off, and the caller's core can do other work meanwhile.
+const STOP_SPIN_NS: u64 = 2_000_000;
 
 /// The name of the kernel image every core runs (`reef_core_info`'s `image`).
 const IMAGE: &[u8] = b"reef";
@@ -77,8 +82,11 @@ pub fn stop(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
     }
     let driver = crate::smp::driver();
     driver.request_stop(k).map_err(|_| Errno::EALREADY)?;
+    let spin_until = crate::time::now_ns() + STOP_SPIN_NS;
     while k.state() != CoreState::Stopped {
-        if wait::sleep_until(me, crate::time::now_ns() + 1_000_000) == Wake::Interrupted {
+        if crate::time::now_ns() < spin_until {
+            crate::arch::cpu::pause();
+        } else if wait::sleep_until(me, crate::time::now_ns() + 1_000_000) == Wake::Interrupted {
             return Err(Errno::EINTR);
         }
     }

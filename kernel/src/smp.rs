@@ -3,8 +3,9 @@
 //!
 //! Starting: the BootDriver writes the core's KCB into a 2 MiB frame of the core's node (see
 //! `kcb::CoreMemory`), fills the trampoline's parameter block (boot page tables, kernel page
-//! tables, entry point, stack top, KCB address) and sends INIT, then a startup IPI (a second one
-//! if the core has not reported in after 1 ms). The core runs the real-mode trampoline at
+//! tables, entry point, stack top, KCB address) and sends INIT, then after 10 ms a startup IPI
+//! (a second one if the core has not reported in after 1 ms); a core that stopped got its INIT
+//! then and is restarted with the startup IPI alone. The core runs the real-mode trampoline at
 //! `AP_TRAMPOLINE_PHYS`, reaches long mode, switches to the kernel page tables and calls the
 //! entry point with its KCB, which checks the KCB layout, adopts it and reports online. The
 //! BootDriver then measures the core's TSC offset with it. Cores are started one at a time
@@ -149,9 +150,14 @@ impl BootDriver {
         // reads it while it is written.
         unsafe { dst.write_volatile(params) };
         let first = kcb.starts.load(Ordering::Acquire) == 0;
+        let was = kcb.state();
         kcb.set_state(CoreState::Starting);
-        apic::send_init(kcb.apic_id);
-        time::spin_ns(10_000_000);
+        // A stopped core got its INIT when it stopped (`finish_stop`) and waits for a startup
+        // IPI; a core never started gets INIT now and the MP specification's 10 ms.
+        if was == CoreState::Created {
+            apic::send_init(kcb.apic_id);
+            time::spin_ns(10_000_000);
+        }
         let page = (arch::AP_TRAMPOLINE_PHYS >> 12) as u8;
         apic::send_startup(kcb.apic_id, page);
         if !wait_for(kcb, CoreState::Online, 1_000_000) {

@@ -35,7 +35,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
-           fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-mbox-rtt
+           core (core-busy) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-mbox-rtt
            msg-mbox-tput msg-pipe-rtt msg-grant-rtt msg-grant-tput) hare (hare-creates
            hare-writes hare-renames hare-directories hare-rm-dense hare-rm-sparse
            hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
@@ -408,6 +408,35 @@ fn benches(effort: Effort) -> Vec<Bench> {
             &[mode],
             vec![result_metric(name, unit, higher, prefix, "median")],
         ));
+    }
+    // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux
+    // CPU hotplug, with the other cores idle and with each of them busy; two cores at least.
+    for (name, busy) in [("core", "0"), ("core-busy", "1")] {
+        let mut bench = uperf(
+            effort,
+            name,
+            &["corectl", busy],
+            vec![
+                result_metric(
+                    &format!("{name}-stop"),
+                    "us",
+                    false,
+                    "uperf core-stop ",
+                    "median",
+                ),
+                result_metric(
+                    &format!("{name}-start"),
+                    "us",
+                    false,
+                    "uperf core-start ",
+                    "median",
+                ),
+            ],
+        );
+        for v in &mut bench.variants {
+            v.min_cores = 2;
+        }
+        b.push(bench);
     }
     for mode in ["shared", "private"] {
         for &w in effort.write_pcts {

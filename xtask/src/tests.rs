@@ -591,7 +591,7 @@ type ExpectFn = Box<dyn Fn(&str) -> Vec<Expect>>;
 
 /// A user program run as init (and, where it makes sense, natively on Linux).
 struct UserTest {
-    /// Case name after `user-` (the QEMU cases add the configuration).
+    /// The program's name (or `shell-suite`, `fuzz`, ...).
     name: &'static str,
     /// init's argv: argv[0] is the path in the initramfs.
     argv: Vec<String>,
@@ -609,6 +609,23 @@ struct UserTest {
     limit: Duration,
     /// Explains a failed QEMU run (see [`Case`]).
     explain: Option<Explain>,
+}
+
+impl UserTest {
+    /// The name of its cases (the QEMU cases add the configuration): `user-NAME`, except fos's
+    /// messaging and fleet tests (issue 12), named `msg-*` and `fleet-*`, and the cores' stop
+    /// and start under load (issue 14), `corectl-*` as the kernel's self-test of it.
+    fn case(&self) -> String {
+        match self.name {
+            "corestop" => "corectl-stop-start".into(),
+            "msgring" => "msg-ring".into(),
+            "mailbox" => "msg-mailbox".into(),
+            "names" => "msg-names".into(),
+            "twotier" => "msg-twotier".into(),
+            "fleets" => "fleet-cores".into(),
+            n => format!("user-{n}"),
+        }
+    }
 }
 
 fn words(w: &[&str]) -> Vec<String> {
@@ -780,7 +797,7 @@ fn user_cases() -> Result<Vec<Case>, String> {
         let t = Rc::new(t);
         for &config in t.configs {
             let (cores, nodes, _) = config;
-            let name = format!("user-{}-{cores}c{nodes}n", t.name);
+            let name = format!("{}-{cores}c{nodes}n", t.case());
             cases.push(user_case(&t, name, config, &[])?);
         }
     }
@@ -1087,7 +1104,7 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
     let tests: Vec<UserTest> = user_tests()
         .into_iter()
         .filter(|t| t.native)
-        .filter(|t| filter.is_none_or(|f| format!("user-{}", t.name).contains(f)))
+        .filter(|t| filter.is_none_or(|f| t.case().contains(f)))
         .collect();
     if tests.is_empty() {
         return Ok((0, 0));
@@ -1126,7 +1143,7 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             check_expects(&o.log, &(t.expect)(&argv0))
         };
         let how = format!("{argv0} {args:?}");
-        if report("linux", &format!("user-{}", t.name), verdict, &o, &how) {
+        if report("linux", &t.case(), verdict, &o, &how) {
             passed += 1;
         } else {
             failed += 1;
@@ -1312,9 +1329,11 @@ mod unit {
     #[test]
     fn every_program_has_a_case_per_configuration() {
         let cases = user_cases().unwrap();
+        let tests = user_tests();
         for p in usr::PROGRAMS {
+            let t = tests.iter().find(|t| t.name == p.name).unwrap();
             for cfg in ["1c1n", "4c2n"] {
-                let name = format!("user-{}-{cfg}", p.name);
+                let name = format!("{}-{cfg}", t.case());
                 let case = cases.iter().find(|c| c.name == name);
                 let case = case.unwrap_or_else(|| panic!("no case {name}"));
                 assert!(
@@ -1330,14 +1349,24 @@ mod unit {
             .unwrap();
         assert_eq!(exit3.cmdline, r#"init=/bin/busybox sh -c "exit 3""#);
         assert_eq!(exit3.status, 39);
-        // The filter `user` selects exactly the user cases.
+        // The filters `user`, `msg-` and `fleet-` together select exactly the user cases, and
+        // issue 12's cases are named as it asks.
         let all = all_cases().unwrap();
-        let selected = all.iter().filter(|c| c.name.contains("user")).count();
-        assert_eq!(selected, cases.len());
-        assert!(all
-            .iter()
-            .filter(|c| !c.name.starts_with("user-"))
-            .all(|c| !c.name.contains("user")));
+        let named = |c: &Case| {
+            ["user", "msg-", "fleet-", "corectl-stop"]
+                .iter()
+                .any(|f| c.name.contains(f))
+        };
+        assert_eq!(all.iter().filter(|c| named(c)).count(), cases.len());
+        for n in [
+            "msg-ring-4c2n",
+            "msg-mailbox-2c2n",
+            "msg-names-1c1n",
+            "fleet-cores-2c2n",
+            "corectl-stop-start-4c2n",
+        ] {
+            assert!(cases.iter().any(|c| c.name == n), "no case {n}");
+        }
     }
 
     #[test]
