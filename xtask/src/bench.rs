@@ -827,6 +827,17 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// A ratio with two decimals, or two significant digits below 0.1 (a stop 1000 times faster
+/// than Linux's is `0.0012`, not `0.00`).
+pub fn ratio_text(v: f64) -> String {
+    if v >= 0.1 || v <= 0.0 || !v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        let decimals = (-v.log10().floor()) as usize + 1;
+        format!("{v:.decimals$}")
+    }
+}
+
 /// `median (min–max)` of one system's runs of a point, or what failed.
 fn cell(samples: &[Sample], system: &str, bench: &str, config: &str) -> String {
     let runs: Vec<&Sample> = samples
@@ -894,11 +905,7 @@ pub fn ratio_table(samples: &[Sample], a: &str, b: &str) -> String {
         for config in distinct(&of_bench, |s| &s.config) {
             let ratio = stats(&paired_ratios(samples, bench, config, a, b));
             let (med, lo, hi) = ratio.map_or(("–".into(), "–".into(), "–".into()), |r| {
-                (
-                    format!("{:.2}", r.median),
-                    format!("{:.2}", r.min),
-                    format!("{:.2}", r.max),
-                )
+                (ratio_text(r.median), ratio_text(r.min), ratio_text(r.max))
             });
             let _ = writeln!(
                 out,
@@ -1723,6 +1730,11 @@ mod tests {
         assert_eq!(num(2.5), "2.50");
         assert_eq!(num(0.25), "0.250");
         assert_eq!(num(0.0), "0");
+        assert_eq!(ratio_text(0.8349), "0.83");
+        assert_eq!(ratio_text(1.0), "1.00");
+        assert_eq!(ratio_text(0.0016), "0.0016");
+        assert_eq!(ratio_text(0.05), "0.050");
+        assert_eq!(ratio_text(0.0), "0.00");
     }
 
     #[test]
