@@ -11,7 +11,8 @@
  * weighted table of the calls Reef implements (and unknown numbers, Reef's own 1024..1040, very
  * large ones) with arguments mixing small valid values, boundary integers, valid buffers,
  * unmapped, PROT_NONE and read-only memory, kernel and non-canonical addresses, huge lengths,
- * valid and invalid descriptors and paths. A worker that dies (SIGSEGV after a bad sigreturn,
+ * valid and invalid descriptors and paths. Reef's core stop and start are among the calls, so
+ * cores come and go under the workers. A worker that dies (SIGSEGV after a bad sigreturn,
  * exit, execve of a real program, SIGKILL to itself ...) is reaped and started again as the next
  * generation; the calls it spent count. When every worker has spent its share the supervisor
  * prints `fuzz: done calls=N seed=S ...` and exits 0.
@@ -396,6 +397,8 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_grant_map, 1033, 3, 30, 0)                                                              \
     X(reef_grant_revoke, 1034, 2, 20, 0)                                                           \
     X(reef_fleet_bind, 1035, 5, 20, 0)                                                             \
+    X(reef_core_info, 1036, 2, 20, 0)                                                              \
+    X(reef_core_ctl, 1037, 2, 10, 0)                                                               \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2127,6 +2130,16 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[4] = pct(r, 80) ? below(r, 2) : gen_int(r);
         break;
     }
+    case C_reef_core_info:
+        a[0] = pct(r, 80) ? below(r, 6) : gen_int(r);
+        a[1] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        break;
+    case C_reef_core_ctl:
+        /* Stops and starts of real cores (core 0 and the last online one are refused), so
+         * every campaign runs while cores come and go under the workers. */
+        a[0] = pct(r, 85) ? below(r, 2) : gen_int(r);
+        a[1] = pct(r, 85) ? below(r, 6) : gen_int(r);
+        break;
     case C_reef_free_bytes:
         for (int i = 0; i < 6; i++)
             a[i] = pct(r, 70) ? 0 : gen_int(r);

@@ -28,6 +28,9 @@
  *   uperf mboxtput [ITERS [REPS]]   msgtput through a kernel mailbox, the same way
  *   uperf pipertt [ITERS [REPS]]    round trips of one byte over two pipes between the same two
  *                                   processes (the reference for msgrtt): ns per round trip
+ *   uperf sockrtt [ITERS [REPS]]    pipertt over one AF_UNIX stream socket pair instead of two
+ *                                   pipes (Linux's other reference; Reef has no AF_UNIX
+ *                                   sockets yet and says so)
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -44,11 +47,20 @@
  *                                   first, not pinned further, keeps the other cores busy
  *                                   meanwhile. Two result lines, core-stop and core-start, in
  *                                   us, one value per operation (reps = ITERS)
+ *   uperf jitter [SECONDS]          a busy loop pinned to the last allowed CPU reads the TSC
+ *                                   for SECONDS (default 10) and records the gap between
+ *                                   consecutive reads (Barrelfish/DC §5.3's jitter): the
+ *                                   largest, the 99.99th and 99.9th percentiles (each the upper
+ *                                   end of its histogram bucket, 1/8 octave wide) and how many
+ *                                   gaps passed 10 us, in us; on Linux under SCHED_FIFO with
+ *                                   real-time throttling off where it is allowed (Reef has one
+ *                                   scheduling class). The TSC is
+ *                                   calibrated against CLOCK_MONOTONIC over 0.2 s first
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
- * per thread, msgrtt, mboxrtt, pipertt and grantrtt 20000 x 5, msgtput, mboxtput and granttput
- * 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
+ * per thread, msgrtt, mboxrtt, pipertt, sockrtt and grantrtt 20000 x 5, msgtput, mboxtput and
+ * granttput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
  * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
  * or vmlat repetition that runs past twice its share of the budget stops early and reports the
@@ -74,6 +86,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -495,9 +508,7 @@ static void mode_vmlat(int argc, char **argv)
            p1, p50, p99, n);
 }
 
-/* ---- main ------------------------------------------------------------------------------- */
-
-/* ---- msgrtt, msgtput, pipertt, grantrtt, granttput --------------------------------------- */
+/* ---- msgrtt, msgtput, mboxrtt, mboxtput, pipertt, sockrtt, grantrtt, granttput ---------- */
 
 /* The first and last CPU this process may run on. */
 static void cpu_ends(int *first, int *last)
@@ -527,7 +538,8 @@ static void pin_to(int cpu)
 static struct reef_msg_channel *chans;
 static struct reef_msg_sender req_tx;
 static struct reef_msg_receiver rep_rx;
-/* Pipes of pipertt: parent to child, child to parent. */
+/* Pipes of pipertt: parent to child, child to parent (sockrtt: both directions of one socket
+ * pair, the parent's end in down[1] and up[0], the child's in down[0] and up[1]). */
 static int down[2], up[2];
 static pid_t peer;
 
@@ -701,13 +713,22 @@ static void pipe_child(void)
     _exit(0);
 }
 
+/* start_peer's `pipes`: 1 two pipes, SOCKET_PAIR one AF_UNIX socket pair. */
+enum { SOCKET_PAIR = 2 };
+
 /* Starts the peer on the last allowed CPU and pins this process to the first; with `pages`,
  * maps the page pool and lets the peer reach it. */
 static void start_peer(int pipes, int pages)
 {
     int first, last;
     cpu_ends(&first, &last);
-    if (pipes) {
+    if (pipes == SOCKET_PAIR) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+            die("socketpair(AF_UNIX, SOCK_STREAM): %s", strerror(errno));
+        down[1] = up[0] = sv[0];
+        down[0] = up[1] = sv[1];
+    } else if (pipes) {
         if (pipe(down) != 0 || pipe(up) != 0)
             die("pipe: %s", strerror(errno));
     } else {
@@ -852,7 +873,7 @@ static double pipertt_loop(long iters)
     return now_s() - t0;
 }
 
-/* msgrtt, msgtput, mboxrtt, mboxtput, pipertt, grantrtt or granttput. */
+/* msgrtt, msgtput, mboxrtt, mboxtput, pipertt, sockrtt, grantrtt or granttput. */
 static void mode_msg(int argc, char **argv, const char *name)
 {
     static const struct {
@@ -863,7 +884,7 @@ static void mode_msg(int argc, char **argv, const char *name)
         {"msgrtt", msgrtt_loop, 0, 0, 0},      {"msgtput", msgtput_loop, 1, 0, 0},
         {"mboxrtt", msgrtt_loop, 0, 0, 0},     {"mboxtput", msgtput_loop, 1, 0, 0},
         {"pipertt", pipertt_loop, 0, 1, 0},    {"grantrtt", grantrtt_loop, 0, 0, 1},
-        {"granttput", granttput_loop, 1, 0, 1},
+        {"granttput", granttput_loop, 1, 0, 1}, {"sockrtt", pipertt_loop, 0, SOCKET_PAIR, 0},
     };
     int i = 0;
     while (strcmp(modes[i].name, name) != 0)
@@ -980,6 +1001,110 @@ static void mode_corectl(int argc, char **argv)
     report("core-start", nspin, "us", "%.1f", start, (int)iters, 1);
 }
 
+/* ---- jitter ----------------------------------------------------------------------------- */
+
+static inline uint64_t read_tsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+/* Gap histogram: gaps below 8 ticks each have a bucket, above that 8 buckets per octave. */
+enum { JITTER_BUCKETS = 8 * 64 };
+
+static unsigned jitter_bucket(uint64_t g)
+{
+    if (g < 8)
+        return (unsigned)g;
+    int msb = 63 - __builtin_clzll(g);
+    return (unsigned)(msb - 2) * 8 + (unsigned)((g >> (msb - 3)) & 7);
+}
+
+/* The largest gap (ticks) that falls in bucket `b`. */
+static uint64_t jitter_bucket_top(unsigned b)
+{
+    if (b < 8)
+        return b;
+    unsigned msb = b / 8 + 2, sub = b % 8;
+    return ((uint64_t)(9 + sub) << (msb - 3)) - 1;
+}
+
+/* The upper end of the bucket holding the gap at fraction `q` of `n` gaps, in ticks. */
+static uint64_t jitter_quantile(const uint64_t *hist, uint64_t n, double q)
+{
+    uint64_t want = (uint64_t)(q * (double)n), seen = 0;
+    for (unsigned b = 0; b < JITTER_BUCKETS; b++) {
+        seen += hist[b];
+        if (seen > want)
+            return jitter_bucket_top(b);
+    }
+    return jitter_bucket_top(JITTER_BUCKETS - 1);
+}
+
+static void mode_jitter(int argc, char **argv)
+{
+    if (argc > 3)
+        die("usage: uperf jitter [SECONDS]");
+    long secs = argc > 2 ? parse_count(argv[2], "seconds") : 10;
+    if (secs < 1 || secs > 3600)
+        die("SECONDS is 1..3600");
+    int first, last;
+    cpu_ends(&first, &last);
+    pin_to(last);
+    const char *policy = "the one scheduling class";
+    if (!on_reef) {
+        /* Linux's best case: real-time priority, and no real-time throttling (by default a
+         * SCHED_FIFO task that never sleeps is held off 50 ms every second). */
+        struct sched_param sp = {.sched_priority = 50};
+        int fd = open("/proc/sys/kernel/sched_rt_runtime_us", O_WRONLY);
+        int unthrottled = fd >= 0 && write(fd, "-1", 2) == 2;
+        if (fd >= 0)
+            close(fd);
+        if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+            policy = "SCHED_OTHER (SCHED_FIFO refused)";
+        else
+            policy = unthrottled ? "SCHED_FIFO 50, real-time throttling off"
+                                 : "SCHED_FIFO 50, real-time throttling on";
+    }
+    double t0 = now_s();
+    uint64_t c0 = read_tsc();
+    while (now_s() - t0 < 0.2)
+        ;
+    double t1 = now_s();
+    uint64_t c1 = read_tsc();
+    double ticks_per_us = (double)(c1 - c0) / ((t1 - t0) * 1e6);
+    if (!(ticks_per_us > 0))
+        die("the TSC did not advance over 0.2 s");
+    printf("uperf: jitter: cpu %d, %s, TSC %.1f MHz, %ld s\n", last, policy, ticks_per_us,
+           secs);
+    static uint64_t hist[JITTER_BUCKETS];
+    uint64_t end = c1 + (uint64_t)((double)secs * 1e6 * ticks_per_us);
+    uint64_t over = (uint64_t)(10 * ticks_per_us), n = 0, largest = 0, overs = 0;
+    uint64_t prev = read_tsc();
+    for (;;) {
+        uint64_t now = read_tsc();
+        uint64_t gap = now - prev;
+        prev = now;
+        hist[jitter_bucket(gap)]++;
+        n++;
+        if (gap > largest)
+            largest = gap;
+        if (gap > over)
+            overs++;
+        if (now >= end)
+            break;
+    }
+    double max_us = (double)largest / ticks_per_us;
+    double p9999 = (double)jitter_quantile(hist, n, 0.9999) / ticks_per_us;
+    double p999 = (double)jitter_quantile(hist, n, 0.999) / ticks_per_us;
+    printf("uperf jitter threads=1 %.1f us max=%.1f p9999=%.2f p999=%.2f over10us=%llu "
+           "iters=%llu reps=1\n",
+           max_us, max_us, p9999, p999, (unsigned long long)overs, (unsigned long long)n);
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
 int main(int argc, char **argv, char **envp)
 {
     if (argc == 2 && strcmp(argv[1], "noop") == 0)
@@ -998,8 +1123,8 @@ int main(int argc, char **argv, char **envp)
     if (argc < 2)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
-            "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|grantrtt|granttput "
-            "[ITERS [REPS]] | uperf corectl BUSY [ITERS]");
+            "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|sockrtt|grantrtt|granttput "
+            "[ITERS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -1022,9 +1147,12 @@ int main(int argc, char **argv, char **envp)
         mode_vmlat(argc, argv);
     else if (strcmp(argv[1], "corectl") == 0)
         mode_corectl(argc, argv);
+    else if (strcmp(argv[1], "jitter") == 0)
+        mode_jitter(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
-             !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "grantrtt") ||
+             !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "sockrtt") ||
+             !strcmp(argv[1], "grantrtt") ||
              !strcmp(argv[1], "granttput"))
         mode_msg(argc, argv, argv[1]);
     else

@@ -9,9 +9,10 @@
 //! not wake it: it halts the moment it reads as stopped, so that the INIT that follows cannot
 //! catch it holding a lock.
 //!
-//! Left for later (issue 14): core 0 cannot be stopped, since it takes the console's
-//! interrupts and they are not yet re-registered after a move (§4.8); `update`, `park` and
-//! `unpark` do not exist yet.
+//! Core 0 cannot be stopped: it is the bootstrap processor, which an INIT sends back to the
+//! firmware's reset vector instead of into wait-for-SIPI as it does an application processor
+//! (Linux 6.1 keeps CPU 0 online by default too), and its timer tick polls the console.
+//! Left for later (issue 14): `update`, `park` and `unpark` do not exist yet.
 
 use crate::kcb::{self, CoreState, Kcb};
 use crate::proc::wait::{self, SleepLock, Wake};

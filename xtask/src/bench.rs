@@ -35,10 +35,10 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
-           core (core-busy) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput msg-mbox-rtt
-           msg-mbox-tput msg-pipe-rtt msg-grant-rtt msg-grant-tput) hare (hare-creates
-           hare-writes hare-renames hare-directories hare-rm-dense hare-rm-sparse
-           hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
+           core (core-busy core-jitter) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
+           msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
+           hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
+           hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
            hare-rename-latency) nr-bench";
 
 /// Guest memory of every configuration (MiB).
@@ -253,6 +253,8 @@ struct Effort {
     write_pcts: &'static [u32],
     /// fsload's repeating workloads (`-d`), seconds.
     fsload_s: f64,
+    /// `uperf jitter`'s busy loop, seconds.
+    jitter_s: u32,
 }
 
 const FULL: Effort = Effort {
@@ -260,12 +262,14 @@ const FULL: Effort = Effort {
     fsbench_s: 1.0,
     write_pcts: &WRITE_PCTS,
     fsload_s: 1.0,
+    jitter_s: 10,
 };
 const QUICK: Effort = Effort {
     uperf_budget_s: 0.5,
     fsbench_s: 0.5,
     write_pcts: &[0, 100],
     fsload_s: 0.5,
+    jitter_s: 2,
 };
 
 fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Bench {
@@ -381,8 +385,9 @@ fn benches(effort: Effort) -> Vec<Bench> {
         ),
     ];
     // fos's transport (issue 12): lib/msg's channel in user space over MAP_SHARED pages with
-    // futex wake-ups (usr/reef_msg.h), the same code on both systems, and pipes for reference;
-    // the mbox modes run the channel through a kernel mailbox connection on Reef, the grant
+    // futex wake-ups (usr/reef_msg.h), the same code on both systems, and pipes for reference
+    // (and, on Linux only, an AF_UNIX socket pair: Reef has no AF_UNIX sockets yet); the mbox
+    // modes run the channel through a kernel mailbox connection on Reef, the grant
     // modes carry 4 KiB by reference (on Reef through a kernel grant).
     for (name, mode, unit, higher) in [
         ("msg-rtt", "msgrtt", "ns/rt", false),
@@ -390,6 +395,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
         ("msg-mbox-rtt", "mboxrtt", "ns/rt", false),
         ("msg-mbox-tput", "mboxtput", "msgs/s", true),
         ("msg-pipe-rtt", "pipertt", "ns/rt", false),
+        ("msg-sock-rtt", "sockrtt", "ns/rt", false),
         ("msg-grant-rtt", "grantrtt", "ns/rt", false),
         ("msg-grant-tput", "granttput", "msgs/s", true),
     ] {
@@ -399,15 +405,20 @@ fn benches(effort: Effort) -> Vec<Bench> {
             "mboxrtt" => "uperf mboxrtt ",
             "mboxtput" => "uperf mboxtput ",
             "pipertt" => "uperf pipertt ",
+            "sockrtt" => "uperf sockrtt ",
             "grantrtt" => "uperf grantrtt ",
             _ => "uperf granttput ",
         };
-        b.push(uperf(
+        let mut bench = uperf(
             effort,
             name,
             &[mode],
             vec![result_metric(name, unit, higher, prefix, "median")],
-        ));
+        );
+        if mode == "sockrtt" {
+            bench.variants = vec![Variant::plain(System::Linux)];
+        }
+        b.push(bench);
     }
     // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux
     // CPU hotplug, with the other cores idle and with each of them busy; two cores at least.
@@ -438,6 +449,18 @@ fn benches(effort: Effort) -> Vec<Bench> {
         }
         b.push(bench);
     }
+    // The gaps a busy loop pinned to the last core sees (Barrelfish/DC §5.3), the baseline
+    // for a real-time kernel image: Reef's normal kernel against Linux under SCHED_FIFO.
+    let jitter_s = effort.jitter_s.to_string();
+    b.push(uperf(
+        effort,
+        "core-jitter",
+        &["jitter", &jitter_s],
+        vec![
+            result_metric("core-jitter-max", "us", false, "uperf jitter ", "max"),
+            result_metric("core-jitter-p9999", "us", false, "uperf jitter ", "p9999"),
+        ],
+    ));
     for mode in ["shared", "private"] {
         for &w in effort.write_pcts {
             let name = format!("fs-{mode}-w{w}");
