@@ -15,8 +15,9 @@
  *
  * A member is a child of the manager that waits until the manager has bound it to its core
  * (reef_fleet_bind: nothing else runs there; with --timeshare the member is pinned there and
- * time-shares the core with other programs, Hare's timeshare placement), then executes PROGRAM with FLEET_NAME=fleet/NAME
- * and FLEET_CORE=C in its environment. It registers its mailbox under FLEET_NAME, which only
+ * time-shares the core with other programs, Hare's timeshare placement), then executes PROGRAM
+ * with FLEET_NAME=fleet/NAME, FLEET_CORE=C and FLEET_SHARED=1 (--timeshare) or 0 (it owns the
+ * core) in its environment. It registers its mailbox under FLEET_NAME, which only
  * the fleet's members and the manager may do; clients look that name up.
  *
  * The manager serves the mailbox "fleet/NAME/ctl": grow, shrink and stop are one request each,
@@ -171,6 +172,7 @@ static pid_t start_member(int core)
         snprintf(core_text, sizeof core_text, "%d", core);
         setenv("FLEET_NAME", member_name, 1);
         setenv("FLEET_CORE", core_text, 1);
+        setenv("FLEET_SHARED", timeshare ? "1" : "0", 1);
         signal(SIGCHLD, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execv(program[0], program);

@@ -19,6 +19,11 @@
  * many entries others remove loses its cache, not an entry's freshness). A client whose
  * reply does not fit (it sends requests without reading replies) is disconnected.
  *
+ * On a core it owns (FLEET_SHARED=0, the split placement) it polls its rings and mailbox for
+ * POLL_NS after its last request before it sleeps, as UMP's receivers poll: a steady stream
+ * of requests then needs no wake-up at all, and the kernel's client polls for the reply too.
+ * Sharing its core (timeshare), it sleeps at once, leaving the core to the programs.
+ *
  * SIGTERM: unregisters the name, prints its counters (with `working_ms`, the time from each
  * wake-up to the next sleep: its own work and system calls, not the switches around them)
  * and exits 0 (its files are gone: the
@@ -35,6 +40,8 @@
 #include <time.h>
 
 #define MAX_CONNS 64
+/* How long a server that owns its core polls for work before it sleeps. */
+#define POLL_NS 100000ull
 
 struct conn {
     int fd;
@@ -210,6 +217,23 @@ static int place(const char *list, int core, uint16_t *id, uint16_t *n)
     return 0;
 }
 
+/* Polls the `n` request rings and the mailbox's eventcount (new connections) for POLL_NS:
+ * whether something came. */
+static int poll_for_work(struct reef_msg_channel **chans, int n, _Atomic uint32_t *events,
+                         uint32_t seen)
+{
+    uint64_t until = now_ns() + POLL_NS;
+    do {
+        if (atomic_load(events) != seen || stopping)
+            return 1;
+        for (int i = 0; i < n; i++)
+            if (reef_msg_pending(chans[i]))
+                return 1;
+        __builtin_ia32_pause();
+    } while (now_ns() < until);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *name = getenv("FLEET_NAME"), *core = getenv("FLEET_CORE");
@@ -230,6 +254,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "hared: register %s: %s\n", name, strerror((int)-r));
         return 3;
     }
+    const char *shared = getenv("FLEET_SHARED");
+    int owns_core = shared && !strcmp(shared, "0");
     struct reef_msg_channel *chans[MAX_CONNS];
     uint64_t work_ns = 0, woke = now_ns();
     for (;;) {
@@ -268,7 +294,8 @@ int main(int argc, char **argv)
             nconns--;
         }
         work_ns += now_ns() - woke;
-        reef_msg_sleep_since(chans, nconns, events, seen);
+        if (!(owns_core && poll_for_work(chans, nconns, events, seen)))
+            reef_msg_sleep_since(chans, nconns, events, seen);
         woke = now_ns();
     }
 }

@@ -459,6 +459,12 @@ impl Conn {
         }
     }
 
+    /// Whether a reply or the owner's close waits (a look, nothing taken).
+    pub fn reply_waiting(&self) -> bool {
+        let ch = self.reply.channel();
+        ch.ready() || ch.sender_closed()
+    }
+
     /// The kernel's thread `me` sleeps until a reply (or the owner's close) may be waiting;
     /// only a fatal signal ends the wait early (`EINTR`).
     pub fn wait_reply(&self, me: &Arc<Thread>) -> Result<(), Errno> {

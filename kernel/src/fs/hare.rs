@@ -88,7 +88,14 @@ struct Link {
     pool: SharedFrame,
     /// A request whose thread stopped waiting (a fatal signal): its reply is still to come.
     abandoned: Cell<Option<u64>>,
+    /// The server owns another core (split placement), where it polls its rings between
+    /// requests (`hared`): a reply comes sooner than a sleep and a wake-up would take, so the
+    /// client polls for it first (UMP's receivers poll), for up to [`REPLY_POLL_NS`].
+    polls: bool,
 }
+
+/// How long a client polls for the reply of a server that owns its core before it sleeps.
+const REPLY_POLL_NS: u64 = 200_000;
 
 impl Drop for Link {
     fn drop(&mut self) {
@@ -162,6 +169,7 @@ impl Links {
                 Some(m) if wire::is_invalidation(&m) => self.take_invalidation(&m),
                 Some(m) if wire::request_id(&m) == (id, 0) => return Ok(m),
                 Some(_) => self.strays.set(self.strays.get() + 1),
+                None if link.polls && poll_reply(link) => {}
                 None => {
                     self.waits.set(self.waits.get() + 1);
                     link.conn.wait_reply(me)?
@@ -498,6 +506,19 @@ pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
 
 /// Connects to `member` as core `core`'s client: a connection, a pool page, the cache if
 /// `cache` (the first client), and the hello. What the server said about itself.
+/// Polls `link`'s reply ring for up to [`REPLY_POLL_NS`]: whether a reply (or the server's
+/// close) came.
+fn poll_reply(link: &Link) -> bool {
+    let until = crate::time::now_ns() + REPLY_POLL_NS;
+    while crate::time::now_ns() < until {
+        if link.conn.reply_waiting() {
+            return true;
+        }
+        crate::arch::cpu::pause();
+    }
+    false
+}
+
 fn connect(
     member: &Member,
     core: usize,
@@ -507,10 +528,13 @@ fn connect(
     let mailbox = mailbox::find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
     let conn = mailbox.new_connection()?;
     mailbox.offer(conn.clone())?;
+    let owned = kcb::get(member.core as usize)
+        .is_some_and(|k| k.fleet_owner.load(Ordering::Acquire) == member.pid);
     let link = Link {
         conn,
         pool: SharedFrame::new()?,
         abandoned: Cell::new(None),
+        polls: owned && member.core as usize != core,
     };
     let pool = link.conn.grant_frames(&[link.pool.phys()], budget)?;
     let (grant, blocks) = match cache {
