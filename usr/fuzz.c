@@ -70,6 +70,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 /* ---- limits ---- */
@@ -292,6 +293,10 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(dup2, 33, 2, 60, 0)                                                                          \
     X(nanosleep, 35, 2, 40, 0)                                                                     \
     X(getpid, 39, 0, 20, 0)                                                                        \
+    X(sendto, 44, 6, 40, F_GROWS_FD)                                                               \
+    X(recvfrom, 45, 6, 40, 0)                                                                      \
+    X(shutdown, 48, 2, 20, 0)                                                                      \
+    X(socketpair, 53, 4, 30, 0)                                                                    \
     X(sendfile, 40, 4, 60, F_GROWS_FD)                                                             \
     X(clone, 56, 5, 80, F_CHILD_NO)                                                                \
     X(fork, 57, 0, 40, F_CHILD_NO)                                                                 \
@@ -1410,6 +1415,34 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[1] = gen_ptr(r, &avail);
         a[2] = gen_len(r, avail);
         break;
+    case C_sendto:
+    case C_recvfrom:
+        a[0] = gen_fd(r);
+        a[1] = gen_ptr(r, &avail);
+        a[2] = gen_len(r, avail);
+        a[3] = pct(r, 75) ? PICK(r, ((uint64_t[]){0, 0x40, 0x4000, 0x4040, 0x8000, 2, 0x100}))
+                          : gen_int(r);
+        a[4] = pct(r, 70) ? 0 : pct(r, 50) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        if (pct(r, 70)) {
+            uint32_t room = (uint32_t)PICK(r, ((uint64_t[]){0, 2, 16, 110, 0xffffffff}));
+            memcpy(arg_area(A_MISC + 224), &room, 4);
+            a[5] = arg_ptr(A_MISC + 224);
+        } else {
+            a[5] = pct(r, 50) ? 0 : gen_ptr(r, NULL);
+        }
+        break;
+    case C_shutdown:
+        a[0] = gen_fd(r);
+        a[1] = pct(r, 80) ? below(r, 3) : gen_int(r);
+        break;
+    case C_socketpair:
+        a[0] = pct(r, 80) ? 1 : PICK(r, ((uint64_t[]){0, 2, 10, 12345, ~0ull}));
+        a[1] = pct(r, 75) ? PICK(r, ((uint64_t[]){1, 1 | SOCK_NONBLOCK, 1 | SOCK_CLOEXEC, 2, 5,
+                                                   1 | 0x100}))
+                          : gen_int(r);
+        a[2] = pct(r, 85) ? 0 : gen_int(r);
+        a[3] = pct(r, 80) ? arg_ptr(A_PIPE) : gen_ptr(r, NULL);
+        break;
     case C_pread64:
     case C_pwrite64:
         a[0] = gen_fd(r);
@@ -2254,6 +2287,13 @@ static void after_call(int id, struct call_args *c, long ret)
         if (c->nr == 319 || c->nr == 290 || c->nr == 291 || c->nr == 283 || c->nr == 289 ||
             c->nr == 294)
             add_fd(ret);
+        break;
+    case C_socketpair:
+        if (ret == 0 && a[3] == arg_ptr(A_PIPE)) {
+            int *p = (int *)(void *)arg_area(A_PIPE);
+            add_fd(p[0]);
+            add_fd(p[1]);
+        }
         break;
     case C_pipe:
     case C_pipe2:

@@ -26,6 +26,13 @@
  *   another core, pselect6's signal mask letting a pending signal in (EINTR);
  * - a blocking read interrupted by a signal whose handler has no SA_RESTART returns EINTR; with
  *   SA_RESTART the read goes on and returns the data;
+ * - AF_UNIX stream socket pairs: S_ISSOCK, O_RDWR, SOCK_CLOEXEC and SOCK_NONBLOCK; Linux's
+ *   errors for AF_INET (EOPNOTSUPP), an unknown domain (EAFNOSUPPORT), a bad type flag (EINVAL)
+ *   and protocol (EPROTONOSUPPORT); 256 KiB each way at once between processes on two cores,
+ *   every byte checked; send/recv with MSG_DONTWAIT (EAGAIN) and MSG_NOSIGNAL, recvfrom's
+ *   empty source address; shutdown(SHUT_WR) gives the peer EOF and the writer EPIPE, a bad
+ *   `how` is EINVAL; ENOTSOCK for send, recv and shutdown on a pipe; after the peer closes,
+ *   poll says POLLIN|POLLHUP, a read 0 and a send EPIPE;
  * - dup2 onto stdin and stdout across fork + exec: this program re-executed as `upper` filters a
  *   128 KiB text from a feeder process to the parent, which checks the uppercased result.
  *
@@ -40,6 +47,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #define STREAM_BYTES (1 << 20) /* bytes through the producer/consumer pipe */
@@ -47,6 +55,7 @@
 #define WAKE_ROUNDS 20         /* blocked poll/select woken by another core */
 #define FILTER_BYTES (128 << 10) /* bytes through the exec'ed filter */
 #define YIELDS 200             /* sched_yield calls to give the other side time to block */
+#define SOCKET_BYTES (256 << 10) /* bytes each way through a socket pair */
 
 #define MAX_CPUS 64
 #define PIPEBUF 4096 /* PIPE_BUF on Linux */
@@ -947,6 +956,122 @@ static int upper_filter(void)
     }
 }
 
+/* Writes SOCKET_BYTES of stream `seed` to `fd` while reading and checking as many of stream
+ * `seed ^ 1` from it, in chunks of varying sizes. */
+static void socket_duplex(int fd, uint32_t seed)
+{
+    static uint8_t out[8192], in[8192];
+    long sent = 0, got = 0;
+    uint32_t rng = seed;
+    set_nonblock(fd, 1);
+    while (sent < SOCKET_BYTES || got < SOCKET_BYTES) {
+        if (sent < SOCKET_BYTES) {
+            long n = 1 + (long)(lcg(&rng) % sizeof out);
+            if (n > SOCKET_BYTES - sent)
+                n = SOCKET_BYTES - sent;
+            for (long i = 0; i < n; i++)
+                out[i] = stream_byte((uint64_t)(sent + i) * 2 + (seed & 1));
+            ssize_t w = write(fd, out, (size_t)n);
+            if (w < 0 && errno != EAGAIN)
+                FAIL("socket write: %s", strerror(errno));
+            if (w > 0)
+                sent += w;
+        }
+        ssize_t r = read(fd, in, sizeof in);
+        if (r < 0 && errno != EAGAIN)
+            FAIL("socket read: %s", strerror(errno));
+        for (ssize_t i = 0; i < r; i++, got++)
+            if (in[i] != stream_byte((uint64_t)got * 2 + ((seed ^ 1) & 1)))
+                FAIL("socket byte %ld: %u, expected %u", got, in[i],
+                     stream_byte((uint64_t)got * 2 + ((seed ^ 1) & 1)));
+        if (r <= 0)
+            sched_yield();
+    }
+    if (got != SOCKET_BYTES)
+        FAIL("socket: %ld bytes read, expected %d", got, SOCKET_BYTES);
+}
+
+static void socket_pairs(void)
+{
+    int sv[2], p[2];
+    struct stat st;
+    char buf[16];
+
+    CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv));
+    for (int i = 0; i < 2; i++) {
+        CHECK_SYS(fstat(sv[i], &st));
+        CHECK(S_ISSOCK(st.st_mode));
+        CHECK_EQ(fcntl(sv[i], F_GETFD), FD_CLOEXEC);
+        int fl = CHECK_SYS(fcntl(sv[i], F_GETFL));
+        CHECK_EQ(fl & O_ACCMODE, O_RDWR);
+        CHECK(fl & O_NONBLOCK);
+    }
+    CHECK_ERRNO(recv(sv[0], buf, sizeof buf, 0), EAGAIN);
+    CHECK_SYS(close(sv[0]));
+    CHECK_SYS(close(sv[1]));
+    CHECK_ERRNO(socketpair(AF_INET, SOCK_STREAM, 0, sv), EOPNOTSUPP);
+    CHECK_ERRNO(socketpair(12345, SOCK_STREAM, 0, sv), EAFNOSUPPORT);
+    CHECK_ERRNO(socketpair(AF_UNIX, SOCK_STREAM | 0x100, 0, sv), EINVAL);
+    CHECK_ERRNO(socketpair(AF_UNIX, SOCK_STREAM, 7, sv), EPROTONOSUPPORT);
+    int *volatile unmapped = (int *)8;
+    CHECK_ERRNO(socketpair(AF_UNIX, SOCK_STREAM, 0, unmapped), EFAULT);
+    SAY("socketpair: AF_UNIX stream ends are O_RDWR sockets with SOCK_CLOEXEC and "
+        "SOCK_NONBLOCK as asked; EOPNOTSUPP, EAFNOSUPPORT, EINVAL, EPROTONOSUPPORT, EFAULT");
+
+    /* Both directions at once, between two cores. */
+    CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    pid_t pid = spawn("socket peer", cpu_of(1));
+    if (pid == 0) {
+        close(sv[0]);
+        socket_duplex(sv[1], 1);
+        _exit(0);
+    }
+    CHECK_SYS(close(sv[1]));
+    socket_duplex(sv[0], 0);
+    reap_all();
+    set_nonblock(sv[0], 0);
+    CHECK_EQ(read(sv[0], buf, sizeof buf), 0);
+    CHECK_SYS(close(sv[0]));
+    SAY("socket pair: %d bytes each way at once with a process on core %d, every byte "
+        "checked, then EOF",
+        SOCKET_BYTES, cpu_of(1));
+
+    /* send, recv, recvfrom, shutdown. */
+    CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CHECK_EQ(send(sv[0], "abc", 3, MSG_NOSIGNAL), 3);
+    struct sockaddr_storage from;
+    socklen_t fromlen = sizeof from;
+    CHECK_EQ(recvfrom(sv[1], buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &fromlen),
+             3);
+    CHECK(memcmp(buf, "abc", 3) == 0);
+    CHECK_EQ(fromlen, 0);
+    CHECK_ERRNO(recv(sv[1], buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
+    CHECK_ERRNO(shutdown(sv[0], 7), EINVAL);
+    CHECK_SYS(shutdown(sv[0], SHUT_WR));
+    CHECK_EQ(recv(sv[1], buf, sizeof buf, 0), 0);
+    CHECK_ERRNO(send(sv[0], "x", 1, MSG_NOSIGNAL), EPIPE);
+    CHECK_EQ(send(sv[1], "yz", 2, 0), 2);
+    CHECK_EQ(read(sv[0], buf, sizeof buf), 2);
+    CHECK_SYS(pipe(p));
+    CHECK_ERRNO(send(p[1], "x", 1, 0), ENOTSOCK);
+    CHECK_ERRNO(recv(p[0], buf, 1, MSG_DONTWAIT), ENOTSOCK);
+    CHECK_ERRNO(shutdown(p[0], SHUT_RD), ENOTSOCK);
+    CHECK_SYS(close(p[0]));
+    CHECK_SYS(close(p[1]));
+
+    /* The peer closes: POLLIN|POLLHUP, end of file, EPIPE. */
+    CHECK_SYS(close(sv[1]));
+    short rev = 0;
+    CHECK_EQ(poll1(sv[0], POLLIN, 0, &rev), 1);
+    CHECK_EQ(rev & (POLLIN | POLLHUP), POLLIN | POLLHUP);
+    CHECK_EQ(read(sv[0], buf, sizeof buf), 0);
+    CHECK_ERRNO(send(sv[0], "x", 1, MSG_NOSIGNAL), EPIPE);
+    CHECK_SYS(close(sv[0]));
+    SAY("send/recv: MSG_DONTWAIT (EAGAIN), MSG_NOSIGNAL, recvfrom's empty address; "
+        "shutdown(SHUT_WR): EOF at the peer, EPIPE here, the other way still open; ENOTSOCK on "
+        "a pipe; after the peer's close POLLIN|POLLHUP, EOF and EPIPE");
+}
+
 static void filter(void)
 {
     int in[2], out[2];
@@ -1031,6 +1156,7 @@ int main(int argc, char **argv, char **envp)
     poll_checks();
     select_checks();
     interrupted();
+    socket_pairs();
     filter();
     PASS();
 }

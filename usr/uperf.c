@@ -29,8 +29,7 @@
  *   uperf pipertt [ITERS [REPS]]    round trips of one byte over two pipes between the same two
  *                                   processes (the reference for msgrtt): ns per round trip
  *   uperf sockrtt [ITERS [REPS]]    pipertt over one AF_UNIX stream socket pair instead of two
- *                                   pipes (Linux's other reference; Reef has no AF_UNIX
- *                                   sockets yet and says so)
+ *                                   pipes (the other reference)
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,

@@ -18,6 +18,7 @@ use crate::fs::dev::{self, Device};
 use crate::fs::hare::HareNode;
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
+use crate::fs::unix::SocketEnd;
 use crate::mailbox::{self, Conn, Mailbox};
 use crate::proc::wait::{PollKey, PollQueue};
 use crate::sync::IrqMutex;
@@ -70,6 +71,8 @@ pub enum Node {
     PipeRead(Arc<Pipe>),
     /// The write end of a pipe.
     PipeWrite(Arc<Pipe>),
+    /// One end of an `AF_UNIX` stream socket pair.
+    Socket(Arc<SocketEnd>),
     /// A `/proc` file, its contents generated when it was opened.
     ProcFile(procfs::Place, Vec<u8>),
     /// A `/proc` directory; the offset counts entries.
@@ -181,6 +184,7 @@ impl Drop for OpenFile {
             }
             Node::PipeRead(p) => p.close_reader(),
             Node::PipeWrite(p) => p.close_writer(),
+            Node::Socket(e) => e.close(),
             Node::Mailbox(m) => m.close(),
             Node::Conn(c, end) => c.close(*end),
             // A Hare descriptor queues its own close (`HareNode`'s drop).
@@ -213,7 +217,8 @@ impl OpenFile {
         self.flags.load(Ordering::Relaxed)
     }
 
-    fn nonblock(&self) -> bool {
+    /// Whether its operations answer `EAGAIN` rather than block (`O_NONBLOCK`).
+    pub fn nonblock(&self) -> bool {
         self.flags() & O_NONBLOCK != 0
     }
 
@@ -252,6 +257,7 @@ impl OpenFile {
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
             Node::PipeWrite(_) => Err(Errno::EBADF),
+            Node::Socket(e) => e.read(buf, self.nonblock()),
             // Messages go through the mapped channels, not read and write.
             Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
         }
@@ -321,6 +327,7 @@ impl OpenFile {
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
+            | Node::Socket(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
@@ -356,6 +363,7 @@ impl OpenFile {
             Node::Device(Device::Console, _) => crate::tty::write(&data),
             Node::Device(d, _) => dev::write(*d, &data),
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
+            Node::Socket(e) => e.write(&data, self.nonblock()),
             Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
         }
     }
@@ -383,6 +391,7 @@ impl OpenFile {
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
+            | Node::Socket(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => dev::write(*d, &data),
@@ -411,6 +420,7 @@ impl OpenFile {
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
+            | Node::Socket(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => return Err(Errno::ESPIPE),
             Node::Device(..) => return Ok(0),
@@ -448,6 +458,7 @@ impl OpenFile {
             Node::PipeRead(p) | Node::PipeWrite(p) => {
                 Ok(KStat::synthetic(DEV_PIPE, p.id, 0o010600, 0))
             }
+            Node::Socket(e) => Ok(KStat::synthetic(DEV_PIPE, e.id, 0o140777, 0)),
             Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
             Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
@@ -489,6 +500,14 @@ impl OpenFile {
         matches!(self.node, Node::Hare(_))
     }
 
+    /// The socket end this description is, if it is one.
+    pub fn socket(&self) -> Option<&Arc<SocketEnd>> {
+        match &self.node {
+            Node::Socket(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Whether this is a terminal.
     pub fn is_tty(&self) -> bool {
         matches!(self.node, Node::Device(Device::Console, _))
@@ -517,6 +536,7 @@ impl OpenFile {
                 }
             }
             Node::Conn(c, end) => c.poll(*end),
+            Node::Socket(e) => e.poll(),
             _ => POLLIN | POLLOUT,
         }
     }
@@ -529,6 +549,7 @@ impl OpenFile {
             Node::Device(Device::Console, _) => [Some(PollKey::Console), None],
             Node::Mailbox(m) => [Some(m.poll_key()), None],
             Node::Conn(c, _) => c.poll_keys().map(Some),
+            Node::Socket(e) => e.poll_keys().map(Some),
             _ => [None, None],
         };
         out.try_reserve(2).map_err(|_| Errno::ENOMEM)?;

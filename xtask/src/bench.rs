@@ -385,9 +385,8 @@ fn benches(effort: Effort) -> Vec<Bench> {
         ),
     ];
     // fos's transport (issue 12): lib/msg's channel in user space over MAP_SHARED pages with
-    // futex wake-ups (usr/reef_msg.h), the same code on both systems, and pipes for reference
-    // (and, on Linux only, an AF_UNIX socket pair: Reef has no AF_UNIX sockets yet); the mbox
-    // modes run the channel through a kernel mailbox connection on Reef, the grant
+    // futex wake-ups (usr/reef_msg.h), the same code on both systems, and pipes and AF_UNIX
+    // socket pairs for reference; the mbox modes run the channel through a kernel mailbox connection on Reef, the grant
     // modes carry 4 KiB by reference (on Reef through a kernel grant).
     for (name, mode, unit, higher) in [
         ("msg-rtt", "msgrtt", "ns/rt", false),
@@ -409,16 +408,12 @@ fn benches(effort: Effort) -> Vec<Bench> {
             "grantrtt" => "uperf grantrtt ",
             _ => "uperf granttput ",
         };
-        let mut bench = uperf(
+        b.push(uperf(
             effort,
             name,
             &[mode],
             vec![result_metric(name, unit, higher, prefix, "median")],
-        );
-        if mode == "sockrtt" {
-            bench.variants = vec![Variant::plain(System::Linux)];
-        }
-        b.push(bench);
+        ));
     }
     // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux
     // CPU hotplug, with the other cores idle and with each of them busy; two cores at least.

@@ -13,6 +13,7 @@ pub mod hare;
 pub mod path;
 pub mod pipe;
 pub mod procfs;
+pub mod unix;
 
 use crate::arch::paging::virt_to_phys;
 use crate::fd::{Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};

@@ -204,6 +204,7 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
             let f = process(pid)?.files.lock().get(fd)?;
             Ok(match &f.node {
                 Node::PipeRead(p) | Node::PipeWrite(p) => format!("pipe:[{}]", p.id).into_bytes(),
+                Node::Socket(e) => format!("socket:[{}]", e.id).into_bytes(),
                 _ => f.path.clone(),
             })
         }

@@ -17,7 +17,7 @@ use core::sync::atomic::Ordering;
 
 /// Largest transfer of one read (a longer request reads less, as POSIX allows) and the chunk
 /// size of writes.
-const MAX_IO: usize = 1 << 20;
+pub(super) const MAX_IO: usize = 1 << 20;
 /// Most iovec entries (`IOV_MAX`).
 const IOV_MAX: u64 = 1024;
 
@@ -27,7 +27,7 @@ pub fn file(me: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
 }
 
 /// `write` to a pipe without readers raises SIGPIPE, as on Linux.
-fn sigpipe(me: &Arc<Thread>, r: Result<usize, Errno>) -> Result<usize, Errno> {
+pub(super) fn sigpipe(me: &Arc<Thread>, r: Result<usize, Errno>) -> Result<usize, Errno> {
     if r == Err(Errno::EPIPE) {
         signal::send_thread(me, signal::SIGPIPE, SigInfo::user(me.process.pid));
     }
@@ -319,6 +319,10 @@ pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             write_user(a[2], &(p.available() as i32))?;
             Ok(0)
         }
+        (Node::Socket(e), FIONREAD) => {
+            write_user(a[2], &(e.available() as i32))?;
+            Ok(0)
+        }
         (Node::File(_), FIONREAD) => {
             let size = f.stat()?.size;
             let pos = *f.pos.lock();
@@ -470,20 +474,32 @@ pub fn pipe2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     let name = alloc::format!("pipe:[{}]", p.id).into_bytes();
     let r = OpenFile::new(Node::PipeRead(p.clone()), O_RDONLY | nonblock, name.clone());
     let w = OpenFile::new(Node::PipeWrite(p), O_WRONLY | nonblock, name);
+    install_pair(me, [r, w], cloexec, a[0])
+}
+
+/// Gives `pair` the two lowest free descriptors and writes them to `addr` as `int[2]` (`pipe2`,
+/// `socketpair`); on failure neither stays open.
+pub(super) fn install_pair(
+    me: &Arc<Thread>,
+    pair: [Arc<OpenFile>; 2],
+    cloexec: bool,
+    addr: u64,
+) -> SysResult {
+    let [first, second] = pair;
     let fds = {
         let mut files = me.process.files.lock();
-        let rfd = files.insert(r, cloexec, 0)?;
-        match files.insert(w, cloexec, 0) {
-            Ok(wfd) => [rfd, wfd],
+        let a = files.insert(first, cloexec, 0)?;
+        match files.insert(second, cloexec, 0) {
+            Ok(b) => [a, b],
             Err(e) => {
-                let undone = files.close(rfd);
+                let undone = files.close(a);
                 drop(files);
                 drop(undone);
                 return Err(e);
             }
         }
     };
-    if let Err(e) = write_user(a[0], &fds) {
+    if let Err(e) = write_user(addr, &fds) {
         let undone = {
             let mut files = me.process.files.lock();
             [files.close(fds[0]), files.close(fds[1])]

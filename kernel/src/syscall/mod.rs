@@ -9,7 +9,8 @@
 //! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, ids,
 //! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors,
 //! pipes), [`path`] (open, stat, names, directories), [`poll`] (poll, select), [`misc`] (uname,
-//! getrandom, limits, credentials, reboot), [`msg`] (Reef's names and mailboxes).
+//! getrandom, limits, credentials, reboot), [`msg`] (Reef's names and mailboxes), [`socket`]
+//! (`AF_UNIX` socket pairs).
 
 mod file;
 mod memory;
@@ -19,6 +20,7 @@ mod path;
 pub mod poll;
 pub mod process;
 mod signal;
+mod socket;
 mod time;
 
 use crate::arch::idt::InterruptFrame;
@@ -65,6 +67,10 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_GETDENTS64 => file::getdents64,
         SYS_PIPE => file::pipe,
         SYS_PIPE2 => file::pipe2,
+        SYS_SOCKETPAIR => socket::socketpair,
+        SYS_SHUTDOWN => socket::shutdown,
+        SYS_SENDTO => socket::sendto,
+        SYS_RECVFROM => socket::recvfrom,
         SYS_SENDFILE => file::sendfile,
         SYS_POLL => poll::poll,
         SYS_PPOLL => poll::ppoll,
