@@ -111,6 +111,7 @@ pub fn start(core: u64) -> Result<(), Errno> {
         })
 }
 
+/// The KCB of core `core`: `ENODEV` if there is no such core.
 fn core_kcb(core: u64) -> Result<&'static Kcb, Errno> {
     usize::try_from(core)
         .ok()

@@ -15,9 +15,11 @@ use abi::Errno;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-/// `shutdown`'s `how`.
+/// `shutdown`'s `how`: no more reading.
 const SHUT_RD: u64 = 0;
+/// `shutdown`'s `how`: no more writing (the peer reads the end of file).
 const SHUT_WR: u64 = 1;
+/// `shutdown`'s `how`: neither.
 const SHUT_RDWR: u64 = 2;
 
 /// One end of a connected pair.

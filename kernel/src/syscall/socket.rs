@@ -13,18 +13,27 @@ use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
 
+/// `AF_UNIX` (also `PF_UNIX`, the one protocol a pair may name).
 const AF_UNIX: u64 = 1;
+/// `AF_INET`: a domain without pairs on Linux.
 const AF_INET: u64 = 2;
+/// `AF_INET6`: a domain without pairs on Linux.
 const AF_INET6: u64 = 10;
+/// A byte stream: the one type Reef's pairs have.
 const SOCK_STREAM: u64 = 1;
+/// Datagrams: not built.
 const SOCK_DGRAM: u64 = 2;
+/// Sequenced packets: not built.
 const SOCK_SEQPACKET: u64 = 5;
-/// `socket`'s type flags.
+/// `socketpair`'s type flag: both ends `O_NONBLOCK`.
 const SOCK_NONBLOCK: u64 = 0o4000;
+/// `socketpair`'s type flag: both descriptors close-on-exec.
 const SOCK_CLOEXEC: u64 = 0o2000000;
-/// `send`/`recv` flags Reef knows.
+/// `send`/`recv` flag: this call does not block.
 const MSG_DONTWAIT: u64 = 0x40;
+/// `send` flag: `EPIPE` without SIGPIPE.
 const MSG_NOSIGNAL: u64 = 0x4000;
+/// `send` flag: more data follows (a hint; a pair sends at once anyway).
 const MSG_MORE: u64 = 0x8000;
 
 /// `socketpair(domain, type, protocol, sv)`: `AF_UNIX` stream pairs only. As Linux:
