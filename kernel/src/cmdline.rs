@@ -42,6 +42,7 @@ pub struct Config {
     pub errors: Vec<&'static str>,
 }
 
+/// The configuration [`init`] parsed.
 static CONFIG: Once<Config> = Once::new();
 
 /// Splits a command line into words, honouring double quotes with `\"` and `\\` escapes.

@@ -4,6 +4,7 @@ use crate::arch::serial::Serial;
 use crate::sync::IrqMutex;
 use core::fmt::Write;
 
+/// The serial port, once [`init`] has set it up.
 static CONSOLE: IrqMutex<Option<Serial>> = IrqMutex::new(None);
 
 /// Initializes the serial port. Output before this call is dropped.

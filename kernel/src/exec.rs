@@ -94,6 +94,10 @@ fn layout_for(me: Option<&Process>) -> UserLayout {
     }
 }
 
+/// Loads an ELF executable (`prefix`: the file's first bytes, with its headers) into a new
+/// address space laid out as `layout`: maps its segments and builds the initial stack with
+/// `argv`, `envp`, `path` and the auxiliary vector. The address space is torn down if a segment
+/// cannot be loaded.
 fn load_elf(
     path: &[u8],
     file: &ExecFile,

@@ -222,6 +222,7 @@ impl OpenFile {
         self.flags() & O_NONBLOCK != 0
     }
 
+    /// Whether the description allows reading (not `O_PATH`, not write-only).
     fn readable(&self) -> bool {
         let f = self.flags();
         f & O_PATH == 0 && f & O_ACCMODE != O_WRONLY
@@ -570,6 +571,7 @@ pub struct Fd {
 /// A process's descriptors.
 #[derive(Clone, Default)]
 pub struct FdTable {
+    /// The descriptors by number; `None` for a free slot.
     entries: Vec<Option<Fd>>,
 }
 

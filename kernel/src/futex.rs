@@ -23,6 +23,7 @@ use vspace::RegionKind;
 /// The waiters of every futex word, by key.
 type Table = BTreeMap<Key, VecDeque<Arc<Thread>>>;
 
+/// All futex waiters, by key, under one lock.
 static FUTEXES: IrqMutex<Table> = IrqMutex::new(BTreeMap::new());
 
 /// What identifies a futex word.

@@ -43,7 +43,10 @@ pub enum IpiKind {
 /// A sent request, to wait on.
 #[derive(Clone, Copy, Debug)]
 pub struct Ticket {
+    /// The target core.
     core: usize,
+    /// The request's number in the target's mailbox; acknowledged once the target's handled
+    /// count reaches it.
     ticket: u64,
 }
 
@@ -53,7 +56,12 @@ pub enum IpiError {
     /// No such core, or it is not online.
     NotOnline(usize),
     /// The target did not acknowledge in time.
-    Timeout { core: usize, ticket: u64 },
+    Timeout {
+        /// The target core.
+        core: usize,
+        /// The unacknowledged request's ticket number.
+        ticket: u64,
+    },
 }
 
 impl core::fmt::Display for IpiError {
@@ -67,6 +75,8 @@ impl core::fmt::Display for IpiError {
     }
 }
 
+/// Marks `kind` pending in `target`'s mailbox and draws the request's ticket, without sending
+/// the interrupt.
 fn post(target: &Kcb, kind: IpiKind) -> Ticket {
     target
         .ipi

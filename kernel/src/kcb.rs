@@ -46,6 +46,7 @@ pub enum CoreState {
 }
 
 impl CoreState {
+    /// The state stored as `v` (any value past `Stopping` reads as `Stopped`).
     fn from_u8(v: u8) -> CoreState {
         match v {
             0 => CoreState::Created,
@@ -179,6 +180,7 @@ pub struct SyscallStats {
 }
 
 impl SyscallStats {
+    /// All counts zero.
     const fn new() -> Self {
         SyscallStats {
             count: [const { AtomicU64::new(0) }; abi::syscalls::SYSCALL_LIMIT + 1],

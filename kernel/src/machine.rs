@@ -10,6 +10,7 @@ use frames::PhysRange;
 
 /// Reads physical memory through the direct map, for the ACPI parser.
 struct DirectMap {
+    /// End of the physical memory the direct map covers; reads beyond it fail.
     end: u64,
 }
 

@@ -56,10 +56,13 @@ pub const GRANT_PAGES_MAX: u64 = 65536;
 /// Grants one connection holds at once: `reef_grant` answers `ENOSPC` past it.
 pub const GRANTS_PER_CONN: usize = 1024;
 
+/// Bytes in a page, as a `usize`.
 const PAGE_BYTES: usize = vm::PAGE_SIZE as usize;
 
+/// The id of the next mailbox created.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The id of the next grant made (unique across connections).
 static NEXT_GRANT: AtomicU64 = AtomicU64::new(1);
 
 /// A zeroed frame the kernel holds one share of, mapped into processes beside it: freed when
@@ -183,6 +186,7 @@ pub fn find(pid: u32, id: u64) -> Option<Arc<Mailbox>> {
 pub struct Mailbox {
     /// Unique for the kernel's lifetime (what the name directory records).
     pub id: u64,
+    /// The frame of the owner's eventcount, mapped into the owner alone.
     events: SharedFrame,
     /// Connections not accepted yet; `None` once closed.
     pending: IrqMutex<Option<VecDeque<Arc<Conn>>>>,
@@ -326,10 +330,15 @@ impl GrantBudget {
 /// share of each and the granter's budget counts them until the grant goes (revoked, or the
 /// connection closed, and no mapping in progress still holds it).
 pub struct Granted {
+    /// Its id, unique for the kernel's lifetime (what the grantee maps it by).
     id: u64,
+    /// The end that made the grant.
     from: End,
+    /// Whether the grantee may map the pages writable.
     writable: bool,
+    /// Physical addresses of the granted frames, one share of each held by the grant.
     frames: Vec<u64>,
+    /// The granter's budget, charged for the frames until the grant goes.
     budget: Arc<GrantBudget>,
 }
 
@@ -374,8 +383,11 @@ pub enum End {
 /// One connection: a request channel and a reply channel, one frame each, mapped as a
 /// `msg::Connection<62>` (requests first) into the client and the owner.
 pub struct Conn {
+    /// The mailbox connected to.
     mailbox: Arc<Mailbox>,
+    /// The frame of the request channel (client to owner).
     request: SharedFrame,
+    /// The frame of the reply channel (owner to client).
     reply: SharedFrame,
     /// Whether each end (client, server) is still held.
     open: [AtomicBool; 2],

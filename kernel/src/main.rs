@@ -30,6 +30,7 @@
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(clippy::missing_docs_in_private_items)]
 #![no_main]
 
 extern crate alloc;
@@ -286,6 +287,7 @@ fn greet(machine: &Machine) {
     kprintln!();
 }
 
+/// "on", or "off" with the reason, for the boot report of a CPU protection feature.
 fn on_off(b: bool) -> &'static str {
     if b {
         "on"
@@ -340,6 +342,8 @@ fn final_report() {
     );
 }
 
+/// Prints each node's memory, free ranges, APIC ids and distances, and the RAM no SRAT range
+/// covers.
 fn report_topology(m: &Machine) {
     let t = &m.topology;
     for node in 0..m.node_ram.len() {
@@ -368,6 +372,7 @@ fn report_topology(m: &Machine) {
     }
 }
 
+/// Prints the RSDP address and a hex dump of every ACPI table (`acpidump` on the command line).
 fn acpidump(m: &Machine) {
     kprintln!("reef: acpidump: RSDP at {:#x}", m.acpi.rsdp);
     for t in &m.acpi.tables {
@@ -386,6 +391,8 @@ fn acpidump(m: &Machine) {
     }
 }
 
+/// Reports the panic (core, location, message) on the console and exits with
+/// [`ExitCode::Panic`].
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     let core = kcb::try_current().map(|k| k.core_id as i64).unwrap_or(-1);

@@ -48,11 +48,17 @@ pub struct Module {
 
 /// What Reef keeps of the multiboot information.
 pub struct BootInfo {
+    /// The memory map; the first `region_count` entries are valid.
     regions: [MemoryRegion; MAX_MEMORY_REGIONS],
+    /// Number of valid entries in `regions`.
     region_count: usize,
+    /// The command line as the loader gave it; the first `cmdline_len` bytes are valid.
     cmdline: [u8; MAX_CMDLINE],
+    /// Length of the command line in bytes.
     cmdline_len: usize,
+    /// The boot modules; the first `module_count` entries are valid.
     modules: [Module; MAX_MODULES],
+    /// Number of valid entries in `modules`.
     module_count: usize,
 }
 
@@ -103,6 +109,7 @@ impl fmt::Display for BootInfoError {
     }
 }
 
+/// End of the boot identity map: the first GiB of physical memory.
 const IDENTITY_LIMIT: u64 = 1 << 30;
 
 /// Returns the bytes at physical `[phys, phys + len)` through the boot identity map.
@@ -119,10 +126,12 @@ fn early_bytes(phys: u64, len: usize) -> Result<&'static [u8], BootInfoError> {
     Ok(unsafe { core::slice::from_raw_parts(phys as *const u8, len) })
 }
 
+/// The little-endian `u32` at byte offset `off` of `b`.
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
 }
 
+/// The little-endian `u64` at byte offset `off` of `b`.
 fn u64_at(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"))
 }

@@ -29,12 +29,15 @@ use spin::Once;
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Round-robin and tie-breaking tickets.
 static TICKETS: AtomicU64 = AtomicU64::new(0);
+/// The replicated directory, created by [`init`].
 static DIRECTORY: Once<Arc<NodeReplicated<Directory>>> = Once::new();
 
 /// A name, copied out of the caller (operations in the log hold no pointers).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Name {
+    /// The name's bytes, zero after `len`.
     bytes: [u8; NAME_MAX],
+    /// Length of the name in bytes.
     len: u8,
 }
 
@@ -150,9 +153,10 @@ impl nr::Dispatch for Directory {
 
     fn dispatch_mut(&mut self, op: UpdateOp) -> Resp {
         Resp::Done(match op {
-            UpdateOp::Register(name, member, reserved) => {
-                self.0.register(name.as_bytes(), member, reserved).map(|()| 1)
-            }
+            UpdateOp::Register(name, member, reserved) => self
+                .0
+                .register(name.as_bytes(), member, reserved)
+                .map(|()| 1),
             UpdateOp::Unregister(name, pid, mailbox) => {
                 self.0.unregister(name.as_bytes(), pid, mailbox).map(|()| 1)
             }
@@ -172,10 +176,13 @@ pub fn init() -> Result<(), Errno> {
     Ok(())
 }
 
+/// The replicated directory (after [`init`]).
 fn directory() -> &'static NodeReplicated<Directory> {
     DIRECTORY.get().expect("names::init runs at boot")
 }
 
+/// The errno for a directory error (`EINVAL`, `EPERM`, `EEXIST`, `ENOSPC`, `EDQUOT` or
+/// `ENOENT`).
 fn errno(e: NameError) -> Errno {
     match e {
         NameError::Invalid => Errno::EINVAL,

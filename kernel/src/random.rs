@@ -7,8 +7,10 @@
 use crate::arch::cpu;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+/// State of the xorshift generator used when the CPU has no RDRAND.
 static STATE: AtomicU64 = AtomicU64::new(0);
 
+/// A value from RDRAND, or `None` if the CPU lacks it or it failed 10 times.
 fn rdrand() -> Option<u64> {
     if cpu::cpuid(1, 0).2 & (1 << 30) == 0 {
         return None;
@@ -23,6 +25,7 @@ fn rdrand() -> Option<u64> {
     None
 }
 
+/// The next random word: RDRAND's, else the xorshift generator's, mixed with the TSC.
 fn next() -> u64 {
     if let Some(v) = rdrand() {
         return v;

@@ -30,6 +30,7 @@ pub trait SyncReplica: Send + Sync {
 
 /// Logs with live replicas, by log id, for the lagging-replica path.
 static REGISTRY: IrqMutex<BTreeMap<usize, Weak<dyn SyncReplica>>> = IrqMutex::new(BTreeMap::new());
+/// The id the next log gets (its key in [`REGISTRY`]).
 static NEXT_LOG_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// Number of NUMA nodes and cores, fixed at boot.
@@ -40,6 +41,7 @@ pub fn init(nodes: usize, cores: usize) {
     SHAPE.call_once(|| (nodes.max(1), cores.max(1)));
 }
 
+/// The (nodes, cores) recorded by [`init`].
 fn shape() -> (usize, usize) {
     *SHAPE.get().expect("replicated::init runs at boot")
 }
@@ -60,10 +62,13 @@ pub fn node_count() -> usize {
 
 /// A structure replicated once per NUMA node.
 pub struct NodeReplicated<D: Dispatch> {
+    /// The operation log all replicas share.
     log: Arc<Log<D::UpdateOp>>,
+    /// One replica per node, indexed by node id.
     replicas: Vec<Arc<Replica<D>>>,
     /// `tokens[core * nodes + node]`: core `core`'s registration with `node`'s replica.
     tokens: Vec<IrqMutex<Option<ReplicaToken>>>,
+    /// Number of replicas (NUMA nodes).
     nodes: usize,
 }
 
@@ -111,6 +116,8 @@ where
         Ok(this)
     }
 
+    /// Runs `f` on `node`'s replica with this core's token for it (registering the token the
+    /// first time), with `node`'s heap serving allocations.
     fn with_token<R>(&self, node: usize, f: impl FnOnce(&Replica<D>, &ReplicaToken) -> R) -> R {
         let core = kcb::current().core_id;
         let replica = &self.replicas[node];
@@ -123,6 +130,7 @@ where
         on_node_heap(node, || f(replica, token))
     }
 
+    /// This core's node, as a replica index.
     fn local_node(&self) -> usize {
         kcb::current().node_id.min(self.nodes - 1)
     }

@@ -27,9 +27,13 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Phase of the multi-core part of a self-test: cores run their part when it is non-zero.
 static PHASE: AtomicUsize = AtomicUsize::new(0);
+/// Phase in which every core pings every other core and records the round-trip times.
 const PHASE_IPI: usize = 1;
+/// Phase in which the last online core executes an invalid instruction (`fault-ap`).
 const PHASE_FAULT_AP: usize = 2;
+/// Phase in which every core checks that its frames and heap memory come from its own node.
 const PHASE_MEMORY: usize = 3;
+/// Phase in which the cores pass a timestamp around (the clock relay).
 const PHASE_RELAY: usize = 4;
 /// Bit set of cores that finished their part of the current phase.
 static DONE: [AtomicU64; kcb::MAX_CORES / 64] = [const { AtomicU64::new(0) }; kcb::MAX_CORES / 64];
@@ -37,22 +41,29 @@ static DONE: [AtomicU64; kcb::MAX_CORES / 64] = [const { AtomicU64::new(0) }; kc
 static FAILURES: AtomicUsize = AtomicUsize::new(0);
 /// Round-trip times, `RTT[from * MAX_CORES + to]` in ns (0: not measured).
 static RTT: [AtomicU64; 64 * 64] = [const { AtomicU64::new(0) }; 64 * 64];
+/// Row length of `RTT`: round-trip times are recorded only between cores with ids below this.
 const RTT_CORES: usize = 64;
 /// Clock relay: number of hops, and (hop, timestamp) passed from core to core.
 static RELAY_HOPS: AtomicUsize = AtomicUsize::new(0);
+/// Number of the next hop of the clock relay.
 static RELAY_HOP: AtomicUsize = AtomicUsize::new(0);
+/// Timestamp in ns read by the core that made the last hop of the clock relay.
 static RELAY_TIME: AtomicU64 = AtomicU64::new(0);
+/// How long a core waits for a `Ping` IPI to be acknowledged, in ns.
 const ACK_TIMEOUT_NS: u64 = 5_000_000_000;
 
+/// Counts a failure and prints the failure report of self-test `test`.
 fn fail(test: &str, args: core::fmt::Arguments<'_>) {
     FAILURES.fetch_add(1, Ordering::SeqCst);
     kprintln!("reef: selftest {test}: FAILED: {args}");
 }
 
+/// Marks `core` as finished with the current phase in `DONE`.
 fn mark_done(core: usize) {
     DONE[core / 64].fetch_or(1 << (core % 64), Ordering::SeqCst);
 }
 
+/// Whether all of `cores` finished the current phase.
 fn all_done(cores: &[usize]) -> bool {
     cores
         .iter()
@@ -85,6 +96,8 @@ pub fn run_pending() {
     mark_done(core);
 }
 
+/// Sends a `Ping` IPI from core `me` to every other online core, waits for each
+/// acknowledgement, and records the round-trip times in `RTT`.
 fn ipi_part(me: usize) {
     for to in online_cores() {
         if to == me {
@@ -102,6 +115,8 @@ fn ipi_part(me: usize) {
     }
 }
 
+/// Checks on core `me` that 100 allocated frames and a heap allocation are on the core's own
+/// node, then releases the frames.
 fn memory_part(me: usize) {
     let node = kcb::current().node_id;
     let mut frames = Vec::new();
@@ -283,6 +298,8 @@ fn timers_tick(cores: &[usize]) {
     );
 }
 
+/// The `corectl` self-test: stops the last core, checks that it accepts no IPIs and takes no
+/// timer interrupts, restarts it with its KCB, and checks that it acknowledges a `Ping` again.
 fn corectl(driver: &BootDriver) {
     let cores = online_cores();
     let Some(&last) = cores.last().filter(|&&c| c != 0) else {

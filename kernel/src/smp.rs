@@ -49,11 +49,24 @@ pub enum BootError {
     /// No frame left on the core's node for its KCB and stacks.
     NoMemory(mm::AllocError),
     /// The core did not come up after its startup IPIs.
-    NoResponse { core: usize, apic_id: u32 },
+    NoResponse {
+        /// The core's id.
+        core: usize,
+        /// The core's local APIC id.
+        apic_id: u32,
+    },
     /// The core is not in a state that allows the operation.
-    WrongState { core: usize, state: CoreState },
+    WrongState {
+        /// The core's id.
+        core: usize,
+        /// The state the core is in.
+        state: CoreState,
+    },
     /// The core did not acknowledge the stop request.
-    StopTimeout { core: usize },
+    StopTimeout {
+        /// The core's id.
+        core: usize,
+    },
 }
 
 impl core::fmt::Display for BootError {
@@ -72,15 +85,21 @@ impl core::fmt::Display for BootError {
 /// Layout of the trampoline's parameter block (must match `boot.S`).
 #[repr(C)]
 struct ApParams {
+    /// Physical address of the boot page tables, which the trampoline loads to reach long mode.
     boot_cr3: u64,
+    /// Physical address of the kernel's top-level page table.
     kernel_cr3: u64,
+    /// Address of the core's entry point (a [`CoreEntry`]).
     entry: u64,
+    /// Top of the stack the core starts on.
     stack_top: u64,
+    /// Argument of the entry point: the address of the core's KCB.
     arg: u64,
 }
 
 /// Starts and stops cores.
 pub struct BootDriver {
+    /// Keeps a BootDriver from being made other than by [`BootDriver::install`].
     _private: (),
 }
 
@@ -221,6 +240,7 @@ impl BootDriver {
     }
 }
 
+/// Waits until the core of `kcb` is in `state`; false if `timeout_ns` passed first.
 fn wait_for(kcb: &Kcb, state: CoreState, timeout_ns: u64) -> bool {
     let deadline = time::now_ns() + timeout_ns;
     while kcb.state() != state {

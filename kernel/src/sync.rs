@@ -8,12 +8,15 @@ use core::ops::{Deref, DerefMut};
 
 /// A spin lock that disables interrupts while held.
 pub struct IrqMutex<T> {
+    /// The spin lock holding the value.
     inner: spin::Mutex<T>,
 }
 
 /// Guard of an [`IrqMutex`]; restores the interrupt flag when dropped.
 pub struct IrqMutexGuard<'a, T> {
+    /// The spin lock's guard (taken when dropped, before interrupts are restored).
     guard: Option<spin::MutexGuard<'a, T>>,
+    /// Whether interrupts were enabled before the lock was taken.
     were_enabled: bool,
 }
 

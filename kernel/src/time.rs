@@ -21,7 +21,9 @@ pub const TIMER_VECTOR: u8 = 0x30;
 /// Local APIC timer frequency.
 pub const TIMER_HZ: u64 = 100;
 
+/// TSC value taken by the first kernel instruction: clock zero.
 static BOOT_TSC: AtomicU64 = AtomicU64::new(0);
+/// Calibrated TSC frequency in Hz.
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
 /// `2^32 * 1e9 / TSC_HZ`: nanoseconds per TSC tick in 32.32 fixed point.
 static NS_PER_TICK_FP: AtomicU64 = AtomicU64::new(0);
@@ -107,6 +109,7 @@ pub fn apic_timer_hz() -> u64 {
     APIC_TIMER_HZ.load(Ordering::Relaxed)
 }
 
+/// Converts TSC ticks to nanoseconds with [`NS_PER_TICK_FP`].
 fn ticks_to_ns(ticks: u64) -> u64 {
     ((ticks as u128 * NS_PER_TICK_FP.load(Ordering::Relaxed) as u128) >> 32) as u64
 }
@@ -151,7 +154,10 @@ pub fn start_timer() {
 
 /// Rounds of the TSC offset measurement.
 const SYNC_ROUNDS: u64 = 16;
+/// Step of the TSC offset measurement: odd when the boot core asks the starting core for its
+/// TSC, even when the starting core has answered (0 when no measurement runs).
 static SYNC_STEP: AtomicU64 = AtomicU64::new(0);
+/// The starting core's TSC reading of the current round.
 static SYNC_TSC: AtomicU64 = AtomicU64::new(0);
 
 /// Boot-core side of the TSC offset measurement with a starting core, which runs

@@ -37,32 +37,58 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 use tty::{LineDiscipline, ReadWait, Termios, TERMIOS_SIZE};
 
+/// `ioctl` request `TCGETS`: reads the terminal settings (`struct termios`, `tcgetattr`).
 const TCGETS: u64 = 0x5401;
+/// `ioctl` request `TCSETS`: sets the terminal settings now (`tcsetattr` with `TCSANOW`).
 const TCSETS: u64 = 0x5402;
+/// `ioctl` request `TCSETSW`: sets the terminal settings once output has drained (`TCSADRAIN`).
 const TCSETSW: u64 = 0x5403;
+/// `ioctl` request `TCSETSF`: sets the terminal settings once output has drained and discards
+/// pending input (`TCSAFLUSH`).
 const TCSETSF: u64 = 0x5404;
+/// `ioctl` request `TCSBRK`: `tcdrain`, or `tcsendbreak` with a zero argument.
 const TCSBRK: u64 = 0x5409;
+/// `ioctl` request `TCXONC` (`tcflow`): suspends or restarts output or input.
 const TCXONC: u64 = 0x540a;
+/// `ioctl` request `TCFLSH` (`tcflush`): discards pending input, output or both.
 const TCFLSH: u64 = 0x540b;
+/// `ioctl` request `TIOCSCTTY`: makes the terminal the controlling terminal of the caller's
+/// session.
 const TIOCSCTTY: u64 = 0x540e;
+/// `ioctl` request `TIOCGPGRP` (`tcgetpgrp`): reads the foreground process group.
 const TIOCGPGRP: u64 = 0x540f;
+/// `ioctl` request `TIOCSPGRP` (`tcsetpgrp`): sets the foreground process group.
 const TIOCSPGRP: u64 = 0x5410;
+/// `ioctl` request `TIOCOUTQ`: reads the number of bytes in the output queue.
 const TIOCOUTQ: u64 = 0x5411;
+/// `ioctl` request `TIOCGWINSZ`: reads the window size (`struct winsize`).
 const TIOCGWINSZ: u64 = 0x5413;
+/// `ioctl` request `TIOCSWINSZ`: sets the window size.
 const TIOCSWINSZ: u64 = 0x5414;
+/// `ioctl` request `FIONREAD`: reads the number of input bytes waiting to be read.
 const FIONREAD: u64 = 0x541b;
+/// `ioctl` request `TIOCNOTTY`: gives up the controlling terminal.
 const TIOCNOTTY: u64 = 0x5422;
+/// `ioctl` request `TCSBRKP`: `tcsendbreak` with a duration argument.
 const TCSBRKP: u64 = 0x5425;
+/// `ioctl` request `TIOCGSID` (`tcgetsid`): reads the session of the terminal.
 const TIOCGSID: u64 = 0x5429;
 
 /// `TCFLSH` arguments.
 const TCIFLUSH: u64 = 0;
+/// `TCFLSH` argument: discards data written but not yet transmitted.
 const TCOFLUSH: u64 = 1;
+/// `TCFLSH` argument: discards both pending input and pending output.
 const TCIOFLUSH: u64 = 2;
 /// `TCXONC` arguments.
 const TCOOFF: u64 = 0;
+/// `TCXONC` argument: restarts suspended output.
 const TCOON: u64 = 1;
+/// `TCXONC` argument: sends a STOP character (`VSTOP`), asking the other end to stop sending
+/// input.
 const TCIOFF: u64 = 2;
+/// `TCXONC` argument: sends a START character (`VSTART`), asking the other end to resume
+/// sending input.
 const TCION: u64 = 3;
 
 /// Bytes of a write processed per hold of the terminal lock.
@@ -72,6 +98,7 @@ const INPUT_PER_TICK: usize = 64;
 
 /// The console terminal's state.
 struct Console {
+    /// The line discipline: terminal settings, input queue and output processing.
     ld: LineDiscipline,
     /// The session whose controlling terminal this is.
     session: Option<Pid>,
@@ -83,6 +110,7 @@ struct Console {
     signals: Vec<(Pid, u32)>,
 }
 
+/// The console terminal; an [`IrqMutex`] because the timer interrupt feeds it.
 static CONSOLE: IrqMutex<Console> = IrqMutex::new(Console {
     ld: LineDiscipline::new(),
     session: None,
@@ -165,6 +193,7 @@ pub fn send_signals() {
     }
 }
 
+/// Sends signal `sig` (with code `SI_KERNEL`) to every live process of process group `group`.
 fn signal_group(group: Pid, sig: u32) {
     let info = SigInfo {
         code: signal::SI_KERNEL,

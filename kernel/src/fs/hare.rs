@@ -84,7 +84,9 @@ const KERNEL_CLIENT: u32 = 0x4b00_0000;
 
 /// One connection to one server: the channel pair and the pool page its requests use.
 struct Link {
+    /// The connection to the server; the kernel holds its client end.
     conn: Arc<Conn>,
+    /// The page, granted to the server, that carries a request's body and then its reply's.
     pool: SharedFrame,
     /// A request whose thread stopped waiting (a fatal signal): its reply is still to come.
     abandoned: Cell<Option<u64>>,
@@ -105,15 +107,20 @@ impl Drop for Link {
 
 /// The transport of one core's client: its links, by server id.
 pub struct Links {
+    /// The links, indexed by server id.
     links: Vec<Link>,
+    /// The id of the next request (kept within `wire::ID_MASK`).
     next_id: Cell<u64>,
+    /// Invalidations that came while a reply was awaited, for the client's next walk.
     queued: RefCell<Vec<Invalidation>>,
     /// Messages that were neither an awaited reply nor an invalidation.
     strays: Cell<u64>,
     /// Requests sent, nanoseconds from each send to its reply, and the times the reply was
     /// not there yet when looked for (each a wait on the reply ring).
     exchanges: Cell<u64>,
+    /// Nanoseconds from each send to its reply, summed.
     waited_ns: Cell<u64>,
+    /// Times a reply was not there yet when looked for.
     waits: Cell<u64>,
     /// Where requests are encoded and replies' pages copied (one request at a time).
     scratch: RefCell<Box<[u8]>>,
@@ -178,6 +185,7 @@ impl Links {
         }
     }
 
+    /// Queues the invalidation in `m`; a message that does not decode counts as a stray.
     fn take_invalidation(&self, m: &Message) {
         match wire::decode_invalidation(m) {
             Ok(i) => self.queued.borrow_mut().push(i),
@@ -209,6 +217,7 @@ impl Transport for Links {
 
 /// The buffer cache: kernel frames, block `b` in `frames[b]`.
 pub struct Arena {
+    /// The frames, one per block.
     frames: Vec<SharedFrame>,
     /// Accesses to blocks past the arena (a server's error): read as zeros, written nowhere.
     bad: AtomicU64,
@@ -236,9 +245,12 @@ impl Arena {
 struct Retained {
     /// The servers, as (pid, mailbox).
     servers: Vec<(u32, u64)>,
+    /// The cache they were granted.
     arena: Arc<Arena>,
 }
 
+/// The buffer cache the running servers were granted, kept for the next mount of the same
+/// servers (dropped by [`process_gone`]).
 static RETAINED: IrqMutex<Option<Retained>> = IrqMutex::new(None);
 
 /// A named process exited: if it was one of the servers holding the retained cache, the
@@ -278,6 +290,7 @@ impl BufferCache for CacheView {
     }
 }
 
+/// One core's `lib/hare` client: over the kernel's links, with file data in the arena.
 type CoreClient = Client<Links, CacheView>;
 
 /// A mounted Hare: its servers, its buffer cache and one client per core.
@@ -288,6 +301,7 @@ pub struct Mount {
     options: Options,
     /// The fleet's members, by server id.
     members: Vec<Member>,
+    /// The buffer cache, granted to the servers.
     cache: Arc<Arena>,
     /// The grants of the kernel's clients (pool pages, and the cache once per server).
     budget: Arc<GrantBudget>,
@@ -299,9 +313,11 @@ pub struct Mount {
     open: AtomicUsize,
     /// Opens (where close-to-open invalidates) and closes (where it writes back).
     opens: AtomicU64,
+    /// Closes sent (where close-to-open writes back).
     closes: AtomicU64,
 }
 
+/// The mounted Hare, if any (one mount at a time).
 static MOUNTED: IrqMutex<Option<Arc<Mount>>> = IrqMutex::new(None);
 
 /// Whether [`MOUNTED`] holds a mount: every path call looks (`crate::fs::path`), and only
@@ -504,8 +520,6 @@ pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Connects to `member` as core `core`'s client: a connection, a pool page, the cache if
-/// `cache` (the first client), and the hello. What the server said about itself.
 /// Polls `link`'s reply ring for up to [`REPLY_POLL_NS`]: whether a reply (or the server's
 /// close) came.
 fn poll_reply(link: &Link) -> bool {
@@ -519,6 +533,9 @@ fn poll_reply(link: &Link) -> bool {
     false
 }
 
+/// Connects to `member` as core `core`'s client: a connection, a pool page, the cache if
+/// `cache` (the first client), and the hello. What the server said about itself:
+/// `ECONNREFUSED` if its mailbox is gone, `EIO` for a reply that is not a hello.
 fn connect(
     member: &Member,
     core: usize,
@@ -715,16 +732,22 @@ pub fn flush() {
     }
 }
 
+/// The time now, for Hare's timestamps ([`super::now`]).
 fn now() -> ::hare::Timespec {
     super::now()
 }
 
 /// A file or directory of Hare, open: the client that opened it and its descriptor there.
 pub struct HareNode {
+    /// The mount it is open in.
     mount: Arc<Mount>,
+    /// The core whose client opened it and keeps its descriptor.
     core: usize,
+    /// Its descriptor in that client.
     fd: Fd,
+    /// Its inode number in Hare.
     ino: Ino,
+    /// Its kind (regular file, directory, ...).
     kind: Kind,
     /// A directory's listing, taken when `getdents64` starts at position 0.
     listing: IrqMutex<Option<Arc<Vec<DirEntry>>>>,
@@ -745,6 +768,7 @@ impl HareNode {
         self.kind == Kind::Dir
     }
 
+    /// Runs `f` on the client that opened it, with its descriptor there.
     fn with<R>(&self, f: impl FnOnce(&mut CoreClient, Fd) -> Result<R, Errno>) -> Result<R, Errno> {
         self.mount.with(self.core, |c| f(c, self.fd))
     }

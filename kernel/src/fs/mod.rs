@@ -58,14 +58,18 @@ const LOGS: usize = 8;
 /// Entries per log.
 const LOG_ENTRIES: usize = 512;
 
+/// NR-FS and everything the kernel keeps to reach it.
 struct Root {
+    /// The file system: its logs and the means to make replicas and clients.
     fs: NrFs,
+    /// The replicas, one per NUMA node, indexed by node.
     replicas: Vec<Arc<FsReplica>>,
     /// `clients[core * nodes + node]`: that core's handle on `node`'s replica (a core works on
     /// its own node's replica and may bring the others up to date).
     clients: Vec<IrqMutex<Option<FsClient>>>,
 }
 
+/// The root file system, set up once by [`init`].
 static ROOT: spin::Once<Root> = spin::Once::new();
 
 /// What unpacking the initramfs found.
@@ -240,6 +244,7 @@ pub fn check_writable(ino: Ino) -> Result<(), Errno> {
 /// A regular file opened for `execve`: read piece by piece, so a large program never needs
 /// one large kernel buffer.
 pub struct ExecFile {
+    /// The file behind it.
     source: ExecSource,
     /// Size in bytes.
     pub size: u64,
@@ -492,6 +497,12 @@ fn reopen(f: &Arc<OpenFile>, flags: u32) -> Result<Arc<OpenFile>, Errno> {
     Ok(OpenFile::new(node, flags, f.path.clone()))
 }
 
+/// Opens `path` in NR-FS relative to directory `start` for [`open`], creating it under
+/// `O_CREAT` (permissions `mode` less the umask); the description keeps the flags `kept` and
+/// shows `shown` as its path. `EISDIR` for a directory opened for writing or with `O_CREAT`,
+/// `ENOTDIR` for a non-directory under `O_DIRECTORY`, `ELOOP` for a symlink without `O_PATH`,
+/// `ETXTBSY` for writing the trusted executable; `O_TRUNC` empties a regular file opened for
+/// writing.
 fn open_nrfs(
     me: &Process,
     start: Ino,

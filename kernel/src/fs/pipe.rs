@@ -19,11 +19,16 @@ pub const CAPACITY: usize = 64 * 1024;
 /// Writes up to this size are atomic.
 pub const PIPE_BUF: usize = 4096;
 
+/// The id of the next pipe created.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The mutable state of a pipe, kept under its lock.
 struct State {
+    /// The bytes written and not yet read (at most [`CAPACITY`]).
     buf: VecDeque<u8>,
+    /// Read ends still open.
     readers: usize,
+    /// Write ends still open.
     writers: usize,
 }
 
@@ -31,8 +36,11 @@ struct State {
 pub struct Pipe {
     /// Number shown as `pipe:[id]` in `/proc/<pid>/fd`.
     pub id: u64,
+    /// The queue and the counts of open ends.
     state: IrqMutex<State>,
+    /// Readers sleep here while the pipe is empty.
     readable: WaitQueue,
+    /// Writers sleep here while their data does not fit.
     writable: WaitQueue,
 }
 
@@ -51,6 +59,7 @@ impl Pipe {
         })
     }
 
+    /// Wakes both wait queues and the pollers after a change of state.
     fn changed(&self) {
         self.readable.notify_all();
         self.writable.notify_all();

@@ -96,6 +96,7 @@ pub enum Resolved {
     Open(Arc<OpenFile>),
 }
 
+/// The files directly in `/proc`, by name.
 const ROOT_FILES: &[(&[u8], File)] = &[
     (b"cpuinfo", File::CpuInfo),
     (b"meminfo", File::MemInfo),
@@ -105,10 +106,13 @@ const ROOT_FILES: &[(&[u8], File)] = &[
     (b"loadavg", File::LoadAvg),
 ];
 
+/// The process `pid`, `ENOENT` if there is none.
 fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
     proc::lookup(pid).map(|e| e.process).ok_or(Errno::ENOENT)
 }
 
+/// Parses a process id or descriptor number: decimal, at most 9 digits, no leading zero;
+/// `None` for anything else.
 fn parse_num(s: &[u8]) -> Option<u32> {
     if s.is_empty()
         || s.len() > 9
@@ -212,6 +216,7 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
     }
 }
 
+/// Whether `place` is a directory (`/proc`, `/proc/reef`, `/proc/<pid>`, `/proc/<pid>/fd`).
 fn is_dir(place: Place) -> bool {
     matches!(
         place,
@@ -450,6 +455,8 @@ fn vendor() -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// A process's state for `/proc/<pid>/stat` (the letter) and `/proc/<pid>/status` (the
+/// letter and name): running while alive, else zombie.
 fn state_letter(e: &proc::table::Entry) -> (char, &'static str) {
     match e.life {
         proc::table::Life::Alive => ('R', "R (running)"),

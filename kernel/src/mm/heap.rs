@@ -34,9 +34,11 @@ use talc::source::Source;
 /// allocator is set up.
 const BOOT_ARENA_SIZE: usize = 4 << 20;
 
+/// The boot arena's memory, page-aligned.
 #[repr(C, align(4096))]
 struct BootArena([u8; BOOT_ARENA_SIZE]);
 
+/// The boot arena, claimed by node 0's heap in [`init_boot_arena`].
 static mut BOOT_ARENA: BootArena = BootArena([0; BOOT_ARENA_SIZE]);
 
 /// Largest request (size plus alignment) a 4 KiB frame can serve once the allocator's
@@ -47,12 +49,14 @@ const SMALL_GROWTH_LIMIT: usize = 3 * 1024;
 /// 2 MiB frame is left), and takes back arenas the heap no longer uses.
 #[derive(Debug)]
 pub struct NodeSource {
+    /// The node whose frames this heap grows with.
     node: usize,
     /// An emptied 2 MiB arena kept for the next growth (see the module documentation).
     spare: Option<Frame>,
 }
 
 impl NodeSource {
+    /// The source of `node`'s heap, with no spare.
     const fn new(node: usize) -> NodeSource {
         NodeSource { node, spare: None }
     }
@@ -137,8 +141,10 @@ unsafe impl Source for NodeSource {
     }
 }
 
+/// One node's heap: a `talc` allocator growing from that node's frames, behind an IRQ-safe lock.
 type NodeHeap = IrqMutex<Talc<NodeSource, talc::base::binning::DefaultBinning>>;
 
+/// The per-node heaps, indexed by node id.
 static HEAPS: [NodeHeap; MAX_NODES] = {
     let mut heaps = [const { IrqMutex::new(Talc::new(NodeSource::new(0))) }; MAX_NODES];
     let mut i = 0;
@@ -149,6 +155,8 @@ static HEAPS: [NodeHeap; MAX_NODES] = {
     heaps
 };
 
+/// Allocations served by another node's heap because the caller's node was full (see
+/// [`remote_fallbacks`]).
 static REMOTE_FALLBACKS: AtomicU64 = AtomicU64::new(0);
 
 /// Gives node 0's heap the boot arena. Called once, first thing on the boot core.
@@ -211,6 +219,7 @@ pub fn page_bytes() -> u64 {
     PAGE_FRAMES.load(Ordering::Relaxed) * frames::BASE_PAGE_SIZE
 }
 
+/// The node whose heap owns `ptr`: node 0 for the boot arena, else the node whose RAM holds it.
 fn home_node(ptr: *mut u8) -> usize {
     let addr = ptr as u64;
     let arena = &raw const BOOT_ARENA as u64;
@@ -283,5 +292,6 @@ unsafe impl GlobalAlloc for KernelHeap {
     }
 }
 
+/// The kernel's global allocator instance.
 #[global_allocator]
 static GLOBAL: KernelHeap = KernelHeap;

@@ -61,8 +61,10 @@ static COUNTS: Once<Vec<Vec<Vec<Box<CountBlock>>>>> = Once::new();
 
 /// Base frames whose share counts one block holds (one 4 KiB page of counters).
 const COUNTS_PER_BLOCK: usize = 1024;
+/// One block of share counts, one counter per base frame.
 type CountBlock = [AtomicU32; COUNTS_PER_BLOCK];
 
+/// Zeroed share-count blocks covering every base frame of `r`.
 fn count_blocks(r: &PhysRange) -> Vec<Box<CountBlock>> {
     let frames = (r.end - r.base).div_ceil(frames::BASE_PAGE_SIZE) as usize;
     (0..frames.div_ceil(COUNTS_PER_BLOCK))
@@ -132,6 +134,7 @@ pub const fn reserve_for(bytes: u64) -> u64 {
     }
 }
 
+/// Every node's memory, indexed by node id (set by [`init`]).
 static NODES: Once<Vec<NodeMemory>> = Once::new();
 
 /// Sets up the NCaches: `free[n]` are the RAM ranges node `n`'s NCache may hand out, `all[n]`

@@ -75,9 +75,11 @@ pub struct Thread {
     pub tid: Pid,
     /// The process.
     pub process: Arc<Process>,
+    /// The kernel stack (`KERNEL_STACK_SIZE` bytes, 16-byte aligned).
     stack: Vec<u128>,
     /// Kernel stack pointer saved while switched out.
     pub(crate) saved_rsp: AtomicU64,
+    /// The [`ThreadState`], as its `u8` value.
     state: AtomicU8,
     /// Core whose run queue the thread belongs to (the core it last ran on).
     pub core: AtomicUsize,
@@ -231,7 +233,9 @@ impl Thread {
 /// The parent of a `vfork` child waits on this until the child execs or exits.
 #[derive(Default)]
 pub struct VforkDone {
+    /// Set once the child has exec'd or exited.
     done: AtomicBool,
+    /// Where the parent sleeps until `done` is set.
     queue: WaitQueue,
 }
 
@@ -284,6 +288,7 @@ impl Process {
 pub struct Process {
     /// Process id.
     pub pid: Pid,
+    /// The address space (replaced by `execve`).
     vm: IrqMutex<Arc<VSpace>>,
     /// Live threads.
     pub threads: IrqMutex<Vec<Arc<Thread>>>,
@@ -413,7 +418,9 @@ impl Process {
     }
 }
 
+/// The next process/thread id [`next_pid`] hands out.
 static NEXT_PID: AtomicU32 = AtomicU32::new(1);
+/// The replicated process table, created on first use.
 static TABLE: spin::Once<Arc<NodeReplicated<ProcessTable>>> = spin::Once::new();
 
 /// Draws a fresh process/thread id (before the operation that uses it enters the log).

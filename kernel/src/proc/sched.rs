@@ -123,6 +123,7 @@ pub fn core_free(pid: u32, core: usize) -> bool {
     })
 }
 
+/// Whether `core` is free for `thread`'s process (see [`core_free`]).
 fn core_free_for(thread: &Thread, core: usize) -> bool {
     core_free(thread.process.pid, core)
 }

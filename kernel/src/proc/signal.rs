@@ -55,15 +55,24 @@ pub const SIGWINCH: u32 = 28;
 /// Highest signal number.
 pub const NSIG: u32 = 64;
 
+/// `SIG_DFL`: the handler value that selects the default action.
 const SIG_DFL: u64 = 0;
+/// `SIG_IGN`: the handler value that ignores the signal.
 const SIG_IGN: u64 = 1;
 /// `sa_flags` bits.
 const SA_SIGINFO: u64 = 4;
+/// `SA_ONSTACK`: run the handler on the alternate signal stack (`sigaltstack`).
 const SA_ONSTACK: u64 = 0x0800_0000;
+/// `SA_RESTART`: restart a syscall the signal interrupts instead of failing it with `EINTR`.
 const SA_RESTART: u64 = 0x1000_0000;
+/// `SA_NODEFER`: do not block the signal while its handler runs.
 const SA_NODEFER: u64 = 0x4000_0000;
+/// `SA_RESETHAND`: reset the action to the default when the handler is entered.
 const SA_RESETHAND: u64 = 0x8000_0000;
+/// `SA_RESTORER`: `sa_restorer` holds the return trampoline the handler returns to.
 const SA_RESTORER: u64 = 0x0400_0000;
+/// The `sa_flags` bits `rt_sigaction` keeps (the others are cleared); 1 and 2 are
+/// `SA_NOCLDSTOP` and `SA_NOCLDWAIT`.
 const SUPPORTED_FLAGS: u64 =
     SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER | SA_RESETHAND | SA_RESTORER | 1 | 2;
 
@@ -82,6 +91,7 @@ pub const CLD_EXITED: i32 = 1;
 /// SIGCHLD: child killed.
 pub const CLD_KILLED: i32 = 2;
 
+/// The bit of signal `sig` in a signal set (bit `sig - 1`).
 fn bit(sig: u32) -> u64 {
     1 << (sig - 1)
 }
@@ -203,6 +213,7 @@ pub struct ThreadSignals {
     pub pending: u64,
     /// The mask to restore after the next handler (`rt_sigsuspend` replaced it).
     pub saved: Option<u64>,
+    /// Information of the signals pending for this thread, indexed by signal number - 1.
     infos: [SigInfo; NSIG as usize],
 }
 
@@ -218,6 +229,7 @@ impl ThreadSignals {
     }
 }
 
+/// Checks that `sig` is a signal number (1..=`NSIG`); `EINVAL` otherwise.
 fn valid(sig: u32) -> Result<(), Errno> {
     if (1..=NSIG).contains(&sig) {
         Ok(())
@@ -348,10 +360,12 @@ const MCONTEXT: usize = 40;
 /// Offset of `uc_sigmask` in `ucontext`.
 const SIGMASK: usize = 296;
 
+/// Writes `v` as 8 little-endian bytes at offset `at` of `buf`.
 fn put(buf: &mut [u8], at: usize, v: u64) {
     buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Reads 8 little-endian bytes at offset `at` of `buf`.
 fn get(buf: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
 }
@@ -421,6 +435,10 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
     }
 }
 
+/// Pushes the Linux x86-64 signal frame on the user stack (below the red zone): the FPU state,
+/// the `sa_restorer` return address, a `ucontext` holding the registers and `old_mask`, and the
+/// `siginfo_t`; then points `frame` at the handler with the signal number, the `siginfo_t` and
+/// the `ucontext` as its arguments. Fails if the frame cannot be written to user memory.
 fn push_frame(
     me: &Thread,
     frame: &mut InterruptFrame,

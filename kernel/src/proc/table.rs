@@ -54,7 +54,9 @@ pub enum WaitFor {
 /// The replicated table.
 #[derive(Default)]
 pub struct ProcessTable {
+    /// Every process (alive or zombie), by pid.
     entries: BTreeMap<Pid, Entry>,
+    /// The children of each parent, by the parent's pid.
     children: BTreeMap<Pid, BTreeSet<Pid>>,
 }
 
@@ -126,6 +128,7 @@ pub enum Resp {
 }
 
 impl ProcessTable {
+    /// Whether process `pid`, with entry `e`, is a child that `w` accepts.
     fn matches(&self, pid: Pid, e: &Entry, w: WaitFor) -> bool {
         match w {
             WaitFor::Any => true,

@@ -29,13 +29,17 @@ pub enum Wake {
     Interrupted,
 }
 
+/// A wait queue's state, under its lock.
 struct Inner {
+    /// The event counter, bumped by every [`WaitQueue::notify_all`].
     seq: u64,
+    /// The threads sleeping until the counter changes.
     waiters: Vec<Arc<Thread>>,
 }
 
 /// Threads waiting for an event.
 pub struct WaitQueue {
+    /// The counter and the sleeping threads.
     inner: IrqMutex<Inner>,
 }
 
@@ -181,7 +185,9 @@ pub enum PollKey {
 /// One thread sleeping in [`PollQueue::wait`]; a waker that finds one of its keys removes
 /// the entry and wakes the thread.
 struct Poller {
+    /// The sleeping thread.
     thread: Arc<Thread>,
+    /// The objects it watches.
     keys: Vec<PollKey>,
 }
 
@@ -190,6 +196,7 @@ struct Poller {
 /// poller on every change anywhere: the fleet manager, polling its mailbox, ran on every Hare
 /// request and doubled a request's cost on one core.)
 pub struct PollQueue {
+    /// The threads waiting, with their keys.
     pollers: IrqMutex<Vec<Poller>>,
 }
 
@@ -283,17 +290,21 @@ impl Default for PollQueue {
 /// cannot barge ahead of a sleeper, which on one core would starve it for as long as the
 /// first keeps asking (two processes using one Hare client did).
 pub struct SleepLock<T> {
+    /// The protected value, locked by the ticket holder.
     inner: spin::Mutex<T>,
     /// The next ticket to hand out.
     next: AtomicU64,
     /// The ticket that may hold the lock.
     serving: AtomicU64,
+    /// Where waiters sleep until their ticket is served.
     queue: WaitQueue,
 }
 
 /// Guard of a [`SleepLock`]; serves the next ticket when dropped.
 pub struct SleepLockGuard<'a, T> {
+    /// The lock held.
     lock: &'a SleepLock<T>,
+    /// The guard of the inner lock (taken when dropped, before the next ticket is served).
     guard: Option<spin::MutexGuard<'a, T>>,
 }
 

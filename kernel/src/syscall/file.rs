@@ -69,6 +69,8 @@ fn write_user_data(
     }
 }
 
+/// `read(fd, buf, count)`: reads at most [`MAX_IO`] bytes at the file offset; if copying them
+/// out faults, the offset is moved back and the fault returned.
 pub fn read(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
     let len = (a[2] as usize).min(MAX_IO);
@@ -81,6 +83,8 @@ pub fn read(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(data.len() as u64)
 }
 
+/// `write(fd, buf, count)`: writes at the file offset (at the end under `O_APPEND`), a chunk
+/// at a time; `EPIPE` with SIGPIPE for a pipe without readers.
 pub fn write(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
     Ok(write_user_data(me, &f, a[1], a[2] as usize, None)? as u64)
@@ -95,6 +99,8 @@ fn position(v: u64) -> Result<u64, Errno> {
     }
 }
 
+/// `pread64(fd, buf, count, offset)`: reads at most [`MAX_IO`] bytes at `offset` without
+/// moving the file offset; `EINVAL` for a negative `offset`.
 pub fn pread64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
     let off = position(a[3])?;
@@ -105,12 +111,16 @@ pub fn pread64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     Ok(data.len() as u64)
 }
 
+/// `pwrite64(fd, buf, count, offset)`: writes at `offset` without moving the file offset;
+/// `EINVAL` for a negative `offset`.
 pub fn pwrite64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
     let off = position(a[3])?;
     Ok(write_user_data(me, &f, a[1], a[2] as usize, Some(off))? as u64)
 }
 
+/// Reads `count` `struct iovec`s (base, length) from `addr` and checks each buffer; `EINVAL`
+/// for more than [`IOV_MAX`] entries or a total length beyond `isize::MAX`.
 fn iovecs(addr: u64, count: u64) -> Result<Vec<[u64; 2]>, Errno> {
     if count > IOV_MAX {
         return Err(Errno::EINVAL);
@@ -178,41 +188,54 @@ fn scatter_read(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
     Ok(n as u64)
 }
 
+/// `writev(fd, iov, iovcnt)`: one write of the gathered buffers at the file offset.
 pub fn writev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     gather_write(me, a, None)
 }
 
+/// `readv(fd, iov, iovcnt)`: one read at the file offset, scattered over the buffers.
 pub fn readv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     scatter_read(me, a, None)
 }
 
+/// `pwritev(fd, iov, iovcnt, offset)`: `writev` at `offset`, without moving the file offset;
+/// `EINVAL` for a negative `offset`.
 pub fn pwritev(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let off = position(a[3])?;
     gather_write(me, a, Some(off))
 }
 
+/// `preadv(fd, iov, iovcnt, offset)`: `readv` at `offset`, without moving the file offset;
+/// `EINVAL` for a negative `offset`.
 pub fn preadv(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let off = position(a[3])?;
     scatter_read(me, a, Some(off))
 }
 
+/// `lseek(fd, offset, whence)`: moves the file offset ([`OpenFile::seek`]); `EINVAL` for a
+/// `whence` out of range.
 pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let whence = u32::try_from(a[2]).map_err(|_| Errno::EINVAL)?;
     file(me, a[0])?.seek(a[1] as i64, whence)
 }
 
+/// `close(fd)`: removes the descriptor and lets go of its description; `EBADF` if `fd` is not
+/// open.
 pub fn close(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let closed = me.process.files.lock().close(a[0] as i32)?;
     crate::fs::hare::release([closed.file]);
     Ok(0)
 }
 
+/// `dup(oldfd)`: a copy of `oldfd` at the lowest free descriptor, without close-on-exec.
 pub fn dup(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let mut files = me.process.files.lock();
     let f = files.get(a[0] as i32)?;
     Ok(files.insert(f, false, 0)? as u64)
 }
 
+/// `dup2(oldfd, newfd)`: makes `newfd` a copy of `oldfd` without close-on-exec, closing what
+/// `newfd` held; nothing to do when `newfd` is `oldfd` (if open).
 pub fn dup2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let replaced = {
         let mut files = me.process.files.lock();
@@ -226,6 +249,8 @@ pub fn dup2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(a[1])
 }
 
+/// `dup3(oldfd, newfd, flags)`: `dup2` with `O_CLOEXEC` the only flag; `EINVAL` for another
+/// flag or for `newfd` equal to `oldfd`.
 pub fn dup3(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let cloexec = u64::from(O_CLOEXEC);
     if a[2] & !cloexec != 0 {
@@ -243,6 +268,10 @@ pub fn dup3(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(a[1])
 }
 
+/// `fcntl(fd, cmd, arg)`: `F_DUPFD`/`F_DUPFD_CLOEXEC` (`EINVAL` for `arg` past the descriptor
+/// limit), `F_GETFD`/`F_SETFD` (close-on-exec), `F_GETFL`/`F_SETFL` (only `O_APPEND`,
+/// `O_NONBLOCK`, `O_DIRECT` and `O_NOATIME` change) and `F_GETPIPE_SZ` (`EBADF` for anything
+/// but a pipe); any other `cmd` is `EINVAL`.
 pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const F_DUPFD: u64 = 0;
     const F_GETFD: u64 = 1;
@@ -286,6 +315,9 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     }
 }
 
+/// `ioctl(fd, request, arg)`: `FIOCLEX`, `FIONCLEX` and `FIONBIO` on any descriptor; a
+/// terminal's requests go to [`crate::tty::ioctl`]; `FIONREAD` on a pipe's read end, a socket
+/// or an NR-FS file (the bytes after the offset); anything else is `ENOTTY`.
 pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const FIONREAD: u64 = 0x541b;
     const FIONBIO: u64 = 0x5421;
@@ -361,12 +393,15 @@ pub fn write_stat(addr: u64, s: &KStat) -> Result<(), Errno> {
     write_user(addr, &words)
 }
 
+/// `fstat(fd, statbuf)`: writes the descriptor's `struct stat` to `statbuf`.
 pub fn fstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let st = file(me, a[0])?.stat()?;
     write_stat(a[1], &st)?;
     Ok(0)
 }
 
+/// `ftruncate(fd, length)`: sets the file's size ([`OpenFile::truncate`]); `EINVAL` for a
+/// negative `length`.
 pub fn ftruncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let size = position(a[1])?;
     file(me, a[0])?.truncate(size)?;
@@ -462,6 +497,8 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     Ok(out.len() as u64)
 }
 
+/// `pipe2(pipefd, flags)`: a new pipe, its read and write ends stored at `pipefd`; `EINVAL`
+/// for a flag other than `O_CLOEXEC` and `O_NONBLOCK`.
 pub fn pipe2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let allowed = u64::from(O_CLOEXEC | O_NONBLOCK);
     if a[1] & !allowed != 0 {
@@ -510,6 +547,7 @@ pub(super) fn install_pair(
     Ok(0)
 }
 
+/// `pipe(pipefd)`: `pipe2` with no flags.
 pub fn pipe(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     pipe2(me, f, [a[0], 0, 0, 0, 0, 0])
 }

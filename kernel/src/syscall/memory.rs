@@ -8,20 +8,38 @@ use abi::Errno;
 use alloc::sync::Arc;
 use vspace::{Prot, RegionKind};
 
+/// `mmap` flag `MAP_SHARED`: the mapping is shared with the other processes that map it.
 const MAP_SHARED: u64 = 0x01;
+/// `mmap` flag `MAP_PRIVATE`: a private copy-on-write mapping.
 const MAP_PRIVATE: u64 = 0x02;
+/// `mmap` flag `MAP_SHARED_VALIDATE`: `MAP_SHARED` with strict flag checking; also the mask of
+/// the mapping-type bits.
 const MAP_SHARED_VALIDATE: u64 = 0x03;
+/// `mmap` flag `MAP_FIXED`: map exactly at `addr`, replacing whatever is mapped there.
 const MAP_FIXED: u64 = 0x10;
+/// `mmap` flag `MAP_ANONYMOUS`: memory backed by no file, zero-filled.
 const MAP_ANONYMOUS: u64 = 0x20;
+/// `mmap` flag `MAP_GROWSDOWN` (a stack that grows downwards on Linux); accepted and ignored.
 const MAP_GROWSDOWN: u64 = 0x100;
+/// `mmap` flag `MAP_DENYWRITE` (ignored by Linux too); accepted and ignored.
 const MAP_DENYWRITE: u64 = 0x800;
+/// `mmap` flag `MAP_EXECUTABLE` (ignored by Linux too); accepted and ignored.
 const MAP_EXECUTABLE: u64 = 0x1000;
+/// `mmap` flag `MAP_LOCKED` (lock the pages in memory on Linux); accepted and ignored.
 const MAP_LOCKED: u64 = 0x2000;
+/// `mmap` flag `MAP_NORESERVE` (reserve no swap space on Linux); accepted and ignored.
 const MAP_NORESERVE: u64 = 0x4000;
+/// `mmap` flag `MAP_POPULATE`: fill in the pages at `mmap` time instead of on first access.
 const MAP_POPULATE: u64 = 0x8000;
+/// `mmap` flag `MAP_NONBLOCK` (with `MAP_POPULATE`, no read-ahead on Linux); accepted and
+/// ignored.
 const MAP_NONBLOCK: u64 = 0x10000;
+/// `mmap` flag `MAP_STACK` (the mapping is a thread stack); accepted and ignored.
 const MAP_STACK: u64 = 0x20000;
+/// `mmap` flag `MAP_FIXED_NOREPLACE`: map exactly at `addr` like `MAP_FIXED`, but without
+/// replacing an existing mapping.
 const MAP_FIXED_NOREPLACE: u64 = 0x100000;
+/// Every `mmap` flag Reef accepts; any other bit is `EINVAL`.
 const KNOWN_FLAGS: u64 = MAP_SHARED
     | MAP_PRIVATE
     | MAP_FIXED
@@ -36,12 +54,15 @@ const KNOWN_FLAGS: u64 = MAP_SHARED
     | MAP_STACK
     | MAP_FIXED_NOREPLACE;
 
+/// Rounds `len` up to a whole number of pages; `ENOMEM` on overflow.
 fn page_up(len: u64) -> Result<u64, Errno> {
     len.checked_add(PAGE_SIZE - 1)
         .map(|l| l & !(PAGE_SIZE - 1))
         .ok_or(Errno::ENOMEM)
 }
 
+/// Converts a Linux `prot` argument to a [`Prot`] (ignoring `PROT_GROWSDOWN`/`PROT_GROWSUP`);
+/// `EINVAL` for other unknown bits.
 fn prot_arg(p: u64) -> Result<Prot, Errno> {
     // PROT_GROWSDOWN/PROT_GROWSUP only matter for stack regions; Reef ignores them.
     Prot::from_linux(p & !0x0300_0000).ok_or(Errno::EINVAL)
@@ -81,6 +102,8 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(start)
 }
 
+/// `munmap(addr, len)`: unmaps the whole pages covering the range; `EINVAL` for an unaligned
+/// `addr` or a zero `len`.
 pub fn munmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if !a[0].is_multiple_of(PAGE_SIZE) || a[1] == 0 {
         return Err(Errno::EINVAL);
@@ -90,6 +113,8 @@ pub fn munmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     Ok(0)
 }
 
+/// `mprotect(addr, len, prot)`: changes the protection of the whole pages covering the range;
+/// `EINVAL` for an unaligned `addr` or an unknown `prot` bit, nothing to do for a zero `len`.
 pub fn mprotect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if !a[0].is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);

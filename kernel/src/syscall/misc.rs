@@ -18,6 +18,7 @@ const UTSNAME: [&str; 6] = [
     "(none)",
 ];
 
+/// `uname(buf)`: writes the six 65-byte `struct utsname` fields of [`UTSNAME`], NUL-padded.
 pub fn uname(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let mut buf = [0u8; 6 * 65];
     for (i, field) in UTSNAME.iter().enumerate() {
@@ -27,6 +28,9 @@ pub fn uname(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(0)
 }
 
+/// `getrandom(buf, buflen, flags)`: fills `buf` with random bytes (at most 32 MiB a call); `EINVAL`
+/// for unknown flags. A long request stops early, returning the bytes written so far, once the
+/// caller is dying.
 pub fn getrandom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const GRND_NONBLOCK: u64 = 1;
     const GRND_RANDOM: u64 = 2;
@@ -49,6 +53,7 @@ pub fn getrandom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     Ok(len as u64)
 }
 
+/// `RLIM_INFINITY`: no limit.
 const RLIM_INFINITY: u64 = u64::MAX;
 
 /// The limits Reef reports: the stack size it reserves, the descriptor table size, and
@@ -62,6 +67,9 @@ fn limit(resource: u64) -> Result<[u64; 2], Errno> {
     }
 }
 
+/// `prlimit64(pid, resource, new_limit, old_limit)`: for the caller only (`pid` 0 or its own, else
+/// `ESRCH`); writes the limit [`limit`] reports to `old_limit` if given. A new limit is checked
+/// (`EINVAL` if the soft limit exceeds the hard one) and has no effect.
 pub fn prlimit64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[0] != 0 && a[0] as u32 != me.process.pid {
         return Err(Errno::ESRCH);
@@ -79,11 +87,15 @@ pub fn prlimit64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     Ok(0)
 }
 
+/// `getrlimit(resource, rlim)`: writes the limit [`limit`] reports; `EINVAL` for an unknown
+/// resource.
 pub fn getrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     write_user(a[1], &limit(a[0])?)?;
     Ok(0)
 }
 
+/// `setrlimit(resource, rlim)`: checks the resource and the new limit (`EINVAL` if the soft limit
+/// exceeds the hard one) and changes nothing.
 pub fn setrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     limit(a[0])?;
     let new: [u64; 2] = read_user(a[1])?;
@@ -98,6 +110,8 @@ pub fn zero(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// `umask(mask)`: sets the process's file mode creation mask (its permission bits) and returns the
+/// old one.
 pub fn umask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     Ok(me
         .process

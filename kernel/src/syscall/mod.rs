@@ -44,6 +44,7 @@ type Handler = fn(&Arc<Thread>, &mut InterruptFrame, [u64; 6]) -> SysResult;
 static UNIMPLEMENTED: [AtomicU64; SYSCALL_LIMIT + 1] =
     [const { AtomicU64::new(0) }; SYSCALL_LIMIT + 1];
 
+/// The handler of system call `nr`, or `None` for a number Reef does not implement.
 fn handler(nr: usize) -> Option<Handler> {
     Some(match nr {
         SYS_READ => file::read,

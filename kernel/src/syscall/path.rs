@@ -49,10 +49,13 @@ fn dirfd(v: u64) -> i32 {
     v as i32
 }
 
+/// The current wall-clock time, for file timestamps.
 fn now() -> Timespec {
     crate::fs::now()
 }
 
+/// Opens `path` relative to `dir` with `flags` and `mode` and installs it at the lowest free
+/// descriptor (close-on-exec with `O_CLOEXEC`); returns the descriptor.
 fn open_common(me: &Arc<Thread>, dir: i32, path: u64, flags: u64, mode: u64) -> SysResult {
     let path = path_arg(path)?;
     let flags = flags as u32;
@@ -65,14 +68,17 @@ fn open_common(me: &Arc<Thread>, dir: i32, path: u64, flags: u64, mode: u64) -> 
     Ok(fd as u64)
 }
 
+/// `open(path, flags, mode)`: relative to the working directory; returns the new descriptor.
 pub fn open(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     open_common(me, AT_FDCWD, a[0], a[1], a[2])
 }
 
+/// `openat(dirfd, path, flags, mode)`: `open` relative to `dirfd`.
 pub fn openat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     open_common(me, dirfd(a[0]), a[1], a[2], a[3])
 }
 
+/// `creat(path, mode)`: `open` with `O_CREAT | O_TRUNC | O_WRONLY`.
 pub fn creat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let flags = O_CREAT | O_TRUNC | crate::fd::O_WRONLY;
     open_common(me, AT_FDCWD, a[0], u64::from(flags), a[1])
@@ -114,18 +120,22 @@ fn stat_at(me: &Arc<Thread>, dir: i32, path_addr: u64, flags: u64) -> Result<KSt
     stat_path(&me.process, dir, &path, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
+/// `stat(path, statbuf)`: the attributes of `path`, following a final symlink.
 pub fn stat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let st = stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, true)?;
     write_stat(a[1], &st)?;
     Ok(0)
 }
 
+/// `lstat(path, statbuf)`: `stat` without following a final symlink.
 pub fn lstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let st = stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, false)?;
     write_stat(a[1], &st)?;
     Ok(0)
 }
 
+/// `newfstatat(dirfd, path, statbuf, flags)`: `stat` relative to `dirfd`; flags other than
+/// `AT_SYMLINK_NOFOLLOW`, `AT_EMPTY_PATH` and `AT_NO_AUTOMOUNT` are `EINVAL`.
 pub fn newfstatat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[3] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
         return Err(Errno::EINVAL);
@@ -170,6 +180,8 @@ pub fn statx(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
+/// Creates directory `path` relative to `dir`, its permissions `mode` less the umask (in Hare,
+/// distributed with `S_DISTRIBUTED`); `EEXIST` for `/proc` itself, `EACCES` inside it.
 fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
     let path = path_arg(path)?;
     let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
@@ -187,14 +199,19 @@ fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
     Ok(0)
 }
 
+/// `mkdir(path, mode)`.
 pub fn mkdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     mkdir_common(me, AT_FDCWD, a[0], a[1])
 }
 
+/// `mkdirat(dirfd, path, mode)`.
 pub fn mkdirat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     mkdir_common(me, dirfd(a[0]), a[1], a[2])
 }
 
+/// Removes `path` relative to `dir`: a directory if `is_dir` (`rmdir`), else a name (`unlink`);
+/// `EACCES` in `/proc`. Removing the last name of a file with data brings every NR-FS replica up to
+/// date so its pages are freed at once.
 fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
     let path = path_arg(path)?;
     let (start, path) = match path::locate(&me.process, dir, &path)? {
@@ -219,14 +236,17 @@ fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
     Ok(0)
 }
 
+/// `rmdir(path)`: removes a directory.
 pub fn rmdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     remove(me, AT_FDCWD, a[0], true)
 }
 
+/// `unlink(path)`: removes a name.
 pub fn unlink(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     remove(me, AT_FDCWD, a[0], false)
 }
 
+/// `unlinkat(dirfd, path, flags)`: `unlink`, or `rmdir` with `AT_REMOVEDIR`; other flags `EINVAL`.
 pub fn unlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[2] & !AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
@@ -239,7 +259,9 @@ type FsPath = (Ino, Vec<u8>);
 
 /// Both paths of a two-path call, in one file system.
 enum Pair {
+    /// Both paths in NR-FS.
     Fs(FsPath, FsPath),
+    /// Both paths in Hare.
     Hare(HarePath, HarePath),
 }
 
@@ -268,6 +290,8 @@ fn two_places(
     }
 }
 
+/// Renames path `a[0]` (relative to `dirs.0`) to `a[1]` (relative to `dirs.1`) with `renameat2`'s
+/// `flags`; `EINVAL` for flags beyond 32 bits, `EXDEV` between file systems, `EACCES` in `/proc`.
 fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) -> SysResult {
     let (old, new) = (path_arg(a[0])?, path_arg(a[1])?);
     let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
@@ -280,14 +304,18 @@ fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) ->
     Ok(0)
 }
 
+/// `rename(oldpath, newpath)`.
 pub fn rename(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     rename_common(me, [a[0], a[1], 0, 0, 0, 0], (AT_FDCWD, AT_FDCWD), 0)
 }
 
+/// `renameat(olddirfd, oldpath, newdirfd, newpath)`.
 pub fn renameat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     rename_common(me, [a[1], a[3], 0, 0, 0, 0], (dirfd(a[0]), dirfd(a[2])), 0)
 }
 
+/// `renameat2(olddirfd, oldpath, newdirfd, newpath, flags)`: `renameat` with `flags` passed to the
+/// file system.
 pub fn renameat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     rename_common(
         me,
@@ -297,6 +325,9 @@ pub fn renameat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     )
 }
 
+/// Makes path `new` (relative to `dirs.1`) a new name for `old` (relative to `dirs.0`), following a
+/// final symlink of `old` with `AT_SYMLINK_FOLLOW`; `EINVAL` for flags other than it and
+/// `AT_EMPTY_PATH`, `EXDEV` between file systems, `EACCES` in `/proc`.
 fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u64) -> SysResult {
     if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
@@ -312,14 +343,18 @@ fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u6
     Ok(0)
 }
 
+/// `link(oldpath, newpath)`: a final symlink of `oldpath` is not followed.
 pub fn link(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     link_common(me, (AT_FDCWD, AT_FDCWD), a[0], a[1], 0)
 }
 
+/// `linkat(olddirfd, oldpath, newdirfd, newpath, flags)`.
 pub fn linkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     link_common(me, (dirfd(a[0]), dirfd(a[2])), a[1], a[3], a[4])
 }
 
+/// Creates the symlink `path` (relative to `dir`) to `target`; `ENOENT` for an empty target,
+/// `EACCES` in `/proc`.
 fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResult {
     let target = path_arg(target)?;
     if target.is_empty() {
@@ -335,14 +370,18 @@ fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResu
     Ok(0)
 }
 
+/// `symlink(target, linkpath)`.
 pub fn symlink(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     symlink_common(me, a[0], AT_FDCWD, a[1])
 }
 
+/// `symlinkat(target, newdirfd, linkpath)`.
 pub fn symlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     symlink_common(me, a[0], dirfd(a[1]), a[2])
 }
 
+/// Writes the target of the symlink `path` (relative to `dir`) to `buf`, cut to `size` bytes and
+/// without a NUL; returns the bytes written. `EINVAL` for `size` <= 0.
 fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -> SysResult {
     let size = (size as i32).max(-1);
     if size <= 0 {
@@ -369,14 +408,18 @@ fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -
     Ok(n as u64)
 }
 
+/// `readlink(path, buf, bufsiz)`.
 pub fn readlink(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     readlink_common(me, AT_FDCWD, a[0], a[1], a[2])
 }
 
+/// `readlinkat(dirfd, path, buf, bufsiz)`.
 pub fn readlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     readlink_common(me, dirfd(a[0]), a[1], a[2], a[3])
 }
 
+/// `truncate(path, length)`: sets the size of the file `path` (following symlinks); `EINVAL` for a
+/// negative length or a file that is not regular, `EISDIR` for a directory, `EACCES` in `/proc`.
 pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if (a[1] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -408,6 +451,8 @@ fn set_cwd(p: &Process, f: Arc<OpenFile>) {
     crate::fs::hare::release([old]);
 }
 
+/// `chdir(path)`: makes directory `path` the working directory, shown by its canonical path
+/// (symlinks resolved).
 pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let path = path_arg(a[0])?;
     let f = crate::fs::open(&me.process, AT_FDCWD, &path, O_DIRECTORY | O_PATH, 0)?;
@@ -424,6 +469,8 @@ pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
+/// `fchdir(fd)`: makes the directory open as `fd` the working directory; `ENOTDIR` for another
+/// file.
 pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let f = file(me, a[0])?;
     match &f.node {
@@ -435,6 +482,8 @@ pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     Ok(0)
 }
 
+/// `getcwd(buf, size)`: writes the working directory's path with its NUL, `ERANGE` if it does not
+/// fit; returns the bytes written.
 pub fn getcwd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let cwd = me.process.cwd.lock().clone();
     let mut path = match &cwd.node {
@@ -450,6 +499,9 @@ pub fn getcwd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     Ok(path.len() as u64)
 }
 
+/// Checks access `mode` to `path` relative to `dir` as root: `W_OK` is `EACCES` in `/proc`, `X_OK`
+/// on a file that is not a directory and has no execute bit; `EINVAL` for unknown mode bits or
+/// flags other than `AT_EACCESS`, `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
 fn access_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, flags: u64) -> SysResult {
     const W_OK: u64 = 2;
     const X_OK: u64 = 1;
@@ -468,14 +520,17 @@ fn access_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, flags: u64) -
     Ok(0)
 }
 
+/// `access(path, mode)`.
 pub fn access(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     access_common(me, AT_FDCWD, a[0], a[1], 0)
 }
 
+/// `faccessat(dirfd, path, mode)`: the system call takes no flags.
 pub fn faccessat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     access_common(me, dirfd(a[0]), a[1], a[2], 0)
 }
 
+/// `faccessat2(dirfd, path, mode, flags)`.
 pub fn faccessat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     access_common(me, dirfd(a[0]), a[1], a[2], a[3])
 }
@@ -507,6 +562,8 @@ fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Target, Errno> {
     target_of(file(me, fd)?)
 }
 
+/// What the attribute changes of open file `f` apply to: the Hare file itself or its NR-FS inode;
+/// `EPERM` for anything else.
 fn target_of(f: Arc<OpenFile>) -> Result<Target, Errno> {
     if f.is_hare() {
         return Ok(Target::HareFile(f));
@@ -536,6 +593,7 @@ fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<T
     inode_at(me, dir, &p, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
+/// Sets the mode bits (`mode & 0o7777`) of `target`.
 fn chmod_ino(target: Target, mode: u64) -> SysResult {
     let mode = mode as u32 & 0o7777;
     match target {
@@ -549,18 +607,22 @@ fn chmod_ino(target: Target, mode: u64) -> SysResult {
     Ok(0)
 }
 
+/// `chmod(path, mode)`: follows a final symlink.
 pub fn chmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     chmod_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1])
 }
 
+/// `fchmod(fd, mode)`.
 pub fn fchmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     chmod_ino(inode_of(me, a[0])?, a[1])
 }
 
+/// `fchmodat(dirfd, path, mode, flags)`: follows a final symlink; `flags` is not used.
 pub fn fchmodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     chmod_ino(inode_at(me, dirfd(a[0]), &path_arg(a[1])?, true)?, a[2])
 }
 
+/// Sets the owner and group of `target`; an id of -1 leaves that one unchanged.
 fn chown_ino(target: Target, uid: u64, gid: u64) -> SysResult {
     let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
     match target {
@@ -574,18 +636,23 @@ fn chown_ino(target: Target, uid: u64, gid: u64) -> SysResult {
     Ok(0)
 }
 
+/// `chown(path, owner, group)`: follows a final symlink.
 pub fn chown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     chown_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1], a[2])
 }
 
+/// `lchown(path, owner, group)`: does not follow a final symlink.
 pub fn lchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     chown_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, false)?, a[1], a[2])
 }
 
+/// `fchown(fd, owner, group)`.
 pub fn fchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     chown_ino(inode_of(me, a[0])?, a[1], a[2])
 }
 
+/// `fchownat(dirfd, path, owner, group, flags)`: flags other than `AT_SYMLINK_NOFOLLOW` and
+/// `AT_EMPTY_PATH` are `EINVAL`.
 pub fn fchownat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
@@ -680,11 +747,13 @@ fn write_statfs(addr: u64, st: &KStat) -> SysResult {
     Ok(0)
 }
 
+/// `statfs(path, buf)`: the file system of `path` (following symlinks).
 pub fn statfs(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let st = stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, true)?;
     write_statfs(a[1], &st)
 }
 
+/// `fstatfs(fd, buf)`: the file system of the file open as `fd`.
 pub fn fstatfs(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let st = file(me, a[0])?.stat()?;
     write_statfs(a[1], &st)

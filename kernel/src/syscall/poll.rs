@@ -117,6 +117,9 @@ fn timespec_deadline(addr: u64) -> Result<Option<u64>, Errno> {
     Ok(Some(crate::time::now_ns().saturating_add(ns)))
 }
 
+/// `poll` and `ppoll`: reads `nfds` `struct pollfd` entries at `fds`, waits until one is ready or
+/// the deadline passes, and writes each `revents`; returns how many are ready. `EINVAL` for more
+/// than `MAX_FDS` entries; a negative fd is skipped.
 fn poll_common(me: &Arc<Thread>, fds: u64, nfds: u64, deadline: Option<u64>) -> SysResult {
     if nfds > MAX_FDS as u64 {
         return Err(Errno::EINVAL);
@@ -145,12 +148,15 @@ fn poll_common(me: &Arc<Thread>, fds: u64, nfds: u64, deadline: Option<u64>) -> 
     Ok(n as u64)
 }
 
+/// `poll(fds, nfds, timeout)`: `timeout` in milliseconds, negative to wait forever.
 pub fn poll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let timeout_ms = a[2] as i32;
     let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
     poll_common(me, a[0], a[1], deadline)
 }
 
+/// `ppoll(fds, nfds, tmo_p, sigmask, sigsetsize)`: `poll` with a `struct timespec` timeout (NULL:
+/// forever) and `sigmask` as the signal mask while it waits.
 pub fn ppoll(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let deadline = timespec_deadline(a[2])?;
     with_mask(me, a[3], a[4], || poll_common(me, a[0], a[1], deadline))
@@ -166,6 +172,9 @@ fn read_set(addr: u64, words: usize) -> Result<Vec<u64>, Errno> {
         .collect()
 }
 
+/// `select` and `pselect6`: waits until a descriptor of the read, write or except set at `sets` is
+/// ready or the deadline passes, and rewrites the sets given with the ready ones; returns how many
+/// bits are set. `EINVAL` for a bad `nfds`, `EBADF` for a set bit naming no open descriptor.
 fn select_common(me: &Arc<Thread>, nfds: u64, sets: [u64; 3], deadline: Option<u64>) -> SysResult {
     let nfds = usize::try_from(nfds as i32).map_err(|_| Errno::EINVAL)?;
     if nfds > MAX_FDS {
@@ -228,6 +237,8 @@ fn select_common(me: &Arc<Thread>, nfds: u64, sets: [u64; 3], deadline: Option<u
     Ok(n as u64)
 }
 
+/// `select(nfds, readfds, writefds, exceptfds, timeout)`: `timeout` is a `struct timeval` (NULL:
+/// forever, `EINVAL` if invalid).
 pub fn select(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let deadline = if a[4] == 0 {
         None
@@ -244,6 +255,8 @@ pub fn select(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     select_common(me, a[0], [a[1], a[2], a[3]], deadline)
 }
 
+/// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`: `select` with a
+/// `struct timespec` timeout and, if the sixth argument names one, a signal mask for the wait.
 pub fn pselect6(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let deadline = timespec_deadline(a[4])?;
     // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.

@@ -13,17 +13,30 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
+/// `CLONE_VM`: the child shares the caller's address space.
 const CLONE_VM: u64 = 0x100;
+/// `CLONE_FS`: share file-system information (root, working directory, umask).
 const CLONE_FS: u64 = 0x200;
+/// `CLONE_FILES`: share the descriptor table.
 const CLONE_FILES: u64 = 0x400;
+/// `CLONE_SIGHAND`: share the signal actions (required with `CLONE_THREAD`).
 const CLONE_SIGHAND: u64 = 0x800;
+/// `CLONE_VFORK`: the caller waits until the child execs or exits.
 const CLONE_VFORK: u64 = 0x4000;
+/// `CLONE_THREAD`: the child is a new thread of the caller's process.
 const CLONE_THREAD: u64 = 0x10000;
+/// `CLONE_SYSVSEM`: share System V semaphore undo values (accepted, no effect).
 const CLONE_SYSVSEM: u64 = 0x40000;
+/// `CLONE_SETTLS`: the child's TLS (FS) base is the `tls` argument.
 const CLONE_SETTLS: u64 = 0x80000;
+/// `CLONE_PARENT_SETTID`: store the child's id at `ptid` in the caller's memory.
 const CLONE_PARENT_SETTID: u64 = 0x100000;
+/// `CLONE_CHILD_CLEARTID`: when the child exits, clear the word at `ctid` and wake a futex waiter
+/// on it.
 const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+/// `CLONE_DETACHED`: obsolete; accepted and ignored.
 const CLONE_DETACHED: u64 = 0x400000;
+/// `CLONE_CHILD_SETTID`: store the child's id at `ctid` in the child's memory.
 const CLONE_CHILD_SETTID: u64 = 0x1000000;
 /// Flags Reef implements; anything else is EINVAL rather than silently ignored.
 const CLONE_SUPPORTED: u64 = 0xff
@@ -40,26 +53,37 @@ const CLONE_SUPPORTED: u64 = 0xff
     | CLONE_DETACHED
     | CLONE_CHILD_SETTID;
 
+/// `WNOHANG`: return at once when no child has exited.
 const WNOHANG: u64 = 1;
+/// `WUNTRACED`: also report stopped children (accepted; only exits are reported).
 const WUNTRACED: u64 = 2;
+/// `WEXITED` (`waitid`): report children that have exited; required.
 const WEXITED: u64 = 4;
+/// `WCONTINUED`: also report continued children (accepted; only exits are reported).
 const WCONTINUED: u64 = 8;
+/// `WNOWAIT` (`waitid`): leave the child waitable instead of reaping it.
 const WNOWAIT: u64 = 0x0100_0000;
+/// `__WALL`: wait for clone children too (accepted and ignored).
 const WALL: u64 = 0x4000_0000;
+/// `__WCLONE`: wait for clone children only (accepted and ignored).
 const WCLONE: u64 = 0x8000_0000;
 
+/// `getpid()`: the caller's process id.
 pub fn getpid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     Ok(me.process.pid as u64)
 }
 
+/// `gettid()`: the caller's thread id.
 pub fn gettid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     Ok(me.tid as u64)
 }
 
+/// `getppid()`: the parent's process id.
 pub fn getppid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     Ok(u64::from(me.process.ppid.load(Ordering::Acquire)))
 }
 
+/// `sched_yield()`: lets the scheduler run another thread.
 pub fn sched_yield(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     sched::schedule();
     Ok(0)
@@ -169,6 +193,8 @@ fn fork_process(
     Ok(pid as u64)
 }
 
+/// `fork()`: creates a copy of the caller as a new process; returns the child's pid (0 in the
+/// child).
 pub fn fork(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     fork_process(me, frame, 17, 0, 0, 0, 0)
 }
@@ -179,6 +205,11 @@ pub fn vfork(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -> SysRe
     fork_process(me, frame, CLONE_VM | CLONE_VFORK | 17, 0, 0, 0, 0)
 }
 
+/// `clone(flags, newsp, ptid, ctid, tls)`: a new process (as `fork`, or as `vfork` with
+/// `CLONE_VM | CLONE_VFORK`) or, with `CLONE_THREAD` (which needs `CLONE_VM` and
+/// `CLONE_SIGHAND`), a new thread of the caller's process; returns its id. `EINVAL` for
+/// unsupported flags or combinations, `EPERM` for a `tls` outside user space, `EAGAIN` while the
+/// process exits.
 pub fn clone(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (flags, newsp, ptid, ctid, tls) = (a[0], a[1], a[2], a[3], a[4]);
     if flags & !CLONE_SUPPORTED != 0 {
@@ -224,6 +255,8 @@ const PATH_MAX: usize = 4096;
 /// Most bytes of arguments plus environment.
 const ARG_MAX: usize = 128 * 1024;
 
+/// `execve(path, argv, envp)`: replaces the caller's program with `path`, started with `argv` and
+/// `envp`; `EAGAIN` while the process has other threads.
 pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let path = uaccess::read_cstring(a[0], PATH_MAX)?;
     let argv = uaccess::read_string_array(a[1], 4096, ARG_MAX)?;
@@ -248,6 +281,8 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
     Ok(0)
 }
 
+/// `exit(status)`: ends the calling thread; unless the process is already exiting, the low 8 bits
+/// of `status` become its exit status.
 pub fn exit(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let p = &me.process;
     if !p.exiting.load(Ordering::Acquire) {
@@ -258,11 +293,15 @@ pub fn exit(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(0)
 }
 
+/// `exit_group(status)`: ends every thread of the process, with the low 8 bits of `status` as its
+/// exit status.
 pub fn exit_group(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     proc::begin_group_exit(&me.process, ((a[0] & 0xff) << 8) as i32);
     Ok(0)
 }
 
+/// The children a `wait4` `pid` selects: -1 any, 0 the caller's process group, below -1 the group
+/// `-pid`, else that process (`ECHILD` if it cannot be one).
 fn wait_target(me: &Process, pid: i64) -> Result<WaitFor, Errno> {
     Ok(match pid {
         -1 => WaitFor::Any,
@@ -305,6 +344,9 @@ fn wait_child(
     }
 }
 
+/// `wait4(pid, wstatus, options, rusage)`: waits for a child to exit and reaps it; writes its
+/// status and a zeroed `rusage`, returns its pid (0 with `WNOHANG` when none has exited yet).
+/// `EINVAL` for unknown options, `ECHILD` for no such child, `EINTR`.
 pub fn wait4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (pid, wstatus, options, rusage) = (a[0] as i32 as i64, a[1], a[2], a[3]);
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
@@ -325,6 +367,9 @@ pub fn wait4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     }
 }
 
+/// `waitid(idtype, id, infop, options)`: `P_ALL`, `P_PID` or `P_PGID` (id 0: the caller's group),
+/// `WEXITED` required (`EINVAL` otherwise); fills `infop`'s `siginfo_t` (`SIGCHLD`, code, pid,
+/// status), all zeros when `WNOHANG` found none. `WNOWAIT` leaves the child unreaped.
 pub fn waitid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (idtype, id, infop, options) = (a[0], a[1] as i64, a[2], a[3]);
     if options & !(WNOHANG | WEXITED | WNOWAIT | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0
@@ -359,6 +404,8 @@ pub fn waitid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     Ok(0)
 }
 
+/// `set_tid_address(tidptr)`: sets the word cleared (and woken) when the thread exits, as
+/// `CLONE_CHILD_CLEARTID`; returns the thread id.
 pub fn set_tid_address(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     me.clear_child_tid.store(a[0], Ordering::Relaxed);
     Ok(me.tid as u64)
@@ -372,6 +419,8 @@ pub fn set_robust_list(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> 
     Ok(0)
 }
 
+/// `arch_prctl(code, addr)`: `ARCH_SET_FS` sets the FS base (`EPERM` outside user space),
+/// `ARCH_GET_FS` writes it to `addr`; other codes `EINVAL`.
 pub fn arch_prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const ARCH_SET_FS: u64 = 0x1002;
     const ARCH_GET_FS: u64 = 0x1003;
@@ -411,6 +460,10 @@ pub fn deadline_from(timeout: u64, absolute: bool) -> Result<Option<u64>, Errno>
     }))
 }
 
+/// `futex(uaddr, futex_op, val, timeout, uaddr2, val3)`: `FUTEX_WAIT`, `FUTEX_WAKE`,
+/// `FUTEX_REQUEUE`, `FUTEX_CMP_REQUEUE` and the bitset variants (`EINVAL` for a zero bitset on a
+/// wait; otherwise the bitset is not used); the option bits of `futex_op` are ignored, other
+/// operations `ENOSYS`.
 pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const WAIT: u64 = 0;
     const WAKE: u64 = 1;
@@ -446,6 +499,7 @@ fn online_cores_in(set: &CpuSet) -> impl Iterator<Item = usize> + '_ {
     (0..kcb::MAX_CORES).filter(|&c| set.contains(c))
 }
 
+/// The online cores as a [`CpuSet`].
 fn online_set() -> CpuSet {
     let mut s = CpuSet([0; kcb::MAX_CORES / 64]);
     for c in crate::kcb::online_cores() {
@@ -460,6 +514,8 @@ fn mask_bytes() -> usize {
     (highest / 64 + 1) * 8
 }
 
+/// The thread a `sched_*affinity` `tid` names: the caller for 0 or its own id, else a thread of the
+/// caller's process, else the first thread of a live process with that pid; `ESRCH` otherwise.
 fn thread_of(me: &Arc<Thread>, tid: u64) -> Result<Arc<Thread>, Errno> {
     if tid == 0 || tid == me.tid as u64 {
         return Ok(me.clone());
@@ -545,6 +601,8 @@ pub fn sched_setaffinity(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) 
     Ok(0)
 }
 
+/// `getcpu(cpu, node, tcache)`: writes the current core and its NUMA node to `cpu` and `node`
+/// unless they are NULL.
 pub fn getcpu(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let k = kcb::current();
     if a[0] != 0 {
@@ -556,6 +614,7 @@ pub fn getcpu(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
+/// A pid argument (an `int`): negative is `EINVAL`.
 fn pid_arg(v: u64) -> Result<Pid, Errno> {
     let v = v as i32;
     if v < 0 {
@@ -565,6 +624,8 @@ fn pid_arg(v: u64) -> Result<Pid, Errno> {
     }
 }
 
+/// `setpgid(pid, pgid)`: moves process `pid` (0: the caller) into group `pgid` (0: its own id),
+/// with Linux's checks made by the process table (`ESRCH`, `EPERM`).
 pub fn setpgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let op = UpdateOp::SetPgid {
         caller: me.process.pid,
@@ -577,6 +638,7 @@ pub fn setpgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     }
 }
 
+/// `getpgid(pid)`: the process group of `pid` (0: the caller); `ESRCH` for no such process.
 pub fn getpgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let pid = match pid_arg(a[0])? {
         0 => me.process.pid,
@@ -585,10 +647,13 @@ pub fn getpgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     proc::lookup(pid).map(|e| e.pgid as u64).ok_or(Errno::ESRCH)
 }
 
+/// `getpgrp()`: the caller's process group.
 pub fn getpgrp(me: &Arc<Thread>, f: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     getpgid(me, f, [0; 6])
 }
 
+/// `setsid()`: makes the caller the leader of a new session and process group and returns its id;
+/// `EPERM` if it leads a process group already.
 pub fn setsid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     match proc::table().execute_mut(UpdateOp::SetSid {
         pid: me.process.pid,
@@ -598,6 +663,7 @@ pub fn setsid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResul
     }
 }
 
+/// `getsid(pid)`: the session of `pid` (0: the caller); `ESRCH` for no such process.
 pub fn getsid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let pid = match pid_arg(a[0])? {
         0 => me.process.pid,

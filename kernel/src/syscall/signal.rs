@@ -10,6 +10,7 @@ use crate::uaccess::{read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
 
+/// Checks a `sigsetsize` argument: 8 bytes, else `EINVAL`.
 fn check_sigset_size(size: u64) -> Result<(), Errno> {
     if size == 8 {
         Ok(())
@@ -18,6 +19,9 @@ fn check_sigset_size(size: u64) -> Result<(), Errno> {
     }
 }
 
+/// `rt_sigaction(signum, act, oldact, sigsetsize)`: installs `act` (if given) as the action of
+/// `signum` and writes the old one to `oldact` (if given); `EINVAL` for signal 0, a bad number or
+/// size.
 pub fn rt_sigaction(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     check_sigset_size(a[3])?;
     let signo = sig::check(a[0])?;
@@ -42,6 +46,8 @@ pub fn rt_sigaction(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sy
     Ok(0)
 }
 
+/// `rt_sigprocmask(how, set, oldset, sigsetsize)`: changes the thread's signal mask by `how` if
+/// `set` is given and writes the old one to `oldset` (if given); `EINVAL` for a bad `how` or size.
 pub fn rt_sigprocmask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     check_sigset_size(a[3])?;
     let set = if a[1] != 0 {
@@ -56,6 +62,8 @@ pub fn rt_sigprocmask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> 
     Ok(0)
 }
 
+/// `rt_sigreturn()`: restores the state saved when a signal handler was entered; a corrupt signal
+/// frame raises `SIGSEGV`, as on Linux.
 pub fn rt_sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
     if let Err(e) = sig::sigreturn(me, frame) {
         // A corrupt signal frame: Linux kills the process with SIGSEGV.
@@ -65,6 +73,7 @@ pub fn rt_sigreturn(me: &Arc<Thread>, frame: &mut InterruptFrame, _: [u64; 6]) -
     Ok(frame.rax)
 }
 
+/// `rt_sigpending(set, sigsetsize)`: writes the signals pending for the thread or its process.
 pub fn rt_sigpending(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     check_sigset_size(a[1])?;
     write_user(a[0], &sig::pending(me))?;
@@ -74,6 +83,8 @@ pub fn rt_sigpending(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
 /// Waiting room for `rt_sigsuspend`: nothing ever notifies it, a signal ends the wait.
 static SUSPENDED: WaitQueue = WaitQueue::new();
 
+/// `rt_sigsuspend(mask, sigsetsize)`: waits with `mask` as the signal mask until a signal is
+/// pending, then `EINTR`; the old mask comes back with the handler's `rt_sigreturn`.
 pub fn rt_sigsuspend(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     check_sigset_size(a[1])?;
     let mask: u64 = read_user(a[0])?;
@@ -120,6 +131,9 @@ pub fn sigaltstack(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     Ok(0)
 }
 
+/// `kill(pid, sig)`: sends `sig` to process `pid` (> 0), the caller's process group (0), every
+/// process but init and the caller (-1), or group `-pid`; `ESRCH` when no target exists. Signal 0
+/// sends nothing.
 pub fn kill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let signo = sig::check(a[1])?;
     let pid = a[0] as i32;
@@ -153,6 +167,7 @@ pub fn kill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     }
 }
 
+/// Thread `tid` of process `tgid` (of process `tid` when `None`); `ESRCH` if there is none.
 fn find_thread(tgid: Option<Pid>, tid: Pid) -> Result<Arc<Thread>, Errno> {
     let owner = tgid.unwrap_or(tid);
     let search = |p: &proc::Process| p.threads.lock().iter().find(|t| t.tid == tid).cloned();
@@ -162,6 +177,8 @@ fn find_thread(tgid: Option<Pid>, tid: Pid) -> Result<Arc<Thread>, Errno> {
     Err(Errno::ESRCH)
 }
 
+/// `tkill(tid, sig)`: sends `sig` to thread `tid` (of the caller's process, or of process `tid`);
+/// `EINVAL` for `tid` <= 0, `ESRCH` for no such thread.
 pub fn tkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let signo = sig::check(a[1])?;
     let tid = a[0] as i32;
@@ -187,6 +204,8 @@ pub fn tkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
+/// `tgkill(tgid, tid, sig)`: sends `sig` to thread `tid` of process `tgid`; `EINVAL` for an id <=
+/// 0, `ESRCH` for no such thread.
 pub fn tgkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let signo = sig::check(a[2])?;
     let (tgid, tid) = (a[0] as i32, a[1] as i32);

@@ -10,11 +10,16 @@ use crate::uaccess::write_user;
 use abi::Errno;
 use alloc::sync::Arc;
 
+/// `CLOCK_REALTIME`: wall-clock time.
 const CLOCK_REALTIME: u64 = 0;
+/// `CLOCK_REALTIME_COARSE`: wall-clock time, read here as `CLOCK_REALTIME`.
 const CLOCK_REALTIME_COARSE: u64 = 5;
+/// `CLOCK_TAI`: international atomic time, read here as `CLOCK_REALTIME`.
 const CLOCK_TAI: u64 = 11;
+/// `TIMER_ABSTIME` for `clock_nanosleep`: the request is an absolute time on the clock.
 const TIMER_ABSTIME: u64 = 1;
 
+/// The current time of `clock` in ns; `EINVAL` for an unknown clock.
 fn clock_ns(clock: u64) -> Result<u64, Errno> {
     match clock {
         CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_TAI => {
@@ -27,16 +32,20 @@ fn clock_ns(clock: u64) -> Result<u64, Errno> {
     }
 }
 
+/// `ns` as a `struct timespec`: seconds and nanoseconds.
 fn timespec(ns: u64) -> [i64; 2] {
     [(ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64]
 }
 
+/// `clock_gettime(clockid, tp)`: writes the clock's time; `EINVAL` for an unknown clock.
 pub fn clock_gettime(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let ns = clock_ns(a[0])?;
     write_user(a[1], &timespec(ns))?;
     Ok(0)
 }
 
+/// `clock_getres(clockid, res)`: a resolution of 1 ns for every known clock (`EINVAL` otherwise),
+/// written to `res` unless it is NULL.
 pub fn clock_getres(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     clock_ns(a[0])?;
     if a[1] != 0 {
@@ -54,6 +63,8 @@ pub fn time(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     Ok(secs)
 }
 
+/// `gettimeofday(tv, tz)`: the realtime clock in seconds and microseconds; the time zone, if asked
+/// for, is all zeros (UTC).
 pub fn gettimeofday(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
         let ns = clock_ns(CLOCK_REALTIME)?;
@@ -89,11 +100,16 @@ fn sleep_until_deadline(me: &Arc<Thread>, deadline: u64, rem: u64) -> SysResult 
     }
 }
 
+/// `nanosleep(req, rem)`: sleeps for the relative time `req` (`EFAULT` for NULL, `EINVAL` for a bad
+/// value); `EINTR` with the time left in `rem` if a signal arrives.
 pub fn nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let deadline = deadline_from(a[0], false)?.ok_or(Errno::EFAULT)?;
     sleep_until_deadline(me, deadline, a[1])
 }
 
+/// `clock_nanosleep(clockid, flags, req, rem)`: sleeps for `req`, or with `TIMER_ABSTIME` until the
+/// time `req` on the clock; `EINVAL` for an unknown clock. `rem` is written only for a relative
+/// sleep.
 pub fn clock_nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (clock, flags, req, rem) = (a[0], a[1], a[2], a[3]);
     clock_ns(clock)?;

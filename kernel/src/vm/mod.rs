@@ -156,16 +156,21 @@ fn release(phys: u64, size: FrameSize, node: usize) {
 /// caches until the next TLB shootdown, so it is not freed at once: it waits in `retired`
 /// until [`VSpace::shootdown`] has flushed every core that runs the address space.
 pub struct NodeTables {
+    /// The NUMA node whose frames hold this replica's tables.
     node: usize,
+    /// This node's handle on the address space's [`TableFrames`] allocator.
     frames: DetAllocHandle<TableFrames>,
+    /// Physical addresses of tables no longer used, freed after the next TLB shootdown.
     retired: IrqMutex<Vec<u64>>,
 }
 
 impl NodeTables {
+    /// Whether tables wait in `retired` to be freed.
     fn has_retired(&self) -> bool {
         !self.retired.lock().is_empty()
     }
 
+    /// Gives the tables in `retired` back to the frame allocator.
     fn release_retired(&self) {
         let retired = core::mem::take(&mut *self.retired.lock());
         for phys in retired {
@@ -203,6 +208,7 @@ impl TableMemory for NodeTables {
 
 /// One replica of an address space.
 pub struct Replica {
+    /// The node's copy of the mapping database and its hardware page tables.
     space: AddressSpace<NodeTables>,
 }
 
@@ -425,6 +431,7 @@ pub enum Fault {
     OutOfMemory,
 }
 
+/// The id the next [`VSpace`] gets.
 static NEXT_VSPACE: AtomicUsize = AtomicUsize::new(1);
 
 /// Proof that the caller holds an address space's `changes` lock.
@@ -441,8 +448,11 @@ fn flush_set(removed: &[Unmapped]) -> FlushSet {
 
 /// A replicated address space.
 pub struct VSpace {
+    /// Unique id, stored in a core's `active_vspace` while the core has it loaded.
     id: usize,
+    /// The per-node replicas and their shared log.
     nr: Arc<NodeReplicated<Replica>>,
+    /// Physical address of each replica's root (PML4) table, indexed by node.
     roots: Vec<u64>,
     /// Serializes the changes to regions that take several log operations (`munmap` and
     /// `MAP_FIXED` over many pages, `fork`'s copy, teardown), like Linux's `mmap_lock`: between
@@ -458,11 +468,13 @@ pub struct VSpace {
     empty: AtomicBool,
 }
 
+/// The kernel-half entries (256..512) of the kernel's PML4, copied into every new address space.
 fn kernel_entries() -> [u64; 256] {
     let pml4 = crate::smp::kernel_pml4();
     core::array::from_fn(|i| paging::read_entry(pml4, 256 + i))
 }
 
+/// The frame size of a page of `size`.
 fn size_of(size: PageSize) -> FrameSize {
     match size {
         PageSize::Base4K => FrameSize::Base,
@@ -470,6 +482,7 @@ fn size_of(size: PageSize) -> FrameSize {
     }
 }
 
+/// Physical address of the shared zero page, once [`zero_page`] has allocated it.
 static ZERO_PAGE: Once<u64> = Once::new();
 
 /// The shared zero page: one zeroed frame that read faults on untouched private memory map

@@ -4,23 +4,43 @@ use super::cpu;
 use super::paging::phys_to_virt;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+/// Local APIC ID Register (the id is in bits 31:24).
 const REG_ID: u32 = 0x20;
+/// Task Priority Register (TPR).
 const REG_TPR: u32 = 0x80;
+/// EOI Register: a write signals the end of the current interrupt.
 const REG_EOI: u32 = 0xB0;
+/// Spurious Interrupt Vector Register: the spurious vector and the APIC software enable bit
+/// (bit 8).
 const REG_SVR: u32 = 0xF0;
+/// Error Status Register (ESR).
 const REG_ESR: u32 = 0x280;
+/// Interrupt Command Register (ICR), bits 31:0: vector, delivery mode and delivery status;
+/// writing it sends the IPI.
 const REG_ICR_LOW: u32 = 0x300;
+/// Interrupt Command Register (ICR), bits 63:32: the destination field (bits 63:56).
 const REG_ICR_HIGH: u32 = 0x310;
+/// LVT Timer Register.
 const REG_LVT_TIMER: u32 = 0x320;
+/// LVT LINT0 Register.
 const REG_LVT_LINT0: u32 = 0x350;
+/// LVT LINT1 Register.
 const REG_LVT_LINT1: u32 = 0x360;
+/// LVT Error Register.
 const REG_LVT_ERROR: u32 = 0x370;
+/// Initial Count Register of the APIC timer.
 const REG_TIMER_INIT: u32 = 0x380;
+/// Current Count Register of the APIC timer.
 const REG_TIMER_CURRENT: u32 = 0x390;
+/// Divide Configuration Register of the APIC timer.
 const REG_TIMER_DIVIDE: u32 = 0x3E0;
 
+/// Mask bit (16) of an LVT entry: the interrupt is not delivered.
 const LVT_MASKED: u32 = 1 << 16;
+/// Timer mode field of the LVT Timer Register set to periodic (bits 18:17 = 01).
 const TIMER_PERIODIC: u32 = 1 << 17;
+/// Delivery Status bit (12) of the ICR: the previous IPI has not been accepted yet (send
+/// pending).
 const ICR_DELIVERY_PENDING: u32 = 1 << 12;
 
 /// Vector of spurious local APIC interrupts.
@@ -37,16 +57,19 @@ pub fn set_base(phys: u64) {
     APIC_PHYS.store(phys, Ordering::Relaxed);
 }
 
+/// Pointer to the local APIC register at `offset`, through the direct map.
 fn reg(offset: u32) -> *mut u32 {
     phys_to_virt(APIC_PHYS.load(Ordering::Relaxed) + offset as u64) as *mut u32
 }
 
+/// Reads the local APIC register at `offset`.
 fn read(offset: u32) -> u32 {
     // SAFETY: the local APIC register page is mapped by the direct map and registers are
     // 32-bit aligned; reads have no side effects on the registers used here.
     unsafe { reg(offset).read_volatile() }
 }
 
+/// Writes `value` to the local APIC register at `offset`.
 fn write(offset: u32, value: u32) {
     // SAFETY: as for `read`; writes only reach this core's own local APIC.
     unsafe { reg(offset).write_volatile(value) }
@@ -107,6 +130,8 @@ pub fn error_status() -> u32 {
     read(REG_ESR)
 }
 
+/// Writes the ICR with destination `apic_id` and low half `low`, which sends the IPI, and waits
+/// until its delivery status is idle again.
 fn send(apic_id: u32, low: u32) {
     write(REG_ICR_HIGH, apic_id << 24);
     write(REG_ICR_LOW, low);

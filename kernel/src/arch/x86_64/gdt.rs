@@ -6,6 +6,7 @@ use core::arch::asm;
 pub const KERNEL_CS: u16 = 0x08;
 /// Kernel data segment selector.
 pub const KERNEL_DS: u16 = 0x10;
+/// Selector of the TSS descriptor (GDT entries 6 and 7).
 const TSS_SELECTOR: u16 = 0x30;
 
 /// IST slot (1-based, as the IDT encodes it) used for double faults.
@@ -17,21 +18,30 @@ pub const IST_NMI: u8 = 2;
 #[repr(C, packed(4))]
 #[derive(Clone, Copy)]
 pub struct Tss {
+    /// Reserved (offset 0).
     _reserved0: u32,
     /// Stack loaded on a transition to ring 0 (RSP0), ring 1 and ring 2.
     pub rsp: [u64; 3],
+    /// Reserved (offset 0x1C).
     _reserved1: u64,
     /// Interrupt stack table.
     pub ist: [u64; 7],
+    /// Reserved (offset 0x5C).
     _reserved2: u64,
+    /// Reserved (offset 0x64).
     _reserved3: u16,
+    /// I/O map base address: offset of the I/O permission bitmap from the TSS base. It points past
+    /// the end of the TSS, so there is no bitmap.
     iomap_base: u16,
 }
 
 /// A core's GDT and TSS. They must not move once loaded: they live in the core's KCB.
 #[repr(C, align(16))]
 pub struct CpuTables {
+    /// The GDT: null, kernel code, kernel data, 32-bit user code, user data, 64-bit user code and
+    /// the 16-byte TSS descriptor.
     gdt: [u64; 8],
+    /// This core's TSS.
     tss: Tss,
 }
 

@@ -145,37 +145,61 @@ extern "C" {
 #[repr(C)]
 #[derive(Clone, Debug)]
 pub struct InterruptFrame {
+    /// Saved R15.
     pub r15: u64,
+    /// Saved R14.
     pub r14: u64,
+    /// Saved R13.
     pub r13: u64,
+    /// Saved R12.
     pub r12: u64,
+    /// Saved R11.
     pub r11: u64,
+    /// Saved R10.
     pub r10: u64,
+    /// Saved R9.
     pub r9: u64,
+    /// Saved R8.
     pub r8: u64,
+    /// Saved RBP.
     pub rbp: u64,
+    /// Saved RDI.
     pub rdi: u64,
+    /// Saved RSI.
     pub rsi: u64,
+    /// Saved RDX.
     pub rdx: u64,
+    /// Saved RCX.
     pub rcx: u64,
+    /// Saved RBX.
     pub rbx: u64,
+    /// Saved RAX.
     pub rax: u64,
     /// Vector number (pushed by the stub).
     pub vector: u64,
     /// Error code (pushed by the CPU, or 0).
     pub error_code: u64,
+    /// Instruction pointer to return to.
     pub rip: u64,
+    /// Code segment selector to return to.
     pub cs: u64,
+    /// RFLAGS to restore.
     pub rflags: u64,
+    /// Stack pointer to return to.
     pub rsp: u64,
+    /// Stack segment selector to return to.
     pub ss: u64,
 }
 
+/// The interrupt descriptor table: one 16-byte gate descriptor per vector.
 #[repr(C, align(16))]
 struct Idt([u128; 256]);
 
+/// The IDT all cores load, filled once by [`init`].
 static IDT: spin::Once<Idt> = spin::Once::new();
 
+/// A 64-bit interrupt gate descriptor for `handler`: present, DPL 0, kernel code segment, and
+/// IST slot `ist` (0: no stack switch).
 fn gate(handler: u64, ist: u8) -> u128 {
     let low = (handler & 0xffff)
         | ((KERNEL_CS as u64) << 16)

@@ -21,18 +21,25 @@ const MSR_KVM_STEAL_TIME: u32 = 0x4b56_4d03;
 const KVM_MSR_ENABLED: u64 = 1;
 /// CPUID 0x4000_0001 EAX bits.
 const FEATURE_STEAL_TIME: u32 = 1 << 5;
+/// `KVM_FEATURE_PV_TLB_FLUSH`: the host honours `KVM_VCPU_FLUSH_TLB` in the steal-time record.
 const FEATURE_PV_TLB_FLUSH: u32 = 1 << 9;
 /// `preempted` bits.
 const VCPU_PREEMPTED: u8 = 1;
+/// `KVM_VCPU_FLUSH_TLB`: set by the guest; the host flushes the vCPU's TLB before it runs again.
 const VCPU_FLUSH_TLB: u8 = 2;
 
 /// One vCPU's steal-time record (`struct kvm_steal_time`), written by the host.
 #[repr(C, align(64))]
 pub struct StealTime {
+    /// Nanoseconds the vCPU was runnable but not running (`steal`).
     steal: AtomicU64,
+    /// Made odd by the host while it updates the record, even again afterwards (`version`).
     version: AtomicU32,
+    /// Flags (`flags`); Reef does not use them.
     flags: AtomicU32,
+    /// `KVM_VCPU_PREEMPTED` and `KVM_VCPU_FLUSH_TLB` bits (`preempted`).
     preempted: AtomicU8,
+    /// Padding to the record's 64 bytes.
     _pad: [u8; 47],
 }
 
@@ -93,6 +100,8 @@ impl Default for StealTime {
 /// KVM's feature bits (CPUID 0x4000_0001 EAX at KVM's base leaf), once read.
 static FEATURES: spin::Once<u32> = spin::Once::new();
 
+/// KVM's feature bits: CPUID EAX of the leaf after KVM's base leaf, or 0 if there is no
+/// hypervisor or it is not KVM. Read once.
 fn features() -> u32 {
     *FEATURES.call_once(|| {
         let (_, _, ecx, _) = cpu::cpuid(1, 0);

@@ -21,31 +21,46 @@ pub const PHYS_OFFSET: u64 = 0xffff_8000_0000_0000;
 /// Virtual address at which the kernel image is linked (plus its physical address).
 pub const KERNEL_BASE: u64 = 0xffff_ffff_8000_0000;
 
+/// Present (P) bit of a page-table entry.
 const PRESENT: u64 = 1;
+/// Read/write (R/W) bit: writes are allowed.
 const WRITABLE: u64 = 1 << 1;
+/// Page size (PS) bit: the entry maps a 1 GiB or 2 MiB page instead of referencing a table.
 const HUGE: u64 = 1 << 7;
+/// Global (G) bit: the translation is kept across CR3 loads (with CR4.PGE).
 const GLOBAL: u64 = 1 << 8;
+/// Execute-disable (XD) bit: no instruction fetches (with IA32_EFER.NXE).
 const NO_EXECUTE: u64 = 1 << 63;
+/// Physical-address bits (51:12) of a page-table entry.
 const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
 
+/// One GiB.
 const GIB: u64 = 1 << 30;
+/// Two MiB (the size of a large page).
 const MIB2: u64 = 2 << 20;
+/// Size of a 4 KiB page.
 const PAGE: u64 = 4096;
 
 /// Number of 4 KiB pages reserved in the kernel image for the boot-time page tables. With 2 MiB
 /// pages each GiB of direct map needs one page, so this covers about 250 GiB.
 const POOL_PAGES: usize = 256;
 
+/// The pool's pages, each a page-aligned table of 512 entries.
 #[repr(C, align(4096))]
 struct Pool([[u64; 512]; POOL_PAGES]);
 
+/// The pages the boot core builds the kernel page tables from (handed out by `Builder`).
 static mut POOL: Pool = Pool([[0; 512]; POOL_PAGES]);
 
 /// Why the kernel page tables could not be built.
 #[derive(Debug)]
 pub enum PagingError {
     /// The direct map needs more page-table pages than the static pool holds.
-    PoolExhausted { max_phys: u64 },
+    PoolExhausted {
+        /// Bytes of physical memory the direct map was to cover (0 when the pool ran out outside
+        /// the direct map).
+        max_phys: u64,
+    },
 }
 
 impl core::fmt::Display for PagingError {
@@ -60,7 +75,9 @@ impl core::fmt::Display for PagingError {
     }
 }
 
+/// Hands out pool pages and links them into the tables being built.
 struct Builder {
+    /// Number of pool pages handed out so far.
     used: usize,
 }
 
@@ -95,6 +112,7 @@ impl Builder {
     }
 }
 
+/// Index of the entry that translates `vaddr` in a table of `level` (0: page table, 3: PML4).
 fn index(vaddr: u64, level: u32) -> usize {
     ((vaddr >> (12 + 9 * level)) & 0x1ff) as usize
 }

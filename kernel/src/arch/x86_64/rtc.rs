@@ -2,6 +2,7 @@
 
 use super::cpu::{inb, outb};
 
+/// Reads CMOS register `reg`.
 fn read_register(reg: u8) -> u8 {
     // SAFETY: ports 0x70/0x71 are the PC's CMOS index and data ports; selecting a clock
     // register (with NMI left enabled) and reading it has no other effect.
@@ -11,6 +12,7 @@ fn read_register(reg: u8) -> u8 {
     }
 }
 
+/// Whether the RTC is updating its registers (Status Register A, update-in-progress bit).
 fn updating() -> bool {
     read_register(0x0A) & 0x80 != 0
 }

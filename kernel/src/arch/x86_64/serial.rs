@@ -2,10 +2,12 @@
 
 use super::cpu::{inb, outb};
 
+/// I/O port base of COM1.
 const COM1: u16 = 0x3F8;
 
 /// The COM1 serial port. Output is polled; input is read without blocking.
 pub struct Serial {
+    /// Keeps the port from being made other than by [`Serial::init`].
     _private: (),
 }
 

@@ -129,15 +129,23 @@ extern "C" {
     static user_copy_fixup: u8;
 }
 
+/// IA32_EFER MSR (extended feature enables).
 const IA32_EFER: u32 = 0xC000_0080;
+/// IA32_STAR MSR: the segment selectors `syscall` and `sysret` load.
 const IA32_STAR: u32 = 0xC000_0081;
+/// IA32_LSTAR MSR: the RIP `syscall` jumps to in 64-bit mode.
 const IA32_LSTAR: u32 = 0xC000_0082;
+/// IA32_FMASK MSR: the RFLAGS bits `syscall` clears.
 const IA32_FMASK: u32 = 0xC000_0084;
+/// IA32_FS_BASE MSR: the base address of FS.
 const IA32_FS_BASE: u32 = 0xC000_0100;
+/// IA32_EFER.SCE (bit 0): enables `syscall` and `sysret`.
 const EFER_SCE: u64 = 1;
 /// RFLAGS bits `syscall` clears: TF, IF, DF, AC.
 const SYSCALL_MASK: u64 = (1 << 8) | (1 << 9) | (1 << 10) | (1 << 18);
+/// CR4.SMEP (bit 20): supervisor-mode execution prevention.
 const CR4_SMEP: u64 = 1 << 20;
+/// CR4.SMAP (bit 21): supervisor-mode access prevention.
 const CR4_SMAP: u64 = 1 << 21;
 
 /// Enables `syscall` and SMEP/SMAP (where the CPU has them) on this core.
