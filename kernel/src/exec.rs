@@ -360,6 +360,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();
     *p.cmdline.lock() = image.cmdline;
     p.signals.lock().exec();
+    me.signals.lock().alt_stack = None;
     let closed = p.files.lock().take_cloexec();
     crate::fs::hare::release(closed.into_iter().map(|e| e.file));
     *frame = initial_frame(image.entry, image.rsp);

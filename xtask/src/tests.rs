@@ -613,8 +613,9 @@ struct UserTest {
 
 impl UserTest {
     /// The name of its cases (the QEMU cases add the configuration): `user-NAME`, except fos's
-    /// messaging and fleet tests (issue 12), named `msg-*` and `fleet-*`, and the cores' stop
-    /// and start under load (issue 14), `corectl-*` as the kernel's self-test of it.
+    /// messaging and fleet tests (issue 12), named `msg-*` and `fleet-*`, the cores' stop and
+    /// start under load (issue 14), `corectl-*` as the kernel's self-test of it, and the Linux
+    /// behaviours of issue 16, `compat-*`.
     fn case(&self) -> String {
         match self.name {
             "corestop" => "corectl-stop-start".into(),
@@ -623,6 +624,7 @@ impl UserTest {
             "names" => "msg-names".into(),
             "twotier" => "msg-twotier".into(),
             "fleets" => "fleet-cores".into(),
+            "compat" => "compat-calls".into(),
             n => format!("user-{n}"),
         }
     }
@@ -1353,7 +1355,7 @@ mod unit {
         // issue 12's cases are named as it asks.
         let all = all_cases().unwrap();
         let named = |c: &Case| {
-            ["user", "msg-", "fleet-", "corectl-stop"]
+            ["user", "msg-", "fleet-", "corectl-stop", "compat-"]
                 .iter()
                 .any(|f| c.name.contains(f))
         };

@@ -145,6 +145,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "compat",
+        source: "compat.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "fileio",
         source: "fileio.c",
         pie: false,

@@ -213,6 +213,8 @@ pub struct ThreadSignals {
     pub pending: u64,
     /// The mask to restore after the next handler (`rt_sigsuspend` replaced it).
     pub saved: Option<u64>,
+    /// The alternate signal stack (`sigaltstack`), where `SA_ONSTACK` handlers run.
+    pub alt_stack: Option<AltStack>,
     /// Information of the signals pending for this thread, indexed by signal number - 1.
     infos: [SigInfo; NSIG as usize],
 }
@@ -224,9 +226,46 @@ impl ThreadSignals {
             mask: mask & !UNBLOCKABLE,
             pending: 0,
             saved: None,
+            alt_stack: None,
             infos: [SigInfo::default(); NSIG as usize],
         }
     }
+}
+
+/// An alternate signal stack: `size` bytes from `base` (Linux's `stack_t` without the flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AltStack {
+    /// Its lowest address (`ss_sp`).
+    pub base: u64,
+    /// Its size in bytes (`ss_size`).
+    pub size: u64,
+}
+
+impl AltStack {
+    /// Whether the stack pointer `sp` is on it (a handler running there).
+    pub fn holds(&self, sp: u64) -> bool {
+        sp > self.base && sp <= self.base.saturating_add(self.size)
+    }
+}
+
+/// `stack_t`'s `ss_flags`: the thread runs on its alternate stack now.
+pub const SS_ONSTACK: i32 = 1;
+/// `stack_t`'s `ss_flags`: no alternate stack.
+pub const SS_DISABLE: i32 = 2;
+
+/// `stack_t` as `sigaltstack` and `uc_stack` hold it: `ss_sp`, `ss_flags`, `ss_size`.
+pub fn stack_t(alt: Option<AltStack>, sp: u64) -> [u8; 24] {
+    let mut out = [0u8; 24];
+    let flags = match alt {
+        None => SS_DISABLE,
+        Some(a) if a.holds(sp) => SS_ONSTACK,
+        Some(_) => 0,
+    };
+    let (base, size) = alt.map_or((0, 0), |a| (a.base, a.size));
+    out[0..8].copy_from_slice(&base.to_le_bytes());
+    out[8..12].copy_from_slice(&flags.to_le_bytes());
+    out[16..24].copy_from_slice(&size.to_le_bytes());
+    out
 }
 
 /// Checks that `sig` is a signal number (1..=`NSIG`); `EINVAL` otherwise.
@@ -357,6 +396,8 @@ const UCONTEXT: usize = 304;
 const SIGINFO: usize = 128;
 /// Offset of `uc_mcontext` in `ucontext`.
 const MCONTEXT: usize = 40;
+/// Offset of `uc_stack` (a `stack_t`) in the `ucontext`.
+const UC_STACK: usize = 16;
 /// Offset of `uc_sigmask` in `ucontext`.
 const SIGMASK: usize = 296;
 
@@ -447,7 +488,15 @@ fn push_frame(
     action: &SigAction,
     old_mask: u64,
 ) -> Result<(), ()> {
-    let mut sp = frame.rsp.checked_sub(128).ok_or(())?;
+    // An SA_ONSTACK handler starts at the top of the alternate stack, unless the thread already
+    // runs there (a nested signal goes on below, past the red zone, as on the normal stack).
+    let alt = me.signals.lock().alt_stack;
+    let mut sp = match alt {
+        Some(a) if action.flags & SA_ONSTACK != 0 && !a.holds(frame.rsp) => {
+            a.base.checked_add(a.size).ok_or(())?
+        }
+        _ => frame.rsp.checked_sub(128).ok_or(())?,
+    };
     sp = (sp - FPU_AREA as u64) & !63;
     let fpstate = sp;
     uaccess::copy_to_user(fpstate, &me.fpu()[..]).map_err(|_| ())?;
@@ -467,6 +516,7 @@ fn push_frame(
     put(&mut buf, uc + MCONTEXT + 176, info.addr);
     put(&mut buf, uc + MCONTEXT + 184, fpstate);
     put(&mut buf, uc + SIGMASK, old_mask);
+    buf[uc + UC_STACK..uc + UC_STACK + 24].copy_from_slice(&stack_t(alt, frame.rsp));
     let si = 8 + UCONTEXT;
     buf[si..si + 4].copy_from_slice(&(sig as i32).to_le_bytes());
     buf[si + 8..si + 12].copy_from_slice(&info.code.to_le_bytes());

@@ -68,9 +68,10 @@ fn prot_arg(p: u64) -> Result<Prot, Errno> {
     Prot::from_linux(p & !0x0300_0000).ok_or(Errno::EINVAL)
 }
 
-/// `mmap`: anonymous private and shared memory (file mappings come with the file-system issue).
+/// `mmap`: anonymous private and shared memory; a file mapping answers `EBADF` for a bad
+/// descriptor and `ENODEV` otherwise (file mappings are issue 16's).
 pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
+    let (addr, len, prot, flags, off) = (a[0], a[1], a[2], a[3], a[5]);
     if len == 0 || flags & !KNOWN_FLAGS != 0 || addr % PAGE_SIZE != 0 && flags & MAP_FIXED != 0 {
         return Err(Errno::EINVAL);
     }
@@ -80,7 +81,12 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         _ => return Err(Errno::EINVAL),
     };
     if flags & MAP_ANONYMOUS == 0 {
-        let _ = (fd, off);
+        // As Linux: an unaligned offset, then the descriptor, are checked before the file
+        // (whose mappings are not built yet: ENODEV).
+        if off % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        super::file::file(me, a[4])?;
         return Err(Errno::ENODEV);
     }
     let prot = prot_arg(prot)?;

@@ -90,7 +90,8 @@ pub fn sched_yield(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysR
 }
 
 /// The new thread of `fork` or `clone`: the caller's registers (with 0 as the call's result,
-/// and `newsp` as the stack if given), FPU state, signal mask and affinity; the TLS base from
+/// and `newsp` as the stack if given), FPU state, signal mask, alternate signal stack (not for
+/// a thread: `CLONE_VM` without `CLONE_VFORK`) and affinity; the TLS base from
 /// `tls` with `CLONE_SETTLS`, else the caller's. `ENOMEM` without memory for its stack.
 fn child_thread(
     me: &Thread,
@@ -111,9 +112,18 @@ fn child_thread(
     } else {
         me.fs_base.load(Ordering::Relaxed)
     };
-    let mask = me.signals.lock().mask;
+    let (mask, alt_stack) = {
+        let s = me.signals.lock();
+        (s.mask, s.alt_stack)
+    };
     let affinity = me.affinity.lock().clone();
-    Thread::new(tid, process, &cf, me.fpu(), fs, affinity, mask)
+    let t = Thread::new(tid, process, &cf, me.fpu(), fs, affinity, mask)?;
+    // As Linux: the alternate signal stack is inherited, except by a thread that shares the
+    // address space for good (it runs on a stack of its own).
+    if flags & CLONE_VM == 0 || flags & CLONE_VFORK != 0 {
+        t.signals.lock().alt_stack = alt_stack;
+    }
+    Ok(t)
 }
 
 /// Creates a new process as a copy of the caller (`fork`, or `clone` without `CLONE_VM`).
@@ -462,8 +472,9 @@ pub fn deadline_from(timeout: u64, absolute: bool) -> Result<Option<u64>, Errno>
 
 /// `futex(uaddr, futex_op, val, timeout, uaddr2, val3)`: `FUTEX_WAIT`, `FUTEX_WAKE`,
 /// `FUTEX_REQUEUE`, `FUTEX_CMP_REQUEUE` and the bitset variants (`EINVAL` for a zero bitset on a
-/// wait; otherwise the bitset is not used); the option bits of `futex_op` are ignored, other
-/// operations `ENOSYS`.
+/// wait; otherwise the bitset is not used); `FUTEX_CLOCK_REALTIME` makes a bitset wait's
+/// absolute timeout a `CLOCK_REALTIME` time; the other option bits of `futex_op` are ignored,
+/// other operations `ENOSYS`.
 pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const WAIT: u64 = 0;
     const WAKE: u64 = 1;
@@ -471,6 +482,8 @@ pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     const CMP_REQUEUE: u64 = 4;
     const WAIT_BITSET: u64 = 9;
     const WAKE_BITSET: u64 = 10;
+    /// `FUTEX_CLOCK_REALTIME`: an absolute timeout is on `CLOCK_REALTIME`.
+    const CLOCK_REALTIME: u64 = 256;
     let (uaddr, op, val, timeout, uaddr2, val3) =
         (a[0], a[1], a[2] as u32, a[3], a[4], a[5] as u32);
     let cmd = op & 0x7f;
@@ -479,9 +492,14 @@ pub fn futex(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             if cmd == WAIT_BITSET && val3 == 0 {
                 return Err(Errno::EINVAL);
             }
-            // FUTEX_WAIT takes a relative timeout, FUTEX_WAIT_BITSET an absolute one (on the
-            // monotonic clock, which is the clock Reef keeps).
-            let deadline = deadline_from(timeout, cmd == WAIT_BITSET)?;
+            // FUTEX_WAIT takes a relative timeout, FUTEX_WAIT_BITSET an absolute one on the
+            // monotonic clock (the clock Reef keeps), or with FUTEX_CLOCK_REALTIME on the
+            // real-time clock, moved onto the monotonic one (as it stands at the call).
+            let mut deadline = deadline_from(timeout, cmd == WAIT_BITSET)?;
+            if cmd == WAIT_BITSET && op & CLOCK_REALTIME != 0 {
+                let offset = crate::time::realtime_offset_ns();
+                deadline = deadline.map(|at| at.saturating_sub(offset));
+            }
             crate::futex::wait(me, uaddr, val, deadline).map(|_| 0)
         }
         WAKE | WAKE_BITSET => crate::futex::wake(&me.process, uaddr, val).map(|n| n as u64),

@@ -113,20 +113,33 @@ pub fn pause(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult
     }
 }
 
-/// `sigaltstack`: Reef runs handlers on the current stack; it reports no alternate stack and
-/// refuses to install one (ENOSYS is not used because libc treats it as fatal).
-pub fn sigaltstack(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    const SS_DISABLE: i32 = 2;
-    if a[1] != 0 {
-        let mut old = [0u8; 24];
-        old[8..12].copy_from_slice(&SS_DISABLE.to_le_bytes());
-        crate::uaccess::copy_to_user(a[1], &old)?;
-    }
+/// `sigaltstack(ss, old_ss)`: reports the thread's alternate signal stack in `old_ss`
+/// (`SS_DISABLE` without one, `SS_ONSTACK` while a handler runs on it) and sets it from `ss`:
+/// `SS_DISABLE` removes it; otherwise `ss_flags` must be 0 or `SS_ONSTACK` (with
+/// `SS_AUTODISARM` allowed and ignored), else `EINVAL`, and `ss_size` at least `MINSIGSTKSZ`,
+/// else `ENOMEM`; `EPERM` while running on it. `SA_ONSTACK` handlers then run there.
+pub fn sigaltstack(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    /// `ss_flags`: disarm the stack while a handler runs on it (accepted, not acted on).
+    const SS_AUTODISARM: i32 = 1 << 31;
+    /// Linux x86-64's `MINSIGSTKSZ`.
+    const MINSIGSTKSZ: u64 = 2048;
+    let now = me.signals.lock().alt_stack;
     if a[0] != 0 {
-        let ss: [u64; 3] = read_user(a[0])?;
-        if ss[1] as i32 & SS_DISABLE == 0 {
-            return Err(Errno::ENOMEM);
+        let [base, flags, size]: [u64; 3] = read_user(a[0])?;
+        if now.is_some_and(|s| s.holds(frame.rsp)) {
+            return Err(Errno::EPERM);
         }
+        let alt = match flags as i32 & !SS_AUTODISARM {
+            sig::SS_DISABLE => None,
+            0 | sig::SS_ONSTACK if size < MINSIGSTKSZ => return Err(Errno::ENOMEM),
+            0 | sig::SS_ONSTACK => Some(sig::AltStack { base, size }),
+            _ => return Err(Errno::EINVAL),
+        };
+        me.signals.lock().alt_stack = alt;
+    }
+    // As Linux: the old settings are written once the new ones are taken.
+    if a[1] != 0 {
+        write_user(a[1], &sig::stack_t(now, frame.rsp))?;
     }
     Ok(0)
 }

@@ -1,0 +1,224 @@
+/*
+ * compat: Linux behaviours real programs and conformance suites rely on, each of which Reef got
+ * wrong (issue 16's list); every check passes natively on Linux and on Reef.
+ *
+ * - errors: dup3 with equal descriptors is EINVAL; readv/writev with a negative or too large
+ *   count is EINVAL; mmap of a closed descriptor is EBADF;
+ * - signals: a handled signal ends nanosleep with EINTR and the time left, and ends a blocking
+ *   ppoll with EINTR; SA_RESETHAND delivers once with its siginfo, then the action is SIG_DFL;
+ *   sigaltstack sets, reports and is used by an SA_ONSTACK handler, and refuses a too small
+ *   stack (ENOMEM) and bad flags (EINVAL);
+ * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
+ *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
+ *   fails the test if it is still waiting 20 s later).
+ */
+#include "reef-test.h"
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/uio.h>
+
+/* <linux/futex.h>, which musl-gcc's include path does not have. */
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_CLOCK_REALTIME 256
+#define FUTEX_BITSET_MATCH_ANY 0xffffffffu
+
+static volatile sig_atomic_t got;
+static volatile sig_atomic_t got_code;
+static volatile sig_atomic_t got_pid;
+static volatile uintptr_t handler_sp;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    got++;
+}
+
+static void on_info(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    got++;
+    got_code = si->si_signo == sig ? si->si_code : -1;
+    got_pid = si->si_pid;
+}
+
+static void on_alt(int sig)
+{
+    int here;
+    (void)sig;
+    handler_sp = (uintptr_t)&here;
+    got++;
+}
+
+static void handle(int sig, void (*fn)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    CHECK_SYS(sigaction(sig, &sa, NULL));
+}
+
+/* A child that sends `sig` to this process after `ms` milliseconds. */
+static pid_t signal_later(int sig, int ms)
+{
+    pid_t parent = getpid();
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+        kill(parent, sig);
+        _exit(0);
+    }
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        CHECK_EQ(errno, EINTR);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void errors(void)
+{
+    int fd = CHECK_SYS(open("/dev/null", O_RDWR));
+    CHECK_ERRNO(dup3(fd, fd, 0), EINVAL);
+    CHECK_ERRNO(dup3(fd, fd, O_CLOEXEC), EINVAL);
+    char b;
+    struct iovec iov = {&b, 1};
+    CHECK_ERRNO(syscall(SYS_readv, fd, &iov, -1L), EINVAL);
+    CHECK_ERRNO(syscall(SYS_readv, fd, &iov, 1025L), EINVAL);
+    CHECK_ERRNO(syscall(SYS_writev, fd, &iov, -1L), EINVAL);
+    CHECK_ERRNO(syscall(SYS_writev, fd, &iov, 1025L), EINVAL);
+    CHECK_SYS(close(fd));
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED);
+    CHECK_EQ(errno, EBADF);
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, 1000, 0) == MAP_FAILED);
+    CHECK_EQ(errno, EBADF);
+    SAY("errors: dup3 onto itself EINVAL, readv/writev with a bad count EINVAL, mmap of a closed "
+        "descriptor EBADF");
+}
+
+static void interrupted_waits(void)
+{
+    handle(SIGUSR1, on_usr1, 0);
+    got = 0;
+    pid_t pid = signal_later(SIGUSR1, 100);
+    struct timespec want = {30, 0}, left = {0, 0};
+    long long t0 = now_ns();
+    CHECK_ERRNO(nanosleep(&want, &left), EINTR);
+    long long took = now_ns() - t0;
+    CHECK_EQ(got, 1);
+    CHECK(took < 20LL * 1000000000LL);
+    CHECK(left.tv_sec > 0 && left.tv_sec <= 30);
+    reap(pid);
+    SAY("nanosleep(30 s): a handled signal ended it with EINTR after %lld ms, %ld s left",
+        took / 1000000, (long)left.tv_sec);
+
+    int p[2];
+    CHECK_SYS(pipe(p));
+    got = 0;
+    pid = signal_later(SIGUSR1, 100);
+    struct pollfd pfd = {p[0], POLLIN, 0};
+    struct timespec forever = {30, 0};
+    CHECK_ERRNO(ppoll(&pfd, 1, &forever, NULL), EINTR);
+    CHECK_EQ(got, 1);
+    reap(pid);
+    CHECK_SYS(close(p[0]));
+    CHECK_SYS(close(p[1]));
+    handle(SIGUSR1, SIG_DFL, 0);
+    SAY("ppoll on an empty pipe: a handled signal ended it with EINTR");
+}
+
+static void reset_hand(void)
+{
+    struct sigaction sa, now;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_info;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    CHECK_SYS(sigaction(SIGUSR2, &sa, NULL));
+    got = 0;
+    got_code = -2;
+    CHECK_SYS(kill(getpid(), SIGUSR2));
+    CHECK_EQ(got, 1);
+    CHECK_EQ(got_code, SI_USER);
+    CHECK_EQ(got_pid, getpid());
+    CHECK_SYS(sigaction(SIGUSR2, NULL, &now));
+    CHECK(now.sa_handler == SIG_DFL);
+    SAY("SA_RESETHAND|SA_SIGINFO: the handler ran once with its siginfo (SI_USER from this "
+        "process), then the action was SIG_DFL");
+}
+
+static void alt_stack(void)
+{
+    static char stack[64 * 1024];
+    stack_t ss = {.ss_sp = stack, .ss_size = sizeof stack, .ss_flags = 0}, old;
+    stack_t tiny = {.ss_sp = stack, .ss_size = 512, .ss_flags = 0};
+    CHECK_ERRNO(sigaltstack(&tiny, NULL), ENOMEM);
+    stack_t bad = {.ss_sp = stack, .ss_size = sizeof stack, .ss_flags = 0x1234};
+    CHECK_ERRNO(sigaltstack(&bad, NULL), EINVAL);
+    CHECK_SYS(sigaltstack(&ss, NULL));
+    CHECK_SYS(sigaltstack(NULL, &old));
+    CHECK(old.ss_sp == stack && old.ss_size == sizeof stack && old.ss_flags == 0);
+    handle(SIGUSR1, on_alt, SA_ONSTACK);
+    got = 0;
+    handler_sp = 0;
+    CHECK_SYS(kill(getpid(), SIGUSR1));
+    CHECK_EQ(got, 1);
+    CHECK(handler_sp > (uintptr_t)stack && handler_sp < (uintptr_t)stack + sizeof stack);
+    handle(SIGUSR1, SIG_DFL, 0);
+    stack_t off = {.ss_flags = SS_DISABLE};
+    CHECK_SYS(sigaltstack(&off, NULL));
+    CHECK_SYS(sigaltstack(NULL, &old));
+    CHECK(old.ss_flags & SS_DISABLE);
+    SAY("sigaltstack: set and reported, an SA_ONSTACK handler ran on it, SS_DISABLE; ENOMEM for "
+        "512 bytes, EINVAL for bad flags");
+}
+
+static void futex_realtime(void)
+{
+    static _Atomic int word;
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_nsec += 200 * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000L;
+        }
+        long r = syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME, 0, &at,
+                         NULL, FUTEX_BITSET_MATCH_ANY);
+        _exit(r == -1 && errno == ETIMEDOUT ? 0 : 1);
+    }
+    long long deadline = now_ns() + 20LL * 1000000000LL;
+    int st;
+    pid_t w;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
+        if (now_ns() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            FAIL("FUTEX_CLOCK_REALTIME wait for now + 200 ms still waiting after 20 s");
+        }
+        struct timespec t = {0, 10 * 1000000L};
+        nanosleep(&t, NULL);
+    }
+    CHECK_EQ(w, pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    SAY("futex FUTEX_WAIT_BITSET|FUTEX_CLOCK_REALTIME: an absolute real-time deadline 200 ms "
+        "away ended the wait with ETIMEDOUT");
+}
+
+int main(void)
+{
+    test_begin("compat");
+    errors();
+    interrupted_waits();
+    reset_hand();
+    alt_stack();
+    futex_realtime();
+    PASS();
+}
