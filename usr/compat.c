@@ -49,16 +49,6 @@ static void on_alt(int sig)
     got++;
 }
 
-static void handle(int sig, void (*fn)(int), int flags)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fn;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    CHECK_SYS(sigaction(sig, &sa, NULL));
-}
-
 /* A child that sends `sig` to this process after `ms` milliseconds. */
 static pid_t signal_later(int sig, int ms)
 {
@@ -103,7 +93,7 @@ static void errors(void)
 
 static void interrupted_waits(void)
 {
-    handle(SIGUSR1, on_usr1, 0);
+    set_handler(SIGUSR1, on_usr1, 0);
     got = 0;
     pid_t pid = signal_later(SIGUSR1, 100);
     struct timespec want = {30, 0}, left = {0, 0};
@@ -128,7 +118,7 @@ static void interrupted_waits(void)
     reap(pid);
     CHECK_SYS(close(p[0]));
     CHECK_SYS(close(p[1]));
-    handle(SIGUSR1, SIG_DFL, 0);
+    set_handler(SIGUSR1, SIG_DFL, 0);
     SAY("ppoll on an empty pipe: a handled signal ended it with EINTR");
 }
 
@@ -163,13 +153,13 @@ static void alt_stack(void)
     CHECK_SYS(sigaltstack(&ss, NULL));
     CHECK_SYS(sigaltstack(NULL, &old));
     CHECK(old.ss_sp == stack && old.ss_size == sizeof stack && old.ss_flags == 0);
-    handle(SIGUSR1, on_alt, SA_ONSTACK);
+    set_handler(SIGUSR1, on_alt, SA_ONSTACK);
     got = 0;
     handler_sp = 0;
     CHECK_SYS(kill(getpid(), SIGUSR1));
     CHECK_EQ(got, 1);
     CHECK(handler_sp > (uintptr_t)stack && handler_sp < (uintptr_t)stack + sizeof stack);
-    handle(SIGUSR1, SIG_DFL, 0);
+    set_handler(SIGUSR1, SIG_DFL, 0);
     stack_t off = {.ss_flags = SS_DISABLE};
     CHECK_SYS(sigaltstack(&off, NULL));
     CHECK_SYS(sigaltstack(NULL, &old));

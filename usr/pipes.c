@@ -208,16 +208,6 @@ static void on_signal(int sig)
         atomic_fetch_add(&sh->signals, 1);
 }
 
-static void set_handler(int sig, void (*fn)(int), int flags)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fn;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    CHECK_SYS(sigaction(sig, &sa, NULL));
-}
-
 /* ---- 1. pipe and pipe2 ---- */
 
 static void check_ends(int p[2], int cloexec, int nonblock)

@@ -249,6 +249,17 @@ static inline long reef_free_bytes(void)
 }
 
 /* Monotonic time in nanoseconds. */
+/* Installs `fn` (or SIG_DFL/SIG_IGN) for `sig` with `flags`, nothing masked while it runs. */
+static inline void set_handler(int sig, void (*fn)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    CHECK_SYS(sigaction(sig, &sa, NULL));
+}
+
 static inline long long now_ns(void)
 {
     struct timespec ts;
