@@ -8,6 +8,10 @@
  *   ppoll with EINTR; SA_RESETHAND delivers once with its siginfo, then the action is SIG_DFL;
  *   sigaltstack sets, reports and is used by an SA_ONSTACK handler, and refuses a too small
  *   stack (ENOMEM) and bad flags (EINVAL);
+ * - timers: alarm fires SIGALRM (a handler ends pause; by default it kills), returns the
+ *   seconds left of the one it replaces; setitimer(ITIMER_REAL) with an interval fires again
+ *   and again, getitimer reports it, a zero value disarms it and returns the old setting;
+ *   EINVAL for a bad `which` or microseconds;
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -15,6 +19,7 @@
 #include "reef-test.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 
 /* <linux/futex.h>, which musl-gcc's include path does not have. */
@@ -168,6 +173,54 @@ static void alt_stack(void)
         "512 bytes, EINVAL for bad flags");
 }
 
+static void timers(void)
+{
+    set_handler(SIGALRM, on_usr1, 0);
+    got = 0;
+    CHECK_EQ(alarm(1), 0);
+    long long t0 = now_ns();
+    CHECK_ERRNO(pause(), EINTR);
+    long long took = now_ns() - t0;
+    CHECK_EQ(got, 1);
+    CHECK(took > 500LL * 1000000 && took < 20LL * 1000000000LL);
+    CHECK_EQ(alarm(5), 0);
+    CHECK_EQ(alarm(0), 5);
+    CHECK_EQ(alarm(0), 0);
+    SAY("alarm(1): SIGALRM after %lld ms ended pause; alarm(0) returned the 5 s left",
+        took / 1000000);
+
+    struct itimerval every = {{0, 50000}, {0, 50000}}, now, old;
+    got = 0;
+    CHECK_SYS(setitimer(ITIMER_REAL, &every, NULL));
+    CHECK_SYS(getitimer(ITIMER_REAL, &now));
+    CHECK(now.it_interval.tv_sec == 0 && now.it_interval.tv_usec == 50000);
+    CHECK(now.it_value.tv_sec == 0 && now.it_value.tv_usec > 0 && now.it_value.tv_usec <= 50000);
+    while (got < 4)
+        pause();
+    struct itimerval zero = {{0, 0}, {0, 0}};
+    CHECK_SYS(setitimer(ITIMER_REAL, &zero, &old));
+    CHECK(old.it_interval.tv_sec == 0 && old.it_interval.tv_usec == 50000);
+    CHECK_SYS(getitimer(ITIMER_REAL, &now));
+    CHECK(now.it_value.tv_sec == 0 && now.it_value.tv_usec == 0);
+    struct itimerval bad = {{0, 0}, {0, 1000000}};
+    CHECK_ERRNO(setitimer(ITIMER_REAL, &bad, NULL), EINVAL);
+    CHECK_ERRNO(syscall(SYS_setitimer, 7L, &every, NULL), EINVAL);
+    set_handler(SIGALRM, SIG_DFL, 0);
+    SAY("setitimer(ITIMER_REAL, 50 ms every 50 ms): 4 SIGALRMs, getitimer reported it, a zero "
+        "value disarmed it and gave the old setting; EINVAL for 1000000 us and which 7");
+
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        alarm(1);
+        for (;;)
+            pause();
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM);
+    SAY("an unhandled SIGALRM from alarm(1) killed the process");
+}
+
 static void futex_realtime(void)
 {
     static _Atomic int word;
@@ -209,6 +262,7 @@ int main(void)
     interrupted_waits();
     reset_hand();
     alt_stack();
+    timers();
     futex_realtime();
     PASS();
 }

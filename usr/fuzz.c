@@ -292,6 +292,9 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(dup, 32, 1, 60, 0)                                                                           \
     X(dup2, 33, 2, 60, 0)                                                                          \
     X(nanosleep, 35, 2, 40, 0)                                                                     \
+    X(getitimer, 36, 2, 20, 0)                                                                     \
+    X(alarm, 37, 1, 10, 0)                                                                         \
+    X(setitimer, 38, 3, 20, 0)                                                                     \
     X(getpid, 39, 0, 20, 0)                                                                        \
     X(sendto, 44, 6, 40, F_GROWS_FD)                                                               \
     X(recvfrom, 45, 6, 40, 0)                                                                      \
@@ -430,7 +433,7 @@ static const struct {
     long nr;
     const char *name;
 } extras[] = {
-    {27, "mincore"},       {26, "msync"},        {37, "alarm"},          {36, "getitimer"},
+    {27, "mincore"},       {26, "msync"},
     {98, "getrusage"},     {100, "times"},       {143, "sched_getparam"}, {145, "sched_getscheduler"},
     {140, "getpriority"},  {319, "memfd_create"}, {290, "eventfd2"},     {291, "epoll_create1"},
     {283, "timerfd_create"}, {289, "signalfd4"}, {294, "inotify_init1"}, {324, "membarrier"},
@@ -2006,6 +2009,25 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[5] = pct(r, 50) ? 0xffffffff : gen_int(r);
         break;
     }
+    case C_alarm: /* short ones: SIGALRM is the watchdog's poke, which workers survive */
+        a[0] = pct(r, 90) ? below(r, 3) : gen_int(r);
+        break;
+    case C_getitimer:
+        a[0] = pct(r, 80) ? 0 : pct(r, 50) ? below(r, 4) : gen_int(r);
+        a[1] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
+        break;
+    case C_setitimer: {
+        /* Intervals of 0..20 ms and values of 0..1 s, or anything. */
+        int64_t *v = (int64_t *)(void *)arg_area(A_MISC + 160);
+        v[0] = 0;
+        v[1] = pct(r, 50) ? 0 : (int64_t)below(r, 20000);
+        v[2] = 0;
+        v[3] = pct(r, 90) ? (int64_t)below(r, 1000000) : (int64_t)gen_int(r);
+        a[0] = pct(r, 80) ? 0 : pct(r, 50) ? below(r, 4) : gen_int(r);
+        a[1] = pct(r, 80) ? arg_ptr(A_MISC + 160) : pct(r, 50) ? 0 : gen_ptr(r, NULL);
+        a[2] = pct(r, 50) ? 0 : pct(r, 70) ? arg_ptr(A_MISC + 192) : gen_ptr(r, NULL);
+        break;
+    }
     case C_nanosleep:
         a[0] = gen_timeout(r, 0, 0, 0);
         a[1] = pct(r, 50) ? 0 : gen_ptr(r, NULL);
@@ -2187,8 +2209,6 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         c->nr = (uint64_t)extras[e].nr;
         for (int i = 0; i < 6; i++)
             a[i] = pct(r, 50) ? gen_ptr(r, NULL) : gen_int(r);
-        if (c->nr == 37) /* alarm: a short one */
-            a[0] = below(r, 3);
         if (c->nr == 140) /* getpriority(which, who) */
             a[1] = gen_pid(r, 0);
         if (c->nr == 149 || c->nr == 150) /* mlock: within what the worker maps */

@@ -172,6 +172,7 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             crate::proc::sched::timer_tick();
             if kcb::try_current().is_some_and(|k| k.core_id == 0) {
                 crate::tty::receive_input();
+                crate::proc::itimer::tick();
             }
         }
         crate::ipi::IPI_VECTOR => crate::ipi::handle(),

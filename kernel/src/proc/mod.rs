@@ -8,6 +8,7 @@
 //! A [`Thread`] owns a kernel stack; its user registers and FPU state sit at the top of that
 //! stack whenever it is in the kernel (see `arch::x86_64::user`).
 
+pub mod itimer;
 pub mod sched;
 pub mod signal;
 pub mod table;
@@ -475,6 +476,12 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             crate::tty::send_signals();
             continue;
         }
+        if itimer::pending() {
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            itimer::send_due();
+            continue;
+        }
         if me.process.exiting.load(Ordering::Acquire) || me.exit_requested.load(Ordering::Acquire) {
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
@@ -623,6 +630,7 @@ fn exit_process(p: &Arc<Process>) {
     if !p.end_vfork() {
         p.vm().teardown();
     }
+    itimer::forget(p);
     p.released.store(true, Ordering::Release);
     // After `released`: a bind that comes later sees it (`fleet::bind`).
     sched::release_core(p);

@@ -522,8 +522,9 @@ fn idle_sync_due(k: &Kcb) -> bool {
 }
 
 /// The idle loop of every core: runs ready threads, brings the node's replicas up to date when
-/// asked to, sends the console's pending Ctrl-C (and similar) signals, runs pending self-test
-/// work, and otherwise halts until an interrupt.
+/// asked to, sends the console's pending Ctrl-C (and similar) signals and the SIGALRMs of
+/// expired interval timers, runs pending self-test work, and otherwise halts until an
+/// interrupt.
 pub fn idle_loop() -> ! {
     let k = kcb::current();
     loop {
@@ -548,6 +549,10 @@ pub fn idle_loop() -> ! {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };
             crate::tty::send_signals();
+        } else if super::itimer::pending() {
+            // SAFETY: this core's IDT and local APIC are initialized.
+            unsafe { cpu::enable_interrupts() };
+            super::itimer::send_due();
         } else if crate::selftest::pending() {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };

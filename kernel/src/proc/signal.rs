@@ -34,6 +34,8 @@ pub const SIGKILL: u32 = 9;
 pub const SIGSEGV: u32 = 11;
 /// Broken pipe.
 pub const SIGPIPE: u32 = 13;
+/// `SIGALRM`: a real-time interval timer expired (`alarm`, `setitimer`).
+pub const SIGALRM: u32 = 14;
 /// Termination.
 pub const SIGTERM: u32 = 15;
 /// Child stopped or exited.

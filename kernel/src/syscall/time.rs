@@ -4,9 +4,10 @@
 use super::process::deadline_from;
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
+use crate::proc::itimer;
 use crate::proc::wait::{self, Wake};
 use crate::proc::Thread;
-use crate::uaccess::write_user;
+use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
 
@@ -119,4 +120,93 @@ pub fn clock_nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) ->
         deadline = deadline.saturating_sub(crate::time::realtime_offset_ns());
     }
     sleep_until_deadline(me, deadline, if absolute { 0 } else { rem })
+}
+
+/// `setitimer`/`getitimer`'s `which`: the real-time timer (SIGALRM).
+const ITIMER_REAL: u64 = 0;
+/// `which`: the virtual timer (user time; SIGVTALRM), not built.
+const ITIMER_VIRTUAL: u64 = 1;
+/// `which`: the profiling timer (user and system time; SIGPROF), not built.
+const ITIMER_PROF: u64 = 2;
+
+/// Checks `which`: `ITIMER_REAL`; `ENOSYS` for the virtual and profiling timers (Reef keeps no
+/// per-process CPU time), `EINVAL` for anything else.
+fn itimer_which(which: u64) -> Result<(), Errno> {
+    match which {
+        ITIMER_REAL => Ok(()),
+        ITIMER_VIRTUAL | ITIMER_PROF => Err(Errno::ENOSYS),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// A `struct timeval` as nanoseconds: `EINVAL` for a negative time or microseconds past 999999.
+fn timeval_ns(tv: [i64; 2]) -> Result<u64, Errno> {
+    if tv[0] < 0 || !(0..1_000_000).contains(&tv[1]) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((tv[0] as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(tv[1] as u64 * 1000))
+}
+
+/// Nanoseconds as a `struct timeval`, rounded up to a whole microsecond (an armed timer never
+/// reads as 0).
+fn timeval(ns: u64) -> [i64; 2] {
+    let us = ns.div_ceil(1000);
+    [(us / 1_000_000) as i64, (us % 1_000_000) as i64]
+}
+
+/// A timer setting as a `struct itimerval`: `it_interval`, then `it_value`.
+fn itimerval(s: itimer::Setting) -> [i64; 4] {
+    let [is, iu] = timeval(s.interval);
+    let [vs, vu] = timeval(s.value);
+    [is, iu, vs, vu]
+}
+
+/// `getitimer(which, curr)`: the real-time timer's interval and time to its next expiry (zeros
+/// when disarmed).
+pub fn getitimer(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    itimer_which(a[0])?;
+    write_user(a[1], &itimerval(itimer::get(&me.process)))?;
+    Ok(0)
+}
+
+/// `setitimer(which, new, old)`: arms the real-time timer to fire after `new`'s `it_value`
+/// and then every `it_interval` (a zero value disarms it; a NULL `new` too, as Linux allows),
+/// writing the previous setting to `old` if given; SIGALRM at each expiry.
+pub fn setitimer(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    itimer_which(a[0])?;
+    let new = if a[1] != 0 {
+        let v: [i64; 4] = read_user(a[1])?;
+        itimer::Setting {
+            interval: timeval_ns([v[0], v[1]])?,
+            value: timeval_ns([v[2], v[3]])?,
+        }
+    } else {
+        itimer::Setting::default()
+    };
+    if a[2] != 0 {
+        uaccess::check_range(a[2], 32)?;
+    }
+    let old = itimer::set(&me.process, new)?;
+    if a[2] != 0 {
+        write_user(a[2], &itimerval(old))?;
+    }
+    Ok(0)
+}
+
+/// `alarm(seconds)`: SIGALRM after `seconds` (0 cancels); returns the seconds the previous
+/// alarm had left, rounded to the nearest, and at least 1 if it was armed (Linux's rule).
+pub fn alarm(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let secs = a[0] as u32;
+    let old = itimer::set(
+        &me.process,
+        itimer::Setting {
+            value: u64::from(secs) * 1_000_000_000,
+            interval: 0,
+        },
+    )?;
+    let [s, us] = timeval(old.value);
+    let left = s as u64 + u64::from(us >= 500_000);
+    Ok(if left == 0 && old.value != 0 { 1 } else { left })
 }
