@@ -666,7 +666,7 @@ fn user_tests() -> Vec<UserTest> {
             // whole cores.
             configs: if matches!(
                 name,
-                "fleets" | "mailbox" | "names" | "haretest" | "haremount"
+                "fleets" | "mailbox" | "names" | "msgring" | "twotier" | "haretest" | "haremount"
             ) {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else {
