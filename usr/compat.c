@@ -12,6 +12,9 @@
  *   seconds left of the one it replaces; setitimer(ITIMER_REAL) with an interval fires again
  *   and again, getitimer reports it, a zero value disarms it and returns the old setting;
  *   EINVAL for a bad `which` or microseconds;
+ * - nothing kept (on Reef, by its free-memory count): 2000 socket pairs made and closed, 200
+ *   children that arm an alarm and an alternate signal stack and exit, leave free memory where
+ *   it was (within 2 MiB);
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -19,6 +22,7 @@
 #include "reef-test.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 
@@ -255,6 +259,39 @@ static void futex_realtime(void)
         "away ended the wait with ETIMEDOUT");
 }
 
+static void nothing_kept(void)
+{
+    long before = reef_free_bytes();
+    for (int i = 0; i < 2000; i++) {
+        int sv[2];
+        CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+        CHECK_EQ(write(sv[0], "x", 1), 1);
+        CHECK_SYS(close(sv[0]));
+        CHECK_SYS(close(sv[1]));
+    }
+    for (int i = 0; i < 200; i++) {
+        pid_t pid = CHECK_SYS(fork());
+        if (pid == 0) {
+            static char stack[16384];
+            stack_t ss = {.ss_sp = stack, .ss_size = sizeof stack};
+            alarm(100);
+            sigaltstack(&ss, NULL);
+            _exit(0);
+        }
+        reap(pid);
+    }
+    if (before < 0) {
+        SAY("2000 socket pairs and 200 children with alarms: no free-memory count here");
+        return;
+    }
+    long after = reef_free_bytes();
+    if (after < before - (2L << 20))
+        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
+    SAY("2000 socket pairs and 200 children with alarms and alternate stacks: free memory %ld "
+        "KiB before, %ld KiB after",
+        before >> 10, after >> 10);
+}
+
 int main(void)
 {
     test_begin("compat");
@@ -263,6 +300,7 @@ int main(void)
     reset_hand();
     alt_stack();
     timers();
+    nothing_kept();
     futex_realtime();
     PASS();
 }
