@@ -12,9 +12,11 @@
  *   seconds left of the one it replaces; setitimer(ITIMER_REAL) with an interval fires again
  *   and again, getitimer reports it, a zero value disarms it and returns the old setting;
  *   EINVAL for a bad `which` or microseconds;
- * - nothing kept (on Reef, by its free-memory count): 2000 socket pairs made and closed, 200
- *   children that arm an alarm and an alternate signal stack and exit, leave free memory where
- *   it was (within 2 MiB);
+ * - hostile arguments to the calls added with these (socket pairs, timers, sigaltstack):
+ *   unmapped, kernel and non-canonical pointers give EFAULT, bad descriptors EBADF;
+ * - nothing kept (on Reef, by its free-memory count): the hostile calls, 2000 socket pairs made
+ *   and closed, 200 children that arm an alarm and an alternate signal stack and exit, leave
+ *   free memory where it was (within 2 MiB);
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -259,9 +261,41 @@ static void futex_realtime(void)
         "away ended the wait with ETIMEDOUT");
 }
 
+static void hostile(void)
+{
+    static char *const bad[] = {(char *)8, (char *)0xffff800000000000ul,
+                                (char *)0x8000000000000000ul};
+    int sv[2];
+    char c = 'x';
+    CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_ERRNO(send(sv[0], bad[i], 16, MSG_DONTWAIT), EFAULT);
+        CHECK_EQ(send(sv[0], &c, 1, 0), 1);
+        CHECK_ERRNO(recv(sv[1], bad[i], 16, 0), EFAULT);
+        CHECK_ERRNO(syscall(SYS_setitimer, 0L, bad[i], NULL), EFAULT);
+        CHECK_ERRNO(syscall(SYS_getitimer, 0L, bad[i]), EFAULT);
+        CHECK_ERRNO(syscall(SYS_sigaltstack, bad[i], NULL), EFAULT);
+        CHECK_ERRNO(syscall(SYS_sigaltstack, NULL, bad[i]), EFAULT);
+        CHECK_ERRNO(syscall(SYS_socketpair, 1L, 1L, 0L, bad[i]), EFAULT);
+    }
+    CHECK_EQ(send(sv[0], &c, 1, 0), 1);
+    socklen_t *bad_len = (socklen_t *)8;
+    struct sockaddr_storage from;
+    CHECK_ERRNO(recvfrom(sv[1], &c, 1, 0, (struct sockaddr *)&from, bad_len), EFAULT);
+    CHECK_ERRNO(send(9999, &c, 1, 0), EBADF);
+    CHECK_ERRNO(recv(-1, &c, 1, 0), EBADF);
+    CHECK_ERRNO(shutdown(9999, SHUT_RD), EBADF);
+    CHECK_SYS(close(sv[0]));
+    CHECK_SYS(close(sv[1]));
+    SAY("hostile arguments: unmapped, kernel and non-canonical pointers to send, recv, "
+        "recvfrom, socketpair, setitimer, getitimer and sigaltstack give EFAULT; bad "
+        "descriptors EBADF");
+}
+
 static void nothing_kept(void)
 {
     long before = reef_free_bytes();
+    hostile();
     for (int i = 0; i < 2000; i++) {
         int sv[2];
         CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));

@@ -2309,15 +2309,10 @@ static void after_call(int id, struct call_args *c, long ret)
             add_fd(ret);
         break;
     case C_socketpair:
-        if (ret == 0 && a[3] == arg_ptr(A_PIPE)) {
-            int *p = (int *)(void *)arg_area(A_PIPE);
-            add_fd(p[0]);
-            add_fd(p[1]);
-        }
-        break;
     case C_pipe:
     case C_pipe2:
-        if (ret == 0 && a[0] == arg_ptr(A_PIPE)) {
+        /* Both write their two descriptors to A_PIPE: pipe's first argument, socketpair's last. */
+        if (ret == 0 && a[id == C_socketpair ? 3 : 0] == arg_ptr(A_PIPE)) {
             int *p = (int *)(void *)arg_area(A_PIPE);
             add_fd(p[0]);
             add_fd(p[1]);

@@ -229,7 +229,11 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
         &mut rng,
     )
     .unwrap();
-    assert_eq!(requests(&net) - before, 1, "one rename over a file, no lookup");
+    assert_eq!(
+        requests(&net) - before,
+        1,
+        "one rename over a file, no lookup"
+    );
     assert_eq!(ino(&mut c[1], b"/d/x", &mut rng), a);
     assert_eq!(
         net.borrow().servers[0].inodes(),

@@ -3,8 +3,7 @@
 
 use abi::Errno;
 use hare::proto::{
-    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD,
-    MAX_IO_BLOCKS,
+    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_IO_BLOCKS,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
@@ -215,8 +214,8 @@ fn request() -> impl Strategy<Value = Request> {
             ],
             time()
         )
-            .prop_map(
-                |(old_dir, old_name, new_dir, new_name, ino, target, now)| Request::Rename {
+            .prop_map(|(old_dir, old_name, new_dir, new_name, ino, target, now)| {
+                Request::Rename {
                     old_dir,
                     old_name,
                     new_dir,
@@ -225,7 +224,7 @@ fn request() -> impl Strategy<Value = Request> {
                     target,
                     now,
                 }
-            ),
+            }),
     ]
 }
 
