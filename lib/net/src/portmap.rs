@@ -1,0 +1,167 @@
+//! The port map (LibrettOS §3.2): which stack instance holds each TCP and UDP port.
+//!
+//! Ports are one name space for the whole machine, as on Linux: a port belongs to one instance
+//! at a time, which may use it for several sockets (a listener and the connections it accepted
+//! share its port), so an entry counts its holders and is freed when the last lets go. The
+//! switch routes an inbound frame to the instance holding its destination port.
+
+use abi::Errno;
+use alloc::collections::BTreeMap;
+
+/// A stack instance's number (the kernel gives one to each application).
+pub type StackId = u32;
+
+/// The transport protocols with ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Proto {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+/// The ports `bind` to port 0 and `connect` choose from (Linux's default
+/// `ip_local_port_range`).
+pub const EPHEMERAL: core::ops::RangeInclusive<u16> = 32768..=60999;
+
+/// One held port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    /// The instance holding it.
+    owner: StackId,
+    /// Its sockets using it (at least 1).
+    holders: u32,
+}
+
+/// Every held port, by protocol.
+#[derive(Debug, Default)]
+pub struct PortMap {
+    /// Held ports by (protocol, port).
+    ports: BTreeMap<(Proto, u16), Entry>,
+    /// Where the next search for an ephemeral port starts, per protocol.
+    next: [u16; 2],
+}
+
+impl PortMap {
+    /// An empty map.
+    pub const fn new() -> Self {
+        PortMap {
+            ports: BTreeMap::new(),
+            next: [*EPHEMERAL.start(); 2],
+        }
+    }
+
+    /// One more socket of `owner` uses `port`: `EADDRINUSE` if another instance holds it.
+    /// Whether two sockets of one instance may share a port is the instance's question.
+    pub fn claim(&mut self, proto: Proto, port: u16, owner: StackId) -> Result<(), Errno> {
+        if port == 0 {
+            return Err(Errno::EINVAL);
+        }
+        match self.ports.get_mut(&(proto, port)) {
+            Some(e) if e.owner != owner => Err(Errno::EADDRINUSE),
+            Some(e) => {
+                e.holders += 1;
+                Ok(())
+            }
+            None => {
+                self.ports
+                    .insert((proto, port), Entry { owner, holders: 1 });
+                Ok(())
+            }
+        }
+    }
+
+    /// A free ephemeral port, now held by `owner` (`EADDRNOTAVAIL` when none is free).
+    pub fn claim_ephemeral(&mut self, proto: Proto, owner: StackId) -> Result<u16, Errno> {
+        let slot = proto as usize;
+        let (lo, hi) = (*EPHEMERAL.start(), *EPHEMERAL.end());
+        let span = u32::from(hi - lo) + 1;
+        let start = self.next[slot].clamp(lo, hi);
+        for i in 0..span {
+            let port = lo + ((u32::from(start - lo) + i) % span) as u16;
+            if !self.ports.contains_key(&(proto, port)) {
+                self.ports
+                    .insert((proto, port), Entry { owner, holders: 1 });
+                self.next[slot] = if port == hi { lo } else { port + 1 };
+                return Ok(port);
+            }
+        }
+        Err(Errno::EADDRNOTAVAIL)
+    }
+
+    /// One socket of `owner` stopped using `port` (nothing if `owner` does not hold it).
+    pub fn release(&mut self, proto: Proto, port: u16, owner: StackId) {
+        if let Some(e) = self.ports.get_mut(&(proto, port)) {
+            if e.owner == owner {
+                e.holders -= 1;
+                if e.holders == 0 {
+                    self.ports.remove(&(proto, port));
+                }
+            }
+        }
+    }
+
+    /// The instance holding `port`.
+    pub fn owner(&self, proto: Proto, port: u16) -> Option<StackId> {
+        self.ports.get(&(proto, port)).map(|e| e.owner)
+    }
+
+    /// The ports `owner` holds, with their protocols, in order.
+    pub fn ports_of(&self, owner: StackId) -> impl Iterator<Item = (Proto, u16)> + '_ {
+        self.ports
+            .iter()
+            .filter(move |(_, e)| e.owner == owner)
+            .map(|(k, _)| *k)
+    }
+
+    /// Ports held, all protocols.
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_belongs_to_one_instance_and_counts_its_holders() {
+        let mut m = PortMap::new();
+        m.claim(Proto::Tcp, 80, 1).unwrap();
+        m.claim(Proto::Tcp, 80, 1).unwrap();
+        assert_eq!(m.claim(Proto::Tcp, 80, 2), Err(Errno::EADDRINUSE));
+        // The protocols are separate name spaces.
+        m.claim(Proto::Udp, 80, 2).unwrap();
+        assert_eq!(m.owner(Proto::Tcp, 80), Some(1));
+        m.release(Proto::Tcp, 80, 2);
+        m.release(Proto::Tcp, 80, 1);
+        assert_eq!(m.owner(Proto::Tcp, 80), Some(1));
+        m.release(Proto::Tcp, 80, 1);
+        assert_eq!(m.owner(Proto::Tcp, 80), None);
+        assert_eq!(m.claim(Proto::Tcp, 0, 1), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn ephemeral_ports_skip_held_ones_wrap_and_run_out() {
+        let mut m = PortMap::new();
+        m.claim(Proto::Tcp, 32768, 9).unwrap();
+        assert_eq!(m.claim_ephemeral(Proto::Tcp, 1), Ok(32769));
+        assert_eq!(m.claim_ephemeral(Proto::Udp, 1), Ok(32768));
+        let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
+        for _ in 2..span {
+            m.claim_ephemeral(Proto::Tcp, 1).unwrap();
+        }
+        assert_eq!(m.claim_ephemeral(Proto::Tcp, 1), Err(Errno::EADDRNOTAVAIL));
+        m.release(Proto::Tcp, 40000, 1);
+        assert_eq!(m.claim_ephemeral(Proto::Tcp, 2), Ok(40000));
+        assert_eq!(
+            m.ports_of(2).collect::<alloc::vec::Vec<_>>(),
+            [(Proto::Tcp, 40000)]
+        );
+    }
+}

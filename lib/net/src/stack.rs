@@ -1,0 +1,1140 @@
+//! One application's TCP/IP stack instance (LibrettOS §3.1): smoltcp's interface and sockets
+//! behind the Linux socket semantics that unmodified programs expect.
+//!
+//! The instance exchanges Ethernet frames through two queues ([`Stack::deliver`],
+//! [`Stack::take_frame`]); whoever owns it (the kernel) moves them to a switch, a NIC or a
+//! network server, and calls [`Stack::poll`] after every change and when
+//! [`Stack::next_deadline`] comes. Nothing here blocks: an operation that would wait answers
+//! `EAGAIN`, and the caller sleeps until the next poll changed something.
+//!
+//! What smoltcp does not have and Linux programs need is built here:
+//! - listen backlogs: a listening socket keeps a pool of smoltcp sockets listening on its port
+//!   (one per connection it may accept, at most [`LISTEN_POOL`] at once), and an established
+//!   one moves to the accept queue;
+//! - connect and error outcomes: a connection that closes before it was established was refused
+//!   (`ECONNREFUSED`, or `ETIMEDOUT` after [`CONNECT_TIMEOUT`]); one that closes without the
+//!   peer's FIN was reset (`ECONNRESET`); the error is reported once (`SO_ERROR` or the next
+//!   call), then writes fail with `EPIPE`;
+//! - closing: a closed socket lingers until its FIN handshake ends (or [`LINGER_LIMIT`]);
+//!   if unread data waits at close, or data arrives after it, the connection is reset, as
+//!   Linux does;
+//! - ports: every bound socket holds its port in the machine's [`PortMap`].
+//!
+//! Not built: IPv6, urgent data, `SO_LINGER`, UDP datagrams larger than one frame (smoltcp's
+//! fragmentation is off: `EMSGSIZE`), broadcast, multicast. Socket buffers are fixed
+//! ([`TCP_BUFFER`]): `SO_RCVBUF`/`SO_SNDBUF` are kept and reported as Linux reports them.
+
+use crate::portmap::{PortMap, Proto, StackId};
+use abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
+use abi::Errno;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
+use smoltcp::socket::{tcp, udp};
+use smoltcp::time::{Duration, Instant};
+use smoltcp::wire::{
+    HardwareAddress, IpAddress, IpCidr, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv4Cidr,
+};
+
+/// A socket's number in its instance.
+pub type SockId = usize;
+
+/// Bytes of each TCP socket's receive and send buffers.
+pub const TCP_BUFFER: usize = 64 * 1024;
+/// Bytes of each UDP socket's receive and send buffers.
+pub const UDP_BUFFER: usize = 64 * 1024;
+/// Datagrams each UDP socket's buffers hold.
+pub const UDP_PACKETS: usize = 64;
+/// Largest Ethernet frame (header included).
+pub const FRAME_MAX: usize = 1514;
+/// Largest UDP payload: one frame (no fragmentation).
+pub const UDP_MAX: usize = FRAME_MAX - 14 - 20 - 8;
+/// Frames each direction's queue holds; more inbound are dropped (TCP sends them again).
+pub const QUEUE_FRAMES: usize = 256;
+/// Most smoltcp sockets a listener keeps listening at once.
+pub const LISTEN_POOL: usize = 8;
+/// Largest backlog (Linux's `somaxconn`).
+pub const MAX_BACKLOG: usize = 4096;
+/// A connection not established by then fails with `ETIMEDOUT`.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// A closed socket still closing after this is reset (Linux's `tcp_fin_timeout`).
+pub const LINGER_LIMIT: Duration = Duration::from_secs(60);
+/// Idle time before keep-alive probes (Linux's `tcp_keepalive_time`).
+pub const KEEPALIVE: Duration = Duration::from_secs(7200);
+
+/// `SOL_SOCKET`.
+pub const SOL_SOCKET: i32 = 1;
+/// `IPPROTO_TCP`.
+pub const IPPROTO_TCP: i32 = 6;
+/// `SO_REUSEADDR`.
+pub const SO_REUSEADDR: i32 = 2;
+/// `SO_TYPE`.
+pub const SO_TYPE: i32 = 3;
+/// `SO_ERROR`.
+pub const SO_ERROR: i32 = 4;
+/// `SO_BROADCAST`.
+pub const SO_BROADCAST: i32 = 6;
+/// `SO_SNDBUF`.
+pub const SO_SNDBUF: i32 = 7;
+/// `SO_RCVBUF`.
+pub const SO_RCVBUF: i32 = 8;
+/// `SO_KEEPALIVE`.
+pub const SO_KEEPALIVE: i32 = 9;
+/// `SO_ACCEPTCONN`.
+pub const SO_ACCEPTCONN: i32 = 30;
+/// `TCP_NODELAY`.
+pub const TCP_NODELAY: i32 = 1;
+/// `SOCK_STREAM`.
+pub const SOCK_STREAM: i32 = 1;
+/// `SOCK_DGRAM`.
+pub const SOCK_DGRAM: i32 = 2;
+/// Smallest buffer size Linux reports (`SOCK_MIN_RCVBUF`).
+const MIN_BUF_OPT: i32 = 2304;
+/// Largest buffer size kept (Linux's default `rmem_max`, doubled).
+const MAX_BUF_OPT: i32 = 2 * 212_992;
+
+/// `shutdown`'s `how`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shut {
+    /// `SHUT_RD`.
+    Read,
+    /// `SHUT_WR`.
+    Write,
+    /// `SHUT_RDWR`.
+    Both,
+}
+
+/// The frame queues smoltcp reads and writes.
+struct Queues {
+    /// Frames delivered, oldest first.
+    rx: VecDeque<Vec<u8>>,
+    /// Frames sent, oldest first.
+    tx: VecDeque<Vec<u8>>,
+}
+
+/// One delivered frame for smoltcp.
+struct Rx(Vec<u8>);
+
+impl RxToken for Rx {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+/// Room for one frame smoltcp sends.
+struct Tx<'a>(&'a mut VecDeque<Vec<u8>>);
+
+impl TxToken for Tx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut frame = alloc::vec![0; len];
+        let r = f(&mut frame);
+        self.0.push_back(frame);
+        r
+    }
+}
+
+impl Device for Queues {
+    type RxToken<'a> = Rx;
+    type TxToken<'a> = Tx<'a>;
+
+    fn receive(&mut self, _: Instant) -> Option<(Rx, Tx<'_>)> {
+        let frame = self.rx.pop_front()?;
+        Some((Rx(frame), Tx(&mut self.tx)))
+    }
+
+    fn transmit(&mut self, _: Instant) -> Option<Tx<'_>> {
+        (self.tx.len() < QUEUE_FRAMES).then(|| Tx(&mut self.tx))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = FRAME_MAX;
+        caps
+    }
+}
+
+/// Options a socket keeps.
+#[derive(Clone, Copy, Debug, Default)]
+struct Options {
+    /// `SO_REUSEADDR`.
+    reuse_addr: bool,
+    /// `SO_KEEPALIVE`.
+    keep_alive: bool,
+    /// `SO_BROADCAST`.
+    broadcast: bool,
+    /// `TCP_NODELAY`.
+    no_delay: bool,
+    /// `SO_RCVBUF` as reported (0: the default).
+    rcvbuf: i32,
+    /// `SO_SNDBUF` as reported (0: the default).
+    sndbuf: i32,
+}
+
+/// A TCP connection (connecting, connected or over).
+#[derive(Clone, Copy, Debug)]
+struct Conn {
+    /// Its smoltcp socket.
+    handle: SocketHandle,
+    /// It reached `ESTABLISHED` once.
+    established: bool,
+    /// The peer's FIN arrived.
+    peer_fin: bool,
+    /// It closed by a reset, a refusal or a timeout (the error went to [`Sock::error`]).
+    failed: bool,
+    /// When `connect` started it.
+    started: Instant,
+}
+
+/// What a socket is doing.
+#[derive(Debug)]
+enum Role {
+    /// A TCP socket neither listening nor connected (maybe bound).
+    Fresh,
+    /// A listening TCP socket.
+    Listening {
+        /// Connections it may hold not yet accepted.
+        backlog: usize,
+        /// smoltcp sockets listening or in the handshake.
+        pool: Vec<SocketHandle>,
+        /// Established connections not yet accepted (each holds the port once).
+        ready: VecDeque<SocketHandle>,
+    },
+    /// A TCP connection.
+    Stream(Conn),
+    /// A UDP socket, with the peer `connect` chose.
+    Dgram {
+        /// Its smoltcp socket.
+        handle: SocketHandle,
+        /// Where `send` goes and whose datagrams `recv` takes.
+        peer: Option<IpEndpoint>,
+    },
+}
+
+/// A socket as the program sees it.
+#[derive(Debug)]
+struct Sock {
+    /// TCP or UDP.
+    proto: Proto,
+    /// The address it is bound to (`None`: any local address).
+    addr: Option<Ipv4Address>,
+    /// Its port (0: none yet); a socket with one holds it in the port map.
+    port: u16,
+    /// What it is doing.
+    role: Role,
+    /// An error not yet reported (`SO_ERROR`, or the next call).
+    error: Option<Errno>,
+    /// `shutdown(SHUT_RD)` happened.
+    shut_rd: bool,
+    /// `shutdown(SHUT_WR)` happened.
+    shut_wr: bool,
+    /// Its options.
+    opts: Options,
+}
+
+/// A closed TCP connection finishing its close.
+#[derive(Clone, Copy, Debug)]
+struct Lingering {
+    /// Its smoltcp socket.
+    handle: SocketHandle,
+    /// The port it holds.
+    port: u16,
+    /// When the program closed it.
+    since: Instant,
+}
+
+/// One application's stack instance.
+pub struct Stack {
+    /// Its number (its ports' owner in the port map).
+    id: StackId,
+    /// smoltcp's interface.
+    iface: Interface,
+    /// Its frame queues.
+    dev: Queues,
+    /// smoltcp's sockets.
+    set: SocketSet<'static>,
+    /// The program's sockets by number; `None`: a free number.
+    socks: Vec<Option<Sock>>,
+    /// Closed connections still closing.
+    lingering: Vec<Lingering>,
+    /// Inbound frames dropped because the queue was full.
+    pub rx_dropped: u64,
+}
+
+/// A buffer of `n` zero bytes, or `ENOMEM`.
+fn buffer(n: usize) -> Result<Vec<u8>, Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
+/// A new smoltcp TCP socket with Reef's defaults (no delayed ACKs: frames between local
+/// instances arrive at once, and a delayed ACK would wait for a timer).
+fn tcp_socket(opts: &Options) -> Result<tcp::Socket<'static>, Errno> {
+    let rx = tcp::SocketBuffer::new(buffer(TCP_BUFFER)?);
+    let tx = tcp::SocketBuffer::new(buffer(TCP_BUFFER)?);
+    let mut s = tcp::Socket::new(rx, tx);
+    s.set_ack_delay(None);
+    apply(&mut s, opts);
+    Ok(s)
+}
+
+/// Applies the options smoltcp has to `s`.
+fn apply(s: &mut tcp::Socket, opts: &Options) {
+    s.set_nagle_enabled(!opts.no_delay);
+    s.set_keep_alive(opts.keep_alive.then_some(KEEPALIVE));
+}
+
+/// A new smoltcp UDP socket.
+fn udp_socket() -> Result<udp::Socket<'static>, Errno> {
+    let meta = || -> Result<Vec<udp::PacketMetadata>, Errno> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(UDP_PACKETS)
+            .map_err(|_| Errno::ENOMEM)?;
+        v.resize(UDP_PACKETS, udp::PacketMetadata::EMPTY);
+        Ok(v)
+    };
+    let rx = udp::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
+    let tx = udp::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
+    Ok(udp::Socket::new(rx, tx))
+}
+
+/// The endpoint of `addr:port` (`None` address: unspecified).
+fn endpoint(addr: Option<Ipv4Address>, port: u16) -> (Ipv4Address, u16) {
+    (addr.unwrap_or(Ipv4Address::UNSPECIFIED), port)
+}
+
+/// The IPv4 address and port of a smoltcp endpoint.
+fn v4(e: IpEndpoint) -> (Ipv4Address, u16) {
+    let IpAddress::Ipv4(a) = e.addr;
+    (a, e.port)
+}
+
+impl Stack {
+    /// A new instance numbered `id` with `addrs` (and, if given, a default gateway); `seed`
+    /// makes its initial sequence numbers.
+    pub fn new(
+        id: StackId,
+        addrs: &[Ipv4Cidr],
+        gateway: Option<Ipv4Address>,
+        seed: u64,
+        now: Instant,
+    ) -> Stack {
+        let mut dev = Queues {
+            rx: VecDeque::new(),
+            tx: VecDeque::new(),
+        };
+        let mut config = Config::new(HardwareAddress::Ethernet(crate::stack_mac(id)));
+        config.random_seed = seed;
+        let mut iface = Interface::new(config, &mut dev, now);
+        iface.update_ip_addrs(|a| {
+            for &cidr in addrs {
+                // An interface holds a few addresses; the kernel gives at most two.
+                let _ = a.push(IpCidr::Ipv4(cidr));
+            }
+        });
+        if let Some(gw) = gateway {
+            // Fails only when the route table is full, and it is empty.
+            let _ = iface.routes_mut().add_default_ipv4_route(gw);
+        }
+        let mut stack = Stack {
+            id,
+            iface,
+            dev,
+            set: SocketSet::new(Vec::new()),
+            socks: Vec::new(),
+            lingering: Vec::new(),
+            rx_dropped: 0,
+        };
+        stack.learn_switch();
+        stack
+    }
+
+    /// Queues the switch's announcements of the instance's addresses, so that it knows the
+    /// switch as their neighbour without asking ([`crate::switch::announce`]). The entries
+    /// expire after a minute of silence: call it again before delivering a frame that may
+    /// need an immediate answer (the rejecting instance's).
+    pub fn learn_switch(&mut self) {
+        let mac = crate::stack_mac(self.id);
+        for cidr in self.iface.ip_addrs() {
+            let IpCidr::Ipv4(c) = cidr;
+            self.dev
+                .rx
+                .push_back(crate::switch::announce(c.address(), mac));
+        }
+    }
+
+    /// Its number.
+    pub fn id(&self) -> StackId {
+        self.id
+    }
+
+    /// Whether `a` is one of its addresses (or in its loopback network).
+    pub fn is_local(&self, a: Ipv4Address) -> bool {
+        a.is_loopback() || self.iface.has_ip_addr(a)
+    }
+
+    /// Queues an inbound frame; false (and counted) when the queue is full.
+    pub fn deliver(&mut self, frame: Vec<u8>) -> bool {
+        if self.dev.rx.len() >= QUEUE_FRAMES {
+            self.rx_dropped += 1;
+            return false;
+        }
+        self.dev.rx.push_back(frame);
+        true
+    }
+
+    /// The oldest frame it sent, if any.
+    pub fn take_frame(&mut self) -> Option<Vec<u8>> {
+        self.dev.tx.pop_front()
+    }
+
+    /// Runs the stack: takes the delivered frames, sends what its sockets have, fires timers,
+    /// and moves sockets along (accept queues, errors, closes). True if a socket's state may
+    /// have changed or a frame went out.
+    pub fn poll(&mut self, now: Instant, ports: &mut PortMap) -> bool {
+        let before = self.dev.tx.len();
+        let changed = self.iface.poll(now, &mut self.dev, &mut self.set);
+        self.observe(now, ports);
+        changed != smoltcp::iface::PollResult::None || self.dev.tx.len() != before
+    }
+
+    /// When it must be polled next without a frame arriving (`None`: not until then).
+    pub fn next_deadline(&mut self, now: Instant) -> Option<Instant> {
+        let timers = self.iface.poll_at(now, &self.set);
+        let linger = self.lingering.iter().map(|l| l.since + LINGER_LIMIT).min();
+        match (timers, linger) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// No socket is open or closing: the instance may go.
+    pub fn is_idle(&self) -> bool {
+        self.lingering.is_empty() && self.socks.iter().all(Option::is_none)
+    }
+
+    /// Sockets the program has open.
+    pub fn open_sockets(&self) -> usize {
+        self.socks.iter().flatten().count()
+    }
+
+    /// Moves sockets along after a poll: listeners' established connections to their accept
+    /// queues, connections' outcomes to their errors, closed connections out.
+    fn observe(&mut self, now: Instant, ports: &mut PortMap) {
+        for i in 0..self.socks.len() {
+            let Some(sock) = &mut self.socks[i] else {
+                continue;
+            };
+            match &mut sock.role {
+                Role::Listening { pool, ready, .. } => {
+                    let mut j = 0;
+                    while j < pool.len() {
+                        let s = self.set.get_mut::<tcp::Socket>(pool[j]);
+                        match s.state() {
+                            tcp::State::Listen | tcp::State::SynReceived => j += 1,
+                            tcp::State::Closed => {
+                                // Reset during the handshake: listen again.
+                                let _ = s.listen(IpListenEndpoint {
+                                    addr: sock.addr.map(IpAddress::Ipv4),
+                                    port: sock.port,
+                                });
+                                j += 1;
+                            }
+                            _ => {
+                                let h = pool.swap_remove(j);
+                                if ports.claim(Proto::Tcp, sock.port, self.id).is_ok() {
+                                    ready.push_back(h);
+                                } else {
+                                    self.set.get_mut::<tcp::Socket>(h).abort();
+                                    self.lingering.push(Lingering {
+                                        handle: h,
+                                        port: 0,
+                                        since: now,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+                Role::Stream(c) => {
+                    let s = self.set.get_mut::<tcp::Socket>(c.handle);
+                    let state = s.state();
+                    if !c.established
+                        && !matches!(
+                            state,
+                            tcp::State::Closed
+                                | tcp::State::Listen
+                                | tcp::State::SynSent
+                                | tcp::State::SynReceived
+                        )
+                    {
+                        c.established = true;
+                        s.set_timeout(None);
+                    }
+                    if matches!(
+                        state,
+                        tcp::State::CloseWait
+                            | tcp::State::LastAck
+                            | tcp::State::Closing
+                            | tcp::State::TimeWait
+                    ) {
+                        c.peer_fin = true;
+                    }
+                    if state == tcp::State::Closed && !c.failed {
+                        c.failed = true;
+                        sock.error = Some(if c.established {
+                            if c.peer_fin && sock.shut_wr {
+                                // Both FINs went: a normal end (TIME-WAIT or LAST-ACK
+                                // over), no error.
+                                c.failed = false;
+                                continue;
+                            }
+                            Errno::ECONNRESET
+                        } else if now >= c.started + CONNECT_TIMEOUT {
+                            Errno::ETIMEDOUT
+                        } else {
+                            Errno::ECONNREFUSED
+                        });
+                    }
+                }
+                Role::Fresh | Role::Dgram { .. } => {}
+            }
+        }
+        self.refill_listeners();
+        let mut j = 0;
+        while j < self.lingering.len() {
+            let l = self.lingering[j];
+            let s = self.set.get_mut::<tcp::Socket>(l.handle);
+            match s.state() {
+                tcp::State::Closed | tcp::State::TimeWait => {
+                    self.set.remove(l.handle);
+                    if l.port != 0 {
+                        ports.release(Proto::Tcp, l.port, self.id);
+                    }
+                    self.lingering.swap_remove(j);
+                }
+                _ => {
+                    if s.can_recv() || now >= l.since + LINGER_LIMIT {
+                        // Data for a closed socket, or a peer that never finishes: reset.
+                        s.abort();
+                    }
+                    j += 1;
+                }
+            }
+        }
+    }
+
+    /// Tops up every listener's pool of listening sockets.
+    fn refill_listeners(&mut self) {
+        for sock in self.socks.iter_mut().flatten() {
+            let Role::Listening {
+                backlog,
+                pool,
+                ready,
+            } = &mut sock.role
+            else {
+                continue;
+            };
+            while pool.len() < LISTEN_POOL && pool.len() + ready.len() < *backlog + 1 {
+                let Ok(mut s) = tcp_socket(&sock.opts) else {
+                    // Out of memory: fewer connections wait; a later poll tries again.
+                    break;
+                };
+                if s.listen(IpListenEndpoint {
+                    addr: sock.addr.map(IpAddress::Ipv4),
+                    port: sock.port,
+                })
+                .is_err()
+                {
+                    break;
+                }
+                pool.push(self.set.add(s));
+            }
+        }
+    }
+
+    /// The socket numbered `id` (`EBADF` if there is none: the caller's number is stale).
+    fn sock(&mut self, id: SockId) -> Result<&mut Sock, Errno> {
+        self.socks
+            .get_mut(id)
+            .and_then(Option::as_mut)
+            .ok_or(Errno::EBADF)
+    }
+
+    /// A new socket: `SOCK_STREAM` (TCP) or `SOCK_DGRAM` (UDP).
+    pub fn socket(&mut self, proto: Proto) -> Result<SockId, Errno> {
+        let role = match proto {
+            Proto::Tcp => Role::Fresh,
+            Proto::Udp => Role::Dgram {
+                handle: self.set.add(udp_socket()?),
+                peer: None,
+            },
+        };
+        let sock = Sock {
+            proto,
+            addr: None,
+            port: 0,
+            role,
+            error: None,
+            shut_rd: false,
+            shut_wr: false,
+            opts: Options::default(),
+        };
+        let id = match self.socks.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.socks.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                self.socks.push(None);
+                self.socks.len() - 1
+            }
+        };
+        self.socks[id] = Some(sock);
+        Ok(id)
+    }
+
+    /// `bind(addr, port)`: port 0 picks a free one. `EINVAL` if already bound,
+    /// `EADDRNOTAVAIL` for an address that is not local, `EADDRINUSE` if the port is taken
+    /// (`SO_REUSEADDR` lets a socket take a port held only by closing connections).
+    pub fn bind(
+        &mut self,
+        id: SockId,
+        addr: Ipv4Address,
+        port: u16,
+        ports: &mut PortMap,
+    ) -> Result<(), Errno> {
+        let local = addr.is_unspecified() || self.is_local(addr);
+        let stack = self.id;
+        let sock = self.sock(id)?;
+        if sock.port != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if !local {
+            return Err(Errno::EADDRNOTAVAIL);
+        }
+        let proto = sock.proto;
+        let reuse = sock.opts.reuse_addr;
+        let port = if port == 0 {
+            ports.claim_ephemeral(proto, stack)?
+        } else {
+            let taken_here = self.socks.iter().flatten().any(|s| {
+                s.proto == proto
+                    && s.port == port
+                    && !(reuse && s.opts.reuse_addr && matches!(s.role, Role::Stream(_)))
+            });
+            let lingering = proto == Proto::Tcp && self.lingering.iter().any(|l| l.port == port);
+            if taken_here || (lingering && !reuse) {
+                return Err(Errno::EADDRINUSE);
+            }
+            ports.claim(proto, port, stack)?;
+            port
+        };
+        let sock = self.sock(id)?;
+        sock.port = port;
+        sock.addr = (!addr.is_unspecified()).then_some(addr);
+        if let Role::Dgram { handle, .. } = sock.role {
+            let addr = sock.addr.map(IpAddress::Ipv4);
+            // Cannot fail: the port is not 0 and the socket was not bound.
+            let _ = self
+                .set
+                .get_mut::<udp::Socket>(handle)
+                .bind(IpListenEndpoint { addr, port });
+        }
+        Ok(())
+    }
+
+    /// Binds an unbound socket to a free port.
+    fn autobind(&mut self, id: SockId, ports: &mut PortMap) -> Result<(), Errno> {
+        if self.sock(id)?.port == 0 {
+            self.bind(id, Ipv4Address::UNSPECIFIED, 0, ports)?;
+        }
+        Ok(())
+    }
+
+    /// `listen(backlog)`: `EOPNOTSUPP` for UDP, `EINVAL` for a connected socket; a listener
+    /// only changes its backlog.
+    pub fn listen(&mut self, id: SockId, backlog: i32, ports: &mut PortMap) -> Result<(), Errno> {
+        let backlog = usize::try_from(backlog).unwrap_or(0).min(MAX_BACKLOG);
+        match &mut self.sock(id)?.role {
+            Role::Dgram { .. } => return Err(Errno::EOPNOTSUPP),
+            Role::Stream(_) => return Err(Errno::EINVAL),
+            Role::Listening { backlog: b, .. } => {
+                *b = backlog;
+                return Ok(());
+            }
+            Role::Fresh => {}
+        }
+        self.autobind(id, ports)?;
+        self.sock(id)?.role = Role::Listening {
+            backlog,
+            pool: Vec::new(),
+            ready: VecDeque::new(),
+        };
+        self.refill_listeners();
+        match &self.sock(id)?.role {
+            Role::Listening { pool, .. } if pool.is_empty() => Err(Errno::ENOMEM),
+            _ => Ok(()),
+        }
+    }
+
+    /// `connect(addr, port)`. TCP: starts the handshake (`Ok` then means in progress: see
+    /// [`Stack::connect_outcome`]); `EISCONN`, `EALREADY`, `EINVAL` (listening) as Linux.
+    /// UDP: sets the peer.
+    pub fn connect(
+        &mut self,
+        id: SockId,
+        addr: Ipv4Address,
+        port: u16,
+        ports: &mut PortMap,
+        now: Instant,
+    ) -> Result<(), Errno> {
+        let remote = IpEndpoint::new(IpAddress::Ipv4(addr), port);
+        match &self.sock(id)?.role {
+            Role::Dgram { .. } => {
+                self.autobind(id, ports)?;
+                if let Role::Dgram { peer, .. } = &mut self.sock(id)?.role {
+                    *peer = Some(remote);
+                }
+                return Ok(());
+            }
+            Role::Listening { .. } => return Err(Errno::EINVAL),
+            Role::Stream(c) if c.failed => return Err(Errno::EISCONN),
+            Role::Stream(c) if c.established => return Err(Errno::EISCONN),
+            Role::Stream(_) => return Err(Errno::EALREADY),
+            Role::Fresh => {}
+        }
+        if port == 0 || addr.is_unspecified() {
+            return Err(Errno::ECONNREFUSED);
+        }
+        self.autobind(id, ports)?;
+        let sock = self.sock(id)?;
+        let local = IpListenEndpoint {
+            addr: sock.addr.map(IpAddress::Ipv4),
+            port: sock.port,
+        };
+        let mut s = tcp_socket(&sock.opts)?;
+        s.set_timeout(Some(CONNECT_TIMEOUT));
+        s.connect(self.iface.context(), remote, local)
+            .map_err(|_| Errno::ENETUNREACH)?;
+        let handle = self.set.add(s);
+        self.sock(id)?.role = Role::Stream(Conn {
+            handle,
+            established: false,
+            peer_fin: false,
+            failed: false,
+            started: now,
+        });
+        Ok(())
+    }
+
+    /// How a TCP `connect` ended: `None` while it is in progress, then `Ok` or its error
+    /// (reported once).
+    pub fn connect_outcome(&mut self, id: SockId) -> Option<Result<(), Errno>> {
+        let sock = self.sock(id).ok()?;
+        match sock.role {
+            Role::Stream(c) if c.established => Some(Ok(())),
+            Role::Stream(c) if c.failed => {
+                Some(Err(sock.error.take().unwrap_or(Errno::ECONNREFUSED)))
+            }
+            _ => None,
+        }
+    }
+
+    /// `accept`: the oldest established connection, as a new socket; `EAGAIN` if none waits,
+    /// `EINVAL` if the socket does not listen.
+    pub fn accept(&mut self, id: SockId) -> Result<SockId, Errno> {
+        let sock = self.sock(id)?;
+        let Role::Listening { ready, .. } = &mut sock.role else {
+            return Err(Errno::EINVAL);
+        };
+        let handle = ready.front().copied().ok_or(Errno::EAGAIN)?;
+        let (addr, port, opts) = (sock.addr, sock.port, sock.opts);
+        let new = self.socket(Proto::Tcp)?;
+        if let Some(Role::Listening { ready, .. }) = self.socks[id].as_mut().map(|s| &mut s.role) {
+            ready.pop_front();
+        }
+        let s = self.set.get_mut::<tcp::Socket>(handle);
+        s.set_timeout(None);
+        let peer_fin = !s.may_recv();
+        let sock = self.sock(new)?;
+        sock.addr = addr;
+        sock.port = port;
+        sock.opts = opts;
+        sock.role = Role::Stream(Conn {
+            handle,
+            established: true,
+            peer_fin,
+            failed: false,
+            started: Instant::ZERO,
+        });
+        self.refill_listeners();
+        Ok(new)
+    }
+
+    /// Takes the pending error of a connection, if any.
+    fn take_error(&mut self, id: SockId) -> Result<(), Errno> {
+        match self.sock(id)?.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// `send` on TCP, `sendto` on UDP (`to`: the destination, for UDP). Returns the bytes
+    /// taken (TCP: fewer than given when the buffer fills; `EAGAIN` when none fit). TCP:
+    /// `EPIPE` after `shutdown(SHUT_WR)` or when the connection is over (the caller raises
+    /// SIGPIPE), a reset reported once as `ECONNRESET`, `EISCONN` with an address.
+    /// UDP: `EDESTADDRREQ` without one, `EMSGSIZE` beyond one frame.
+    pub fn send(
+        &mut self,
+        id: SockId,
+        data: &[u8],
+        to: Option<(Ipv4Address, u16)>,
+        ports: &mut PortMap,
+    ) -> Result<usize, Errno> {
+        let sock = self.sock(id)?;
+        match sock.role {
+            Role::Fresh | Role::Listening { .. } => Err(Errno::EPIPE),
+            Role::Stream(c) => {
+                self.take_error(id)?;
+                let sock = self.sock(id)?;
+                if to.is_some() && c.established {
+                    return Err(Errno::EISCONN);
+                }
+                if sock.shut_wr || c.failed {
+                    return Err(Errno::EPIPE);
+                }
+                if !c.established {
+                    return Err(Errno::EAGAIN);
+                }
+                let s = self.set.get_mut::<tcp::Socket>(c.handle);
+                if !s.may_send() {
+                    return Err(Errno::EPIPE);
+                }
+                match s.send_slice(data) {
+                    Ok(0) if !data.is_empty() => Err(Errno::EAGAIN),
+                    Ok(n) => Ok(n),
+                    Err(_) => Err(Errno::EPIPE),
+                }
+            }
+            Role::Dgram { handle, peer } => {
+                if sock.shut_wr {
+                    return Err(Errno::EPIPE);
+                }
+                let dst = match (to, peer) {
+                    (Some((a, p)), _) => IpEndpoint::new(IpAddress::Ipv4(a), p),
+                    (None, Some(p)) => p,
+                    (None, None) => return Err(Errno::EDESTADDRREQ),
+                };
+                if data.len() > UDP_MAX {
+                    return Err(Errno::EMSGSIZE);
+                }
+                if dst.port == 0 {
+                    return Err(Errno::EINVAL);
+                }
+                self.autobind(id, ports)?;
+                let s = self.set.get_mut::<udp::Socket>(handle);
+                match s.send_slice(data, dst) {
+                    Ok(()) => Ok(data.len()),
+                    Err(udp::SendError::BufferFull) => Err(Errno::EAGAIN),
+                    Err(udp::SendError::Unaddressable) => Err(Errno::ENETUNREACH),
+                }
+            }
+        }
+    }
+
+    /// `recv` (`peek`: `MSG_PEEK`, the data stays). Returns the bytes copied and, for UDP,
+    /// the datagram's length (a longer datagram than `out` is cut, and its rest dropped) and
+    /// source. TCP: 0 at the end of the stream, `EAGAIN` while nothing waits, `ENOTCONN`
+    /// before a connection, a reset reported once as `ECONNRESET`.
+    pub fn recv(
+        &mut self,
+        id: SockId,
+        out: &mut [u8],
+        peek: bool,
+    ) -> Result<(usize, usize, Option<(Ipv4Address, u16)>), Errno> {
+        let sock = self.sock(id)?;
+        match sock.role {
+            Role::Fresh | Role::Listening { .. } => Err(Errno::ENOTCONN),
+            Role::Stream(c) => {
+                self.take_error(id)?;
+                let sock = self.sock(id)?;
+                if sock.shut_rd {
+                    return Ok((0, 0, None));
+                }
+                if !c.established {
+                    return if c.failed {
+                        Err(Errno::ENOTCONN)
+                    } else {
+                        Err(Errno::EAGAIN)
+                    };
+                }
+                let s = self.set.get_mut::<tcp::Socket>(c.handle);
+                if s.can_recv() {
+                    let n = if peek {
+                        s.peek_slice(out)
+                    } else {
+                        s.recv_slice(out)
+                    }
+                    .unwrap_or(0);
+                    Ok((n, n, None))
+                } else if s.may_recv() {
+                    Err(Errno::EAGAIN)
+                } else {
+                    Ok((0, 0, None))
+                }
+            }
+            Role::Dgram { handle, peer } => {
+                let s = self.set.get_mut::<udp::Socket>(handle);
+                loop {
+                    let (data, meta) = if peek {
+                        s.peek().map(|(d, m)| (d, *m))
+                    } else {
+                        s.recv()
+                    }
+                    .map_err(|_| Errno::EAGAIN)?;
+                    if peer.is_some_and(|p| p != meta.endpoint) {
+                        if peek {
+                            // A stray datagram at the head: drop it and look again.
+                            let _ = s.recv();
+                        }
+                        continue;
+                    }
+                    let n = data.len().min(out.len());
+                    out[..n].copy_from_slice(&data[..n]);
+                    return Ok((n, data.len(), Some(v4(meta.endpoint))));
+                }
+            }
+        }
+    }
+
+    /// `shutdown(how)`: `ENOTCONN` unless connected.
+    pub fn shutdown(&mut self, id: SockId, how: Shut) -> Result<(), Errno> {
+        let sock = self.sock(id)?;
+        let connected = match sock.role {
+            Role::Stream(c) => c.established || !c.failed,
+            Role::Dgram { peer, .. } => peer.is_some(),
+            _ => false,
+        };
+        if !connected {
+            return Err(Errno::ENOTCONN);
+        }
+        if matches!(how, Shut::Read | Shut::Both) {
+            sock.shut_rd = true;
+        }
+        if matches!(how, Shut::Write | Shut::Both) && !sock.shut_wr {
+            sock.shut_wr = true;
+            if let Role::Stream(c) = sock.role {
+                self.set.get_mut::<tcp::Socket>(c.handle).close();
+            }
+        }
+        Ok(())
+    }
+
+    /// The program closed the socket: a connection sends its FIN and lingers until its close
+    /// ends (reset at once if unread data waits), a listener resets the connections it has
+    /// not accepted, the port goes back once nothing uses it.
+    pub fn close(&mut self, id: SockId, ports: &mut PortMap, now: Instant) {
+        let Some(sock) = self.socks.get_mut(id).and_then(Option::take) else {
+            return;
+        };
+        let release = |ports: &mut PortMap, port: u16| {
+            if port != 0 {
+                ports.release(sock.proto, port, self.id);
+            }
+        };
+        match sock.role {
+            Role::Fresh => release(ports, sock.port),
+            Role::Dgram { handle, .. } => {
+                self.set.remove(handle);
+                release(ports, sock.port);
+            }
+            Role::Listening { pool, ready, .. } => {
+                for h in pool {
+                    self.set.remove(h);
+                }
+                for h in ready {
+                    self.set.get_mut::<tcp::Socket>(h).abort();
+                    self.lingering.push(Lingering {
+                        handle: h,
+                        port: sock.port,
+                        since: now,
+                    });
+                }
+                release(ports, sock.port);
+            }
+            Role::Stream(c) => {
+                let s = self.set.get_mut::<tcp::Socket>(c.handle);
+                match s.state() {
+                    tcp::State::Closed | tcp::State::TimeWait => {
+                        self.set.remove(c.handle);
+                        release(ports, sock.port);
+                    }
+                    _ => {
+                        if s.can_recv() || s.state() == tcp::State::SynSent {
+                            s.abort();
+                        } else {
+                            s.close();
+                        }
+                        self.lingering.push(Lingering {
+                            handle: c.handle,
+                            port: sock.port,
+                            since: now,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `poll` events that hold for socket `id`, as Linux's.
+    pub fn poll_events(&mut self, id: SockId) -> u16 {
+        let Ok(sock) = self.sock(id) else {
+            return POLLERR;
+        };
+        let err = if sock.error.is_some() { POLLERR } else { 0 };
+        let (shut_rd, shut_wr) = (sock.shut_rd, sock.shut_wr);
+        match sock.role {
+            Role::Fresh => POLLOUT | POLLHUP,
+            Role::Listening { ref ready, .. } => {
+                if ready.is_empty() {
+                    0
+                } else {
+                    POLLIN
+                }
+            }
+            Role::Stream(c) => {
+                if c.failed {
+                    return POLLIN | POLLOUT | POLLHUP | err;
+                }
+                if !c.established {
+                    return err;
+                }
+                let s = self.set.get::<tcp::Socket>(c.handle);
+                let mut ev = err;
+                if s.can_recv() || !s.may_recv() || shut_rd {
+                    ev |= POLLIN;
+                }
+                if shut_wr || !s.may_send() || s.can_send() {
+                    ev |= POLLOUT;
+                }
+                if (shut_wr && !s.may_recv()) || s.state() == tcp::State::Closed {
+                    ev |= POLLHUP;
+                }
+                ev
+            }
+            Role::Dgram { handle, .. } => {
+                let s = self.set.get::<udp::Socket>(handle);
+                let mut ev = err;
+                if s.can_recv() {
+                    ev |= POLLIN;
+                }
+                if s.can_send() {
+                    ev |= POLLOUT;
+                }
+                ev
+            }
+        }
+    }
+
+    /// Bytes waiting to be read (`FIONREAD`; UDP: the next datagram's length).
+    pub fn available(&mut self, id: SockId) -> usize {
+        let Ok(sock) = self.sock(id) else {
+            return 0;
+        };
+        match sock.role {
+            Role::Stream(c) => self.set.get::<tcp::Socket>(c.handle).recv_queue(),
+            Role::Dgram { handle, .. } => self
+                .set
+                .get_mut::<udp::Socket>(handle)
+                .peek()
+                .map_or(0, |(d, _)| d.len()),
+            _ => 0,
+        }
+    }
+
+    /// `getsockname`: the local address and port (0.0.0.0:0 before `bind`).
+    pub fn local_addr(&mut self, id: SockId) -> Result<(Ipv4Address, u16), Errno> {
+        let sock = self.sock(id)?;
+        let bound = endpoint(sock.addr, sock.port);
+        if let Role::Stream(c) = sock.role {
+            if let Some(e) = self.set.get::<tcp::Socket>(c.handle).local_endpoint() {
+                return Ok(v4(e));
+            }
+        }
+        Ok(bound)
+    }
+
+    /// `getpeername`: `ENOTCONN` unless connected.
+    pub fn peer_addr(&mut self, id: SockId) -> Result<(Ipv4Address, u16), Errno> {
+        let sock = self.sock(id)?;
+        match sock.role {
+            Role::Stream(c) if c.established && !c.failed => self
+                .set
+                .get::<tcp::Socket>(c.handle)
+                .remote_endpoint()
+                .map(v4)
+                .ok_or(Errno::ENOTCONN),
+            Role::Dgram { peer: Some(p), .. } => Ok(v4(p)),
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    /// `setsockopt` of an integer option: `ENOPROTOOPT` for options Reef does not have.
+    pub fn set_option(
+        &mut self,
+        id: SockId,
+        level: i32,
+        name: i32,
+        value: i32,
+    ) -> Result<(), Errno> {
+        let sock = self.sock(id)?;
+        let on = value != 0;
+        let size = |v: i32| v.clamp(MIN_BUF_OPT / 2, MAX_BUF_OPT / 2) * 2;
+        match (level, name) {
+            (SOL_SOCKET, SO_REUSEADDR) => sock.opts.reuse_addr = on,
+            (SOL_SOCKET, SO_KEEPALIVE) => sock.opts.keep_alive = on,
+            (SOL_SOCKET, SO_BROADCAST) => sock.opts.broadcast = on,
+            (SOL_SOCKET, SO_RCVBUF) => sock.opts.rcvbuf = size(value),
+            (SOL_SOCKET, SO_SNDBUF) => sock.opts.sndbuf = size(value),
+            (IPPROTO_TCP, TCP_NODELAY) if sock.proto == Proto::Tcp => sock.opts.no_delay = on,
+            _ => return Err(Errno::ENOPROTOOPT),
+        }
+        let opts = sock.opts;
+        if let Role::Stream(c) = sock.role {
+            apply(self.set.get_mut::<tcp::Socket>(c.handle), &opts);
+        }
+        Ok(())
+    }
+
+    /// `getsockopt` of an integer option (`SO_ERROR` takes the pending error).
+    pub fn option(&mut self, id: SockId, level: i32, name: i32) -> Result<i32, Errno> {
+        let sock = self.sock(id)?;
+        let default_buf = match sock.proto {
+            Proto::Tcp => 2 * TCP_BUFFER as i32,
+            Proto::Udp => 2 * UDP_BUFFER as i32,
+        };
+        let buf = |v: i32| if v == 0 { default_buf } else { v };
+        Ok(match (level, name) {
+            (SOL_SOCKET, SO_REUSEADDR) => sock.opts.reuse_addr.into(),
+            (SOL_SOCKET, SO_KEEPALIVE) => sock.opts.keep_alive.into(),
+            (SOL_SOCKET, SO_BROADCAST) => sock.opts.broadcast.into(),
+            (SOL_SOCKET, SO_RCVBUF) => buf(sock.opts.rcvbuf),
+            (SOL_SOCKET, SO_SNDBUF) => buf(sock.opts.sndbuf),
+            (SOL_SOCKET, SO_TYPE) => match sock.proto {
+                Proto::Tcp => SOCK_STREAM,
+                Proto::Udp => SOCK_DGRAM,
+            },
+            (SOL_SOCKET, SO_ACCEPTCONN) => matches!(sock.role, Role::Listening { .. }).into(),
+            (SOL_SOCKET, SO_ERROR) => sock.error.take().map_or(0, |e| e.0),
+            (IPPROTO_TCP, TCP_NODELAY) if sock.proto == Proto::Tcp => sock.opts.no_delay.into(),
+            _ => return Err(Errno::ENOPROTOOPT),
+        })
+    }
+
+    /// Whether socket `id` is UDP.
+    pub fn is_dgram(&mut self, id: SockId) -> bool {
+        self.sock(id).is_ok_and(|s| s.proto == Proto::Udp)
+    }
+}

@@ -1,0 +1,271 @@
+//! The frame switch: where a frame an instance sent goes (LibrettOS §3.2's routing by port).
+//!
+//! Every instance owns the same local addresses, so the switch answers ARP for them itself
+//! with [`SWITCH_MAC`] (proxy ARP) and routes IPv4 by destination: to a local address, by
+//! the TCP or UDP destination port through the [`PortMap`]; ICMP to a local address (echo
+//! requests) and ports nobody holds go to the rejecting instance, whose stack answers as a
+//! host without that service does (TCP RST, ping replies); anything else leaves the machine.
+//! Frames are checked before they are read: a malformed one is dropped, never trusted.
+
+use crate::portmap::{PortMap, Proto, StackId};
+use crate::SWITCH_MAC;
+use alloc::vec::Vec;
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+    EthernetRepr, IpProtocol, Ipv4Address, Ipv4Packet, TcpPacket, UdpPacket,
+};
+
+/// Where a frame goes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route {
+    /// To the instance holding its destination port.
+    Stack(StackId),
+    /// To the rejecting instance: a local destination nobody serves.
+    Reject,
+    /// Out of the machine (the NIC).
+    Outside,
+    /// Back to its sender: the switch's answer to an ARP request for a local address.
+    Reply(Vec<u8>),
+    /// Nowhere.
+    Drop(Dropped),
+}
+
+/// Why a frame was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// It does not parse as Ethernet, ARP, IPv4, TCP or UDP (or its lengths lie).
+    Malformed,
+    /// A protocol the switch does not route (IPv6, ARP replies, ...).
+    Unrouted,
+}
+
+/// Where `frame` goes; `local` tells the machine's own addresses.
+pub fn route(frame: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool) -> Route {
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return Route::Drop(Dropped::Malformed);
+    };
+    match eth.ethertype() {
+        EthernetProtocol::Arp => arp(&eth, local),
+        EthernetProtocol::Ipv4 => ipv4(eth.payload(), ports, local),
+        _ => Route::Drop(Dropped::Unrouted),
+    }
+}
+
+/// An ARP request from the switch "for" `addr`, "from" `addr` at [`SWITCH_MAC`], sent to `to`:
+/// an instance that owns `addr` learns from it that `addr` is at the switch (smoltcp fills
+/// its neighbour cache from any ARP packet aimed at it). Replies to an instance's own frames
+/// need the entry at once: smoltcp drops a reply (a TCP reset) while it still has to ask.
+pub fn announce(addr: Ipv4Address, to: EthernetAddress) -> Vec<u8> {
+    let ask = ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Request,
+        source_hardware_addr: SWITCH_MAC,
+        source_protocol_addr: addr,
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: addr,
+    };
+    let header = EthernetRepr {
+        src_addr: SWITCH_MAC,
+        dst_addr: to,
+        ethertype: EthernetProtocol::Arp,
+    };
+    let mut out = alloc::vec![0; header.buffer_len() + ask.buffer_len()];
+    let mut frame = EthernetFrame::new_unchecked(&mut out[..]);
+    header.emit(&mut frame);
+    ask.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+    out
+}
+
+/// An ARP request for a local address gets the switch's answer; other ARP goes out.
+fn arp(eth: &EthernetFrame<&[u8]>, local: impl Fn(Ipv4Address) -> bool) -> Route {
+    let Ok(packet) = ArpPacket::new_checked(eth.payload()) else {
+        return Route::Drop(Dropped::Malformed);
+    };
+    let Ok(repr) = ArpRepr::parse(&packet) else {
+        return Route::Drop(Dropped::Malformed);
+    };
+    let ArpRepr::EthernetIpv4 {
+        operation,
+        source_hardware_addr,
+        source_protocol_addr,
+        target_protocol_addr,
+        ..
+    } = repr
+    else {
+        return Route::Drop(Dropped::Unrouted);
+    };
+    if !local(target_protocol_addr) {
+        return Route::Outside;
+    }
+    if operation != ArpOperation::Request {
+        return Route::Drop(Dropped::Unrouted);
+    }
+    let answer = ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Reply,
+        source_hardware_addr: SWITCH_MAC,
+        source_protocol_addr: target_protocol_addr,
+        target_hardware_addr: source_hardware_addr,
+        target_protocol_addr: source_protocol_addr,
+    };
+    let header = EthernetRepr {
+        src_addr: SWITCH_MAC,
+        dst_addr: source_hardware_addr,
+        ethertype: EthernetProtocol::Arp,
+    };
+    let mut out = alloc::vec![0; header.buffer_len() + answer.buffer_len()];
+    let mut frame = EthernetFrame::new_unchecked(&mut out[..]);
+    header.emit(&mut frame);
+    answer.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+    Route::Reply(out)
+}
+
+/// An IPv4 packet to a local address goes by port; others go out.
+fn ipv4(payload: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool) -> Route {
+    let Ok(ip) = Ipv4Packet::new_checked(payload) else {
+        return Route::Drop(Dropped::Malformed);
+    };
+    if !local(ip.dst_addr()) {
+        return Route::Outside;
+    }
+    let (proto, port) = match ip.next_header() {
+        IpProtocol::Tcp => match TcpPacket::new_checked(ip.payload()) {
+            Ok(t) => (Proto::Tcp, t.dst_port()),
+            Err(_) => return Route::Drop(Dropped::Malformed),
+        },
+        IpProtocol::Udp => match UdpPacket::new_checked(ip.payload()) {
+            Ok(u) => (Proto::Udp, u.dst_port()),
+            Err(_) => return Route::Drop(Dropped::Malformed),
+        },
+        IpProtocol::Icmp => return Route::Reject,
+        _ => return Route::Drop(Dropped::Unrouted),
+    };
+    ports.owner(proto, port).map_or(Route::Reject, Route::Stack)
+}
+
+/// Readdresses a frame the switch forwards: from [`SWITCH_MAC`] to `dst` (the instance
+/// that gets it), as a real switch behind proxy ARP would.
+pub fn readdress(frame: &mut [u8], dst: EthernetAddress) {
+    if let Ok(mut eth) = EthernetFrame::new_checked(frame) {
+        eth.set_dst_addr(dst);
+        eth.set_src_addr(SWITCH_MAC);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smoltcp::phy::ChecksumCapabilities;
+    use smoltcp::wire::{IpAddress, Ipv4Repr, TcpControl, TcpRepr, TcpSeqNumber};
+
+    fn is_local(a: Ipv4Address) -> bool {
+        a.is_loopback()
+    }
+
+    fn tcp_frame(dst: Ipv4Address, dst_port: u16) -> Vec<u8> {
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port,
+            control: TcpControl::Syn,
+            seq_number: TcpSeqNumber(1),
+            ack_number: None,
+            window_len: 100,
+            window_scale: None,
+            max_seg_size: None,
+            sack_permitted: false,
+            sack_ranges: [None; 3],
+            timestamp: None,
+            payload: &[],
+        };
+        let ip = Ipv4Repr {
+            src_addr: Ipv4Address::new(127, 0, 0, 1),
+            dst_addr: dst,
+            next_header: IpProtocol::Tcp,
+            payload_len: tcp.buffer_len(),
+            hop_limit: 64,
+        };
+        let eth = EthernetRepr {
+            src_addr: crate::stack_mac(1),
+            dst_addr: SWITCH_MAC,
+            ethertype: EthernetProtocol::Ipv4,
+        };
+        let mut out = alloc::vec![0; eth.buffer_len() + ip.buffer_len() + tcp.buffer_len()];
+        let mut f = EthernetFrame::new_unchecked(&mut out[..]);
+        eth.emit(&mut f);
+        let caps = ChecksumCapabilities::default();
+        let mut p = Ipv4Packet::new_unchecked(f.payload_mut());
+        ip.emit(&mut p, &caps);
+        tcp.emit(
+            &mut TcpPacket::new_unchecked(p.payload_mut()),
+            &IpAddress::Ipv4(ip.src_addr),
+            &IpAddress::Ipv4(dst),
+            &caps,
+        );
+        out
+    }
+
+    #[test]
+    fn tcp_to_a_local_address_goes_to_the_port_holder_or_is_rejected() {
+        let mut ports = PortMap::new();
+        ports.claim(Proto::Tcp, 80, 7).unwrap();
+        let lo = Ipv4Address::new(127, 0, 0, 1);
+        assert_eq!(route(&tcp_frame(lo, 80), &ports, is_local), Route::Stack(7));
+        assert_eq!(route(&tcp_frame(lo, 81), &ports, is_local), Route::Reject);
+        let far = Ipv4Address::new(10, 0, 2, 2);
+        assert_eq!(route(&tcp_frame(far, 80), &ports, is_local), Route::Outside);
+    }
+
+    #[test]
+    fn malformed_and_truncated_frames_are_dropped() {
+        let ports = PortMap::new();
+        let good = tcp_frame(Ipv4Address::new(127, 0, 0, 1), 80);
+        for cut in [0, 5, 14, 20, 33, 40] {
+            assert_eq!(
+                route(&good[..cut], &ports, is_local),
+                Route::Drop(Dropped::Malformed),
+                "cut at {cut}"
+            );
+        }
+        let mut lying = good.clone();
+        // An IPv4 total length beyond the frame.
+        lying[16] = 0xff;
+        assert_eq!(
+            route(&lying, &ports, is_local),
+            Route::Drop(Dropped::Malformed)
+        );
+    }
+
+    #[test]
+    fn arp_for_a_local_address_is_answered_by_the_switch() {
+        let ask = ArpRepr::EthernetIpv4 {
+            operation: ArpOperation::Request,
+            source_hardware_addr: crate::stack_mac(3),
+            source_protocol_addr: Ipv4Address::new(127, 0, 0, 1),
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: Ipv4Address::new(127, 0, 0, 1),
+        };
+        let eth = EthernetRepr {
+            src_addr: crate::stack_mac(3),
+            dst_addr: EthernetAddress::BROADCAST,
+            ethertype: EthernetProtocol::Arp,
+        };
+        let mut frame = alloc::vec![0; eth.buffer_len() + ask.buffer_len()];
+        let mut f = EthernetFrame::new_unchecked(&mut frame[..]);
+        eth.emit(&mut f);
+        ask.emit(&mut ArpPacket::new_unchecked(f.payload_mut()));
+        let Route::Reply(answer) = route(&frame, &PortMap::new(), is_local) else {
+            panic!("no answer");
+        };
+        let f = EthernetFrame::new_checked(&answer[..]).unwrap();
+        assert_eq!(f.dst_addr(), crate::stack_mac(3));
+        let repr = ArpRepr::parse(&ArpPacket::new_checked(f.payload()).unwrap()).unwrap();
+        let ArpRepr::EthernetIpv4 {
+            operation,
+            source_hardware_addr,
+            ..
+        } = repr
+        else {
+            panic!("not IPv4 ARP");
+        };
+        assert_eq!(operation, ArpOperation::Reply);
+        assert_eq!(source_hardware_addr, SWITCH_MAC);
+    }
+}
