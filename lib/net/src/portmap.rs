@@ -6,7 +6,7 @@
 //! switch routes an inbound frame to the instance holding its destination port.
 
 use abi::Errno;
-use alloc::collections::BTreeMap;
+use alloc::collections::{btree_map, BTreeMap};
 
 /// A stack instance's number (the kernel gives one to each application).
 pub type StackId = u32;
@@ -79,9 +79,8 @@ impl PortMap {
         let start = self.next[slot].clamp(lo, hi);
         for i in 0..span {
             let port = lo + ((u32::from(start - lo) + i) % span) as u16;
-            if !self.ports.contains_key(&(proto, port)) {
-                self.ports
-                    .insert((proto, port), Entry { owner, holders: 1 });
+            if let btree_map::Entry::Vacant(v) = self.ports.entry((proto, port)) {
+                v.insert(Entry { owner, holders: 1 });
                 self.next[slot] = if port == hi { lo } else { port + 1 };
                 return Ok(port);
             }

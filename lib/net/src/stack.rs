@@ -13,9 +13,10 @@
 //!   one moves to the accept queue;
 //! - connect and error outcomes: a connection that closes before it was established was refused
 //!   (`ECONNREFUSED`, or `ETIMEDOUT` after [`CONNECT_TIMEOUT`]); one that closes without the
-//!   peer's FIN was reset (`ECONNRESET`); the error is reported once (`SO_ERROR` or the next
-//!   call), then writes fail with `EPIPE`;
-//! - closing: a closed socket lingers until its FIN handshake ends (or [`LINGER_LIMIT`]);
+//!   peer's FIN was reset (`ECONNRESET`; `EPIPE` after the FIN, as Linux); the error is
+//!   reported once (`SO_ERROR` or the next call), then writes fail with `EPIPE`;
+//! - closing: a closed socket lingers until its FIN handshake and TIME-WAIT end (or, short of
+//!   TIME-WAIT, [`LINGER_LIMIT`]), holding its port;
 //!   if unread data waits at close, or data arrives after it, the connection is reset, as
 //!   Linux does;
 //! - ports: every bound socket holds its port in the machine's [`PortMap`].
@@ -39,6 +40,10 @@ use smoltcp::wire::{
 
 /// A socket's number in its instance.
 pub type SockId = usize;
+
+/// What [`Stack::recv`] got: bytes copied, the datagram's whole length (TCP: the bytes
+/// copied) and, for UDP, its source.
+pub type Received = (usize, usize, Option<(Ipv4Address, u16)>);
 
 /// Bytes of each TCP socket's receive and send buffers.
 pub const TCP_BUFFER: usize = 64 * 1024;
@@ -144,7 +149,7 @@ impl Device for Queues {
     }
 
     fn transmit(&mut self, _: Instant) -> Option<Tx<'_>> {
-        (self.tx.len() < QUEUE_FRAMES).then(|| Tx(&mut self.tx))
+        (self.tx.len() < QUEUE_FRAMES).then_some(Tx(&mut self.tx))
     }
 
     fn capabilities(&self) -> DeviceCapabilities {
@@ -492,7 +497,13 @@ impl Stack {
                                 c.failed = false;
                                 continue;
                             }
-                            Errno::ECONNRESET
+                            // Reset. After the peer's FIN (CLOSE-WAIT) Linux reports
+                            // EPIPE: the peer had said it was done.
+                            if c.peer_fin {
+                                Errno::EPIPE
+                            } else {
+                                Errno::ECONNRESET
+                            }
                         } else if now >= c.started + CONNECT_TIMEOUT {
                             Errno::ETIMEDOUT
                         } else {
@@ -509,13 +520,16 @@ impl Stack {
             let l = self.lingering[j];
             let s = self.set.get_mut::<tcp::Socket>(l.handle);
             match s.state() {
-                tcp::State::Closed | tcp::State::TimeWait => {
+                // TIME-WAIT keeps the port (smoltcp ends it after 10 s): a new listener
+                // needs `SO_REUSEADDR` meanwhile, as on Linux.
+                tcp::State::Closed => {
                     self.set.remove(l.handle);
                     if l.port != 0 {
                         ports.release(Proto::Tcp, l.port, self.id);
                     }
                     self.lingering.swap_remove(j);
                 }
+                tcp::State::TimeWait => j += 1,
                 _ => {
                     if s.can_recv() || now >= l.since + LINGER_LIMIT {
                         // Data for a closed socket, or a peer that never finishes: reset.
@@ -848,12 +862,7 @@ impl Stack {
     /// the datagram's length (a longer datagram than `out` is cut, and its rest dropped) and
     /// source. TCP: 0 at the end of the stream, `EAGAIN` while nothing waits, `ENOTCONN`
     /// before a connection, a reset reported once as `ECONNRESET`.
-    pub fn recv(
-        &mut self,
-        id: SockId,
-        out: &mut [u8],
-        peek: bool,
-    ) -> Result<(usize, usize, Option<(Ipv4Address, u16)>), Errno> {
+    pub fn recv(&mut self, id: SockId, out: &mut [u8], peek: bool) -> Result<Received, Errno> {
         let sock = self.sock(id)?;
         match sock.role {
             Role::Fresh | Role::Listening { .. } => Err(Errno::ENOTCONN),
@@ -967,10 +976,15 @@ impl Stack {
             Role::Stream(c) => {
                 let s = self.set.get_mut::<tcp::Socket>(c.handle);
                 match s.state() {
-                    tcp::State::Closed | tcp::State::TimeWait => {
+                    tcp::State::Closed => {
                         self.set.remove(c.handle);
                         release(ports, sock.port);
                     }
+                    tcp::State::TimeWait => self.lingering.push(Lingering {
+                        handle: c.handle,
+                        port: sock.port,
+                        since: now,
+                    }),
                     _ => {
                         if s.can_recv() || s.state() == tcp::State::SynSent {
                             s.abort();

@@ -154,7 +154,9 @@ fn tcp_between_instances_connects_accepts_and_carries_data_both_ways() {
     m.close(1, a);
     m.close(2, c);
     m.close(1, l);
-    m.wait(1000);
+    // TIME-WAIT holds the closing side's port for 10 s.
+    assert!(!m.ports.is_empty());
+    m.wait(11_000);
     assert!(m.stacks.iter().all(Stack::is_idle), "every socket closed");
     assert!(m.ports.is_empty(), "every port given back");
 }
@@ -218,9 +220,13 @@ fn writing_to_a_closed_peer_resets_then_fails_with_epipe() {
     assert_eq!(m.recv(2, c, 10).unwrap(), b"", "the FIN reads as the end");
     // The first write is taken; the closed end answers with a reset.
     assert_eq!(m.send(2, c, b"data"), Ok(4));
-    assert_eq!(m.send(2, c, b"more"), Err(Errno::ECONNRESET));
+    assert_eq!(
+        m.s(2).poll_events(c) & (abi::poll::POLLERR | abi::poll::POLLHUP),
+        abi::poll::POLLERR | abi::poll::POLLHUP
+    );
+    // After the peer's FIN, Linux reports the reset as EPIPE.
     assert_eq!(m.send(2, c, b"more"), Err(Errno::EPIPE));
-    assert!(m.s(2).poll_events(c) & abi::poll::POLLHUP != 0);
+    assert_eq!(m.send(2, c, b"more"), Err(Errno::EPIPE));
 }
 
 #[test]
