@@ -58,6 +58,8 @@ pub const DEV_PIPE: u64 = 2;
 pub const DEV_PROC: u64 = 3;
 /// `st_dev` of mailboxes and connections.
 pub const DEV_MSG: u64 = 4;
+/// `st_dev` of `AF_INET` sockets.
+pub const DEV_NET: u64 = 5;
 
 /// What an open file refers to.
 pub enum Node {
@@ -73,6 +75,8 @@ pub enum Node {
     PipeWrite(Arc<Pipe>),
     /// One end of an `AF_UNIX` stream socket pair.
     Socket(Arc<SocketEnd>),
+    /// An `AF_INET` socket (its instance closes it when the last description goes).
+    Inet(Arc<crate::net::socket::Socket>),
     /// A `/proc` file, its contents generated when it was opened.
     ProcFile(procfs::Place, Vec<u8>),
     /// A `/proc` directory; the offset counts entries.
@@ -188,7 +192,11 @@ impl Drop for OpenFile {
             Node::Mailbox(m) => m.close(),
             Node::Conn(c, end) => c.close(*end),
             // A Hare descriptor queues its own close (`HareNode`'s drop).
-            Node::Device(_, None) | Node::ProcFile(..) | Node::ProcDir(_) | Node::Hare(_) => {}
+            Node::Device(_, None)
+            | Node::ProcFile(..)
+            | Node::ProcDir(_)
+            | Node::Hare(_)
+            | Node::Inet(_) => {}
         }
     }
 }
@@ -259,6 +267,7 @@ impl OpenFile {
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
             Node::PipeWrite(_) => Err(Errno::EBADF),
             Node::Socket(e) => e.read(buf, self.nonblock()),
+            Node::Inet(s) => s.read(buf, self.nonblock()),
             // Messages go through the mapped channels, not read and write.
             Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
         }
@@ -329,6 +338,7 @@ impl OpenFile {
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
             | Node::Socket(_)
+            | Node::Inet(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
@@ -365,6 +375,7 @@ impl OpenFile {
             Node::Device(d, _) => dev::write(*d, &data),
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
             Node::Socket(e) => e.write(&data, self.nonblock()),
+            Node::Inet(s) => s.write(&data, self.nonblock()),
             Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
         }
     }
@@ -393,6 +404,7 @@ impl OpenFile {
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
             | Node::Socket(_)
+            | Node::Inet(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => dev::write(*d, &data),
@@ -422,6 +434,7 @@ impl OpenFile {
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
             | Node::Socket(_)
+            | Node::Inet(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => return Err(Errno::ESPIPE),
             Node::Device(..) => return Ok(0),
@@ -460,6 +473,7 @@ impl OpenFile {
                 Ok(KStat::synthetic(DEV_PIPE, p.id, 0o010600, 0))
             }
             Node::Socket(e) => Ok(KStat::synthetic(DEV_PIPE, e.id, 0o140777, 0)),
+            Node::Inet(s) => Ok(KStat::synthetic(DEV_NET, s.ino, 0o140777, 0)),
             Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
             Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
@@ -501,14 +515,6 @@ impl OpenFile {
         matches!(self.node, Node::Hare(_))
     }
 
-    /// The socket end this description is, if it is one.
-    pub fn socket(&self) -> Option<&Arc<SocketEnd>> {
-        match &self.node {
-            Node::Socket(e) => Some(e),
-            _ => None,
-        }
-    }
-
     /// Whether this is a terminal.
     pub fn is_tty(&self) -> bool {
         matches!(self.node, Node::Device(Device::Console, _))
@@ -538,6 +544,7 @@ impl OpenFile {
             }
             Node::Conn(c, end) => c.poll(*end),
             Node::Socket(e) => e.poll(),
+            Node::Inet(s) => s.poll(),
             _ => POLLIN | POLLOUT,
         }
     }
@@ -551,6 +558,7 @@ impl OpenFile {
             Node::Mailbox(m) => [Some(m.poll_key()), None],
             Node::Conn(c, _) => c.poll_keys().map(Some),
             Node::Socket(e) => e.poll_keys().map(Some),
+            Node::Inet(s) => [Some(s.poll_key()), None],
             _ => [None, None],
         };
         out.try_reserve(2).map_err(|_| Errno::ENOMEM)?;

@@ -173,6 +173,7 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             if kcb::try_current().is_some_and(|k| k.core_id == 0) {
                 crate::tty::receive_input();
                 crate::proc::itimer::tick();
+                crate::net::tick();
             }
         }
         crate::ipi::IPI_VECTOR => crate::ipi::handle(),

@@ -52,6 +52,7 @@ mod mailbox;
 mod mm;
 mod multiboot;
 mod names;
+mod net;
 mod proc;
 mod random;
 mod replicated;

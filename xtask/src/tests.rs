@@ -615,7 +615,7 @@ impl UserTest {
     /// The name of its cases (the QEMU cases add the configuration): `user-NAME`, except fos's
     /// messaging and fleet tests (issue 12), named `msg-*` and `fleet-*`, the cores' stop and
     /// start under load (issue 14), `corectl-*` as the kernel's self-test of it, and the Linux
-    /// behaviours of issue 16, `compat-*`.
+    /// behaviours of issue 16, `compat-*`, and the socket semantics of issue 15, `net-*`.
     fn case(&self) -> String {
         match self.name {
             "corestop" => "corectl-stop-start".into(),
@@ -625,6 +625,7 @@ impl UserTest {
             "twotier" => "msg-twotier".into(),
             "fleets" => "fleet-cores".into(),
             "compat" => "compat-calls".into(),
+            "net" => "net-sockets".into(),
             n => format!("user-{n}"),
         }
     }
@@ -1355,7 +1356,7 @@ mod unit {
         // issue 12's cases are named as it asks.
         let all = all_cases().unwrap();
         let named = |c: &Case| {
-            ["user", "msg-", "fleet-", "corectl-stop", "compat-"]
+            ["user", "msg-", "fleet-", "corectl-stop", "compat-", "net-"]
                 .iter()
                 .any(|f| c.name.contains(f))
         };

@@ -151,6 +151,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "net",
+        source: "net.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "fileio",
         source: "fileio.c",
         pie: false,

@@ -55,6 +55,8 @@ pub enum File {
     Syscalls,
     /// `/proc/reef/hare`.
     Hare,
+    /// `/proc/reef/net`.
+    Net,
     /// `/proc/reef/tlb`.
     Tlb,
     /// `/proc/<pid>/status`.
@@ -149,6 +151,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"syscalls" => Ok(Place::File(File::Syscalls)),
             b"tlb" => Ok(Place::File(File::Tlb)),
             b"hare" => Ok(Place::File(File::Hare)),
+            b"net" => Ok(Place::File(File::Net)),
             _ => Err(Errno::ENOENT),
         },
         Place::Pid(pid) => match name {
@@ -209,6 +212,7 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
             Ok(match &f.node {
                 Node::PipeRead(p) | Node::PipeWrite(p) => format!("pipe:[{}]", p.id).into_bytes(),
                 Node::Socket(e) => format!("socket:[{}]", e.id).into_bytes(),
+                Node::Inet(s) => format!("socket:[{}]", s.ino).into_bytes(),
                 _ => f.path.clone(),
             })
         }
@@ -248,6 +252,7 @@ fn ino_of(place: Place) -> u64 {
             File::Names => (8, 0, 10),
             File::Fleets => (8, 0, 11),
             File::Hare => (8, 0, 12),
+            File::Net => (8, 0, 13),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -320,6 +325,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
             out.push((ino_of(Place::File(File::Syscalls)), f, b"syscalls".to_vec()));
             out.push((ino_of(Place::File(File::Tlb)), f, b"tlb".to_vec()));
             out.push((ino_of(Place::File(File::Hare)), f, b"hare".to_vec()));
+            out.push((ino_of(Place::File(File::Net)), f, b"net".to_vec()));
         }
         Place::Pid(pid) => {
             process(pid)?;
@@ -418,6 +424,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Syscalls => s = crate::syscall::accounting_report(),
         File::Tlb => s = crate::ipi::shootdown_report(),
         File::Hare => s = super::hare::report(),
+        File::Net => s = crate::net::report(),
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             let threads = e.process.threads.lock().len();

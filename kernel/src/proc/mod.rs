@@ -341,6 +341,9 @@ pub struct Process {
     /// with the core's `Kcb::fleet_owner`, under this lock, by a bind that found the process
     /// alive; `exit_process` gives the core back if it finds it set.
     pub fleet: IrqMutex<Option<Membership>>,
+    /// Its network stack instance, made at its first socket (not inherited: a forked child's
+    /// inherited sockets stay in this one, its new ones go to its own).
+    pub net: IrqMutex<Option<Arc<crate::net::Instance>>>,
 }
 
 /// A `personality` flag: the next `execve` lays the program out at the fixed places
@@ -378,6 +381,7 @@ impl Process {
             ppid: AtomicU32::new(0),
             fleet_manager: AtomicBool::new(false),
             fleet: IrqMutex::new(None),
+            net: IrqMutex::new(None),
         })
     }
 
@@ -480,6 +484,12 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
             itimer::send_due();
+            continue;
+        }
+        if crate::net::pending() {
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            crate::net::run_due();
             continue;
         }
         if me.process.exiting.load(Ordering::Acquire) || me.exit_requested.load(Ordering::Acquire) {

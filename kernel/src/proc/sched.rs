@@ -553,6 +553,10 @@ pub fn idle_loop() -> ! {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };
             super::itimer::send_due();
+        } else if crate::net::pending() {
+            // SAFETY: this core's IDT and local APIC are initialized.
+            unsafe { cpu::enable_interrupts() };
+            crate::net::run_due();
         } else if crate::selftest::pending() {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };

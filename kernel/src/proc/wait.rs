@@ -180,6 +180,8 @@ pub enum PollKey {
     /// A shared frame holding a word message channels announce changes in (a channel of a
     /// connection, a mailbox's eventcount), by its physical address.
     Frame(u64),
+    /// A network stack instance, by number (any of its sockets changed).
+    Net(u32),
 }
 
 /// One thread sleeping in [`PollQueue::wait`]; a waker that finds one of its keys removes

@@ -121,7 +121,7 @@ pub fn pwrite64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
 
 /// Reads `count` `struct iovec`s (base, length) from `addr` and checks each buffer; `EINVAL`
 /// for more than [`IOV_MAX`] entries or a total length beyond `isize::MAX`.
-fn iovecs(addr: u64, count: u64) -> Result<Vec<[u64; 2]>, Errno> {
+pub(super) fn iovecs(addr: u64, count: u64) -> Result<Vec<[u64; 2]>, Errno> {
     if count > IOV_MAX {
         return Err(Errno::EINVAL);
     }
@@ -353,6 +353,10 @@ pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         }
         (Node::Socket(e), FIONREAD) => {
             write_user(a[2], &(e.available() as i32))?;
+            Ok(0)
+        }
+        (Node::Inet(s), FIONREAD) => {
+            write_user(a[2], &(s.available() as i32))?;
             Ok(0)
         }
         (Node::File(_), FIONREAD) => {

@@ -10,7 +10,7 @@
 //! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors,
 //! pipes), [`path`] (open, stat, names, directories), [`poll`] (poll, select), [`misc`] (uname,
 //! getrandom, limits, credentials, reboot), [`msg`] (Reef's names and mailboxes), [`socket`]
-//! (`AF_UNIX` socket pairs).
+//! (`AF_INET` sockets over each process's stack instance, `AF_UNIX` socket pairs).
 
 mod file;
 mod memory;
@@ -68,10 +68,22 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_GETDENTS64 => file::getdents64,
         SYS_PIPE => file::pipe,
         SYS_PIPE2 => file::pipe2,
+        SYS_SOCKET => socket::socket,
+        SYS_BIND => socket::bind,
+        SYS_LISTEN => socket::listen,
+        SYS_CONNECT => socket::connect,
+        SYS_ACCEPT => socket::accept,
+        SYS_ACCEPT4 => socket::accept4,
+        SYS_GETSOCKNAME => socket::getsockname,
+        SYS_GETPEERNAME => socket::getpeername,
+        SYS_SETSOCKOPT => socket::setsockopt,
+        SYS_GETSOCKOPT => socket::getsockopt,
         SYS_SOCKETPAIR => socket::socketpair,
         SYS_SHUTDOWN => socket::shutdown,
         SYS_SENDTO => socket::sendto,
         SYS_RECVFROM => socket::recvfrom,
+        SYS_SENDMSG => socket::sendmsg,
+        SYS_RECVMSG => socket::recvmsg,
         SYS_SENDFILE => file::sendfile,
         SYS_POLL => poll::poll,
         SYS_PPOLL => poll::ppoll,

@@ -1,40 +1,602 @@
-//! `AF_UNIX` stream socket pairs (`fs::unix`): `socketpair`, `shutdown`, `sendto`, `recvfrom`.
-//! `socket`, `bind`, `connect` and the rest answer `ENOSYS` (counted) until the networking
-//! issue's socket layer exists; `read`, `write`, `poll` and `close` work on the ends as on any
-//! descriptor.
+//! The socket calls: `AF_INET` stream and datagram sockets (`net`: each process's own stack
+//! instance) and `AF_UNIX` stream pairs (`fs::unix`).
+//!
+//! Arguments are decoded and checked here (addresses, lengths, flags, user pointers); the
+//! instance does the rest. Linux's answers where they are specific: `EAFNOSUPPORT` for a
+//! family Reef lacks (`AF_INET6`, named `AF_UNIX` sockets, netlink), `EINVAL` for a short
+//! address, `EFAULT` for a bad pointer (a `recv` into one leaves the data queued), SIGPIPE with
+//! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw and ICMP sockets, `SO_LINGER` and the
+//! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
+//! comes back empty), out-of-band data.
 
-use super::file::{file, install_pair, sigpipe, MAX_IO};
+use super::file::{file, install_pair, iovecs, sigpipe, MAX_IO};
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::unix;
+use crate::net::socket::Socket;
 use crate::proc::Thread;
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
+use net::{Ipv4Address, Proto};
 
 /// `AF_UNIX` (also `PF_UNIX`, the one protocol a pair may name).
 const AF_UNIX: u64 = 1;
-/// `AF_INET`: a domain without pairs on Linux.
+/// `AF_INET`.
 const AF_INET: u64 = 2;
-/// `AF_INET6`: a domain without pairs on Linux.
+/// `AF_INET6`: not built.
 const AF_INET6: u64 = 10;
-/// A byte stream: the one type Reef's pairs have.
+/// A byte stream.
 const SOCK_STREAM: u64 = 1;
-/// Datagrams: not built.
+/// Datagrams.
 const SOCK_DGRAM: u64 = 2;
 /// Sequenced packets: not built.
 const SOCK_SEQPACKET: u64 = 5;
-/// `socketpair`'s type flag: both ends `O_NONBLOCK`.
+/// The first type number Linux does not know.
+const SOCK_MAX: u64 = 11;
+/// Type flag: the descriptor is `O_NONBLOCK`.
 const SOCK_NONBLOCK: u64 = 0o4000;
-/// `socketpair`'s type flag: both descriptors close-on-exec.
+/// Type flag: the descriptor is close-on-exec.
 const SOCK_CLOEXEC: u64 = 0o2000000;
-/// `send`/`recv` flag: this call does not block.
+/// `IPPROTO_IP`.
+const IPPROTO_IP: i32 = 0;
+/// `IPPROTO_TCP`.
+const IPPROTO_TCP: u64 = 6;
+/// `IPPROTO_UDP`.
+const IPPROTO_UDP: u64 = 17;
+/// Flag: out-of-band data (not built).
+const MSG_OOB: u64 = 0x1;
+/// Flag: look at the data without taking it.
+const MSG_PEEK: u64 = 0x2;
+/// Flag: return a datagram's whole length even when cut.
+const MSG_TRUNC: u64 = 0x20;
+/// Flag: this call does not block.
 const MSG_DONTWAIT: u64 = 0x40;
-/// `send` flag: `EPIPE` without SIGPIPE.
+/// Flag: wait until the whole buffer is filled (streams).
+const MSG_WAITALL: u64 = 0x100;
+/// Flag: `EPIPE` without SIGPIPE.
 const MSG_NOSIGNAL: u64 = 0x4000;
-/// `send` flag: more data follows (a hint; a pair sends at once anyway).
+/// Flag: more data follows (a hint).
 const MSG_MORE: u64 = 0x8000;
+/// Flag: close-on-exec for received descriptors (none are passed).
+const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
+/// Size of `struct sockaddr_in`.
+const SOCKADDR_IN: usize = 16;
+
+/// What a socket descriptor is.
+enum Sock {
+    /// One end of an `AF_UNIX` pair.
+    Pair(Arc<unix::SocketEnd>),
+    /// An `AF_INET` socket.
+    Inet(Arc<Socket>),
+}
+
+/// The socket `fd` names: `EBADF`, or `ENOTSOCK` for another kind of file.
+fn sock_of(me: &Thread, fd: u64) -> Result<(Arc<OpenFile>, Sock), Errno> {
+    let f = file(me, fd)?;
+    let s = match &f.node {
+        Node::Socket(e) => Sock::Pair(e.clone()),
+        Node::Inet(s) => Sock::Inet(s.clone()),
+        _ => return Err(Errno::ENOTSOCK),
+    };
+    Ok((f, s))
+}
+
+/// The `AF_INET` socket `fd` names; `pair` is the answer for an `AF_UNIX` pair's end.
+fn inet_of(me: &Thread, fd: u64, pair: Errno) -> Result<(Arc<OpenFile>, Arc<Socket>), Errno> {
+    match sock_of(me, fd)? {
+        (f, Sock::Inet(s)) => Ok((f, s)),
+        (_, Sock::Pair(_)) => Err(pair),
+    }
+}
+
+/// Reads a `struct sockaddr_in` of `len` bytes at `addr`: `EINVAL` if short, `EFAULT` if
+/// unreadable, `EAFNOSUPPORT` for another family (`AF_UNSPEC`, which would dissolve a
+/// datagram socket's association, is not built).
+fn read_addr(addr: u64, len: u64) -> Result<(Ipv4Address, u16), Errno> {
+    if len > i32::MAX as u64 || (len as usize) < SOCKADDR_IN {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; SOCKADDR_IN];
+    uaccess::copy_from_user(addr, &mut raw)?;
+    if u64::from(u16::from_ne_bytes([raw[0], raw[1]])) != AF_INET {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    let port = u16::from_be_bytes([raw[2], raw[3]]);
+    let ip = Ipv4Address::new(raw[4], raw[5], raw[6], raw[7]);
+    Ok((ip, port))
+}
+
+/// Writes `a` as a `struct sockaddr_in` to `addr` (at most `*lenp` bytes, as Linux cuts it)
+/// and the full length to `*lenp`; nothing when `addr` is 0.
+fn write_addr(addr: u64, lenp: u64, a: (Ipv4Address, u16)) -> Result<(), Errno> {
+    if addr == 0 {
+        return Ok(());
+    }
+    let room: i32 = read_user(lenp)?;
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; SOCKADDR_IN];
+    raw[..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
+    raw[2..4].copy_from_slice(&a.1.to_be_bytes());
+    raw[4..8].copy_from_slice(&a.0.octets());
+    let n = (room as usize).min(SOCKADDR_IN);
+    uaccess::copy_to_user(addr, &raw[..n])?;
+    write_user(lenp, &(SOCKADDR_IN as u32))
+}
+
+/// Writes an `AF_UNIX` address without a name (a pair's ends have none) as Linux does.
+fn write_unnamed(addr: u64, lenp: u64) -> Result<(), Errno> {
+    let room: i32 = read_user(lenp)?;
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if room >= 2 {
+        write_user(addr, &(AF_UNIX as u16))?;
+    }
+    write_user(lenp, &2u32)
+}
+
+/// `socket(domain, type, protocol)`: `AF_INET` streams (TCP) and datagrams (UDP).
+pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let flags = a[1] & !0xf;
+    if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let kind = a[1] & 0xf;
+    if kind == 0 || kind >= SOCK_MAX {
+        return Err(Errno::EINVAL);
+    }
+    if a[0] != AF_INET {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    let proto = match (kind, a[2]) {
+        (SOCK_STREAM, 0 | IPPROTO_TCP) => Proto::Tcp,
+        (SOCK_DGRAM, 0 | IPPROTO_UDP) => Proto::Udp,
+        (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    };
+    if !me.process.files.lock().has_room() {
+        return Err(Errno::EMFILE);
+    }
+    let inst = crate::net::instance_of(&me.process)?;
+    let id = inst.run(|s, _, _| s.socket(proto))?;
+    install(me, Socket::new(inst, id), flags)
+}
+
+/// Gives socket `s` a descriptor (`SOCK_NONBLOCK`, `SOCK_CLOEXEC` from `flags`).
+fn install(me: &Arc<Thread>, s: Arc<Socket>, flags: u64) -> SysResult {
+    let nonblock = if flags & SOCK_NONBLOCK != 0 {
+        O_NONBLOCK
+    } else {
+        0
+    };
+    let name = alloc::format!("socket:[{}]", s.ino).into_bytes();
+    let f = OpenFile::new(Node::Inet(s), O_RDWR | nonblock, name);
+    let r = me
+        .process
+        .files
+        .lock()
+        .insert(f.clone(), flags & SOCK_CLOEXEC != 0, 0);
+    // On failure `f` closes the socket here, outside the descriptor table's lock.
+    r.map(|fd| fd as u64)
+}
+
+/// `bind(fd, addr, addrlen)`.
+pub fn bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (_, s) = inet_of(me, a[0], Errno::EINVAL)?;
+    let (ip, port) = read_addr(a[1], a[2])?;
+    s.inst.run(|st, ports, _| st.bind(s.id, ip, port, ports))?;
+    Ok(0)
+}
+
+/// `listen(fd, backlog)`.
+pub fn listen(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (_, s) = inet_of(me, a[0], Errno::EINVAL)?;
+    s.inst
+        .run(|st, ports, _| st.listen(s.id, a[1] as i32, ports))?;
+    Ok(0)
+}
+
+/// `connect(fd, addr, addrlen)`: a stream waits for the handshake (`EINPROGRESS` without
+/// waiting when `O_NONBLOCK`: `poll` for `POLLOUT`, then `SO_ERROR`); a datagram socket
+/// only records its peer.
+pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (f, s) = inet_of(me, a[0], Errno::EISCONN)?;
+    let (ip, port) = read_addr(a[1], a[2])?;
+    let id = s.id;
+    s.inst
+        .run(|st, ports, now| st.connect(id, ip, port, ports, now))?;
+    if s.inst.peek(|st| st.is_dgram(id)) {
+        return Ok(0);
+    }
+    let outcome = |st: &mut net::Stack, _: &mut net::PortMap, _| {
+        st.connect_outcome(id).unwrap_or(Err(Errno::EAGAIN))
+    };
+    match s.inst.wait_for(f.nonblock(), outcome) {
+        Err(Errno::EAGAIN) => Err(Errno::EINPROGRESS),
+        r => r.map(|()| 0),
+    }
+}
+
+/// `accept(fd, addr, addrlen)`.
+pub fn accept(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    accept4(me, frame, [a[0], a[1], a[2], 0, 0, 0])
+}
+
+/// `accept4(fd, addr, addrlen, flags)`: waits for a connection (`EAGAIN` with
+/// `O_NONBLOCK`); the new descriptor takes only `flags`' `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
+pub fn accept4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[3] & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (f, s) = inet_of(me, a[0], Errno::EINVAL)?;
+    if a[1] != 0 {
+        let room: i32 = read_user(a[2])?;
+        if room < 0 {
+            return Err(Errno::EINVAL);
+        }
+    }
+    if !me.process.files.lock().has_room() {
+        return Err(Errno::EMFILE);
+    }
+    let id = s.inst.wait_for(f.nonblock(), |st, _, _| st.accept(s.id))?;
+    let conn = Socket::new(s.inst.clone(), id);
+    let peer = s.inst.peek(|st| st.peer_addr(id));
+    let fd = install(me, conn, a[3])?;
+    if let Ok(peer) = peer {
+        if let Err(e) = write_addr(a[1], a[2], peer) {
+            let undone = me.process.files.lock().close(fd as i32);
+            drop(undone);
+            return Err(e);
+        }
+    }
+    Ok(fd)
+}
+
+/// `getsockname(fd, addr, addrlen)`.
+pub fn getsockname(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    match sock_of(me, a[0])?.1 {
+        Sock::Pair(_) => write_unnamed(a[1], a[2])?,
+        Sock::Inet(s) => write_addr(a[1], a[2], s.inst.peek(|st| st.local_addr(s.id))?)?,
+    }
+    Ok(0)
+}
+
+/// `getpeername(fd, addr, addrlen)`: `ENOTCONN` unless connected.
+pub fn getpeername(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    match sock_of(me, a[0])?.1 {
+        Sock::Pair(_) => write_unnamed(a[1], a[2])?,
+        Sock::Inet(s) => write_addr(a[1], a[2], s.inst.peek(|st| st.peer_addr(s.id))?)?,
+    }
+    Ok(0)
+}
+
+/// `setsockopt(fd, level, name, value, len)`: integer options (`EINVAL` for a shorter
+/// value, `ENOPROTOOPT` for options and levels Reef does not have).
+pub fn setsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (_, s) = sock_of(me, a[0])?;
+    if (a[4] as usize) < 4 {
+        return Err(Errno::EINVAL);
+    }
+    let value: i32 = read_user(a[3])?;
+    match s {
+        Sock::Pair(_) => Err(Errno::ENOPROTOOPT),
+        Sock::Inet(s) => {
+            s.inst
+                .peek(|st| st.set_option(s.id, a[1] as i32, a[2] as i32, value))?;
+            Ok(0)
+        }
+    }
+}
+
+/// `getsockopt(fd, level, name, value, lenp)`: integer options, cut to `*lenp` bytes as
+/// Linux does; `EOPNOTSUPP` for an unknown level.
+pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (_, s) = sock_of(me, a[0])?;
+    let room: i32 = read_user(a[4])?;
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let level = a[1] as i32;
+    // The levels a socket has: the socket's, IP's (an `AF_INET` one) and its protocol's.
+    let own = match &s {
+        Sock::Pair(_) => net::stack::SOL_SOCKET,
+        Sock::Inet(s) if s.inst.peek(|st| st.is_dgram(s.id)) => IPPROTO_UDP as i32,
+        Sock::Inet(_) => net::stack::IPPROTO_TCP,
+    };
+    let ip = if matches!(s, Sock::Inet(_)) {
+        IPPROTO_IP
+    } else {
+        net::stack::SOL_SOCKET
+    };
+    if ![net::stack::SOL_SOCKET, ip, own].contains(&level) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let value = match s {
+        Sock::Pair(_) => match (level, a[2] as i32) {
+            (net::stack::SOL_SOCKET, net::stack::SO_TYPE) => net::stack::SOCK_STREAM,
+            (net::stack::SOL_SOCKET, net::stack::SO_ERROR) => 0,
+            _ => return Err(Errno::ENOPROTOOPT),
+        },
+        Sock::Inet(s) => s.inst.peek(|st| st.option(s.id, level, a[2] as i32))?,
+    };
+    let n = (room as usize).min(4);
+    uaccess::copy_to_user(a[3], &value.to_ne_bytes()[..n])?;
+    write_user(a[4], &(n as u32))?;
+    Ok(0)
+}
+
+/// `shutdown(fd, how)`: `SHUT_RD`, `SHUT_WR` or `SHUT_RDWR`, else `EINVAL`.
+pub fn shutdown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    match sock_of(me, a[0])?.1 {
+        Sock::Pair(end) => end.shutdown(a[1])?,
+        Sock::Inet(s) => {
+            let how = match a[1] {
+                0 => net::stack::Shut::Read,
+                1 => net::stack::Shut::Write,
+                2 => net::stack::Shut::Both,
+                _ => return Err(Errno::EINVAL),
+            };
+            s.inst.run(|st, _, _| st.shutdown(s.id, how))?;
+        }
+    }
+    Ok(0)
+}
+
+/// Sends `data` on `fd` (to `to` for a datagram socket) with `flags`; SIGPIPE with `EPIPE`
+/// unless `MSG_NOSIGNAL`.
+fn send(
+    me: &Arc<Thread>,
+    fd: u64,
+    data: &[u8],
+    to: Option<(Ipv4Address, u16)>,
+    flags: u64,
+) -> SysResult {
+    if flags & !(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let (f, s) = sock_of(me, fd)?;
+    let nonblock = f.nonblock() || flags & MSG_DONTWAIT != 0;
+    let r = match s {
+        Sock::Pair(_) if to.is_some() => return Err(Errno::EISCONN),
+        Sock::Pair(end) => end.write(data, nonblock),
+        Sock::Inet(s) => s.send(data, to, nonblock),
+    };
+    if flags & MSG_NOSIGNAL != 0 {
+        r.map(|n| n as u64)
+    } else {
+        sigpipe(me, r).map(|n| n as u64)
+    }
+}
+
+/// What a receive got: the bytes, the datagram's whole length and its source.
+struct Got {
+    /// The bytes, at most the length asked for.
+    data: Vec<u8>,
+    /// The datagram's whole length (streams: the bytes).
+    full: usize,
+    /// The source (datagrams).
+    from: Option<(Ipv4Address, u16)>,
+}
+
+/// Receives up to `len` bytes from `fd` with `flags`, then hands them to `deliver` (which
+/// copies them out). A socket's data stays queued unless `deliver` succeeds (a bad buffer
+/// loses nothing) and `MSG_PEEK` is not set.
+fn recv(
+    me: &Arc<Thread>,
+    fd: u64,
+    len: usize,
+    flags: u64,
+    deliver: impl FnOnce(&Got) -> Result<(), Errno>,
+) -> Result<Got, Errno> {
+    if flags & !(MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT | MSG_WAITALL | MSG_CMSG_CLOEXEC) != 0
+        || flags & MSG_OOB != 0
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let (f, s) = sock_of(me, fd)?;
+    let nonblock = f.nonblock() || flags & MSG_DONTWAIT != 0;
+    let mut buf = crate::mm::zeroed_buffer(len.min(MAX_IO))?;
+    match s {
+        Sock::Pair(end) => {
+            if flags & MSG_PEEK != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let n = end.read(&mut buf, nonblock)?;
+            buf.truncate(n);
+            let got = Got {
+                data: buf,
+                full: n,
+                from: None,
+            };
+            deliver(&got)?;
+            Ok(got)
+        }
+        Sock::Inet(s) => {
+            let id = s.id;
+            let stream = !s.inst.peek(|st| st.is_dgram(id));
+            if stream && flags & MSG_WAITALL != 0 && flags & MSG_PEEK == 0 {
+                // Fill the buffer: stop early only at the end, an error or a signal.
+                let mut done = 0;
+                while done < buf.len() {
+                    let r = s
+                        .inst
+                        .wait_for(nonblock, |st, _, _| st.recv(id, &mut buf[done..], false));
+                    match r {
+                        Ok((0, _, _)) => break,
+                        Ok((n, _, _)) => done += n,
+                        Err(_) if done > 0 => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                buf.truncate(done);
+                let got = Got {
+                    data: buf,
+                    full: done,
+                    from: None,
+                };
+                deliver(&got)?;
+                return Ok(got);
+            }
+            let (n, full, from) = s
+                .inst
+                .wait_for(nonblock, |st, _, _| st.recv(id, &mut buf, true))?;
+            buf.truncate(n);
+            let got = Got {
+                data: buf,
+                full,
+                from,
+            };
+            deliver(&got)?;
+            if flags & MSG_PEEK == 0 {
+                // Take what was looked at (a stream: the same bytes; a datagram: all of it).
+                let mut sink = crate::mm::zeroed_buffer(n)?;
+                s.inst.run(|st, _, _| st.recv(id, &mut sink, false))?;
+            }
+            Ok(got)
+        }
+    }
+}
+
+/// `sendto(fd, buf, len, flags, addr, addrlen)`: up to 1 MiB of `buf`.
+pub fn sendto(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let len = (a[2] as usize).min(MAX_IO);
+    uaccess::check_range(a[1], len)?;
+    let to = if a[4] != 0 {
+        Some(read_addr(a[4], a[5])?)
+    } else {
+        None
+    };
+    let mut buf = crate::mm::zeroed_buffer(len)?;
+    uaccess::copy_from_user(a[1], &mut buf)?;
+    send(me, a[0], &buf, to, a[3])
+}
+
+/// `recvfrom(fd, buf, len, flags, addr, addrlen)`: up to 1 MiB into `buf`; the source of a
+/// datagram to `addr` (a pair's ends have no address: `*addrlen` becomes 0, as on Linux).
+/// With `MSG_TRUNC` a datagram's whole length is returned.
+pub fn recvfrom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let len = (a[2] as usize).min(MAX_IO);
+    uaccess::check_range(a[1], len)?;
+    if a[4] != 0 {
+        let room: i32 = read_user(a[5])?;
+        if room < 0 {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let got = recv(me, a[0], len, a[3], |g| {
+        uaccess::copy_to_user(a[1], &g.data)
+    })?;
+    if a[4] != 0 {
+        match got.from {
+            Some(from) => write_addr(a[4], a[5], from)?,
+            None if sock_of(me, a[0]).is_ok_and(|(_, s)| matches!(s, Sock::Pair(_))) => {
+                write_user(a[5], &0u32)?
+            }
+            None => {}
+        }
+    }
+    Ok(if a[3] & MSG_TRUNC != 0 {
+        got.full
+    } else {
+        got.data.len()
+    } as u64)
+}
+
+/// `struct msghdr`'s fields Reef reads: name, name length, iovec array, its length.
+struct MsgHdr {
+    /// `msg_name`.
+    name: u64,
+    /// `msg_namelen`.
+    namelen: u32,
+    /// `msg_iov`.
+    iov: u64,
+    /// `msg_iovlen`.
+    iovlen: u64,
+}
+
+/// Offset of `msg_namelen` in `struct msghdr`.
+const MSG_NAMELEN: u64 = 8;
+/// Offset of `msg_controllen`.
+const MSG_CONTROLLEN: u64 = 40;
+/// Offset of `msg_flags`.
+const MSG_FLAGS: u64 = 48;
+
+/// Reads the `struct msghdr` at `addr`.
+fn read_msghdr(addr: u64) -> Result<MsgHdr, Errno> {
+    let raw: [u64; 7] = read_user(addr)?;
+    Ok(MsgHdr {
+        name: raw[0],
+        namelen: raw[1] as u32,
+        iov: raw[2],
+        iovlen: raw[3],
+    })
+}
+
+/// `sendmsg(fd, msg, flags)`: the gathered buffers (at most 1 MiB) as one send.
+pub fn sendmsg(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let m = read_msghdr(a[1])?;
+    let to = if m.name != 0 {
+        Some(read_addr(m.name, u64::from(m.namelen))?)
+    } else {
+        None
+    };
+    let mut data = Vec::new();
+    for [base, len] in iovecs(m.iov, m.iovlen)? {
+        let len = (len as usize).min(MAX_IO - data.len());
+        let start = data.len();
+        data.try_reserve(len).map_err(|_| Errno::ENOMEM)?;
+        data.resize(start + len, 0);
+        uaccess::copy_from_user(base, &mut data[start..])?;
+    }
+    send(me, a[0], &data, to, a[2])
+}
+
+/// `recvmsg(fd, msg, flags)`: one receive scattered over the buffers; the source to
+/// `msg_name`, no control data, `MSG_TRUNC` in `msg_flags` for a cut datagram.
+pub fn recvmsg(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let m = read_msghdr(a[1])?;
+    let vecs = iovecs(m.iov, m.iovlen)?;
+    let total = vecs
+        .iter()
+        .map(|v| v[1] as usize)
+        .sum::<usize>()
+        .min(MAX_IO);
+    let got = recv(me, a[0], total, a[2], |g| {
+        let mut done = 0;
+        for &[base, len] in &vecs {
+            if done == g.data.len() {
+                break;
+            }
+            let take = (len as usize).min(g.data.len() - done);
+            uaccess::copy_to_user(base, &g.data[done..done + take])?;
+            done += take;
+        }
+        Ok(())
+    })?;
+    if m.name != 0 {
+        match got.from {
+            Some(from) => write_addr(m.name, a[1] + MSG_NAMELEN, from)?,
+            None => write_user(a[1] + MSG_NAMELEN, &0u32)?,
+        }
+    }
+    write_user(a[1] + MSG_CONTROLLEN, &0u64)?;
+    let cut = if got.full > got.data.len() {
+        MSG_TRUNC as i32
+    } else {
+        0
+    };
+    write_user(a[1] + MSG_FLAGS, &cut)?;
+    Ok(if a[2] & MSG_TRUNC != 0 {
+        got.full
+    } else {
+        got.data.len()
+    } as u64)
+}
 
 /// `socketpair(domain, type, protocol, sv)`: `AF_UNIX` stream pairs only. As Linux:
 /// `EOPNOTSUPP` for `AF_INET` and `AF_INET6` (no pairs there), `EAFNOSUPPORT` for another
@@ -71,70 +633,4 @@ pub fn socketpair(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
         OpenFile::new(Node::Socket(e), O_RDWR | nonblock, name)
     };
     install_pair(me, [open(x), open(y)], cloexec, a[3])
-}
-
-/// The socket end descriptor `fd` names: `EBADF`, or `ENOTSOCK` for another kind of file.
-fn socket_of(me: &Thread, fd: u64) -> Result<(Arc<OpenFile>, Arc<unix::SocketEnd>), Errno> {
-    let f = file(me, fd)?;
-    let end = f.socket().cloned().ok_or(Errno::ENOTSOCK)?;
-    Ok((f, end))
-}
-
-/// `shutdown(fd, how)`: `SHUT_RD`, `SHUT_WR` or `SHUT_RDWR`, else `EINVAL`.
-pub fn shutdown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let (_, end) = socket_of(me, a[0])?;
-    end.shutdown(a[1])?;
-    Ok(0)
-}
-
-/// `sendto(fd, buf, len, flags, addr, addrlen)`: writes up to 1 MiB of `buf`. `EISCONN` with
-/// an address (the pair is connected), `EOPNOTSUPP` for flags other than `MSG_DONTWAIT`,
-/// `MSG_NOSIGNAL` (no SIGPIPE with `EPIPE`) and `MSG_MORE` (accepted, nothing to gather).
-pub fn sendto(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let (f, end) = socket_of(me, a[0])?;
-    let flags = a[3];
-    if flags & !(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE) != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    if a[4] != 0 {
-        return Err(Errno::EISCONN);
-    }
-    let len = (a[2] as usize).min(MAX_IO);
-    uaccess::check_range(a[1], len)?;
-    let mut buf = crate::mm::zeroed_buffer(len)?;
-    uaccess::copy_from_user(a[1], &mut buf)?;
-    let r = end.write(&buf, f.nonblock() || flags & MSG_DONTWAIT != 0);
-    if flags & MSG_NOSIGNAL != 0 {
-        r.map(|n| n as u64)
-    } else {
-        sigpipe(me, r).map(|n| n as u64)
-    }
-}
-
-/// `recvfrom(fd, buf, len, flags, addr, addrlen)`: reads up to 1 MiB into `buf`; the source
-/// address is the peer's, which a pair's ends do not have, so `*addrlen` becomes 0 as on Linux
-/// (`EINVAL` for a negative one). `EOPNOTSUPP` for
-/// flags other than `MSG_DONTWAIT` (`MSG_PEEK` and `MSG_WAITALL` are not built).
-pub fn recvfrom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let (f, end) = socket_of(me, a[0])?;
-    let flags = a[3];
-    if flags & !MSG_DONTWAIT != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    let len = (a[2] as usize).min(MAX_IO);
-    uaccess::check_range(a[1], len)?;
-    let named = a[4] != 0;
-    if named {
-        let room: u32 = read_user(a[5])?;
-        if (room as i32) < 0 {
-            return Err(Errno::EINVAL);
-        }
-    }
-    let mut buf = crate::mm::zeroed_buffer(len)?;
-    let n = end.read(&mut buf, f.nonblock() || flags & MSG_DONTWAIT != 0)?;
-    uaccess::copy_to_user(a[1], &buf[..n])?;
-    if named {
-        write_user(a[5], &0u32)?;
-    }
-    Ok(n as u64)
 }

@@ -1,0 +1,797 @@
+/*
+ * net: TCP and UDP over IPv4 loopback (127.0.0.1), as static Linux programs use them. Sockets
+ * bind port 0 and read their port back; nothing depends on timing: an asynchronous outcome (a
+ * queued connection, a FIN or RST arriving) is awaited with poll() and a 10 s timeout.
+ *
+ * - tcp: bind, getsockname, listen, blocking connect and accept; accept's address and the
+ *   accepted socket's getpeername are the client's getsockname, its getsockname the listener's;
+ *   messages both ways; shutdown(SHUT_WR) gives the peer EOF (the shut side EPIPE) while the
+ *   other direction works; a child sends 1 MiB in odd-sized sends, the parent reads to EOF and
+ *   checks count and checksum, then sends 256 KiB back for the child to check;
+ * - backlog: three clients connect (backlog 4) before any accept; POLLIN on the listener; each
+ *   accepted socket has its own client's address and byte;
+ * - udp: sendto/recvfrom with the sender's address (addrlen 16), datagrams of 1, 100 and 1400
+ *   bytes keep their boundaries, connected sockets use send/recv, a short buffer truncates a
+ *   datagram and drops its rest;
+ * - non-blocking (O_NONBLOCK, SOCK_NONBLOCK, accept4, MSG_DONTWAIT): EAGAIN from accept and
+ *   recv; connect gives 0 or EINPROGRESS, then POLLOUT and SO_ERROR 0; accepted sockets do not
+ *   inherit O_NONBLOCK; a connection whose peer does not read fills up: EAGAIN and no POLLOUT,
+ *   while the peer has POLLIN;
+ * - errors: ECONNREFUSED (blocking, or via SO_ERROR after EINPROGRESS), EADDRINUSE, EINVAL
+ *   (bind twice, addrlen 4, accept without listen, socket type 12345), EOPNOTSUPP (listen on
+ *   UDP), ENOTCONN (getpeername), EPIPE (send unconnected), EFAULT (bind, recv; the data stays),
+ *   EPROTONOSUPPORT (TCP with IPPROTO_UDP), EAFNOSUPPORT (sin_family AF_INET6);
+ * - EPIPE: writes to a closed peer succeed until its RST (POLLERR|POLLHUP), then fail with
+ *   EPIPE (or ECONNRESET), then EPIPE; each EPIPE raises SIGPIPE, except with MSG_NOSIGNAL;
+ * - options: SO_REUSEADDR, TCP_NODELAY, SO_KEEPALIVE read back, SO_RCVBUF/SO_SNDBUF at least
+ *   the 65536 set, SO_TYPE; optlen 2 is EINVAL for setsockopt, truncates getsockopt's value, a
+ *   negative one is EINVAL; unknown options ENOPROTOOPT, an unknown level ENOPROTOOPT (set) or
+ *   EOPNOTSUPP (get); with SO_REUSEADDR a new listener binds the port whose accepted connection
+ *   closed first and is in TIME_WAIT (without it EADDRINUSE);
+ * - sendmsg/recvmsg with two iovecs on TCP and UDP (msg_name, MSG_TRUNC), read/write on TCP;
+ * - close: after the peer's shutdown(SHUT_WR) or close(), poll says POLLIN (no POLLHUP) and recv
+ *   0; POLLIN|POLLHUP once both directions are shut.
+ */
+#include "reef-test.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define WAIT_MS 10000            /* generous timeout for asynchronous outcomes */
+#define STREAM_BYTES (1 << 20)   /* child to parent */
+#define REVERSE_BYTES (256 << 10) /* parent to child */
+#define FILL_CAP (64 << 20)      /* most bytes sent to a peer that does not read */
+
+/* ---- helpers ---- */
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+    return (struct sockaddr_in){
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+}
+
+static int same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+    return a->sin_family == b->sin_family && a->sin_port == b->sin_port &&
+           a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
+/* getsockname (peer 0) or getpeername (peer 1), which must fill a whole sockaddr_in. */
+static struct sockaddr_in addr_of(int fd, int peer)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    CHECK_SYS((peer ? getpeername : getsockname)(fd, (struct sockaddr *)&a, &len));
+    CHECK_EQ(len, sizeof a);
+    return a;
+}
+
+/* A socket of `type` bound to 127.0.0.1 port 0; its address in *addr. */
+static int bound(int type, struct sockaddr_in *addr)
+{
+    int fd = CHECK_SYS(socket(AF_INET, type, 0));
+    struct sockaddr_in a = loopback(0);
+    CHECK_SYS(bind(fd, (struct sockaddr *)&a, sizeof a));
+    *addr = addr_of(fd, 0);
+    CHECK(addr->sin_port != 0);
+    CHECK_EQ(addr->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    return fd;
+}
+
+static int listener(int backlog, struct sockaddr_in *addr)
+{
+    int fd = bound(SOCK_STREAM, addr);
+    CHECK_SYS(listen(fd, backlog));
+    return fd;
+}
+
+static int connect_to(const struct sockaddr_in *a)
+{
+    int fd = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_SYS(connect(fd, (const struct sockaddr *)a, sizeof *a));
+    return fd;
+}
+
+/* A connected TCP pair: *c the connecting end, *s the accepted one. */
+static void tcp_pair(int *c, int *s)
+{
+    struct sockaddr_in a;
+    int l = listener(1, &a);
+    *c = connect_to(&a);
+    *s = CHECK_SYS(accept(l, NULL, NULL));
+    CHECK_SYS(close(l));
+}
+
+/* Waits (at most WAIT_MS) until poll reports something of `events` (or POLLERR/POLLHUP). */
+static short wait_for(int fd, short events, const char *what)
+{
+    struct pollfd p = {fd, events, 0};
+    if (CHECK_SYS(poll(&p, 1, WAIT_MS)) == 0)
+        FAIL("timed out after %d ms waiting for %s", WAIT_MS, what);
+    return p.revents;
+}
+
+/* Waits (at most WAIT_MS) until poll reports exactly `want` of `events`|POLLERR|POLLHUP. */
+static void wait_exact(int fd, short events, short want, const char *what)
+{
+    long long end = now_ns() + WAIT_MS * 1000000LL;
+    short got;
+    while ((got = wait_for(fd, events, what)) != want)
+        if (now_ns() > end)
+            FAIL("waiting for %s: poll says 0x%x, not 0x%x", what, got, want);
+}
+
+/* What poll reports right now. */
+static short poll_now(int fd, short events)
+{
+    struct pollfd p = {fd, events, 0};
+    CHECK_SYS(poll(&p, 1, 0));
+    return p.revents;
+}
+
+static void send_all(int fd, const void *buf, size_t n)
+{
+    for (const char *p = buf; n > 0;) {
+        ssize_t r = CHECK_SYS(send(fd, p, n, MSG_NOSIGNAL));
+        CHECK(r > 0);
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+/* Receives strlen(want) bytes, which must be `want`. */
+static void expect(int fd, const char *want)
+{
+    char buf[64];
+    size_t n = strlen(want), got = 0;
+    CHECK(n <= sizeof buf);
+    while (got < n) {
+        ssize_t r = CHECK_SYS(recv(fd, buf + got, n - got, 0));
+        if (r == 0)
+            FAIL("EOF after %zu of the %zu bytes \"%s\"", got, n, want);
+        got += (size_t)r;
+    }
+    if (memcmp(buf, want, n) != 0)
+        FAIL("received \"%.*s\", expected \"%s\"", (int)n, buf, want);
+}
+
+/* Closes each descriptor given, failing if a close fails. */
+#define CLOSE(...) close_fds((const int[]){__VA_ARGS__}, sizeof((int[]){__VA_ARGS__}) / sizeof(int))
+
+static void close_fds(const int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (close(fds[i]) != 0)
+            FAIL("close(%d) failed: %s", fds[i], strerror(errno));
+}
+
+static int is_nonblock(int fd)
+{
+    return (CHECK_SYS(fcntl(fd, F_GETFL)) & O_NONBLOCK) != 0;
+}
+
+static void set_nonblock(int fd)
+{
+    CHECK_SYS(fcntl(fd, F_SETFL, CHECK_SYS(fcntl(fd, F_GETFL)) | O_NONBLOCK));
+}
+
+static int getopt_int(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t len = sizeof v;
+    CHECK_SYS(getsockopt(fd, level, name, &v, &len));
+    CHECK_EQ(len, sizeof v);
+    return v;
+}
+
+static void setopt_int(int fd, int level, int name, int v)
+{
+    CHECK_SYS(setsockopt(fd, level, name, &v, sizeof v));
+}
+
+/* Deterministic pseudo-random bytes (xorshift32) and an FNV-1a checksum. */
+static uint8_t gen_byte(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return (uint8_t)(*s >> 24);
+}
+
+#define FNV_START 14695981039346656037ULL
+#define FNV_STEP(h, byte) ((h) = ((h) ^ (byte)) * 1099511628211ULL)
+
+static uint64_t gen_sum(uint32_t seed, size_t total)
+{
+    uint64_t h = FNV_START;
+    for (size_t i = 0; i < total; i++)
+        FNV_STEP(h, gen_byte(&seed));
+    return h;
+}
+
+/* Odd-sized chunks: 1, 7, 333, ... bytes. */
+static const size_t odd_sizes[] = {1, 7, 333, 4099, 65537, 12345, 3, 1023, 30001, 999};
+#define NODD (sizeof odd_sizes / sizeof odd_sizes[0])
+
+static uint8_t bigbuf[65537];
+
+/* Sends `total` generator bytes from `seed` in odd-sized sends. */
+static void send_stream(int fd, uint32_t seed, size_t total)
+{
+    for (size_t done = 0, i = 0, n; done < total; done += n, i++) {
+        n = odd_sizes[i % NODD] < total - done ? odd_sizes[i % NODD] : total - done;
+        for (size_t k = 0; k < n; k++)
+            bigbuf[k] = gen_byte(&seed);
+        send_all(fd, bigbuf, n);
+    }
+}
+
+/* Reads to EOF in odd-sized reads; returns the byte count, the checksum in *h. */
+static size_t recv_stream(int fd, uint64_t *h)
+{
+    size_t total = 0;
+    *h = FNV_START;
+    for (size_t i = 0;; i++) {
+        ssize_t r = CHECK_SYS(read(fd, bigbuf, odd_sizes[(i + 3) % NODD]));
+        if (r == 0)
+            return total;
+        for (ssize_t k = 0; k < r; k++)
+            FNV_STEP(*h, bigbuf[k]);
+        total += (size_t)r;
+    }
+}
+
+/* ---- 1. TCP in one process ---- */
+
+static void tcp_basic(void)
+{
+    struct sockaddr_in la;
+    int l = listener(8, &la);
+    int c = connect_to(&la);
+    struct sockaddr_in from;
+    socklen_t flen = sizeof from;
+    int s = CHECK_SYS(accept(l, (struct sockaddr *)&from, &flen));
+    CHECK_EQ(flen, sizeof from);
+    struct sockaddr_in ca = addr_of(c, 0);
+    CHECK(ca.sin_port != 0 && ca.sin_port != la.sin_port);
+    CHECK(same_addr(&from, &ca));
+    struct sockaddr_in sp = addr_of(s, 1), sl = addr_of(s, 0), cp = addr_of(c, 1);
+    CHECK(same_addr(&sp, &ca));
+    CHECK(same_addr(&sl, &la));
+    CHECK(same_addr(&cp, &la));
+
+    char buf[64];
+    for (int i = 0; i < 5; i++) {
+        char msg[16];
+        snprintf(msg, sizeof msg, "ping %d", i);
+        send_all(c, msg, strlen(msg));
+        expect(s, msg);
+        msg[1] = 'o';
+        send_all(s, msg, strlen(msg));
+        expect(c, msg);
+    }
+
+    CHECK_SYS(shutdown(c, SHUT_WR));
+    CHECK_EQ(recv(s, buf, sizeof buf, 0), 0);
+    CHECK_EQ(recv(s, buf, sizeof buf, 0), 0);
+    CHECK_ERRNO(send(c, "x", 1, MSG_NOSIGNAL), EPIPE);
+    send_all(s, "still open", 10);
+    expect(c, "still open");
+    CHECK_SYS(close(s));
+    CHECK_EQ(recv(c, buf, sizeof buf, 0), 0);
+    CLOSE(c, l);
+    SAY("tcp: bind 127.0.0.1:0 got port %d, blocking connect/accept, addresses agree, 5 "
+        "messages each way, shutdown(SHUT_WR) gives EOF (and EPIPE) while the other way works",
+        ntohs(la.sin_port));
+}
+
+/* ---- 2. TCP across processes ---- */
+
+static void tcp_processes(void)
+{
+    struct sockaddr_in la;
+    int l = listener(8, &la);
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        CHECK_SYS(close(l));
+        int c = connect_to(&la);
+        send_stream(c, 12345, STREAM_BYTES);
+        CHECK_SYS(close(c));
+        c = connect_to(&la);
+        uint64_t h;
+        CHECK_EQ(recv_stream(c, &h), REVERSE_BYTES);
+        CHECK_EQ(h, gen_sum(777, REVERSE_BYTES));
+        CHECK_SYS(close(c));
+        _exit(0);
+    }
+    int s = CHECK_SYS(accept(l, NULL, NULL));
+    uint64_t h;
+    CHECK_EQ(recv_stream(s, &h), STREAM_BYTES);
+    CHECK_EQ(h, gen_sum(12345, STREAM_BYTES));
+    CHECK_SYS(close(s));
+    s = CHECK_SYS(accept(l, NULL, NULL));
+    send_stream(s, 777, REVERSE_BYTES);
+    CHECK_SYS(close(s));
+    CHECK_CHILD_EXIT(pid, 0);
+    CHECK_SYS(close(l));
+    SAY("tcp: a child sent %d bytes in odd-sized sends, the parent read them to EOF, count and "
+        "checksum right; %d bytes back to the child, checked there",
+        STREAM_BYTES, REVERSE_BYTES);
+}
+
+/* ---- 3. several pending connections ---- */
+
+static void backlog(void)
+{
+    struct sockaddr_in la;
+    int l = listener(4, &la);
+    int c[3];
+    struct sockaddr_in ca[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = connect_to(&la);
+        ca[i] = addr_of(c[i], 0);
+        send_all(c[i], (char[]){(char)('A' + i)}, 1);
+    }
+    CHECK_EQ(wait_for(l, POLLIN, "a queued connection"), POLLIN);
+    int seen = 0;
+    for (int i = 0; i < 3; i++) {
+        struct sockaddr_in from;
+        socklen_t flen = sizeof from;
+        int s = CHECK_SYS(accept(l, (struct sockaddr *)&from, &flen));
+        int k = 0;
+        while (k < 3 && !same_addr(&from, &ca[k]))
+            k++;
+        if (k == 3)
+            FAIL("accepted a connection from port %d, not one of the clients",
+                 ntohs(from.sin_port));
+        CHECK(!(seen & (1 << k)));
+        seen |= 1 << k;
+        expect(s, (char[]){(char)('A' + k), 0});
+        CHECK_SYS(close(s));
+    }
+    CHECK_EQ(poll_now(l, POLLIN), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_SYS(close(c[i]));
+    CHECK_SYS(close(l));
+    SAY("tcp: 3 connections queued on a backlog-4 listener before accept, POLLIN, each "
+        "accepted with its own address and byte, then no POLLIN");
+}
+
+/* ---- 4. UDP ---- */
+
+static void udp(void)
+{
+    struct sockaddr_in aa, ba, from;
+    int a = bound(SOCK_DGRAM, &aa), b = bound(SOCK_DGRAM, &ba);
+    static char out[1400], in[4096];
+    for (size_t i = 0; i < sizeof out; i++)
+        out[i] = (char)(i * 7 + 1);
+
+    CHECK_EQ(getopt_int(a, SOL_SOCKET, SO_TYPE), SOCK_DGRAM);
+    const size_t sizes[3] = {1, 100, 1400};
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(sendto(a, out, sizes[i], 0, (struct sockaddr *)&ba, sizeof ba), sizes[i]);
+    for (int i = 0; i < 3; i++) {
+        socklen_t flen = sizeof from;
+        memset(&from, 0, sizeof from);
+        CHECK_EQ(recvfrom(b, in, sizeof in, 0, (struct sockaddr *)&from, &flen), sizes[i]);
+        CHECK_EQ(flen, sizeof(struct sockaddr_in));
+        CHECK(same_addr(&from, &aa));
+        CHECK(memcmp(in, out, sizes[i]) == 0);
+    }
+    SAY("udp: datagrams of 1, 100, 1400 bytes arrive whole with the sender's address");
+
+    /* Connected sockets. */
+    CHECK_SYS(connect(a, (struct sockaddr *)&ba, sizeof ba));
+    CHECK_SYS(connect(b, (struct sockaddr *)&aa, sizeof aa));
+    struct sockaddr_in ap = addr_of(a, 1);
+    CHECK(same_addr(&ap, &ba));
+    CHECK_EQ(send(a, "hello", 5, 0), 5);
+    CHECK_EQ(recv(b, in, sizeof in, 0), 5);
+    CHECK(memcmp(in, "hello", 5) == 0);
+    CHECK_EQ(send(b, "world!", 6, 0), 6);
+    CHECK_EQ(recv(a, in, sizeof in, 0), 6);
+    CHECK(memcmp(in, "world!", 6) == 0);
+    SAY("udp: connected sockets exchange datagrams with send/recv, getpeername right");
+
+    /* Truncation: the rest of the datagram is dropped. */
+    CHECK_EQ(send(a, out, 200, 0), 200);
+    CHECK_EQ(send(a, "next", 4, 0), 4);
+    CHECK_EQ(recv(b, in, 50, 0), 50);
+    CHECK(memcmp(in, out, 50) == 0);
+    CHECK_EQ(recv(b, in, sizeof in, 0), 4);
+    CHECK(memcmp(in, "next", 4) == 0);
+    set_nonblock(b);
+    CHECK_ERRNO(recv(b, in, sizeof in, 0), EAGAIN);
+    CLOSE(a, b);
+    SAY("udp: recv of a 200-byte datagram into 50 bytes returns 50, the rest is dropped");
+}
+
+/* ---- 5. non-blocking ---- */
+
+static void nonblocking(void)
+{
+    struct sockaddr_in la;
+    int l = listener(8, &la);
+    set_nonblock(l);
+    CHECK_ERRNO(accept(l, NULL, NULL), EAGAIN);
+
+    int c = CHECK_SYS(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+    CHECK(is_nonblock(c));
+    errno = 0;
+    int r = connect(c, (struct sockaddr *)&la, sizeof la);
+    if (r != 0 && errno != EINPROGRESS)
+        FAIL("non-blocking connect: %d, errno %d (%s)", r, errno, strerror(errno));
+    int immediate = r == 0;
+    CHECK(wait_for(c, POLLOUT, "the non-blocking connect") & POLLOUT);
+    CHECK_EQ(getopt_int(c, SOL_SOCKET, SO_ERROR), 0);
+    CHECK(wait_for(l, POLLIN, "the connection on the listener") & POLLIN);
+    int s = CHECK_SYS(accept(l, NULL, NULL));
+    CHECK(!is_nonblock(s));
+    CHECK_ERRNO(recv(c, bigbuf, 1, 0), EAGAIN);
+    CHECK_ERRNO(recv(s, bigbuf, 1, MSG_DONTWAIT), EAGAIN);
+    CHECK(!is_nonblock(s));
+    SAY("nonblock: EAGAIN from accept and recv, connect %s then POLLOUT and SO_ERROR 0, "
+        "accepted socket blocking, MSG_DONTWAIT EAGAIN",
+        immediate ? "0" : "EINPROGRESS");
+
+    /* accept4 with SOCK_NONBLOCK. */
+    int c2 = connect_to(&la);
+    CHECK(wait_for(l, POLLIN, "the second connection") & POLLIN);
+    int s2 = CHECK_SYS(accept4(l, NULL, NULL, SOCK_NONBLOCK));
+    CHECK(is_nonblock(s2));
+    CHECK_ERRNO(recv(s2, bigbuf, 1, 0), EAGAIN);
+    CLOSE(c2, s2);
+
+    /* Fill c until EAGAIN; s never reads. */
+    memset(bigbuf, 'f', sizeof bigbuf);
+    long total = 0, rounds = 0;
+    for (;;) {
+        ssize_t n = send(c, bigbuf, sizeof bigbuf, 0);
+        if (n > 0) {
+            total += n;
+            if (total > FILL_CAP)
+                FAIL("sent %ld bytes to a peer that does not read, never EAGAIN", total);
+            continue;
+        }
+        if (n == 0 || errno != EAGAIN)
+            FAIL("send on a full connection: %zd, errno %d (%s)", n, errno, strerror(errno));
+        /* Acks may still free room; stop once poll agrees there is none. */
+        if (!(poll_now(c, POLLOUT) & POLLOUT))
+            break;
+        if (++rounds > 100000)
+            FAIL("send says EAGAIN but poll keeps saying POLLOUT");
+    }
+    CHECK(wait_for(s, POLLIN, "data at the peer") & POLLIN);
+    CHECK_EQ(poll_now(s, POLLIN | POLLOUT), POLLIN | POLLOUT);
+    CLOSE(c, s, l);
+    SAY("nonblock: accept4(SOCK_NONBLOCK); %ld KiB sent to a peer that does not read, then "
+        "EAGAIN and no POLLOUT while the peer has POLLIN",
+        total >> 10);
+}
+
+/* ---- 6. errors ---- */
+
+static void errors(void)
+{
+    /* A port nobody listens on. */
+    struct sockaddr_in dead;
+    int d = bound(SOCK_STREAM, &dead);
+    CHECK_SYS(close(d));
+    int c = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_ERRNO(connect(c, (struct sockaddr *)&dead, sizeof dead), ECONNREFUSED);
+    CHECK_SYS(close(c));
+    c = CHECK_SYS(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+    errno = 0;
+    int r = connect(c, (struct sockaddr *)&dead, sizeof dead);
+    CHECK_EQ(r, -1);
+    const char *how = "immediately";
+    if (errno == EINPROGRESS) {
+        how = "through SO_ERROR after EINPROGRESS";
+        wait_for(c, POLLOUT, "the refused connection");
+        CHECK_EQ(getopt_int(c, SOL_SOCKET, SO_ERROR), ECONNREFUSED);
+        CHECK_EQ(getopt_int(c, SOL_SOCKET, SO_ERROR), 0);
+    } else if (errno != ECONNREFUSED) {
+        FAIL("non-blocking connect to a closed port: errno %d (%s)", errno, strerror(errno));
+    }
+    CHECK_SYS(close(c));
+    SAY("errors: connect to a closed port ECONNREFUSED; non-blocking, %s", how);
+
+    struct sockaddr_in la;
+    int l = listener(1, &la);
+    int t = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_ERRNO(bind(t, (struct sockaddr *)&la, sizeof la), EADDRINUSE);
+    struct sockaddr_in ta = loopback(0);
+    CHECK_SYS(bind(t, (struct sockaddr *)&ta, sizeof ta));
+    CHECK_ERRNO(bind(t, (struct sockaddr *)&ta, sizeof ta), EINVAL);
+    CHECK_ERRNO(accept(t, NULL, NULL), EINVAL);
+    CHECK_ERRNO(getpeername(t, (struct sockaddr *)&ta, &(socklen_t){sizeof ta}), ENOTCONN);
+    CHECK_ERRNO(send(t, "x", 1, MSG_NOSIGNAL), EPIPE);
+    CLOSE(t, l);
+    SAY("errors: EADDRINUSE for a listener's port, bind twice EINVAL, accept without listen "
+        "EINVAL, getpeername unconnected ENOTCONN, send unconnected EPIPE");
+
+    int u = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_ERRNO(listen(u, 1), EOPNOTSUPP);
+    CHECK_SYS(close(u));
+    t = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    ta = loopback(0);
+    CHECK_ERRNO(bind(t, (struct sockaddr *)&ta, 4), EINVAL);
+    struct sockaddr *volatile bad = (struct sockaddr *)1;
+    CHECK_ERRNO(bind(t, bad, sizeof ta), EFAULT);
+    ta.sin_family = AF_INET6;
+    CHECK_ERRNO(bind(t, (struct sockaddr *)&ta, sizeof ta), EAFNOSUPPORT);
+    CHECK_SYS(close(t));
+    CHECK_ERRNO(socket(AF_INET, 12345, 0), EINVAL);
+    CHECK_ERRNO(socket(AF_INET, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT);
+    SAY("errors: listen on UDP EOPNOTSUPP, bind with addrlen 4 EINVAL, a bad pointer EFAULT, "
+        "family AF_INET6 EAFNOSUPPORT; socket type 12345 EINVAL, TCP with IPPROTO_UDP "
+        "EPROTONOSUPPORT");
+
+    int s;
+    tcp_pair(&c, &s);
+    send_all(c, "data", 4);
+    CHECK(wait_for(s, POLLIN, "data") & POLLIN);
+    void *volatile badbuf = (void *)1;
+    CHECK_ERRNO(recv(s, badbuf, 4, 0), EFAULT);
+    expect(s, "data");
+    CLOSE(c, s);
+    SAY("errors: recv into a bad buffer EFAULT, the data still there afterwards");
+}
+
+/* ---- 7. EPIPE and SIGPIPE ---- */
+
+static volatile sig_atomic_t sigpipes;
+
+static void on_sigpipe(int sig)
+{
+    (void)sig;
+    sigpipes++;
+}
+
+/* A connection whose peer has closed (its FIN seen); the other end returned. */
+static int closed_peer(void)
+{
+    int c, s;
+    tcp_pair(&c, &s);
+    CHECK_SYS(close(s));
+    CHECK(wait_for(c, POLLIN, "the peer's FIN") & POLLIN);
+    CHECK_EQ(recv(c, bigbuf, 16, 0), 0);
+    return c;
+}
+
+/* Writes 100 bytes at a time to `fd` until a write fails; after each success waits for the
+ * peer's RST (POLLERR|POLLHUP). Returns the errno of the failure. */
+static int write_until_error(int fd)
+{
+    for (int i = 0; i < 100; i++) {
+        ssize_t n = write(fd, bigbuf, 100);
+        if (n < 0)
+            return errno;
+        CHECK_EQ(n, 100);
+        wait_exact(fd, 0, POLLERR | POLLHUP, "the peer's RST");
+    }
+    FAIL("100 writes to a closed peer succeeded");
+}
+
+static void epipe(void)
+{
+    set_handler(SIGPIPE, SIG_IGN, 0);
+    int c = closed_peer();
+    int e = write_until_error(c);
+    if (e != EPIPE && e != ECONNRESET)
+        FAIL("write to a closed peer: errno %d (%s), expected EPIPE or ECONNRESET", e,
+             strerror(e));
+    CHECK_ERRNO(write(c, bigbuf, 100), EPIPE);
+    CHECK_ERRNO(send(c, bigbuf, 100, 0), EPIPE);
+    CHECK_SYS(close(c));
+    SAY("epipe: SIGPIPE ignored: write to a closed peer fails after its RST with %s, then EPIPE",
+        e == EPIPE ? "EPIPE" : "ECONNRESET");
+
+    set_handler(SIGPIPE, on_sigpipe, 0);
+    sigpipes = 0;
+    c = closed_peer();
+    e = write_until_error(c);
+    if (e == EPIPE)
+        CHECK_EQ(sigpipes, 1);
+    else if (e == ECONNRESET)
+        CHECK_EQ(sigpipes, 0);
+    else
+        FAIL("write to a closed peer: errno %d (%s)", e, strerror(e));
+    int before = sigpipes;
+    CHECK_ERRNO(write(c, bigbuf, 100), EPIPE);
+    CHECK_EQ(sigpipes, before + 1);
+    CHECK_ERRNO(send(c, bigbuf, 100, MSG_NOSIGNAL), EPIPE);
+    CHECK_EQ(sigpipes, before + 1);
+    CHECK_ERRNO(send(c, bigbuf, 100, 0), EPIPE);
+    CHECK_EQ(sigpipes, before + 2);
+    CHECK_SYS(close(c));
+    set_handler(SIGPIPE, SIG_IGN, 0);
+    SAY("epipe: with a handler, each EPIPE raised SIGPIPE (%d in all), MSG_NOSIGNAL none",
+        (int)sigpipes);
+}
+
+/* ---- 8. socket options ---- */
+
+static void options(void)
+{
+    int t = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_EQ(getopt_int(t, SOL_SOCKET, SO_TYPE), SOCK_STREAM);
+    /* Each flag reads 0, then 1 once set, then 0 once cleared. */
+    const int flags[3][2] = {
+        {SOL_SOCKET, SO_REUSEADDR}, {IPPROTO_TCP, TCP_NODELAY}, {SOL_SOCKET, SO_KEEPALIVE}};
+    for (int i = 0; i < 3; i++)
+        for (int want = 0; want < 3; want++) {
+            if (want > 0)
+                setopt_int(t, flags[i][0], flags[i][1], want & 1);
+            if (getopt_int(t, flags[i][0], flags[i][1]) != (want & 1))
+                FAIL("option %d of level %d does not read %d", flags[i][1], flags[i][0], want & 1);
+        }
+    setopt_int(t, SOL_SOCKET, SO_RCVBUF, 65536);
+    setopt_int(t, SOL_SOCKET, SO_SNDBUF, 65536);
+    int rcv = getopt_int(t, SOL_SOCKET, SO_RCVBUF), snd = getopt_int(t, SOL_SOCKET, SO_SNDBUF);
+    CHECK(rcv >= 65536 && snd >= 65536);
+    SAY("options: SO_REUSEADDR, TCP_NODELAY, SO_KEEPALIVE read back; SO_RCVBUF/SO_SNDBUF "
+        "65536 read back as %d/%d; SO_TYPE SOCK_STREAM",
+        rcv, snd);
+
+    /* Short lengths: setsockopt refuses them, getsockopt truncates the value. */
+    int v = 1, type = SOCK_STREAM;
+    CHECK_ERRNO(setsockopt(t, SOL_SOCKET, SO_REUSEADDR, &v, 2), EINVAL);
+    CHECK_ERRNO(setsockopt(t, IPPROTO_TCP, TCP_NODELAY, &v, 2), EINVAL);
+    unsigned char raw[4];
+    memset(raw, 0x7f, sizeof raw);
+    socklen_t len = 2;
+    CHECK_SYS(getsockopt(t, SOL_SOCKET, SO_TYPE, raw, &len));
+    CHECK_EQ(len, 2);
+    CHECK(memcmp(raw, &type, 2) == 0 && raw[2] == 0x7f && raw[3] == 0x7f);
+    len = (socklen_t)-1;
+    CHECK_ERRNO(getsockopt(t, SOL_SOCKET, SO_TYPE, &v, &len), EINVAL);
+    len = (socklen_t)-1;
+    CHECK_ERRNO(getsockopt(t, IPPROTO_TCP, TCP_NODELAY, &v, &len), EINVAL);
+    SAY("options: optlen 2 is EINVAL for setsockopt, truncates getsockopt's value; a negative "
+        "getsockopt optlen EINVAL");
+
+    len = sizeof v;
+    CHECK_ERRNO(getsockopt(t, SOL_SOCKET, 9999, &v, &len), ENOPROTOOPT);
+    CHECK_ERRNO(getsockopt(t, IPPROTO_TCP, 9999, &v, &len), ENOPROTOOPT);
+    CHECK_ERRNO(setsockopt(t, SOL_SOCKET, 9999, &v, sizeof v), ENOPROTOOPT);
+    CHECK_ERRNO(setsockopt(t, IPPROTO_TCP, 9999, &v, sizeof v), ENOPROTOOPT);
+    CHECK_ERRNO(setsockopt(t, 9999, 1, &v, sizeof v), ENOPROTOOPT);
+    CHECK_ERRNO(getsockopt(t, 9999, 1, &v, &len), EOPNOTSUPP);
+    CHECK_SYS(close(t));
+    int u = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_ERRNO(getsockopt(u, IPPROTO_TCP, TCP_NODELAY, &v, &len), EOPNOTSUPP);
+    CHECK_SYS(close(u));
+    SAY("options: unknown SOL_SOCKET and IPPROTO_TCP options ENOPROTOOPT; an unknown level "
+        "ENOPROTOOPT for setsockopt, EOPNOTSUPP for getsockopt (and TCP_NODELAY on UDP)");
+
+    /* A port whose accepted connection closed first (TIME_WAIT on the listener's side). */
+    struct sockaddr_in la = loopback(0);
+    int l = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    setopt_int(l, SOL_SOCKET, SO_REUSEADDR, 1);
+    CHECK_SYS(bind(l, (struct sockaddr *)&la, sizeof la));
+    la = addr_of(l, 0);
+    CHECK_SYS(listen(l, 1));
+    int c = connect_to(&la);
+    int s = CHECK_SYS(accept(l, NULL, NULL));
+    send_all(c, "q", 1);
+    expect(s, "q");
+    CHECK_SYS(close(s));
+    CHECK_EQ(recv(c, bigbuf, 1, 0), 0);
+    CLOSE(c, l);
+    int n = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_ERRNO(bind(n, (struct sockaddr *)&la, sizeof la), EADDRINUSE);
+    setopt_int(n, SOL_SOCKET, SO_REUSEADDR, 1);
+    CHECK_SYS(bind(n, (struct sockaddr *)&la, sizeof la));
+    CHECK_SYS(listen(n, 1));
+    c = connect_to(&la);
+    s = CHECK_SYS(accept(n, NULL, NULL));
+    CLOSE(c, s, n);
+    SAY("options: port %d of a just-closed connection: bind EADDRINUSE, with SO_REUSEADDR it "
+        "binds, listens and accepts",
+        ntohs(la.sin_port));
+}
+
+/* ---- 9. sendmsg/recvmsg, read/write ---- */
+
+static void messages(void)
+{
+    int c, s;
+    tcp_pair(&c, &s);
+    char h[] = "hello, ", w[] = "world";
+    struct iovec out[2] = {{h, 7}, {w, 5}};
+    struct msghdr m = {.msg_iov = out, .msg_iovlen = 2};
+    CHECK_EQ(sendmsg(c, &m, MSG_NOSIGNAL), 12);
+    char a[5], b[7];
+    struct iovec in[2] = {{a, 5}, {b, 7}};
+    m = (struct msghdr){.msg_iov = in, .msg_iovlen = 2};
+    CHECK_EQ(recvmsg(s, &m, MSG_WAITALL), 12);
+    CHECK(memcmp(a, "hello", 5) == 0 && memcmp(b, ", world", 7) == 0);
+    CHECK_EQ(write(s, "via write", 9), 9);
+    char buf[16];
+    for (ssize_t got = 0, r; got < 9; got += r)
+        CHECK((r = read(c, buf + got, (size_t)(9 - got))) > 0);
+    CHECK(memcmp(buf, "via write", 9) == 0);
+    CHECK_SYS(close(c));
+    CHECK_EQ(read(s, buf, sizeof buf), 0);
+    CHECK_SYS(close(s));
+    SAY("msg: TCP sendmsg/recvmsg with two iovecs each, read/write on a connected socket");
+
+    struct sockaddr_in ua, va, from;
+    int u = bound(SOCK_DGRAM, &ua), v = bound(SOCK_DGRAM, &va);
+    m = (struct msghdr){.msg_name = &va, .msg_namelen = sizeof va, .msg_iov = out, .msg_iovlen = 2};
+    CHECK_EQ(sendmsg(u, &m, 0), 12);
+    memset(&from, 0, sizeof from);
+    m = (struct msghdr){
+        .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = in, .msg_iovlen = 2};
+    CHECK_EQ(recvmsg(v, &m, 0), 12);
+    CHECK_EQ(m.msg_namelen, sizeof from);
+    CHECK(same_addr(&from, &ua));
+    CHECK_EQ(m.msg_flags, 0);
+    CHECK(memcmp(a, "hello", 5) == 0 && memcmp(b, ", world", 7) == 0);
+
+    CHECK_EQ(sendto(u, "0123456789ABCDEF", 16, 0, (struct sockaddr *)&va, sizeof va), 16);
+    m = (struct msghdr){.msg_iov = in, .msg_iovlen = 2};
+    CHECK_EQ(recvmsg(v, &m, 0), 12);
+    CHECK_EQ(m.msg_flags, MSG_TRUNC);
+    CHECK(memcmp(a, "01234", 5) == 0 && memcmp(b, "56789AB", 7) == 0);
+    CLOSE(u, v);
+    SAY("msg: UDP sendmsg/recvmsg with two iovecs, msg_name the sender; a longer datagram "
+        "sets MSG_TRUNC");
+}
+
+/* ---- 10. close semantics ---- */
+
+static void closing(void)
+{
+    int c, s;
+    char buf[8];
+    tcp_pair(&c, &s);
+    CHECK_SYS(shutdown(s, SHUT_WR));
+    CHECK(wait_for(c, POLLIN, "EOF after shutdown") & POLLIN);
+    CHECK_EQ(poll_now(c, POLLIN), POLLIN);
+    CHECK_EQ(poll_now(c, POLLIN | POLLOUT), POLLIN | POLLOUT);
+    CHECK_EQ(recv(c, buf, sizeof buf, 0), 0);
+    send_all(c, "back", 4);
+    expect(s, "back");
+    CHECK_SYS(shutdown(c, SHUT_WR));
+    CHECK_EQ(poll_now(c, POLLIN), POLLIN | POLLHUP);
+    CHECK_EQ(recv(s, buf, sizeof buf, 0), 0);
+    CHECK_EQ(poll_now(s, POLLIN), POLLIN | POLLHUP);
+    CLOSE(c, s);
+    SAY("close: after the peer's shutdown(SHUT_WR) poll says POLLIN (POLLOUT too), recv 0, "
+        "writing back works; POLLIN|POLLHUP once both ways are shut");
+
+    tcp_pair(&c, &s);
+    CHECK_SYS(close(s));
+    CHECK(wait_for(c, POLLIN, "EOF after close") & POLLIN);
+    CHECK_EQ(poll_now(c, POLLIN), POLLIN);
+    CHECK_EQ(poll_now(c, POLLIN | POLLOUT), POLLIN | POLLOUT);
+    CHECK_EQ(recv(c, buf, sizeof buf, 0), 0);
+    CHECK_EQ(recv(c, buf, sizeof buf, 0), 0);
+    CHECK_SYS(close(c));
+    SAY("close: after the peer's close() poll says POLLIN (POLLOUT too, no POLLHUP), recv 0 "
+        "again and again");
+}
+
+int main(void)
+{
+    test_begin("net");
+    set_handler(SIGPIPE, SIG_IGN, 0);
+    tcp_basic();
+    tcp_processes();
+    backlog();
+    udp();
+    nonblocking();
+    errors();
+    epipe();
+    options();
+    messages();
+    closing();
+    PASS();
+}
