@@ -1470,6 +1470,8 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             nodes: job.config.nodes,
             memory_mib: MEMORY_MIB,
             accel,
+            forwards: Vec::new(),
+            pcap: None,
         };
         let system = job.variant.system;
         let (kernel, initrd) = match system {
@@ -1530,6 +1532,8 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         nodes: 2,
         memory_mib: MEMORY_MIB,
         accel,
+        forwards: Vec::new(),
+        pcap: None,
     };
     let text = summary(
         &samples,
@@ -1821,6 +1825,8 @@ mod tests {
                 nodes: c.nodes,
                 memory_mib: MEMORY_MIB,
                 accel: Accel::Tcg,
+                forwards: Vec::new(),
+                pcap: None,
             };
             m.validate().unwrap();
         }

@@ -96,6 +96,8 @@ pub fn parse(args: &[String], default_seed: u64) -> Result<Options, String> {
             nodes: 2,
             memory_mib: 1024,
             accel: Accel::detect(),
+            forwards: Vec::new(),
+            pcap: None,
         },
         workers: None,
         trace: true,

@@ -35,7 +35,8 @@ use qemu::{Accel, Machine};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb] [-- WORD...]
+  cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb]
+                  [--forward HOSTPORT:GUESTPORT]... [--pcap FILE] [-- WORD...]
   cargo xtask test [--host-only | --linux-only | --qemu-only] [FILTER]
   cargo xtask boottime [--runs N]
   cargo xtask initramfs [--list]
@@ -89,6 +90,8 @@ fn parse_run(args: &[String]) -> Result<(Machine, bool, Vec<String>), String> {
         nodes: 2,
         memory_mib: 1024,
         accel: Accel::detect(),
+        forwards: Vec::new(),
+        pcap: None,
     };
     parse_machine(args, m)
 }
@@ -120,12 +123,32 @@ fn parse_machine(args: &[String], mut m: Machine) -> Result<(Machine, bool, Vec<
                 i += 1;
             }
             "--gdb" => gdb = true,
+            "--pcap" => {
+                let v = args.get(i + 1).ok_or("--pcap needs a file name")?;
+                m.pcap = Some(v.into());
+                i += 1;
+            }
+            "--forward" => {
+                let v = args
+                    .get(i + 1)
+                    .ok_or("--forward needs HOSTPORT:GUESTPORT")?;
+                m.forwards.push(parse_forward(v)?);
+                i += 1;
+            }
             "--" => return Ok((m, gdb, args[i + 1..].to_vec())),
             other => return Err(format!("unknown option '{other}'\n{USAGE}")),
         }
         i += 1;
     }
     Ok((m, gdb, Vec::new()))
+}
+
+/// `HOSTPORT:GUESTPORT` of `--forward`.
+fn parse_forward(v: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("--forward: '{v}' is not HOSTPORT:GUESTPORT (ports 1-65535)");
+    let (h, g) = v.split_once(':').ok_or_else(bad)?;
+    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(bad);
+    Ok((port(h)?, port(g)?))
 }
 
 fn run(args: &[String]) -> Result<u8, String> {
@@ -148,6 +171,10 @@ fn run(args: &[String]) -> Result<u8, String> {
         "xtask: booting Reef: {} cores, {} nodes, {} MiB, {:?} (quit: Ctrl-A X)",
         machine.cores, machine.nodes, machine.memory_mib, machine.accel
     );
+    eprintln!("xtask: network: the guest is 10.0.2.15 on QEMU user networking (gateway 10.0.2.2)");
+    for (host, guest) in &machine.forwards {
+        eprintln!("xtask: 127.0.0.1:{host} on this host reaches the guest's port {guest}");
+    }
     let status = cmd
         .status()
         .map_err(|e| format!("cannot start QEMU: {e}"))?;

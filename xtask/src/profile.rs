@@ -70,6 +70,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
             nodes: 1,
             memory_mib: 1024,
             accel: crate::qemu::Accel::detect(),
+            forwards: Vec::new(),
+            pcap: None,
         },
         skip: Duration::from_secs(3),
         interval: Duration::from_millis(20),

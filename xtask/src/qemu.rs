@@ -14,6 +14,10 @@ pub struct Machine {
     pub memory_mib: u32,
     /// Accelerator.
     pub accel: Accel,
+    /// TCP ports of the host's 127.0.0.1 forwarded to the guest: (host port, guest port).
+    pub forwards: Vec<(u16, u16)>,
+    /// Where QEMU writes every frame of the NIC (pcap), for debugging (`run --pcap`).
+    pub pcap: Option<std::path::PathBuf>,
 }
 
 /// How QEMU runs the guest.
@@ -120,6 +124,24 @@ impl Machine {
                     a.push(format!("dist,src={i},dst={j},val=20"));
                 }
             }
+        }
+        // The NIC: virtio-net on QEMU user networking (the guest is 10.0.2.15, the host side
+        // 10.0.2.2); it takes the place of the machine's default NIC.
+        let mut netdev = String::from("user,id=n0");
+        for (host, guest) in &self.forwards {
+            netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
+        }
+        a.extend([
+            "-netdev".into(),
+            netdev,
+            "-device".into(),
+            "virtio-net-pci,netdev=n0".into(),
+        ]);
+        if let Some(file) = &self.pcap {
+            a.extend([
+                "-object".into(),
+                format!("filter-dump,id=dump0,netdev=n0,file={}", file.display()),
+            ]);
         }
         a.extend([
             "-display".into(),

@@ -978,6 +978,8 @@ fn machine(c: &Case) -> Machine {
         nodes: c.nodes,
         memory_mib: c.memory_mib,
         accel: Accel::detect(),
+        forwards: Vec::new(),
+        pcap: None,
     }
 }
 
@@ -1273,6 +1275,8 @@ pub fn boottime(args: &[String]) -> Result<u8, String> {
             nodes,
             memory_mib,
             accel: Accel::detect(),
+            forwards: Vec::new(),
+            pcap: None,
         };
         let mut kernel_ms = Vec::new();
         let mut wall_ms = Vec::new();

@@ -7,8 +7,11 @@
 //! the child's own new sockets go to its own. Every instance owns 127.0.0.1, and instances reach
 //! each other through the switch (`net::switch`: proxy ARP, routing by the destination port
 //! through [`PORTS`], a rejecting instance answering for ports nobody holds), as LibrettOS's
-//! network server routes between applications. There is no NIC yet: frames to other addresses
-//! are dropped and counted (`/proc/reef/net`).
+//! network server routes between applications. With a NIC ([`nic`], QEMU's virtio-net) every
+//! instance also owns the machine's address ([`ADDRESS`], QEMU user networking's guest
+//! address) and reaches the rest of the world through [`GATEWAY`]: the switch sends frames for
+//! outside addresses out of the NIC and routes what arrives on it by port, as it does between
+//! instances. Counters in `/proc/reef/net`.
 //!
 //! Frames move synchronously: an operation on a socket runs its instance ([`Instance::run`]),
 //! and [`pump`] carries the frames it sent to their instances and runs those, until nothing
@@ -21,6 +24,7 @@
 //! operation or poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an
 //! instance's lock. Nothing holds two instances' locks; waiting happens with no lock held.
 
+pub mod nic;
 pub mod socket;
 
 use crate::fd::POLL_WAKE;
@@ -31,8 +35,16 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use net::switch::{self, Route};
-use net::{Instant, Ipv4Address, PortMap, Stack, StackId};
+use net::switch::{self, Inbound, Route};
+use net::{EthernetAddress, Instant, Ipv4Address, Ipv4Cidr, PortMap, Stack, StackId};
+
+/// The machine's address on its NIC: QEMU user networking gives the guest 10.0.2.15/24.
+pub const ADDRESS: Ipv4Cidr = Ipv4Cidr::new(Ipv4Address::new(10, 0, 2, 15), 24);
+/// The gateway (QEMU user networking's host side; 10.0.2.3 is its DNS server).
+pub const GATEWAY: Ipv4Address = Ipv4Address::new(10, 0, 2, 2);
+
+/// The gateway's MAC address, once it answered (or spoke).
+static GATEWAY_MAC: IrqMutex<Option<EthernetAddress>> = IrqMutex::new(None);
 
 /// One stack instance and the threads waiting on its sockets.
 pub struct Instance {
@@ -67,8 +79,12 @@ static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 static DUE: AtomicBool = AtomicBool::new(false);
 /// Frames the switch carried between instances.
 static FORWARDED: AtomicU64 = AtomicU64::new(0);
-/// Frames dropped: for outside addresses (no NIC yet).
+/// Frames dropped: for outside addresses with no NIC, or before the gateway's MAC was known.
 static DROPPED_OUTSIDE: AtomicU64 = AtomicU64::new(0);
+/// Frames sent out of the NIC.
+static NIC_SENT: AtomicU64 = AtomicU64::new(0);
+/// Frames received on the NIC.
+static NIC_RECEIVED: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: malformed or of a protocol the switch does not route.
 static DROPPED_BAD: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: the receiving instance's queue was full.
@@ -82,9 +98,14 @@ fn now() -> Instant {
     Instant::from_micros((crate::time::now_ns() / 1000) as i64)
 }
 
-/// The addresses local to the machine (for now, the loopback network).
+/// Whether the machine has a NIC.
+fn has_nic() -> bool {
+    nic::NIC.lock().is_some()
+}
+
+/// The addresses local to the machine: the loopback network, and its address if it has a NIC.
 fn is_local(a: Ipv4Address) -> bool {
-    a.is_loopback()
+    a.is_loopback() || (a == ADDRESS.address() && has_nic())
 }
 
 /// A new instance, registered.
@@ -104,7 +125,17 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
             n
         }
     };
-    let stack = Stack::new(id, &[net::LOOPBACK], None, u64::from_le_bytes(seed), now());
+    let stack = if has_nic() {
+        Stack::new(
+            id,
+            &[net::LOOPBACK, ADDRESS],
+            Some(GATEWAY),
+            u64::from_le_bytes(seed),
+            now(),
+        )
+    } else {
+        Stack::new(id, &[net::LOOPBACK], None, u64::from_le_bytes(seed), now())
+    };
     let inst = Arc::new(Instance {
         id,
         stack: IrqMutex::new(stack),
@@ -183,6 +214,7 @@ impl Instance {
 pub fn pump(first: &Arc<Instance>) {
     let mut work: VecDeque<Arc<Instance>> = VecDeque::new();
     work.push_back(first.clone());
+    from_nic(&mut work);
     let mut polls = 0;
     while let Some(inst) = work.pop_front() {
         polls += 1;
@@ -218,7 +250,7 @@ pub fn pump(first: &Arc<Instance>) {
 }
 
 /// Carries one frame `from` sent: returns the instance that got it.
-fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
+fn forward(from: &Arc<Instance>, frame: Vec<u8>) -> Option<Arc<Instance>> {
     let route = switch::route(&frame, &PORTS.lock(), is_local);
     let (to, reject) = match route {
         Route::Stack(id) => (lookup(id)?, false),
@@ -228,7 +260,7 @@ fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
             return Some(from.clone());
         }
         Route::Outside => {
-            DROPPED_OUTSIDE.fetch_add(1, Ordering::Relaxed);
+            to_nic(frame);
             return None;
         }
         Route::Drop(_) => {
@@ -236,6 +268,12 @@ fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
             return None;
         }
     };
+    deliver(&to, frame, reject).then_some(to)
+}
+
+/// Hands `frame` to instance `to` (`reject`: the rejecting instance, which must know the
+/// switch's MAC at once); false if its queue was full.
+fn deliver(to: &Arc<Instance>, mut frame: Vec<u8>, reject: bool) -> bool {
     switch::readdress(&mut frame, net::stack_mac(to.id));
     {
         let mut s = to.stack.lock();
@@ -244,17 +282,92 @@ fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
         }
         if !s.deliver(frame) {
             DROPPED_FULL.fetch_add(1, Ordering::Relaxed);
-            return None;
+            return false;
         }
     }
     FORWARDED.fetch_add(1, Ordering::Relaxed);
-    Some(to)
+    true
+}
+
+/// Sends a frame for an outside address out of the NIC, to the gateway. Until the gateway's
+/// MAC is known the frame is dropped (TCP sends it again) and the NIC asks for it.
+fn to_nic(mut frame: Vec<u8>) {
+    let mut guard = nic::NIC.lock();
+    let Some(n) = guard.as_mut() else {
+        DROPPED_OUTSIDE.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let gateway = *GATEWAY_MAC.lock();
+    match gateway {
+        Some(mac) => {
+            switch::outbound(&mut frame, n.mac, mac);
+            if n.send(&frame) {
+                NIC_SENT.fetch_add(1, Ordering::Relaxed);
+            } else {
+                DROPPED_FULL.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        None => {
+            DROPPED_OUTSIDE.fetch_add(1, Ordering::Relaxed);
+            let ask = switch::ask_gateway(n.mac, ADDRESS.address(), GATEWAY);
+            n.send(&ask);
+        }
+    }
+}
+
+/// Most frames taken from the NIC in one call (its receive queue's size).
+const NIC_BATCH: usize = 64;
+
+/// Routes the frames waiting on the NIC to their instances (added to `work`), answers ARP for
+/// the machine's address and learns the gateway's MAC.
+fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
+    for _ in 0..NIC_BATCH {
+        let (frame, mac) = {
+            let mut guard = nic::NIC.lock();
+            let Some(n) = guard.as_mut() else {
+                return;
+            };
+            let Some(frame) = n.receive() else {
+                return;
+            };
+            (frame, n.mac)
+        };
+        NIC_RECEIVED.fetch_add(1, Ordering::Relaxed);
+        let decision = switch::inbound(&frame, &PORTS.lock(), ADDRESS.address(), mac, GATEWAY);
+        let (to, reject) = match decision {
+            Inbound::To(Route::Stack(id)) => (lookup(id), false),
+            Inbound::To(Route::Reject) => (rejecter(), true),
+            Inbound::To(_) | Inbound::Drop(_) => {
+                DROPPED_BAD.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Inbound::Answer { reply, gateway } => {
+                if let Some(gw) = gateway {
+                    *GATEWAY_MAC.lock() = Some(gw);
+                }
+                if let Some(n) = nic::NIC.lock().as_mut() {
+                    n.send(&reply);
+                }
+                continue;
+            }
+            Inbound::Gateway(gw) => {
+                *GATEWAY_MAC.lock() = Some(gw);
+                continue;
+            }
+        };
+        if let Some(to) = to {
+            if deliver(&to, frame, reject) && !work.iter().any(|w| Arc::ptr_eq(w, &to)) {
+                work.push_back(to);
+            }
+        }
+    }
 }
 
 /// The boot core's timer tick: notes when the earliest deadline has passed.
 pub fn tick() {
     let now_ms = crate::time::now_ns() / 1_000_000;
-    if now_ms >= DEADLINE_MS.load(Ordering::Acquire) {
+    let nic_waiting = nic::NIC.lock().as_ref().is_some_and(nic::Nic::can_receive);
+    if nic_waiting || now_ms >= DEADLINE_MS.load(Ordering::Acquire) {
         DUE.store(true, Ordering::Release);
     }
 }
@@ -275,6 +388,11 @@ pub fn run_due() {
         pump(inst);
     }
     drop(all);
+    let mut work = VecDeque::new();
+    from_nic(&mut work);
+    for inst in work {
+        pump(&inst);
+    }
     REGISTRY.lock().stacks.retain(|&id, inst| {
         // Only the registry holds it (no process, no descriptor) and it has nothing open
         // or closing: it goes. The rejecting instance stays.
@@ -303,6 +421,25 @@ pub fn report() -> alloc::string::String {
             ports.join(",")
         };
         let _ = writeln!(out, "{} {socks} {ports} {dropped}", inst.id);
+    }
+    match nic::NIC.lock().as_ref() {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "nic {} address {} gateway {} gateway_mac {} sent {} received {}",
+                n.mac,
+                ADDRESS,
+                GATEWAY,
+                GATEWAY_MAC
+                    .lock()
+                    .map_or(alloc::string::String::from("?"), |m| alloc::format!("{m}")),
+                NIC_SENT.load(Ordering::Relaxed),
+                NIC_RECEIVED.load(Ordering::Relaxed)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "nic none");
+        }
     }
     let _ = writeln!(
         out,

@@ -371,6 +371,22 @@ impl Stack {
         }
     }
 
+    /// The source address for a packet to `dst` from a socket bound to any address: 127.0.0.1
+    /// for the loopback network, else the first other address it has (smoltcp would take the
+    /// first address whatever the destination).
+    fn source_for(&self, dst: Ipv4Address) -> Ipv4Address {
+        let loopback = crate::LOOPBACK.address();
+        if dst.is_loopback() {
+            return loopback;
+        }
+        self.iface
+            .ip_addrs()
+            .iter()
+            .map(|&IpCidr::Ipv4(c)| c.address())
+            .find(|a| !a.is_loopback())
+            .unwrap_or(loopback)
+    }
+
     /// Its number.
     pub fn id(&self) -> StackId {
         self.id
@@ -723,9 +739,10 @@ impl Stack {
             return Err(Errno::ECONNREFUSED);
         }
         self.autobind(id, ports)?;
+        let source = self.source_for(addr);
         let sock = self.sock(id)?;
         let local = IpListenEndpoint {
-            addr: sock.addr.map(IpAddress::Ipv4),
+            addr: Some(IpAddress::Ipv4(sock.addr.unwrap_or(source))),
             port: sock.port,
         };
         let mut s = tcp_socket(&sock.opts)?;
@@ -848,8 +865,14 @@ impl Stack {
                     return Err(Errno::EINVAL);
                 }
                 self.autobind(id, ports)?;
+                let IpAddress::Ipv4(dst_addr) = dst.addr;
+                let meta = udp::UdpMetadata {
+                    endpoint: dst,
+                    local_address: Some(IpAddress::Ipv4(self.source_for(dst_addr))),
+                    meta: Default::default(),
+                };
                 let s = self.set.get_mut::<udp::Socket>(handle);
-                match s.send_slice(data, dst) {
+                match s.send_slice(data, meta) {
                     Ok(()) => Ok(data.len()),
                     Err(udp::SendError::BufferFull) => Err(Errno::EAGAIN),
                     Err(udp::SendError::Unaddressable) => Err(Errno::ENETUNREACH),

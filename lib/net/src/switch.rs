@@ -1,11 +1,15 @@
-//! The frame switch: where a frame an instance sent goes (LibrettOS §3.2's routing by port).
+//! The frame switch: where a frame goes (LibrettOS §3.2's routing by port).
 //!
-//! Every instance owns the same local addresses, so the switch answers ARP for them itself
-//! with [`SWITCH_MAC`] (proxy ARP) and routes IPv4 by destination: to a local address, by
-//! the TCP or UDP destination port through the [`PortMap`]; ICMP to a local address (echo
-//! requests) and ports nobody holds go to the rejecting instance, whose stack answers as a
-//! host without that service does (TCP RST, ping replies); anything else leaves the machine.
-//! Frames are checked before they are read: a malformed one is dropped, never trusted.
+//! Every instance owns the same addresses (127.0.0.1 and the machine's address on its NIC), so
+//! the switch is every instance's one neighbour: it answers all their ARP requests itself with
+//! [`SWITCH_MAC`] (proxy ARP) and routes IPv4 by destination: to a local address, by the TCP
+//! or UDP destination port through the [`PortMap`]; ICMP to a local address (echo requests)
+//! and ports nobody holds go to the rejecting instance, whose stack answers as a host without
+//! that service does (TCP RST, ping replies); anything else leaves through the NIC, readdressed
+//! from the NIC's MAC to the gateway's ([`outbound`]). Frames arriving on the NIC go the same
+//! way by port ([`inbound`]); the switch answers ARP for the machine's address with the NIC's
+//! MAC and learns the gateway's. Frames are checked before they are read: a malformed one is
+//! dropped, never trusted.
 
 use crate::portmap::{PortMap, Proto, StackId};
 use crate::SWITCH_MAC;
@@ -45,7 +49,7 @@ pub fn route(frame: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool)
         return Route::Drop(Dropped::Malformed);
     };
     match eth.ethertype() {
-        EthernetProtocol::Arp => arp(&eth, local),
+        EthernetProtocol::Arp => arp(&eth),
         EthernetProtocol::Ipv4 => ipv4(eth.payload(), ports, local),
         _ => Route::Drop(Dropped::Unrouted),
     }
@@ -75,8 +79,8 @@ pub fn announce(addr: Ipv4Address, to: EthernetAddress) -> Vec<u8> {
     out
 }
 
-/// An ARP request for a local address gets the switch's answer; other ARP goes out.
-fn arp(eth: &EthernetFrame<&[u8]>, local: impl Fn(Ipv4Address) -> bool) -> Route {
+/// An ARP request gets the switch's answer; other ARP from an instance is dropped.
+fn arp(eth: &EthernetFrame<&[u8]>) -> Route {
     let Ok(packet) = ArpPacket::new_checked(eth.payload()) else {
         return Route::Drop(Dropped::Malformed);
     };
@@ -93,29 +97,143 @@ fn arp(eth: &EthernetFrame<&[u8]>, local: impl Fn(Ipv4Address) -> bool) -> Route
     else {
         return Route::Drop(Dropped::Unrouted);
     };
-    if !local(target_protocol_addr) {
-        return Route::Outside;
-    }
     if operation != ArpOperation::Request {
         return Route::Drop(Dropped::Unrouted);
     }
-    let answer = ArpRepr::EthernetIpv4 {
-        operation: ArpOperation::Reply,
-        source_hardware_addr: SWITCH_MAC,
-        source_protocol_addr: target_protocol_addr,
-        target_hardware_addr: source_hardware_addr,
-        target_protocol_addr: source_protocol_addr,
+    // Local or not, every address is reached through the switch.
+    Route::Reply(arp_reply(
+        SWITCH_MAC,
+        target_protocol_addr,
+        source_hardware_addr,
+        source_protocol_addr,
+    ))
+}
+
+/// An ARP reply: `addr` is at `mac`, to `to_mac` (`to_addr`).
+fn arp_reply(
+    mac: EthernetAddress,
+    addr: Ipv4Address,
+    to_mac: EthernetAddress,
+    to_addr: Ipv4Address,
+) -> Vec<u8> {
+    arp_frame(ArpOperation::Reply, mac, addr, to_mac, to_addr, to_mac)
+}
+
+/// An ARP packet in an Ethernet frame from `mac` to `dst`.
+fn arp_frame(
+    operation: ArpOperation,
+    mac: EthernetAddress,
+    addr: Ipv4Address,
+    to_mac: EthernetAddress,
+    to_addr: Ipv4Address,
+    dst: EthernetAddress,
+) -> Vec<u8> {
+    let packet = ArpRepr::EthernetIpv4 {
+        operation,
+        source_hardware_addr: mac,
+        source_protocol_addr: addr,
+        target_hardware_addr: to_mac,
+        target_protocol_addr: to_addr,
     };
     let header = EthernetRepr {
-        src_addr: SWITCH_MAC,
-        dst_addr: source_hardware_addr,
+        src_addr: mac,
+        dst_addr: dst,
         ethertype: EthernetProtocol::Arp,
     };
-    let mut out = alloc::vec![0; header.buffer_len() + answer.buffer_len()];
+    let mut out = alloc::vec![0; header.buffer_len() + packet.buffer_len()];
     let mut frame = EthernetFrame::new_unchecked(&mut out[..]);
     header.emit(&mut frame);
-    answer.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
-    Route::Reply(out)
+    packet.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+    out
+}
+
+/// The ARP request the NIC sends to learn the gateway's MAC.
+pub fn ask_gateway(nic_mac: EthernetAddress, me: Ipv4Address, gateway: Ipv4Address) -> Vec<u8> {
+    arp_frame(
+        ArpOperation::Request,
+        nic_mac,
+        me,
+        EthernetAddress([0; 6]),
+        gateway,
+        EthernetAddress::BROADCAST,
+    )
+}
+
+/// Where a frame that arrived on the NIC goes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// To the instance holding its destination port ([`route`]'s answer for a local address).
+    To(Route),
+    /// Back out of the NIC: the switch's answer to an ARP request for the machine's address
+    /// (with the gateway's MAC when the gateway asked).
+    Answer {
+        /// The ARP reply.
+        reply: Vec<u8>,
+        /// The asker's MAC, if it is the gateway.
+        gateway: Option<EthernetAddress>,
+    },
+    /// An ARP packet from the gateway: it is at this MAC.
+    Gateway(EthernetAddress),
+    /// Nowhere (counted by the caller).
+    Drop(Dropped),
+}
+
+/// Where a frame from the NIC goes: the machine's address is `me` (the NIC's `nic_mac`), its
+/// gateway `gateway`. IPv4 for `me` goes by port as [`route`] sends it; ARP requests for `me`
+/// are answered; ARP from the gateway tells its MAC; everything else is dropped.
+pub fn inbound(
+    frame: &[u8],
+    ports: &PortMap,
+    me: Ipv4Address,
+    nic_mac: EthernetAddress,
+    gateway: Ipv4Address,
+) -> Inbound {
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return Inbound::Drop(Dropped::Malformed);
+    };
+    match eth.ethertype() {
+        EthernetProtocol::Arp => {
+            let Ok(packet) = ArpPacket::new_checked(eth.payload()) else {
+                return Inbound::Drop(Dropped::Malformed);
+            };
+            let Ok(ArpRepr::EthernetIpv4 {
+                operation,
+                source_hardware_addr,
+                source_protocol_addr,
+                target_protocol_addr,
+                ..
+            }) = ArpRepr::parse(&packet)
+            else {
+                return Inbound::Drop(Dropped::Malformed);
+            };
+            let from_gateway = source_protocol_addr == gateway && source_hardware_addr.is_unicast();
+            if operation == ArpOperation::Request && target_protocol_addr == me {
+                let reply = arp_reply(nic_mac, me, source_hardware_addr, source_protocol_addr);
+                return Inbound::Answer {
+                    reply,
+                    gateway: from_gateway.then_some(source_hardware_addr),
+                };
+            }
+            if from_gateway {
+                return Inbound::Gateway(source_hardware_addr);
+            }
+            Inbound::Drop(Dropped::Unrouted)
+        }
+        EthernetProtocol::Ipv4 => match route(frame, ports, |a| a == me) {
+            Route::Outside => Inbound::Drop(Dropped::Unrouted),
+            r => Inbound::To(r),
+        },
+        _ => Inbound::Drop(Dropped::Unrouted),
+    }
+}
+
+/// Readdresses a frame an instance sends out of the machine: from the NIC's MAC to the
+/// gateway's (every outside address is reached through it).
+pub fn outbound(frame: &mut [u8], nic_mac: EthernetAddress, gateway_mac: EthernetAddress) {
+    if let Ok(mut eth) = EthernetFrame::new_checked(frame) {
+        eth.set_src_addr(nic_mac);
+        eth.set_dst_addr(gateway_mac);
+    }
 }
 
 /// An IPv4 packet to a local address goes by port; others go out.
@@ -231,6 +349,53 @@ mod tests {
             route(&lying, &ports, is_local),
             Route::Drop(Dropped::Malformed)
         );
+    }
+
+    #[test]
+    fn frames_from_the_nic_go_by_port_and_arp_for_the_machine_is_answered() {
+        let mut ports = PortMap::new();
+        ports.claim(Proto::Tcp, 80, 4).unwrap();
+        let me = Ipv4Address::new(10, 0, 2, 15);
+        let gw = Ipv4Address::new(10, 0, 2, 2);
+        let nic = EthernetAddress([0x52, 0x54, 0, 0x12, 0x34, 0x56]);
+        let gw_mac = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
+        assert_eq!(
+            inbound(&tcp_frame(me, 80), &ports, me, nic, gw),
+            Inbound::To(Route::Stack(4))
+        );
+        assert_eq!(
+            inbound(&tcp_frame(me, 81), &ports, me, nic, gw),
+            Inbound::To(Route::Reject)
+        );
+        // Loopback traffic never comes from the wire.
+        let lo = Ipv4Address::new(127, 0, 0, 1);
+        assert_eq!(
+            inbound(&tcp_frame(lo, 80), &ports, me, nic, gw),
+            Inbound::Drop(Dropped::Unrouted)
+        );
+        let ask = ask_gateway(gw_mac, gw, me);
+        let Inbound::Answer { gateway, .. } = inbound(&ask, &ports, me, nic, gw) else {
+            panic!("the gateway's request is answered");
+        };
+        assert_eq!(gateway, Some(gw_mac), "and teaches its MAC");
+        let other = ask_gateway(
+            EthernetAddress([2, 0, 0, 0, 0, 9]),
+            Ipv4Address::new(10, 0, 2, 9),
+            me,
+        );
+        let Inbound::Answer {
+            reply: answer,
+            gateway: None,
+        } = inbound(&other, &ports, me, nic, gw)
+        else {
+            panic!("a request for the machine's address is answered");
+        };
+        let f = EthernetFrame::new_checked(&answer[..]).unwrap();
+        assert_eq!(f.src_addr(), nic);
+        let mut out = tcp_frame(gw, 80);
+        outbound(&mut out, nic, gw_mac);
+        let f = EthernetFrame::new_checked(&out[..]).unwrap();
+        assert_eq!((f.src_addr(), f.dst_addr()), (nic, gw_mac));
     }
 
     #[test]

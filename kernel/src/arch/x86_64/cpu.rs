@@ -72,6 +72,15 @@ pub unsafe fn outw(port: u16, value: u16) {
     unsafe { asm!("out dx, ax", in("dx") port, in("ax") value, options(nomem, nostack)) };
 }
 
+/// Writes a 32-bit word to an I/O port.
+///
+/// # Safety
+/// As for [`outb`].
+pub unsafe fn outl(port: u16, value: u32) {
+    // SAFETY: per the caller's contract.
+    unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nomem, nostack)) };
+}
+
 /// Reads a 32-bit word from an I/O port.
 ///
 /// # Safety

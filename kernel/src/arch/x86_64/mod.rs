@@ -8,6 +8,7 @@ pub mod gdt;
 pub mod idt;
 pub mod kvm;
 pub mod paging;
+pub mod pci;
 pub mod power;
 pub mod rtc;
 pub mod serial;
