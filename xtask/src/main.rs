@@ -26,6 +26,7 @@ mod cpio;
 mod deps;
 mod fuzz;
 mod linux;
+mod nettest;
 mod profile;
 mod qemu;
 mod tests;

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Time limit of one QEMU boot.
-const LIMIT: Duration = Duration::from_secs(180);
+pub(crate) const LIMIT: Duration = Duration::from_secs(180);
 /// Time limit of the boots that create many processes.
 const LONG_LIMIT: Duration = Duration::from_secs(400);
 /// Time limit of one user program run natively on Linux.
@@ -184,12 +184,15 @@ pub fn collect(cmd: Command, limit: Duration) -> Result<Outcome, String> {
 
 /// One step of a conversation with the serial console.
 #[derive(Clone, Copy, Debug)]
-enum Step {
+pub(crate) enum Step {
     /// Types this text (writes it to QEMU's stdin, which is the serial port).
     Send(&'static str),
     /// Waits, at most [`STEP_LIMIT`], until the output after the previous match contains this
     /// text (carriage returns removed).
     Expect(&'static str),
+    /// Does something on the host (given the host port of the case's first forwarded port),
+    /// then types what it returns, if anything.
+    Host(fn(u16) -> Result<Option<String>, String>),
 }
 
 /// Runs `cmd` with its stdin piped and plays `script`, then waits for the process to exit
@@ -199,12 +202,13 @@ fn converse(
     cmd: Command,
     script: &[Step],
     limit: Duration,
+    host_port: u16,
 ) -> Result<(Outcome, Result<(), String>), String> {
     let (mut child, start) = spawn_piped(cmd, Stdio::piped())?;
     let mut stdin = child.stdin.take().expect("piped");
     let capture = Capture::start(&mut child);
     let mut seen = 0;
-    let mut typed: Vec<&str> = Vec::new();
+    let mut typed: Vec<String> = Vec::new();
     let mut verdict = Ok(());
     'script: for (i, step) in script.iter().enumerate() {
         match *step {
@@ -213,8 +217,22 @@ fn converse(
                     verdict = Err(format!("step {}: cannot write to QEMU: {e}", i + 1));
                     break;
                 }
-                typed.push(text);
+                typed.push(text.into());
             }
+            Step::Host(action) => match action(host_port) {
+                Ok(None) => {}
+                Ok(Some(text)) => {
+                    if let Err(e) = stdin.write_all(text.as_bytes()).and_then(|_| stdin.flush()) {
+                        verdict = Err(format!("step {}: cannot write to QEMU: {e}", i + 1));
+                        break;
+                    }
+                    typed.push(text);
+                }
+                Err(e) => {
+                    verdict = Err(format!("step {} (on the host): {e}", i + 1));
+                    break;
+                }
+            },
             Step::Expect(want) => {
                 let step_start = Instant::now();
                 loop {
@@ -270,27 +288,29 @@ pub fn boot(
     collect(machine.command(kernel, initrd, cmdline, false), limit)
 }
 
-type Check = Box<dyn Fn(&Machine, &Outcome) -> Result<(), String>>;
+pub(crate) type Check = Box<dyn Fn(&Machine, &Outcome) -> Result<(), String>>;
 
 /// Explains a failed run from its log and QEMU's exit status (an error with the details).
-type Explain = fn(&str, i32) -> Result<(), String>;
+pub(crate) type Explain = fn(&str, i32) -> Result<(), String>;
 
-struct Case {
-    name: String,
-    cores: u32,
-    nodes: u32,
-    memory_mib: u32,
-    cmdline: String,
-    status: i32,
-    limit: Duration,
-    check: Check,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) cores: u32,
+    pub(crate) nodes: u32,
+    pub(crate) memory_mib: u32,
+    pub(crate) cmdline: String,
+    pub(crate) status: i32,
+    pub(crate) limit: Duration,
+    pub(crate) check: Check,
     /// Input typed into the serial console (empty: stdin stays closed).
-    script: Vec<Step>,
+    pub(crate) script: Vec<Step>,
     /// Explains a failure from the log and QEMU's status (the fuzzer's seed and last calls).
-    explain: Option<Explain>,
+    pub(crate) explain: Option<Explain>,
+    /// TCP ports of the host's 127.0.0.1 forwarded to the guest (host, guest).
+    pub(crate) forwards: Vec<(u16, u16)>,
 }
 
-fn expect(log: &str, needle: &str) -> Result<(), String> {
+pub(crate) fn expect(log: &str, needle: &str) -> Result<(), String> {
     if log.contains(needle) {
         Ok(())
     } else {
@@ -456,6 +476,7 @@ fn kernel_case(
         check: Box::new(check),
         script: Vec::new(),
         explain: None,
+        forwards: Vec::new(),
     }
 }
 
@@ -852,6 +873,7 @@ fn user_case(
         }),
         script: Vec::new(),
         explain: t.explain,
+        forwards: Vec::new(),
     })
 }
 
@@ -961,6 +983,7 @@ fn tty_cases() -> Vec<Case> {
         check: Box::new(|_, o| expect(&o.log, &init_exit_line(0, None))),
         script,
         explain: None,
+        forwards: Vec::new(),
     }]
 }
 
@@ -969,6 +992,7 @@ fn all_cases() -> Result<Vec<Case>, String> {
     cases.extend(user_cases()?);
     cases.extend(hare_cases()?);
     cases.extend(tty_cases());
+    cases.extend(crate::nettest::cases()?);
     Ok(cases)
 }
 
@@ -978,7 +1002,7 @@ fn machine(c: &Case) -> Machine {
         nodes: c.nodes,
         memory_mib: c.memory_mib,
         accel: Accel::detect(),
-        forwards: Vec::new(),
+        forwards: c.forwards.clone(),
         pcap: None,
     }
 }
@@ -1176,7 +1200,8 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             (o, Ok(()))
         } else {
             let cmd = m.command(&kernel.image, &initrd, &case.cmdline, false);
-            converse(cmd, &case.script, case.limit)?
+            let host_port = case.forwards.first().map_or(0, |f| f.0);
+            converse(cmd, &case.script, case.limit, host_port)?
         };
         let verdict = script.and_then(|()| match o.end {
             End::TimedOut => Err(format!("no exit within {} s", case.limit.as_secs())),
@@ -1360,9 +1385,16 @@ mod unit {
         // issue 12's cases are named as it asks.
         let all = all_cases().unwrap();
         let named = |c: &Case| {
-            ["user", "msg-", "fleet-", "corectl-stop", "compat-", "net-"]
-                .iter()
-                .any(|f| c.name.contains(f))
+            [
+                "user",
+                "msg-",
+                "fleet-",
+                "corectl-stop",
+                "compat-",
+                "net-sockets",
+            ]
+            .iter()
+            .any(|f| c.name.contains(f))
         };
         assert_eq!(all.iter().filter(|c| named(c)).count(), cases.len());
         for n in [
@@ -1519,7 +1551,7 @@ mod unit {
         ];
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "read a; echo got=$a; read b; echo got=$b; exit 4"]);
-        let (o, verdict) = converse(cmd, &script, LIMIT).unwrap();
+        let (o, verdict) = converse(cmd, &script, LIMIT, 0).unwrap();
         assert_eq!(verdict, Ok(()));
         assert_eq!(o.end, End::Exited(4));
         assert_eq!(o.log, "got=one\ngot=two\n");
@@ -1534,7 +1566,7 @@ mod unit {
         ];
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "read x; echo $x"]);
-        let (o, verdict) = converse(cmd, &script, LIMIT).unwrap();
+        let (o, verdict) = converse(cmd, &script, LIMIT, 0).unwrap();
         let why = verdict.unwrap_err();
         assert!(why.starts_with("step 3: expected \"one\""), "{why}");
         assert!(why.contains("typed so far: [\"echo one\\n\"]"), "{why}");
