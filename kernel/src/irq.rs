@@ -10,8 +10,26 @@ use crate::arch::power::{self, ExitCode};
 use crate::arch::{apic, cpu};
 use crate::console::print_emergency;
 use crate::kcb::{self, FIRST_BINDABLE_VECTOR};
+use crate::sync::IrqMutex;
 use crate::time::TIMER_VECTOR;
 use core::sync::atomic::Ordering;
+
+/// Drivers' handlers of device interrupts, by bindable vector (`FIRST_BINDABLE_VECTOR + i`):
+/// the hook through which an interrupt reaches its driver above this layer.
+static DEVICE_HANDLERS: IrqMutex<[Option<fn()>; kcb::BINDABLE_VECTORS]> =
+    IrqMutex::new([None; kcb::BINDABLE_VECTORS]);
+
+/// Binds device interrupt source `gsi` to a free vector of the calling core, whose interrupts
+/// will run `handler` (before the EOI: a level-triggered device must be quieted there).
+/// Returns the vector, or `None` if the core has no free vector or no KCB yet.
+pub fn bind_device(gsi: u32, handler: fn()) -> Option<u8> {
+    let k = kcb::try_current()?;
+    let mut bindings = k.interrupt_bindings.lock();
+    let i = bindings.gsi.iter().position(Option::is_none)?;
+    bindings.gsi[i] = Some(gsi);
+    DEVICE_HANDLERS.lock()[i] = Some(handler);
+    Some(FIRST_BINDABLE_VECTOR + i as u8)
+}
 
 /// Displays a core id without allocating (the heap may be what failed).
 struct CoreName(Option<usize>);
@@ -186,9 +204,14 @@ pub fn interrupt(frame: &mut InterruptFrame) {
         v if (FIRST_BINDABLE_VECTOR..FIRST_BINDABLE_VECTOR + kcb::BINDABLE_VECTORS as u8)
             .contains(&v) =>
         {
-            let bound = kcb::try_current().and_then(|k| {
-                k.interrupt_bindings.lock().gsi[(v - FIRST_BINDABLE_VECTOR) as usize]
-            });
+            let i = (v - FIRST_BINDABLE_VECTOR) as usize;
+            let handler = DEVICE_HANDLERS.lock()[i];
+            if let Some(handler) = handler {
+                handler();
+                apic::eoi();
+                return;
+            }
+            let bound = kcb::try_current().and_then(|k| k.interrupt_bindings.lock().gsi[i]);
             apic::eoi();
             crate::kprintln!(
                 "reef: device interrupt on vector {v:#x} (source {bound:?}) has no driver"

@@ -63,9 +63,9 @@ pub const BINDABLE_VECTORS: usize = 16;
 /// First vector of the bindable range.
 pub const FIRST_BINDABLE_VECTOR: u8 = 0x40;
 
-/// Device interrupt sources (global system interrupts) routed to this core, by local vector.
-/// Barrelfish/DC re-registers them when a KCB moves to another core; devices arrive with later
-/// issues, so no source is bound yet.
+/// Device interrupt sources (global system interrupts) routed to this core, by local vector
+/// (`irq::bind_device`: the NIC's, on the boot core). Barrelfish/DC re-registers them when a
+/// KCB moves to another core; Reef does not move them yet.
 #[derive(Default)]
 pub struct InterruptBindings {
     /// `gsi[v]` is the source bound to vector `FIRST_BINDABLE_VECTOR + v`.

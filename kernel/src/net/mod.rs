@@ -85,6 +85,8 @@ static DROPPED_OUTSIDE: AtomicU64 = AtomicU64::new(0);
 static NIC_SENT: AtomicU64 = AtomicU64::new(0);
 /// Frames received on the NIC.
 static NIC_RECEIVED: AtomicU64 = AtomicU64::new(0);
+/// Interrupts the NIC raised.
+static NIC_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: malformed or of a protocol the switch does not route.
 static DROPPED_BAD: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: the receiving instance's queue was full.
@@ -372,6 +374,12 @@ pub fn tick() {
     }
 }
 
+/// The NIC interrupted: frames wait ([`run_due`] takes them).
+pub fn interrupted() {
+    NIC_INTERRUPTS.fetch_add(1, Ordering::Relaxed);
+    DUE.store(true, Ordering::Release);
+}
+
 /// Whether [`run_due`] has work.
 pub fn pending() -> bool {
     DUE.load(Ordering::Acquire)
@@ -426,7 +434,7 @@ pub fn report() -> alloc::string::String {
         Some(n) => {
             let _ = writeln!(
                 out,
-                "nic {} address {} gateway {} gateway_mac {} sent {} received {}",
+                "nic {} address {} gateway {} gateway_mac {} sent {} received {} interrupts {}",
                 n.mac,
                 ADDRESS,
                 GATEWAY,
@@ -434,7 +442,8 @@ pub fn report() -> alloc::string::String {
                     .lock()
                     .map_or(alloc::string::String::from("?"), |m| alloc::format!("{m}")),
                 NIC_SENT.load(Ordering::Relaxed),
-                NIC_RECEIVED.load(Ordering::Relaxed)
+                NIC_RECEIVED.load(Ordering::Relaxed),
+                NIC_INTERRUPTS.load(Ordering::Relaxed)
             );
         }
         None => {

@@ -5,8 +5,11 @@
 //! frame allocator, heap buffers by their direct-map addresses: the heap's arenas are
 //! contiguous 2 MiB frames and x86 DMA is coherent, so sharing needs no bounce buffer).
 //!
-//! The NIC is polled: by [`super::pump`] whenever an instance runs, and by the boot core's
-//! timer tick through [`super::run_due`] (every 10 ms). No interrupt is wired yet.
+//! The NIC interrupts the boot core (its PCI INTx line through the I/O APIC, found in the
+//! MADT): the handler quiets the device and marks the network due, and the boot core runs
+//! [`super::run_due`] as soon as it leaves the interrupt (to user mode or its idle loop). It is
+//! also polled by [`super::pump`] whenever an instance runs and by the boot core's tick, so a
+//! lost or unrouted interrupt costs latency, not frames.
 
 use crate::arch::paging::{phys_to_virt, virt_to_phys};
 use crate::arch::pci;
@@ -145,8 +148,76 @@ fn assign_bars(root: &mut PciRoot<PortAccess>, df: DeviceFunction, next: &mut u6
     );
 }
 
-/// Looks for a virtio-net device on PCI bus 0 and sets it up; says what it found.
-pub fn init() {
+/// Quiets the NIC's interrupt (reading its status deasserts the line) and marks the network
+/// due (the `irq::bind_device` hook).
+fn interrupt() {
+    if let Some(n) = NIC.lock().as_mut() {
+        n.dev.ack_interrupt();
+    }
+    super::interrupted();
+}
+
+/// Routes the INTx line of `df` (its interrupt-line register, with the MADT's override for
+/// that IRQ if any) through the I/O APIC that serves it to a vector of the calling (boot)
+/// core; says where, or why not.
+fn route_interrupt(df: DeviceFunction, madt: Option<&acpi::Madt>) {
+    let line = (pci::read32(df.bus, df.device, df.function, 0x3c) & 0xff) as u8;
+    let Some(madt) = madt else {
+        kprintln!("reef: net: no MADT: the NIC is polled");
+        return;
+    };
+    if line == 0 || line == 0xff {
+        kprintln!("reef: net: the NIC has no interrupt line: it is polled");
+        return;
+    }
+    // PCI interrupts are level-triggered and active low unless the MADT says otherwise.
+    let mut gsi = u32::from(line);
+    let mut signal = crate::arch::ioapic::Signal {
+        level: true,
+        active_low: true,
+    };
+    if let Some(o) = madt
+        .overrides
+        .iter()
+        .find(|o| o.bus == 0 && o.source == line)
+    {
+        gsi = o.gsi;
+        match o.polarity {
+            acpi::Polarity::ActiveHigh => signal.active_low = false,
+            acpi::Polarity::ActiveLow => signal.active_low = true,
+            _ => {}
+        }
+        match o.trigger {
+            acpi::Trigger::Edge => signal.level = false,
+            acpi::Trigger::Level => signal.level = true,
+            _ => {}
+        }
+    }
+    let Some(ioapic) = madt
+        .io_apics
+        .iter()
+        .find(|a| gsi >= a.gsi_base && gsi < a.gsi_base + 24)
+    else {
+        kprintln!("reef: net: no I/O APIC serves GSI {gsi}: the NIC is polled");
+        return;
+    };
+    let Some(vector) = crate::irq::bind_device(gsi, interrupt) else {
+        kprintln!("reef: net: no free interrupt vector: the NIC is polled");
+        return;
+    };
+    crate::arch::ioapic::route(
+        ioapic.address,
+        gsi - ioapic.gsi_base,
+        vector,
+        crate::arch::apic::id(),
+        signal,
+    );
+    kprintln!("reef: net: NIC interrupt: IRQ {line}, GSI {gsi} -> vector {vector:#x} on core 0");
+}
+
+/// Looks for a virtio-net device on PCI bus 0 and sets it up (its interrupt through the
+/// MADT's I/O APIC); says what it found.
+pub fn init(madt: Option<&acpi::Madt>) {
     let mut root = PciRoot::new(PortAccess);
     let mut next = BAR_WINDOW;
     let found = root
@@ -169,6 +240,7 @@ pub fn init() {
             let mac = EthernetAddress(dev.mac_address());
             kprintln!("reef: net: virtio-net at {df}, MAC {mac}");
             *NIC.lock() = Some(Nic { dev, mac });
+            route_interrupt(df, madt);
         }
         Err(e) => kprintln!("reef: net: virtio-net at {df}: {e:?}"),
     }
