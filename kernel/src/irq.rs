@@ -16,13 +16,16 @@ use core::sync::atomic::Ordering;
 
 /// Drivers' handlers of device interrupts, by bindable vector (`FIRST_BINDABLE_VECTOR + i`):
 /// the hook through which an interrupt reaches its driver above this layer.
-static DEVICE_HANDLERS: IrqMutex<[Option<fn()>; kcb::BINDABLE_VECTORS]> =
+static DEVICE_HANDLERS: IrqMutex<[Option<DeviceHandler>; kcb::BINDABLE_VECTORS]> =
     IrqMutex::new([None; kcb::BINDABLE_VECTORS]);
+
+/// A driver's interrupt handler.
+type DeviceHandler = fn();
 
 /// Binds device interrupt source `gsi` to a free vector of the calling core, whose interrupts
 /// will run `handler` (before the EOI: a level-triggered device must be quieted there).
 /// Returns the vector, or `None` if the core has no free vector or no KCB yet.
-pub fn bind_device(gsi: u32, handler: fn()) -> Option<u8> {
+pub fn bind_device(gsi: u32, handler: DeviceHandler) -> Option<u8> {
     let k = kcb::try_current()?;
     let mut bindings = k.interrupt_bindings.lock();
     let i = bindings.gsi.iter().position(Option::is_none)?;
