@@ -30,6 +30,9 @@
  *                                   processes (the reference for msgrtt): ns per round trip
  *   uperf sockrtt [ITERS [REPS]]    pipertt over one AF_UNIX stream socket pair instead of two
  *                                   pipes (the other reference)
+ *   uperf tcprtt [ITERS [REPS]]     pipertt over a TCP connection on 127.0.0.1 (TCP_NODELAY):
+ *                                   the parent listens, the child connects after the fork (on
+ *                                   Reef each end is in its own process's stack instance)
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -58,7 +61,7 @@
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
- * per thread, msgrtt, mboxrtt, pipertt, sockrtt and grantrtt 20000 x 5, msgtput, mboxtput and
+ * per thread, msgrtt, mboxrtt, pipertt, sockrtt, tcprtt and grantrtt 20000 x 5, msgtput, mboxtput and
  * granttput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
  * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
@@ -75,6 +78,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sched.h>
@@ -712,8 +717,29 @@ static void pipe_child(void)
     _exit(0);
 }
 
-/* start_peer's `pipes`: 1 two pipes, SOCKET_PAIR one AF_UNIX socket pair. */
-enum { SOCKET_PAIR = 2 };
+/* start_peer's `pipes`: 1 two pipes, SOCKET_PAIR one AF_UNIX socket pair, TCP_LOOPBACK one TCP
+ * connection over 127.0.0.1. */
+enum { SOCKET_PAIR = 2, TCP_LOOPBACK = 3 };
+
+/* A listening TCP socket on 127.0.0.1 (a free port, written to *addr). */
+static int tcp_listener(struct sockaddr_in *addr)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t len = sizeof *addr;
+    *addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (l < 0 || bind(l, (struct sockaddr *)addr, sizeof *addr) != 0 || listen(l, 1) != 0 ||
+        getsockname(l, (struct sockaddr *)addr, &len) != 0)
+        die("TCP listener on 127.0.0.1: %s", strerror(errno));
+    return l;
+}
+
+/* TCP_NODELAY on `fd`: every byte goes at once, as the pipes' do. */
+static void no_delay(int fd)
+{
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        die("TCP_NODELAY: %s", strerror(errno));
+}
 
 /* Starts the peer on the last allowed CPU and pins this process to the first; with `pages`,
  * maps the page pool and lets the peer reach it. */
@@ -721,12 +747,16 @@ static void start_peer(int pipes, int pages)
 {
     int first, last;
     cpu_ends(&first, &last);
+    struct sockaddr_in addr;
+    int listener = pipes == TCP_LOOPBACK ? tcp_listener(&addr) : -1;
     if (pipes == SOCKET_PAIR) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
             die("socketpair(AF_UNIX, SOCK_STREAM): %s", strerror(errno));
         down[1] = up[0] = sv[0];
         down[0] = up[1] = sv[1];
+    } else if (pipes == TCP_LOOPBACK) {
+        /* Connected below, after the fork. */
     } else if (pipes) {
         if (pipe(down) != 0 || pipe(up) != 0)
             die("pipe: %s", strerror(errno));
@@ -748,11 +778,27 @@ static void start_peer(int pipes, int pages)
         die("fork: %s", strerror(errno));
     if (peer == 0) {
         pin_to(last);
+        if (pipes == TCP_LOOPBACK) {
+            close(listener);
+            int c = socket(AF_INET, SOCK_STREAM, 0);
+            if (c < 0 || connect(c, (struct sockaddr *)&addr, sizeof addr) != 0)
+                _exit(4);
+            no_delay(c);
+            down[0] = up[1] = c;
+        }
         if (pipes)
             pipe_child();
         msg_child(pages);
     }
     pin_to(first);
+    if (pipes == TCP_LOOPBACK) {
+        int a = accept(listener, NULL, NULL);
+        if (a < 0)
+            die("accept: %s", strerror(errno));
+        close(listener);
+        no_delay(a);
+        down[1] = up[0] = a;
+    }
     if (pages)
         grant_pool();
     struct reef_conn_info info;
@@ -884,6 +930,7 @@ static void mode_msg(int argc, char **argv, const char *name)
         {"mboxrtt", msgrtt_loop, 0, 0, 0},     {"mboxtput", msgtput_loop, 1, 0, 0},
         {"pipertt", pipertt_loop, 0, 1, 0},    {"grantrtt", grantrtt_loop, 0, 0, 1},
         {"granttput", granttput_loop, 1, 0, 1}, {"sockrtt", pipertt_loop, 0, SOCKET_PAIR, 0},
+        {"tcprtt", pipertt_loop, 0, TCP_LOOPBACK, 0},
     };
     int i = 0;
     while (strcmp(modes[i].name, name) != 0)
@@ -1151,7 +1198,7 @@ int main(int argc, char **argv, char **envp)
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "sockrtt") ||
-             !strcmp(argv[1], "grantrtt") ||
+             !strcmp(argv[1], "tcprtt") || !strcmp(argv[1], "grantrtt") ||
              !strcmp(argv[1], "granttput"))
         mode_msg(argc, argv, argv[1]);
     else

@@ -37,6 +37,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
            core (core-busy core-jitter) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
+           net (net-lo-rtt)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
            hare-rename-latency) nr-bench";
@@ -397,6 +398,9 @@ fn benches(effort: Effort) -> Vec<Bench> {
         ("msg-sock-rtt", "sockrtt", "ns/rt", false),
         ("msg-grant-rtt", "grantrtt", "ns/rt", false),
         ("msg-grant-tput", "granttput", "msgs/s", true),
+        // LibrettOS (issue 15): a TCP round trip over 127.0.0.1 between two processes (on Reef
+        // two stack instances joined by the kernel's switch).
+        ("net-lo-rtt", "tcprtt", "ns/rt", false),
     ] {
         let prefix: &'static str = match mode {
             "msgrtt" => "uperf msgrtt ",
@@ -405,6 +409,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             "mboxtput" => "uperf mboxtput ",
             "pipertt" => "uperf pipertt ",
             "sockrtt" => "uperf sockrtt ",
+            "tcprtt" => "uperf tcprtt ",
             "grantrtt" => "uperf grantrtt ",
             _ => "uperf granttput ",
         };
