@@ -60,6 +60,8 @@ pub const DEV_PROC: u64 = 3;
 pub const DEV_MSG: u64 = 4;
 /// `st_dev` of `AF_INET` sockets.
 pub const DEV_NET: u64 = 5;
+/// `st_dev` of anonymous objects (epoll instances).
+pub const DEV_ANON: u64 = 6;
 
 /// What an open file refers to.
 pub enum Node {
@@ -77,6 +79,8 @@ pub enum Node {
     Socket(Arc<SocketEnd>),
     /// An `AF_INET` socket (its instance closes it when the last description goes).
     Inet(Arc<crate::net::socket::Socket>),
+    /// An epoll instance.
+    Epoll(Arc<crate::fs::epoll::Epoll>),
     /// A `/proc` file, its contents generated when it was opened.
     ProcFile(procfs::Place, Vec<u8>),
     /// A `/proc` directory; the offset counts entries.
@@ -196,7 +200,8 @@ impl Drop for OpenFile {
             | Node::ProcFile(..)
             | Node::ProcDir(_)
             | Node::Hare(_)
-            | Node::Inet(_) => {}
+            | Node::Inet(_)
+            | Node::Epoll(_) => {}
         }
     }
 }
@@ -268,8 +273,9 @@ impl OpenFile {
             Node::PipeWrite(_) => Err(Errno::EBADF),
             Node::Socket(e) => e.read(buf, self.nonblock()),
             Node::Inet(s) => s.read(buf, self.nonblock()),
-            // Messages go through the mapped channels, not read and write.
-            Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
+            // Messages go through the mapped channels, not read and write; epoll through its
+            // calls.
+            Node::Mailbox(_) | Node::Conn(..) | Node::Epoll(_) => Err(Errno::EINVAL),
         }
     }
 
@@ -339,6 +345,7 @@ impl OpenFile {
             | Node::PipeWrite(_)
             | Node::Socket(_)
             | Node::Inet(_)
+            | Node::Epoll(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
@@ -376,7 +383,7 @@ impl OpenFile {
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
             Node::Socket(e) => e.write(&data, self.nonblock()),
             Node::Inet(s) => s.write(&data, self.nonblock()),
-            Node::Mailbox(_) | Node::Conn(..) => Err(Errno::EINVAL),
+            Node::Mailbox(_) | Node::Conn(..) | Node::Epoll(_) => Err(Errno::EINVAL),
         }
     }
 
@@ -405,6 +412,7 @@ impl OpenFile {
             | Node::PipeWrite(_)
             | Node::Socket(_)
             | Node::Inet(_)
+            | Node::Epoll(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => dev::write(*d, &data),
@@ -435,6 +443,7 @@ impl OpenFile {
             | Node::PipeWrite(_)
             | Node::Socket(_)
             | Node::Inet(_)
+            | Node::Epoll(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => return Err(Errno::ESPIPE),
             Node::Device(..) => return Ok(0),
@@ -474,6 +483,7 @@ impl OpenFile {
             }
             Node::Socket(e) => Ok(KStat::synthetic(DEV_PIPE, e.id, 0o140777, 0)),
             Node::Inet(s) => Ok(KStat::synthetic(DEV_NET, s.ino, 0o140777, 0)),
+            Node::Epoll(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
             Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
             Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
@@ -545,6 +555,7 @@ impl OpenFile {
             Node::Conn(c, end) => c.poll(*end),
             Node::Socket(e) => e.poll(),
             Node::Inet(s) => s.poll(),
+            Node::Epoll(e) => e.poll(),
             _ => POLLIN | POLLOUT,
         }
     }
@@ -559,6 +570,7 @@ impl OpenFile {
             Node::Conn(c, _) => c.poll_keys().map(Some),
             Node::Socket(e) => e.poll_keys().map(Some),
             Node::Inet(s) => [Some(s.poll_key()), None],
+            Node::Epoll(e) => return e.poll_keys(out),
             _ => [None, None],
         };
         out.try_reserve(2).map_err(|_| Errno::ENOMEM)?;

@@ -157,6 +157,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "epoll",
+        source: "epoll.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "fileio",
         source: "fileio.c",
         pie: false,

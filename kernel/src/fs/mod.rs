@@ -9,6 +9,7 @@
 //! for the system calls ([`open`]).
 
 pub mod dev;
+pub mod epoll;
 pub mod hare;
 pub mod path;
 pub mod pipe;

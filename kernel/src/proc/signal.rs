@@ -67,6 +67,28 @@ const SA_SIGINFO: u64 = 4;
 const SA_ONSTACK: u64 = 0x0800_0000;
 /// `SA_RESTART`: restart a syscall the signal interrupts instead of failing it with `EINTR`.
 const SA_RESTART: u64 = 0x1000_0000;
+
+/// Whether system call `nr` ends with `EINTR` after a handler even with `SA_RESTART`, as on
+/// Linux (`ERESTARTNOHAND` and `ERESTART_RESTARTBLOCK`: waits for readiness, for a signal and
+/// sleeps; `signal(7)`).
+fn never_restarted(nr: u64) -> bool {
+    use abi::syscalls::*;
+    matches!(
+        nr as usize,
+        SYS_POLL
+            | SYS_PPOLL
+            | SYS_SELECT
+            | SYS_PSELECT6
+            | SYS_EPOLL_WAIT
+            | SYS_EPOLL_PWAIT
+            | SYS_EPOLL_PWAIT2
+            | SYS_PAUSE
+            | SYS_RT_SIGSUSPEND
+            | SYS_RT_SIGTIMEDWAIT
+            | SYS_NANOSLEEP
+            | SYS_CLOCK_NANOSLEEP
+    )
+}
 /// `SA_NODEFER`: do not block the signal while its handler runs.
 const SA_NODEFER: u64 = 0x4000_0000;
 /// `SA_RESETHAND`: reset the action to the default when the handler is entered.
@@ -451,7 +473,7 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
     }
     // A syscall interrupted by this signal: restart it (SA_RESTART) or let it return EINTR.
     if frame.vector == user::SYSCALL_VECTOR && frame.rax as i64 == Errno::EINTR.to_return() as i64 {
-        if action.flags & SA_RESTART != 0 {
+        if action.flags & SA_RESTART != 0 && !never_restarted(frame.error_code) {
             frame.rax = frame.error_code;
             frame.rip -= 2;
         }

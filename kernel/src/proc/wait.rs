@@ -13,10 +13,10 @@ use super::sched;
 use super::{Thread, ThreadState};
 use crate::sync::IrqMutex;
 use abi::Errno;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{fence, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// How a sleep ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +200,9 @@ struct Poller {
 pub struct PollQueue {
     /// The threads waiting, with their keys.
     pollers: IrqMutex<Vec<Poller>>,
+    /// Flags raised when their key is notified (an edge-triggered epoll interest's), kept
+    /// while their owner holds them.
+    watches: IrqMutex<Vec<(PollKey, Weak<AtomicBool>)>>,
 }
 
 impl PollQueue {
@@ -207,12 +210,33 @@ impl PollQueue {
     pub const fn new() -> Self {
         PollQueue {
             pollers: IrqMutex::new(Vec::new()),
+            watches: IrqMutex::new(Vec::new()),
         }
     }
 
-    /// `key`'s object changed: wakes the pollers watching it (in batches, each woken after
-    /// the queue's lock is let go, as [`WaitQueue::notify_all`] does).
+    /// Raises `flag` whenever `key` is notified, for as long as the flag's owner keeps it.
+    pub fn watch(&self, key: PollKey, flag: &Arc<AtomicBool>) -> Result<(), Errno> {
+        let mut w = self.watches.lock();
+        w.retain(|(_, f)| f.strong_count() > 0);
+        w.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        w.push((key, Arc::downgrade(flag)));
+        Ok(())
+    }
+
+    /// `key`'s object changed: raises its watches' flags and wakes the pollers watching it
+    /// (in batches, each woken after the queue's lock is let go, as
+    /// [`WaitQueue::notify_all`] does).
     pub fn notify(&self, key: PollKey) {
+        {
+            let w = self.watches.lock();
+            for (k, f) in w.iter() {
+                if *k == key {
+                    if let Some(f) = f.upgrade() {
+                        f.store(true, Ordering::Release);
+                    }
+                }
+            }
+        }
         loop {
             let mut batch: [Option<Arc<Thread>>; 8] = Default::default();
             let mut n = 0;

@@ -1,4 +1,5 @@
-//! `poll`, `ppoll`, `select`, `pselect6`: waiting until descriptors are ready.
+//! `poll`, `ppoll`, `select`, `pselect6` and the `epoll` calls: waiting until descriptors
+//! are ready.
 //!
 //! Readiness comes from [`crate::fd::OpenFile::poll`]. A waiter scans its descriptors and, if
 //! none is ready, sleeps on [`crate::fd::POLL_WAKE`] watching the keys of what it polls
@@ -11,7 +12,8 @@
 use super::file::file;
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
-use crate::fd::{MAX_FDS, POLL_WAKE};
+use crate::fd::{Node, OpenFile, MAX_FDS, O_RDWR, POLL_WAKE};
+use crate::fs::epoll::Epoll;
 use crate::proc::signal;
 use crate::proc::wait::{PollKey, Wake};
 use crate::proc::Thread;
@@ -268,5 +270,150 @@ pub fn pselect6(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     };
     with_mask(me, mask, size, || {
         select_common(me, a[0], [a[1], a[2], a[3]], deadline)
+    })
+}
+
+/// `EPOLL_CLOEXEC` (`O_CLOEXEC`).
+const EPOLL_CLOEXEC: u64 = 0o2000000;
+/// `EPOLL_CTL_ADD`.
+const EPOLL_CTL_ADD: u64 = 1;
+/// `EPOLL_CTL_DEL`.
+const EPOLL_CTL_DEL: u64 = 2;
+/// `EPOLL_CTL_MOD`.
+const EPOLL_CTL_MOD: u64 = 3;
+/// Size of `struct epoll_event` (packed on x86-64: 32-bit events, 64-bit data).
+const EPOLL_EVENT: u64 = 12;
+
+/// A new epoll instance's descriptor.
+fn epoll_new(me: &Arc<Thread>, cloexec: bool) -> SysResult {
+    let f = OpenFile::new(
+        Node::Epoll(Epoll::new()),
+        O_RDWR,
+        b"anon_inode:[eventpoll]".to_vec(),
+    );
+    let fd = me.process.files.lock().insert(f, cloexec, 0)?;
+    Ok(fd as u64)
+}
+
+/// `epoll_create(size)`: `EINVAL` unless `size` is positive (it is otherwise ignored).
+pub fn epoll_create(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[0] as i32 <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    epoll_new(me, false)
+}
+
+/// `epoll_create1(flags)`: `EPOLL_CLOEXEC` or nothing.
+pub fn epoll_create1(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[0] & !EPOLL_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    epoll_new(me, a[0] & EPOLL_CLOEXEC != 0)
+}
+
+/// The epoll instance `epfd` names: `EBADF`, or `EINVAL` for another kind of file.
+fn epoll_of(me: &Thread, epfd: u64) -> Result<(Arc<OpenFile>, Arc<Epoll>), Errno> {
+    let f = file(me, epfd)?;
+    let e = match &f.node {
+        Node::Epoll(e) => e.clone(),
+        _ => return Err(Errno::EINVAL),
+    };
+    Ok((f, e))
+}
+
+/// `epoll_ctl(epfd, op, fd, event)`: adds, changes or removes the interest in `fd`.
+pub fn epoll_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let event = match a[1] {
+        EPOLL_CTL_ADD | EPOLL_CTL_MOD => {
+            let w: [u32; 3] = read_user(a[3])?;
+            Some((w[0], u64::from(w[1]) | u64::from(w[2]) << 32))
+        }
+        _ => None,
+    };
+    let (ep_file, ep) = epoll_of(me, a[0])?;
+    let target = file(me, a[2])?;
+    if Arc::ptr_eq(&ep_file, &target) {
+        return Err(Errno::EINVAL);
+    }
+    Epoll::watchable(&target)?;
+    let fd = a[2] as i32;
+    match (a[1], event) {
+        (EPOLL_CTL_ADD, Some((events, data))) => ep.add(fd, &target, events, data)?,
+        (EPOLL_CTL_MOD, Some((events, data))) => ep.modify(fd, &target, events, data)?,
+        (EPOLL_CTL_DEL, _) => ep.delete(fd, &target)?,
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(0)
+}
+
+/// Waits until an interest of `epfd` is ready or the deadline passes and writes up to
+/// `max` events to `out`; returns how many.
+fn epoll_wait_common(
+    me: &Arc<Thread>,
+    epfd: u64,
+    out: u64,
+    max: u64,
+    deadline: Option<u64>,
+) -> SysResult {
+    let max = max as i32;
+    if max <= 0 || max as u64 > i32::MAX as u64 / EPOLL_EVENT {
+        return Err(Errno::EINVAL);
+    }
+    crate::uaccess::check_range(out, (max as u64 * EPOLL_EVENT) as usize)?;
+    let (_, ep) = epoll_of(me, epfd)?;
+    let max = max as usize;
+    let got = loop {
+        let mut keys = Vec::new();
+        let got = ep.collect(max, Some(&mut keys))?;
+        let now = crate::time::now_ns();
+        if !got.is_empty() || deadline.is_some_and(|d| now >= d) {
+            break got;
+        }
+        let tick = now + 10_000_000;
+        let wake = deadline.map_or(tick, |d| d.min(tick));
+        let mut again = Ok(Vec::new());
+        let outcome = POLL_WAKE.wait(keys, Some(wake), || {
+            again = ep.collect(max, None);
+            again.as_ref().map_or(true, |g| !g.is_empty())
+        })?;
+        let again = again?;
+        if !again.is_empty() {
+            break again;
+        }
+        if outcome == Wake::Interrupted || me.signal_pending() {
+            return Err(Errno::EINTR);
+        }
+    };
+    for (i, (events, data)) in got.iter().enumerate() {
+        let raw = [*events, *data as u32, (*data >> 32) as u32];
+        write_user(out + EPOLL_EVENT * i as u64, &raw)?;
+    }
+    Ok(got.len() as u64)
+}
+
+/// `epoll_wait(epfd, events, maxevents, timeout)`: `timeout` in milliseconds, negative to
+/// wait forever.
+pub fn epoll_wait(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let timeout_ms = a[3] as i32;
+    let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
+    epoll_wait_common(me, a[0], a[1], a[2], deadline)
+}
+
+/// `epoll_pwait(epfd, events, maxevents, timeout, sigmask, sigsetsize)`: `epoll_wait` with
+/// `sigmask` as the signal mask while it waits.
+pub fn epoll_pwait(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let timeout_ms = a[3] as i32;
+    let deadline = (timeout_ms >= 0).then(|| crate::time::now_ns() + timeout_ms as u64 * 1_000_000);
+    with_mask(me, a[4], a[5], || {
+        epoll_wait_common(me, a[0], a[1], a[2], deadline)
+    })
+}
+
+/// `epoll_pwait2(epfd, events, maxevents, timeout, sigmask, sigsetsize)`: `epoll_pwait` with a
+/// `struct timespec` timeout (NULL: forever).
+pub fn epoll_pwait2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let deadline = timespec_deadline(a[3])?;
+    with_mask(me, a[4], a[5], || {
+        epoll_wait_common(me, a[0], a[1], a[2], deadline)
     })
 }

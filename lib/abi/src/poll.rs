@@ -16,3 +16,5 @@ pub const POLLNVAL: u16 = 0x020;
 pub const POLLRDNORM: u16 = 0x040;
 /// Same as `POLLOUT` for the cases Reef has.
 pub const POLLWRNORM: u16 = 0x100;
+/// The peer shut its writing down (a stream socket; Linux's `POLLRDHUP`, also `EPOLLRDHUP`).
+pub const POLLRDHUP: u16 = 0x2000;

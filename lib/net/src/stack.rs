@@ -26,7 +26,7 @@
 //! ([`TCP_BUFFER`]): `SO_RCVBUF`/`SO_SNDBUF` are kept and reported as Linux reports them.
 
 use crate::portmap::{PortMap, Proto, StackId};
-use abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};
+use abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP};
 use abi::Errno;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -1025,7 +1025,8 @@ impl Stack {
         }
     }
 
-    /// The `poll` events that hold for socket `id`, as Linux's.
+    /// The `poll` events that hold for socket `id`, as Linux's (`POLLRDHUP` included: the
+    /// caller keeps what was asked for).
     pub fn poll_events(&mut self, id: SockId) -> u16 {
         let Ok(sock) = self.sock(id) else {
             return POLLERR;
@@ -1043,7 +1044,7 @@ impl Stack {
             }
             Role::Stream(c) => {
                 if c.failed {
-                    return POLLIN | POLLOUT | POLLHUP | err;
+                    return POLLIN | POLLOUT | POLLHUP | POLLRDHUP | err;
                 }
                 if !c.established {
                     return err;
@@ -1052,6 +1053,9 @@ impl Stack {
                 let mut ev = err;
                 if s.can_recv() || !s.may_recv() || shut_rd {
                     ev |= POLLIN;
+                }
+                if c.peer_fin || !s.may_recv() || shut_rd {
+                    ev |= POLLRDHUP;
                 }
                 if shut_wr || !s.may_send() || s.can_send() {
                     ev |= POLLOUT;
