@@ -420,7 +420,12 @@ pub fn report() -> alloc::string::String {
             .lock()
             .ports_of(inst.id)
             .map(|(p, n)| {
-                alloc::format!("{}/{n}", if p == net::Proto::Tcp { "tcp" } else { "udp" })
+                let proto = match p {
+                    net::Proto::Tcp => "tcp",
+                    net::Proto::Udp => "udp",
+                    net::Proto::Icmp => "icmp-echo",
+                };
+                alloc::format!("{proto}/{n}")
             })
             .collect();
         let ports = if ports.is_empty() {

@@ -5,7 +5,8 @@
 //! instance does the rest. Linux's answers where they are specific: `EAFNOSUPPORT` for a
 //! family Reef lacks (`AF_INET6`, named `AF_UNIX` sockets, netlink), `EINVAL` for a short
 //! address, `EFAULT` for a bad pointer (a `recv` into one leaves the data queued), SIGPIPE with
-//! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw and ICMP sockets, `SO_LINGER` and the
+//! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw sockets but ICMP ones, ICMP datagram
+//! ("ping") sockets, `SO_LINGER` and the
 //! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
 //! comes back empty), out-of-band data.
 
@@ -32,6 +33,8 @@ const AF_INET6: u64 = 10;
 const SOCK_STREAM: u64 = 1;
 /// Datagrams.
 const SOCK_DGRAM: u64 = 2;
+/// Raw packets (`IPPROTO_ICMP` only: what `ping` opens).
+const SOCK_RAW: u64 = 3;
 /// Sequenced packets: not built.
 const SOCK_SEQPACKET: u64 = 5;
 /// The first type number Linux does not know.
@@ -42,6 +45,8 @@ const SOCK_NONBLOCK: u64 = 0o4000;
 const SOCK_CLOEXEC: u64 = 0o2000000;
 /// `IPPROTO_IP`.
 const IPPROTO_IP: i32 = 0;
+/// `IPPROTO_ICMP`.
+const IPPROTO_ICMP: u64 = 1;
 /// `IPPROTO_TCP`.
 const IPPROTO_TCP: u64 = 6;
 /// `IPPROTO_UDP`.
@@ -140,7 +145,8 @@ fn write_unnamed(addr: u64, lenp: u64) -> Result<(), Errno> {
     write_user(lenp, &2u32)
 }
 
-/// `socket(domain, type, protocol)`: `AF_INET` streams (TCP) and datagrams (UDP).
+/// `socket(domain, type, protocol)`: `AF_INET` streams (TCP), datagrams (UDP) and raw ICMP
+/// sockets (`ping`; Reef's processes all have Linux's `CAP_NET_RAW`: there are no users).
 pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let flags = a[1] & !0xf;
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
@@ -156,7 +162,8 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     let proto = match (kind, a[2]) {
         (SOCK_STREAM, 0 | IPPROTO_TCP) => Proto::Tcp,
         (SOCK_DGRAM, 0 | IPPROTO_UDP) => Proto::Udp,
-        (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
+        (SOCK_RAW, IPPROTO_ICMP) => Proto::Icmp,
+        (SOCK_STREAM | SOCK_DGRAM | SOCK_RAW, _) => return Err(Errno::EPROTONOSUPPORT),
         _ => return Err(Errno::ESOCKTNOSUPPORT),
     };
     if !me.process.files.lock().has_room() {
@@ -305,8 +312,14 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     // The levels a socket has: the socket's, IP's (an `AF_INET` one) and its protocol's.
     let own = match &s {
         Sock::Pair(_) => net::stack::SOL_SOCKET,
-        Sock::Inet(s) if s.inst.peek(|st| st.is_dgram(s.id)) => IPPROTO_UDP as i32,
-        Sock::Inet(_) => net::stack::IPPROTO_TCP,
+        Sock::Inet(s) => match s
+            .inst
+            .peek(|st| st.option(s.id, net::stack::SOL_SOCKET, net::stack::SO_TYPE))
+        {
+            Ok(net::stack::SOCK_DGRAM) => IPPROTO_UDP as i32,
+            Ok(net::stack::SOCK_RAW) => IPPROTO_ICMP as i32,
+            _ => net::stack::IPPROTO_TCP,
+        },
     };
     let ip = if matches!(s, Sock::Inet(_)) {
         IPPROTO_IP

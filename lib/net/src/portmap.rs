@@ -18,6 +18,9 @@ pub enum Proto {
     Tcp,
     /// UDP.
     Udp,
+    /// ICMP echo (the "port" is the echo identifier a raw socket's requests carried, so that
+    /// the replies find it).
+    Icmp,
 }
 
 /// The ports `bind` to port 0 and `connect` choose from (Linux's default
@@ -39,7 +42,7 @@ pub struct PortMap {
     /// Held ports by (protocol, port).
     ports: BTreeMap<(Proto, u16), Entry>,
     /// Where the next search for an ephemeral port starts, per protocol.
-    next: [u16; 2],
+    next: [u16; 3],
 }
 
 impl PortMap {
@@ -47,7 +50,7 @@ impl PortMap {
     pub const fn new() -> Self {
         PortMap {
             ports: BTreeMap::new(),
-            next: [*EPHEMERAL.start(); 2],
+            next: [*EPHEMERAL.start(); 3],
         }
     }
 

@@ -32,10 +32,11 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
-use smoltcp::socket::{tcp, udp};
+use smoltcp::socket::{raw, tcp, udp};
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{
-    HardwareAddress, IpAddress, IpCidr, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv4Cidr,
+    HardwareAddress, IpAddress, IpCidr, IpEndpoint, IpListenEndpoint, IpProtocol, IpVersion,
+    Ipv4Address, Ipv4Cidr,
 };
 
 /// A socket's number in its instance.
@@ -94,6 +95,12 @@ pub const TCP_NODELAY: i32 = 1;
 pub const SOCK_STREAM: i32 = 1;
 /// `SOCK_DGRAM`.
 pub const SOCK_DGRAM: i32 = 2;
+/// `SOCK_RAW`.
+pub const SOCK_RAW: i32 = 3;
+/// Size of the IPv4 header a raw socket's sends get (no options).
+const IPV4_HEADER: usize = 20;
+/// ICMP's echo request type.
+const ICMP_ECHO_REQUEST: u8 = 8;
 /// Smallest buffer size Linux reports (`SOCK_MIN_RCVBUF`).
 const MIN_BUF_OPT: i32 = 2304;
 /// Largest buffer size kept (Linux's default `rmem_max`, doubled).
@@ -208,6 +215,14 @@ enum Role {
     },
     /// A TCP connection.
     Stream(Conn),
+    /// A raw ICMP socket (`SOCK_RAW`, `IPPROTO_ICMP`: what `ping` opens), with the peer
+    /// `connect` chose. It holds, as its "port", the echo identifier of its last request.
+    Raw {
+        /// Its smoltcp socket.
+        handle: SocketHandle,
+        /// Where `send` goes and whose packets `recv` takes.
+        peer: Option<Ipv4Address>,
+    },
     /// A UDP socket, with the peer `connect` chose.
     Dgram {
         /// Its smoltcp socket.
@@ -304,6 +319,20 @@ fn udp_socket() -> Result<udp::Socket<'static>, Errno> {
     let rx = udp::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
     let tx = udp::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
     Ok(udp::Socket::new(rx, tx))
+}
+
+/// A new smoltcp raw socket for ICMP over IPv4.
+fn raw_socket() -> Result<raw::Socket<'static>, Errno> {
+    let meta = || -> Result<Vec<raw::PacketMetadata>, Errno> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(UDP_PACKETS)
+            .map_err(|_| Errno::ENOMEM)?;
+        v.resize(UDP_PACKETS, raw::PacketMetadata::EMPTY);
+        Ok(v)
+    };
+    let rx = raw::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
+    let tx = raw::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
+    Ok(raw::Socket::new(IpVersion::Ipv4, IpProtocol::Icmp, rx, tx))
 }
 
 /// The endpoint of `addr:port` (`None` address: unspecified).
@@ -527,7 +556,7 @@ impl Stack {
                         });
                     }
                 }
-                Role::Fresh | Role::Dgram { .. } => {}
+                Role::Fresh | Role::Dgram { .. } | Role::Raw { .. } => {}
             }
         }
         self.refill_listeners();
@@ -594,10 +623,14 @@ impl Stack {
             .ok_or(Errno::EBADF)
     }
 
-    /// A new socket: `SOCK_STREAM` (TCP) or `SOCK_DGRAM` (UDP).
+    /// A new socket: `SOCK_STREAM` (TCP), `SOCK_DGRAM` (UDP) or `SOCK_RAW` (ICMP).
     pub fn socket(&mut self, proto: Proto) -> Result<SockId, Errno> {
         let role = match proto {
             Proto::Tcp => Role::Fresh,
+            Proto::Icmp => Role::Raw {
+                handle: self.set.add(raw_socket()?),
+                peer: None,
+            },
             Proto::Udp => Role::Dgram {
                 handle: self.set.add(udp_socket()?),
                 peer: None,
@@ -644,6 +677,11 @@ impl Stack {
         if !local {
             return Err(Errno::EADDRNOTAVAIL);
         }
+        if sock.proto == Proto::Icmp {
+            // A raw socket has no port: binding chooses its source address.
+            sock.addr = (!addr.is_unspecified()).then_some(addr);
+            return Ok(());
+        }
         let proto = sock.proto;
         let reuse = sock.opts.reuse_addr;
         let port = if port == 0 {
@@ -688,7 +726,7 @@ impl Stack {
     pub fn listen(&mut self, id: SockId, backlog: i32, ports: &mut PortMap) -> Result<(), Errno> {
         let backlog = usize::try_from(backlog).unwrap_or(0).min(MAX_BACKLOG);
         match &mut self.sock(id)?.role {
-            Role::Dgram { .. } => return Err(Errno::EOPNOTSUPP),
+            Role::Dgram { .. } | Role::Raw { .. } => return Err(Errno::EOPNOTSUPP),
             Role::Stream(_) => return Err(Errno::EINVAL),
             Role::Listening { backlog: b, .. } => {
                 *b = backlog;
@@ -721,7 +759,11 @@ impl Stack {
         now: Instant,
     ) -> Result<(), Errno> {
         let remote = IpEndpoint::new(IpAddress::Ipv4(addr), port);
-        match &self.sock(id)?.role {
+        match &mut self.sock(id)?.role {
+            Role::Raw { peer, .. } => {
+                *peer = Some(addr);
+                return Ok(());
+            }
             Role::Dgram { .. } => {
                 self.autobind(id, ports)?;
                 if let Role::Dgram { peer, .. } = &mut self.sock(id)?.role {
@@ -849,6 +891,10 @@ impl Stack {
                     Err(_) => Err(Errno::EPIPE),
                 }
             }
+            Role::Raw { handle, peer } => {
+                let dst = to.map(|t| t.0).or(peer).ok_or(Errno::EDESTADDRREQ)?;
+                self.send_raw(id, handle, data, dst, ports)
+            }
             Role::Dgram { handle, peer } => {
                 if sock.shut_wr {
                     return Err(Errno::EPIPE);
@@ -917,6 +963,26 @@ impl Stack {
                     Ok((0, 0, None))
                 }
             }
+            Role::Raw { handle, peer } => {
+                let s = self.set.get_mut::<raw::Socket>(handle);
+                loop {
+                    let packet =
+                        if peek { s.peek() } else { s.recv() }.map_err(|_| Errno::EAGAIN)?;
+                    // smoltcp hands raw sockets whole, checked IP packets.
+                    let from = packet.get(12..16).map_or(Ipv4Address::UNSPECIFIED, |b| {
+                        Ipv4Address::new(b[0], b[1], b[2], b[3])
+                    });
+                    if peer.is_some_and(|p| p != from) {
+                        if peek {
+                            let _ = s.recv();
+                        }
+                        continue;
+                    }
+                    let n = packet.len().min(out.len());
+                    out[..n].copy_from_slice(&packet[..n]);
+                    return Ok((n, packet.len(), Some((from, 0))));
+                }
+            }
             Role::Dgram { handle, peer } => {
                 let s = self.set.get_mut::<udp::Socket>(handle);
                 loop {
@@ -947,6 +1013,7 @@ impl Stack {
         let connected = match sock.role {
             Role::Stream(c) => c.established || !c.failed,
             Role::Dgram { peer, .. } => peer.is_some(),
+            Role::Raw { peer, .. } => peer.is_some(),
             _ => false,
         };
         if !connected {
@@ -978,7 +1045,7 @@ impl Stack {
         };
         match sock.role {
             Role::Fresh => release(ports, sock.port),
-            Role::Dgram { handle, .. } => {
+            Role::Dgram { handle, .. } | Role::Raw { handle, .. } => {
                 self.set.remove(handle);
                 release(ports, sock.port);
             }
@@ -1076,6 +1143,17 @@ impl Stack {
                 }
                 ev
             }
+            Role::Raw { handle, .. } => {
+                let s = self.set.get::<raw::Socket>(handle);
+                let mut ev = err;
+                if s.can_recv() {
+                    ev |= POLLIN;
+                }
+                if s.can_send() {
+                    ev |= POLLOUT;
+                }
+                ev
+            }
         }
     }
 
@@ -1091,6 +1169,11 @@ impl Stack {
                 .get_mut::<udp::Socket>(handle)
                 .peek()
                 .map_or(0, |(d, _)| d.len()),
+            Role::Raw { handle, .. } => self
+                .set
+                .get_mut::<raw::Socket>(handle)
+                .peek()
+                .map_or(0, <[u8]>::len),
             _ => 0,
         }
     }
@@ -1118,6 +1201,7 @@ impl Stack {
                 .map(v4)
                 .ok_or(Errno::ENOTCONN),
             Role::Dgram { peer: Some(p), .. } => Ok(v4(p)),
+            Role::Raw { peer: Some(p), .. } => Ok((p, 0)),
             _ => Err(Errno::ENOTCONN),
         }
     }
@@ -1154,7 +1238,7 @@ impl Stack {
         let sock = self.sock(id)?;
         let default_buf = match sock.proto {
             Proto::Tcp => 2 * TCP_BUFFER as i32,
-            Proto::Udp => 2 * UDP_BUFFER as i32,
+            Proto::Udp | Proto::Icmp => 2 * UDP_BUFFER as i32,
         };
         let buf = |v: i32| if v == 0 { default_buf } else { v };
         Ok(match (level, name) {
@@ -1166,6 +1250,7 @@ impl Stack {
             (SOL_SOCKET, SO_TYPE) => match sock.proto {
                 Proto::Tcp => SOCK_STREAM,
                 Proto::Udp => SOCK_DGRAM,
+                Proto::Icmp => SOCK_RAW,
             },
             (SOL_SOCKET, SO_ACCEPTCONN) => matches!(sock.role, Role::Listening { .. }).into(),
             (SOL_SOCKET, SO_ERROR) => sock.error.take().map_or(0, |e| e.0),
@@ -1174,8 +1259,58 @@ impl Stack {
         })
     }
 
-    /// Whether socket `id` is UDP.
+    /// Whether socket `id` keeps message boundaries (UDP and raw ICMP).
     pub fn is_dgram(&mut self, id: SockId) -> bool {
-        self.sock(id).is_ok_and(|s| s.proto == Proto::Udp)
+        self.sock(id).is_ok_and(|s| s.proto != Proto::Tcp)
+    }
+
+    /// A raw socket's send: `data` (an ICMP message) in an IPv4 packet to `dst`. An echo
+    /// request's identifier becomes the socket's in the port map, so that the reply is routed
+    /// back to this instance. `EMSGSIZE` beyond one frame, `EAGAIN` when the buffer is full.
+    fn send_raw(
+        &mut self,
+        id: SockId,
+        handle: SocketHandle,
+        data: &[u8],
+        dst: Ipv4Address,
+        ports: &mut PortMap,
+    ) -> Result<usize, Errno> {
+        if data.len() > FRAME_MAX - 14 - IPV4_HEADER {
+            return Err(Errno::EMSGSIZE);
+        }
+        let source = self.source_for(dst);
+        let stack = self.id;
+        let sock = self.sock(id)?;
+        if data.len() >= 8 && data[0] == ICMP_ECHO_REQUEST {
+            let ident = u16::from_be_bytes([data[4], data[5]]);
+            if sock.port != ident {
+                if sock.port != 0 {
+                    ports.release(Proto::Icmp, sock.port, stack);
+                }
+                // Another instance's identifier: its replies will not come here.
+                sock.port = if ports.claim(Proto::Icmp, ident, stack).is_ok() {
+                    ident
+                } else {
+                    0
+                };
+            }
+        }
+        let src = sock.addr.unwrap_or(source);
+        let mut packet = Vec::new();
+        packet
+            .try_reserve_exact(IPV4_HEADER + data.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        let total = (IPV4_HEADER + data.len()) as u16;
+        // Version 4, 5 words of header; no fragments; TTL 64; smoltcp fills the checksum.
+        packet.extend_from_slice(&[0x45, 0]);
+        packet.extend_from_slice(&total.to_be_bytes());
+        packet.extend_from_slice(&[0, 0, 0, 0, 64, 1, 0, 0]);
+        packet.extend_from_slice(&src.octets());
+        packet.extend_from_slice(&dst.octets());
+        packet.extend_from_slice(data);
+        match self.set.get_mut::<raw::Socket>(handle).send_slice(&packet) {
+            Ok(()) => Ok(data.len()),
+            Err(_) => Err(Errno::EAGAIN),
+        }
     }
 }

@@ -16,7 +16,8 @@ use crate::SWITCH_MAC;
 use alloc::vec::Vec;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
-    EthernetRepr, IpProtocol, Ipv4Address, Ipv4Packet, TcpPacket, UdpPacket,
+    EthernetRepr, Icmpv4Message, Icmpv4Packet, IpProtocol, Ipv4Address, Ipv4Packet, TcpPacket,
+    UdpPacket,
 };
 
 /// Where a frame goes.
@@ -253,10 +254,22 @@ fn ipv4(payload: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool) ->
             Ok(u) => (Proto::Udp, u.dst_port()),
             Err(_) => return Route::Drop(Dropped::Malformed),
         },
-        IpProtocol::Icmp => return Route::Reject,
+        IpProtocol::Icmp => match Icmpv4Packet::new_checked(ip.payload()) {
+            // Requests are answered by the rejecting instance (a host answers pings).
+            Ok(i) if i.msg_type() == Icmpv4Message::EchoRequest => return Route::Reject,
+            // Replies go to the instance whose raw socket sent the request.
+            Ok(i) if i.msg_type() == Icmpv4Message::EchoReply => (Proto::Icmp, i.echo_ident()),
+            Ok(_) => return Route::Drop(Dropped::Unrouted),
+            Err(_) => return Route::Drop(Dropped::Malformed),
+        },
         _ => return Route::Drop(Dropped::Unrouted),
     };
-    ports.owner(proto, port).map_or(Route::Reject, Route::Stack)
+    match ports.owner(proto, port) {
+        Some(id) => Route::Stack(id),
+        // A reply nobody waits for is dropped (answering it would loop).
+        None if proto == Proto::Icmp => Route::Drop(Dropped::Unrouted),
+        None => Route::Reject,
+    }
 }
 
 /// Readdresses a frame the switch forwards: from [`SWITCH_MAC`] to `dst` (the instance

@@ -319,3 +319,37 @@ fn options_read_back_as_linux_reports_them() {
         Err(Errno::EPIPE)
     );
 }
+
+#[test]
+fn a_raw_icmp_socket_pings_a_local_address_and_gets_the_reply() {
+    let mut m = Machine::new(1);
+    let s = m.s(1).socket(Proto::Icmp).unwrap();
+    // An echo request with identifier 0x1234, sequence 1; the checksum is the sender's.
+    let mut req = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'p', b'i', b'n', b'g'];
+    let mut acc: u32 = req
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    req[2..4].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+    assert_eq!(
+        m.stacks[1].send(s, &req, Some((LO, 0)), &mut m.ports),
+        Ok(req.len())
+    );
+    m.settle();
+    let mut buf = [0u8; 200];
+    let (n, full, from) = m.s(1).recv(s, &mut buf, false).unwrap();
+    assert_eq!(
+        (n, full, from),
+        (20 + req.len(), 20 + req.len(), Some((LO, 0)))
+    );
+    // The reply: IPv4 from 127.0.0.1, ICMP type 0 with the request's identifier, sequence and
+    // data.
+    assert_eq!(buf[9], 1, "ICMP");
+    assert_eq!(buf[20], 0, "echo reply");
+    assert_eq!(&buf[24..n], &req[4..]);
+    m.close(1, s);
+    assert!(m.ports.is_empty(), "the identifier is given back");
+}
