@@ -5,8 +5,10 @@
 //! `/busybox` through a forwarded port (`-netdev user,hostfwd=...`) and compares it byte for
 //! byte with the busybox the initramfs was built from; then the host serves the same file on
 //! a port of its own, the guest fetches it with busybox `wget` from the gateway (10.0.2.2) and
-//! `cmp`s it with its `/bin/busybox`. The host's side is plain `std::net`, so nothing needs
-//! installing.
+//! `cmp`s it with its `/bin/busybox`; last, busybox `ping` (a raw ICMP socket) gets one
+//! answer each from 127.0.0.1, the guest's own 10.0.2.15 and the gateway (QEMU user
+//! networking answers pings to its own addresses). The host's side is plain `std::net`, so
+//! nothing needs installing.
 
 use crate::deps;
 use crate::tests::{expect, Case, Step, LIMIT};
@@ -106,6 +108,7 @@ pub fn cases() -> Result<Vec<Case>, String> {
         "read port; ",
         "wget -q -O /tmp/got http://10.0.2.2:$port/busybox && cmp /tmp/got /bin/busybox ",
         "&& echo NET-WGET-SAME; ",
+        "ping -c 1 127.0.0.1 && ping -c 1 10.0.2.15 && ping -c 1 10.0.2.2 && echo NET-PING-OK; ",
         "cat /proc/reef/net"
     );
     let mut cases = Vec::new();
@@ -125,6 +128,7 @@ pub fn cases() -> Result<Vec<Case>, String> {
                 Step::Host(fetch_from_guest),
                 Step::Host(serve_to_guest),
                 Step::Expect("NET-WGET-SAME"),
+                Step::Expect("NET-PING-OK"),
             ],
             explain: None,
             forwards: vec![(free_port()?, 80)],

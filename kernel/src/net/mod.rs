@@ -87,8 +87,19 @@ static NIC_SENT: AtomicU64 = AtomicU64::new(0);
 static NIC_RECEIVED: AtomicU64 = AtomicU64::new(0);
 /// Interrupts the NIC raised.
 static NIC_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
-/// Frames dropped: malformed or of a protocol the switch does not route.
-static DROPPED_BAD: AtomicU64 = AtomicU64::new(0);
+/// Frames dropped: malformed (they do not parse, or their lengths lie).
+static DROPPED_MALFORMED: AtomicU64 = AtomicU64::new(0);
+/// Frames dropped: of a protocol or kind the switch does not route (IPv6, ARP not for the
+/// machine, ICMP errors, echo replies nobody waits for).
+static DROPPED_UNROUTED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a frame the switch dropped, by why.
+fn dropped(why: switch::Dropped) {
+    match why {
+        switch::Dropped::Malformed => DROPPED_MALFORMED.fetch_add(1, Ordering::Relaxed),
+        switch::Dropped::Unrouted => DROPPED_UNROUTED.fetch_add(1, Ordering::Relaxed),
+    };
+}
 /// Frames dropped: the receiving instance's queue was full.
 static DROPPED_FULL: AtomicU64 = AtomicU64::new(0);
 
@@ -265,8 +276,8 @@ fn forward(from: &Arc<Instance>, frame: Vec<u8>) -> Option<Arc<Instance>> {
             to_nic(frame);
             return None;
         }
-        Route::Drop(_) => {
-            DROPPED_BAD.fetch_add(1, Ordering::Relaxed);
+        Route::Drop(why) => {
+            dropped(why);
             return None;
         }
     };
@@ -339,8 +350,12 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
         let (to, reject) = match decision {
             Inbound::To(Route::Stack(id)) => (lookup(id), false),
             Inbound::To(Route::Reject) => (rejecter(), true),
-            Inbound::To(_) | Inbound::Drop(_) => {
-                DROPPED_BAD.fetch_add(1, Ordering::Relaxed);
+            Inbound::To(Route::Drop(why)) | Inbound::Drop(why) => {
+                dropped(why);
+                continue;
+            }
+            Inbound::To(_) => {
+                dropped(switch::Dropped::Unrouted);
                 continue;
             }
             Inbound::Answer { reply, gateway } => {
@@ -457,10 +472,11 @@ pub fn report() -> alloc::string::String {
     }
     let _ = writeln!(
         out,
-        "forwarded {} dropped_outside {} dropped_malformed {} dropped_full {}",
+        "forwarded {} dropped_outside {} dropped_malformed {} dropped_unrouted {} dropped_full {}",
         FORWARDED.load(Ordering::Relaxed),
         DROPPED_OUTSIDE.load(Ordering::Relaxed),
-        DROPPED_BAD.load(Ordering::Relaxed),
+        DROPPED_MALFORMED.load(Ordering::Relaxed),
+        DROPPED_UNROUTED.load(Ordering::Relaxed),
         DROPPED_FULL.load(Ordering::Relaxed)
     );
     out

@@ -239,7 +239,14 @@ pub fn init(madt: Option<&acpi::Madt>) {
         Ok(dev) => {
             let mac = EthernetAddress(dev.mac_address());
             kprintln!("reef: net: virtio-net at {df}, MAC {mac}");
-            *NIC.lock() = Some(Nic { dev, mac });
+            let mut nic = Nic { dev, mac };
+            // Learn the gateway's MAC before the first frame needs it.
+            nic.send(&net::switch::ask_gateway(
+                mac,
+                super::ADDRESS.address(),
+                super::GATEWAY,
+            ));
+            *NIC.lock() = Some(nic);
             route_interrupt(df, madt);
         }
         Err(e) => kprintln!("reef: net: virtio-net at {df}: {e:?}"),
