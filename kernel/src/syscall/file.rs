@@ -147,6 +147,7 @@ fn gather_write(me: &Arc<Thread>, a: [u64; 6], at: Option<u64>) -> SysResult {
     for [base, len] in iovecs(a[1], a[2])? {
         let len = (len as usize).min(MAX_IO - data.len());
         let start = data.len();
+        data.try_reserve(len).map_err(|_| Errno::ENOMEM)?;
         data.resize(start + len, 0);
         uaccess::copy_from_user(base, &mut data[start..])?;
     }
@@ -592,7 +593,10 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         if n == 0 {
             break;
         }
-        let r = sigpipe(me, out.write(buf[..n].to_vec()));
+        let mut chunk = Vec::new();
+        chunk.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+        chunk.extend_from_slice(&buf[..n]);
+        let r = sigpipe(me, out.write(chunk));
         let w = match r {
             Ok(w) => w,
             Err(e) if done == 0 => return Err(e),
