@@ -33,6 +33,11 @@
  *   uperf tcprtt [ITERS [REPS]]     pipertt over a TCP connection on 127.0.0.1 (TCP_NODELAY):
  *                                   the parent listens, the child connects after the fork (on
  *                                   Reef each end is in its own process's stack instance)
+ *   uperf echortt ADDR:PORT SIZE [ITERS [REPS]]
+ *                                   NetPIPE's ping-pong through the NIC: SIZE bytes sent to an
+ *                                   echo server at ADDR:PORT (cargo xtask bench runs one on the
+ *                                   host, 10.0.2.2 from the guest) over one TCP connection
+ *                                   (TCP_NODELAY) and read back: ns per round trip
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -78,6 +83,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -965,6 +971,80 @@ static void mode_msg(int argc, char **argv, const char *name)
     report(name, 2, tput ? "msgs/s" : "ns/rt", "%.1f", v, reps, iters);
 }
 
+/* ---- echortt ---------------------------------------------------------------------------- */
+
+static int echo_fd;
+static char *echo_out, *echo_in;
+static size_t echo_size;
+
+/* `iters` round trips of echo_size bytes: seconds taken. */
+static double echortt_loop(long iters)
+{
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        echo_out[0] = (char)i;
+        for (size_t done = 0; done < echo_size;) {
+            ssize_t n = write(echo_fd, echo_out + done, echo_size - done);
+            if (n <= 0)
+                die("write to the echo server: %s", n < 0 ? strerror(errno) : "closed");
+            done += (size_t)n;
+        }
+        for (size_t done = 0; done < echo_size;) {
+            ssize_t n = read(echo_fd, echo_in + done, echo_size - done);
+            if (n <= 0)
+                die("read from the echo server: %s", n < 0 ? strerror(errno) : "closed");
+            done += (size_t)n;
+        }
+        if (memcmp(echo_in, echo_out, echo_size) != 0)
+            die("the echo server answered other bytes than sent");
+    }
+    return now_s() - t0;
+}
+
+static void mode_echortt(int argc, char **argv)
+{
+    if (argc < 4)
+        die("usage: uperf echortt ADDR:PORT SIZE [ITERS [REPS]]");
+    char host[64];
+    snprintf(host, sizeof host, "%s", argv[2]);
+    char *colon = strchr(host, ':');
+    if (!colon)
+        die("'%s' is not ADDR:PORT", argv[2]);
+    *colon = 0;
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)parse_count(colon + 1, "port"))};
+    if (inet_pton(AF_INET, host, &to.sin_addr) != 1)
+        die("'%s' is not an IPv4 address", host);
+    echo_size = (size_t)parse_count(argv[3], "size");
+    if (echo_size < 1 || echo_size > (1 << 24))
+        die("SIZE is 1 to 16 MiB");
+    long iters = 2000;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 4, &iters, &reps, &explicit_);
+    echo_out = malloc(echo_size);
+    echo_in = malloc(echo_size);
+    if (!echo_out || !echo_in)
+        die("out of memory");
+    for (size_t i = 0; i < echo_size; i++)
+        echo_out[i] = (char)(i * 7);
+    echo_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (echo_fd < 0 || connect(echo_fd, (struct sockaddr *)&to, sizeof to) != 0)
+        die("connect to %s: %s", argv[2], strerror(errno));
+    no_delay(echo_fd);
+    long warm = iters < 200 ? iters : 200;
+    double w = echortt_loop(warm);
+    printf("uperf: echortt %zu B warm-up: %ld round trips, %.1f us each\n", echo_size, warm,
+           w / warm * 1e6);
+    if (!explicit_)
+        iters = scaled(iters, reps, w / warm, 20);
+    printf("uperf: echortt %zu B: %ld round trips x %d repetitions\n", echo_size, iters, reps);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++)
+        v[r] = echortt_loop(iters) / iters * 1e9;
+    close(echo_fd);
+    report("echortt", 1, "ns/rt", "%.1f", v, reps, iters);
+}
+
 /* ---- corectl ---------------------------------------------------------------------------- */
 
 static int on_reef;
@@ -1195,6 +1275,8 @@ int main(int argc, char **argv, char **envp)
         mode_corectl(argc, argv);
     else if (strcmp(argv[1], "jitter") == 0)
         mode_jitter(argc, argv);
+    else if (strcmp(argv[1], "echortt") == 0)
+        mode_echortt(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "sockrtt") ||

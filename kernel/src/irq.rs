@@ -22,8 +22,9 @@ static DEVICE_HANDLERS: IrqMutex<[Option<DeviceHandler>; kcb::BINDABLE_VECTORS]>
 /// A driver's interrupt handler.
 type DeviceHandler = fn();
 
-/// Binds device interrupt source `gsi` to a free vector of the calling core, whose interrupts
-/// will run `handler` (before the EOI: a level-triggered device must be quieted there).
+/// Binds device interrupt source `gsi` (`u32::MAX` for a message-signalled one, which has
+/// none) to a free vector of the calling core, whose interrupts will run `handler` (before
+/// the EOI: a level-triggered device must be quieted there).
 /// Returns the vector, or `None` if the core has no free vector or no KCB yet.
 pub fn bind_device(gsi: u32, handler: DeviceHandler) -> Option<u8> {
     let k = kcb::try_current()?;

@@ -236,7 +236,7 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     if let Err(e) = names::init() {
         fatal("creating the name directory", &e);
     }
-    net::nic::init(machine.acpi.madt.as_ref());
+    net::nic::init();
     match boot.modules().first() {
         Some(m) => {
             let archive = paging::phys_slice(m.start, m.end - m.start);

@@ -37,7 +37,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
            core (core-busy core-jitter) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
-           net (net-lo-rtt)
+           net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
            hare-rename-latency) nr-bench";
@@ -144,7 +144,8 @@ struct Metric {
 #[derive(Clone, Debug)]
 struct Bench {
     name: String,
-    /// The command; the word `{cores}` becomes the configuration's number of cores.
+    /// The command; the word `{cores}` becomes the configuration's number of cores, `{echo}`
+    /// the host's echo server as the guest reaches it ([`echo_port`]).
     argv: Vec<String>,
     metrics: Vec<Metric>,
     /// The ways it runs (Reef and Linux for most).
@@ -207,12 +208,37 @@ impl Variant {
             .map(|w| {
                 if w == "{cores}" {
                     config.cores.to_string()
+                } else if w == "{echo}" {
+                    format!("10.0.2.2:{}", echo_port())
                 } else {
                     w.clone()
                 }
             })
             .collect()
     }
+}
+
+/// The port of the host's TCP echo server on 127.0.0.1, started at the first call (the
+/// `net-nic-*` benchmarks' peer: QEMU user networking takes the guest's connections to
+/// 10.0.2.2 to the host's 127.0.0.1). Each connection is echoed by a thread of its own.
+fn echo_port() -> u16 {
+    static PORT: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *PORT.get_or_init(|| {
+        let l =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("a host port for the echo server");
+        let port = l.local_addr().expect("the echo server's address").port();
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let _ = c.set_nodelay(true);
+                    let mut r = &c;
+                    let mut w = &c;
+                    let _ = std::io::copy(&mut r, &mut w);
+                });
+            }
+        });
+        port
+    })
 }
 
 /// Reef and Linux, each running the command as it is.
@@ -418,6 +444,27 @@ fn benches(effort: Effort) -> Vec<Bench> {
             name,
             &[mode],
             vec![result_metric(name, unit, higher, prefix, "median")],
+        ));
+    }
+    // LibrettOS (issue 15): NetPIPE's ping-pong through the NIC (virtio-net on QEMU user
+    // networking) with an echo server on the host, 64 B to 256 KiB per message.
+    for (name, size) in [
+        ("net-nic-rtt-64", "64"),
+        ("net-nic-rtt-1k", "1024"),
+        ("net-nic-rtt-64k", "65536"),
+        ("net-nic-rtt-256k", "262144"),
+    ] {
+        b.push(uperf(
+            effort,
+            name,
+            &["echortt", "{echo}", size],
+            vec![result_metric(
+                name,
+                "ns/rt",
+                false,
+                "uperf echortt ",
+                "median",
+            )],
         ));
     }
     // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux

@@ -2,9 +2,10 @@
 //! (`linux-image-6.1.*-amd64`) and an initramfs with the same busybox and programs as Reef's.
 //!
 //! The kernel package is fetched once with `apt-get download` into `out/linux/` and only its
-//! `/boot/vmlinuz-*` is unpacked (`dpkg-deb --fsys-tarfile | tar -x`: `dpkg -x` would also
-//! unpack some 400 MB of modules the guest does not need; serial (8250), the initramfs and tmpfs
-//! are built in). Later runs reuse `out/linux/boot/vmlinuz-*` without asking apt.
+//! `/boot/vmlinuz-*` and the modules of the virtio-net NIC ([`NET_MODULES`]) are unpacked
+//! (`dpkg-deb --fsys-tarfile | tar -x`: `dpkg -x` would also unpack some 400 MB of modules the
+//! guest does not need; serial (8250), the initramfs and tmpfs are built in). Later runs reuse
+//! them without asking apt.
 //!
 //! The initramfs (`out/linux/initramfs.cpio`) has Reef's layout (`/bin/busybox` and its applets,
 //! `/test/<program>`, `/etc`, `/tmp`, ...; see `usr.rs`) plus `/sys` and [`INIT`], which the
@@ -22,15 +23,22 @@ pub const INIT_MARKER: &str = "bench: linux init";
 pub const STATUS_PREFIX: &str = "bench: exit status ";
 
 /// `/init`: mounts proc, sysfs and a tmpfs on `/tmp` (where the file benchmarks write, as on
-/// Reef's NR-FS), reports the clock source (it decides what `clock_gettime` costs), runs its
-/// arguments (the benchmark command) with Reef's init environment, prints the exit status and
-/// powers off.
+/// Reef's NR-FS), brings the loopback interface up and the NIC up with Reef's address (QEMU
+/// user networking: 10.0.2.15/24, gateway 10.0.2.2), reports the clock source (it decides what
+/// `clock_gettime` costs), runs its arguments (the benchmark command) with Reef's init
+/// environment, prints the exit status and powers off.
 pub const INIT: &str = r#"#!/bin/sh
 echo "bench: linux init"
 export HOME=/ TERM=linux PATH=/bin:/test
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs tmpfs /tmp
+ip link set lo up
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover net_failover virtio_net; do
+    insmod /lib/net/$m.ko || echo "bench: insmod $m failed"
+done
+ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 ||
+    echo "bench: no network on eth0"
 echo "bench: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 "$@"
 echo "bench: exit status $?"
@@ -41,6 +49,34 @@ poweroff -f
 /// QEMU exits, as it runs with `-no-reboot`) on a panic, and `/init` from the initramfs. Linux's
 /// other defaults (mitigations included) are left alone.
 const OPTIONS: &str = "console=ttyS0 quiet panic=-1 rdinit=/init";
+
+/// The modules the virtio-net NIC needs, in load order, under `lib/modules/<version>/kernel/`.
+pub const NET_MODULES: [&str; 8] = [
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "net/core/failover.ko",
+    "drivers/net/net_failover.ko",
+    "drivers/net/virtio_net.ko",
+];
+
+/// The unpacked [`NET_MODULES`] (name, contents), if all are there.
+fn net_modules() -> Option<Vec<(String, Vec<u8>)>> {
+    let base = dir().join("lib/modules");
+    let version = std::fs::read_dir(&base)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("kernel").is_dir())?;
+    NET_MODULES
+        .iter()
+        .map(|m| {
+            let name = Path::new(m).file_name()?.to_str()?.to_string();
+            Some((name, std::fs::read(version.join("kernel").join(m)).ok()?))
+        })
+        .collect()
+}
 
 /// The directory of the kernel package and the unpacked kernel.
 fn dir() -> PathBuf {
@@ -89,7 +125,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Unpacks `./boot/` of the package `deb` into `into`.
+/// Unpacks `./boot/vmlinuz-*` and the [`NET_MODULES`] of the package `deb` into `into`.
 fn unpack_boot(deb: &Path, into: &Path) -> Result<(), String> {
     let mut dpkg = Command::new("dpkg-deb")
         .arg("--fsys-tarfile")
@@ -102,13 +138,18 @@ fn unpack_boot(deb: &Path, into: &Path) -> Result<(), String> {
         .arg("-C")
         .arg(into)
         .args(["--wildcards", "./boot/vmlinuz-*"])
+        .args(
+            NET_MODULES
+                .iter()
+                .map(|m| format!("./lib/modules/*/kernel/{m}")),
+        )
         .stdin(dpkg.stdout.take().expect("piped"))
         .status()
         .map_err(|e| format!("cannot run tar: {e}"))?;
     let dpkg = dpkg.wait().map_err(|e| e.to_string())?;
     if !dpkg.success() || !tar.success() {
         return Err(format!(
-            "unpacking /boot/vmlinuz-* from {} failed",
+            "unpacking /boot/vmlinuz-* and the virtio-net modules from {} failed",
             deb.display()
         ));
     }
@@ -117,7 +158,7 @@ fn unpack_boot(deb: &Path, into: &Path) -> Result<(), String> {
 
 /// The Linux kernel image, downloaded and unpacked into `out/linux/` the first time.
 pub fn kernel() -> Result<PathBuf, String> {
-    if let Some(k) = cached_kernel() {
+    if let Some(k) = cached_kernel().filter(|_| net_modules().is_some()) {
         return Ok(k);
     }
     let dir = dir();
@@ -157,22 +198,35 @@ pub fn kernel() -> Result<PathBuf, String> {
                 dir.display()
             )
         })?;
-    eprintln!("xtask: unpacking /boot/vmlinuz-* from {}", deb.display());
+    eprintln!(
+        "xtask: unpacking /boot/vmlinuz-* and the virtio-net modules from {}",
+        deb.display()
+    );
     unpack_boot(&deb, &dir)?;
     cached_kernel().ok_or_else(|| format!("{} holds no boot/vmlinuz-6.1.*", deb.display()))
 }
 
-/// The initramfs entries: Reef's layout (without the shell suite), `/sys` and `/init`.
-pub fn entries(c: usr::Contents) -> Vec<Entry> {
+/// The initramfs entries: Reef's layout (without the shell suite), `/sys`, `/init` and the
+/// NIC's modules in `/lib/net/`.
+pub fn entries(c: usr::Contents, modules: Vec<(String, Vec<u8>)>) -> Vec<Entry> {
     let mut e = usr::entries(c.busybox, &c.applets, &c.programs, &[]);
     e.push(Entry::dir("sys", 0o755));
     e.push(Entry::file("init", 0o755, INIT.into()));
+    e.push(Entry::dir("lib", 0o755));
+    e.push(Entry::dir("lib/net", 0o755));
+    for (name, data) in modules {
+        e.push(Entry::file(&format!("lib/net/{name}"), 0o644, data));
+    }
     e
 }
 
 /// Writes `out/linux/initramfs.cpio` with the programs as built now; returns its path.
 pub fn initramfs() -> Result<PathBuf, String> {
-    let archive = cpio::write(&entries(usr::contents()?))?;
+    let modules = net_modules().ok_or(
+        "the virtio-net modules are not unpacked in out/linux/lib/modules (linux::kernel() \
+         unpacks them)",
+    )?;
+    let archive = cpio::write(&entries(usr::contents()?, modules))?;
     let dir = dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join("initramfs.cpio");
@@ -216,7 +270,8 @@ mod tests {
             applets: vec!["sh".into()],
             programs: vec![("uperf", vec![2])],
         };
-        let archive = cpio::write(&entries(c)).expect("valid layout");
+        let modules = vec![("virtio.ko".to_string(), vec![3])];
+        let archive = cpio::write(&entries(c, modules)).expect("valid layout");
         let back = cpio::read(&archive).unwrap();
         let find = |n: &str| back.iter().find(|r| r.entry.name == n).map(|r| &r.entry);
         let init = find("init").expect("/init");
@@ -229,5 +284,7 @@ mod tests {
         assert_eq!(find("sys").unwrap().mode, cpio::S_IFDIR | 0o755);
         assert_eq!(find("test/uperf").unwrap().data, vec![2]);
         assert_eq!(find("bin/sh").unwrap().data, b"busybox");
+        assert_eq!(find("lib/net/virtio.ko").unwrap().data, vec![3]);
+        assert!(String::from_utf8_lossy(&init.data).contains("insmod /lib/net/$m.ko"));
     }
 }

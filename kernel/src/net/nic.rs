@@ -5,8 +5,9 @@
 //! frame allocator, heap buffers by their direct-map addresses: the heap's arenas are
 //! contiguous 2 MiB frames and x86 DMA is coherent, so sharing needs no bounce buffer).
 //!
-//! The NIC interrupts the boot core (its PCI INTx line through the I/O APIC, found in the
-//! MADT): the handler quiets the device and marks the network due, and the boot core runs
+//! The NIC interrupts the boot core by MSI-X (the INTx line through the I/O APIC delivered
+//! nothing under QEMU's `pc` machine with qboot, though the device asserted it): the handler
+//! acknowledges and marks the network due, and the boot core runs
 //! [`super::run_due`] as soon as it leaves the interrupt (to user mode or its idle loop). It is
 //! also polled by [`super::pump`] whenever an instance runs and by the boot core's tick, so a
 //! lost or unrouted interrupt costs latency, not frames.
@@ -148,8 +149,7 @@ fn assign_bars(root: &mut PciRoot<PortAccess>, df: DeviceFunction, next: &mut u6
     );
 }
 
-/// Quiets the NIC's interrupt (reading its status deasserts the line) and marks the network
-/// due (the `irq::bind_device` hook).
+/// Acknowledges the NIC's interrupt and marks the network due (the `irq::bind_device` hook).
 fn interrupt() {
     if let Some(n) = NIC.lock().as_mut() {
         n.dev.ack_interrupt();
@@ -157,67 +157,122 @@ fn interrupt() {
     super::interrupted();
 }
 
-/// Routes the INTx line of `df` (its interrupt-line register, with the MADT's override for
-/// that IRQ if any) through the I/O APIC that serves it to a vector of the calling (boot)
-/// core; says where, or why not.
-fn route_interrupt(df: DeviceFunction, madt: Option<&acpi::Madt>) {
-    let line = (pci::read32(df.bus, df.device, df.function, 0x3c) & 0xff) as u8;
-    let Some(madt) = madt else {
-        kprintln!("reef: net: no MADT: the NIC is polled");
-        return;
-    };
-    if line == 0 || line == 0xff {
-        kprintln!("reef: net: the NIC has no interrupt line: it is polled");
-        return;
-    }
-    // PCI interrupts are level-triggered and active low unless the MADT says otherwise.
-    let mut gsi = u32::from(line);
-    let mut signal = crate::arch::ioapic::Signal {
-        level: true,
-        active_low: true,
-    };
-    if let Some(o) = madt
-        .overrides
-        .iter()
-        .find(|o| o.bus == 0 && o.source == line)
-    {
-        gsi = o.gsi;
-        match o.polarity {
-            acpi::Polarity::ActiveHigh => signal.active_low = false,
-            acpi::Polarity::ActiveLow => signal.active_low = true,
-            _ => {}
+/// PCI capability id of MSI-X.
+const CAP_MSIX: u8 = 0x11;
+/// PCI capability id of vendor-specific capabilities (virtio's structures).
+const CAP_VENDOR: u8 = 0x09;
+/// virtio's common configuration structure (`cfg_type` of its capability).
+const VIRTIO_COMMON_CFG: u8 = 1;
+/// Offsets in virtio's common configuration: `msix_config`, `queue_select`,
+/// `queue_msix_vector`.
+const MSIX_CONFIG: u64 = 0x10;
+/// See [`MSIX_CONFIG`].
+const QUEUE_SELECT: u64 = 0x16;
+/// See [`MSIX_CONFIG`].
+const QUEUE_MSIX_VECTOR: u64 = 0x1a;
+/// virtio-net's receive queue.
+const RECEIVE_QUEUE: u16 = 0;
+/// virtio-net's transmit queue: no interrupt (sent buffers are taken back at the next send).
+const TRANSMIT_QUEUE: u16 = 1;
+/// virtio's "no MSI-X vector".
+const NO_VECTOR: u16 = 0xffff;
+/// The physical address an MSI writes to reach local APIC `id` (fixed delivery, physical
+/// destination).
+const MSI_ADDRESS: u64 = 0xfee0_0000;
+
+/// The capabilities of `df`: (offset, its first dword).
+fn capabilities(df: DeviceFunction) -> impl Iterator<Item = (u8, u32)> {
+    let read = move |off: u8| pci::read32(df.bus, df.device, df.function, off);
+    let mut at = (read(0x34) & 0xfc) as u8;
+    let mut seen = 0;
+    core::iter::from_fn(move || {
+        // At most 48 capabilities fit in the 192 bytes after the header: a loop ends.
+        if at == 0 || seen == 48 {
+            return None;
         }
-        match o.trigger {
-            acpi::Trigger::Edge => signal.level = false,
-            acpi::Trigger::Level => signal.level = true,
-            _ => {}
-        }
+        seen += 1;
+        let here = at;
+        let word = read(here);
+        at = ((word >> 8) & 0xfc) as u8;
+        Some((here, word))
+    })
+}
+
+/// The physical address BAR `bar` of `df` decodes (a memory BAR, 32 or 64 bits).
+fn bar_address(df: DeviceFunction, bar: u8) -> Option<u64> {
+    let off = 0x10 + 4 * bar;
+    let low = pci::read32(df.bus, df.device, df.function, off);
+    if low & 1 != 0 {
+        return None;
     }
-    let Some(ioapic) = madt
-        .io_apics
-        .iter()
-        .find(|a| gsi >= a.gsi_base && gsi < a.gsi_base + 24)
-    else {
-        kprintln!("reef: net: no I/O APIC serves GSI {gsi}: the NIC is polled");
+    let high = if low & 0b110 == 0b100 {
+        pci::read32(df.bus, df.device, df.function, off + 4)
+    } else {
+        0
+    };
+    Some(u64::from(high) << 32 | u64::from(low & !0xf))
+}
+
+/// Routes the NIC's queue interrupts to a vector of the calling (boot) core by MSI-X: entry 0
+/// of its MSI-X table gets the core's address and the vector, virtio's common configuration
+/// points configuration changes and the receive queue at entry 0 (the transmit queue raises
+/// nothing), and MSI-X is switched on (which turns
+/// the INTx line off). Says where, or why the NIC stays polled.
+fn route_interrupt(df: DeviceFunction) {
+    let Some((msix, control)) = capabilities(df).find(|&(_, w)| w as u8 == CAP_MSIX) else {
+        kprintln!("reef: net: the NIC has no MSI-X: it is polled");
         return;
     };
-    let Some(vector) = crate::irq::bind_device(gsi, interrupt) else {
+    let table = pci::read32(df.bus, df.device, df.function, msix + 4);
+    let common = capabilities(df).find(|&(at, w)| {
+        w as u8 == CAP_VENDOR
+            && (pci::read32(df.bus, df.device, df.function, at) >> 24) as u8 == VIRTIO_COMMON_CFG
+    });
+    let (Some(table_bar), Some((cfg, _))) = (bar_address(df, (table & 7) as u8), common) else {
+        kprintln!("reef: net: the NIC's MSI-X table or common configuration is not in memory");
+        return;
+    };
+    let cfg_bar = (pci::read32(df.bus, df.device, df.function, cfg + 4) & 0xff) as u8;
+    let cfg_off = pci::read32(df.bus, df.device, df.function, cfg + 8);
+    let Some(cfg_base) = bar_address(df, cfg_bar) else {
+        kprintln!("reef: net: the NIC's common configuration is not in memory");
+        return;
+    };
+    let Some(vector) = crate::irq::bind_device(u32::MAX, interrupt) else {
         kprintln!("reef: net: no free interrupt vector: the NIC is polled");
         return;
     };
-    crate::arch::ioapic::route(
-        ioapic.address,
-        gsi - ioapic.gsi_base,
-        vector,
-        crate::arch::apic::id(),
-        signal,
+    let entry = table_bar + u64::from(table & !7);
+    let common = cfg_base + u64::from(cfg_off);
+    let apic_id = crate::arch::apic::id();
+    // SAFETY: `entry` is entry 0 of the NIC's MSI-X table and `common` its virtio common
+    // configuration, both inside memory BARs of the device this driver owns (assigned below
+    // 4 GiB, inside the direct map); the writes are the registers' documented uses.
+    unsafe {
+        pci::mmio_write32(entry, (MSI_ADDRESS | u64::from(apic_id) << 12) as u32);
+        pci::mmio_write32(entry + 4, 0);
+        pci::mmio_write32(entry + 8, u32::from(vector));
+        pci::mmio_write32(entry + 12, 0);
+        pci::mmio_write16(common + MSIX_CONFIG, 0);
+        pci::mmio_write16(common + QUEUE_SELECT, RECEIVE_QUEUE);
+        pci::mmio_write16(common + QUEUE_MSIX_VECTOR, 0);
+        pci::mmio_write16(common + QUEUE_SELECT, TRANSMIT_QUEUE);
+        pci::mmio_write16(common + QUEUE_MSIX_VECTOR, NO_VECTOR);
+    }
+    // Message control is the upper half of the capability's first dword: enable (bit 15).
+    pci::write32(
+        df.bus,
+        df.device,
+        df.function,
+        msix,
+        (control & 0xffff) | ((control >> 16) | 1 << 15) << 16,
     );
-    kprintln!("reef: net: NIC interrupt: IRQ {line}, GSI {gsi} -> vector {vector:#x} on core 0");
+    kprintln!("reef: net: NIC interrupt: MSI-X -> vector {vector:#x} on core 0");
 }
 
-/// Looks for a virtio-net device on PCI bus 0 and sets it up (its interrupt through the
-/// MADT's I/O APIC); says what it found.
-pub fn init(madt: Option<&acpi::Madt>) {
+/// Looks for a virtio-net device on PCI bus 0 and sets it up (its interrupt by MSI-X); says
+/// what it found.
+pub fn init() {
     let mut root = PciRoot::new(PortAccess);
     let mut next = BAR_WINDOW;
     let found = root
@@ -247,7 +302,7 @@ pub fn init(madt: Option<&acpi::Madt>) {
                 super::GATEWAY,
             ));
             *NIC.lock() = Some(nic);
-            route_interrupt(df, madt);
+            route_interrupt(df);
         }
         Err(e) => kprintln!("reef: net: virtio-net at {df}: {e:?}"),
     }

@@ -6,7 +6,6 @@ pub mod apic;
 pub mod cpu;
 pub mod gdt;
 pub mod idt;
-pub mod ioapic;
 pub mod kvm;
 pub mod paging;
 pub mod pci;

@@ -1,6 +1,7 @@
 //! PCI configuration space through the PC's port mechanism (an address written to 0xCF8, the
 //! data at 0xCFC), which QEMU's `pc` machine and real PCs have. The two steps run under one
-//! lock so that cores do not interleave them.
+//! lock so that cores do not interleave them. Also the writes of device registers in memory
+//! BARs (MSI-X tables, virtio's configuration) that drivers above this layer make.
 
 use super::cpu;
 
@@ -40,4 +41,24 @@ pub fn write32(bus: u8, device: u8, function: u8, offset: u8, value: u32) {
         cpu::outl(CONFIG_ADDRESS, address(bus, device, function, offset));
         cpu::outl(CONFIG_DATA, value);
     }
+}
+
+/// Writes a 32-bit device register at physical address `phys`.
+///
+/// # Safety
+/// `phys` must be a register inside a memory BAR of a device the caller drives, below the
+/// direct map's end, and the write must be one the device expects.
+pub unsafe fn mmio_write32(phys: u64, value: u32) {
+    // SAFETY: per the caller's contract the address is a device register the direct map
+    // covers; a volatile store keeps the access as written.
+    unsafe { core::ptr::write_volatile(super::paging::phys_to_virt(phys) as *mut u32, value) };
+}
+
+/// Writes a 16-bit device register at physical address `phys`.
+///
+/// # Safety
+/// As for [`mmio_write32`].
+pub unsafe fn mmio_write16(phys: u64, value: u16) {
+    // SAFETY: as for `mmio_write32`.
+    unsafe { core::ptr::write_volatile(super::paging::phys_to_virt(phys) as *mut u16, value) };
 }
