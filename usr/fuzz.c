@@ -11,7 +11,11 @@
  * weighted table of the calls Reef implements (and unknown numbers, Reef's own 1024..1040, very
  * large ones) with arguments mixing small valid values, boundary integers, valid buffers,
  * unmapped, PROT_NONE and read-only memory, kernel and non-canonical addresses, huge lengths,
- * valid and invalid descriptors and paths. Reef's core stop and start are among the calls, so
+ * valid and invalid descriptors and paths. The socket calls mostly get sockets the worker made
+ * (each generation starts with some: a TCP listener on one of a few fixed ports of 127.0.0.1,
+ * connections to it, fresh and bound UDP and TCP sockets), addresses on those ports (or
+ * ports the kernel named), flags that keep them from blocking, and sometimes wrong families,
+ * lengths and pointers. Reef's core stop and start are among the calls, so
  * cores come and go under the workers. A worker that dies (SIGSEGV after a bad sigreturn,
  * exit, execve of a real program, SIGKILL to itself ...) is reaped and started again as the next
  * generation; the calls it spent count. When every worker has spent its share the supervisor
@@ -43,6 +47,8 @@
  *                                           every worker's last 16 calls and (on Reef) every
  *                                           process left; exit status 1
  *   generations ended: SIGNAL=N ...         how workers died
+ *   counts NAME=MADE/OK ...                 per call of the table: how many the workers made
+ *                                           and how many did not fail (a few lines)
  *   done calls=N seed=S ...                 the end; exit status 0
  * --verbose adds `ended CALL: HOW` for every generation that ended and `poke CALL` lines.
  * A kernel panic leaves no chance to print anything: the last calls are those of the trace (or
@@ -61,7 +67,12 @@
  * keeps at most 16 MiB of its mappings (a bigger mmap is unmapped right after it succeeded), a
  * call that writes to a regular file asks for 8 MiB at most and a file over 8 MiB is cut to 0
  * after it, at most 4 children (killed and reaped), at most 48 descriptors. Natively as root it
- * first becomes nobody. Unknown numbers are ones Linux has no call for either.
+ * first becomes nobody. Unknown numbers are ones Linux has no call for either. Natively the
+ * sockets are the host's: only AF_INET ones (no protocol whose module Linux might load), and
+ * before bind, connect, sendto, sendmsg and listen net_guard() checks what the kernel will
+ * read, so that nothing binds or listens outside 127.0.0.0/8 and nothing is sent anywhere
+ * but 127.0.0.0/8 (or 0.0.0.0) on the fuzzer's ports; no multicast group is joined. On Reef
+ * any address goes (there is no NIC: other addresses than 127/8 are dropped).
  */
 #define _GNU_SOURCE
 #include "reef-test.h"
@@ -69,9 +80,12 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 /* ---- limits ---- */
 
@@ -81,6 +95,8 @@
 #define KIDS_MAX 4
 #define FDS_MAX 48
 #define MAPS_MAX 32
+#define SOCKS_MAX 16
+#define PORTS_MAX 8
 #define MAP_CAP (16ull << 20)
 #define FILE_CAP (8ll << 20)
 #define BUF_SIZE (64 * 1024)
@@ -199,6 +215,8 @@ static struct rng stream(uint64_t seed, uint64_t w, uint64_t gen, uint64_t i, ui
 
 /* ---- shared with the supervisor ---- */
 
+#define NCALLS_MAX 256 /* at least the table's NCALLS (checked below) */
+
 struct rec {
     _Atomic uint32_t state; /* 0 empty, 1 in the kernel, 2 returned */
     uint32_t gen;
@@ -219,6 +237,8 @@ struct slot {
     uint32_t gen;
     uint64_t quota;
     struct rec ring[RING];
+    /* Per call of the table: made (counted before it enters the kernel) and succeeded. */
+    _Atomic uint32_t made[NCALLS_MAX], ok[NCALLS_MAX];
 };
 
 static struct slot *slots;
@@ -296,10 +316,21 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(alarm, 37, 1, 10, 0)                                                                         \
     X(setitimer, 38, 3, 20, 0)                                                                     \
     X(getpid, 39, 0, 20, 0)                                                                        \
-    X(sendto, 44, 6, 40, F_GROWS_FD)                                                               \
-    X(recvfrom, 45, 6, 40, 0)                                                                      \
-    X(shutdown, 48, 2, 20, 0)                                                                      \
+    X(socket, 41, 3, 50, 0)                                                                        \
+    X(connect, 42, 3, 50, 0)                                                                       \
+    X(accept, 43, 3, 15, 0)                                                                        \
+    X(sendto, 44, 6, 60, F_GROWS_FD)                                                               \
+    X(recvfrom, 45, 6, 60, 0)                                                                      \
+    X(sendmsg, 46, 3, 40, 0)                                                                       \
+    X(recvmsg, 47, 3, 40, 0)                                                                       \
+    X(shutdown, 48, 2, 25, 0)                                                                      \
+    X(bind, 49, 3, 45, 0)                                                                          \
+    X(listen, 50, 2, 30, 0)                                                                        \
+    X(getsockname, 51, 3, 20, 0)                                                                   \
+    X(getpeername, 52, 3, 20, 0)                                                                   \
     X(socketpair, 53, 4, 30, 0)                                                                    \
+    X(setsockopt, 54, 5, 30, 0)                                                                    \
+    X(getsockopt, 55, 5, 30, 0)                                                                    \
     X(sendfile, 40, 4, 60, F_GROWS_FD)                                                             \
     X(clone, 56, 5, 80, F_CHILD_NO)                                                                \
     X(fork, 57, 0, 40, F_CHILD_NO)                                                                 \
@@ -382,6 +413,7 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(ppoll, 271, 5, 60, 0)                                                                        \
     X(set_robust_list, 273, 2, 30, 0)                                                              \
     X(utimensat, 280, 4, 30, 0)                                                                    \
+    X(accept4, 288, 4, 50, 0)                                                                      \
     X(dup3, 292, 3, 50, 0)                                                                         \
     X(pipe2, 293, 2, 60, 0)                                                                        \
     X(preadv, 295, 5, 40, 0)                                                                       \
@@ -413,6 +445,7 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
 #define ENUM(name, nr, nargs, weight, flags) C_##name,
 enum { CALLS(ENUM) NCALLS };
 #undef ENUM
+_Static_assert(NCALLS <= NCALLS_MAX, "NCALLS_MAX too small");
 
 struct call {
     const char *name;
@@ -460,6 +493,18 @@ static struct {
     uint64_t mapped;
     int32_t kids[KIDS_MAX];
     int nkids;
+    /* The sockets among fds (what made them and how far they got, as the calls' results
+     * said), for the socket calls to pick plausible ones; ports learned from addresses. */
+    struct sk {
+        int fd;
+        uint8_t type; /* SK_STREAM or SK_DGRAM */
+        uint8_t state;
+        uint8_t nonblock;
+        uint16_t port; /* its port, when known */
+    } sk[SOCKS_MAX];
+    int nsk;
+    uint16_t ports[PORTS_MAX];
+    unsigned nports;
     char *buf, *hole, *ro, *none, *args, *edge, *cstack, *alt;
     uint64_t brk0, fs0;
     unsigned handled;
@@ -837,6 +882,14 @@ enum {
     A_ARGV = 3072,    /* 64 pointers */
     A_ENVP = 3584,    /* 64 pointers */
     A_FRAME = 4096,   /* a sigreturn ucontext, 1 KiB */
+    A_SADDR = 5120,   /* a sockaddr to pass (128 bytes: sockaddr_storage) */
+    A_NET_OUT = 5248, /* a sockaddr for the kernel to fill (128 bytes) */
+    A_NET_LEN = 5376, /* its length (socklen_t, in and out) */
+    A_MSGHDR = 5392,  /* a struct msghdr (56 bytes) */
+    A_OPTVAL = 5504,  /* a socket option's value (64 bytes) */
+    A_OPTLEN = 5568,  /* getsockopt's length (in and out) */
+    A_NET_FIX = 5632, /* natively: a sockaddr net_guard() put in place of an unsafe one */
+    A_MSGFIX = 5760,  /* natively: a msghdr net_guard() put in place of an unsafe one */
     A_FPU = 8192,     /* an FPU save area, 4 KiB */
     A_SIGSTACK = 14336, /* top of a small stack for handlers after a sigreturn */
 };
@@ -1040,17 +1093,328 @@ static uint64_t gen_sa_flags(struct rng *r)
     return f;
 }
 
+/* ---- sockets ---- */
+
+/* What a remembered socket is (W.sk) and how far it got: the states are bits of a mask. */
+enum { SK_STREAM = 1, SK_DGRAM = 2 };
+enum { SK_FRESH, SK_BOUND, SK_LISTEN, SK_CONNECTING, SK_CONNECTED };
+#define SKM(st) (1u << (st))
+#define SKM_ANY 0x1fu
+
+/* The ports workers bind and connect to: a few fixed ones, so that workers (and a worker's
+ * own sockets) meet; below Linux's ephemeral range, unused by the host natively. */
+static const uint16_t net_ports[] = {24801, 24802, 24803, 24804};
+
+/* A descriptor for a socket call: mostly a remembered socket of the right type and state
+ * (`nb`: preferably a non-blocking one), else any descriptor (files, pipes, bad numbers). */
+static uint64_t gen_sock_fd(struct rng *r, unsigned types, unsigned states, int nb)
+{
+    if (W.nsk > 0 && pct(r, 80)) {
+        int cand[SOCKS_MAX], n = 0;
+        for (int i = 0; i < W.nsk; i++)
+            if ((types & W.sk[i].type) && (states & SKM(W.sk[i].state)) &&
+                (!nb || W.sk[i].nonblock))
+                cand[n++] = i;
+        int i = n > 0 && pct(r, 85) ? cand[below(r, (uint64_t)n)] : (int)below(r, (uint64_t)W.nsk);
+        return (uint64_t)W.sk[i].fd;
+    }
+    return gen_fd(r);
+}
+
+static int port_known(uint16_t port)
+{
+    for (size_t i = 0; i < sizeof net_ports / sizeof net_ports[0]; i++)
+        if (net_ports[i] == port)
+            return 1;
+    for (unsigned i = 0; i < W.nports && i < PORTS_MAX; i++)
+        if (W.ports[i] == port)
+            return 1;
+    return 0;
+}
+
+/* A port (host order): 0, a fixed one, one learned from an address the kernel gave, or (on
+ * Reef, or for bind) anything. */
+static uint16_t gen_port(struct rng *r, int dest)
+{
+    static const uint16_t odd[] = {1, 7, 80, 1023, 1024, 32767, 32768, 60999, 61000, 65535};
+    if (dest && pct(r, 35)) { /* a listener's (when the worker has one) */
+        int cand[SOCKS_MAX], n = 0;
+        for (int i = 0; i < W.nsk; i++)
+            if (W.sk[i].state == SK_LISTEN && W.sk[i].port)
+                cand[n++] = i;
+        if (n)
+            return W.sk[cand[below(r, (uint64_t)n)]].port;
+    }
+    int k = (int)below(r, 100);
+    if (k < (dest ? 4 : 35))
+        return 0;
+    if (k < 80)
+        return PICK(r, net_ports);
+    if (k < 93)
+        return W.nports ? W.ports[below(r, W.nports < PORTS_MAX ? W.nports : PORTS_MAX)]
+                        : PICK(r, net_ports);
+    if (dest && !reef) /* natively only ports of the fuzzer's own */
+        return PICK(r, net_ports);
+    return pct(r, 50) ? PICK(r, odd) : (uint16_t)next(r);
+}
+
+/* An IPv4 address: mostly 127.0.0.1, sometimes 0.0.0.0 or elsewhere in 127/8; on Reef also
+ * addresses outside the machine (no NIC: dropped). Natively nothing leaves loopback and
+ * nothing binds to every interface. */
+static void gen_ip(struct rng *r, uint8_t ip[4], int bind)
+{
+    static const uint8_t local[][4] = {{127, 0, 0, 2}, {127, 1, 2, 3}, {127, 255, 255, 255},
+                                       {127, 0, 0, 0}};
+    static const uint8_t outside[][4] = {{10, 0, 2, 2},   {10, 0, 2, 15},     {8, 8, 8, 8},
+                                         {192, 0, 2, 1},  {224, 0, 0, 1},     {169, 254, 1, 1},
+                                         {172, 16, 0, 1}, {255, 255, 255, 255}};
+    static const uint8_t lo[4] = {127, 0, 0, 1};
+    int k = (int)below(r, 100);
+    if (k < 75 || (k < 83 && bind && !reef) || (k >= 90 && !reef))
+        memcpy(ip, lo, 4);
+    else if (k < 83)
+        memset(ip, 0, 4);
+    else if (k < 90)
+        memcpy(ip, PICK(r, local), 4);
+    else if (k < 97)
+        memcpy(ip, PICK(r, outside), 4);
+    else
+        for (int i = 0; i < 4; i++)
+            ip[i] = (uint8_t)next(r);
+}
+
+/* A sockaddr_in in the argument area at `off` (now and then of another family or with junk
+ * after it), or a pointer of any kind. */
+static uint64_t gen_sockaddr(struct rng *r, size_t off, int bind)
+{
+    static const uint16_t fams[] = {0, 1, 10, 16, 17, 0xffff, 0x0102, 0x0200, 46};
+    uint8_t *sa = (uint8_t *)arg_area(off);
+    memset(sa, 0, 128);
+    uint16_t fam = pct(r, 90) ? AF_INET : pct(r, 80) ? PICK(r, fams) : (uint16_t)next(r);
+    memcpy(sa, &fam, 2);
+    uint16_t port = gen_port(r, !bind);
+    sa[2] = (uint8_t)(port >> 8);
+    sa[3] = (uint8_t)port;
+    gen_ip(r, sa + 4, bind);
+    if (pct(r, 5))
+        fill_random(r, sa + 8, 120);
+    return pct(r, 88) ? arg_ptr(off) : gen_ptr(r, NULL);
+}
+
+/* An address length: mostly sizeof(struct sockaddr_in), else short, long, negative, huge. */
+static uint64_t gen_addrlen(struct rng *r)
+{
+    static const uint64_t odd[] = {0,          1,          2,          8,          15,
+                                   17,         28,         110,        128,        129,
+                                   4096,       0x7fffffff, 0x80000000, 0xffffffff, ~0ull,
+                                   0xffffffff00000010ull};
+    int k = (int)below(r, 100);
+    if (k < 75)
+        return 16;
+    if (k < 93)
+        return PICK(r, odd);
+    return gen_int(r);
+}
+
+/* An address for the kernel to fill and its length's pointer (the room in it mostly 16;
+ * 0, short, negative, huge; bad pointers). `may_null`: both 0 sometimes. */
+static void gen_addr_out(struct rng *r, uint64_t *addr, uint64_t *lenp, int may_null)
+{
+    static const uint32_t rooms[] = {16, 16, 16, 16, 0, 1, 2, 4, 8, 15, 17, 128,
+                                     0xffffffff, 0x80000000, 0x7fffffff};
+    uint32_t room = PICK(r, rooms);
+    memcpy(arg_area(A_NET_LEN), &room, 4);
+    memset(arg_area(A_NET_OUT), 0, 16);
+    int k = (int)below(r, 100);
+    if (may_null && k < 25) {
+        *addr = 0;
+        *lenp = pct(r, 80) ? 0 : gen_ptr(r, NULL);
+        return;
+    }
+    *addr = k < 85 ? arg_ptr(A_NET_OUT) : gen_ptr(r, NULL);
+    *lenp = pct(r, 85) ? arg_ptr(A_NET_LEN) : gen_ptr(r, NULL);
+}
+
+/* send and recv flags: mostly MSG_DONTWAIT (a blocking one waits for the watchdog's poke),
+ * with others, sometimes anything. */
+static uint64_t gen_msg_flags(struct rng *r, int send)
+{
+    static const uint64_t sbits[] = {0x4000 /* NOSIGNAL */, 0x8000 /* MORE */, 0x1 /* OOB */,
+                                     0x800 /* CONFIRM */,   0x80 /* EOR */,    0x4 /* DONTROUTE */,
+                                     0x20000000 /* FASTOPEN */, 0x40};
+    static const uint64_t rbits[] = {0x2 /* PEEK */,  0x20 /* TRUNC */,  0x100 /* WAITALL */,
+                                     0x1 /* OOB */,   0x2000 /* ERRQUEUE */,
+                                     0x40000000 /* CMSG_CLOEXEC */, 0x10000 /* WAITFORONE */,
+                                     0x40};
+    uint64_t f = pct(r, 65) ? MSG_DONTWAIT : 0;
+    for (int n = (int)below(r, 3); n > 0; n--)
+        f |= send ? PICK(r, sbits) : PICK(r, rbits);
+    if (pct(r, 5))
+        f = gen_int(r);
+    return f;
+}
+
+/* A struct msghdr in the argument area (name, iovecs, control), or a pointer of any kind.
+ * The layout is the kernel's (the iovec count and the control length are 64 bits there). */
+static uint64_t gen_msghdr(struct rng *r, int send)
+{
+    uint64_t *m = (uint64_t *)(void *)arg_area(A_MSGHDR);
+    uint64_t avail;
+    int k = (int)below(r, 100);
+    if (k < 40)
+        m[0] = 0;
+    else if (k < 85)
+        m[0] = send ? gen_sockaddr(r, A_SADDR, 0) : arg_ptr(A_NET_OUT);
+    else
+        m[0] = gen_ptr(r, NULL);
+    m[1] = send ? gen_addrlen(r) & 0xffffffff : PICK(r, ((uint64_t[]){16, 16, 0, 1, 15, 128, 0xffffffff}));
+    if (pct(r, 5))
+        m[1] |= next(r) << 32; /* the padding after msg_namelen */
+    if (pct(r, 60)) { /* a few buffers of plausible sizes */
+        uint64_t *v = (uint64_t *)(void *)arg_area(A_IOV);
+        int n = 1 + (int)below(r, 4);
+        for (int i = 0; i < n; i++) {
+            v[2 * i] = buf_addr() + below(r, BUF_SIZE - 2048);
+            v[2 * i + 1] = below(r, 2048);
+        }
+        m[2] = arg_ptr(A_IOV);
+        m[3] = (uint64_t)n;
+    } else {
+        m[3] = gen_iov(r, &m[2]);
+    }
+    if (pct(r, 75)) {
+        m[4] = 0;
+        m[5] = 0;
+    } else {
+        m[4] = gen_ptr(r, &avail);
+        m[5] = gen_len(r, avail);
+    }
+    m[6] = pct(r, 80) ? 0 : gen_int(r);
+    if (!send)
+        memset(arg_area(A_NET_OUT), 0, 16);
+    return pct(r, 88) ? arg_ptr(A_MSGHDR) : gen_ptr(r, NULL);
+}
+
+/* get/setsockopt's level, name, value and length (or length pointer). */
+static void gen_sockopt(struct rng *r, uint64_t *a, int set)
+{
+    static const uint64_t levels[] = {1, 1, 1, 1, 1, 0, 6, 6, 17, 41, 255, 0xffffffff,
+                                      0x7fffffff, (1ull << 32) | 1};
+    /* SOL_SOCKET: mostly options Reef has (REUSEADDR, TYPE, ERROR, BROADCAST, SNDBUF, RCVBUF,
+     * KEEPALIVE, ACCEPTCONN), else others Linux has (LINGER, REUSEPORT, timeouts, ...). */
+    static const uint64_t sol_have[] = {2, 3, 4, 6, 7, 8, 9, 30};
+    static const uint64_t sol[] = {13, 15, 20, 21, 1, 5, 10, 18, 38, 39, 25, 26, 0, 1000};
+    static const uint64_t tcp[] = {1, 1, 1, 2, 3, 4, 5, 6, 9, 11, 12, 18, 0, 100};
+    static const uint64_t ip[] = {1, 2, 3, 4, 8, 10, 14, 32, 33, 34, 0, 100};
+    static const int32_t vals[] = {0, 1, -1, 2, 2304, 65536, 1 << 20, INT_MAX, INT_MIN, 4096};
+    static const uint64_t lens[] = {0,          1,          2,    3,          8,   16,
+                                    0x80000000, 0xffffffff, ~0ull, (1ull << 32) | 4, 4096};
+    a[1] = pct(r, 90) ? PICK(r, levels) : gen_int(r);
+    int k = (int)below(r, 100);
+    if (k < 85) {
+        switch ((int32_t)a[1]) {
+        case 6:
+            a[2] = PICK(r, tcp);
+            break;
+        case 0:
+            a[2] = PICK(r, ip);
+            break;
+        default:
+            a[2] = pct(r, 70) ? PICK(r, sol_have) : PICK(r, sol);
+        }
+    } else {
+        a[2] = gen_int(r);
+    }
+    /* Natively: never join a multicast group (IGMP reports would leave the host). */
+    if (!reef && (int32_t)a[1] == 0 && (int32_t)a[2] >= 35 && (int32_t)a[2] <= 48)
+        a[2] = 1;
+    int32_t *v = (int32_t *)(void *)arg_area(A_OPTVAL);
+    if (pct(r, 20))
+        fill_random(r, v, 64);
+    else
+        memset(v, 0, 64);
+    v[0] = pct(r, 80) ? PICK(r, vals) : (int32_t)next(r);
+    a[3] = pct(r, 85) ? arg_ptr(A_OPTVAL) : gen_ptr(r, NULL);
+    if (set) {
+        a[4] = pct(r, 70) ? 4 : pct(r, 80) ? PICK(r, lens) : gen_int(r);
+    } else {
+        uint32_t len = pct(r, 70) ? 4 : pct(r, 80) ? (uint32_t)PICK(r, lens) : (uint32_t)next(r);
+        memcpy(arg_area(A_OPTLEN), &len, 4);
+        a[4] = pct(r, 85) ? arg_ptr(A_OPTLEN) : gen_ptr(r, NULL);
+    }
+}
+
 /* ---- bookkeeping of what the worker owns ---- */
+
+static struct sk *find_sk(long fd)
+{
+    for (int i = 0; i < W.nsk; i++)
+        if (W.sk[i].fd == fd)
+            return &W.sk[i];
+    return NULL;
+}
+
+static void forget_sk(long fd)
+{
+    struct sk *k = find_sk(fd);
+    if (k)
+        *k = W.sk[--W.nsk];
+}
+
+/* Remembers socket fd (after add_fd); the oldest is forgotten (not closed) when full. */
+static void add_sk(long fd, int type, int state, int nonblock, uint16_t port)
+{
+    if (fd < 0 || fd == TRACE_FD)
+        return;
+    forget_sk(fd);
+    if (W.nsk == SOCKS_MAX) {
+        memmove(W.sk, W.sk + 1, sizeof W.sk[0] * (SOCKS_MAX - 1));
+        W.nsk--;
+    }
+    W.sk[W.nsk++] =
+        (struct sk){(int)fd, (uint8_t)type, (uint8_t)state, (uint8_t)(nonblock != 0), port};
+}
+
+static void set_sk_state(long fd, int state)
+{
+    struct sk *k = find_sk(fd);
+    if (k)
+        k->state = (uint8_t)state;
+}
+
+/* The port of the AF_INET address at `addr` if it is `where` in the argument area, else 0. */
+static uint16_t port_at(uint64_t addr, size_t where)
+{
+    const uint8_t *sa = (const uint8_t *)arg_area(where);
+    uint16_t fam;
+    if (addr != arg_ptr(where))
+        return 0;
+    memcpy(&fam, sa, 2);
+    if (fam != AF_INET || (!reef && sa[4] != 127))
+        return 0;
+    return (uint16_t)(sa[2] << 8 | sa[3]);
+}
+
+/* Notes the port of an AF_INET address the kernel wrote to the argument area (natively only
+ * ports of 127/8: the fuzzer's own sockets). */
+static void learn_port(uint64_t addr)
+{
+    uint16_t port = port_at(addr, A_NET_OUT);
+    if (port != 0 && !port_known(port))
+        W.ports[W.nports++ % PORTS_MAX] = port;
+}
 
 static void add_fd(long fd)
 {
     if (fd < 0 || fd == TRACE_FD)
         return;
+    forget_sk(fd); /* a new descriptor of that number: the caller says if it is a socket */
     for (int i = 0; i < W.nfds; i++)
         if (W.fds[i] == fd)
             return;
     if (W.nfds == FDS_MAX) {
         raw1(SYS_close, W.fds[0]);
+        forget_sk(W.fds[0]);
         memmove(W.fds, W.fds + 1, sizeof W.fds[0] * (FDS_MAX - 1));
         W.nfds--;
     }
@@ -1059,6 +1423,7 @@ static void add_fd(long fd)
 
 static void drop_fd(long fd)
 {
+    forget_sk(fd);
     for (int i = 0; i < W.nfds; i++)
         if (W.fds[i] == fd) {
             W.fds[i] = W.fds[--W.nfds];
@@ -1418,25 +1783,111 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[1] = gen_ptr(r, &avail);
         a[2] = gen_len(r, avail);
         break;
-    case C_sendto:
-    case C_recvfrom:
-        a[0] = gen_fd(r);
-        a[1] = gen_ptr(r, &avail);
-        a[2] = gen_len(r, avail);
-        a[3] = pct(r, 75) ? PICK(r, ((uint64_t[]){0, 0x40, 0x4000, 0x4040, 0x8000, 2, 0x100}))
-                          : gen_int(r);
-        a[4] = pct(r, 70) ? 0 : pct(r, 50) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
-        if (pct(r, 70)) {
-            uint32_t room = (uint32_t)PICK(r, ((uint64_t[]){0, 2, 16, 110, 0xffffffff}));
-            memcpy(arg_area(A_MISC + 224), &room, 4);
-            a[5] = arg_ptr(A_MISC + 224);
+    case C_socket: {
+        static const uint64_t doms[] = {0, 1, 10, 16, 17, 3, 255, 12345, 0xffffffff,
+                                        (1ull << 32) | 2};
+        static const uint64_t types[] = {0, 3, 4, 5, 6, 10, 11, 15, 1 | 0x100, 2 | 0x2000,
+                                         1 | (1ull << 32), SOCK_NONBLOCK, SOCK_CLOEXEC};
+        static const uint64_t protos[] = {6, 17, 1, 255, 12345, ~0ull, (1ull << 32) | 6};
+        a[0] = pct(r, 88) ? AF_INET : pct(r, 70) ? PICK(r, doms) : gen_int(r);
+        if (pct(r, 85)) {
+            a[1] = pct(r, 55) ? SOCK_STREAM : SOCK_DGRAM;
+            if (pct(r, 55))
+                a[1] |= SOCK_NONBLOCK;
+            if (pct(r, 20))
+                a[1] |= SOCK_CLOEXEC;
         } else {
-            a[5] = pct(r, 50) ? 0 : gen_ptr(r, NULL);
+            a[1] = pct(r, 60) ? PICK(r, types) : gen_int(r);
+        }
+        a[2] = pct(r, 85) ? 0 : pct(r, 70) ? PICK(r, protos) : gen_int(r);
+        if (!reef) {
+            /* Natively the host's: no other family that reaches anywhere (Linux takes the low
+             * 32 bits), no SOCK_PACKET, no protocol whose module the kernel might load. */
+            int32_t d = (int32_t)a[0], t = (int32_t)a[1] & 0xf, p = (int32_t)a[2];
+            if (d != AF_INET && d > 0 && d < 64)
+                a[0] = 0;
+            if (t == 10)
+                a[1] ^= 10 ^ 11;
+            if (!(p == 0 || p == 6 || p == 17 || p == 1 || p == 255 || p < 0 || p >= 263))
+                a[2] = 12345;
         }
         break;
+    }
+    case C_bind:
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM, SKM(SK_FRESH), 0);
+        a[1] = gen_sockaddr(r, A_SADDR, 1);
+        a[2] = gen_addrlen(r);
+        break;
+    case C_listen: {
+        static const uint64_t backlogs[] = {0, 1, 2, 5, 128, 4096, 4097, 0x7fffffff,
+                                            0x80000000, 0xffffffff, ~0ull};
+        a[0] = gen_sock_fd(r, SK_STREAM, SKM(SK_BOUND) | (pct(r, 40) ? SKM(SK_FRESH) : 0), 0);
+        a[1] = pct(r, 85) ? PICK(r, backlogs) : gen_int(r);
+        break;
+    }
+    case C_connect:
+        /* Mostly non-blocking sockets: a blocking connect to a dropped address waits for
+         * the watchdog's poke. */
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM, SKM(SK_FRESH) | SKM(SK_BOUND), pct(r, 60));
+        a[1] = gen_sockaddr(r, A_SADDR, 0);
+        a[2] = gen_addrlen(r);
+        break;
+    case C_accept:
+    case C_accept4:
+        /* Mostly non-blocking: a blocking accept with no client waits for the watchdog. */
+        a[0] = gen_sock_fd(r, SK_STREAM, SKM(SK_LISTEN), id == C_accept ? pct(r, 85) : 0);
+        gen_addr_out(r, &a[1], &a[2], 1);
+        if (id == C_accept4)
+            a[3] = pct(r, 85) ? PICK(r, ((uint64_t[]){SOCK_NONBLOCK, SOCK_NONBLOCK,
+                                                      SOCK_NONBLOCK | SOCK_CLOEXEC,
+                                                      SOCK_NONBLOCK | SOCK_CLOEXEC, SOCK_CLOEXEC, 0}))
+                              : gen_int(r);
+        break;
+    case C_sendto:
+    case C_recvfrom:
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM,
+                           SKM(SK_CONNECTED) | SKM(SK_CONNECTING) |
+                               (pct(r, 50) ? SKM(SK_FRESH) | SKM(SK_BOUND) : 0),
+                           0);
+        if (pct(r, 50)) { /* mostly a valid buffer of a plausible size */
+            uint64_t off = below(r, BUF_SIZE);
+            a[1] = buf_addr() + off;
+            avail = BUF_SIZE - off;
+        } else {
+            a[1] = gen_ptr(r, &avail);
+        }
+        a[2] = pct(r, 60) ? below(r, avail < 2000 ? avail + 1 : 2000) : gen_len(r, avail);
+        a[3] = gen_msg_flags(r, id == C_sendto);
+        if (id == C_sendto) {
+            int k = (int)below(r, 100);
+            a[4] = k < 45 ? 0 : k < 88 ? gen_sockaddr(r, A_SADDR, 0) : gen_ptr(r, NULL);
+            a[5] = a[4] == 0 && pct(r, 70) ? 0 : gen_addrlen(r);
+        } else {
+            gen_addr_out(r, &a[4], &a[5], 1);
+        }
+        break;
+    case C_sendmsg:
+    case C_recvmsg:
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM,
+                           SKM(SK_CONNECTED) | SKM(SK_CONNECTING) |
+                               (pct(r, 50) ? SKM(SK_FRESH) | SKM(SK_BOUND) : 0),
+                           0);
+        a[1] = gen_msghdr(r, id == C_sendmsg);
+        a[2] = gen_msg_flags(r, id == C_sendmsg);
+        break;
     case C_shutdown:
-        a[0] = gen_fd(r);
-        a[1] = pct(r, 80) ? below(r, 3) : gen_int(r);
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM, SKM(SK_CONNECTED) | SKM(SK_CONNECTING), 0);
+        a[1] = pct(r, 85) ? below(r, 3) : gen_int(r);
+        break;
+    case C_getsockname:
+    case C_getpeername:
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM, SKM_ANY, 0);
+        gen_addr_out(r, &a[1], &a[2], 0);
+        break;
+    case C_setsockopt:
+    case C_getsockopt:
+        a[0] = gen_sock_fd(r, SK_STREAM | SK_DGRAM, SKM_ANY, 0);
+        gen_sockopt(r, a, id == C_setsockopt);
         break;
     case C_socketpair:
         a[0] = pct(r, 80) ? 1 : PICK(r, ((uint64_t[]){0, 2, 10, 12345, ~0ull}));
@@ -2277,28 +2728,171 @@ static int bound_call(int id, struct call_args *c)
     return changed;
 }
 
+/* Natively the sockets are the host's: no connection or datagram may leave 127.0.0.0/8 or go
+ * to a port the fuzzer does not use (its fixed ones, those its sockets got), and nothing may
+ * bind or listen on every interface. What the kernel would read is looked at first (without
+ * faulting: process_vm_readv on itself); a sockaddr that breaks the rule is replaced with a
+ * copy that names 127.0.0.1 and a fixed port. Returns whether it changed an argument. */
+static int peek_user(uint64_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
+    long got = raw6(SYS_process_vm_readv, raw0(SYS_getpid), (long)&local, 1, (long)&remote, 1, 0);
+    if (got == (long)n)
+        return 1; /* readable */
+    if (got == -EFAULT || (got >= 0 && got < (long)n))
+        return 0; /* not (all) readable: the kernel's copy fails too */
+    return -1;    /* cannot tell: treated as unsafe */
+}
+
+static int sockaddr_unsafe(uint64_t p, int bind)
+{
+    uint8_t sa[8];
+    uint16_t fam;
+    int k = peek_user(p, sa, sizeof sa);
+    if (k <= 0)
+        return k < 0;
+    memcpy(&fam, sa, 2);
+    if (fam != AF_INET && fam != 0) /* AF_UNSPEC: as AF_INET for a datagram's destination */
+        return 0;
+    int any = !sa[4] && !sa[5] && !sa[6] && !sa[7];
+    if (sa[4] != 127 && !(any && !bind))
+        return 1;
+    uint16_t port = (uint16_t)(sa[2] << 8 | sa[3]);
+    return !bind && port != 0 && !port_known(port);
+}
+
+static uint64_t sockaddr_fix(uint64_t p)
+{
+    uint8_t *sa = (uint8_t *)arg_area(A_NET_FIX);
+    if (peek_user(p, sa, 16) != 1)
+        memset(sa, 0, 16);
+    uint16_t fam = AF_INET, port = net_ports[sa[3] % (sizeof net_ports / sizeof net_ports[0])];
+    memcpy(sa, &fam, 2);
+    sa[2] = (uint8_t)(port >> 8);
+    sa[3] = (uint8_t)port;
+    sa[4] = 127, sa[5] = 0, sa[6] = 0, sa[7] = 1;
+    return arg_ptr(A_NET_FIX);
+}
+
+static int net_guard(int id, struct call_args *c)
+{
+    uint64_t *a = c->a;
+    switch (id) {
+    case C_bind:
+    case C_connect:
+        if (sockaddr_unsafe(a[1], id == C_bind)) {
+            a[1] = sockaddr_fix(a[1]);
+            return 1;
+        }
+        return 0;
+    case C_sendto:
+        if (a[4] != 0 && sockaddr_unsafe(a[4], 0)) {
+            a[4] = sockaddr_fix(a[4]);
+            return 1;
+        }
+        return 0;
+    case C_sendmsg: {
+        uint64_t *m = (uint64_t *)(void *)arg_area(A_MSGFIX);
+        int k = peek_user(a[1], m, 56);
+        if (k == 0 || (k == 1 && (m[0] == 0 || !sockaddr_unsafe(m[0], 0))))
+            return 0;
+        if (k < 0)
+            memset(m, 0, 56);
+        m[0] = sockaddr_fix(k == 1 ? m[0] : 0);
+        a[1] = arg_ptr(A_MSGFIX);
+        return 1;
+    }
+    case C_listen: {
+        /* An unbound socket would be bound to 0.0.0.0: listen only on 127/8. */
+        uint8_t sa[16];
+        uint32_t len = sizeof sa;
+        uint16_t fam;
+        if (raw3(SYS_getsockname, a[0], sa, &len) != 0)
+            return 0;
+        memcpy(&fam, sa, 2);
+        if (fam == AF_INET && (sa[4] != 127 || (sa[2] == 0 && sa[3] == 0))) {
+            a[0] = (uint64_t)-1;
+            return 1;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
 static void after_call(int id, struct call_args *c, long ret)
 {
     uint64_t *a = c->a;
     if (table[id].flags & F_GROWS_FD && ret > 0)
         cap_fd((long)a[0]); /* sendfile's out, the others' fd */
+    if (id == C_connect && ret == -115) /* EINPROGRESS */
+        set_sk_state((int32_t)a[0], SK_CONNECTING);
     if (ret < 0 && ret > -4096)
         return;
+    /* A duplicate of a remembered socket is one too. */
+    struct sk *orig = find_sk((int32_t)a[0]), copy = orig ? *orig : (struct sk){0, 0, 0, 0, 0};
     switch (id) {
     case C_open:
     case C_openat:
     case C_creat:
-    case C_dup:
-    case C_dup2:
-    case C_dup3:
     case C_reef_mbox_create:
     case C_reef_mbox_connect:
     case C_reef_mbox_accept:
         add_fd(ret);
         break;
+    case C_dup:
+    case C_dup2:
+    case C_dup3:
+        add_fd(ret);
+        if (orig)
+            add_sk(ret, copy.type, copy.state, copy.nonblock, copy.port);
+        break;
     case C_fcntl:
-        if ((uint32_t)a[1] == 0 || (uint32_t)a[1] == 1030)
+        if ((uint32_t)a[1] == 0 || (uint32_t)a[1] == 1030) {
             add_fd(ret);
+            if (orig)
+                add_sk(ret, copy.type, copy.state, copy.nonblock, copy.port);
+        }
+        break;
+    case C_socket:
+        add_fd(ret);
+        if ((a[1] & 0xf) == SOCK_STREAM || (a[1] & 0xf) == SOCK_DGRAM)
+            add_sk(ret, (a[1] & 0xf) == SOCK_STREAM ? SK_STREAM : SK_DGRAM, SK_FRESH,
+                   (a[1] & SOCK_NONBLOCK) != 0, 0);
+        break;
+    case C_accept:
+    case C_accept4:
+        add_fd(ret);
+        add_sk(ret, SK_STREAM, SK_CONNECTED, id == C_accept4 && (a[3] & SOCK_NONBLOCK),
+               copy.port);
+        learn_port(a[1]);
+        break;
+    case C_bind:
+        if (orig && orig->state == SK_FRESH)
+            orig->state = SK_BOUND;
+        if (orig && port_at(a[1], A_SADDR))
+            orig->port = port_at(a[1], A_SADDR);
+        break;
+    case C_listen:
+        if (orig && orig->type == SK_STREAM)
+            orig->state = SK_LISTEN;
+        break;
+    case C_connect:
+        if (orig)
+            orig->state = SK_CONNECTED;
+        break;
+    case C_getsockname:
+        if (orig && port_at(a[1], A_NET_OUT))
+            orig->port = port_at(a[1], A_NET_OUT);
+        learn_port(a[1]);
+        break;
+    case C_getpeername:
+    case C_recvfrom:
+        learn_port(a[id == C_recvfrom ? 4 : 1]);
+        break;
+    case C_recvmsg:
+        if (a[1] == arg_ptr(A_MSGHDR))
+            learn_port(*(uint64_t *)(void *)arg_area(A_MSGHDR));
         break;
     case C_reef_grant:
         grant_ids[grants_made++ % GRANT_IDS] = (uint64_t)ret;
@@ -2316,6 +2910,9 @@ static void after_call(int id, struct call_args *c, long ret)
             int *p = (int *)(void *)arg_area(A_PIPE);
             add_fd(p[0]);
             add_fd(p[1]);
+            if (id == C_socketpair) /* the send and receive calls use them too */
+                for (int i = 0; i < 2; i++)
+                    add_sk(p[i], SK_STREAM, SK_CONNECTED, (a[1] & SOCK_NONBLOCK) != 0, 0);
         }
         break;
     case C_close:
@@ -2384,6 +2981,8 @@ static void do_one(uint64_t i, uint64_t sub)
     memset(&c, 0, sizeof c);
     gen_call(id, &r, &c);
     bound_call(id, &c);
+    if (!reef)
+        net_guard(id, &c);
     atomic_fetch_add(&W.s->calls, 1);
     uint64_t h = atomic_fetch_add(&W.s->head, 1);
     struct rec *e = &W.s->ring[h % RING];
@@ -2401,7 +3000,10 @@ static void do_one(uint64_t i, uint64_t sub)
     }
     if (opt_trace)
         trace_rec(e);
+    atomic_fetch_add(&W.s->made[id], 1);
     long ret = run_call(id, &c);
+    if (!(ret < 0 && ret > -4096))
+        atomic_fetch_add(&W.s->ok[id], 1);
     if (e->i == i && e->pid == W.pid) {
         e->ret = ret;
         atomic_store(&e->state, 2);
@@ -2495,6 +3097,93 @@ static void build_paths(int w)
     memcpy(deep_path + n, "f0", 3);
 }
 
+/* 127.0.0.1:port. */
+static struct sockaddr_in loopback(uint16_t port)
+{
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(port);
+    sin.sin_addr.s_addr = htonl(0x7f000001);
+    return sin;
+}
+
+/* Binds fd to 127.0.0.1 and the worker's fixed port (if free), else any port; remembers the
+ * port (learned ports: an ephemeral one). Returns the address. */
+static struct sockaddr_in bind_loopback(int fd, int w)
+{
+    struct sockaddr_in sin = loopback(net_ports[w % (int)(sizeof net_ports / sizeof net_ports[0])]);
+    socklen_t len = sizeof sin;
+    if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
+        sin.sin_port = 0;
+        bind(fd, (struct sockaddr *)&sin, sizeof sin);
+    }
+    if (getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+        sin.sin_port = 0;
+    else if (sin.sin_port != 0 && !port_known(ntohs(sin.sin_port)))
+        W.ports[W.nports++ % PORTS_MAX] = ntohs(sin.sin_port);
+    return sin;
+}
+
+/* Sockets every generation starts with, so that the socket calls find some in every state:
+ * a TCP listener (non-blocking) on a fixed port, a connection to it (the connecting end
+ * non-blocking, the accepted one blocking) and one not accepted yet, two fresh TCP sockets (one non-blocking) and a
+ * fresh UDP one, a UDP socket on a fixed port (non-blocking) and one connected to it
+ * (blocking). Natively all on 127.0.0.1. */
+static void setup_sockets(int w)
+{
+    int one = 1;
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (l >= 0) {
+        setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        struct sockaddr_in sin = bind_loopback(l, w);
+        int ok = sin.sin_port != 0 && listen(l, 8) == 0; /* never listen unbound (0.0.0.0) */
+        add_fd(l);
+        add_sk(l, SK_STREAM, ok ? SK_LISTEN : SK_BOUND, 1, ntohs(sin.sin_port));
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (c >= 0) {
+            int r = connect(c, (struct sockaddr *)&sin, sizeof sin);
+            add_fd(c);
+            add_sk(c, SK_STREAM, r == 0 ? SK_CONNECTED : SK_CONNECTING, 1, 0);
+            struct pollfd pf = {c, POLLOUT, 0};
+            poll(&pf, 1, 100);
+            int a = accept4(l, NULL, NULL, 0);
+            if (a >= 0) {
+                add_fd(a);
+                add_sk(a, SK_STREAM, SK_CONNECTED, 0, ntohs(sin.sin_port));
+                set_sk_state(c, SK_CONNECTED);
+            }
+        }
+        /* One more, left for the fuzzed accept calls to take. */
+        c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (c >= 0) {
+            int r = connect(c, (struct sockaddr *)&sin, sizeof sin);
+            add_fd(c);
+            add_sk(c, SK_STREAM, r == 0 ? SK_CONNECTED : SK_CONNECTING, 1, 0);
+        }
+    }
+    for (int i = 0; i < 2; i++) { /* fresh ones: a non-blocking and a blocking one */
+        int f = socket(AF_INET, SOCK_STREAM | (i ? 0 : SOCK_NONBLOCK), 0);
+        add_fd(f);
+        add_sk(f, SK_STREAM, SK_FRESH, !i, 0);
+    }
+    int f = socket(AF_INET, SOCK_DGRAM, 0);
+    add_fd(f);
+    add_sk(f, SK_DGRAM, SK_FRESH, 0, 0);
+    int u = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    if (u >= 0) {
+        struct sockaddr_in sin = bind_loopback(u, w);
+        add_fd(u);
+        add_sk(u, SK_DGRAM, SK_BOUND, 1, ntohs(sin.sin_port));
+        int v = socket(AF_INET, SOCK_DGRAM, 0);
+        if (v >= 0) {
+            int r = connect(v, (struct sockaddr *)&sin, sizeof sin);
+            add_fd(v);
+            add_sk(v, SK_DGRAM, r == 0 ? SK_CONNECTED : SK_FRESH, 0, 0);
+        }
+    }
+}
+
 static void worker_setup(int w)
 {
     W.w = w;
@@ -2502,7 +3191,8 @@ static void worker_setup(int w)
     W.gen = W.s->gen;
     W.child = 0;
     W.pid = (int32_t)raw0(SYS_getpid);
-    W.nfds = W.nmaps = W.nkids = 0;
+    W.nfds = W.nmaps = W.nkids = W.nsk = 0;
+    W.nports = 0;
     W.mapped = 0;
     W.handled = 0;
     raw2(SYS_setpgid, 0, 0);
@@ -2594,6 +3284,7 @@ static void worker_setup(int w)
         add_fd(p[0]);
         add_fd(p[1]);
     }
+    setup_sockets(w);
 }
 
 static void worker_main(int w)
@@ -2755,6 +3446,32 @@ static void fail(const char *fmt, ...)
         if (sv[w].pgid)
             kill(-sv[w].pgid, SIGKILL);
     exit(1);
+}
+
+/* `fuzz: counts NAME=MADE/OK ...`: every call of the table the workers made (and how many
+ * did not fail), a few lines. */
+static void print_counts(void)
+{
+    char line[1024];
+    int n = 0;
+    for (int id = 0; id < NCALLS; id++) {
+        unsigned long long made = 0, ok = 0;
+        for (int w = 0; w < opt_workers; w++) {
+            made += atomic_load(&slots[w].made[id]);
+            ok += atomic_load(&slots[w].ok[id]);
+        }
+        if (!made)
+            continue;
+        if (n == 0)
+            n = snprintf(line, sizeof line, "fuzz: counts");
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu/%llu", table[id].name, made, ok);
+        if (n > 900) {
+            say("%s\n", line);
+            n = 0;
+        }
+    }
+    if (n > 0)
+        say("%s\n", line);
 }
 
 static int start_worker(int w)
@@ -3137,6 +3854,7 @@ int main(int argc, char **argv)
             n += (size_t)snprintf(ends + n, sizeof ends - n, " exit%d-%d=%u", i * 32, i * 32 + 31,
                                   endings[65 + i]);
     say("%s\n", ends);
+    print_counts();
     long free1 = reef ? reef_free_bytes() : -1;
     say("fuzz: done calls=%llu seed=%llu workers=%d restarts=%u watchdog=%u strays=%u "
            "escaped=%u time=%.1fs rate=%.0f/s free=%ldMiB->%ldMiB\n",
