@@ -59,8 +59,9 @@ pub const UDP_MAX: usize = FRAME_MAX - 14 - 20 - 8;
 /// Frames each direction's queue holds; more inbound are dropped (TCP sends them again).
 pub const QUEUE_FRAMES: usize = 256;
 /// Most smoltcp sockets a listener keeps listening at once (each holds its two 64 KiB buffers
-/// from the start: four keep a listener near 512 KiB; more connections than that arriving at
-/// once are refused until one is accepted or established).
+/// from the start: four keep a listener near 512 KiB). Established connections wait in the
+/// accept queue up to the backlog; more handshakes than this in flight at once are refused
+/// (Linux would drop the SYN and let the client retry).
 pub const LISTEN_POOL: usize = 4;
 /// Largest backlog (Linux's `somaxconn`).
 pub const MAX_BACKLOG: usize = 4096;
