@@ -1,6 +1,8 @@
 //! The machine's NIC: QEMU's virtio-net on the PCI bus, driven with the `virtio-drivers` crate
 //! (a well-kept `no_std` driver set that builds on stable; 0.12 is its newest release in the
-//! 2021 edition, which the kernel's compiler floor needs). Reef gives it the configuration
+//! 2021 edition, which the kernel's compiler floor needs) through its raw interface: Reef lends
+//! the device its receive buffers and the frames it sends, so that a send does not wait for the
+//! device to take the frame (the crate's own `send` spins until it has). Reef gives it the configuration
 //! access (`arch::pci`'s port mechanism) and the DMA memory ([`KernelHal`]: frames from the
 //! frame allocator, heap buffers by their direct-map addresses: the heap's arenas are
 //! contiguous 2 MiB frames and x86 DMA is coherent, so sharing needs no bounce buffer).
@@ -16,10 +18,12 @@ use crate::arch::paging::{phys_to_virt, virt_to_phys};
 use crate::arch::pci;
 use crate::kprintln;
 use crate::sync::IrqMutex;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 use core::ptr::NonNull;
 use frames::{Frame, FrameSize};
 use net::EthernetAddress;
-use virtio_drivers::device::net::VirtIONet;
+use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::pci::bus::{
     BarInfo, Command, ConfigurationAccess, DeviceFunction, PciRoot,
 };
@@ -31,6 +35,8 @@ use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 const QUEUE_SIZE: usize = 64;
 /// Bytes of each receive buffer (a frame and virtio's header).
 const BUFFER_LEN: usize = 2048;
+/// The largest virtio-net header (`struct virtio_net_hdr` with `num_buffers`).
+const HEADER_MAX: usize = 12;
 /// Where memory BARs the firmware left unassigned go: from here up, below the I/O APIC,
 /// inside the 4 GiB the direct map always covers.
 const BAR_WINDOW: u64 = 0xe000_0000;
@@ -107,8 +113,12 @@ unsafe impl Hal for KernelHal {
     unsafe fn unshare(_: PhysAddr, _: NonNull<[u8]>, _: BufferDirection) {}
 }
 
-/// The NIC's device.
-type Device = VirtIONet<KernelHal, PciTransport, QUEUE_SIZE>;
+/// The NIC's device (the crate's raw interface: Reef keeps the buffers, so that a send does
+/// not wait for the device to take the frame, as the crate's own `send` does).
+type Device = VirtIONetRaw<KernelHal, PciTransport, QUEUE_SIZE>;
+
+/// A buffer lent to the device, by the token its queue gave it.
+type Lent = Vec<Option<Box<[u8]>>>;
 
 /// The NIC, once found.
 pub struct Nic {
@@ -116,6 +126,19 @@ pub struct Nic {
     dev: Device,
     /// Its MAC address.
     pub mac: EthernetAddress,
+    /// Receive buffers the device holds, by token.
+    rx: Lent,
+    /// Frames the device has not sent yet, by token.
+    tx: Lent,
+}
+
+/// Keeps `buf` in `lent` under `token` (a token is below the queue's size).
+fn lend(lent: &mut Lent, token: u16, buf: Box<[u8]>) {
+    let i = usize::from(token);
+    if lent.len() <= i {
+        lent.resize_with(i + 1, || None);
+    }
+    lent[i] = Some(buf);
 }
 
 /// The NIC (`None` until [`init`] found one, or if the machine has none).
@@ -290,11 +313,11 @@ pub fn init() {
             return;
         }
     };
-    match Device::new(transport, BUFFER_LEN) {
+    match Device::new(transport) {
         Ok(dev) => {
-            let mac = EthernetAddress(dev.mac_address());
+            let mut nic = Nic::new(dev);
+            let mac = nic.mac;
             kprintln!("reef: net: virtio-net at {df}, MAC {mac}");
-            let mut nic = Nic { dev, mac };
             // Learn the gateway's MAC before the first frame needs it.
             nic.send(&net::switch::ask_gateway(
                 mac,
@@ -309,28 +332,85 @@ pub fn init() {
 }
 
 impl Nic {
-    /// Sends one frame; false if the device's queue is full (the frame is dropped: TCP sends
-    /// it again).
+    /// A NIC over `dev` with every receive buffer lent to it.
+    fn new(dev: Device) -> Nic {
+        let mac = EthernetAddress(dev.mac_address());
+        let mut nic = Nic {
+            dev,
+            mac,
+            rx: Vec::new(),
+            tx: Vec::new(),
+        };
+        for _ in 0..QUEUE_SIZE {
+            let mut buf: Box<[u8]> = alloc::vec![0; BUFFER_LEN].into_boxed_slice();
+            // SAFETY: the buffer is kept in `rx` under its token and not touched until the
+            // device gives it back (`receive`), which completes it before reading.
+            match unsafe { nic.dev.receive_begin(&mut buf) } {
+                Ok(token) => lend(&mut nic.rx, token, buf),
+                Err(_) => break,
+            }
+        }
+        nic
+    }
+
+    /// Takes back the frames the device has sent.
+    fn reclaim(&mut self) {
+        while let Some(token) = self.dev.poll_transmit() {
+            let Some(buf) = self.tx.get_mut(usize::from(token)).and_then(Option::take) else {
+                break;
+            };
+            // SAFETY: `buf` is the buffer lent under `token` by `send`.
+            let _ = unsafe { self.dev.transmit_complete(token, &buf) };
+        }
+    }
+
+    /// Sends one frame without waiting for the device; false if its queue is full (the frame
+    /// is dropped: TCP sends it again).
     pub fn send(&mut self, frame: &[u8]) -> bool {
+        self.reclaim();
         if !self.dev.can_send() {
             return false;
         }
-        let mut tx = self.dev.new_tx_buffer(frame.len());
-        tx.packet_mut().copy_from_slice(frame);
-        self.dev.send(tx).is_ok()
+        // virtio's header comes first (its size depends on the features agreed on).
+        let mut header = [0u8; HEADER_MAX];
+        let Ok(h) = self.dev.fill_buffer_header(&mut header) else {
+            return false;
+        };
+        let mut buf: Box<[u8]> = alloc::vec![0; h + frame.len()].into_boxed_slice();
+        buf[..h].copy_from_slice(&header[..h]);
+        buf[h..].copy_from_slice(frame);
+        // SAFETY: the buffer is kept in `tx` under its token until `reclaim` completes it, and
+        // nothing touches it meanwhile.
+        match unsafe { self.dev.transmit_begin(&buf) } {
+            Ok(token) => {
+                lend(&mut self.tx, token, buf);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
-    /// The next frame received, if any.
-    pub fn receive(&mut self) -> Option<alloc::vec::Vec<u8>> {
-        let rx = self.dev.receive().ok()?;
-        let frame = rx.packet().to_vec();
-        // Gives the buffer back to the device; failing leaves one buffer fewer.
-        let _ = self.dev.recycle_rx_buffer(rx);
-        Some(frame)
+    /// The next frame received, if any (its buffer goes back to the device).
+    pub fn receive(&mut self) -> Option<Vec<u8>> {
+        let token = self.dev.poll_receive()?;
+        let mut buf = self.rx.get_mut(usize::from(token)).and_then(Option::take)?;
+        // SAFETY: `buf` is the buffer lent under `token` by `new` or an earlier `receive`.
+        let done = unsafe { self.dev.receive_complete(token, &mut buf) };
+        let frame = done.ok().and_then(|(header, len)| {
+            let mut frame = Vec::new();
+            frame.try_reserve_exact(len).ok()?;
+            frame.extend_from_slice(buf.get(header..header + len)?);
+            Some(frame)
+        });
+        // SAFETY: as in `new`.
+        if let Ok(token) = unsafe { self.dev.receive_begin(&mut buf) } {
+            lend(&mut self.rx, token, buf);
+        }
+        frame
     }
 
     /// Whether a frame waits.
     pub fn can_receive(&self) -> bool {
-        self.dev.can_recv()
+        self.dev.poll_receive().is_some()
     }
 }
