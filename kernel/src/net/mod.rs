@@ -18,7 +18,8 @@
 //! moves. Timers (retransmissions, TIME-WAIT, keep-alive, lingering closes) are the boot core's:
 //! its tick ([`tick`]) notes that the earliest deadline passed, and [`run_due`] (next return to
 //! user or idle pass, as for interval timers) polls every instance and lets idle ones go once
-//! no process or descriptor holds them.
+//! no process or descriptor holds them. Frames arriving on the NIC are routed by [`run_due`]
+//! after its interrupt, running only the instances they reach.
 //!
 //! Locks: an instance's lock, then [`PORTS`] (both interrupts off, each held for one bounded
 //! operation or poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an
@@ -75,8 +76,10 @@ static PORTS: IrqMutex<PortMap> = IrqMutex::new(PortMap::new());
 /// The earliest timer deadline of any instance, in milliseconds ([`crate::time`]); `u64::MAX`:
 /// none.
 static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
-/// The deadline passed: [`run_due`] has work.
-static DUE: AtomicBool = AtomicBool::new(false);
+/// The deadline passed (or a pump stopped short): [`run_due`] polls every instance.
+static TIMERS_DUE: AtomicBool = AtomicBool::new(false);
+/// Frames wait on the NIC (its interrupt, or the tick's look): [`run_due`] routes them.
+static NIC_DUE: AtomicBool = AtomicBool::new(false);
 /// Frames the switch carried between instances.
 static FORWARDED: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: for outside addresses with no NIC, or before the gateway's MAC was known.
@@ -227,12 +230,16 @@ impl Instance {
 pub fn pump(first: &Arc<Instance>) {
     let mut work: VecDeque<Arc<Instance>> = VecDeque::new();
     work.push_back(first.clone());
-    from_nic(&mut work);
+    pump_all(work);
+}
+
+/// [`pump`] starting from every instance in `work`.
+fn pump_all(mut work: VecDeque<Arc<Instance>>) {
     let mut polls = 0;
     while let Some(inst) = work.pop_front() {
         polls += 1;
         if polls > PUMP_LIMIT {
-            DUE.store(true, Ordering::Release);
+            TIMERS_DUE.store(true, Ordering::Release);
             return;
         }
         let t = now();
@@ -383,39 +390,41 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
 /// The boot core's timer tick: notes when the earliest deadline has passed.
 pub fn tick() {
     let now_ms = crate::time::now_ns() / 1_000_000;
-    let nic_waiting = nic::NIC.lock().as_ref().is_some_and(nic::Nic::can_receive);
-    if nic_waiting || now_ms >= DEADLINE_MS.load(Ordering::Acquire) {
-        DUE.store(true, Ordering::Release);
+    if now_ms >= DEADLINE_MS.load(Ordering::Acquire) {
+        TIMERS_DUE.store(true, Ordering::Release);
+    }
+    // A safety net for a lost interrupt: frames left on the NIC are taken at the next pass.
+    if nic::NIC.lock().as_ref().is_some_and(nic::Nic::can_receive) {
+        NIC_DUE.store(true, Ordering::Release);
     }
 }
 
 /// The NIC interrupted: frames wait ([`run_due`] takes them).
 pub fn interrupted() {
     NIC_INTERRUPTS.fetch_add(1, Ordering::Relaxed);
-    DUE.store(true, Ordering::Release);
+    NIC_DUE.store(true, Ordering::Release);
 }
 
 /// Whether [`run_due`] has work.
 pub fn pending() -> bool {
-    DUE.load(Ordering::Acquire)
+    NIC_DUE.load(Ordering::Acquire) || TIMERS_DUE.load(Ordering::Acquire)
 }
 
-/// Polls every instance (their timers) and lets go of the idle ones nothing else holds.
+/// Routes the NIC's frames to their instances (after its interrupt) and, when a deadline
+/// passed, polls every instance (their timers) and lets go of the idle ones nothing else
+/// holds. A frame's arrival runs only the instances it reaches.
 pub fn run_due() {
-    if !DUE.swap(false, Ordering::AcqRel) {
+    if NIC_DUE.swap(false, Ordering::AcqRel) {
+        let mut work = VecDeque::new();
+        from_nic(&mut work);
+        pump_all(work);
+    }
+    if !TIMERS_DUE.swap(false, Ordering::AcqRel) {
         return;
     }
     DEADLINE_MS.store(u64::MAX, Ordering::Release);
-    let all: Vec<Arc<Instance>> = REGISTRY.lock().stacks.values().cloned().collect();
-    for inst in &all {
-        pump(inst);
-    }
-    drop(all);
-    let mut work = VecDeque::new();
-    from_nic(&mut work);
-    for inst in work {
-        pump(&inst);
-    }
+    let all: VecDeque<Arc<Instance>> = REGISTRY.lock().stacks.values().cloned().collect();
+    pump_all(all);
     REGISTRY.lock().stacks.retain(|&id, inst| {
         // Only the registry holds it (no process, no descriptor) and it has nothing open
         // or closing: it goes. The rejecting instance stays.

@@ -203,6 +203,8 @@ pub struct PollQueue {
     /// Flags raised when their key is notified (an edge-triggered epoll interest's), kept
     /// while their owner holds them.
     watches: IrqMutex<Vec<(PollKey, Weak<AtomicBool>)>>,
+    /// `watches` is not empty (a notification without epoll skips its lock).
+    watching: AtomicBool,
 }
 
 impl PollQueue {
@@ -211,6 +213,7 @@ impl PollQueue {
         PollQueue {
             pollers: IrqMutex::new(Vec::new()),
             watches: IrqMutex::new(Vec::new()),
+            watching: AtomicBool::new(false),
         }
     }
 
@@ -220,6 +223,7 @@ impl PollQueue {
         w.retain(|(_, f)| f.strong_count() > 0);
         w.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         w.push((key, Arc::downgrade(flag)));
+        self.watching.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -227,8 +231,10 @@ impl PollQueue {
     /// (in batches, each woken after the queue's lock is let go, as
     /// [`WaitQueue::notify_all`] does).
     pub fn notify(&self, key: PollKey) {
-        {
-            let w = self.watches.lock();
+        if self.watching.load(Ordering::Acquire) {
+            let mut w = self.watches.lock();
+            w.retain(|(_, f)| f.strong_count() > 0);
+            self.watching.store(!w.is_empty(), Ordering::Release);
             for (k, f) in w.iter() {
                 if *k == key {
                     if let Some(f) = f.upgrade() {

@@ -33,6 +33,7 @@ use alloc::vec::Vec;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::{raw, tcp, udp};
+use smoltcp::storage::{PacketBuffer, PacketMetadata};
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{
     HardwareAddress, IpAddress, IpCidr, IpEndpoint, IpListenEndpoint, IpProtocol, IpVersion,
@@ -310,32 +311,29 @@ fn apply(s: &mut tcp::Socket, opts: &Options) {
     s.set_keep_alive(opts.keep_alive.then_some(KEEPALIVE));
 }
 
+/// A datagram buffer of [`UDP_PACKETS`] packets and [`UDP_BUFFER`] bytes, or `ENOMEM`.
+fn packet_buffer<H: Copy>() -> Result<PacketBuffer<'static, H>, Errno> {
+    let mut meta = Vec::new();
+    meta.try_reserve_exact(UDP_PACKETS)
+        .map_err(|_| Errno::ENOMEM)?;
+    meta.resize(UDP_PACKETS, PacketMetadata::EMPTY);
+    Ok(PacketBuffer::new(meta, buffer(UDP_BUFFER)?))
+}
+
 /// A new smoltcp UDP socket.
 fn udp_socket() -> Result<udp::Socket<'static>, Errno> {
-    let meta = || -> Result<Vec<udp::PacketMetadata>, Errno> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(UDP_PACKETS)
-            .map_err(|_| Errno::ENOMEM)?;
-        v.resize(UDP_PACKETS, udp::PacketMetadata::EMPTY);
-        Ok(v)
-    };
-    let rx = udp::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
-    let tx = udp::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
-    Ok(udp::Socket::new(rx, tx))
+    Ok(udp::Socket::new(packet_buffer()?, packet_buffer()?))
 }
 
 /// A new smoltcp raw socket for ICMP over IPv4.
 fn raw_socket() -> Result<raw::Socket<'static>, Errno> {
-    let meta = || -> Result<Vec<raw::PacketMetadata>, Errno> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(UDP_PACKETS)
-            .map_err(|_| Errno::ENOMEM)?;
-        v.resize(UDP_PACKETS, raw::PacketMetadata::EMPTY);
-        Ok(v)
-    };
-    let rx = raw::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
-    let tx = raw::PacketBuffer::new(meta()?, buffer(UDP_BUFFER)?);
+    let (rx, tx) = (packet_buffer()?, packet_buffer()?);
     Ok(raw::Socket::new(IpVersion::Ipv4, IpProtocol::Icmp, rx, tx))
+}
+
+/// A datagram socket's `poll` events: `POLLIN` with a datagram waiting, `POLLOUT` with room.
+fn datagram_events(can_recv: bool, can_send: bool) -> u16 {
+    (if can_recv { POLLIN } else { 0 }) | if can_send { POLLOUT } else { 0 }
 }
 
 /// The endpoint of `addr:port` (`None` address: unspecified).
@@ -1137,25 +1135,11 @@ impl Stack {
             }
             Role::Dgram { handle, .. } => {
                 let s = self.set.get::<udp::Socket>(handle);
-                let mut ev = err;
-                if s.can_recv() {
-                    ev |= POLLIN;
-                }
-                if s.can_send() {
-                    ev |= POLLOUT;
-                }
-                ev
+                err | datagram_events(s.can_recv(), s.can_send())
             }
             Role::Raw { handle, .. } => {
                 let s = self.set.get::<raw::Socket>(handle);
-                let mut ev = err;
-                if s.can_recv() {
-                    ev |= POLLIN;
-                }
-                if s.can_send() {
-                    ev |= POLLOUT;
-                }
-                ev
+                err | datagram_events(s.can_recv(), s.can_send())
             }
         }
     }

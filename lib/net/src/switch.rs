@@ -61,53 +61,52 @@ pub fn route(frame: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool)
 /// its neighbour cache from any ARP packet aimed at it). Replies to an instance's own frames
 /// need the entry at once: smoltcp drops a reply (a TCP reset) while it still has to ask.
 pub fn announce(addr: Ipv4Address, to: EthernetAddress) -> Vec<u8> {
-    let ask = ArpRepr::EthernetIpv4 {
-        operation: ArpOperation::Request,
-        source_hardware_addr: SWITCH_MAC,
-        source_protocol_addr: addr,
-        target_hardware_addr: EthernetAddress([0; 6]),
-        target_protocol_addr: addr,
-    };
-    let header = EthernetRepr {
-        src_addr: SWITCH_MAC,
-        dst_addr: to,
-        ethertype: EthernetProtocol::Arp,
-    };
-    let mut out = alloc::vec![0; header.buffer_len() + ask.buffer_len()];
-    let mut frame = EthernetFrame::new_unchecked(&mut out[..]);
-    header.emit(&mut frame);
-    ask.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
-    out
+    let unknown = EthernetAddress([0; 6]);
+    arp_frame(ArpOperation::Request, SWITCH_MAC, addr, unknown, addr, to)
+}
+
+/// The fields of an Ethernet/IPv4 ARP packet the switch reads.
+struct Arp {
+    /// Request or reply.
+    operation: ArpOperation,
+    /// The sender's MAC.
+    sender_mac: EthernetAddress,
+    /// The sender's address.
+    sender: Ipv4Address,
+    /// The address asked about.
+    target: Ipv4Address,
+}
+
+/// Parses the ARP packet in `eth`: `Malformed` if it does not parse.
+fn parse_arp(eth: &EthernetFrame<&[u8]>) -> Result<Arp, Dropped> {
+    let packet = ArpPacket::new_checked(eth.payload()).map_err(|_| Dropped::Malformed)?;
+    match ArpRepr::parse(&packet).map_err(|_| Dropped::Malformed)? {
+        ArpRepr::EthernetIpv4 {
+            operation,
+            source_hardware_addr,
+            source_protocol_addr,
+            target_protocol_addr,
+            ..
+        } => Ok(Arp {
+            operation,
+            sender_mac: source_hardware_addr,
+            sender: source_protocol_addr,
+            target: target_protocol_addr,
+        }),
+        _ => Err(Dropped::Unrouted),
+    }
 }
 
 /// An ARP request gets the switch's answer; other ARP from an instance is dropped.
 fn arp(eth: &EthernetFrame<&[u8]>) -> Route {
-    let Ok(packet) = ArpPacket::new_checked(eth.payload()) else {
-        return Route::Drop(Dropped::Malformed);
-    };
-    let Ok(repr) = ArpRepr::parse(&packet) else {
-        return Route::Drop(Dropped::Malformed);
-    };
-    let ArpRepr::EthernetIpv4 {
-        operation,
-        source_hardware_addr,
-        source_protocol_addr,
-        target_protocol_addr,
-        ..
-    } = repr
-    else {
-        return Route::Drop(Dropped::Unrouted);
-    };
-    if operation != ArpOperation::Request {
-        return Route::Drop(Dropped::Unrouted);
+    match parse_arp(eth) {
+        // Local or not, every address is reached through the switch.
+        Ok(a) if a.operation == ArpOperation::Request => {
+            Route::Reply(arp_reply(SWITCH_MAC, a.target, a.sender_mac, a.sender))
+        }
+        Ok(_) => Route::Drop(Dropped::Unrouted),
+        Err(why) => Route::Drop(why),
     }
-    // Local or not, every address is reached through the switch.
-    Route::Reply(arp_reply(
-        SWITCH_MAC,
-        target_protocol_addr,
-        source_hardware_addr,
-        source_protocol_addr,
-    ))
 }
 
 /// An ARP reply: `addr` is at `mac`, to `to_mac` (`to_addr`).
@@ -194,29 +193,19 @@ pub fn inbound(
     };
     match eth.ethertype() {
         EthernetProtocol::Arp => {
-            let Ok(packet) = ArpPacket::new_checked(eth.payload()) else {
-                return Inbound::Drop(Dropped::Malformed);
+            let a = match parse_arp(&eth) {
+                Ok(a) => a,
+                Err(why) => return Inbound::Drop(why),
             };
-            let Ok(ArpRepr::EthernetIpv4 {
-                operation,
-                source_hardware_addr,
-                source_protocol_addr,
-                target_protocol_addr,
-                ..
-            }) = ArpRepr::parse(&packet)
-            else {
-                return Inbound::Drop(Dropped::Malformed);
-            };
-            let from_gateway = source_protocol_addr == gateway && source_hardware_addr.is_unicast();
-            if operation == ArpOperation::Request && target_protocol_addr == me {
-                let reply = arp_reply(nic_mac, me, source_hardware_addr, source_protocol_addr);
+            let from_gateway = a.sender == gateway && a.sender_mac.is_unicast();
+            if a.operation == ArpOperation::Request && a.target == me {
                 return Inbound::Answer {
-                    reply,
-                    gateway: from_gateway.then_some(source_hardware_addr),
+                    reply: arp_reply(nic_mac, me, a.sender_mac, a.sender),
+                    gateway: from_gateway.then_some(a.sender_mac),
                 };
             }
             if from_gateway {
-                return Inbound::Gateway(source_hardware_addr);
+                return Inbound::Gateway(a.sender_mac);
             }
             Inbound::Drop(Dropped::Unrouted)
         }
