@@ -74,14 +74,6 @@ static pid_t signal_later(int sig, int ms)
     return pid;
 }
 
-static void reap(pid_t pid)
-{
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        CHECK_EQ(errno, EINTR);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 static void errors(void)
 {
     int fd = CHECK_SYS(open("/dev/null", O_RDWR));

@@ -242,6 +242,15 @@ static inline void *shared_page(size_t len)
     return p;
 }
 
+/* Waits for child `pid` (through EINTR) and fails unless it exited with status 0. */
+static inline void reap(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        CHECK_EQ(errno, EINTR);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* Reef's free physical memory in bytes, or -1 (errno ENOSYS) where the call does not exist. */
 static inline long reef_free_bytes(void)
 {

@@ -19,7 +19,7 @@ use core::sync::atomic::Ordering;
 /// size of writes.
 pub(super) const MAX_IO: usize = 1 << 20;
 /// Most iovec entries (`IOV_MAX`).
-const IOV_MAX: u64 = 1024;
+pub(super) const IOV_MAX: u64 = 1024;
 
 /// The open file of descriptor `fd`.
 pub fn file(me: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {

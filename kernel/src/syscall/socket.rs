@@ -10,7 +10,7 @@
 //! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
 //! comes back empty), out-of-band data.
 
-use super::file::{file, install_pair, iovecs, sigpipe, MAX_IO};
+use super::file::{file, install_pair, iovecs, sigpipe, IOV_MAX, MAX_IO};
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
@@ -414,65 +414,56 @@ fn recv(
     let (f, s) = sock_of(me, fd)?;
     let nonblock = f.nonblock() || flags & MSG_DONTWAIT != 0;
     let mut buf = crate::mm::zeroed_buffer(len.min(MAX_IO))?;
-    match s {
+    // What was received: its length, the datagram's whole length and source, and the socket
+    // whose queue still holds it (a peek to be taken once delivered).
+    let (n, full, from, held) = match s {
         Sock::Pair(end) => {
             if flags & MSG_PEEK != 0 {
                 return Err(Errno::EOPNOTSUPP);
             }
             let n = end.read(&mut buf, nonblock)?;
-            buf.truncate(n);
-            let got = Got {
-                data: buf,
-                full: n,
-                from: None,
-            };
-            deliver(&got)?;
-            Ok(got)
+            (n, n, None, None)
+        }
+        Sock::Inet(s)
+            if flags & MSG_WAITALL != 0
+                && flags & MSG_PEEK == 0
+                && !s.inst.peek(|st| st.is_dgram(s.id)) =>
+        {
+            // Fill the buffer: stop early only at the end, an error or a signal.
+            let mut done = 0;
+            while done < buf.len() {
+                let r = s
+                    .inst
+                    .wait_for(nonblock, |st, _, _| st.recv(s.id, &mut buf[done..], false));
+                match r {
+                    Ok((0, _, _)) => break,
+                    Ok((n, _, _)) => done += n,
+                    Err(_) if done > 0 => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            (done, done, None, None)
         }
         Sock::Inet(s) => {
-            let id = s.id;
-            let stream = !s.inst.peek(|st| st.is_dgram(id));
-            if stream && flags & MSG_WAITALL != 0 && flags & MSG_PEEK == 0 {
-                // Fill the buffer: stop early only at the end, an error or a signal.
-                let mut done = 0;
-                while done < buf.len() {
-                    let r = s
-                        .inst
-                        .wait_for(nonblock, |st, _, _| st.recv(id, &mut buf[done..], false));
-                    match r {
-                        Ok((0, _, _)) => break,
-                        Ok((n, _, _)) => done += n,
-                        Err(_) if done > 0 => break,
-                        Err(e) => return Err(e),
-                    }
-                }
-                buf.truncate(done);
-                let got = Got {
-                    data: buf,
-                    full: done,
-                    from: None,
-                };
-                deliver(&got)?;
-                return Ok(got);
-            }
             let (n, full, from) = s
                 .inst
-                .wait_for(nonblock, |st, _, _| st.recv(id, &mut buf, true))?;
-            buf.truncate(n);
-            let got = Got {
-                data: buf,
-                full,
-                from,
-            };
-            deliver(&got)?;
-            if flags & MSG_PEEK == 0 {
-                // Take what was looked at (a stream: the same bytes; a datagram: all of it).
-                let mut sink = crate::mm::zeroed_buffer(n)?;
-                s.inst.run(|st, _, _| st.recv(id, &mut sink, false))?;
-            }
-            Ok(got)
+                .wait_for(nonblock, |st, _, _| st.recv(s.id, &mut buf, true))?;
+            (n, full, from, (flags & MSG_PEEK == 0).then_some(s))
         }
+    };
+    buf.truncate(n);
+    let got = Got {
+        data: buf,
+        full,
+        from,
+    };
+    deliver(&got)?;
+    if let Some(s) = held {
+        // Take what was looked at (a stream: the same bytes; a datagram: all of it).
+        let mut sink = crate::mm::zeroed_buffer(n)?;
+        s.inst.run(|st, _, _| st.recv(s.id, &mut sink, false))?;
     }
+    Ok(got)
 }
 
 /// `sendto(fd, buf, len, flags, addr, addrlen)`: up to 1 MiB of `buf`.
@@ -539,9 +530,12 @@ const MSG_CONTROLLEN: u64 = 40;
 /// Offset of `msg_flags`.
 const MSG_FLAGS: u64 = 48;
 
-/// Reads the `struct msghdr` at `addr`.
+/// Reads the `struct msghdr` at `addr`: `EMSGSIZE` for more buffers than `IOV_MAX`, as Linux.
 fn read_msghdr(addr: u64) -> Result<MsgHdr, Errno> {
     let raw: [u64; 7] = read_user(addr)?;
+    if raw[3] > IOV_MAX {
+        return Err(Errno::EMSGSIZE);
+    }
     Ok(MsgHdr {
         name: raw[0],
         namelen: raw[1] as u32,
