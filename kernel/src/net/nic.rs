@@ -11,8 +11,7 @@
 //! nothing under QEMU's `pc` machine with qboot, though the device asserted it): the handler
 //! acknowledges and marks the network due, and the boot core runs
 //! [`super::run_due`] as soon as it leaves the interrupt (to user mode or its idle loop). It is
-//! also polled by [`super::pump`] whenever an instance runs and by the boot core's tick, so a
-//! lost or unrouted interrupt costs latency, not frames.
+//! also looked at by the boot core's tick, so a lost interrupt costs latency, not frames.
 
 use crate::arch::paging::{phys_to_virt, virt_to_phys};
 use crate::arch::pci;
