@@ -55,7 +55,10 @@ pub fn load(
     let mut argv = argv;
     for _ in 0..=MAX_SCRIPT_DEPTH {
         let file = ExecFile::open(me, &path)?;
-        let mut data = alloc::vec![0u8; (file.size as usize).min(PREFIX)];
+        let mut data = Vec::new();
+        let want = (file.size as usize).min(PREFIX);
+        data.try_reserve_exact(want).map_err(|_| Errno::ENOMEM)?;
+        data.resize(want, 0);
         let n = file.read_at(0, &mut data)?;
         data.truncate(n);
         if data.starts_with(b"#!") {
@@ -66,7 +69,11 @@ pub fn load(
                 .filter(|w| !w.is_empty());
             let interp = words.next().ok_or(Errno::ENOEXEC)?.to_vec();
             let rest: Vec<u8> = words.collect::<Vec<_>>().join(&b' ');
-            let mut new_argv = alloc::vec![interp.clone()];
+            let mut new_argv = Vec::new();
+            new_argv
+                .try_reserve_exact(argv.len() + 2)
+                .map_err(|_| Errno::ENOMEM)?;
+            new_argv.push(interp.clone());
             if !rest.is_empty() {
                 new_argv.push(rest);
             }
@@ -117,20 +124,23 @@ fn load_elf(
             exec: m.executable,
         };
         vm.map_fixed(m.start, m.end - m.start, prot, RegionKind::Image, false)?;
-        if let Err(e) = image.load(&vm, &exe, file, m.start, m.end, prot) {
-            image.map(&vm);
+        if let Err(e) = image
+            .load(&vm, &exe, file, m.start, m.end, prot)
+            .and_then(|()| image.map(&vm))
+        {
+            // What was made gets mapped, so the teardown frees it.
+            let _ = image.map(&vm);
             vm.teardown();
             return Err(e);
         }
-        image.map(&vm);
     }
 
     let mut random = [0u8; 16];
     crate::random::fill(&mut random);
     let mut aux = AuxInfo::new(&exe, random);
     aux.hwcap = crate::arch::cpu::cpuid(1, 0).3 as u64;
-    let argv_refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
-    let envp_refs: Vec<&[u8]> = envp.iter().map(|a| a.as_slice()).collect();
+    let argv_refs = slices(argv)?;
+    let envp_refs = slices(envp)?;
     let top = layout.stack_top;
     let stack =
         InitialStack::build(top, &argv_refs, &envp_refs, path, &aux).map_err(|e| e.to_errno())?;
@@ -163,11 +173,29 @@ fn load_elf(
         brk: exe.brk(),
         path: path.to_vec(),
         ino: file.nrfs_ino(),
-        cmdline: argv
-            .iter()
-            .flat_map(|a| a.iter().copied().chain([0]))
-            .collect(),
+        cmdline: cmdline(argv)?,
     })
+}
+
+/// The strings of `list` as slices (an argument list may be large: allocated fallibly).
+fn slices(list: &[Vec<u8>]) -> Result<Vec<&[u8]>, Errno> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(list.len())
+        .map_err(|_| Errno::ENOMEM)?;
+    out.extend(list.iter().map(Vec::as_slice));
+    Ok(out)
+}
+
+/// The arguments, each followed by a NUL.
+fn cmdline(argv: &[Vec<u8>]) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(argv.iter().map(|a| a.len() + 1).sum())
+        .map_err(|_| Errno::ENOMEM)?;
+    for a in argv {
+        out.extend_from_slice(a);
+        out.push(0);
+    }
+    Ok(out)
 }
 
 /// Most pages lent or filled before they are mapped.
@@ -215,7 +243,7 @@ impl ImagePages {
         let mut va = start;
         while va < end {
             if self.private.len() + self.lent.len() >= BATCH {
-                self.map(vm);
+                self.map(vm)?;
             }
             if let Some(first) = file_page(exe, va) {
                 // A run of consecutive file pages, lent in one read of the replica.
@@ -279,10 +307,17 @@ impl ImagePages {
         Ok(())
     }
 
-    /// Maps the pages made so far into `vm`.
-    fn map(&mut self, vm: &VSpace) {
-        vm.map_frames(core::mem::take(&mut self.private));
-        vm.map_copies(core::mem::take(&mut self.lent));
+    /// Maps the pages made so far into `vm`; `ENOMEM` if some could not be (no memory for a
+    /// page table: the page would read as zeros instead of the program's bytes).
+    fn map(&mut self, vm: &VSpace) -> Result<(), Errno> {
+        let (private, lent) = (self.private.len(), self.lent.len());
+        let mapped = vm.map_frames(core::mem::take(&mut self.private))
+            + vm.map_copies(core::mem::take(&mut self.lent));
+        if mapped == private + lent {
+            Ok(())
+        } else {
+            Err(Errno::ENOMEM)
+        }
     }
 }
 

@@ -411,5 +411,12 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
             info.message()
         )),
     }
+    let mut chain = [0u64; 24];
+    let n = arch::cpu::backtrace(&mut chain);
+    console::print_emergency(format_args!("reef:   backtrace:"));
+    for ret in &chain[..n] {
+        console::print_emergency(format_args!(" {ret:#x}"));
+    }
+    console::print_emergency(format_args!("\n"));
     power::exit(ExitCode::Panic)
 }

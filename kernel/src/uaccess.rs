@@ -136,6 +136,7 @@ pub fn read_string_array(
             }
         })?;
         total += s.len() + 1;
+        out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         out.push(s);
     }
     Ok(out)

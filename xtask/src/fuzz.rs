@@ -476,6 +476,16 @@ fn addr2line(elf: &Path, addrs: &[u64]) -> Vec<String> {
     lines.chunks(2).map(|c| c.join(" at ")).collect()
 }
 
+/// The return addresses of a kernel report's `backtrace:` line (none for any other line).
+fn backtrace(line: &str) -> Vec<u64> {
+    line.split_once("backtrace:")
+        .map_or(Vec::new(), |(_, rest)| {
+            rest.split_whitespace()
+                .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+                .collect()
+        })
+}
+
 /// Lines the terminal does not get (they are in the log file): every call of the trace and the
 /// per-worker lines of each heartbeat.
 fn quiet(line: &str) -> bool {
@@ -698,6 +708,10 @@ fn print_failure(
         println!("---- kernel report ----");
         for l in &report {
             println!("{l}");
+            let chain = backtrace(l);
+            for (ret, place) in chain.iter().zip(addr2line(elf, &chain)) {
+                println!("  {ret:#x} {place}");
+            }
         }
     }
     if let Some(l) = lines.iter().find(|l| l.starts_with("fuzz: FAIL ")) {
@@ -908,6 +922,8 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
         );
         let lines: Vec<&str> = log.lines().collect();
         assert_eq!(classify(&lines, Ending::Exited(3)), Err(Failure::Panic));
+        assert_eq!(backtrace(lines[lines.len() - 1]), [0xffffffff80101234]);
+        assert!(backtrace(lines[lines.len() - 2]).is_empty());
         assert_eq!(
             kernel_report(&lines),
             [

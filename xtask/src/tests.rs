@@ -449,7 +449,9 @@ fn check_fault_ap(m: &Machine, o: &Outcome) -> Result<(), String> {
 
 fn check_panic(_: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, "reef: panic on core 0 at src/selftest.rs:")?;
-    expect(&o.log, "deliberate panic (test=panic)")
+    expect(&o.log, "deliberate panic (test=panic)")?;
+    // The calling chain, by frame pointers: at least the self-test's caller.
+    expect(&o.log, "reef:   backtrace: 0xffffffff8")
 }
 
 fn check_unknown_test(_: &Machine, o: &Outcome) -> Result<(), String> {

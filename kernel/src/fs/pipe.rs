@@ -155,6 +155,15 @@ impl Pipe {
                     space.min(rest.len())
                 };
                 if fits > 0 {
+                    // The buffer grows as it fills (a pipe holds nothing until written); no
+                    // memory for it is ENOMEM, as Linux's page allocation for a pipe gives.
+                    if s.buf.try_reserve(fits).is_err() {
+                        return if done > 0 {
+                            Ok(done)
+                        } else {
+                            Err(Errno::ENOMEM)
+                        };
+                    }
                     s.buf.extend(&rest[..fits]);
                     done += fits;
                     drop(s);

@@ -40,10 +40,13 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use nr::dalloc::{DetAllocHandle, DeterministicAlloc, ReplicaAllocator};
 use spin::Once;
+use step::{Step, StepRef};
 use vspace::{
     AddressSpace, FlushSet, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory,
     Unmapped,
 };
+
+mod step;
 
 pub use vspace::{Translation, PAGE_SIZE};
 
@@ -218,6 +221,8 @@ pub type PageMap = (u64, u64, PageSize, Prot);
 /// Most pages one update removes and one read lists: bounds each response's size and the
 /// time between two TLB shootdowns, whatever range a program names.
 const STEP_PAGES: usize = 1024;
+/// Pages per step of a teardown that could not reserve room for [`STEP_PAGES`].
+const TEARDOWN_SPARE: usize = 64;
 /// Most regions one read lists.
 const STEP_REGIONS: usize = 1024;
 
@@ -231,11 +236,13 @@ pub enum ReadOp {
     Resident,
 }
 
-/// Update operations.
+/// Update operations. Those that list pages fill the caller's [`StepRef`] (see [`step`]):
+/// nothing inside an operation allocates more than the region database's own nodes.
 #[derive(Clone)]
 pub enum UpdateOp {
-    /// Adds a region at a fixed address (`replace`: MAP_FIXED semantics, done only if at most
-    /// [`STEP_PAGES`] pages are mapped in the range; see [`Resp::TooManyPages`]).
+    /// Adds a region at a fixed address (`replace`: MAP_FIXED semantics, the removed pages
+    /// listed there, done only if at most its `max` pages are mapped in the range; see
+    /// [`Resp::TooManyPages`]).
     MapRegion {
         /// Start.
         start: u64,
@@ -245,8 +252,8 @@ pub enum UpdateOp {
         prot: Prot,
         /// Kind.
         kind: RegionKind,
-        /// Remove what overlaps first.
-        replace: bool,
+        /// Remove what overlaps first, listing the pages removed.
+        replace: Option<StepRef<Unmapped>>,
     },
     /// Adds a region wherever it fits below `ceiling` (deterministic choice, see `find_free`).
     MapAnywhere {
@@ -261,14 +268,15 @@ pub enum UpdateOp {
         /// Kind.
         kind: RegionKind,
     },
-    /// Maps frames that were allocated before the operation was logged.
-    MapFrames(Arc<Vec<PageMap>>),
+    /// Maps frames that were allocated before the operation was logged; lists the indexes of
+    /// those that could not be mapped.
+    MapFrames(Arc<Vec<PageMap>>, StepRef<usize>),
     /// Maps pages as another address space maps them (a `fork` child's pages, the zero page):
-    /// [`AddressSpace::map_copy`].
-    MapCopies(Arc<Vec<Mapping>>),
-    /// Makes at most [`STEP_PAGES`] private pages at or above an address copy-on-write and
-    /// lists them for the child (`fork`): [`AddressSpace::share_for_fork`].
-    ShareForFork(u64),
+    /// [`AddressSpace::map_copy`]; lists the indexes of those that could not be mapped.
+    MapCopies(Arc<Vec<Mapping>>, StepRef<usize>),
+    /// Makes at most the list's room of private pages at or above an address copy-on-write
+    /// and lists them for the child (`fork`): [`AddressSpace::share_for_fork`].
+    ShareForFork(u64, StepRef<(Mapping, bool)>),
     /// Ends the copy-on-write sharing of a page: [`AddressSpace::break_cow`].
     BreakCow {
         /// The page.
@@ -278,12 +286,14 @@ pub enum UpdateOp {
         /// The frame it maps afterwards (`old` itself when no one else shares it).
         new: u64,
     },
-    /// Removes the regions in a range and at most [`STEP_PAGES`] of its pages.
+    /// Removes the regions in a range and at most the list's room of its pages.
     Unmap {
         /// Start.
         start: u64,
         /// Length.
         len: u64,
+        /// The pages removed.
+        removed: StepRef<Unmapped>,
     },
     /// Changes protection in a range.
     Protect {
@@ -294,30 +304,33 @@ pub enum UpdateOp {
         /// New protection.
         prot: Prot,
     },
-    /// Removes every region and at most [`STEP_PAGES`] pages (process exit, exec).
-    Clear,
+    /// Removes every region and at most the list's room of pages (process exit, exec).
+    Clear(StepRef<Unmapped>),
 }
 
 /// Responses.
 pub enum Resp {
     /// `Resolve`.
     Resolved(Option<Translation>, Option<Region>),
-    /// `Regions`.
-    Regions(Vec<Region>),
-    /// `ShareForFork`: each page for the child, and whether its entry changed here.
-    Shared(Vec<(Mapping, bool)>),
+    /// `Regions`: `None` if there was no memory to list them in (a read runs on one replica
+    /// only, so it may allocate and fail).
+    Regions(Option<Vec<Region>>),
+    /// `ShareForFork`: done (its list holds each page for the child, and whether its entry
+    /// changed here).
+    Shared,
     /// `BreakCow`: whether the page still mapped the old frame and now maps the new one.
     Broken(bool),
-    /// A region was added at this address; these pages were removed.
-    Mapped(Result<(u64, Vec<vspace::Unmapped>), MapError>),
+    /// A region was added at this address (the pages removed are in the operation's list).
+    Mapped(Result<u64, MapError>),
     /// `MapRegion` with `replace` changed nothing: too many pages are mapped in the range to
     /// remove in one step.
     TooManyPages,
-    /// `MapFrames`, `MapCopies`: which pages could not be mapped (their frames stay the
-    /// caller's).
-    Frames(Vec<usize>),
-    /// Pages removed, and whether more remain to be removed by further steps.
-    Unmapped(Result<(Vec<vspace::Unmapped>, bool), MapError>),
+    /// `MapFrames`, `MapCopies`: done (the list holds the pages that could not be mapped;
+    /// their frames stay the caller's).
+    Frames,
+    /// Pages removed (in the operation's list), and whether more remain to be removed by
+    /// further steps.
+    Unmapped(Result<bool, MapError>),
     /// `Protect`.
     Protected(Result<(), MapError>),
     /// `Resident`.
@@ -338,13 +351,13 @@ impl nr::Dispatch for Replica {
                 let zero = ZERO_PAGE.get().copied();
                 Resp::Resident(self.space.resident_pages(|phys| Some(phys) != zero))
             }
-            ReadOp::Regions(from) => Resp::Regions(
-                self.space
-                    .regions_from(from)
-                    .take(STEP_REGIONS)
-                    .copied()
-                    .collect(),
-            ),
+            ReadOp::Regions(from) => {
+                let mut regions = Vec::new();
+                Resp::Regions(regions.try_reserve_exact(STEP_REGIONS).ok().map(|()| {
+                    regions.extend(self.space.regions_from(from).take(STEP_REGIONS).copied());
+                    regions
+                }))
+            }
         }
     }
 
@@ -355,25 +368,28 @@ impl nr::Dispatch for Replica {
                 len,
                 prot,
                 kind,
-                replace,
-            } => {
-                if replace {
-                    match self
-                        .space
-                        .replace_region(start, len, prot, kind, STEP_PAGES)
-                    {
-                        Ok(Some(removed)) => Resp::Mapped(Ok((start, removed))),
-                        Ok(None) => Resp::TooManyPages,
-                        Err(e) => Resp::Mapped(Err(e)),
-                    }
-                } else {
-                    Resp::Mapped(
-                        self.space
-                            .map_region(start, len, prot, kind, false)
-                            .map(|removed| (start, removed)),
-                    )
+                replace: Some(removed),
+            } => removed.fill(|out| {
+                match self
+                    .space
+                    .replace_region(start, len, prot, kind, removed.max, &mut |u| out(u))
+                {
+                    Ok(true) => Resp::Mapped(Ok(start)),
+                    Ok(false) => Resp::TooManyPages,
+                    Err(e) => Resp::Mapped(Err(e)),
                 }
-            }
+            }),
+            UpdateOp::MapRegion {
+                start,
+                len,
+                prot,
+                kind,
+                replace: None,
+            } => Resp::Mapped(
+                self.space
+                    .map_region(start, len, prot, kind, false)
+                    .map(|_| start),
+            ),
             UpdateOp::MapAnywhere {
                 len,
                 ceiling,
@@ -384,40 +400,48 @@ impl nr::Dispatch for Replica {
                 Some(start) => self
                     .space
                     .map_region(start, len, prot, kind, false)
-                    .map(|removed| (start, removed)),
+                    .map(|_| start),
                 None => Err(MapError::OutOfMemory),
             }),
-            UpdateOp::MapFrames(pages) => Resp::Frames(
-                pages
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (va, phys, size, prot))| {
-                        self.space.map_frame(*va, *phys, *size, *prot).is_err()
-                    })
-                    .map(|(i, _)| i)
-                    .collect(),
-            ),
-            UpdateOp::MapCopies(pages) => Resp::Frames(
-                pages
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, m)| self.space.map_copy(m).is_err())
-                    .map(|(i, _)| i)
-                    .collect(),
-            ),
-            UpdateOp::ShareForFork(from) => {
-                Resp::Shared(self.space.share_for_fork(from, STEP_PAGES))
-            }
+            UpdateOp::MapFrames(pages, failed) => failed.fill(|out| {
+                for (i, &(va, phys, size, prot)) in pages.iter().enumerate() {
+                    if self.space.map_frame(va, phys, size, prot).is_err() {
+                        out(i);
+                    }
+                }
+                Resp::Frames
+            }),
+            UpdateOp::MapCopies(pages, failed) => failed.fill(|out| {
+                for (i, m) in pages.iter().enumerate() {
+                    if self.space.map_copy(m).is_err() {
+                        out(i);
+                    }
+                }
+                Resp::Frames
+            }),
+            UpdateOp::ShareForFork(from, shared) => shared.fill(|out| {
+                self.space.share_for_fork(from, shared.max, &mut |m| out(m));
+                Resp::Shared
+            }),
             UpdateOp::BreakCow { vaddr, old, new } => {
                 Resp::Broken(self.space.break_cow(vaddr, old, new))
             }
-            UpdateOp::Unmap { start, len } => {
-                Resp::Unmapped(self.space.unmap_step(start, len, STEP_PAGES))
-            }
+            UpdateOp::Unmap {
+                start,
+                len,
+                removed,
+            } => removed.fill(|out| {
+                Resp::Unmapped(
+                    self.space
+                        .unmap_step(start, len, removed.max, &mut |u| out(u)),
+                )
+            }),
             UpdateOp::Protect { start, len, prot } => {
                 Resp::Protected(self.space.protect(start, len, prot).map(|_| ()))
             }
-            UpdateOp::Clear => Resp::Unmapped(Ok(self.space.clear_step(STEP_PAGES))),
+            UpdateOp::Clear(removed) => removed.fill(|out| {
+                Resp::Unmapped(Ok(self.space.clear_step(removed.max, &mut |u| out(u))))
+            }),
         }
     }
 }
@@ -466,6 +490,9 @@ pub struct VSpace {
     /// so the drop (possibly inside a process-table operation that reaps a zombie) runs no
     /// operation of its own.
     empty: AtomicBool,
+    /// Room for a teardown's steps that memory cannot be short of: reserved with the address
+    /// space, used when a teardown cannot have [`STEP_PAGES`] (exit must not fail).
+    spare: IrqMutex<Option<Step<Unmapped>>>,
 }
 
 /// The kernel-half entries (256..512) of the kernel's PML4, copied into every new address space.
@@ -545,6 +572,7 @@ impl VSpace {
             changes: spin::Mutex::new(()),
             layout,
             empty: AtomicBool::new(false),
+            spare: IrqMutex::new(Some(Step::reserve_exact(TEARDOWN_SPARE)?)),
         }))
     }
 
@@ -579,23 +607,30 @@ impl VSpace {
         replace: bool,
     ) -> Result<u64, Errno> {
         let changes = self.changes.lock();
-        let op = UpdateOp::MapRegion {
+        let op = |removed| UpdateOp::MapRegion {
             start,
             len,
             prot,
             kind,
-            replace,
+            replace: removed,
         };
-        match self.map_op(&changes, op.clone()) {
+        if !replace {
+            return self
+                .map_op(&changes, op(None), None)
+                .map_err(|e| e.unwrap_or(Errno::ENOMEM));
+        }
+        let mut removed = Step::reserve(STEP_PAGES)?;
+        let first = self.map_op(&changes, op(Some(removed.begin())), Some(&mut removed));
+        match first {
             // Too many pages to remove in one step: remove them in steps, then map (no other
             // change can come between, see `changes`).
             Err(None) => {
-                self.unmap_steps(&changes, start, len)?;
-                self.map_op(&changes, op)
-                    .map_err(|e| e.unwrap_or(Errno::ENOMEM))
+                self.unmap_steps(&changes, start, len, &mut removed)?;
+                self.map_op(&changes, op(Some(removed.begin())), Some(&mut removed))
             }
-            r => r.map_err(|e| e.unwrap_or(Errno::ENOMEM)),
+            r => r,
         }
+        .map_err(|e| e.unwrap_or(Errno::ENOMEM))
     }
 
     /// Adds a region wherever it fits, near `hint` if that is free.
@@ -616,37 +651,68 @@ impl VSpace {
                 prot,
                 kind,
             },
+            None,
         )
         .map_err(|e| e.unwrap_or(Errno::ENOMEM))
     }
 
-    /// Runs a map operation and frees what it replaced; `Err(None)`: too many pages to replace
-    /// in one step, nothing changed.
-    fn map_op(&self, changes: &Changes, op: UpdateOp) -> Result<u64, Option<Errno>> {
-        match self.nr.execute_mut(op) {
-            Resp::Mapped(Ok((start, removed))) => {
-                self.shootdown(changes, flush_set(&removed));
-                for u in removed {
-                    free_frame(u.phys, u.size);
-                }
-                Ok(start)
-            }
+    /// Runs a map operation and frees what it replaced (listed in `removed`, whose step `op`
+    /// carries); `Err(None)`: too many pages to replace in one step, nothing changed.
+    fn map_op(
+        &self,
+        changes: &Changes,
+        op: UpdateOp,
+        removed: Option<&mut Step<Unmapped>>,
+    ) -> Result<u64, Option<Errno>> {
+        let resp = self.nr.execute_mut(op);
+        if let Some(removed) = removed {
+            self.release(changes, removed.finish());
+        }
+        match resp {
+            Resp::Mapped(Ok(start)) => Ok(start),
             Resp::Mapped(Err(e)) => Err(Some(e.to_errno())),
             Resp::TooManyPages => Err(None),
             _ => unreachable!("map operations answer Mapped or TooManyPages"),
         }
     }
 
+    /// Shoots down the pages a step removed and frees their frames.
+    fn release(&self, changes: &Changes, removed: &[Unmapped]) {
+        self.shootdown(changes, flush_set(removed));
+        for u in removed {
+            free_frame(u.phys, u.size);
+        }
+    }
+
     /// Maps frames the caller allocated; frames that could not be mapped (a racing fault
-    /// mapped the page first) are freed. Returns how many were mapped.
+    /// mapped the page first, no memory for a page table, or none to list the failures in)
+    /// are freed. Returns how many were mapped.
     pub fn map_frames(&self, pages: Vec<PageMap>) -> usize {
-        let pages = Arc::new(pages);
-        let failed = match self.nr.execute_mut(UpdateOp::MapFrames(pages.clone())) {
-            Resp::Frames(failed) => failed,
-            _ => unreachable!("MapFrames answers Frames"),
+        self.map_batch(pages, |p| (p.1, p.2), UpdateOp::MapFrames)
+    }
+
+    /// Runs the batch update `op` over `pages` and frees the frames (`frame` gives each
+    /// page's) of those that could not be mapped, or of all if there is no room to list them
+    /// in. Returns how many were mapped.
+    fn map_batch<P>(
+        &self,
+        pages: Vec<P>,
+        frame: impl Fn(&P) -> (u64, PageSize),
+        op: impl FnOnce(Arc<Vec<P>>, StepRef<usize>) -> UpdateOp,
+    ) -> usize {
+        let Ok(mut failed) = Step::reserve_exact(pages.len()) else {
+            for (phys, size) in pages.iter().map(&frame) {
+                free_frame(phys, size);
+            }
+            return 0;
         };
-        for &i in &failed {
-            let (_, phys, size, _) = pages[i];
+        let pages = Arc::new(pages);
+        let Resp::Frames = self.nr.execute_mut(op(pages.clone(), failed.begin())) else {
+            unreachable!("batch maps answer Frames")
+        };
+        let failed = failed.finish();
+        for &i in failed.iter() {
+            let (phys, size) = frame(&pages[i]);
             free_frame(phys, size);
         }
         pages.len() - failed.len()
@@ -656,14 +722,7 @@ impl VSpace {
     /// ([`UpdateOp::MapCopies`]); each frame carries one share for this address space, which a
     /// page that could not be mapped gives back. Returns how many were mapped.
     pub fn map_copies(&self, pages: Vec<Mapping>) -> usize {
-        let pages = Arc::new(pages);
-        let Resp::Frames(failed) = self.nr.execute_mut(UpdateOp::MapCopies(pages.clone())) else {
-            unreachable!("MapCopies answers Frames")
-        };
-        for &i in &failed {
-            free_frame(pages[i].phys, pages[i].size);
-        }
-        pages.len() - failed.len()
+        self.map_batch(pages, |m| (m.phys, m.size), UpdateOp::MapCopies)
     }
 
     /// Maps `frames`, which a kernel object holds, at consecutive pages of a new
@@ -794,23 +853,31 @@ impl VSpace {
     /// Removes mappings in `[start, start + len)`; frees their frames after the shootdown.
     pub fn unmap(&self, start: u64, len: u64) -> Result<(), Errno> {
         let changes = self.changes.lock();
-        self.unmap_steps(&changes, start, len)
+        let mut removed = Step::reserve(STEP_PAGES)?;
+        self.unmap_steps(&changes, start, len, &mut removed)
     }
 
-    /// Removes the regions of a range and then its pages, [`STEP_PAGES`] per step, each step
-    /// followed by its shootdown and the freeing of its frames. The caller holds `changes`.
-    fn unmap_steps(&self, changes: &Changes, start: u64, len: u64) -> Result<(), Errno> {
+    /// Removes the regions of a range and then its pages, as many per step as `removed` has
+    /// room for, each step followed by its shootdown and the freeing of its frames. The caller
+    /// holds `changes`.
+    fn unmap_steps(
+        &self,
+        changes: &Changes,
+        start: u64,
+        len: u64,
+        removed: &mut Step<Unmapped>,
+    ) -> Result<(), Errno> {
         loop {
-            match self.nr.execute_mut(UpdateOp::Unmap { start, len }) {
-                Resp::Unmapped(Ok((removed, more))) => {
-                    self.shootdown(changes, flush_set(&removed));
-                    for u in removed {
-                        free_frame(u.phys, u.size);
-                    }
-                    if !more {
-                        return Ok(());
-                    }
-                }
+            let op = UpdateOp::Unmap {
+                start,
+                len,
+                removed: removed.begin(),
+            };
+            let resp = self.nr.execute_mut(op);
+            self.release(changes, removed.finish());
+            match resp {
+                Resp::Unmapped(Ok(true)) => {}
+                Resp::Unmapped(Ok(false)) => return Ok(()),
                 Resp::Unmapped(Err(e)) => return Err(e.to_errno()),
                 _ => unreachable!("Unmap answers Unmapped"),
             }
@@ -851,21 +918,32 @@ impl VSpace {
     }
 
     /// Removes everything and frees all frames (process exit, exec, or the drop of an address
-    /// space a failed `fork` or `execve` built), [`STEP_PAGES`] at a time. The caller no longer
+    /// space a failed `fork` or `execve` built), [`STEP_PAGES`] at a time (fewer, the room
+    /// reserved when this address space was made, if memory is short). The caller no longer
     /// runs on these page tables' user half.
     pub fn teardown(&self) {
         let changes = self.changes.lock();
+        let (mut removed, spare) = match Step::reserve(STEP_PAGES) {
+            Ok(step) => (step, false),
+            // `changes` serializes teardowns, and each puts the spare back.
+            Err(_) => (self.spare.lock().take().expect("the spare is back"), true),
+        };
         loop {
-            let Resp::Unmapped(Ok((removed, more))) = self.nr.execute_mut(UpdateOp::Clear) else {
+            let resp = self.nr.execute_mut(UpdateOp::Clear(removed.begin()));
+            let Resp::Unmapped(Ok(more)) = resp else {
                 unreachable!("Clear answers Unmapped(Ok)")
             };
-            if !removed.is_empty() {
+            let gone = removed.finish();
+            if !gone.is_empty() {
                 self.shootdown(&changes, FlushSet::all());
-                for u in removed {
+                for u in gone.iter() {
                     free_frame(u.phys, u.size);
                 }
             }
             if !more {
+                if spare {
+                    *self.spare.lock() = Some(removed);
+                }
                 self.empty.store(true, Ordering::Release);
                 return;
             }
@@ -932,6 +1010,7 @@ impl VSpace {
             let Resp::Regions(regions) = self.nr.execute(ReadOp::Regions(from)) else {
                 unreachable!("Regions answers Regions")
             };
+            let regions = regions.ok_or(Errno::ENOMEM)?;
             let Some(last) = regions.last() else { break };
             from = last.end;
             for r in &regions {
@@ -944,15 +1023,18 @@ impl VSpace {
             }
         }
         let mut from = 0;
+        let mut shared = Step::reserve(STEP_PAGES)?;
         loop {
-            let Resp::Shared(pages) = self.nr.execute_mut(UpdateOp::ShareForFork(from)) else {
+            let op = UpdateOp::ShareForFork(from, shared.begin());
+            let Resp::Shared = self.nr.execute_mut(op) else {
                 unreachable!("ShareForFork answers Shared")
             };
+            let pages = shared.finish();
             let Some((last, _)) = pages.last() else { break };
             from = last.vaddr + last.size.bytes();
             let mut maps = Vec::new();
             maps.try_reserve(pages.len()).map_err(|_| Errno::ENOMEM)?;
-            for (m, changed) in pages {
+            for &(m, changed) in pages.iter() {
                 if changed {
                     flush.add_range(m.vaddr, m.vaddr + m.size.bytes());
                 }

@@ -147,6 +147,11 @@ pub enum ExecError {
         /// The stack top the caller passed.
         top: u64,
     },
+    /// No memory for the initial stack's image.
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: usize,
+    },
 }
 
 impl ExecError {
@@ -155,7 +160,8 @@ impl ExecError {
     /// Malformed or unsupported files give `ENOEXEC` (also for programs that need a dynamic
     /// loader: Linux would say `ENOENT` when the loader is missing, but Reef has none at all, and
     /// `ENOEXEC` says so more plainly). Bad addresses give `EINVAL` as Linux's `BAD_ADDR` checks
-    /// do, oversized arguments `E2BIG`, an oversized file name `ENAMETOOLONG`.
+    /// do, oversized arguments `E2BIG`, an oversized file name `ENAMETOOLONG`, no memory
+    /// `ENOMEM`.
     pub fn to_errno(&self) -> Errno {
         match self {
             ExecError::SegmentOutOfRange { .. }
@@ -165,6 +171,7 @@ impl ExecError {
             | ExecError::BadStackTop { .. } => Errno::EINVAL,
             ExecError::ArgumentsTooLong { .. } => Errno::E2BIG,
             ExecError::ExecfnTooLong { .. } => Errno::ENAMETOOLONG,
+            ExecError::OutOfMemory { .. } => Errno::ENOMEM,
             _ => Errno::ENOEXEC,
         }
     }
@@ -286,6 +293,10 @@ impl fmt::Display for ExecError {
                 "stack top {top:#x} is not 16-byte aligned, not a user address, or too low for \
                  the initial stack"
             ),
+
+            ExecError::OutOfMemory { bytes } => {
+                write!(f, "no memory for the {bytes}-byte initial stack")
+            }
         }
     }
 }

@@ -197,16 +197,14 @@ impl Image {
         self.put(addr, &value.to_le_bytes());
     }
 
-    /// Writes NUL-terminated strings one after another from `addr`; returns their addresses.
-    fn put_strings(&mut self, mut addr: u64, list: &[&[u8]]) -> Vec<u64> {
-        let mut addrs = Vec::with_capacity(list.len());
-        for s in list {
-            addrs.push(addr);
+    /// Writes `list`'s strings from `addr` up and each one's address at `ptrs` up.
+    fn put_strings(&mut self, mut addr: u64, list: &[&[u8]], ptrs: u64) {
+        for (i, s) in list.iter().enumerate() {
+            self.put_word(ptrs + 8 * i as u64, addr);
             self.put(addr, s);
             // The byte after the string is already 0.
             addr += s.len() as u64 + 1;
         }
-        addrs
     }
 }
 
@@ -299,22 +297,19 @@ impl InitialStack {
         let envp_addr = argv_addr + (argv.len() as u64 + 1) * 8;
         let auxv_addr = envp_addr + (envp.len() as u64 + 1) * 8;
 
-        let mut image = Image {
-            base: rsp,
-            bytes: alloc::vec![0; (stack_top - rsp) as usize],
-        };
-        let arg_ptrs = image.put_strings(arg_start, argv);
-        let env_ptrs = image.put_strings(env_start, envp);
+        let size = (stack_top - rsp) as usize;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(size)
+            .map_err(|_| ExecError::OutOfMemory { bytes: size })?;
+        bytes.resize(size, 0);
+        let mut image = Image { base: rsp, bytes };
+        image.put_strings(arg_start, argv, argv_addr);
+        image.put_strings(env_start, envp, envp_addr);
         image.put(execfn_addr, execfn);
         image.put(platform_addr, PLATFORM);
         image.put(random_addr, &aux.random);
         image.put_word(rsp, argv.len() as u64);
-        for (i, p) in arg_ptrs.iter().enumerate() {
-            image.put_word(argv_addr + 8 * i as u64, *p);
-        }
-        for (i, p) in env_ptrs.iter().enumerate() {
-            image.put_word(envp_addr + 8 * i as u64, *p);
-        }
         for (i, &(key, value)) in auxv.iter().enumerate() {
             image.put_word(auxv_addr + 16 * i as u64, key);
             image.put_word(auxv_addr + 16 * i as u64 + 8, value);

@@ -1282,7 +1282,7 @@ impl FsClient {
 
     /// See [`FileSystem::write`]; copies `data` once into a buffer shared by all replicas.
     pub fn write(&self, ino: Ino, offset: u64, data: &[u8], now: Timespec) -> Result<usize, Errno> {
-        self.write_owned(ino, offset, data.to_vec(), now)
+        self.write_owned(ino, offset, copy(data)?, now)
     }
 
     /// [`FsClient::write`] of a buffer the caller already copied (from user memory).
@@ -1308,7 +1308,7 @@ impl FsClient {
 
     /// See [`FileSystem::append`].
     pub fn append(&self, ino: Ino, data: &[u8], now: Timespec) -> Result<u64, Errno> {
-        let data = Payload::new(data.to_vec(), self.fs.shared.replicas);
+        let data = Payload::new(copy(data)?, self.fs.shared.replicas);
         match self.update_op(FsUpdate::Append { ino, data, now }) {
             Ok(FsValue::Appended { offset, .. }) => Ok(offset),
             Ok(_) => Err(Errno::EIO),
@@ -1425,4 +1425,12 @@ impl FsClient {
         }
         Ok(total)
     }
+}
+
+/// A copy of `data` (a program's write, of any size it asks): `ENOMEM` if there is no room.
+fn copy(data: &[u8]) -> Result<Vec<u8>, Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(data.len()).map_err(|_| Errno::ENOMEM)?;
+    v.extend_from_slice(data);
+    Ok(v)
 }

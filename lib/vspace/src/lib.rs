@@ -113,7 +113,7 @@ pub use entry::{
     PROT_NONE, TABLE_FLAGS, USER, WRITABLE,
 };
 pub use flush::{FlushSet, FLUSH_PAGES};
-pub use space::{AddressSpace, MAX_RANGES, MAX_REGIONS};
+pub use space::{AddressSpace, Ranges, MAX_RANGES, MAX_REGIONS};
 pub use types::{
     MapError, Mapping, PageSize, Prot, Region, RegionKind, Translation, Unmapped, Walk,
     LARGE_PAGE_SIZE, PAGE_SIZE, USER_END,

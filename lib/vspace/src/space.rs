@@ -154,6 +154,22 @@ fn visit_leaves<M: TableMemory>(
     }
 }
 
+/// The 2 MiB pages [`AddressSpace::split_straddling`] split: one at each end of a range at most.
+#[derive(Default)]
+struct Split {
+    /// Their bases, `len` of them.
+    bases: [u64; 2],
+    /// How many.
+    len: usize,
+}
+
+impl Split {
+    /// The bases.
+    fn bases(&self) -> &[u64] {
+        &self.bases[..self.len]
+    }
+}
+
 /// How far a bounded walk over leaves may go: leaves left to visit, and whether it stopped
 /// because there were none left.
 struct Budget {
@@ -246,15 +262,77 @@ fn update_leaves<M: TableMemory>(
     cleared
 }
 
-/// Appends `[start, start + len)` to sorted `ranges`, coalescing with the last range.
-fn push_range(ranges: &mut Vec<(u64, u64)>, start: u64, len: u64) {
-    if let Some(last) = ranges.last_mut() {
-        if last.0 + last.1 >= start {
-            last.1 = last.1.max(start + len - last.0);
+/// Address ranges `(start, len)` in address order, coalesced; more than [`MAX_RANGES`] of them
+/// become the one range that covers them all. Kept without the heap, since it is built inside
+/// replicated operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ranges {
+    /// The ranges, `len` of them.
+    items: [(u64, u64); MAX_RANGES],
+    /// How many.
+    len: usize,
+    /// More than [`MAX_RANGES`] came: `items[0]` covers them all.
+    covering: bool,
+}
+
+impl Ranges {
+    /// No range.
+    pub const EMPTY: Ranges = Ranges {
+        items: [(0, 0); MAX_RANGES],
+        len: 0,
+        covering: false,
+    };
+
+    /// The ranges.
+    pub fn as_slice(&self) -> &[(u64, u64)] {
+        &self.items[..self.len]
+    }
+
+    /// Adds `[start, start + len)`, in any order.
+    pub fn add(&mut self, start: u64, len: u64) {
+        let end = start + len;
+        if self.covering {
+            let (s, l) = self.items[0];
+            let lo = s.min(start);
+            self.items[0] = (lo, (s + l).max(end) - lo);
             return;
         }
+        let at = self.as_slice().partition_point(|&(s, _)| s <= start);
+        if at > 0 {
+            let (s, l) = self.items[at - 1];
+            if s + l >= start {
+                self.items[at - 1].1 = l.max(end - s);
+                self.merge_from(at - 1);
+                return;
+            }
+        }
+        if self.len == MAX_RANGES {
+            let first = self.items[0].0.min(start);
+            let (s, l) = self.items[self.len - 1];
+            let last = (s + l).max(end);
+            self.items[0] = (first, last - first);
+            self.len = 1;
+            self.covering = true;
+            return;
+        }
+        self.items.copy_within(at..self.len, at + 1);
+        self.items[at] = (start, len);
+        self.len += 1;
+        self.merge_from(at);
     }
-    ranges.push((start, len));
+
+    /// Merges the ranges after `i` that the range at `i` reaches into it.
+    fn merge_from(&mut self, i: usize) {
+        let mut next = i + 1;
+        while next < self.len && self.items[next].0 <= self.items[i].0 + self.items[i].1 {
+            let (s, l) = self.items[next];
+            let end = (s + l).max(self.items[i].0 + self.items[i].1);
+            self.items[i].1 = end - self.items[i].0;
+            next += 1;
+        }
+        self.items.copy_within(next..self.len, i + 1);
+        self.len -= next - i - 1;
+    }
 }
 
 /// One replica of a process address space: the region database (like Linux's VMA tree) and the
@@ -360,15 +438,33 @@ impl<M: TableMemory> AddressSpace<M> {
         kind: RegionKind,
         replace: bool,
     ) -> Result<Vec<Unmapped>, MapError> {
+        let mut removed = Vec::new();
+        self.map_region_into(start, len, prot, kind, replace, usize::MAX, &mut |u| {
+            removed.push(u)
+        })?;
+        Ok(removed)
+    }
+
+    /// [`map_region`](Self::map_region) handing each removed page mapping to `removed`; with
+    /// `replace`, at most `max` of them (the caller checked that no more are mapped there).
+    #[allow(clippy::too_many_arguments)]
+    fn map_region_into(
+        &mut self,
+        start: u64,
+        len: u64,
+        prot: Prot,
+        kind: RegionKind,
+        replace: bool,
+        max: usize,
+        removed: &mut impl FnMut(Unmapped),
+    ) -> Result<(), MapError> {
         let (start, end) = user_range(start, len)?;
         self.room_for(2)?;
-        let removed = if replace {
-            self.unmap_range(start, end, usize::MAX)?.0
+        if replace {
+            self.unmap_range(start, end, max, removed)?;
         } else if self.overlaps(start, end) {
             return Err(MapError::Overlap);
-        } else {
-            Vec::new()
-        };
+        }
         self.regions.insert(
             start,
             Region {
@@ -379,7 +475,7 @@ impl<M: TableMemory> AddressSpace<M> {
             },
         );
         self.merge_regions(start, end);
-        Ok(removed)
+        Ok(())
     }
 
     /// A free, page-aligned range of `len` bytes (rounded up to pages) inside `[floor, ceiling)`
@@ -429,23 +525,28 @@ impl<M: TableMemory> AddressSpace<M> {
         self.regions.insert(at, right);
     }
 
-    /// Merges adjacent compatible regions among those touching `[lo, hi]`.
+    /// Merges adjacent compatible regions among those touching `[lo, hi]`. Allocates nothing
+    /// (it runs inside replicated operations, where an allocation failing on one replica only
+    /// would make the replicas differ).
     fn merge_regions(&mut self, lo: u64, hi: u64) {
-        let first = match self.regions.range(..lo).next_back() {
+        let mut current = match self.regions.range(..lo).next_back() {
             Some((&s, r)) if r.end >= lo => s,
-            _ => lo,
+            _ => match self.regions.range(lo..=hi).next() {
+                Some((&s, _)) => s,
+                None => return,
+            },
         };
-        let keys: Vec<u64> = self.regions.range(first..=hi).map(|(&s, _)| s).collect();
-        let mut keys = keys.into_iter();
-        let Some(mut current) = keys.next() else {
-            return;
-        };
-        for next in keys {
-            let next_region = self.regions[&next];
-            let cur = self.regions.get_mut(&current).expect("key collected above");
+        while current < hi {
+            let cur = self.regions[&current];
+            let Some((&next, &next_region)) = self.regions.range(current + 1..=hi).next() else {
+                return;
+            };
             if cur.merges_with(&next_region) {
-                cur.end = next_region.end;
                 self.regions.remove(&next);
+                self.regions
+                    .get_mut(&current)
+                    .expect("the key was just read")
+                    .end = next_region.end;
             } else {
                 current = next;
             }
@@ -456,8 +557,7 @@ impl<M: TableMemory> AddressSpace<M> {
     fn remove_regions(&mut self, start: u64, end: u64) {
         self.split_region_at(start);
         self.split_region_at(end);
-        let keys: Vec<u64> = self.regions.range(start..end).map(|(&s, _)| s).collect();
-        for k in keys {
+        while let Some((&k, _)) = self.regions.range(start..end).next() {
             self.regions.remove(&k);
         }
     }
@@ -698,25 +798,28 @@ impl<M: TableMemory> AddressSpace<M> {
 
     /// Splits the 2 MiB pages that straddle `start` or `end` and whose entry satisfies `needs`
     /// into 512 4 KiB entries for the same frames. Allocates all tables before changing
-    /// anything. Returns the bases of the pages split.
+    /// anything. Returns the bases of the pages split (none, one or two).
     fn split_straddling(
         &mut self,
         start: u64,
         end: u64,
         needs: impl Fn(u64) -> bool,
-    ) -> Result<Vec<u64>, MapError> {
-        let mut bases = Vec::new();
+    ) -> Result<Split, MapError> {
+        let mut split = Split::default();
         for edge in [start, end] {
             let base = edge & !(LARGE_PAGE_SIZE - 1);
-            if base == edge || bases.contains(&base) {
+            if base == edge || split.bases().contains(&base) {
                 continue;
             }
             if let Some((table, idx, PageSize::Large2M)) = self.leaf_slot(base) {
                 if needs(self.mem.read(table, idx)) {
-                    bases.push(base);
+                    split.bases[split.len] = base;
+                    split.len += 1;
                 }
             }
         }
+        let bases = split.bases;
+        let bases = &bases[..split.len];
         let mut new = [0u64; 2];
         for i in 0..bases.len() {
             match self.mem.allocate_table() {
@@ -741,20 +844,21 @@ impl<M: TableMemory> AddressSpace<M> {
             self.mem.write(pd, idx, pt | TABLE_FLAGS);
             self.tables += 1;
         }
-        Ok(bases)
+        Ok(split)
     }
 
     /// Removes the regions in the checked range `[start, end)` and at most `max` of its page
-    /// mappings (the first ones in address order); returns them and whether mappings remain.
+    /// mappings (the first ones in address order), handing each to `out`; returns whether
+    /// mappings remain.
     fn unmap_range(
         &mut self,
         start: u64,
         end: u64,
         max: usize,
-    ) -> Result<(Vec<Unmapped>, bool), MapError> {
+        out: &mut impl FnMut(Unmapped),
+    ) -> Result<bool, MapError> {
         self.room_for(1)?;
         self.split_straddling(start, end, |_| true)?;
-        let mut out = Vec::new();
         let mut budget = Budget::of(max);
         update_leaves(
             &mut self.mem,
@@ -766,7 +870,7 @@ impl<M: TableMemory> AddressSpace<M> {
             end,
             &mut budget,
             &mut |vaddr, size, entry| {
-                out.push(Unmapped {
+                out(Unmapped {
                     vaddr,
                     phys: leaf_frame(entry, size),
                     size,
@@ -775,7 +879,7 @@ impl<M: TableMemory> AddressSpace<M> {
             },
         );
         self.remove_regions(start, end);
-        Ok((out, budget.stopped))
+        Ok(budget.stopped)
     }
 
     /// The number of page mappings in `[start, end)`, counting up to `limit` (a larger number
@@ -798,11 +902,14 @@ impl<M: TableMemory> AddressSpace<M> {
     /// kernel that must bound both uses [`unmap_step`](Self::unmap_step).
     pub fn unmap(&mut self, start: u64, len: u64) -> Result<Vec<Unmapped>, MapError> {
         let (start, end) = user_range(start, len)?;
-        self.unmap_range(start, end, usize::MAX).map(|(out, _)| out)
+        let mut out = Vec::new();
+        self.unmap_range(start, end, usize::MAX, &mut |u| out.push(u))?;
+        Ok(out)
     }
 
     /// One bounded step of [`unmap`](Self::unmap): removes the regions in the range (all of
-    /// them, at once) and at most `max` page mappings; returns those and whether more remain.
+    /// them, at once) and at most `max` page mappings, handing each to `out` in address order;
+    /// returns whether more remain. Allocates nothing (see [`clear_step`](Self::clear_step)).
     /// The caller repeats the step until none remain, freeing each step's frames after its TLB
     /// shootdown. Between the steps the range has no region, so no new page can be mapped in
     /// it, but pages not yet removed still translate; the caller must not add a region there
@@ -812,14 +919,16 @@ impl<M: TableMemory> AddressSpace<M> {
         start: u64,
         len: u64,
         max: usize,
-    ) -> Result<(Vec<Unmapped>, bool), MapError> {
+        out: &mut impl FnMut(Unmapped),
+    ) -> Result<bool, MapError> {
         let (start, end) = user_range(start, len)?;
-        self.unmap_range(start, end, max.max(1))
+        self.unmap_range(start, end, max.max(1), out)
     }
 
     /// [`map_region`](Self::map_region) with `replace`, done only if at most `max` pages are
-    /// mapped in the range; otherwise `Ok(None)` and nothing changes (the caller then removes
-    /// the range in [`unmap_step`](Self::unmap_step)s first and maps the region after).
+    /// mapped in the range, each removed one handed to `out`; otherwise `Ok(false)` and nothing
+    /// changes (the caller then removes the range in [`unmap_step`](Self::unmap_step)s first
+    /// and maps the region after). Allocates nothing but the region's place in the database.
     pub fn replace_region(
         &mut self,
         start: u64,
@@ -827,12 +936,14 @@ impl<M: TableMemory> AddressSpace<M> {
         prot: Prot,
         kind: RegionKind,
         max: usize,
-    ) -> Result<Option<Vec<Unmapped>>, MapError> {
+        out: &mut impl FnMut(Unmapped),
+    ) -> Result<bool, MapError> {
         let (s, e) = user_range(start, len)?;
         if self.count_pages(s, e, max.saturating_add(1)) > max {
-            return Ok(None);
+            return Ok(false);
         }
-        self.map_region(start, len, prot, kind, true).map(Some)
+        self.map_region_into(start, len, prot, kind, true, max, out)?;
+        Ok(true)
     }
 
     /// Sets the protection of the regions (splitting them) and of the mapped pages in
@@ -842,12 +953,7 @@ impl<M: TableMemory> AddressSpace<M> {
     /// in address order, for the TLB shootdown; a 2 MiB page split because the range covers
     /// only part of it is reported whole. More than [`MAX_RANGES`] ranges are reported as the
     /// one range that covers them all (a shootdown that large flushes everything anyway).
-    pub fn protect(
-        &mut self,
-        start: u64,
-        len: u64,
-        prot: Prot,
-    ) -> Result<Vec<(u64, u64)>, MapError> {
+    pub fn protect(&mut self, start: u64, len: u64, prot: Prot) -> Result<Ranges, MapError> {
         let (start, end) = user_range(start, len)?;
         self.coverage(start, end)
             .map_err(|()| MapError::NotMapped)?;
@@ -870,7 +976,7 @@ impl<M: TableMemory> AddressSpace<M> {
             r.prot = prot;
         }
         self.merge_regions(start, end);
-        let mut changed = Vec::new();
+        let mut changed = Ranges::EMPTY;
         update_leaves(
             &mut self.mem,
             &mut self.tables,
@@ -884,26 +990,13 @@ impl<M: TableMemory> AddressSpace<M> {
                 let new =
                     (entry & (HW_BITS | ADDR_MASK)) | leaf_bits_cow(prot, size, entry & COW != 0);
                 if new & !HW_BITS != entry & !HW_BITS {
-                    push_range(&mut changed, vaddr, size.bytes());
+                    changed.add(vaddr, size.bytes());
                 }
                 new
             },
         );
-        if !split.is_empty() {
-            for base in split {
-                changed.push((base, LARGE_PAGE_SIZE));
-            }
-            changed.sort_unstable();
-            let mut merged = Vec::with_capacity(changed.len());
-            for (s, l) in changed {
-                push_range(&mut merged, s, l);
-            }
-            changed = merged;
-        }
-        if changed.len() > MAX_RANGES {
-            let first = changed[0].0;
-            let (last, len) = changed[changed.len() - 1];
-            changed = alloc::vec![(first, last + len - first)];
+        for &base in split.bases() {
+            changed.add(base, LARGE_PAGE_SIZE);
         }
         Ok(changed)
     }
@@ -915,11 +1008,11 @@ impl<M: TableMemory> AddressSpace<M> {
     /// frame (the kernel leaves channels out of the child). Every other page becomes copy-on-write here (read-only, marked [`COW`]), so both
     /// go on reading the frame until one of them writes ([`break_cow`](Self::break_cow));
     /// `PROT_NONE` pages get the mark too and keep it when made accessible. The next step
-    /// starts just after the last mapping returned.
-    pub fn share_for_fork(&mut self, from: u64, max: usize) -> Vec<(Mapping, bool)> {
-        let mut out = Vec::new();
+    /// starts just after the last mapping handed to `out`. Allocates nothing (see
+    /// [`clear_step`](Self::clear_step)).
+    pub fn share_for_fork(&mut self, from: u64, max: usize, out: &mut impl FnMut((Mapping, bool))) {
         if from >= USER_END || max == 0 {
-            return out;
+            return;
         }
         let regions = &self.regions;
         update_leaves(
@@ -938,14 +1031,13 @@ impl<M: TableMemory> AddressSpace<M> {
                 } else {
                     (entry & !WRITABLE) | COW
                 };
-                out.push((
+                out((
                     mapping(vaddr, size, new),
                     new & WRITABLE != entry & WRITABLE,
                 ));
                 new
             },
         );
-        out
     }
 
     /// Ends the copy-on-write sharing of the page at `vaddr`: if it still maps the frame `old`
@@ -978,13 +1070,16 @@ impl<M: TableMemory> AddressSpace<M> {
     /// Removes every region and page mapping and frees every page table except the PML4;
     /// returns the removed mappings in address order.
     pub fn clear(&mut self) -> Vec<Unmapped> {
-        self.clear_step(usize::MAX).0
+        let mut out = Vec::new();
+        self.clear_step(usize::MAX, &mut |u| out.push(u));
+        out
     }
 
     /// One bounded step of [`clear`](Self::clear): removes every region and at most `max` page
-    /// mappings; returns those and whether more remain (see [`unmap_step`](Self::unmap_step)).
-    pub fn clear_step(&mut self, max: usize) -> (Vec<Unmapped>, bool) {
-        let mut out = Vec::new();
+    /// mappings, handing each to `out`; returns whether more remain (see
+    /// [`unmap_step`](Self::unmap_step)). Allocates nothing: a replicated kernel runs it on
+    /// every replica, and an allocation failing on one of them only would make them differ.
+    pub fn clear_step(&mut self, max: usize, out: &mut impl FnMut(Unmapped)) -> bool {
         let mut budget = Budget::of(max.max(1));
         update_leaves(
             &mut self.mem,
@@ -996,7 +1091,7 @@ impl<M: TableMemory> AddressSpace<M> {
             USER_END,
             &mut budget,
             &mut |vaddr, size, entry| {
-                out.push(Unmapped {
+                out(Unmapped {
                     vaddr,
                     phys: leaf_frame(entry, size),
                     size,
@@ -1005,7 +1100,7 @@ impl<M: TableMemory> AddressSpace<M> {
             },
         );
         self.regions.clear();
-        (out, budget.stopped)
+        budget.stopped
     }
 }
 

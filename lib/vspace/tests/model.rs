@@ -676,7 +676,10 @@ fn apply(s: &mut AddressSpace<FakeMemory>, op: &Op) -> Outcome {
             })
         }
         Op::Unmap { page, pages } => Outcome::Removed(s.unmap(va(page), pages * K)),
-        Op::Protect { page, pages, prot } => Outcome::Changed(s.protect(va(page), pages * K, prot)),
+        Op::Protect { page, pages, prot } => Outcome::Changed(
+            s.protect(va(page), pages * K, prot)
+                .map(|r| r.as_slice().to_vec()),
+        ),
         Op::FindFreeMap { pages, hint, prot } => {
             let found = s.find_free(pages * K, hint.map_or(0, va), BASE, BASE + PAGES * K);
             let mapped = match found {
@@ -691,7 +694,11 @@ fn apply(s: &mut AddressSpace<FakeMemory>, op: &Op) -> Outcome {
             };
             Outcome::Found(found, mapped)
         }
-        Op::ShareForFork { page, max } => Outcome::Shared(s.share_for_fork(va(page), max)),
+        Op::ShareForFork { page, max } => {
+            let mut out = Vec::new();
+            s.share_for_fork(va(page), max, &mut |m| out.push(m));
+            Outcome::Shared(out)
+        }
         Op::BreakCow { page, old, new } => Outcome::Broken(s.break_cow(va(page), old, new)),
     }
 }

@@ -5,8 +5,9 @@ mod common;
 use abi::Errno;
 use common::{kernel_entries, space, space_at, FakeMemory};
 use vspace::{
-    decode, AddressSpace, MapError, Mapping, PageSize, Prot, Region, RegionKind, TableMemory,
-    Translation, Unmapped, ADDR_MASK, COW, HUGE, NX, PRESENT, PROT_NONE, USER, USER_END, WRITABLE,
+    decode, AddressSpace, MapError, Mapping, PageSize, Prot, Ranges, Region, RegionKind,
+    TableMemory, Translation, Unmapped, ADDR_MASK, COW, HUGE, MAX_RANGES, NX, PRESENT, PROT_NONE,
+    USER, USER_END, WRITABLE,
 };
 
 const K: u64 = 4096;
@@ -17,6 +18,23 @@ const ANON: RegionKind = RegionKind::Anonymous { shared: false };
 fn leaf(s: &AddressSpace<FakeMemory>, va: u64) -> u64 {
     let w = s.walk(va);
     w.entries.iter().rev().find_map(|e| *e).expect("walked")
+}
+
+/// `protect`, its changed ranges as a `Vec`.
+fn protect(
+    s: &mut AddressSpace<FakeMemory>,
+    start: u64,
+    len: u64,
+    prot: Prot,
+) -> Result<Vec<(u64, u64)>, MapError> {
+    s.protect(start, len, prot).map(|r| r.as_slice().to_vec())
+}
+
+/// `share_for_fork`, its pages as a `Vec`.
+fn share(s: &mut AddressSpace<FakeMemory>, from: u64, max: usize) -> Vec<(Mapping, bool)> {
+    let mut out = Vec::new();
+    s.share_for_fork(from, max, &mut |m| out.push(m));
+    out
 }
 
 fn regions(s: &AddressSpace<FakeMemory>) -> Vec<(u64, u64, Prot, RegionKind)> {
@@ -120,7 +138,7 @@ fn adjacent_compatible_regions_merge() {
     s.map_region(0xf000, K, Prot::READ, ANON, false).unwrap();
     assert_eq!(s.regions().count(), 3);
     // Protecting the neighbour to match merges it in.
-    s.protect(0xf000, K, Prot::RW).unwrap();
+    protect(&mut s, 0xf000, K, Prot::RW).unwrap();
     assert_eq!(regions(&s)[0], (0xf000, 0x1c000, Prot::RW, ANON));
     // Heap grows by adjacent map_region (brk).
     s.map_region(0x100000, 8 * K, Prot::RW, RegionKind::Heap, false)
@@ -444,8 +462,14 @@ fn unmap_nothing_is_fine_and_bad_ranges_fail() {
         s.map_region(USER_END - K, 2 * K, Prot::RW, ANON, true),
         Err(MapError::BadAddress)
     );
-    assert_eq!(s.protect(0x1003, K, Prot::RW), Err(MapError::BadAddress));
-    assert_eq!(s.protect(0x1000, 0, Prot::RW), Err(MapError::BadAddress));
+    assert_eq!(
+        protect(&mut s, 0x1003, K, Prot::RW),
+        Err(MapError::BadAddress)
+    );
+    assert_eq!(
+        protect(&mut s, 0x1000, 0, Prot::RW),
+        Err(MapError::BadAddress)
+    );
     // The very last user page is usable.
     s.map_region(USER_END - K, K, Prot::RW, ANON, false)
         .unwrap();
@@ -465,13 +489,19 @@ fn a_read_only_channel_region_cannot_be_made_writable() {
     s.map_region(0x10_2000, 2 * K, Prot::RW, writable, false)
         .unwrap();
     // Over the read-only region, alone or with its neighbour: refused, nothing changed.
-    assert_eq!(s.protect(0x10_1000, K, Prot::RW), Err(MapError::Denied));
-    assert_eq!(s.protect(0x10_1000, 2 * K, Prot::RW), Err(MapError::Denied));
+    assert_eq!(
+        protect(&mut s, 0x10_1000, K, Prot::RW),
+        Err(MapError::Denied)
+    );
+    assert_eq!(
+        protect(&mut s, 0x10_1000, 2 * K, Prot::RW),
+        Err(MapError::Denied)
+    );
     assert_eq!(MapError::Denied.to_errno(), Errno::EACCES);
     // Less access is fine, and so is writing where the region allows it.
-    assert_eq!(s.protect(0x10_0000, K, Prot::NONE), Ok(vec![]));
-    assert_eq!(s.protect(0x10_2000, 2 * K, Prot::READ), Ok(vec![]));
-    assert_eq!(s.protect(0x10_2000, 2 * K, Prot::RW), Ok(vec![]));
+    assert_eq!(protect(&mut s, 0x10_0000, K, Prot::NONE), Ok(vec![]));
+    assert_eq!(protect(&mut s, 0x10_2000, 2 * K, Prot::READ), Ok(vec![]));
+    assert_eq!(protect(&mut s, 0x10_2000, 2 * K, Prot::RW), Ok(vec![]));
     assert_eq!(
         regions(&s),
         vec![
@@ -496,7 +526,7 @@ fn protect_changes_regions_and_entries() {
         )
         .unwrap();
     }
-    let changed = s.protect(0x10_2000, 4 * K, Prot::READ).unwrap();
+    let changed = protect(&mut s, 0x10_2000, 4 * K, Prot::READ).unwrap();
     // Pages 2 and 3 changed (one range), page 5 changed; 4 is unmapped.
     assert_eq!(changed, vec![(0x10_2000, 2 * K), (0x10_5000, K)]);
     assert_eq!(leaf(&s, 0x10_2000), 0x20_2000 | PRESENT | USER | NX);
@@ -513,21 +543,21 @@ fn protect_changes_regions_and_entries() {
         ]
     );
     // Same protection again: nothing changes in hardware.
-    assert_eq!(s.protect(0x10_2000, 4 * K, Prot::READ), Ok(vec![]));
+    assert_eq!(protect(&mut s, 0x10_2000, 4 * K, Prot::READ), Ok(vec![]));
     // Back to RW: the regions merge again.
     assert_eq!(
-        s.protect(0x10_0000, 8 * K, Prot::RW).unwrap(),
+        protect(&mut s, 0x10_0000, 8 * K, Prot::RW).unwrap(),
         vec![(0x10_2000, 2 * K), (0x10_5000, K)]
     );
     assert_eq!(regions(&s), vec![(0x10_0000, 0x10_8000, Prot::RW, ANON)]);
     // A hole makes it NotMapped (ENOMEM), and nothing changes.
     s.unmap(0x10_4000, K).unwrap();
     assert_eq!(
-        s.protect(0x10_0000, 8 * K, Prot::READ),
+        protect(&mut s, 0x10_0000, 8 * K, Prot::READ),
         Err(MapError::NotMapped)
     );
     assert_eq!(
-        s.protect(0x20_0000, K, Prot::READ),
+        protect(&mut s, 0x20_0000, K, Prot::READ),
         Err(MapError::NotMapped)
     );
     assert_eq!(s.resolve(0x10_0000).unwrap().prot, Prot::RW);
@@ -536,7 +566,7 @@ fn protect_changes_regions_and_entries() {
     s.map_region(0x10_4000, K, Prot::READ, RegionKind::Stack, false)
         .unwrap();
     assert_eq!(
-        s.protect(0x10_0000, 8 * K, Prot::RX).unwrap(),
+        protect(&mut s, 0x10_0000, 8 * K, Prot::RX).unwrap(),
         vec![(0x10_0000, K), (0x10_2000, 2 * K), (0x10_5000, K)]
     );
     assert_eq!(s.regions().count(), 3);
@@ -551,7 +581,7 @@ fn prot_none_keeps_frames() {
     s.map_frame(0x10_0000, 0x30_0000, PageSize::Base4K, Prot::RW)
         .unwrap();
     assert_eq!(
-        s.protect(0x10_0000, 2 * K, Prot::NONE).unwrap(),
+        protect(&mut s, 0x10_0000, 2 * K, Prot::NONE).unwrap(),
         vec![(0x10_0000, K)]
     );
     let e = decode(leaf(&s, 0x10_0000));
@@ -574,11 +604,11 @@ fn prot_none_keeps_frames() {
     );
     // Back to readable: the same frame is present again.
     assert_eq!(
-        s.protect(0x10_0000, K, Prot::READ).unwrap(),
+        protect(&mut s, 0x10_0000, K, Prot::READ).unwrap(),
         vec![(0x10_0000, K)]
     );
     assert_eq!(leaf(&s, 0x10_0000), 0x30_0000 | PRESENT | USER | NX);
-    s.protect(0x10_0000, K, Prot::NONE).unwrap();
+    protect(&mut s, 0x10_0000, K, Prot::NONE).unwrap();
     assert_eq!(
         s.unmap(0x10_0000, 2 * K).unwrap(),
         vec![Unmapped {
@@ -597,12 +627,12 @@ fn protect_part_of_large_page_splits_only_when_needed() {
     s.map_frame(0x4000_0000, 0x8000_0000, PageSize::Large2M, Prot::RW)
         .unwrap();
     // Same protection: no split, no change.
-    assert_eq!(s.protect(0x4000_0000, K, Prot::RW), Ok(vec![]));
+    assert_eq!(protect(&mut s, 0x4000_0000, K, Prot::RW), Ok(vec![]));
     assert_eq!(s.resolve(0x4000_0000).unwrap().size, PageSize::Large2M);
     assert_eq!(mem.live(), 3);
     // The whole page: its entry changes in place.
     assert_eq!(
-        s.protect(0x4000_0000, M2, Prot::READ),
+        protect(&mut s, 0x4000_0000, M2, Prot::READ),
         Ok(vec![(0x4000_0000, M2)])
     );
     assert_eq!(
@@ -611,7 +641,7 @@ fn protect_part_of_large_page_splits_only_when_needed() {
     );
     // One page of it: split, the whole 2 MiB is reported.
     assert_eq!(
-        s.protect(0x4000_1000, K, Prot::NONE),
+        protect(&mut s, 0x4000_1000, K, Prot::NONE),
         Ok(vec![(0x4000_0000, M2)])
     );
     assert_eq!(mem.live(), 4);
@@ -648,9 +678,9 @@ fn protect_keeps_accessed_and_dirty_bits() {
         mem.read(pt, idx) | vspace::ACCESSED | vspace::DIRTY,
     );
     // Setting the same protection is not a change; a new one keeps A/D.
-    assert_eq!(s.protect(0x10_0000, K, Prot::RW), Ok(vec![]));
+    assert_eq!(protect(&mut s, 0x10_0000, K, Prot::RW), Ok(vec![]));
     assert_eq!(
-        s.protect(0x10_0000, K, Prot::READ),
+        protect(&mut s, 0x10_0000, K, Prot::READ),
         Ok(vec![(0x10_0000, K)])
     );
     let e = decode(mem.read(pt, idx));
@@ -670,7 +700,7 @@ fn kernel_half_is_never_touched() {
         };
         s.map_frame(va, 0x20_0000, size, Prot::RWX).unwrap();
     }
-    s.protect(0, USER_END, Prot::READ).unwrap();
+    protect(&mut s, 0, USER_END, Prot::READ).unwrap();
     s.unmap(0x1000, USER_END - 0x1000).unwrap();
     for (i, &kernel) in k.iter().enumerate() {
         assert_eq!(mem.read(s.root(), 256 + i), kernel);
@@ -823,7 +853,7 @@ fn out_of_memory_changes_nothing() {
     mem.set_budget(Some(0));
     assert_eq!(s.unmap(0x4020_0000, K), Err(MapError::OutOfMemory));
     assert_eq!(
-        s.protect(0x4020_0000, K, Prot::READ),
+        protect(&mut s, 0x4020_0000, K, Prot::READ),
         Err(MapError::OutOfMemory)
     );
     assert_eq!(
@@ -834,7 +864,7 @@ fn out_of_memory_changes_nothing() {
     assert_eq!(regions(&s), regions_before);
     // Operations that need no table still work.
     assert_eq!(
-        s.protect(0x4020_0000, M2, Prot::READ).unwrap(),
+        protect(&mut s, 0x4020_0000, M2, Prot::READ).unwrap(),
         vec![(0x4020_0000, M2)]
     );
     assert_eq!(s.unmap(0x4000_0000, M2), Ok(vec![]));
@@ -876,7 +906,7 @@ fn two_instances_agree_despite_different_table_addresses() {
             "{:?}",
             s.map_frame(va, 0x3000, PageSize::Base4K, Prot::RX)
         ));
-        log.push(format!("{:?}", s.protect(large + K, K, Prot::NONE)));
+        log.push(format!("{:?}", protect(s, large + K, K, Prot::NONE)));
         log.push(format!("{:?}", s.unmap(large + 8 * K, M2)));
         log.push(format!("{:?}", s.pages().collect::<Vec<_>>()));
         log.push(format!("{:?}", s.regions().collect::<Vec<_>>()));
@@ -967,7 +997,10 @@ fn unmap_steps_remove_what_unmap_removes_a_bounded_number_at_a_time() {
     let mut stepped = Vec::new();
     let mut steps = 0;
     loop {
-        let (some, more) = b.unmap_step(0x100_0000, 2100 * K, 64).unwrap();
+        let mut some = Vec::new();
+        let more = b
+            .unmap_step(0x100_0000, 2100 * K, 64, &mut |u| some.push(u))
+            .unwrap();
         assert!(some.len() <= 64);
         // The regions go with the first step: nothing new can be mapped in the range.
         assert_eq!(b.regions().count(), 0);
@@ -992,7 +1025,8 @@ fn clear_steps_and_share_for_fork_are_bounded() {
     let mut pieces = Vec::new();
     let mut from = 0;
     loop {
-        let piece = s.share_for_fork(from, 100);
+        let mut piece = Vec::new();
+        s.share_for_fork(from, 100, &mut |m| piece.push(m));
         assert!(piece.len() <= 100);
         let Some((last, _)) = piece.last() else { break };
         from = last.vaddr + last.size.bytes();
@@ -1002,9 +1036,10 @@ fn clear_steps_and_share_for_fork_are_bounded() {
     assert!(s.pages().all(|m| m.cow));
     let mut removed = 0;
     loop {
-        let (some, more) = s.clear_step(128);
-        assert!(some.len() <= 128);
-        removed += some.len();
+        let mut some = 0;
+        let more = s.clear_step(128, &mut |_| some += 1);
+        assert!(some <= 128);
+        removed += some;
         if !more {
             break;
         }
@@ -1019,15 +1054,19 @@ fn clear_steps_and_share_for_fork_are_bounded() {
 fn replace_region_only_when_few_pages_are_mapped() {
     let (mut s, _) = space();
     scattered(&mut s, 0x100_0000, 10, 1);
+    let mut removed = Vec::new();
     assert_eq!(
-        s.replace_region(0x100_0000, 10 * K, Prot::READ, ANON, 9),
-        Ok(None)
+        s.replace_region(0x100_0000, 10 * K, Prot::READ, ANON, 9, &mut |u| removed
+            .push(u)),
+        Ok(false)
     );
+    assert!(removed.is_empty());
     assert_eq!(s.pages().count(), 10);
-    let removed = s
-        .replace_region(0x100_0000, 10 * K, Prot::READ, ANON, 10)
-        .unwrap()
-        .unwrap();
+    assert_eq!(
+        s.replace_region(0x100_0000, 10 * K, Prot::READ, ANON, 10, &mut |u| removed
+            .push(u)),
+        Ok(true)
+    );
     assert_eq!(removed.len(), 10);
     assert_eq!(
         regions(&s),
@@ -1039,11 +1078,16 @@ fn replace_region_only_when_few_pages_are_mapped() {
 fn protect_reports_at_most_max_ranges() {
     let (mut s, _) = space();
     scattered(&mut s, 0x100_0000, 200, 2);
-    let changed = s.protect(0x100_0000, 400 * K, Prot::READ).unwrap();
+    let changed = protect(&mut s, 0x100_0000, 400 * K, Prot::READ).unwrap();
     assert_eq!(changed, vec![(0x100_0000, 399 * K)]);
     let (mut t, _) = space();
     scattered(&mut t, 0x100_0000, 10, 2);
-    assert_eq!(t.protect(0x100_0000, 20 * K, Prot::READ).unwrap().len(), 10);
+    assert_eq!(
+        protect(&mut t, 0x100_0000, 20 * K, Prot::READ)
+            .unwrap()
+            .len(),
+        10
+    );
     const { assert!(vspace::MAX_RANGES < 200) };
 }
 
@@ -1064,7 +1108,7 @@ fn region_count_is_bounded() {
     );
     // Splitting a region in two is refused too; removing one is not.
     assert_eq!(
-        s.protect(0x100_0000, K, Prot::NONE),
+        protect(&mut s, 0x100_0000, K, Prot::NONE),
         Err(MapError::OutOfMemory)
     );
     assert_eq!(s.unmap(0x100_0000, K).map(|v| v.len()), Ok(0));
@@ -1087,9 +1131,9 @@ fn share_for_fork_makes_private_pages_copy_on_write_and_keeps_shared_ones() {
         .unwrap();
     s.map_frame(0x30000, 0x8000, PageSize::Base4K, Prot::READ)
         .unwrap();
-    s.protect(0x11000, K, Prot::NONE).unwrap();
+    protect(&mut s, 0x11000, K, Prot::NONE).unwrap();
     // Bounded: two pages, then the rest.
-    let first = s.share_for_fork(0, 2);
+    let first = share(&mut s, 0, 2);
     let cow = |vaddr, phys, prot| Mapping {
         vaddr,
         phys,
@@ -1104,7 +1148,7 @@ fn share_for_fork_makes_private_pages_copy_on_write_and_keeps_shared_ones() {
             (cow(0x11000, 0x6000, Prot::NONE), false),
         ]
     );
-    let rest = s.share_for_fork(0x12000, 10);
+    let rest = share(&mut s, 0x12000, 10);
     assert_eq!(
         rest,
         vec![
@@ -1151,16 +1195,16 @@ fn protect_keeps_copy_on_write_pages_read_only() {
     s.map_region(0x10000, K, Prot::READ, ANON, false).unwrap();
     s.map_frame(0x10000, 0x5000, PageSize::Base4K, Prot::READ)
         .unwrap();
-    s.share_for_fork(0, 10);
-    s.protect(0x10000, K, Prot::RW).unwrap();
+    share(&mut s, 0, 10);
+    protect(&mut s, 0x10000, K, Prot::RW).unwrap();
     let t = s.resolve(0x10000).unwrap();
     assert_eq!((t.prot, t.cow), (Prot::READ, true));
-    s.protect(0x10000, K, Prot::NONE).unwrap();
+    protect(&mut s, 0x10000, K, Prot::NONE).unwrap();
     assert_eq!(
         leaf(&s, 0x10000) & (PRESENT | PROT_NONE | COW),
         PROT_NONE | COW
     );
-    s.protect(0x10000, K, Prot::RWX).unwrap();
+    protect(&mut s, 0x10000, K, Prot::RWX).unwrap();
     let t = s.resolve(0x10000).unwrap();
     assert_eq!((t.prot, t.cow), (Prot::RX, true));
 }
@@ -1173,7 +1217,7 @@ fn break_cow_maps_the_new_frame_with_the_region_protection() {
         .unwrap();
     s.map_frame(0x11000, 0x6000, PageSize::Base4K, Prot::RW)
         .unwrap();
-    s.share_for_fork(0, 10);
+    share(&mut s, 0, 10);
     // Not copy-on-write, wrong old frame, unaligned new frame, no page: nothing changes.
     assert!(!s.break_cow(0x10000, 0x6000, 0x9000));
     assert!(!s.break_cow(0x10000, 0x5000, 0x9001));
@@ -1219,9 +1263,31 @@ fn resident_pages_counts_the_frames_asked_for() {
     s.map_frame(0x4000_0000, 0x8000_0000, PageSize::Large2M, Prot::RW)
         .unwrap();
     // A PROT_NONE page still holds its frame.
-    s.protect(0x11000, K, Prot::NONE).unwrap();
+    protect(&mut s, 0x11000, K, Prot::NONE).unwrap();
     assert_eq!(s.resident_pages(|_| true), 3 + 512);
     assert_eq!(s.resident_pages(|phys| phys != 0x6000_0000), 2 + 512);
     s.unmap(0x4000_0000, M2).unwrap();
     assert_eq!(s.resident_pages(|phys| phys != 0x6000_0000), 2);
+}
+
+#[test]
+fn changed_ranges_coalesce_and_past_the_limit_become_one() {
+    let mut r = Ranges::EMPTY;
+    r.add(0x5000, K);
+    r.add(0x1000, K);
+    r.add(0x2000, K);
+    r.add(0x4000, K);
+    assert_eq!(r.as_slice(), &[(0x1000, 2 * K), (0x4000, 2 * K)]);
+    r.add(0x3000, K);
+    assert_eq!(r.as_slice(), &[(0x1000, 5 * K)]);
+    let mut r = Ranges::EMPTY;
+    for i in 0..MAX_RANGES as u64 {
+        r.add(0x10_0000 + 2 * i * K, K);
+    }
+    assert_eq!(r.as_slice().len(), MAX_RANGES);
+    r.add(0x1000, K);
+    let end = 0x10_0000 + 2 * (MAX_RANGES as u64 - 1) * K + K;
+    assert_eq!(r.as_slice(), &[(0x1000, end - 0x1000)]);
+    r.add(end + 4 * K, K);
+    assert_eq!(r.as_slice(), &[(0x1000, end + 5 * K - 0x1000)]);
 }

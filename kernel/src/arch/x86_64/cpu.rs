@@ -110,6 +110,49 @@ pub unsafe fn write_cr3(pml4_phys: u64) {
     unsafe { asm!("mov cr3, {}", in(reg) pml4_phys, options(nostack)) };
 }
 
+/// Lowest address of the kernel half.
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+/// How far above the innermost frame a [`backtrace`] follows the chain: more than a kernel
+/// stack.
+const BACKTRACE_SPAN: u64 = 128 * 1024;
+
+/// The return addresses of the calling chain, innermost first, as many as fit in `out`; the
+/// number found. Follows the frame-pointer chain (the kernel is built with frame pointers) and
+/// stops at the first link that does not lead upwards on the same stack. For panic reports.
+pub fn backtrace(out: &mut [u64]) -> usize {
+    let mut rbp: u64;
+    // SAFETY: reading RBP has no side effects.
+    unsafe { asm!("mov {}, rbp", out(reg) rbp, options(nomem, nostack, preserves_flags)) };
+    let first = rbp;
+    let mut n = 0;
+    while n < out.len()
+        && rbp >= KERNEL_HALF
+        && rbp & 7 == 0
+        && rbp.wrapping_sub(first) < BACKTRACE_SPAN
+    {
+        // SAFETY: `rbp` is an aligned kernel-half address at most `BACKTRACE_SPAN` above this
+        // function's own frame, so on the current kernel stack (a heap or static allocation,
+        // mapped through the direct map or the kernel image, which extend well past any stack's
+        // top); the two words are read, never written.
+        let (next, ret) = unsafe {
+            (
+                core::ptr::read_volatile(rbp as *const u64),
+                core::ptr::read_volatile((rbp + 8) as *const u64),
+            )
+        };
+        if ret < KERNEL_HALF {
+            break;
+        }
+        out[n] = ret;
+        n += 1;
+        if next <= rbp {
+            break;
+        }
+        rbp = next;
+    }
+    n
+}
+
 /// Reads CR3.
 pub fn read_cr3() -> u64 {
     let v: u64;
