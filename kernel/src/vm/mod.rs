@@ -461,6 +461,13 @@ static NEXT_VSPACE: AtomicUsize = AtomicUsize::new(1);
 /// Proof that the caller holds an address space's `changes` lock.
 type Changes<'a> = spin::MutexGuard<'a, ()>;
 
+/// Room for the page list of one step over a range of `len` bytes: [`STEP_PAGES`], or fewer
+/// when the range cannot hold that many pages (a `munmap` of a few pages reserves a few).
+fn step_pages(len: u64) -> usize {
+    // An unaligned start adds a page at each end.
+    (len / PAGE_SIZE).saturating_add(2).min(STEP_PAGES as u64) as usize
+}
+
 /// The pages a step removed, to invalidate.
 fn flush_set(removed: &[Unmapped]) -> FlushSet {
     let mut set = FlushSet::EMPTY;
@@ -619,7 +626,7 @@ impl VSpace {
                 .map_op(&changes, op(None), None)
                 .map_err(|e| e.unwrap_or(Errno::ENOMEM));
         }
-        let mut removed = Step::reserve(STEP_PAGES)?;
+        let mut removed = Step::reserve(step_pages(len))?;
         let first = self.map_op(&changes, op(Some(removed.begin())), Some(&mut removed));
         match first {
             // Too many pages to remove in one step: remove them in steps, then map (no other
@@ -665,11 +672,14 @@ impl VSpace {
         removed: Option<&mut Step<Unmapped>>,
     ) -> Result<u64, Option<Errno>> {
         let resp = self.nr.execute_mut(op);
-        if let Some(removed) = removed {
-            self.release(changes, removed.finish());
-        }
+        let removed = removed.map(Step::finish);
         match resp {
-            Resp::Mapped(Ok(start)) => Ok(start),
+            Resp::Mapped(Ok(start)) => {
+                if let Some(removed) = removed {
+                    self.release(changes, removed);
+                }
+                Ok(start)
+            }
             Resp::Mapped(Err(e)) => Err(Some(e.to_errno())),
             Resp::TooManyPages => Err(None),
             _ => unreachable!("map operations answer Mapped or TooManyPages"),
@@ -853,7 +863,7 @@ impl VSpace {
     /// Removes mappings in `[start, start + len)`; frees their frames after the shootdown.
     pub fn unmap(&self, start: u64, len: u64) -> Result<(), Errno> {
         let changes = self.changes.lock();
-        let mut removed = Step::reserve(STEP_PAGES)?;
+        let mut removed = Step::reserve(step_pages(len))?;
         self.unmap_steps(&changes, start, len, &mut removed)
     }
 
