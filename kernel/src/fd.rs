@@ -631,14 +631,24 @@ impl FdTable {
             .ok_or(Errno::EBADF)
     }
 
+    /// Makes room for descriptor `slot` (a program picks it, up to [`MAX_FDS`]: `ENOMEM` if
+    /// the table cannot grow that far).
+    fn grow_to(&mut self, slot: usize) -> Result<(), Errno> {
+        if slot >= self.entries.len() {
+            self.entries
+                .try_reserve(slot + 1 - self.entries.len())
+                .map_err(|_| Errno::ENOMEM)?;
+            self.entries.resize(slot + 1, None);
+        }
+        Ok(())
+    }
+
     /// Installs `file` at the lowest free descriptor `>= min`.
     pub fn insert(&mut self, file: Arc<OpenFile>, cloexec: bool, min: usize) -> Result<i32, Errno> {
         let slot = (min..MAX_FDS)
             .find(|&i| self.entries.get(i).is_none_or(|e| e.is_none()))
             .ok_or(Errno::EMFILE)?;
-        if slot >= self.entries.len() {
-            self.entries.resize(slot + 1, None);
-        }
+        self.grow_to(slot)?;
         self.entries[slot] = Some(Fd { file, cloexec });
         Ok(slot as i32)
     }
@@ -660,9 +670,7 @@ impl FdTable {
             .ok()
             .filter(|&i| i < MAX_FDS)
             .ok_or(Errno::EBADF)?;
-        if slot >= self.entries.len() {
-            self.entries.resize(slot + 1, None);
-        }
+        self.grow_to(slot)?;
         Ok(self.entries[slot].replace(Fd { file, cloexec }))
     }
 
