@@ -124,8 +124,8 @@ static void check_env(char **envp)
             FAIL("on Reef HOME must be '/', got '%s'", home ? home : "(unset)");
         if (!term || strcmp(term, "linux") != 0)
             FAIL("on Reef TERM must be 'linux', got '%s'", term ? term : "(unset)");
-        if (strcmp(path, "/bin:/test") != 0)
-            FAIL("on Reef PATH must be '/bin:/test', got '%s'", path);
+        if (strcmp(path, "/bin:/usr/local/bin:/usr/bin:/test") != 0)
+            FAIL("on Reef PATH must be '/bin:/usr/local/bin:/usr/bin:/test', got '%s'", path);
         SAY("HOME, TERM and PATH are Reef's");
     }
 }

@@ -17,6 +17,10 @@
  * - nothing kept (on Reef, by its free-memory count): the hostile calls, 2000 socket pairs made
  *   and closed, 200 children that arm an alarm and an alternate signal stack and exit, leave
  *   free memory where it was (within 2 MiB);
+ * - copies: copy_file_range copies between files at given offsets (advanced) or at the file
+ *   offsets, returns 0 at the end of the input, and refuses flags, overlapping ranges of one
+ *   file and a pipe (EINVAL), an O_APPEND output (EBADF) and a directory (EISDIR); fadvise64 is
+ *   a hint with Linux's errors (EINVAL, ESPIPE, EBADF);
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -318,9 +322,69 @@ static void nothing_kept(void)
         before >> 10, after >> 10);
 }
 
+/* Reads the whole of the small file `path` into a string. */
+static const char *contents(const char *path)
+{
+    static char buf[64];
+    int fd = CHECK_SYS(open(path, O_RDONLY));
+    long n = CHECK_SYS(read(fd, buf, sizeof buf - 1));
+    buf[n] = 0;
+    CHECK_SYS(close(fd));
+    return buf;
+}
+
+static void copies(void)
+{
+    char a[64], b[64];
+    snprintf(a, sizeof a, "/tmp/compat-a.%d", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/compat-b.%d", (int)getpid());
+    int in = CHECK_SYS(open(a, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int out = CHECK_SYS(open(b, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    CHECK_EQ(write(in, "hello world", 11), 11);
+    long long oin = 6, oout = 0;
+    CHECK_EQ(syscall(SYS_copy_file_range, in, &oin, out, &oout, 5L, 0), 5);
+    CHECK_EQ(oin, 11);
+    CHECK_EQ(oout, 5);
+    CHECK(strcmp(contents(b), "world") == 0);
+    /* At the file offsets, which advance: the output's is still 0. */
+    CHECK_SYS(lseek(in, 0, SEEK_SET));
+    CHECK_EQ(syscall(SYS_copy_file_range, in, NULL, out, NULL, 6L, 0), 6);
+    CHECK_EQ(lseek(in, 0, SEEK_CUR), 6);
+    CHECK_EQ(lseek(out, 0, SEEK_CUR), 6);
+    CHECK(strcmp(contents(b), "hello ") == 0);
+    /* At the end of the input: 0. */
+    oin = 11;
+    CHECK_EQ(syscall(SYS_copy_file_range, in, &oin, out, NULL, 5L, 0), 0);
+    CHECK_ERRNO(syscall(SYS_copy_file_range, in, NULL, out, NULL, 1L, 1), EINVAL);
+    oin = 0, oout = 2;
+    CHECK_ERRNO(syscall(SYS_copy_file_range, in, &oin, in, &oout, 4L, 0), EINVAL);
+    int app = CHECK_SYS(open(b, O_WRONLY | O_APPEND));
+    CHECK_ERRNO(syscall(SYS_copy_file_range, in, NULL, app, NULL, 1L, 0), EBADF);
+    CHECK_SYS(close(app));
+    int dir = CHECK_SYS(open("/tmp", O_RDONLY | O_DIRECTORY));
+    CHECK_ERRNO(syscall(SYS_copy_file_range, dir, NULL, out, NULL, 1L, 0), EISDIR);
+    CHECK_SYS(close(dir));
+    int pipes[2];
+    CHECK_SYS(pipe(pipes));
+    CHECK_ERRNO(syscall(SYS_copy_file_range, pipes[0], NULL, out, NULL, 1L, 0), EINVAL);
+    CHECK_EQ(syscall(SYS_fadvise64, in, 0L, 0L, 2L), 0);
+    CHECK_ERRNO(syscall(SYS_fadvise64, in, 0L, 0L, 99L), EINVAL);
+    CHECK_ERRNO(syscall(SYS_fadvise64, pipes[0], 0L, 0L, 0L), ESPIPE);
+    CHECK_ERRNO(syscall(SYS_fadvise64, 1000, 0L, 0L, 0L), EBADF);
+    CHECK_SYS(close(pipes[0]));
+    CHECK_SYS(close(pipes[1]));
+    CHECK_SYS(close(in));
+    CHECK_SYS(close(out));
+    CHECK_SYS(unlink(a));
+    CHECK_SYS(unlink(b));
+    SAY("copies: copy_file_range at given and file offsets, 0 at the end, EINVAL for flags, "
+        "overlap and a pipe, EBADF for O_APPEND, EISDIR; fadvise64 a hint with Linux's errors");
+}
+
 int main(void)
 {
     test_begin("compat");
+    copies();
     errors();
     interrupted_waits();
     reset_hand();

@@ -1,24 +1,25 @@
-//! `execve`: loading a static Linux ELF executable (or a `#!` script) into a fresh replicated
-//! address space and starting it with the Linux initial stack.
+//! `execve`: loading a Linux ELF executable (or a `#!` script) into a fresh replicated address
+//! space, with the dynamic loader a dynamically linked program names, and starting it with the
+//! Linux initial stack.
 //!
-//! The `exec` crate validates the file and computes what to map and copy; this module reads the
-//! file from the file system, allocates frames (before the mapping operations enter the log, as
-//! NR-vMem requires), fills them through the direct map, and maps them.
+//! The `exec` crate validates the files and computes what to map and copy; this module reads
+//! them from the file system and maps their pages ([`crate::filemap`]: lent by NR-FS or filled
+//! into frames allocated before the mapping operations enter the log, as NR-vMem requires).
 
 use crate::arch::idt::InterruptFrame;
 use crate::arch::{paging, user};
-use crate::fs::ExecFile;
-use crate::mm::{self, FrameSize};
+use crate::filemap::FilePages;
+use crate::fs::MappedFile;
 use crate::proc::Process;
 use crate::proc::Thread;
-use crate::vm::{self, PageMap, UserLayout, VSpace, PAGE_SIZE};
+use crate::vm::{self, UserLayout, VSpace, PAGE_SIZE};
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use exec::{AuxInfo, Executable, InitialStack};
+use exec::{AuxInfo, ElfKind, ExecError, Executable, InitialStack};
 use nrfs::Ino;
-use vspace::{Mapping, PageSize, Prot, RegionKind};
+use vspace::{Prot, RegionKind};
 
 /// Bytes read before parsing: the ELF header, program headers and `#!` line must fit.
 const PREFIX: usize = 16 * 1024;
@@ -54,13 +55,8 @@ pub fn load(
     let mut path = path.to_vec();
     let mut argv = argv;
     for _ in 0..=MAX_SCRIPT_DEPTH {
-        let file = ExecFile::open(me, &path)?;
-        let mut data = Vec::new();
-        let want = (file.size as usize).min(PREFIX);
-        data.try_reserve_exact(want).map_err(|_| Errno::ENOMEM)?;
-        data.resize(want, 0);
-        let n = file.read_at(0, &mut data)?;
-        data.truncate(n);
+        let file = MappedFile::open(me, &path)?;
+        let data = prefix(&file)?;
         if data.starts_with(b"#!") {
             let line_end = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());
             let line = &data[2..line_end.min(256)];
@@ -83,9 +79,20 @@ pub fn load(
             path = interp;
             continue;
         }
-        return load_elf(&path, &file, &data, &argv, envp, layout_for(me));
+        return load_elf(me, &path, (&file, &data), &argv, envp, layout_for(me));
     }
     Err(Errno::ELOOP)
+}
+
+/// The first [`PREFIX`] bytes of `file` (all of a smaller one).
+fn prefix(file: &MappedFile) -> Result<Vec<u8>, Errno> {
+    let mut data = Vec::new();
+    let want = (file.size as usize).min(PREFIX);
+    data.try_reserve_exact(want).map_err(|_| Errno::ENOMEM)?;
+    data.resize(want, 0);
+    let n = file.read_at(0, &mut data)?;
+    data.truncate(n);
+    Ok(data)
 }
 
 /// The layout of `me`'s next image: random unless the kernel was booted with `norandmaps` or
@@ -102,43 +109,43 @@ fn layout_for(me: Option<&Process>) -> UserLayout {
 }
 
 /// Loads an ELF executable (`prefix`: the file's first bytes, with its headers) into a new
-/// address space laid out as `layout`: maps its segments and builds the initial stack with
-/// `argv`, `envp`, `path` and the auxiliary vector. The address space is torn down if a segment
-/// cannot be loaded.
+/// address space laid out as `layout`: maps its segments, and its dynamic loader's if it names
+/// one (`PT_INTERP`), and builds the initial stack with `argv`, `envp`, `path` and the
+/// auxiliary vector. The address space is torn down if a segment cannot be loaded.
 fn load_elf(
+    me: Option<&Process>,
     path: &[u8],
-    file: &ExecFile,
-    prefix: &[u8],
+    (file, prefix): (&MappedFile, &[u8]),
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
     layout: UserLayout,
 ) -> Result<Image, Errno> {
     let exe =
         Executable::parse_prefix(prefix, file.size, layout.pie_base).map_err(|e| e.to_errno())?;
+    let loader = match exe.interpreter() {
+        Some(name) => Some(open_loader(me, name, layout)?),
+        None => None,
+    };
     let vm = VSpace::new(layout)?;
-    let mut image = ImagePages::new()?;
-    for m in exe.mappings() {
-        let prot = Prot {
-            read: m.readable,
-            write: m.writable,
-            exec: m.executable,
-        };
-        vm.map_fixed(m.start, m.end - m.start, prot, RegionKind::Image, false)?;
-        if let Err(e) = image
-            .load(&vm, &exe, file, m.start, m.end, prot)
-            .and_then(|()| image.map(&vm))
-        {
-            // What was made gets mapped, so the teardown frees it.
-            let _ = image.map(&vm);
-            vm.teardown();
-            return Err(e);
-        }
+    let loaded = map_image(&vm, &exe, file).and_then(|()| match &loader {
+        Some((ld, ld_file)) => map_image(&vm, ld, ld_file),
+        None => Ok(()),
+    });
+    if let Err(e) = loaded {
+        vm.teardown();
+        return Err(e);
     }
 
     let mut random = [0u8; 16];
     crate::random::fill(&mut random);
     let mut aux = AuxInfo::new(&exe, random);
     aux.hwcap = crate::arch::cpu::cpuid(1, 0).3 as u64;
+    aux.minsigstksz = Some(crate::proc::signal::FRAME_BYTES as u64);
+    let mut entry = exe.entry();
+    if let Some((ld, _)) = &loader {
+        aux.base = ld.segments()[0].map_range().start;
+        entry = ld.entry();
+    }
     let argv_refs = slices(argv)?;
     let envp_refs = slices(envp)?;
     let top = layout.stack_top;
@@ -168,13 +175,62 @@ fn load_elf(
     }
     Ok(Image {
         vm,
-        entry: exe.entry(),
+        entry,
         rsp: stack.rsp,
         brk: exe.brk(),
         path: path.to_vec(),
         ino: file.nrfs_ino(),
         cmdline: cmdline(argv)?,
     })
+}
+
+/// Opens and parses the dynamic loader a program names, placed just below the top of the
+/// `mmap` area (where Linux's `mmap` would put it). `ELIBBAD` if it is not an ELF file or
+/// wants a loader itself, as Linux answers.
+fn open_loader(
+    me: Option<&Process>,
+    name: &[u8],
+    layout: UserLayout,
+) -> Result<(Executable, MappedFile), Errno> {
+    let file = MappedFile::open(me, name)?;
+    let head = prefix(&file)?;
+    let parse = |base| Executable::parse_prefix(&head, file.size, base);
+    let bad = |e: ExecError| match e {
+        ExecError::OutOfMemory { .. } => Errno::ENOMEM,
+        _ => Errno::ELIBBAD,
+    };
+    let span = parse(layout.pie_base).map_err(bad)?.span();
+    let base = layout.mmap_ceiling.checked_sub(span).ok_or(Errno::ENOMEM)?;
+    let ld = parse(base).map_err(bad)?;
+    if ld.interpreter().is_some() || ld.kind() != ElfKind::Dyn {
+        return Err(Errno::ELIBBAD);
+    }
+    Ok((ld, file))
+}
+
+/// Maps the segments of `exe`, whose bytes are `file`, into `vm`.
+fn map_image(vm: &VSpace, exe: &Executable, file: &MappedFile) -> Result<(), Errno> {
+    let mut pages = FilePages::new()?;
+    for m in exe.mappings() {
+        let prot = Prot {
+            read: m.readable,
+            write: m.writable,
+            exec: m.executable,
+        };
+        vm.map_fixed(m.start, m.end - m.start, prot, RegionKind::Image, false)?;
+        let made = pages.load_image(
+            vm,
+            file,
+            (m.start, m.end),
+            prot,
+            |va| file_page(exe, va),
+            |va| page_parts(exe, va),
+        );
+        // What was made gets mapped, so the teardown frees it.
+        let mapped = pages.map(vm);
+        made.and(mapped)?;
+    }
+    Ok(())
 }
 
 /// The strings of `list` as slices (an argument list may be large: allocated fallibly).
@@ -198,131 +254,8 @@ fn cmdline(argv: &[Vec<u8>]) -> Result<Vec<u8>, Errno> {
     Ok(out)
 }
 
-/// Most pages lent or filled before they are mapped.
-const BATCH: usize = 256;
-
-/// The pages of one mapping of a program image on their way into its address space.
-///
-/// A page that one segment fills from a page-aligned file offset is the file's own page,
-/// lent by NR-FS (this node's replica's copy) and mapped copy-on-write, as Linux maps its
-/// page cache: nothing is copied or zeroed, and every process running the program maps the
-/// same frames, so QEMU's translated code for them is reused from one `execve` to the next.
-/// Any other page (shared with a neighbouring segment, partly `.bss`, or a hole of the file)
-/// is a private frame filled from the file and zeroed where the file gives nothing.
-struct ImagePages {
-    /// Private frames.
-    private: Vec<PageMap>,
-    /// Lent file pages, each with the share NR-FS gave it for this address space.
-    lent: Vec<Mapping>,
-    /// A page of scratch space for filling private frames from the file.
-    buf: Vec<u8>,
-}
-
-impl ImagePages {
-    /// Nothing made yet (one per `execve`, for all its mappings).
-    fn new() -> Result<Self, Errno> {
-        Ok(ImagePages {
-            private: Vec::new(),
-            lent: Vec::new(),
-            buf: crate::mm::zeroed_buffer(PAGE_SIZE as usize)?,
-        })
-    }
-
-    /// Makes the pages of `[start, end)` and maps them into `vm` about [`BATCH`] at a time; on
-    /// error the pages made since the last batch are left for [`ImagePages::map`] (so that the
-    /// teardown frees them).
-    fn load(
-        &mut self,
-        vm: &VSpace,
-        exe: &Executable,
-        file: &ExecFile,
-        start: u64,
-        end: u64,
-        prot: Prot,
-    ) -> Result<(), Errno> {
-        let mut va = start;
-        while va < end {
-            if self.private.len() + self.lent.len() >= BATCH {
-                self.map(vm)?;
-            }
-            if let Some(first) = file_page(exe, va) {
-                // A run of consecutive file pages, lent in one read of the replica.
-                let mut n = 1;
-                while n < BATCH
-                    && va + n as u64 * PAGE_SIZE < end
-                    && file_page(exe, va + n as u64 * PAGE_SIZE) == Some(first + n as u64)
-                {
-                    n += 1;
-                }
-                self.lent.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
-                let frames = file.lend_pages(first, n)?;
-                for (i, frame) in frames.into_iter().enumerate() {
-                    let page = va + i as u64 * PAGE_SIZE;
-                    match frame {
-                        Some(phys) => self.lent.push(Mapping {
-                            vaddr: page,
-                            phys,
-                            size: PageSize::Base4K,
-                            prot: Prot {
-                                write: false,
-                                ..prot
-                            },
-                            cow: true,
-                        }),
-                        None => self.fill(exe, file, page, prot)?,
-                    }
-                }
-                va += n as u64 * PAGE_SIZE;
-            } else {
-                self.fill(exe, file, va, prot)?;
-                va += PAGE_SIZE;
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds a private frame for the page at `va`: what the file provides, zero elsewhere (a
-    /// page the file fills is not zeroed first).
-    fn fill(
-        &mut self,
-        exe: &Executable,
-        file: &ExecFile,
-        va: u64,
-        prot: Prot,
-    ) -> Result<(), Errno> {
-        self.private.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        let frame = mm::allocate_user(FrameSize::Base)
-            .map_err(|_| Errno::ENOMEM)?
-            .base();
-        // Recorded at once, so that an error below still frees it.
-        self.private.push((va, frame, PageSize::Base4K, prot));
-        if !page_parts(exe, va).any(|(_, from, to)| from == va && to == va + PAGE_SIZE) {
-            paging::zero_phys(frame, PAGE_SIZE);
-        }
-        for (off, from, to) in page_parts(exe, va) {
-            let chunk = &mut self.buf[..(to - from) as usize];
-            file_read(file, off, chunk)?;
-            paging::write_phys(frame + (from - va), chunk);
-        }
-        Ok(())
-    }
-
-    /// Maps the pages made so far into `vm`; `ENOMEM` if some could not be (no memory for a
-    /// page table: the page would read as zeros instead of the program's bytes).
-    fn map(&mut self, vm: &VSpace) -> Result<(), Errno> {
-        let (private, lent) = (self.private.len(), self.lent.len());
-        let mapped = vm.map_frames(core::mem::take(&mut self.private))
-            + vm.map_copies(core::mem::take(&mut self.lent));
-        if mapped == private + lent {
-            Ok(())
-        } else {
-            Err(Errno::ENOMEM)
-        }
-    }
-}
-
 /// The parts of the page at `va` that the file provides: (file offset, from, to).
-fn page_parts(exe: &Executable, va: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+fn page_parts(exe: &Executable, va: u64) -> impl Iterator<Item = (u64, u64, u64)> + Clone + '_ {
     exe.segments().iter().filter_map(move |s| {
         let (from, to) = (s.vaddr.max(va), (s.vaddr + s.filesz).min(va + PAGE_SIZE));
         (from < to).then(|| (s.file_range().start as u64 + (from - s.vaddr), from, to))
@@ -340,14 +273,6 @@ fn file_page(exe: &Executable, va: u64) -> Option<u64> {
             Some(off / PAGE_SIZE)
         }
         _ => None,
-    }
-}
-
-/// Reads exactly `buf.len()` bytes of `file` at `off`.
-fn file_read(file: &ExecFile, off: u64, buf: &mut [u8]) -> Result<(), Errno> {
-    match file.read_at(off, buf)? {
-        n if n == buf.len() => Ok(()),
-        _ => Err(Errno::EIO),
     }
 }
 

@@ -236,7 +236,7 @@ impl OpenFile {
     }
 
     /// Whether the description allows reading (not `O_PATH`, not write-only).
-    fn readable(&self) -> bool {
+    pub fn readable(&self) -> bool {
         let f = self.flags();
         f & O_PATH == 0 && f & O_ACCMODE != O_WRONLY
     }

@@ -81,16 +81,20 @@ pub fn exception(frame: &mut InterruptFrame) {
                         crate::proc::out_of_memory(&me, addr);
                         return;
                     }
-                    Err(crate::vm::Fault::Denied(code)) if user_mode => {
-                        crate::proc::signal::force(
-                            &me,
-                            crate::proc::signal::SIGSEGV,
-                            crate::proc::signal::SigInfo {
-                                code,
-                                addr,
-                                ..Default::default()
-                            },
-                        );
+                    Err(fault @ (crate::vm::Fault::Denied(_) | crate::vm::Fault::PastEnd))
+                        if user_mode =>
+                    {
+                        use crate::proc::signal::{self as sig, SigInfo};
+                        let (signo, code) = match fault {
+                            crate::vm::Fault::Denied(code) => (sig::SIGSEGV, code),
+                            _ => (sig::SIGBUS, sig::BUS_ADRERR),
+                        };
+                        let info = SigInfo {
+                            code,
+                            addr,
+                            ..Default::default()
+                        };
+                        sig::force(&me, signo, info);
                         return;
                     }
                     Err(_) => {

@@ -41,6 +41,7 @@ mod console;
 mod corectl;
 mod exec;
 mod fd;
+mod filemap;
 mod fleet;
 mod fs;
 mod futex;

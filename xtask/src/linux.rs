@@ -29,7 +29,7 @@ pub const STATUS_PREFIX: &str = "bench: exit status ";
 /// environment, prints the exit status and powers off.
 pub const INIT: &str = r#"#!/bin/sh
 echo "bench: linux init"
-export HOME=/ TERM=linux PATH=/bin:/test
+export HOME=/ TERM=linux PATH=/bin:/usr/local/bin:/usr/bin:/test
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs tmpfs /tmp
@@ -114,17 +114,6 @@ fn cached_kernel() -> Option<PathBuf> {
     found.pop()
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run {what}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("`{what}` failed ({})", out.status));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Unpacks `./boot/vmlinuz-*` and the [`NET_MODULES`] of the package `deb` into `into`.
 fn unpack_boot(deb: &Path, into: &Path) -> Result<(), String> {
     let mut dpkg = Command::new("dpkg-deb")
@@ -163,7 +152,7 @@ pub fn kernel() -> Result<PathBuf, String> {
     }
     let dir = dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let depends = run(
+    let depends = crate::debian::run(
         Command::new("apt-cache").args(["depends", "linux-image-amd64"]),
         "apt-cache depends linux-image-amd64",
     )
@@ -172,32 +161,7 @@ pub fn kernel() -> Result<PathBuf, String> {
         "`apt-cache depends linux-image-amd64` names no linux-image-6.1.*-amd64 package: the \
          Linux guest needs Debian 12 (bookworm) package lists (run `apt-get update`)",
     )?;
-    eprintln!(
-        "xtask: downloading the Linux kernel package {package} (about 70 MB, once) into {}",
-        dir.display()
-    );
-    run(
-        Command::new("apt-get")
-            .args(["download", "-q"])
-            .arg(&package)
-            .current_dir(&dir),
-        &format!("apt-get download {package}"),
-    )
-    .map_err(|e| format!("{e}: no network, or no package lists (`apt-get update`)?"))?;
-    let deb = std::fs::read_dir(&dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{package}_")) && n.ends_with(".deb"))
-        })
-        .ok_or_else(|| {
-            format!(
-                "apt-get download left no {package}_*.deb in {}",
-                dir.display()
-            )
-        })?;
+    let deb = crate::debian::download(&package, &dir)?;
     eprintln!(
         "xtask: unpacking /boot/vmlinuz-* and the virtio-net modules from {}",
         deb.display()

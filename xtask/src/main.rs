@@ -23,6 +23,7 @@ mod bench;
 mod build;
 mod cmdline;
 mod cpio;
+mod debian;
 mod deps;
 mod fuzz;
 mod linux;
@@ -158,7 +159,7 @@ fn run(args: &[String]) -> Result<u8, String> {
     let line = cmdline::join(&words)?;
     deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
     let kernel = build::kernel()?;
-    let initrd = usr::initramfs()?;
+    let initrd = debian::initramfs()?;
     let mut cmd = machine.command(&kernel.image, &initrd, &line, true);
     if gdb {
         cmd.args(["-s", "-S"]);

@@ -132,6 +132,7 @@ pub fn cases() -> Result<Vec<Case>, String> {
             ],
             explain: None,
             forwards: vec![(free_port()?, 80)],
+            debian: false,
         });
     }
     Ok(cases)

@@ -308,6 +308,8 @@ pub(crate) struct Case {
     pub(crate) explain: Option<Explain>,
     /// TCP ports of the host's 127.0.0.1 forwarded to the guest (host, guest).
     pub(crate) forwards: Vec<(u16, u16)>,
+    /// Boots the image with Debian's packages (`out/initramfs-debian.cpio`, see `debian.rs`).
+    pub(crate) debian: bool,
 }
 
 pub(crate) fn expect(log: &str, needle: &str) -> Result<(), String> {
@@ -479,6 +481,7 @@ fn kernel_case(
         script: Vec::new(),
         explain: None,
         forwards: Vec::new(),
+        debian: false,
     }
 }
 
@@ -632,6 +635,8 @@ struct UserTest {
     limit: Duration,
     /// Explains a failed QEMU run (see [`Case`]).
     explain: Option<Explain>,
+    /// Needs Debian's packages (see [`Case`]).
+    debian: bool,
 }
 
 impl UserTest {
@@ -648,6 +653,8 @@ impl UserTest {
             "twotier" => "msg-twotier".into(),
             "fleets" => "fleet-cores".into(),
             "compat" => "compat-calls".into(),
+            "filemap" => "compat-filemap".into(),
+            n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),
         }
@@ -704,6 +711,7 @@ fn user_tests() -> Vec<UserTest> {
                 LIMIT
             },
             explain: None,
+            debian: false,
         });
     }
     tests.push(UserTest {
@@ -717,6 +725,7 @@ fn user_tests() -> Vec<UserTest> {
         // Some 1300 processes and a few MiB through pipes and files, under emulation.
         limit: LONG_LIMIT,
         explain: None,
+        debian: false,
     });
     // The fuzzer: a short campaign with a fixed seed, so that a failure repeats
     // (`cargo xtask fuzz` runs long ones; see docs/debugging.md). Natively it runs as nobody.
@@ -737,6 +746,7 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         limit: FUZZ_LIMIT,
         explain: Some(crate::fuzz::check_campaign),
+        debian: false,
     });
     // Hare's Table 5.1 workloads (usr/fsload.c), each a few iterations per process on small
     // trees, with checks that nothing is lost or left (`cargo xtask bench hare` measures them).
@@ -750,6 +760,7 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         limit: LIMIT,
         explain: None,
+        debian: false,
     });
     tests.push(UserTest {
         name: "busybox-echo",
@@ -761,6 +772,7 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         limit: LIMIT,
         explain: None,
+        debian: false,
     });
     tests.push(UserTest {
         name: "busybox-uname",
@@ -772,6 +784,7 @@ fn user_tests() -> Vec<UserTest> {
         native: false,
         limit: LIMIT,
         explain: None,
+        debian: false,
     });
     tests.push(UserTest {
         name: "busybox-sh",
@@ -783,6 +796,7 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         limit: LIMIT,
         explain: None,
+        debian: false,
     });
     tests.push(UserTest {
         name: "exit-status",
@@ -794,6 +808,7 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         limit: LIMIT,
         explain: None,
+        debian: false,
     });
     tests.push(UserTest {
         name: "init-killed",
@@ -805,6 +820,20 @@ fn user_tests() -> Vec<UserTest> {
         native: true,
         limit: LIMIT,
         explain: None,
+        debian: false,
+    });
+    // Debian's own programs (issue 16), dynamically linked, from the Debian image.
+    tests.push(UserTest {
+        name: "debian-coreutils",
+        argv: words(&["/bin/sh", "/test/debian/coreutils.sh"]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| vec![Expect::Line("PASS debian-coreutils".into())]),
+        configs: &[ONE_CORE, FOUR_CORES],
+        native: true,
+        limit: LIMIT,
+        explain: None,
+        debian: true,
     });
     tests
 }
@@ -876,6 +905,7 @@ fn user_case(
         script: Vec::new(),
         explain: t.explain,
         forwards: Vec::new(),
+        debian: t.debian,
     })
 }
 
@@ -986,6 +1016,7 @@ fn tty_cases() -> Vec<Case> {
         script,
         explain: None,
         forwards: Vec::new(),
+        debian: false,
     }]
 }
 
@@ -1086,7 +1117,14 @@ fn native_argv(argv: &[String]) -> (PathBuf, Vec<String>) {
                 .join(file)
                 .to_string_lossy()
                 .into_owned(),
-            None => word.to_string(),
+            None => match word.strip_prefix("/test/debian/") {
+                Some(file) => build::root()
+                    .join(crate::debian::SCRIPTS_DIR)
+                    .join(file)
+                    .to_string_lossy()
+                    .into_owned(),
+                None => word.to_string(),
+            },
         }
     };
     let rest = argv[1..].iter().map(|w| host(w));
@@ -1193,15 +1231,23 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         return Ok((0, 0));
     }
     let kernel = build::kernel()?;
-    let initrd = usr::initramfs()?;
+    let lean = usr::initramfs()?;
+    let debian = match cases.iter().any(|c| c.debian) {
+        true => Some(crate::debian::initramfs()?),
+        false => None,
+    };
     let (mut passed, mut failed) = (0, 0);
     for case in &cases {
         let m = machine(case);
+        let initrd = match &debian {
+            Some(d) if case.debian => d,
+            _ => &lean,
+        };
         let (o, script) = if case.script.is_empty() {
-            let o = boot(&m, &kernel.image, &initrd, &case.cmdline, case.limit)?;
+            let o = boot(&m, &kernel.image, initrd, &case.cmdline, case.limit)?;
             (o, Ok(()))
         } else {
-            let cmd = m.command(&kernel.image, &initrd, &case.cmdline, false);
+            let cmd = m.command(&kernel.image, initrd, &case.cmdline, false);
             let host_port = case.forwards.first().map_or(0, |f| f.0);
             converse(cmd, &case.script, case.limit, host_port)?
         };
@@ -1225,7 +1271,7 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         };
         let how = format!(
             "{:?}",
-            m.command(&kernel.image, &initrd, &case.cmdline, false)
+            m.command(&kernel.image, initrd, &case.cmdline, false)
         );
         if report("qemu", &case.name, verdict, &o, &how) {
             passed += 1;
@@ -1383,8 +1429,9 @@ mod unit {
             .unwrap();
         assert_eq!(exit3.cmdline, r#"init=/bin/busybox sh -c "exit 3""#);
         assert_eq!(exit3.status, 39);
-        // The filters `user`, `msg-` and `fleet-` together select exactly the user cases, and
-        // issue 12's cases are named as it asks.
+        // The filters `user`, `msg-`, `fleet-` and the issues' own prefixes together select
+        // exactly the user cases, and issue 12's cases are named as it asks; only the `debian-`
+        // cases boot the Debian image.
         let all = all_cases().unwrap();
         let named = |c: &Case| {
             [
@@ -1394,11 +1441,15 @@ mod unit {
                 "corectl-stop",
                 "compat-",
                 "net-sockets",
+                "debian-",
             ]
             .iter()
             .any(|f| c.name.contains(f))
         };
         assert_eq!(all.iter().filter(|c| named(c)).count(), cases.len());
+        for c in &all {
+            assert_eq!(c.debian, c.name.starts_with("debian-"), "{}", c.name);
+        }
         for n in [
             "msg-ring-4c2n",
             "msg-mailbox-2c2n",

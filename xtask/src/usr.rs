@@ -55,6 +55,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "filemap",
+        source: "filemap.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,

@@ -37,7 +37,7 @@
 //! itself for a walk that starts inside (paths with `..` are resolved by name from the
 //! directory's current path, [`HareNode::path`], so `cd ..` leaves the mount); an absolute
 //! symlink target resolves inside Hare if it lies under the mount point and answers `EXDEV`
-//! if not; programs in Hare run with their pages copied (`crate::fs::ExecFile`).
+//! if not; programs in Hare run with their pages copied (`crate::fs::MappedFile`).
 
 use crate::fd::{KStat, Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};
 use crate::kcb;

@@ -242,17 +242,18 @@ pub fn check_writable(ino: Ino) -> Result<(), Errno> {
     }
 }
 
-/// A regular file opened for `execve`: read piece by piece, so a large program never needs
-/// one large kernel buffer.
-pub struct ExecFile {
+/// A regular file whose pages go into an address space (a program for `execve`, a file for
+/// `mmap`, [`crate::filemap`]): read piece by piece, so a large file never needs one large
+/// kernel buffer, or lent page by page.
+pub struct MappedFile {
     /// The file behind it.
-    source: ExecSource,
+    source: FileSource,
     /// Size in bytes.
     pub size: u64,
 }
 
-/// Where an [`ExecFile`] lives.
-enum ExecSource {
+/// Where an [`MappedFile`] lives.
+enum FileSource {
     /// An NR-FS inode.
     Nrfs(Ino),
     /// A file open in Hare (§3.6's exec of a program on the file servers; its pages are
@@ -260,12 +261,12 @@ enum ExecSource {
     Hare(Arc<OpenFile>),
 }
 
-impl ExecFile {
+impl MappedFile {
     /// Opens `path` for execution: it must be a regular file with an execute bit. Relative
     /// to `me`'s working directory, or to the root for the first process (`None`). A path in
     /// `/proc` counts if it is a link out of `/proc` (`/proc/self/exe`, which busybox execs to
     /// run its applets).
-    pub fn open(me: Option<&Process>, path: &[u8]) -> Result<ExecFile, Errno> {
+    pub fn open(me: Option<&Process>, path: &[u8]) -> Result<MappedFile, Errno> {
         let place = match me {
             Some(p) => path::locate(p, path::AT_FDCWD, path)?,
             None => Place::Fs {
@@ -288,8 +289,8 @@ impl ExecFile {
                 if st.mode & 0o170000 != 0o100000 || st.mode & 0o111 == 0 {
                     return Err(Errno::EACCES);
                 }
-                return Ok(ExecFile {
-                    source: ExecSource::Hare(f),
+                return Ok(MappedFile {
+                    source: FileSource::Hare(f),
                     size: st.size,
                 });
             }
@@ -300,18 +301,42 @@ impl ExecFile {
             if st.kind != nrfs::Kind::File || st.mode & 0o111 == 0 {
                 return Err(Errno::EACCES);
             }
-            Ok(ExecFile {
-                source: ExecSource::Nrfs(ino),
+            Ok(MappedFile {
+                source: FileSource::Nrfs(ino),
                 size: st.size,
             })
+        })
+    }
+
+    /// The regular file open as `f`, for `mmap`: `EBADF` for an `O_PATH` descriptor, `EACCES`
+    /// unless it was opened for reading, `ENODEV` unless it is a regular file (NR-FS or Hare).
+    pub fn of(f: &Arc<OpenFile>) -> Result<MappedFile, Errno> {
+        if f.flags() & O_PATH != 0 {
+            return Err(Errno::EBADF);
+        }
+        let source = match &f.node {
+            Node::File(ino) => FileSource::Nrfs(*ino),
+            Node::Hare(_) => FileSource::Hare(f.clone()),
+            _ => return Err(Errno::ENODEV),
+        };
+        let st = f.stat()?;
+        if st.mode & 0o170000 != 0o100000 {
+            return Err(Errno::ENODEV);
+        }
+        if !f.readable() {
+            return Err(Errno::EACCES);
+        }
+        Ok(MappedFile {
+            source,
+            size: st.size,
         })
     }
 
     /// The file's NR-FS inode (`None` in Hare).
     pub fn nrfs_ino(&self) -> Option<Ino> {
         match self.source {
-            ExecSource::Nrfs(ino) => Some(ino),
-            ExecSource::Hare(_) => None,
+            FileSource::Nrfs(ino) => Some(ino),
+            FileSource::Hare(_) => None,
         }
     }
 
@@ -320,7 +345,7 @@ impl ExecFile {
     /// (the caller copies those). Each frame lent carries one share (see [`init`]) that the
     /// caller must map or give back (`vm::free_frame`'s rule: unshare, free if none is left).
     pub fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<u64>>, Errno> {
-        let ExecSource::Nrfs(ino) = self.source else {
+        let FileSource::Nrfs(ino) = self.source else {
             let mut none = Vec::new();
             none.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
             none.resize(count, None);
@@ -339,8 +364,8 @@ impl ExecFile {
         while done < buf.len() {
             let at = off + done as u64;
             let n = match &self.source {
-                ExecSource::Nrfs(ino) => with_client(|c| c.read(*ino, at, &mut buf[done..]))?,
-                ExecSource::Hare(f) => f.pread(&mut buf[done..], at)?,
+                FileSource::Nrfs(ino) => with_client(|c| c.read(*ino, at, &mut buf[done..]))?,
+                FileSource::Hare(f) => f.pread(&mut buf[done..], at)?,
             };
             if n == 0 {
                 break;

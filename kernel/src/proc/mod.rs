@@ -697,7 +697,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
     let envp = [
         b"HOME=/".to_vec(),
         b"TERM=linux".to_vec(),
-        b"PATH=/bin:/test".to_vec(),
+        b"PATH=/bin:/usr/local/bin:/usr/bin:/test".to_vec(),
     ];
     let image = crate::exec::load(None, argv[0].as_bytes(), args, &envp)?;
     let p = Process::new(

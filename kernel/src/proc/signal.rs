@@ -110,6 +110,8 @@ pub const SI_KERNEL: i32 = 0x80;
 pub const SEGV_MAPERR: i32 = 1;
 /// SIGSEGV: access not permitted.
 pub const SEGV_ACCERR: i32 = 2;
+/// `si_code` of a SIGBUS for an address past the end of a mapped file.
+pub const BUS_ADRERR: i32 = 2;
 /// SIGCHLD: child exited.
 pub const CLD_EXITED: i32 = 1;
 /// SIGCHLD: child killed.
@@ -418,6 +420,10 @@ fn take(me: &Thread) -> Option<(u32, SigInfo)> {
 const UCONTEXT: usize = 304;
 /// Size of `siginfo_t`.
 const SIGINFO: usize = 128;
+/// The most stack a signal frame takes ([`push_frame`]: the FPU state aligned to 64 bytes,
+/// the return address, `ucontext` and `siginfo_t` aligned to 16), reported to programs as
+/// `AT_MINSIGSTKSZ`.
+pub const FRAME_BYTES: usize = FPU_AREA + 63 + 8 + UCONTEXT + SIGINFO + 15 + 8;
 /// Offset of `uc_mcontext` in `ucontext`.
 const MCONTEXT: usize = 40;
 /// Offset of `uc_stack` (a `stack_t`) in the `ucontext`.

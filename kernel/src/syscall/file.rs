@@ -26,6 +26,13 @@ pub fn file(me: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
     me.process.files.lock().get(fd as i32)
 }
 
+/// `fgetxattr`, `fsetxattr`, `flistxattr`, `fremovexattr`: as [`super::path::xattr`] on the
+/// open file (`EBADF` for a bad descriptor).
+pub fn fxattr(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    file(me, a[0])?;
+    super::path::no_xattrs(f.rax as usize)
+}
+
 /// `write` to a pipe without readers raises SIGPIPE, as on Linux.
 pub(super) fn sigpipe(me: &Arc<Thread>, r: Result<usize, Errno>) -> Result<usize, Errno> {
     if r == Err(Errno::EPIPE) {
@@ -560,7 +567,6 @@ pub fn pipe(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
 /// `sendfile(out, in, offset, count)`: copies from a file (at `*offset`, which is advanced,
 /// or at its file offset) to any writable descriptor, 64 KiB at a time.
 pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    const CHUNK: usize = 64 * 1024;
     let out = file(me, a[0])?;
     if !out.writable() {
         return Err(Errno::EBADF);
@@ -578,7 +584,85 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         0 => None,
         p => Some(position(read_user::<u64>(p)?)?),
     };
-    let count = (a[3] as usize).min(0x7fff_f000);
+    let done = copy(me, (&input, &mut off), (&out, &mut None), a[3] as usize)?;
+    if let Some(o) = off {
+        write_user(a[2], &o)?;
+    }
+    Ok(done as u64)
+}
+
+/// `fadvise64(fd, offset, len, advice)`: a hint Reef's in-memory files have no use for, so
+/// after Linux's checks (`EBADF`, `ESPIPE` for a pipe or socket, `EINVAL` for an unknown advice or a
+/// negative length) it does nothing.
+pub fn fadvise64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    /// `POSIX_FADV_NOREUSE`, the last advice.
+    const LAST: u64 = 5;
+    let f = file(me, a[0])?;
+    if matches!(
+        f.node,
+        Node::PipeRead(_) | Node::PipeWrite(_) | Node::Socket(_) | Node::Inet(_)
+    ) {
+        return Err(Errno::ESPIPE);
+    }
+    if a[3] > LAST || (a[2] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// `copy_file_range(in, off_in, out, off_out, len, flags)`: copies between two regular files,
+/// each at `*off` (advanced) or at its file offset. `EINVAL` for flags, a file that is not
+/// regular, or overlapping ranges of one file; `EBADF` unless `in` is readable and `out`
+/// writable without `O_APPEND`; `EISDIR` for a directory.
+pub fn copy_file_range(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (input, out) = (file(me, a[0])?, file(me, a[2])?);
+    if a[5] != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !input.readable() || !out.writable() || out.flags() & O_APPEND != 0 {
+        return Err(Errno::EBADF);
+    }
+    let kind = |f: &OpenFile| match &f.node {
+        Node::File(ino) => Ok(Some(*ino)),
+        Node::Hare(h) if !h.is_dir() => Ok(None),
+        Node::Dir(_) | Node::Hare(_) => Err(Errno::EISDIR),
+        _ => Err(Errno::EINVAL),
+    };
+    let (from, to) = (kind(&input)?, kind(&out)?);
+    let read_off = |p: u64| match p {
+        0 => Ok(None),
+        p => position(read_user::<u64>(p)?).map(Some),
+    };
+    let (mut off_in, mut off_out) = (read_off(a[1])?, read_off(a[3])?);
+    let len = a[4] as usize;
+    if from.is_some() && from == to {
+        // One at a time: both may be the same description.
+        let i = off_in.unwrap_or_else(|| *input.pos.lock());
+        let o = off_out.unwrap_or_else(|| *out.pos.lock());
+        if i < o.saturating_add(len as u64) && o < i.saturating_add(len as u64) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let done = copy(me, (&input, &mut off_in), (&out, &mut off_out), len)?;
+    for (p, off) in [(a[1], off_in), (a[3], off_out)] {
+        if let (true, Some(o)) = (p != 0, off) {
+            write_user(p, &o)?;
+        }
+    }
+    Ok(done as u64)
+}
+
+/// Copies up to `count` bytes (at most `0x7fff_f000`, as Linux) from `input` to `out`, 64 KiB at
+/// a time, each at its position if given (advanced) or at its file offset; stops early at the
+/// end of the input, a short write, a signal, or an error after some bytes went through.
+fn copy(
+    me: &Arc<Thread>,
+    (input, in_at): (&OpenFile, &mut Option<u64>),
+    (out, out_at): (&OpenFile, &mut Option<u64>),
+    count: usize,
+) -> Result<usize, Errno> {
+    const CHUNK: usize = 64 * 1024;
+    let count = count.min(0x7fff_f000);
     let mut done = 0;
     let mut buf = crate::mm::zeroed_buffer(CHUNK.min(count))?;
     while done < count {
@@ -586,7 +670,7 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
             break;
         }
         let want = (count - done).min(CHUNK);
-        let n = match off {
+        let n = match *in_at {
             Some(o) => input.pread(&mut buf[..want], o)?,
             None => input.read(&mut buf[..want])?,
         };
@@ -596,22 +680,33 @@ pub fn sendfile(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         let mut chunk = Vec::new();
         chunk.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
         chunk.extend_from_slice(&buf[..n]);
-        let r = sigpipe(me, out.write(chunk));
+        let r = sigpipe(
+            me,
+            match *out_at {
+                Some(o) => out.pwrite(chunk, o),
+                None => out.write(chunk),
+            },
+        );
         let w = match r {
             Ok(w) => w,
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         };
         done += w;
-        if let Some(o) = off.as_mut() {
+        if let Some(o) = in_at.as_mut() {
+            *o += w as u64;
+        }
+        if let Some(o) = out_at.as_mut() {
             *o += w as u64;
         }
         if w < n {
+            if in_at.is_none() {
+                // The input's offset moved past what was written: give the rest back.
+                const SEEK_CUR: u32 = 1;
+                input.seek(-((n - w) as i64), SEEK_CUR)?;
+            }
             break;
         }
     }
-    if let Some(o) = off {
-        write_user(a[2], &o)?;
-    }
-    Ok(done as u64)
+    Ok(done)
 }

@@ -1,7 +1,12 @@
-//! Memory calls: `mmap`, `munmap`, `mprotect`, `madvise`, `brk` (NR-vMem, see `crate::vm`).
+//! Memory calls: `mmap`, `munmap`, `mprotect`, `madvise`, `brk` (NR-vMem, see `crate::vm`;
+//! file pages through `crate::filemap`).
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
+use crate::fd::Node;
+use crate::filemap;
+use crate::fs::dev::Device;
+use crate::fs::MappedFile;
 use crate::proc::{sched, Thread};
 use crate::vm::PAGE_SIZE;
 use abi::Errno;
@@ -68,8 +73,10 @@ fn prot_arg(p: u64) -> Result<Prot, Errno> {
     Prot::from_linux(p & !0x0300_0000).ok_or(Errno::EINVAL)
 }
 
-/// `mmap`: anonymous private and shared memory; a file mapping answers `EBADF` for a bad
-/// descriptor and `ENODEV` otherwise (file mappings are issue 16's).
+/// `mmap`: anonymous private and shared memory (also of `/dev/zero`), and private mappings
+/// of regular files ([`filemap::map_private`]). A shared file mapping answers `ENODEV`: it
+/// needs a page cache whose frames every node's replica of the file and every mapping share,
+/// which is issue 16's next step (docs/plans.md).
 pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (addr, len, prot, flags, off) = (a[0], a[1], a[2], a[3], a[5]);
     if len == 0 || flags & !KNOWN_FLAGS != 0 || addr % PAGE_SIZE != 0 && flags & MAP_FIXED != 0 {
@@ -80,18 +87,34 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         MAP_PRIVATE => false,
         _ => return Err(Errno::EINVAL),
     };
-    if flags & MAP_ANONYMOUS == 0 {
-        // As Linux: an unaligned offset, then the descriptor, are checked before the file
-        // (whose mappings are not built yet: ENODEV).
+    // As Linux: an unaligned offset, then the descriptor, then the file.
+    let file = if flags & MAP_ANONYMOUS != 0 {
+        None
+    } else {
         if off % PAGE_SIZE != 0 {
             return Err(Errno::EINVAL);
         }
-        super::file::file(me, a[4])?;
-        return Err(Errno::ENODEV);
-    }
+        let f = super::file::file(me, a[4])?;
+        if matches!(f.node, Node::Device(Device::Zero, _)) {
+            None
+        } else if shared {
+            MappedFile::of(&f)?;
+            return Err(Errno::ENODEV);
+        } else {
+            // Linux's `file_mmap_ok`: the range must lie below the largest file size.
+            const MAX_FILE: u64 = i64::MAX as u64;
+            if off > MAX_FILE || len > MAX_FILE - off {
+                return Err(Errno::EOVERFLOW);
+            }
+            Some(MappedFile::of(&f)?)
+        }
+    };
     let prot = prot_arg(prot)?;
     let len = page_up(len)?;
-    let kind = RegionKind::Anonymous { shared };
+    let kind = match file {
+        Some(_) => RegionKind::File,
+        None => RegionKind::Anonymous { shared },
+    };
     let _mm = me.process.mm.lock();
     let vm = me.process.vm();
     let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
@@ -99,11 +122,16 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     } else {
         vm.map_anywhere(len, addr & !(PAGE_SIZE - 1), prot, kind)?
     };
-    if shared || flags & MAP_POPULATE != 0 {
-        if let Err(e) = vm.populate(start, start + len, prot, || sched::keep_going(me)) {
-            let _ = vm.unmap(start, len);
-            return Err(e);
+    let made = match file {
+        Some(file) => filemap::map_private(&vm, &file, (start, len), off, prot),
+        None if shared || flags & MAP_POPULATE != 0 => {
+            vm.populate(start, start + len, prot, || sched::keep_going(me))
         }
+        None => Ok(()),
+    };
+    if let Err(e) = made {
+        let _ = vm.unmap(start, len);
+        return Err(e);
     }
     Ok(start)
 }

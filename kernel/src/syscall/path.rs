@@ -18,6 +18,7 @@ use crate::fs::{procfs, with_client};
 use crate::proc::{Process, Thread};
 use crate::uaccess::{self, read_user};
 use ::hare::SetAttr;
+use abi::syscalls::{SYS_FLISTXATTR, SYS_LISTXATTR, SYS_LLISTXATTR};
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -533,6 +534,27 @@ pub fn faccessat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
 /// `faccessat2(dirfd, path, mode, flags)`.
 pub fn faccessat2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     access_common(me, dirfd(a[0]), a[1], a[2], a[3])
+}
+
+/// `getxattr`, `setxattr`, `listxattr`, `removexattr` (`FOLLOW`) and their `l` forms (not
+/// following a last symlink) on `path`: NR-FS and Hare keep no extended attributes, so once the
+/// path is found a listing is empty and every other call answers `EOPNOTSUPP`, as Linux
+/// answers for a file system without them (which GNU `ls` and `cp -a` take for "no ACL").
+pub fn xattr<const FOLLOW: bool>(
+    me: &Arc<Thread>,
+    f: &mut InterruptFrame,
+    a: [u64; 6],
+) -> SysResult {
+    stat_path(&me.process, AT_FDCWD, &path_arg(a[0])?, FOLLOW)?;
+    no_xattrs(f.rax as usize)
+}
+
+/// What an extended-attribute call `nr` answers on a file found to exist (see [`xattr`]).
+pub(super) fn no_xattrs(nr: usize) -> SysResult {
+    match nr {
+        SYS_LISTXATTR | SYS_LLISTXATTR | SYS_FLISTXATTR => Ok(0),
+        _ => Err(Errno::EOPNOTSUPP),
+    }
 }
 
 /// What an attribute change applies to.

@@ -453,6 +453,9 @@ pub enum Fault {
     Denied(i32),
     /// The access is allowed but no memory is left for the page.
     OutOfMemory,
+    /// The page lies past the end of the file a private file mapping maps: SIGBUS
+    /// (`BUS_ADRERR`).
+    PastEnd,
 }
 
 /// The id the next [`VSpace`] gets.
@@ -1108,10 +1111,13 @@ impl VSpace {
         if !allowed(region.prot.effective()) {
             return Err(Denied(SEGV_ACCERR));
         }
-        if matches!(region.kind, RegionKind::Channel { .. }) {
+        match region.kind {
             // Mapped whole when made; a hole is a page the program unmapped and mapped again
             // by hand, not one to fill.
-            return Err(Denied(SEGV_MAPERR));
+            RegionKind::Channel { .. } => return Err(Denied(SEGV_MAPERR)),
+            // Every page of the file was mapped when the region was made.
+            RegionKind::File => return Err(Fault::PastEnd),
+            _ => {}
         }
         let page = addr & !(PAGE_SIZE - 1);
         let private = !region.kind.is_shared();

@@ -1,7 +1,6 @@
 //! ELF64 header and program-header parsing, and the load layout derived from them.
 
 use crate::{ExecError, MAX_PHNUM, MIN_USER_ADDR, PAGE_SIZE, USER_END};
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -36,10 +35,14 @@ pub const DEFAULT_PIE_BASE: u64 = 0x5555_5555_4000;
 pub enum ElfKind {
     /// `ET_EXEC`: linked at fixed addresses; the load bias is 0.
     Exec,
-    /// `ET_DYN` without `PT_INTERP`: a static position-independent executable, loaded at the
-    /// base the caller chooses (it relocates itself).
-    StaticPie,
+    /// `ET_DYN`: position-independent, loaded at the base the caller chooses: a static-PIE or
+    /// a dynamic loader (which relocate themselves), or a PIE whose `PT_INTERP` loader
+    /// relocates it.
+    Dyn,
 }
+
+/// The longest `PT_INTERP` segment accepted, with its NUL (Linux's `PATH_MAX`).
+const MAX_INTERP: u64 = 4096;
 
 /// One loadable (`PT_LOAD`) segment, with the load bias applied.
 ///
@@ -136,6 +139,7 @@ pub struct Executable {
     executable_stack: bool,
     tls: Option<Tls>,
     brk: u64,
+    interpreter: Option<Vec<u8>>,
 }
 
 /// One program header, as read from the file.
@@ -229,7 +233,7 @@ impl Executable {
         let e_type = u16_at(header, 16);
         let kind = match e_type {
             ET_EXEC => ElfKind::Exec,
-            ET_DYN => ElfKind::StaticPie,
+            ET_DYN => ElfKind::Dyn,
             other => return Err(ExecError::BadType(other)),
         };
         let machine = u16_at(header, 18);
@@ -282,15 +286,10 @@ impl Executable {
             })
             .collect();
 
-        // A dynamic loader is out of scope whatever else is wrong with the file.
-        if let Some(interp) = phdrs.iter().find(|p| p.p_type == PT_INTERP) {
-            check_in_file(file_len, interp)?;
-            let bytes = file_bytes(file, interp).unwrap_or(&[]);
-            let name = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
-            return Err(ExecError::NeedsInterpreter {
-                path: String::from_utf8_lossy(name).into(),
-            });
-        }
+        let interpreter = match phdrs.iter().find(|p| p.p_type == PT_INTERP) {
+            Some(p) => Some(interpreter(file, file_len, p)?),
+            None => None,
+        };
 
         // Per-segment checks of the file image.
         let mut max_align = PAGE_SIZE;
@@ -332,7 +331,7 @@ impl Executable {
 
         let load_bias = match kind {
             ElfKind::Exec => 0,
-            ElfKind::StaticPie => {
+            ElfKind::Dyn => {
                 let lowest = loads.iter().map(|p| page_down(p.vaddr)).min().unwrap_or(0);
                 if pie_base % PAGE_SIZE != 0 || pie_base < lowest {
                     return Err(ExecError::BadBase { base: pie_base });
@@ -420,10 +419,11 @@ impl Executable {
             executable_stack,
             tls,
             brk,
+            interpreter,
         })
     }
 
-    /// Whether the file is a fixed-address executable or a static-PIE.
+    /// Whether the file is a fixed-address or a position-independent executable.
     pub fn kind(&self) -> ElfKind {
         self.kind
     }
@@ -514,6 +514,49 @@ impl Executable {
     /// The initial program break: the end of the highest segment, rounded up to a page.
     pub fn brk(&self) -> u64 {
         self.brk
+    }
+
+    /// The bytes of address space the image spans, from its lowest page to [`brk`](Self::brk)
+    /// (what a caller placing it below some address must leave free).
+    pub fn span(&self) -> u64 {
+        self.brk
+            - self
+                .segments
+                .first()
+                .map_or(self.brk, |s| page_down(s.vaddr))
+    }
+
+    /// The path `PT_INTERP` names (without its NUL): the dynamic loader the kernel loads
+    /// beside the program and starts instead of it. `None` for a static program.
+    pub fn interpreter(&self) -> Option<&[u8]> {
+        self.interpreter.as_deref()
+    }
+}
+
+/// The path a `PT_INTERP` segment names, checked as Linux's `load_elf_binary` checks it: at
+/// least one byte and a NUL, at most [`MAX_INTERP`] bytes, ending with its only NUL, inside
+/// the file and inside the bytes read.
+fn interpreter(file: &[u8], file_len: u64, p: &Phdr) -> Result<Vec<u8>, ExecError> {
+    check_in_file(file_len, p)?;
+    let bad = ExecError::BadInterpreter { index: p.index };
+    if !(2..=MAX_INTERP).contains(&p.filesz) {
+        return Err(bad);
+    }
+    let bytes = file_bytes(file, p).ok_or(ExecError::Truncated {
+        what: "PT_INTERP path",
+        offset: p.offset,
+        len: p.filesz,
+        file_len,
+    })?;
+    match bytes.split_last() {
+        Some((0, path)) if !path.contains(&0) => {
+            let mut out = Vec::new();
+            out.try_reserve_exact(path.len())
+                .map_err(|_| ExecError::OutOfMemory { bytes: path.len() })?;
+            out.extend_from_slice(path);
+            Ok(out)
+        }
+        _ => Err(bad),
     }
 }
 

@@ -2,7 +2,6 @@
 //! `execve` path has a single `?` target.
 
 use abi::Errno;
-use alloc::string::String;
 use core::fmt;
 
 /// Why an executable cannot be loaded or its initial stack cannot be built.
@@ -48,11 +47,11 @@ pub enum ExecError {
         /// The largest accepted value, [`crate::MAX_PHNUM`].
         max: u16,
     },
-    /// The program has a `PT_INTERP` segment: it needs a dynamic loader, which Reef does not
-    /// provide.
-    NeedsInterpreter {
-        /// The interpreter path named by `PT_INTERP` (lossily decoded as UTF-8).
-        path: String,
+    /// The `PT_INTERP` segment is not a path: shorter than two bytes, longer than 4096, or not
+    /// ending with its only NUL.
+    BadInterpreter {
+        /// Index of the program header.
+        index: usize,
     },
     /// No `PT_LOAD` segment with a non-zero memory size.
     NoLoadSegment,
@@ -157,9 +156,7 @@ pub enum ExecError {
 impl ExecError {
     /// The Linux error number `execve` returns for this error.
     ///
-    /// Malformed or unsupported files give `ENOEXEC` (also for programs that need a dynamic
-    /// loader: Linux would say `ENOENT` when the loader is missing, but Reef has none at all, and
-    /// `ENOEXEC` says so more plainly). Bad addresses give `EINVAL` as Linux's `BAD_ADDR` checks
+    /// Malformed or unsupported files give `ENOEXEC`. Bad addresses give `EINVAL` as Linux's `BAD_ADDR` checks
     /// do, oversized arguments `E2BIG`, an oversized file name `ENAMETOOLONG`, no memory
     /// `ENOMEM`.
     pub fn to_errno(&self) -> Errno {
@@ -204,7 +201,7 @@ impl fmt::Display for ExecError {
             ExecError::BadVersion(v) => write!(f, "ELF version {v} is not 1"),
             ExecError::BadType(t) => write!(
                 f,
-                "ELF type {t} is not an executable (only ET_EXEC 2 and static-PIE ET_DYN 3)"
+                "ELF type {t} is not an executable (only ET_EXEC 2 and ET_DYN 3)"
             ),
             ExecError::BadMachine(m) => {
                 write!(f, "ELF machine {m} is not x86-64 (62)")
@@ -216,10 +213,10 @@ impl fmt::Display for ExecError {
             ExecError::TooManyProgramHeaders { phnum, max } => {
                 write!(f, "{phnum} program headers exceed the limit of {max}")
             }
-            ExecError::NeedsInterpreter { path } => write!(
+            ExecError::BadInterpreter { index } => write!(
                 f,
-                "the program is dynamically linked and needs the interpreter {path:?}; only \
-                 static executables are supported"
+                "segment {index}: the PT_INTERP path is empty, longer than 4096 bytes or not \
+                 NUL-terminated"
             ),
             ExecError::NoLoadSegment => f.write_str("the file has no loadable segment"),
             ExecError::BadAlignment { index, align } => write!(

@@ -9,9 +9,11 @@
 //! envp, auxv and the strings they point to) as Linux does, returning the bytes to copy below
 //! the stack top and the initial `rsp`.
 //!
-//! Only what a static program needs is supported: `ET_EXEC` files, and `ET_DYN` files without
-//! `PT_INTERP` (static-PIE, which relocate themselves). A `PT_INTERP` segment (a program that
-//! needs a dynamic loader) is reported as [`ExecError::NeedsInterpreter`] with the loader's path.
+//! `ET_EXEC` and `ET_DYN` files are supported. A dynamically linked program names its loader in
+//! `PT_INTERP` ([`Executable::interpreter`]): the kernel parses the loader the same way (an
+//! `ET_DYN` placed where the kernel chooses, [`Executable::span`] telling how much room it
+//! needs), maps both, starts the loader and tells it where the program is through the
+//! auxiliary vector (`AT_BASE`, `AT_PHDR`, `AT_ENTRY`: [`AuxInfo`]).
 //!
 //! # Why a hand-written parser
 //!

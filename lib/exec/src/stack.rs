@@ -68,6 +68,8 @@ pub mod auxv {
     pub const AT_EXECFN: u64 = 31;
     /// Address of the vDSO's ELF header.
     pub const AT_SYSINFO_EHDR: u64 = 33;
+    /// The least stack a signal handler's frame needs.
+    pub const AT_MINSIGSTKSZ: u64 = 51;
 }
 
 /// The platform string `AT_PLATFORM` points to.
@@ -77,8 +79,7 @@ const CLOCK_TICKS: u64 = 100;
 
 /// The values of the auxiliary vector that vary between programs and processes.
 ///
-/// The fixed ones are filled in by [`InitialStack::build`]: `AT_PAGESZ` 4096, `AT_BASE` 0 (no
-/// interpreter), `AT_FLAGS` 0, `AT_CLKTCK` 100, `AT_SECURE` 0, and the addresses of the random
+/// The fixed ones are filled in by [`InitialStack::build`]: `AT_PAGESZ` 4096, `AT_FLAGS` 0, `AT_CLKTCK` 100, `AT_SECURE` 0, and the addresses of the random
 /// bytes, the platform string "x86_64" and the file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AuxInfo {
@@ -90,6 +91,8 @@ pub struct AuxInfo {
     pub phnum: u64,
     /// `AT_ENTRY`: the program's entry point.
     pub entry: u64,
+    /// `AT_BASE`: where the dynamic loader was loaded (0: none).
+    pub base: u64,
     /// `AT_UID`.
     pub uid: u64,
     /// `AT_EUID`.
@@ -107,6 +110,9 @@ pub struct AuxInfo {
     pub hwcap2: u64,
     /// `AT_SYSINFO_EHDR`: the vDSO's address, emitted (first, as in Linux) only if present.
     pub sysinfo_ehdr: Option<u64>,
+    /// `AT_MINSIGSTKSZ`: the bytes of stack the kernel's signal frame takes, emitted (after
+    /// `AT_SYSINFO_EHDR`, as in Linux) only if given.
+    pub minsigstksz: Option<u64>,
 }
 
 impl AuxInfo {
@@ -117,6 +123,7 @@ impl AuxInfo {
             phent: u64::from(exe.phent()),
             phnum: u64::from(exe.phnum()),
             entry: exe.entry(),
+            base: 0,
             uid: 0,
             euid: 0,
             gid: 0,
@@ -125,6 +132,7 @@ impl AuxInfo {
             hwcap: 0,
             hwcap2: 0,
             sysinfo_ehdr: None,
+            minsigstksz: None,
         }
     }
 }
@@ -261,9 +269,12 @@ impl InitialStack {
         let platform_addr = sub(arg_start & !15, PLATFORM.len() as u64)?;
         let random_addr = sub(platform_addr, 16)?;
 
-        let mut auxv: Vec<(u64, u64)> = Vec::with_capacity(21);
+        let mut auxv: Vec<(u64, u64)> = Vec::with_capacity(22);
         if let Some(vdso) = aux.sysinfo_ehdr {
             auxv.push((auxv::AT_SYSINFO_EHDR, vdso));
+        }
+        if let Some(size) = aux.minsigstksz {
+            auxv.push((auxv::AT_MINSIGSTKSZ, size));
         }
         auxv.extend_from_slice(&[
             (auxv::AT_HWCAP, aux.hwcap),
@@ -272,7 +283,7 @@ impl InitialStack {
             (auxv::AT_PHDR, aux.phdr),
             (auxv::AT_PHENT, aux.phent),
             (auxv::AT_PHNUM, aux.phnum),
-            (auxv::AT_BASE, 0),
+            (auxv::AT_BASE, aux.base),
             (auxv::AT_FLAGS, 0),
             (auxv::AT_ENTRY, aux.entry),
             (auxv::AT_UID, aux.uid),

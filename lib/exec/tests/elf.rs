@@ -164,8 +164,9 @@ fn et_exec_ignores_the_base_and_et_dyn_applies_it() {
     // The same image relabelled as ET_DYN is placed relative to the base.
     let pie = with(FIXTURE, 16, &3u16.to_le_bytes());
     let exe = Executable::parse_at(&pie, 0x7000_0000_0000).unwrap();
-    assert_eq!(exe.kind(), ElfKind::StaticPie);
+    assert_eq!(exe.kind(), ElfKind::Dyn);
     assert_eq!(exe.load_bias(), 0x7000_0000_0000 - 0x400000);
+    assert_eq!(exe.span(), 0x5000);
     assert_eq!(exe.segments()[0].vaddr, 0x7000_0000_0000);
     assert_eq!(exe.entry(), 0x7000_0000_0000 + 0x105a);
     assert_eq!(exe.phdr_addr(), Some(0x7000_0000_0040));
@@ -478,21 +479,41 @@ fn interpreter_is_named() {
     f = with(&f, ph(5, P_TYPE), &3u32.to_le_bytes());
     f = with(&f, ph(5, P_OFFSET), &at.to_le_bytes());
     f = with(&f, ph(5, P_FILESZ), &25u64.to_le_bytes());
-    let e = err(&f);
-    assert_eq!(
-        e,
-        ExecError::NeedsInterpreter {
-            path: "/lib/ld-musl-x86_64.so.1".into()
-        }
-    );
-    assert_eq!(e.to_errno(), abi::Errno::ENOEXEC);
-    assert!(e.to_string().contains("/lib/ld-musl-x86_64.so.1"), "{e}");
+    let exe = Executable::parse(&f).unwrap();
+    assert_eq!(exe.interpreter(), Some(&b"/lib/ld-musl-x86_64.so.1"[..]));
+    assert_eq!(Executable::parse(FIXTURE).unwrap().interpreter(), None);
     // An interpreter path outside the file is a bounds error, not a panic.
     let g = with(&f, ph(5, P_FILESZ), &26u64.to_le_bytes());
     assert!(matches!(
         err(&g),
         ExecError::SegmentBeyondFile { index: 5, .. }
     ));
+    // Outside the bytes read: truncated.
+    let prefix = Executable::parse_prefix(&f[..f.len() - 1], f.len() as u64, DEFAULT_PIE_BASE);
+    assert!(
+        matches!(prefix, Err(ExecError::Truncated { .. })),
+        "{prefix:?}"
+    );
+    // Without its NUL, with a NUL inside, empty, or longer than PATH_MAX: refused as Linux
+    // refuses them (ENOEXEC).
+    for (len, tail) in [(24u64, &b""[..]), (1, &b""[..]), (25, &b"\0"[..])] {
+        let mut h = f.clone();
+        if !tail.is_empty() {
+            h[at as usize + 4] = 0;
+        }
+        let h = with(&h, ph(5, P_FILESZ), &len.to_le_bytes());
+        let e = err(&h);
+        assert_eq!(e, ExecError::BadInterpreter { index: 5 }, "{len}");
+        assert_eq!(e.to_errno(), abi::Errno::ENOEXEC);
+        assert!(e.to_string().contains("PT_INTERP"), "{e}");
+    }
+    let mut long = FIXTURE.to_vec();
+    long.resize(long.len() + 4097, b'a');
+    *long.last_mut().unwrap() = 0;
+    let long = with(&long, ph(5, P_TYPE), &3u32.to_le_bytes());
+    let long = with(&long, ph(5, P_OFFSET), &at.to_le_bytes());
+    let long = with(&long, ph(5, P_FILESZ), &4097u64.to_le_bytes());
+    assert_eq!(err(&long), ExecError::BadInterpreter { index: 5 });
 }
 
 #[test]
@@ -840,7 +861,9 @@ fn musl_static_pie() {
     assert!(status.success());
     let bytes = std::fs::read(&out).unwrap();
     let exe = Executable::parse_at(&bytes, 0x7f12_3456_7000).unwrap();
-    assert_eq!(exe.kind(), ElfKind::StaticPie);
+    assert_eq!(exe.kind(), ElfKind::Dyn);
+    assert_eq!(exe.interpreter(), None);
+    assert_eq!(exe.span(), exe.brk() - 0x7f12_3456_7000);
     // Linked at 0: the bias is the base itself.
     assert_eq!(exe.load_bias(), 0x7f12_3456_7000);
     assert_eq!(exe.segments()[0].vaddr, 0x7f12_3456_7000);
@@ -853,17 +876,36 @@ fn musl_static_pie() {
 }
 
 #[test]
-fn musl_dynamic_pie_needs_its_interpreter() {
+fn musl_dynamic_pie_names_its_interpreter() {
     let dir = TempDir::new("dyn");
     let Some(bytes) = compile(&dir.0, "dyn", &["-fPIE", "-pie"]) else {
         return;
     };
+    let exe = Executable::parse(&bytes).unwrap();
+    assert_eq!(exe.kind(), ElfKind::Dyn);
+    assert_eq!(exe.interpreter(), Some(&b"/lib/ld-musl-x86_64.so.1"[..]));
+    cross_check(&dir.0.join("dyn"), &exe);
+}
+
+#[test]
+fn glibc_loader_and_a_dynamic_program() {
+    // The host's (Debian's) dynamic loader is itself an ET_DYN without an interpreter; a
+    // dynamically linked program names it.
+    let loader = Path::new("/lib64/ld-linux-x86-64.so.2");
+    let (Ok(ld), Ok(ls)) = (std::fs::read(loader), std::fs::read("/bin/ls")) else {
+        println!("skipped: no glibc loader or /bin/ls on this host");
+        return;
+    };
+    let exe = Executable::parse_at(&ld, 0x7f00_0000_0000).unwrap();
+    assert_eq!(exe.kind(), ElfKind::Dyn);
+    assert_eq!(exe.interpreter(), None);
+    cross_check(loader, &exe);
+    let prog = Executable::parse(&ls).unwrap();
     assert_eq!(
-        Executable::parse(&bytes),
-        Err(ExecError::NeedsInterpreter {
-            path: "/lib/ld-musl-x86_64.so.1".into()
-        })
+        prog.interpreter(),
+        Some(&b"/lib64/ld-linux-x86-64.so.2"[..])
     );
+    cross_check(Path::new("/bin/ls"), &prog);
 }
 
 #[test]
@@ -876,9 +918,6 @@ fn busybox() {
     match Executable::parse(&bytes) {
         Ok(exe) => cross_check(path, &exe),
         // A distribution's dynamically linked busybox is fine too, as long as we say why.
-        Err(ExecError::NeedsInterpreter { path }) => {
-            println!("skipped: busybox is dynamic ({path})")
-        }
         Err(e) => panic!("busybox: {e}"),
     }
 }

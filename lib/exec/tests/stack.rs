@@ -169,6 +169,26 @@ fn vdso_address_comes_first() {
 }
 
 #[test]
+fn loader_base_and_signal_stack_size() {
+    let mut a = aux();
+    a.base = 0x7f00_1234_5000;
+    a.sysinfo_ehdr = Some(0x7fff_f7ff_d000);
+    a.minsigstksz = Some(1088);
+    let s = InitialStack::build(TOP, &[b"x"], &[], b"x", &a).unwrap();
+    let d = decode(TOP, &s);
+    assert_eq!(d.auxv[1], (AT_MINSIGSTKSZ, 1088));
+    let map: HashMap<u64, u64> = d.auxv.iter().copied().collect();
+    assert_eq!(map[&AT_BASE], 0x7f00_1234_5000);
+    assert_eq!(map[&AT_ENTRY], a.entry);
+    // Without a size, no AT_MINSIGSTKSZ.
+    let s = InitialStack::build(TOP, &[b"x"], &[], b"x", &aux()).unwrap();
+    assert!(decode(TOP, &s)
+        .auxv
+        .iter()
+        .all(|&(k, _)| k != AT_MINSIGSTKSZ));
+}
+
+#[test]
 fn auxv_order_follows_the_host_kernel() {
     // Linux writes its auxv in create_elf_tables order; ours must be a subsequence of it.
     let Ok(raw) = std::fs::read("/proc/self/auxv") else {
@@ -179,7 +199,9 @@ fn auxv_order_follows_the_host_kernel() {
         .chunks_exact(16)
         .map(|c| u64::from_le_bytes(c[..8].try_into().unwrap()))
         .collect();
-    let s = InitialStack::build(TOP, &[b"x"], &[], b"x", &aux()).unwrap();
+    let mut a = aux();
+    a.minsigstksz = Some(2048);
+    let s = InitialStack::build(TOP, &[b"x"], &[], b"x", &a).unwrap();
     let ours: Vec<u64> = s
         .auxv
         .iter()

@@ -139,6 +139,10 @@ pub enum RegionKind {
     Heap,
     /// A loaded ELF segment.
     Image,
+    /// A private mapping of a file (`mmap` with `MAP_PRIVATE` and a descriptor): its pages
+    /// were all mapped when it was made (copy-on-write), so a page missing from it lies past
+    /// the end of the file (an access raises SIGBUS, as on Linux).
+    File,
     /// Frames the kernel shares between processes (a message connection's two channels, a
     /// mailbox's eventcount, a grant): all mapped when the region is made, never demand-paged,
     /// and not copied into a `fork` child (Linux's `VM_DONTCOPY`): the kernel object they

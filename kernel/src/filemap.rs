@@ -1,0 +1,215 @@
+//! File pages in address spaces: a program's segments for `execve` ([`crate::exec`]) and
+//! private file mappings for `mmap` ([`map_private`]).
+//!
+//! A page whose bytes are one whole page of an NR-FS file at a page-aligned offset is the
+//! file's own page, lent by NR-FS (this node's replica's copy, see `nrfs::PageSharing`) and
+//! mapped copy-on-write, as Linux maps its page cache: nothing is copied or zeroed, every
+//! process mapping the file maps the same frames (so QEMU's translated code for a program's
+//! pages is reused from one `execve` to the next), and a write through the mapping gives the
+//! process its own copy. NR-FS never changes a lent page in place (a write to the file gives
+//! the file a new page), so a private mapping keeps the bytes it mapped. Any other page (a
+//! page shared by two segments, partly `.bss`, a hole of the file, a file in Hare) is a private
+//! frame filled from the file and zeroed where the file gives nothing.
+
+use crate::arch::paging;
+use crate::fs::MappedFile;
+use crate::mm::{self, FrameSize};
+use crate::vm::{PageMap, VSpace, PAGE_SIZE};
+use abi::Errno;
+use alloc::vec::Vec;
+use vspace::{Mapping, PageSize, Prot, RegionKind};
+
+/// Most pages lent or filled before they are mapped.
+const BATCH: usize = 256;
+
+/// The pages of one `execve` or `mmap` on their way into an address space.
+pub struct FilePages {
+    /// Private frames.
+    private: Vec<PageMap>,
+    /// Lent file pages, each with the share NR-FS gave it for this address space.
+    lent: Vec<Mapping>,
+    /// A page of scratch space for filling private frames from the file.
+    buf: Vec<u8>,
+}
+
+impl FilePages {
+    /// Nothing made yet.
+    pub fn new() -> Result<Self, Errno> {
+        Ok(FilePages {
+            private: Vec::new(),
+            lent: Vec::new(),
+            buf: crate::mm::zeroed_buffer(PAGE_SIZE as usize)?,
+        })
+    }
+
+    /// Lends the `n` (at most [`BATCH`]) whole file pages from page index `first` for the
+    /// pages from `va` up, mapped copy-on-write with `prot`; a page NR-FS cannot lend (a hole,
+    /// past the end, a file in Hare) goes to `other` with its address.
+    fn lend(
+        &mut self,
+        vm: &VSpace,
+        file: &MappedFile,
+        (va, first, n): (u64, u64, usize),
+        prot: Prot,
+        mut other: impl FnMut(&mut Self, u64) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        if self.private.len() + self.lent.len() + n > BATCH {
+            self.map(vm)?;
+        }
+        self.lent.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
+        for (i, frame) in file.lend_pages(first, n)?.into_iter().enumerate() {
+            let page = va + i as u64 * PAGE_SIZE;
+            match frame {
+                Some(phys) => self.lent.push(Mapping {
+                    vaddr: page,
+                    phys,
+                    size: PageSize::Base4K,
+                    prot: Prot {
+                        write: false,
+                        ..prot
+                    },
+                    cow: true,
+                }),
+                None => other(self, page)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a private frame for the page at `va`, mapped with `prot`: the file's bytes
+    /// `parts` gives as (file offset, from address, to address), zero elsewhere (a page the
+    /// file fills whole is not zeroed first).
+    fn fill(
+        &mut self,
+        vm: &VSpace,
+        file: &MappedFile,
+        va: u64,
+        prot: Prot,
+        parts: impl Iterator<Item = (u64, u64, u64)> + Clone,
+    ) -> Result<(), Errno> {
+        if self.private.len() + self.lent.len() >= BATCH {
+            self.map(vm)?;
+        }
+        self.private.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        let frame = mm::allocate_user(FrameSize::Base)
+            .map_err(|_| Errno::ENOMEM)?
+            .base();
+        // Recorded at once, so that an error below still frees it.
+        self.private.push((va, frame, PageSize::Base4K, prot));
+        if !parts
+            .clone()
+            .any(|(_, from, to)| from == va && to == va + PAGE_SIZE)
+        {
+            paging::zero_phys(frame, PAGE_SIZE);
+        }
+        for (off, from, to) in parts {
+            let chunk = &mut self.buf[..(to - from) as usize];
+            match file.read_at(off, chunk)? {
+                n if n == chunk.len() => paging::write_phys(frame + (from - va), chunk),
+                _ => return Err(Errno::EIO),
+            }
+        }
+        Ok(())
+    }
+
+    /// Maps the pages made so far into `vm`; `ENOMEM` if some could not be (no memory for a
+    /// page table: the page would read as zeros instead of the file's bytes). Called last by
+    /// every user, also after an error, so that what was made is mapped and the address
+    /// space's teardown or unmap frees it.
+    pub fn map(&mut self, vm: &VSpace) -> Result<(), Errno> {
+        let (private, lent) = (self.private.len(), self.lent.len());
+        let mapped = vm.map_frames(core::mem::take(&mut self.private))
+            + vm.map_copies(core::mem::take(&mut self.lent));
+        if mapped == private + lent {
+            Ok(())
+        } else {
+            Err(Errno::ENOMEM)
+        }
+    }
+
+    /// Makes the pages of `[start, end)` of a program's mapping: `whole(va)` names the file
+    /// page that is the page at `va` byte for byte, if any, and `parts(va)` the file's bytes
+    /// in any other page (see [`fill`](Self::fill)).
+    pub fn load_image<P>(
+        &mut self,
+        vm: &VSpace,
+        file: &MappedFile,
+        (start, end): (u64, u64),
+        prot: Prot,
+        whole: impl Fn(u64) -> Option<u64>,
+        parts: impl Fn(u64) -> P,
+    ) -> Result<(), Errno>
+    where
+        P: Iterator<Item = (u64, u64, u64)> + Clone,
+    {
+        let mut va = start;
+        while va < end {
+            if let Some(first) = whole(va) {
+                // A run of consecutive file pages, lent in one read of the replica.
+                let mut n = 1;
+                while n < BATCH
+                    && va + n as u64 * PAGE_SIZE < end
+                    && whole(va + n as u64 * PAGE_SIZE) == Some(first + n as u64)
+                {
+                    n += 1;
+                }
+                self.lend(vm, file, (va, first, n), prot, |me, page| {
+                    me.fill(vm, file, page, prot, parts(page))
+                })?;
+                va += n as u64 * PAGE_SIZE;
+            } else {
+                self.fill(vm, file, va, prot, parts(va))?;
+                va += PAGE_SIZE;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parts of the page at `va` a file mapping of `file` at `start` from offset `off` takes
+/// from the file: none past the end of the file.
+fn file_part(
+    file: &MappedFile,
+    start: u64,
+    off: u64,
+    va: u64,
+) -> impl Iterator<Item = (u64, u64, u64)> + Clone {
+    let at = off + (va - start);
+    let to = va + file.size.saturating_sub(at).min(PAGE_SIZE);
+    (to > va).then_some((at, va, to)).into_iter()
+}
+
+/// `mmap(MAP_PRIVATE)` of `len` bytes of `file` from offset `off` (page-aligned) at `start`,
+/// where the caller made a [`RegionKind::File`] region: maps every page that holds bytes of
+/// the file (lent copy-on-write or copied, see the module's note); the pages past the end of
+/// the file stay unmapped, and an access to them raises SIGBUS, as on Linux. Protection
+/// `PROT_NONE` maps the pages too, so that a later `mprotect` finds them.
+pub fn map_private(
+    vm: &VSpace,
+    file: &MappedFile,
+    (start, len): (u64, u64),
+    off: u64,
+    prot: Prot,
+) -> Result<(), Errno> {
+    debug_assert!(vm
+        .resolve(start)
+        .1
+        .is_some_and(|r| r.kind == RegionKind::File));
+    let in_file = file.size.saturating_sub(off).min(len);
+    let end = start + in_file.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+    let mut pages = FilePages::new()?;
+    let mut va = start;
+    let made = (|| {
+        while va < end {
+            let n = ((end - va) / PAGE_SIZE).min(BATCH as u64) as usize;
+            let first = (off + (va - start)) / PAGE_SIZE;
+            pages.lend(vm, file, (va, first, n), prot, |me, page| {
+                me.fill(vm, file, page, prot, file_part(file, start, off, page))
+            })?;
+            va += n as u64 * PAGE_SIZE;
+        }
+        Ok(())
+    })();
+    let mapped = pages.map(vm);
+    made.and(mapped)
+}
