@@ -1,10 +1,14 @@
 /*
- * filemap: private file mappings (mmap with MAP_PRIVATE and a descriptor), as the dynamic
- * loader uses them: the mapping reads the file's bytes, zeros after the end of the file in its
- * last page, and SIGBUS (BUS_ADRERR) in a page wholly past the end; a write through the mapping
- * stays private (copy-on-write: the file and other mappings do not see it, nor does the parent
- * see a fork child's); offsets, mprotect, MAP_FIXED over other memory, /dev/zero; and Linux's
- * errors for an unaligned or huge offset, a write-only, O_PATH, directory or pipe descriptor.
+ * filemap: file mappings. Private ones (MAP_PRIVATE, as the dynamic loader uses them): the
+ * mapping reads the file's bytes, zeros after the end of the file in its last page, and SIGBUS
+ * (BUS_ADRERR) in a page wholly past the end; a write through the mapping stays private
+ * (copy-on-write: the file and other mappings do not see it, nor does the parent see a fork
+ * child's); offsets, mprotect, MAP_FIXED over other memory, /dev/zero. Shared ones
+ * (MAP_SHARED): a store is what read() and every other shared mapping see at once, also a fork
+ * child's from another core (another NUMA node on 4c2n), and write() changes what mappings
+ * read; the stores stay in the file after munmap; msync. Linux's errors for an unaligned or
+ * huge offset, a write-only, O_PATH, directory or pipe descriptor, a shared writable mapping
+ * of a read-only descriptor, and msync's.
  */
 #include "reef-test.h"
 
@@ -149,6 +153,70 @@ static void replaces_and_zero(int fd)
     SAY("MAP_FIXED: a file page in the middle of anonymous memory; /dev/zero: zeroed, writable");
 }
 
+static void shared(int fd)
+{
+    unsigned char *p = mmap(NULL, 5 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    unsigned char *q = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(p != MAP_FAILED && q != MAP_FAILED);
+    for (size_t i = 0; i < SIZE; i++)
+        if (p[i] != pattern(i))
+            FAIL("shared byte %zu reads %u, the file has %u", i, p[i], pattern(i));
+    p[10] = 0xab;
+    unsigned char byte;
+    CHECK_EQ(pread(fd, &byte, 1, 10), 1);
+    CHECK_EQ(byte, 0xab);
+    CHECK_EQ(q[10], 0xab);
+    q[2 * PAGE + 30] = 0x31;
+    CHECK_EQ(p[2 * PAGE + 30], 0x31);
+    byte = 0x77;
+    CHECK_EQ(pwrite(fd, &byte, 1, 20), 1);
+    CHECK_EQ(p[20], 0x77);
+    CHECK_EQ(q[20], 0x77);
+    /* A private mapping made now starts from the same bytes and keeps its writes. */
+    unsigned char *r = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    CHECK(r != MAP_FAILED);
+    CHECK_EQ(r[10], 0xab);
+    r[11] = 5;
+    CHECK_EQ(p[11], pattern(11));
+    CHECK_SYS(munmap(r, PAGE));
+    CHECK(reading_raises_sigbus(p + 4 * PAGE + 8));
+    /* A child on the last core stores and writes; the parent sees both. */
+    int cpus[64];
+    int n = allowed_cpus(cpus, 64);
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        pin_self(cpus[n - 1]);
+        p[PAGE + 40] = 0x99;
+        unsigned char b = 0x55;
+        if (pwrite(fd, &b, 1, PAGE + 50) != 1 || q[PAGE + 50] != 0x55)
+            _exit(2);
+        _exit(0);
+    }
+    CHECK_CHILD_EXIT(pid, 0);
+    CHECK_EQ(q[PAGE + 40], 0x99);
+    CHECK_EQ(p[PAGE + 50], 0x55);
+    CHECK_SYS(msync(p, PAGE, MS_SYNC));
+    CHECK_SYS(msync(p, 5 * PAGE, MS_ASYNC | MS_INVALIDATE));
+    CHECK_ERRNO(msync(p + 1, PAGE, MS_SYNC), EINVAL);
+    CHECK_ERRNO(msync(p, PAGE, MS_SYNC | MS_ASYNC), EINVAL);
+    CHECK_SYS(munmap(p, 5 * PAGE));
+    CHECK_SYS(munmap(q, SIZE));
+    CHECK_EQ(pread(fd, &byte, 1, PAGE + 40), 1);
+    CHECK_EQ(byte, 0x99);
+    /* Read-only descriptors map shared only for reading. */
+    int ro = CHECK_SYS(open(path, O_RDONLY));
+    CHECK_ERRNO((long)mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0), EACCES);
+    p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, ro, 0);
+    CHECK(p != MAP_FAILED);
+    CHECK_EQ(p[10], 0xab);
+    CHECK_SYS(munmap(p, PAGE));
+    CHECK_SYS(close(ro));
+    SAY("shared: stores seen by read() and other mappings, write() seen by mappings, a fork child "
+        "on cpu %d too, SIGBUS past the end, msync, stores kept after munmap, EACCES for a "
+        "writable mapping of a read-only descriptor",
+        cpus[n - 1]);
+}
+
 static void errors(int fd)
 {
     CHECK_ERRNO((long)mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, fd, 100), EINVAL);
@@ -178,6 +246,7 @@ int main(void)
     reads_the_file(fd);
     writes_stay_private(fd);
     replaces_and_zero(fd);
+    shared(fd);
     errors(fd);
     CHECK_SYS(close(fd));
     CHECK_SYS(unlink(path));

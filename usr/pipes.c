@@ -11,6 +11,8 @@
  *   writer's order;
  * - EOF only once every write end is closed, including ends a child inherited and dup'ed
  *   (until then an O_NONBLOCK read is EAGAIN);
+ * - a write of nothing returns 0 at once: on an empty pipe, a full one, with two empty iovecs
+ *   (the writev musl's unbuffered printf ends with), and with no reader left (no SIGPIPE);
  * - no reader left: write kills with SIGPIPE (a child's wait status), returns EPIPE with SIGPIPE
  *   ignored, and runs a SIGPIPE handler and returns EPIPE with one; a writer blocked on a full
  *   pipe gets EPIPE when the reader on another core exits, and is woken by that reader's reads;
@@ -42,6 +44,7 @@
  * check holds whichever happens first.
  */
 #include "reef-test.h"
+#include <sys/uio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -481,6 +484,29 @@ static void eof(void)
     CHECK_SYS(close(p[0]));
     SAY("EOF: not while a child's inherited or dup'ed write end is open (EAGAIN), then 0 once "
         "the last one closes");
+}
+
+static void zero_length(void)
+{
+    int p[2];
+    CHECK_SYS(pipe(p));
+    char c = 0;
+    CHECK_EQ(write(p[1], &c, 0), 0);
+    struct iovec iov[2] = {{&c, 0}, {NULL, 0}};
+    CHECK_EQ(writev(p[1], iov, 2), 0);
+    /* Full: a write of nothing still does not wait. */
+    set_nonblock(p[1], 1);
+    static char big[1 << 16];
+    while (write(p[1], big, sizeof big) > 0)
+        ;
+    set_nonblock(p[1], 0);
+    CHECK_EQ(write(p[1], &c, 0), 0);
+    CHECK_SYS(close(p[0]));
+    signal(SIGPIPE, SIG_DFL);
+    CHECK_EQ(write(p[1], &c, 0), 0);
+    CHECK_SYS(close(p[1]));
+    SAY("a write of nothing: 0 at once on an empty and a full pipe, through writev, and without "
+        "a reader (no SIGPIPE)");
 }
 
 /* ---- 5. EPIPE and SIGPIPE ---- */
@@ -1141,6 +1167,7 @@ int main(int argc, char **argv, char **envp)
     stream();
     atomic_writes();
     eof();
+    zero_length();
     epipe();
     nonblocking();
     poll_checks();

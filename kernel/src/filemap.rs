@@ -1,5 +1,5 @@
 //! File pages in address spaces: a program's segments for `execve` ([`crate::exec`]) and
-//! private file mappings for `mmap` ([`map_private`]).
+//! file mappings for `mmap` ([`map_file`]).
 //!
 //! A page whose bytes are one whole page of an NR-FS file at a page-aligned offset is the
 //! file's own page, lent by NR-FS (this node's replica's copy, see `nrfs::PageSharing`) and
@@ -43,14 +43,15 @@ impl FilePages {
     }
 
     /// Lends the `n` (at most [`BATCH`]) whole file pages from page index `first` for the
-    /// pages from `va` up, mapped copy-on-write with `prot`; a page NR-FS cannot lend (a hole,
-    /// past the end, a file in Hare) goes to `other` with its address.
+    /// pages from `va` up, mapped with `prot`: copy-on-write, except a shared page (one frame
+    /// for all replicas) in a `shared` mapping; a page NR-FS cannot lend (a hole, past the
+    /// end, a file in Hare) goes to `other` with its address.
     fn lend(
         &mut self,
         vm: &VSpace,
         file: &MappedFile,
         (va, first, n): (u64, u64, usize),
-        prot: Prot,
+        (prot, shared): (Prot, bool),
         mut other: impl FnMut(&mut Self, u64) -> Result<(), Errno>,
     ) -> Result<(), Errno> {
         if self.private.len() + self.lent.len() + n > BATCH {
@@ -60,16 +61,19 @@ impl FilePages {
         for (i, frame) in file.lend_pages(first, n)?.into_iter().enumerate() {
             let page = va + i as u64 * PAGE_SIZE;
             match frame {
-                Some(phys) => self.lent.push(Mapping {
-                    vaddr: page,
-                    phys,
-                    size: PageSize::Base4K,
-                    prot: Prot {
-                        write: false,
-                        ..prot
-                    },
-                    cow: true,
-                }),
+                Some((phys, in_place)) => {
+                    let cow = !(shared && in_place);
+                    self.lent.push(Mapping {
+                        vaddr: page,
+                        phys,
+                        size: PageSize::Base4K,
+                        prot: Prot {
+                            write: prot.write && !cow,
+                            ..prot
+                        },
+                        cow,
+                    })
+                }
                 None => other(self, page)?,
             }
         }
@@ -153,7 +157,7 @@ impl FilePages {
                 {
                     n += 1;
                 }
-                self.lend(vm, file, (va, first, n), prot, |me, page| {
+                self.lend(vm, file, (va, first, n), (prot, false), |me, page| {
                     me.fill(vm, file, page, prot, parts(page))
                 })?;
                 va += n as u64 * PAGE_SIZE;
@@ -179,22 +183,27 @@ fn file_part(
     (to > va).then_some((at, va, to)).into_iter()
 }
 
-/// `mmap(MAP_PRIVATE)` of `len` bytes of `file` from offset `off` (page-aligned) at `start`,
-/// where the caller made a [`RegionKind::File`] region: maps every page that holds bytes of
-/// the file (lent copy-on-write or copied, see the module's note); the pages past the end of
-/// the file stay unmapped, and an access to them raises SIGBUS, as on Linux. Protection
-/// `PROT_NONE` maps the pages too, so that a later `mprotect` finds them.
-pub fn map_private(
+/// `mmap` of `len` bytes of `file` from offset `off` (page-aligned) at `start`, where the
+/// caller made a [`RegionKind::File`] region: maps every page that holds bytes of the file; the
+/// pages past the end of the file stay unmapped, and an access to them raises SIGBUS, as on
+/// Linux. Protection `PROT_NONE` maps the pages too, so that a later `mprotect` finds them.
+///
+/// A private mapping (`shared` false) maps NR-FS's pages copy-on-write, or private frames
+/// filled from the file (see the module's note). A shared one first makes the pages frames
+/// every replica of the file shares (`MappedFile::share_pages`: NR-FS changes them in place
+/// for every write, and every mapping of them sees every other's stores) and maps those
+/// writable; `ENODEV` for a file in Hare.
+pub fn map_file(
     vm: &VSpace,
     file: &MappedFile,
     (start, len): (u64, u64),
     off: u64,
-    prot: Prot,
+    (prot, shared): (Prot, bool),
 ) -> Result<(), Errno> {
     debug_assert!(vm
         .resolve(start)
         .1
-        .is_some_and(|r| r.kind == RegionKind::File));
+        .is_some_and(|r| r.kind == RegionKind::File { shared }));
     let in_file = file.size.saturating_sub(off).min(len);
     let end = start + in_file.div_ceil(PAGE_SIZE) * PAGE_SIZE;
     let mut pages = FilePages::new()?;
@@ -203,7 +212,10 @@ pub fn map_private(
         while va < end {
             let n = ((end - va) / PAGE_SIZE).min(BATCH as u64) as usize;
             let first = (off + (va - start)) / PAGE_SIZE;
-            pages.lend(vm, file, (va, first, n), prot, |me, page| {
+            if shared {
+                file.share_pages(first, n)?;
+            }
+            pages.lend(vm, file, (va, first, n), (prot, shared), |me, page| {
                 me.fill(vm, file, page, prot, file_part(file, start, off, page))
             })?;
             va += n as u64 * PAGE_SIZE;

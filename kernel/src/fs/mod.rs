@@ -29,6 +29,7 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 use nrfs::{Attrs, CreateFlags, FsClient, FsReplica, Ino, Kind, NrFs, Timespec, ROOT_INO};
 use path::Place;
+use vspace::PageSize;
 
 /// `open` flags beyond the access mode and status flags of [`crate::fd`].
 pub mod flags {
@@ -89,15 +90,23 @@ pub struct Unpacked {
 /// Creates NR-FS with one replica per node (each made on the calling core; see the note in
 /// docs/architecture.md about replica placement).
 ///
-/// File pages are whole frames (`mm::heap`), and NR-FS lends them to `execve` by their frame's
-/// share count: lending a page adds a share for the address space that maps it, NR-FS gives
-/// the file a copy instead of writing a page that is shared, and the heap frees a page NR-FS
-/// drops only when no address space maps it any more.
+/// File pages are whole frames (`mm::heap`), and NR-FS lends them to `execve` and `mmap` by
+/// their frame's share count: lending a page adds a share for the address space that maps it,
+/// NR-FS gives the file a copy instead of writing a page that is shared, and the heap frees a
+/// page NR-FS drops only when no address space maps it any more. A page a `MAP_SHARED`
+/// mapping maps is one user frame all replicas share ([`MappedFile::share_pages`]), which
+/// NR-FS reads and writes through the direct map and gives back like a mapping
+/// (`vm::free_frame`: the last holder frees it).
 pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
+    use crate::arch::paging::{read_phys, write_phys};
     nrfs::set_page_sharing(nrfs::PageSharing {
         share: |addr| crate::mm::share(virt_to_phys(addr as u64)),
         is_shared: |addr| crate::mm::is_shared(virt_to_phys(addr as u64)),
+        release: |addr| crate::vm::free_frame(virt_to_phys(addr as u64), PageSize::Base4K),
+        read: |addr, at, buf| read_phys(virt_to_phys(addr as u64) + at as u64, buf),
+        write: |addr, at, data| write_phys(virt_to_phys(addr as u64) + at as u64, data),
     });
+
     let logs = nr::cnr::Logs::with_capacity(LOGS, LOG_ENTRIES)
         .with_lag_callback(crate::replicated::lagging_replica);
     let fs = NrFs::with_logs(logs, nodes, Attrs::new(0o755, 0, 0), now())?;
@@ -340,11 +349,13 @@ impl MappedFile {
         }
     }
 
-    /// Lends `count` pages of the file from page index `first` (this node's replica's copies):
-    /// the physical frame of each, `None` for a hole, a page past the end or a file in Hare
-    /// (the caller copies those). Each frame lent carries one share (see [`init`]) that the
-    /// caller must map or give back (`vm::free_frame`'s rule: unshare, free if none is left).
-    pub fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<u64>>, Errno> {
+    /// Lends `count` pages of the file from page index `first` (this node's replica's copies,
+    /// or the frames all replicas share): the physical frame of each and whether it is shared
+    /// (a `MAP_SHARED` mapping may write it), `None` for a hole, a page past the end or a file
+    /// in Hare (the caller copies those). Each frame lent carries one share (see [`init`]) that
+    /// the caller must map or give back (`vm::free_frame`'s rule: unshare, free if none is
+    /// left).
+    pub fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<(u64, bool)>>, Errno> {
         let FileSource::Nrfs(ino) = self.source else {
             let mut none = Vec::new();
             none.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
@@ -354,8 +365,37 @@ impl MappedFile {
         let pages = with_client(|c| c.lend_pages(ino, first, count))?;
         Ok(pages
             .into_iter()
-            .map(|p| p.map(|addr| virt_to_phys(addr as u64)))
+            .map(|p| p.map(|l| (virt_to_phys(l.addr as u64), l.shared)))
             .collect())
+    }
+
+    /// Makes `count` pages of the file from page index `first` (as far as the file goes) frames
+    /// that every replica shares, for a `MAP_SHARED` mapping: allocates a frame per page,
+    /// which NR-FS fills with the page's bytes unless the page is shared already, and gives
+    /// back the ones it did not take. `ENOMEM` without frames, `ENODEV` for a file in Hare.
+    pub fn share_pages(&self, first: u64, count: usize) -> Result<(), Errno> {
+        let FileSource::Nrfs(ino) = self.source else {
+            return Err(Errno::ENODEV);
+        };
+        let mut frames = Vec::new();
+        frames.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
+        let made = (0..count).try_for_each(|_| {
+            let f = crate::vm::allocate_user_frame()?;
+            frames.push(crate::arch::paging::phys_to_virt(f) as usize);
+            Ok(())
+        });
+        let shared = made.and_then(|()| {
+            let mut list = Vec::new();
+            list.try_reserve_exact(frames.len())
+                .map_err(|_| Errno::ENOMEM)?;
+            list.extend_from_slice(&frames);
+            with_client(|c| c.share_pages(ino, first, list))
+        });
+        // The file's replicas hold the frames they took; the caller's allocation is let go.
+        for f in frames {
+            crate::vm::free_frame(virt_to_phys(f as u64), PageSize::Base4K);
+        }
+        shared.map(drop)
     }
 
     /// Fills `buf` from offset `off` (short only at the end of the file).

@@ -128,8 +128,13 @@ impl Pipe {
     }
 
     /// Writes `data`; returns the bytes written (fewer than asked only when a signal or
-    /// `O_NONBLOCK` stopped a long write after some went in). EPIPE without readers.
+    /// `O_NONBLOCK` stopped a long write after some went in). EPIPE without readers. Writing
+    /// nothing returns 0 at once, readers or not, as on Linux (musl's `printf` to an unbuffered
+    /// stream ends with such a `writev`, which used to wait here for room forever).
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        if data.is_empty() {
+            return Ok(0);
+        }
         let mut done = 0;
         loop {
             let seq = self.writable.seq();

@@ -1,4 +1,4 @@
-//! Memory calls: `mmap`, `munmap`, `mprotect`, `madvise`, `brk` (NR-vMem, see `crate::vm`;
+//! Memory calls: `mmap`, `munmap`, `mprotect`, `madvise`, `msync`, `brk` (NR-vMem, see `crate::vm`;
 //! file pages through `crate::filemap`).
 
 use super::SysResult;
@@ -13,6 +13,8 @@ use abi::Errno;
 use alloc::sync::Arc;
 use vspace::{Prot, RegionKind};
 
+/// `mmap` protection bit `PROT_WRITE`.
+const PROT_WRITE: u64 = 0x2;
 /// `mmap` flag `MAP_SHARED`: the mapping is shared with the other processes that map it.
 const MAP_SHARED: u64 = 0x01;
 /// `mmap` flag `MAP_PRIVATE`: a private copy-on-write mapping.
@@ -73,10 +75,9 @@ fn prot_arg(p: u64) -> Result<Prot, Errno> {
     Prot::from_linux(p & !0x0300_0000).ok_or(Errno::EINVAL)
 }
 
-/// `mmap`: anonymous private and shared memory (also of `/dev/zero`), and private mappings
-/// of regular files ([`filemap::map_private`]). A shared file mapping answers `ENODEV`: it
-/// needs a page cache whose frames every node's replica of the file and every mapping share,
-/// which is issue 16's next step (docs/plans.md).
+/// `mmap`: anonymous private and shared memory (also of `/dev/zero`), and private and shared
+/// mappings of regular files ([`filemap::map_file`]; a shared mapping of a file in Hare answers
+/// `ENODEV`).
 pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (addr, len, prot, flags, off) = (a[0], a[1], a[2], a[3], a[5]);
     if len == 0 || flags & !KNOWN_FLAGS != 0 || addr % PAGE_SIZE != 0 && flags & MAP_FIXED != 0 {
@@ -97,22 +98,24 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         let f = super::file::file(me, a[4])?;
         if matches!(f.node, Node::Device(Device::Zero, _)) {
             None
-        } else if shared {
-            MappedFile::of(&f)?;
-            return Err(Errno::ENODEV);
         } else {
             // Linux's `file_mmap_ok`: the range must lie below the largest file size.
             const MAX_FILE: u64 = i64::MAX as u64;
             if off > MAX_FILE || len > MAX_FILE - off {
                 return Err(Errno::EOVERFLOW);
             }
-            Some(MappedFile::of(&f)?)
+            let mapped = MappedFile::of(&f)?;
+            // A shared writable mapping writes the file: the descriptor must allow it.
+            if shared && prot & PROT_WRITE != 0 && !f.writable() {
+                return Err(Errno::EACCES);
+            }
+            Some(mapped)
         }
     };
     let prot = prot_arg(prot)?;
     let len = page_up(len)?;
     let kind = match file {
-        Some(_) => RegionKind::File,
+        Some(_) => RegionKind::File { shared },
         None => RegionKind::Anonymous { shared },
     };
     let _mm = me.process.mm.lock();
@@ -123,7 +126,7 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         vm.map_anywhere(len, addr & !(PAGE_SIZE - 1), prot, kind)?
     };
     let made = match file {
-        Some(file) => filemap::map_private(&vm, &file, (start, len), off, prot),
+        Some(file) => filemap::map_file(&vm, &file, (start, len), off, (prot, shared)),
         None if shared || flags & MAP_POPULATE != 0 => {
             vm.populate(start, start + len, prot, || sched::keep_going(me))
         }
@@ -187,6 +190,30 @@ pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
         if region.kind == (RegionKind::Anonymous { shared: false }) {
             vm.map_fixed(a[0], len, region.prot, region.kind, true)?;
         }
+    }
+    Ok(0)
+}
+
+/// `msync(addr, len, flags)`: a shared file mapping's frames are the file's pages (NR-FS keeps
+/// files in memory), so there is nothing to write back; Linux's checks: `EINVAL` for an
+/// unaligned `addr`, unknown flags or both `MS_ASYNC` and `MS_SYNC`, `ENOMEM` if part of the
+/// range is not mapped.
+pub fn msync(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MS_ASYNC: u64 = 1;
+    const MS_INVALIDATE: u64 = 2;
+    const MS_SYNC: u64 = 4;
+    let flags = a[2];
+    if !a[0].is_multiple_of(PAGE_SIZE)
+        || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
+    {
+        return Err(Errno::EINVAL);
+    }
+    let end = a[0].checked_add(page_up(a[1])?).ok_or(Errno::ENOMEM)?;
+    let vm = me.process.vm();
+    let mut va = a[0];
+    while va < end {
+        va = vm.resolve(va).1.ok_or(Errno::ENOMEM)?.end;
     }
     Ok(0)
 }

@@ -149,6 +149,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_MUNMAP => memory::munmap,
         SYS_MPROTECT => memory::mprotect,
         SYS_MADVISE => memory::madvise,
+        SYS_MSYNC => memory::msync,
         SYS_BRK => memory::brk,
         SYS_RT_SIGACTION => signal::rt_sigaction,
         SYS_RT_SIGPROCMASK => signal::rt_sigprocmask,

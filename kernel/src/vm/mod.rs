@@ -1116,7 +1116,7 @@ impl VSpace {
             // by hand, not one to fill.
             RegionKind::Channel { .. } => return Err(Denied(SEGV_MAPERR)),
             // Every page of the file was mapped when the region was made.
-            RegionKind::File => return Err(Fault::PastEnd),
+            RegionKind::File { .. } => return Err(Fault::PastEnd),
             _ => {}
         }
         let page = addr & !(PAGE_SIZE - 1);

@@ -4,7 +4,7 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::ops::Deref;
 
-use crate::sync::{AtomicUsize, Backoff, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicUsize, Backoff, Ordering, UnsafeCell};
 
 /// Bit of `Inner::users` set once the data has been dropped.
 const RELEASED: usize = 1 << (usize::BITS - 1);
@@ -14,6 +14,8 @@ struct Inner<T> {
     remaining: AtomicUsize,
     /// Number of live [`PayloadRef`]s, plus [`RELEASED`] once the data is gone.
     users: AtomicUsize,
+    /// Set once a replica claimed the operation ([`PayloadRef::claim`]).
+    claimed: AtomicBool,
     data: UnsafeCell<Option<T>>,
 }
 
@@ -57,6 +59,7 @@ impl<T> Payload<T> {
             inner: Arc::new(Inner {
                 remaining: AtomicUsize::new(replicas),
                 users: AtomicUsize::new(0),
+                claimed: AtomicBool::new(false),
                 data: UnsafeCell::new(Some(data)),
             }),
         }
@@ -90,6 +93,16 @@ impl<T> Payload<T> {
 pub struct PayloadRef<'a, T> {
     payload: &'a Payload<T>,
     data: *const T,
+}
+
+impl<T> PayloadRef<'_, T> {
+    /// True for exactly one replica's application, the first to ask: for an effect that must
+    /// happen once although every replica applies the operation (a write into memory that all
+    /// replicas share). Which replica that is depends on timing, so whatever follows from the
+    /// answer must leave every replica's own state the same.
+    pub fn claim(&self) -> bool {
+        !self.payload.inner.claimed.swap(true, Ordering::AcqRel)
+    }
 }
 
 impl<T> Deref for PayloadRef<'_, T> {

@@ -239,6 +239,20 @@ fn payload_is_released_when_the_last_replica_applied_it() {
     assert_eq!(r2.execute((), &t2), 4096);
 }
 
+#[test]
+fn one_application_claims_the_payload() {
+    let payload = Payload::new(7u32, 3);
+    let (a, b, c) = (
+        payload.apply().unwrap(),
+        payload.apply().unwrap(),
+        payload.apply().unwrap(),
+    );
+    let claims = [b.claim(), a.claim(), c.claim(), b.claim()];
+    assert_eq!(claims, [true, false, false, false]);
+    // Every application still sees the data.
+    assert_eq!(*a + *b + *c, 21);
+}
+
 /// A global allocator that fails the `n`-th allocation (counting from 1), shared by a test.
 struct FailNth {
     calls: AtomicUsize,

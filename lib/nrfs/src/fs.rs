@@ -9,8 +9,8 @@ use crate::inode::{Body, Dir, Inode};
 use crate::ops::{self, NewKind, RenameArgs, Store};
 use crate::walk::{self, Namespace};
 use crate::{
-    Attrs, CreateFlags, Created, DirEntry, FsError, FsStats, Ino, Kind, Last, ParentPath, Stat,
-    Timespec, PAGE_SIZE, ROOT_INO,
+    Attrs, CreateFlags, Created, DirEntry, FsError, FsStats, Ino, Kind, Last, Lent, ParentPath,
+    Stat, Timespec, PAGE_SIZE, ROOT_INO,
 };
 
 /// The whole inode table as a [`Store`]: nothing is ever stale.
@@ -361,15 +361,30 @@ impl FileSystem {
     }
 
     /// Lends `count` pages of file `ino` from page index `first` to a mapping (see
-    /// [`crate::PageSharing`]): each page's address, `None` for a hole or a page past the end.
-    /// Errors as [`FileSystem::read`], and EOPNOTSUPP without a page sharing installed.
+    /// [`crate::PageSharing`]): each page's address and whether it is shared, `None` for a hole
+    /// or a page past the end. Errors as [`FileSystem::read`], and EOPNOTSUPP without a page
+    /// sharing installed.
     pub fn lend_pages(
         &self,
         ino: Ino,
         first: u64,
         count: usize,
-    ) -> Result<Vec<Option<usize>>, Errno> {
+    ) -> Result<Vec<Option<Lent>>, Errno> {
         self.inode(ino)?.lend_pages(first, count)
+    }
+
+    /// Makes the pages of file `ino` from index `first` shared ([`crate::sharing`]), each page
+    /// not shared yet taking the next frame of `frames` (address of a zeroed or any page: its
+    /// contents become the file's page's) as far as the file goes; returns how many were taken
+    /// (the caller gives back the others). Errors as [`FileSystem::write`].
+    pub fn share_pages(&mut self, ino: Ino, first: u64, frames: &[usize]) -> Result<usize, Errno> {
+        errno(ops::share_pages(
+            &mut self.inodes,
+            ino,
+            first,
+            frames,
+            &|| true,
+        ))
     }
 
     /// `pwrite`: writes `data` at `offset` (extending the file, leaving holes); returns the
@@ -381,13 +396,20 @@ impl FileSystem {
         data: &[u8],
         now: Timespec,
     ) -> Result<usize, Errno> {
-        errno(ops::write(&mut self.inodes, ino, offset, data, now))
+        errno(ops::write(
+            &mut self.inodes,
+            ino,
+            offset,
+            data,
+            now,
+            &|| true,
+        ))
     }
 
     /// `write` with `O_APPEND`: writes `data` at the end of the file in one step; returns the
     /// offset it was written at.
     pub fn append(&mut self, ino: Ino, data: &[u8], now: Timespec) -> Result<u64, Errno> {
-        errno(ops::append(&mut self.inodes, ino, data, now)).map(|(at, _)| at)
+        errno(ops::append(&mut self.inodes, ino, data, now, &|| true)).map(|(at, _)| at)
     }
 
     /// `ftruncate`: sets the size (freeing pages past it). EISDIR for a directory, EINVAL for

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
+use crate::sharing::Lent;
 use crate::{
     Attrs, DirEntry, Ino, Kind, Stat, Timespec, MAX_FILE_SIZE, NAME_MAX, PAGE_SIZE, S_ISGID,
 };
@@ -47,7 +48,60 @@ pub(crate) enum Body {
 
 /// File contents: 4 KiB pages keyed by page index; a missing page is a hole (zeros).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Pages(BTreeMap<u64, Box<Page>>);
+pub(crate) struct Pages(BTreeMap<u64, Slot4K>);
+
+/// A page of zeros.
+static ZEROS: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
+
+/// One page of a file: the replica's own copy, or a frame every replica shares (a page some
+/// `MAP_SHARED` mapping maps, [`crate::sharing`]).
+#[derive(Debug)]
+pub(crate) enum Slot4K {
+    /// This replica's copy.
+    Own(Box<Page>),
+    /// The frame all replicas share, by the address the embedder knows it by; this replica
+    /// holds one share of it, given back when the slot is dropped.
+    Shared(usize),
+}
+
+impl Slot4K {
+    /// The page's bytes.
+    fn bytes(&self) -> Page {
+        match self {
+            Slot4K::Own(p) => (**p).clone(),
+            Slot4K::Shared(addr) => {
+                let mut p = Page([0; PAGE_SIZE]);
+                if let Some(s) = crate::sharing::sharing() {
+                    (s.read)(*addr, 0, &mut p.0);
+                }
+                p
+            }
+        }
+    }
+}
+
+impl Clone for Slot4K {
+    /// A copy of the bytes (a snapshot of the file system owns its pages).
+    fn clone(&self) -> Self {
+        Slot4K::Own(Box::new(self.bytes()))
+    }
+}
+
+impl PartialEq for Slot4K {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Slot4K {}
+
+impl Drop for Slot4K {
+    fn drop(&mut self) {
+        if let (Slot4K::Shared(addr), Some(s)) = (self, crate::sharing::sharing()) {
+            (s.release)(*addr);
+        }
+    }
+}
 
 /// One page of file data. Page-sized and page-aligned, so an allocator can serve it with a
 /// whole frame (Reef's kernel heap does: file data then takes no heap space and its memory goes
@@ -161,26 +215,59 @@ impl Pages {
             let pos = offset + done as u64;
             let (page, within) = (pos / PAGE_SIZE as u64, (pos % PAGE_SIZE as u64) as usize);
             let n = (PAGE_SIZE - within).min(buf.len() - done);
+            let out = &mut buf[done..done + n];
             match self.0.get(&page) {
-                Some(p) => buf[done..done + n].copy_from_slice(&p.0[within..within + n]),
-                None => buf[done..done + n].fill(0),
+                Some(Slot4K::Own(p)) => out.copy_from_slice(&p.0[within..within + n]),
+                Some(Slot4K::Shared(addr)) => match crate::sharing::sharing() {
+                    Some(s) => (s.read)(*addr, within, out),
+                    None => out.fill(0),
+                },
+                None => out.fill(0),
             }
             done += n;
         }
     }
 
-    fn write(&mut self, offset: u64, data: &[u8]) {
+    /// Whether a page of `offset .. offset + len` is shared.
+    fn any_shared(&self, offset: u64, len: usize) -> bool {
+        let first = offset / PAGE_SIZE as u64;
+        let last = (offset + len as u64).div_ceil(PAGE_SIZE as u64);
+        self.0
+            .range(first..last)
+            .any(|(_, p)| matches!(p, Slot4K::Shared(_)))
+    }
+
+    /// Writes `data` at `offset`. Into a shared page only if `claim` says so: every replica
+    /// applies the write, but the frame is one, and a replica applying it late would overwrite
+    /// what came after (later writes, stores through mappings). The first replica to get here
+    /// writes, under [`crate::sharing::write_lock`], so that the shared pages see the writes
+    /// once each and in log order (every replica applies them in that order, so the first
+    /// replica to apply write k+1 applied write k before, under the same lock).
+    fn write(&mut self, offset: u64, data: &[u8], claim: &dyn Fn() -> bool) {
+        let shared = self.any_shared(offset, data.len());
+        let _lock = shared.then(crate::sharing::write_lock);
+        let mine = shared && claim();
         let mut done = 0;
         while done < data.len() {
             let pos = offset + done as u64;
             let (page, within) = (pos / PAGE_SIZE as u64, (pos % PAGE_SIZE as u64) as usize);
             let n = (PAGE_SIZE - within).min(data.len() - done);
-            let p = self
+            let from = &data[done..done + n];
+            match self
                 .0
                 .entry(page)
-                .or_insert_with(|| Box::new(Page([0; PAGE_SIZE])));
-            unlend(p);
-            p.0[within..within + n].copy_from_slice(&data[done..done + n]);
+                .or_insert_with(|| Slot4K::Own(Box::new(Page([0; PAGE_SIZE]))))
+            {
+                Slot4K::Own(p) => {
+                    unlend(p);
+                    p.0[within..within + n].copy_from_slice(from);
+                }
+                Slot4K::Shared(addr) => {
+                    if let (true, Some(s)) = (mine, crate::sharing::sharing()) {
+                        (s.write)(*addr, within, from);
+                    }
+                }
+            }
             done += n;
         }
     }
@@ -191,16 +278,26 @@ impl Pages {
         let _ = self.0.split_off(&first_gone);
         let within = (size % PAGE_SIZE as u64) as usize;
         if within != 0 {
-            if let Some(p) = self.0.get_mut(&(size / PAGE_SIZE as u64)) {
-                unlend(p);
-                p.0[within..].fill(0);
+            match self.0.get_mut(&(size / PAGE_SIZE as u64)) {
+                Some(Slot4K::Own(p)) => {
+                    unlend(p);
+                    p.0[within..].fill(0);
+                }
+                Some(Slot4K::Shared(addr)) => {
+                    if let Some(s) = crate::sharing::sharing() {
+                        (s.write)(*addr, within, &ZEROS[within..]);
+                    }
+                }
+                None => {}
             }
         }
     }
 
     /// Lends the pages `first..first + count` ([`crate::sharing`]): the address of each page
-    /// the file holds below page index `end`, `None` for a hole or a page from `end` on.
-    fn lend(&self, first: u64, count: usize, end: u64) -> Result<Vec<Option<usize>>, Errno> {
+    /// the file holds below page index `end`, `None` for a hole or a page from `end` on, and
+    /// whether it is shared (a mapping may write it in place) or the replica's own (mapped
+    /// copy-on-write).
+    fn lend(&self, first: u64, count: usize, end: u64) -> Result<Vec<Option<Lent>>, Errno> {
         let sharing = crate::sharing::sharing().ok_or(Errno::EOPNOTSUPP)?;
         let mut out = Vec::new();
         out.try_reserve_exact(count).map_err(|_| Errno::ENOMEM)?;
@@ -210,12 +307,55 @@ impl Pages {
                 .filter(|&p| p < end)
                 .and_then(|p| self.0.get(&p));
             out.push(page.map(|p| {
-                let addr = page_addr(p);
-                (sharing.share)(addr);
-                addr
+                let lent = match p {
+                    Slot4K::Own(p) => Lent {
+                        addr: page_addr(p),
+                        shared: false,
+                    },
+                    Slot4K::Shared(addr) => Lent {
+                        addr: *addr,
+                        shared: true,
+                    },
+                };
+                (sharing.share)(lent.addr);
+                lent
             }));
         }
         Ok(out)
+    }
+
+    /// Makes the pages `first..first + frames.len()` below page index `end` shared: each page
+    /// not shared yet takes its frame from `frames` (the replica adds a share to it), whose
+    /// contents become the page's if `claim` says this replica is the first to apply the
+    /// operation (the others find them there). Returns how many frames were taken.
+    fn share(&mut self, first: u64, frames: &[usize], end: u64, claim: &dyn Fn() -> bool) -> usize {
+        let Some(s) = crate::sharing::sharing() else {
+            return 0;
+        };
+        let _lock = crate::sharing::write_lock();
+        let mine = claim();
+        let mut taken = 0;
+        for (i, &frame) in frames.iter().enumerate() {
+            let index = first + i as u64;
+            if index >= end {
+                break;
+            }
+            let slot = self.0.get(&index);
+            if matches!(slot, Some(Slot4K::Shared(_))) {
+                continue;
+            }
+            if mine {
+                let bytes = match slot {
+                    Some(Slot4K::Own(p)) => &p.0,
+                    _ => &ZEROS,
+                };
+                (s.write)(frame, 0, bytes);
+            }
+            (s.share)(frame);
+            self.0.insert(index, Slot4K::Shared(frame));
+            taken += 1;
+        }
+        taken
     }
 }
 
@@ -354,11 +494,27 @@ impl Inode {
     }
 
     /// Lends `count` pages from page index `first` to a mapping ([`crate::sharing`]): each
-    /// page's address, `None` for a hole or a page past the end. EOPNOTSUPP without a
-    /// [`crate::PageSharing`], ENOMEM if the answer cannot be allocated.
-    pub(crate) fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<usize>>, Errno> {
+    /// page's address and whether it is shared, `None` for a hole or a page past the end.
+    /// EOPNOTSUPP without a [`crate::PageSharing`], ENOMEM if the answer cannot be allocated.
+    pub(crate) fn lend_pages(&self, first: u64, count: usize) -> Result<Vec<Option<Lent>>, Errno> {
         let pages = self.pages_for_data()?;
         pages.lend(first, count, self.size.div_ceil(PAGE_SIZE as u64))
+    }
+
+    /// Makes the pages from index `first` shared with the `frames` given ([`Pages::share`]),
+    /// as far as the file goes; returns how many frames were taken.
+    pub(crate) fn share_pages(
+        &mut self,
+        first: u64,
+        frames: &[usize],
+        claim: &dyn Fn() -> bool,
+    ) -> Result<usize, Errno> {
+        let end = self.size.div_ceil(PAGE_SIZE as u64);
+        match &mut self.body {
+            Body::File(p) => Ok(p.share(first, frames, end, claim)),
+            Body::Dir(_) => Err(Errno::EISDIR),
+            _ => Err(Errno::EINVAL),
+        }
     }
 
     /// `pwrite`: writes `data` at `offset`, extending the file; returns the bytes written
@@ -368,6 +524,7 @@ impl Inode {
         offset: u64,
         data: &[u8],
         now: Timespec,
+        claim: &dyn Fn() -> bool,
     ) -> Result<usize, Errno> {
         self.pages_for_data()?;
         if data.is_empty() {
@@ -377,7 +534,7 @@ impl Inode {
             return Err(Errno::EFBIG);
         }
         let n = (MAX_FILE_SIZE - offset).min(data.len() as u64) as usize;
-        self.pages_for_data_mut()?.write(offset, &data[..n]);
+        self.pages_for_data_mut()?.write(offset, &data[..n], claim);
         self.size = self.size.max(offset + n as u64);
         self.mtime = now;
         self.ctime = now;

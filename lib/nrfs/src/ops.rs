@@ -413,15 +413,17 @@ pub(crate) fn rename(s: &mut impl Store, a: &RenameArgs<'_>) -> Result<(), FsErr
     Ok(())
 }
 
-/// `pwrite` on inode `ino`.
+/// `pwrite` on inode `ino`; `claim` says whether this application writes shared pages (see
+/// `Pages::write`).
 pub(crate) fn write(
     s: &mut impl Store,
     ino: Ino,
     offset: u64,
     data: &[u8],
     now: Timespec,
+    claim: &dyn Fn() -> bool,
 ) -> Result<usize, FsError> {
-    Ok(s.inode_mut(ino)?.write(offset, data, now)?)
+    Ok(s.inode_mut(ino)?.write(offset, data, now, claim)?)
 }
 
 /// `write` with `O_APPEND`: writes at the end of the file, atomically; returns the offset.
@@ -430,11 +432,24 @@ pub(crate) fn append(
     ino: Ino,
     data: &[u8],
     now: Timespec,
+    claim: &dyn Fn() -> bool,
 ) -> Result<(u64, usize), FsError> {
     let inode = s.inode_mut(ino)?;
     let at = inode.size;
-    let n = inode.write(at, data, now)?;
+    let n = inode.write(at, data, now, claim)?;
     Ok((at, n))
+}
+
+/// Makes pages of file `ino` shared (see [`crate::FileSystem::share_pages`]); `claim` says
+/// whether this application fills the frames.
+pub(crate) fn share_pages(
+    s: &mut impl Store,
+    ino: Ino,
+    first: u64,
+    frames: &[usize],
+    claim: &dyn Fn() -> bool,
+) -> Result<usize, FsError> {
+    Ok(s.inode_mut(ino)?.share_pages(first, frames, claim)?)
 }
 
 /// `ftruncate` on inode `ino`.

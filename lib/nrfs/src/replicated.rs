@@ -6,6 +6,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use crate::Lent;
 use abi::Errno;
 use nr::cnr::{Dispatch, LogMapper, LogSet, Logs, Replica, MAX_LOGS};
 use nr::{Payload, ReplicaToken, MAX_REPLICAS_PER_LOG};
@@ -199,6 +200,16 @@ pub enum FsUpdate {
         /// The time.
         now: Timespec,
     },
+    /// [`FileSystem::share_pages`]: the frames, shared by all replicas; the first replica to
+    /// apply it fills them.
+    SharePages {
+        /// File.
+        ino: Ino,
+        /// First page index.
+        first: u64,
+        /// The frames' addresses.
+        frames: Payload<Vec<usize>>,
+    },
     /// [`FileSystem::truncate`].
     Truncate {
         /// File.
@@ -265,6 +276,7 @@ impl LogMapper for FsUpdate {
             },
             FsUpdate::Write { ino, .. }
             | FsUpdate::Append { ino, .. }
+            | FsUpdate::SharePages { ino, .. }
             | FsUpdate::Truncate { ino, .. }
             | FsUpdate::Chmod { ino, .. }
             | FsUpdate::Chown { ino, .. }
@@ -384,8 +396,8 @@ pub enum FsValue {
     Stat(Stat),
     /// Bytes read, or a symlink's target.
     Data(Vec<u8>),
-    /// Lent pages' addresses ([`FsRead::LendPages`]).
-    Pages(Vec<Option<usize>>),
+    /// Lent pages ([`FsRead::LendPages`]).
+    Pages(Vec<Option<Lent>>),
     /// Directory entries.
     Entries(Vec<DirEntry>),
     /// Totals.
@@ -532,12 +544,28 @@ impl ShardedFs {
             } => {
                 // Every replica takes its reference exactly once, even if the write fails.
                 let data = data.apply().ok_or(Errno::EIO)?;
-                ops::write(&mut *self.shard(ino).write(), ino, offset, &data, now).map(FsValue::Len)
+                let claim = || data.claim();
+                ops::write(
+                    &mut *self.shard(ino).write(),
+                    ino,
+                    offset,
+                    &data,
+                    now,
+                    &claim,
+                )
+                .map(FsValue::Len)
             }
             FsUpdate::Append { ino, data, now } => {
                 let data = data.apply().ok_or(Errno::EIO)?;
-                ops::append(&mut *self.shard(ino).write(), ino, &data, now)
+                let claim = || data.claim();
+                ops::append(&mut *self.shard(ino).write(), ino, &data, now, &claim)
                     .map(|(offset, len)| FsValue::Appended { offset, len })
+            }
+            FsUpdate::SharePages { ino, first, frames } => {
+                let frames = frames.apply().ok_or(Errno::EIO)?;
+                let claim = || frames.claim();
+                ops::share_pages(&mut *self.shard(ino).write(), ino, first, &frames, &claim)
+                    .map(FsValue::Len)
             }
             FsUpdate::Truncate { ino, size, now } => {
                 ops::truncate(&mut *self.shard(ino).write(), ino, size, now).map(done)
@@ -1273,10 +1301,20 @@ impl FsClient {
         ino: Ino,
         first: u64,
         count: usize,
-    ) -> Result<Vec<Option<usize>>, Errno> {
+    ) -> Result<Vec<Option<Lent>>, Errno> {
         match self.read_op(FsRead::LendPages { ino, first, count })? {
             FsValue::Pages(p) => Ok(p),
             _ => Err(Errno::EIO),
+        }
+    }
+
+    /// See [`FileSystem::share_pages`]; every replica adopts the same frames.
+    pub fn share_pages(&self, ino: Ino, first: u64, frames: Vec<usize>) -> Result<usize, Errno> {
+        let frames = Payload::new(frames, self.fs.shared.replicas);
+        match self.update_op(FsUpdate::SharePages { ino, first, frames }) {
+            Ok(FsValue::Len(n)) => Ok(n),
+            Ok(_) => Err(Errno::EIO),
+            Err(e) => Err(to_errno(e)),
         }
     }
 

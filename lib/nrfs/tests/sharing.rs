@@ -1,9 +1,12 @@
 //! Pages lent to mappings (`nrfs::PageSharing`): lending counts a mapping of each page, and a
-//! write or truncation never changes a lent page in place but gives the file a copy.
+//! write or truncation never changes a lent page in place but gives the file a copy. Shared
+//! pages (`share_pages`, for `MAP_SHARED`): one frame for every replica, changed in place by
+//! writes (each applied once, by the first replica) and by stores through mappings.
 //!
 //! The sharing is installed once for this whole test binary: a map from page address to the
-//! number of mappings a test made. The tests run one at a time and start with an empty map, so
-//! a page another test freed (whose address an allocation may reuse) is never taken as lent.
+//! number of holders a test made (mappings, and replicas of shared pages). The tests run one at
+//! a time and start with an empty map, so a page another test freed (whose address an
+//! allocation may reuse) is never taken as lent. Shared frames are leaked page-sized boxes.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -31,12 +34,57 @@ fn mappings(addr: usize) -> u32 {
     MAPPINGS.lock().unwrap().get(&addr).copied().unwrap_or(0)
 }
 
+fn release(addr: usize) {
+    let mut m = MAPPINGS.lock().unwrap();
+    let n = m.get_mut(&addr).expect("a release of a page no one holds");
+    *n = n.checked_sub(1).expect("released more often than shared");
+}
+
+/// A frame for shared pages: a leaked page of `fill` bytes.
+#[repr(C, align(4096))]
+struct Frame([u8; 4096]);
+
+fn frame(fill: u8) -> usize {
+    Box::leak(Box::new(Frame([fill; 4096]))) as *mut Frame as usize
+}
+
+fn frame_bytes(addr: usize) -> &'static mut [u8; 4096] {
+    // SAFETY: test frames are leaked `Frame`s, never freed, and the tests run one at a time.
+    unsafe { &mut (*(addr as *mut Frame)).0 }
+}
+
+fn read_frame(addr: usize, at: usize, buf: &mut [u8]) {
+    buf.copy_from_slice(&frame_bytes(addr)[at..at + buf.len()]);
+}
+
+fn write_frame(addr: usize, at: usize, data: &[u8]) {
+    frame_bytes(addr)[at..at + data.len()].copy_from_slice(data);
+}
+
 /// Installs the sharing (once) and runs the calling test alone, with no page lent.
 fn install() -> std::sync::MutexGuard<'static, ()> {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    set_page_sharing(PageSharing { share, is_shared });
+    set_page_sharing(PageSharing {
+        share,
+        is_shared,
+        release,
+        read: read_frame,
+        write: write_frame,
+    });
     MAPPINGS.lock().unwrap().clear();
     serial
+}
+
+/// The addresses of lent pages, all of them a replica's own (copy-on-write).
+fn own(lent: Vec<Option<Lent>>) -> Vec<Option<usize>> {
+    lent.into_iter()
+        .map(|l| {
+            l.map(|l| {
+                assert!(!l.shared, "a page lent as shared");
+                l.addr
+            })
+        })
+        .collect()
 }
 
 fn t(sec: i64) -> Timespec {
@@ -64,7 +112,7 @@ fn sample() -> (FileSystem, Ino) {
 fn lending_names_pages_and_counts_mappings() {
     let _serial = install();
     let (fs, ino) = sample();
-    let lent = fs.lend_pages(ino, 0, 6).unwrap();
+    let lent = own(fs.lend_pages(ino, 0, 6).unwrap());
     assert_eq!(lent.len(), 6);
     assert!(lent[0].is_some() && lent[2].is_some() && lent[3].is_some());
     assert_eq!(
@@ -75,10 +123,13 @@ fn lending_names_pages_and_counts_mappings() {
     for a in lent.iter().flatten() {
         assert_eq!(mappings(*a), 1);
     }
-    let again = fs.lend_pages(ino, 2, 1).unwrap();
+    let again = own(fs.lend_pages(ino, 2, 1).unwrap());
     assert_eq!(again, vec![lent[2]], "the same page, not a copy");
     assert_eq!(mappings(lent[2].unwrap()), 2);
-    assert_eq!(fs.lend_pages(ino, u64::MAX, 2).unwrap(), vec![None, None]);
+    assert_eq!(
+        own(fs.lend_pages(ino, u64::MAX, 2).unwrap()),
+        vec![None, None]
+    );
     let dir = fs.resolve(ROOT_INO, b"/", true).unwrap();
     assert_eq!(fs.lend_pages(dir, 0, 1), Err(Errno::EISDIR));
     assert_eq!(fs.lend_pages(9999, 0, 1), Err(Errno::ENOENT));
@@ -91,12 +142,12 @@ fn lending_names_pages_and_counts_mappings() {
 fn writes_copy_lent_pages_and_change_others_in_place() {
     let _serial = install();
     let (mut fs, ino) = sample();
-    let before = fs.lend_pages(ino, 0, 3).unwrap();
+    let before = own(fs.lend_pages(ino, 0, 3).unwrap());
     unmap(before[2].unwrap());
     // Page 0 is lent: the write goes to a copy. Page 2 is not (any more): in place.
     fs.write(ino, 10, &[7; 4], t(2)).unwrap();
     fs.write(ino, 2 * 4096 + 10, &[8; 4], t(2)).unwrap();
-    let after = fs.lend_pages(ino, 0, 3).unwrap();
+    let after = own(fs.lend_pages(ino, 0, 3).unwrap());
     assert_ne!(after[0], before[0], "a lent page was written in place");
     assert_eq!(after[2], before[2], "an unlent page was copied");
     let mut buf = [0u8; 16];
@@ -113,9 +164,9 @@ fn writes_copy_lent_pages_and_change_others_in_place() {
 fn truncation_copies_a_lent_tail_page() {
     let _serial = install();
     let (mut fs, ino) = sample();
-    let before = fs.lend_pages(ino, 2, 1).unwrap()[0].unwrap();
+    let before = own(fs.lend_pages(ino, 2, 1).unwrap())[0].unwrap();
     fs.truncate(ino, 2 * 4096 + 100, t(2)).unwrap();
-    let after = fs.lend_pages(ino, 2, 2).unwrap();
+    let after = own(fs.lend_pages(ino, 2, 2).unwrap());
     assert_ne!(
         after[0],
         Some(before),
@@ -145,15 +196,15 @@ fn each_replica_lends_its_own_copy() {
     let b = nrfs.client(&replicas[1]).unwrap();
     let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
     a.write(f, 0, &[5; 8192], t(1)).unwrap();
-    let pa = a.lend_pages(f, 0, 2).unwrap();
-    let pb = b.lend_pages(f, 0, 2).unwrap();
+    let pa = own(a.lend_pages(f, 0, 2).unwrap());
+    let pb = own(b.lend_pages(f, 0, 2).unwrap());
     assert!(pa.iter().chain(&pb).all(Option::is_some));
     assert_ne!(pa, pb, "replicas share a page");
     // A write through either replica leaves both replicas' lent pages alone.
     b.write(f, 4096, &[6; 4], t(2)).unwrap();
     let (qa, qb) = (
-        a.lend_pages(f, 1, 1).unwrap(),
-        b.lend_pages(f, 1, 1).unwrap(),
+        own(a.lend_pages(f, 1, 1).unwrap()),
+        own(b.lend_pages(f, 1, 1).unwrap()),
     );
     assert!(qa[0] != pa[1] && qb[0] != pb[1]);
     let mut buf = [0u8; 6];
@@ -162,4 +213,95 @@ fn each_replica_lends_its_own_copy() {
     for p in pa.iter().chain(&pb).chain(&qa).chain(&qb).flatten() {
         unmap(*p);
     }
+}
+
+#[test]
+fn shared_pages_take_the_files_bytes_and_change_in_place() {
+    let _serial = install();
+    let (mut fs, ino) = sample();
+    let frames: Vec<usize> = (0..5).map(|_| frame(0xee)).collect();
+    // Four pages hold the file (the last one half); the fifth frame is not taken.
+    assert_eq!(fs.share_pages(ino, 0, &frames), Ok(4));
+    assert!(frame_bytes(frames[0]).iter().all(|&b| b == 1));
+    assert!(frame_bytes(frames[1]).iter().all(|&b| b == 0), "a hole");
+    assert!(frame_bytes(frames[3])[..2048].iter().all(|&b| b == 4));
+    assert!(frame_bytes(frames[3])[2048..].iter().all(|&b| b == 0));
+    assert!(frame_bytes(frames[4]).iter().all(|&b| b == 0xee));
+    for (i, &f) in frames.iter().enumerate() {
+        assert_eq!(mappings(f), u32::from(i < 4), "frame {i}: the file's share");
+    }
+    // Lent as shared, the same frame each time; sharing again takes nothing.
+    let lent = fs.lend_pages(ino, 0, 2).unwrap();
+    assert_eq!(
+        lent[0],
+        Some(Lent {
+            addr: frames[0],
+            shared: true
+        })
+    );
+    assert_eq!(fs.share_pages(ino, 0, &[frame(0)]), Ok(0));
+    // A write changes the frame; a store in the frame (a mapping's) is what a read sees.
+    fs.write(ino, 10, &[9; 4], t(2)).unwrap();
+    assert_eq!(frame_bytes(frames[0])[9..15], [1, 9, 9, 9, 9, 1]);
+    frame_bytes(frames[2])[100] = 42;
+    let mut buf = [0u8; 1];
+    fs.read(ino, 2 * 4096 + 100, &mut buf).unwrap();
+    assert_eq!(buf, [42]);
+    // A truncation gives back the pages past the end and zeroes the tail of the last one.
+    fs.truncate(ino, 4096 + 10, t(3)).unwrap();
+    assert_eq!((mappings(frames[2]), mappings(frames[3])), (0, 0));
+    frame_bytes(frames[1])[5] = 5;
+    fs.truncate(ino, 4096 + 4, t(4)).unwrap();
+    assert_eq!(frame_bytes(frames[1])[5], 0);
+    // Removing the file gives back the rest (the lent pages keep the mapping's share).
+    fs.unlink(ROOT_INO, b"f", t(5)).unwrap();
+    assert_eq!((mappings(frames[0]), mappings(frames[1])), (1, 1));
+}
+
+#[test]
+fn replicas_share_one_frame_and_apply_each_write_once() {
+    let _serial = install();
+    let (nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
+    let a = nrfs.client(&replicas[0]).unwrap();
+    let b = nrfs.client(&replicas[1]).unwrap();
+    let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
+    a.write(f, 0, &[5; 100], t(1)).unwrap();
+    let shared = frame(0);
+    assert_eq!(a.share_pages(f, 0, vec![shared]), Ok(1));
+    let lent = b.lend_pages(f, 0, 1).unwrap()[0].unwrap();
+    assert_eq!(
+        lent,
+        Lent {
+            addr: shared,
+            shared: true
+        }
+    );
+    assert_eq!(
+        mappings(shared),
+        3,
+        "each replica holds a share, and the lending one"
+    );
+    assert!(frame_bytes(shared)[..100].iter().all(|&b| b == 5));
+    // B writes; then a mapping stores over the same bytes. Replica A applies B's write only
+    // when it next reads: were it to write the frame again, the store would be lost.
+    b.write(f, 0, &[6; 4], t(2)).unwrap();
+    assert_eq!(frame_bytes(shared)[..5], [6, 6, 6, 6, 5]);
+    frame_bytes(shared)[..4].copy_from_slice(&[7; 4]);
+    let mut buf = [0u8; 5];
+    assert_eq!(a.read(f, 0, &mut buf), Ok(5));
+    assert_eq!(
+        buf,
+        [7, 7, 7, 7, 5],
+        "a lagging replica wrote the shared page again"
+    );
+    assert_eq!(b.read(f, 0, &mut buf), Ok(5));
+    assert_eq!(buf, [7, 7, 7, 7, 5]);
+    // Appends land once too, and both replicas see them.
+    a.append(f, &[8; 3], t(3)).unwrap();
+    assert_eq!(b.read(f, 99, &mut buf), Ok(4));
+    assert_eq!(buf[..4], [5, 8, 8, 8]);
+    // A snapshot owns copies of shared pages (dropping it gives back nothing of the frame).
+    let snap = b.replica().verify(b.token(), |d| d.snapshot());
+    drop(snap);
+    assert_eq!(mappings(shared), 3, "the snapshot took a share");
 }

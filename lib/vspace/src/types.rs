@@ -139,10 +139,14 @@ pub enum RegionKind {
     Heap,
     /// A loaded ELF segment.
     Image,
-    /// A private mapping of a file (`mmap` with `MAP_PRIVATE` and a descriptor): its pages
-    /// were all mapped when it was made (copy-on-write), so a page missing from it lies past
-    /// the end of the file (an access raises SIGBUS, as on Linux).
-    File,
+    /// A mapping of a file (`mmap` with a descriptor): its pages were all mapped when it was
+    /// made, so a page missing from it lies past the end of the file (an access raises SIGBUS,
+    /// as on Linux). A private one maps them copy-on-write; a shared one (`MAP_SHARED`) maps
+    /// the file's shared frames, which `fork` keeps sharing.
+    File {
+        /// Mapped with `MAP_SHARED`.
+        shared: bool,
+    },
     /// Frames the kernel shares between processes (a message connection's two channels, a
     /// mailbox's eventcount, a grant): all mapped when the region is made, never demand-paged,
     /// and not copied into a `fork` child (Linux's `VM_DONTCOPY`): the kernel object they
@@ -156,11 +160,13 @@ pub enum RegionKind {
 
 impl RegionKind {
     /// Whether the region's frames are seen by other address spaces as they are (never copied
-    /// on write): `MAP_SHARED` memory and channels. Their futexes are keyed by frame.
+    /// on write): `MAP_SHARED` memory and files, and channels. Their futexes are keyed by frame.
     pub fn is_shared(self) -> bool {
         matches!(
             self,
-            RegionKind::Anonymous { shared: true } | RegionKind::Channel { .. }
+            RegionKind::Anonymous { shared: true }
+                | RegionKind::File { shared: true }
+                | RegionKind::Channel { .. }
         )
     }
 }

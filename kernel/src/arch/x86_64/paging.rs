@@ -238,6 +238,16 @@ pub fn write_phys(phys: u64, data: &[u8]) {
     unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), v as *mut u8, data.len()) }
 }
 
+/// Copies `buf.len()` bytes of physical memory at `phys` into `buf`: a file page that every
+/// replica and mapping shares, which a program may store into at the same time (the copy then
+/// sees some mix of old and new bytes, as Linux's `read` of a page being written does).
+pub fn read_phys(phys: u64, buf: &mut [u8]) {
+    let v = phys_to_virt(phys);
+    // SAFETY: the frame is held (a share the caller keeps) and the direct map covers it; `buf`
+    // is a separate kernel buffer. Concurrent stores from user mode only change byte values.
+    unsafe { core::ptr::copy_nonoverlapping(v as *const u8, buf.as_mut_ptr(), buf.len()) }
+}
+
 /// Copies `len` bytes of physical memory from `src` to `dst` (frames of two address spaces).
 pub fn copy_phys(dst: u64, src: u64, len: u64) {
     // SAFETY: both ranges are whole frames owned by address spaces of the caller (fork copies a
