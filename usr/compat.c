@@ -21,6 +21,8 @@
  *   offsets, returns 0 at the end of the input, and refuses flags, overlapping ranges of one
  *   file and a pipe (EINVAL), an O_APPEND output (EBADF) and a directory (EISDIR); fadvise64 is
  *   a hint with Linux's errors (EINVAL, ESPIPE, EBADF);
+ * - close_range closes a range of descriptors or marks them close-on-exec, EINVAL for a
+ *   reversed range or unknown flags;
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -381,10 +383,36 @@ static void copies(void)
         "overlap and a pipe, EBADF for O_APPEND, EISDIR; fadvise64 a hint with Linux's errors");
 }
 
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+static void close_ranges(void)
+{
+    int fd = CHECK_SYS(open("/dev/null", O_RDONLY));
+    for (int i = 40; i <= 43; i++)
+        CHECK_EQ(dup2(fd, i), i);
+    CHECK_SYS(close(fd));
+    CHECK_EQ(syscall(SYS_close_range, 41, 42, 0), 0);
+    CHECK_ERRNO(fcntl(41, F_GETFD), EBADF);
+    CHECK_ERRNO(fcntl(42, F_GETFD), EBADF);
+    CHECK_EQ(fcntl(40, F_GETFD), 0);
+    CHECK_EQ(syscall(SYS_close_range, 40, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */), 0);
+    CHECK_EQ(fcntl(40, F_GETFD), FD_CLOEXEC);
+    CHECK_EQ(fcntl(43, F_GETFD), FD_CLOEXEC);
+    CHECK_ERRNO(syscall(SYS_close_range, 5, 4, 0), EINVAL);
+    CHECK_ERRNO(syscall(SYS_close_range, 40, 50, 8), EINVAL);
+    CHECK_EQ(syscall(SYS_close_range, 40, ~0U, 0), 0);
+    CHECK_ERRNO(fcntl(43, F_GETFD), EBADF);
+    SAY("close_range: closes a range, marks one close-on-exec, EINVAL for first > last and "
+        "unknown flags");
+}
+
 int main(void)
 {
     test_begin("compat");
     copies();
+    close_ranges();
     errors();
     interrupted_waits();
     reset_hand();

@@ -683,6 +683,30 @@ impl FdTable {
         slot.take().ok_or(Errno::EBADF)
     }
 
+    /// `close_range`: removes the descriptors `first..=last` and returns them (the caller drops
+    /// them after releasing the table), or with `cloexec` marks them close-on-exec instead.
+    pub fn close_range(
+        &mut self,
+        first: usize,
+        last: usize,
+        cloexec: bool,
+    ) -> Result<Vec<Fd>, Errno> {
+        let end = last.saturating_add(1).min(self.entries.len());
+        let range = self
+            .entries
+            .get_mut(first.min(end)..end)
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        if cloexec {
+            range.iter_mut().flatten().for_each(|f| f.cloexec = true);
+        } else {
+            out.try_reserve_exact(range.iter().flatten().count())
+                .map_err(|_| Errno::ENOMEM)?;
+            out.extend(range.iter_mut().filter_map(Option::take));
+        }
+        Ok(out)
+    }
+
     /// The table a `fork` child gets: the same open files, less those that stay with their
     /// process ([`OpenFile::stays_with_process`]).
     pub fn for_child(&self) -> FdTable {

@@ -18,7 +18,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The packages in the image: the C library and GNU coreutils with the libraries they need.
+/// The packages in the image: the C library, GNU coreutils and Python 3.11 (its minimal
+/// standard library: `os`, `subprocess`, `threading`, `tempfile`, ...) with the libraries they
+/// need. Python's `libssl3` is left out (only its `ssl` and `_hashlib` modules use it; `hashlib`
+/// falls back to its own digests).
 pub const PACKAGES: &[&str] = &[
     "libc6",
     "libselinux1",
@@ -26,10 +29,15 @@ pub const PACKAGES: &[&str] = &[
     "libacl1",
     "libattr1",
     "coreutils",
+    "zlib1g",
+    "libexpat1",
+    "libpython3.11-minimal",
+    "python3.11-minimal",
+    "python3-minimal",
 ];
 
 /// The test scripts run with Debian's programs (`/test/debian/<name>.sh` in the image, the
-/// `qemu::debian-*` cases).
+/// `qemu::debian-*` cases) and the Python programs they run (`<name>.py`).
 pub const SCRIPTS_DIR: &str = "usr/debian";
 
 /// Parts of the packages left out of the image (what no program needs to run).
@@ -170,14 +178,15 @@ fn entries() -> Result<Vec<Entry>, String> {
     for e in list {
         let path = e.map_err(|e| e.to_string())?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(name) = name
-            .strip_suffix(".sh")
-            .map(|n| format!("test/debian/{n}.sh"))
-        {
-            let data =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            entries.insert(name.clone(), Entry::file(&name, 0o755, data));
-        }
+        let perm = match name.rsplit_once('.') {
+            Some((_, "sh")) => 0o755,
+            Some((_, "py")) => 0o644,
+            _ => continue,
+        };
+        let data =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let name = format!("test/debian/{name}");
+        entries.insert(name.clone(), Entry::file(&name, perm, data));
     }
     // A moved directory's parent (`usr` for a package's `bin`) may be in no package, nor
     // `test` for the scripts.

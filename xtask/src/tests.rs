@@ -823,18 +823,23 @@ fn user_tests() -> Vec<UserTest> {
         debian: false,
     });
     // Debian's own programs (issue 16), dynamically linked, from the Debian image.
-    tests.push(UserTest {
-        name: "debian-coreutils",
-        argv: words(&["/bin/sh", "/test/debian/coreutils.sh"]),
-        status: 0,
-        signal: None,
-        expect: Box::new(|_| vec![Expect::Line("PASS debian-coreutils".into())]),
-        configs: &[ONE_CORE, FOUR_CORES],
-        native: true,
-        limit: LIMIT,
-        explain: None,
-        debian: true,
-    });
+    for (name, script) in [
+        ("debian-coreutils", "/test/debian/coreutils.sh"),
+        ("debian-python", "/test/debian/python.sh"),
+    ] {
+        tests.push(UserTest {
+            name,
+            argv: words(&["/bin/sh", script]),
+            status: 0,
+            signal: None,
+            expect: Box::new(move |_| vec![Expect::Line(format!("PASS {name}"))]),
+            configs: &[ONE_CORE, FOUR_CORES],
+            native: true,
+            limit: LIMIT,
+            explain: None,
+            debian: true,
+        });
+    }
     tests
 }
 

@@ -235,6 +235,30 @@ pub fn close(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
+/// `close_range(first, last, flags)`: closes the descriptors `first..=last` (those open), or
+/// with `CLOSE_RANGE_CLOEXEC` marks them close-on-exec. `CLOSE_RANGE_UNSHARE` (give the
+/// thread its own table first) is what Linux's call does anyway for a process of one thread;
+/// a process's threads share one table in Reef, so with several it is `EINVAL` rather than
+/// closing the other threads' descriptors. `EINVAL` for other flags or `first > last`.
+pub fn close_range(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const CLOSE_RANGE_UNSHARE: u64 = 2;
+    const CLOSE_RANGE_CLOEXEC: u64 = 4;
+    let (first, last, flags) = (a[0] as u32, a[1] as u32, a[2]);
+    if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0
+        || first > last
+        || flags & CLOSE_RANGE_UNSHARE != 0 && me.process.threads.lock().len() > 1
+    {
+        return Err(Errno::EINVAL);
+    }
+    let closed = me.process.files.lock().close_range(
+        first as usize,
+        last as usize,
+        flags & CLOSE_RANGE_CLOEXEC != 0,
+    )?;
+    crate::fs::hare::release(closed.into_iter().map(|f| f.file));
+    Ok(0)
+}
+
 /// `dup(oldfd)`: a copy of `oldfd` at the lowest free descriptor, without close-on-exec.
 pub fn dup(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let mut files = me.process.files.lock();
