@@ -23,6 +23,9 @@
  *   a hint with Linux's errors (EINVAL, ESPIPE, EBADF);
  * - close_range closes a range of descriptors or marks them close-on-exec, EINVAL for a
  *   reversed range or unknown flags;
+ * - /proc/stat (a cpu line per online core, btime) and /proc/self/stat's utime and stime parse;
+ *   the kernel log reads back with klogctl (dmesg's calls) with Linux's EINVALs (natively it
+ *   may be refused with EPERM);
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -408,9 +411,70 @@ static void close_ranges(void)
         "unknown flags");
 }
 
+#include <sys/klog.h>
+
+static void proc_and_log(void)
+{
+    /* /proc/stat: a "cpu" line of ten counters and a line per online core, btime. */
+    FILE *f = fopen("/proc/stat", "r");
+    CHECK(f != NULL);
+    char line[512];
+    unsigned long long v[10];
+    CHECK(fgets(line, sizeof line, f) != NULL);
+    CHECK_EQ(sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                    &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]),
+             10);
+    long cores = 0, btime = 0;
+    while (fgets(line, sizeof line, f)) {
+        int n;
+        if (sscanf(line, "cpu%d ", &n) == 1)
+            cores++;
+        sscanf(line, "btime %ld", &btime);
+    }
+    fclose(f);
+    CHECK_EQ(cores, sysconf(_SC_NPROCESSORS_ONLN));
+    CHECK(btime > 1000000000L);
+    /* /proc/self/stat: utime and stime (fields 14 and 15) are numbers. */
+    f = fopen("/proc/self/stat", "r");
+    CHECK(f != NULL);
+    CHECK(fgets(line, sizeof line, f) != NULL);
+    fclose(f);
+    char *after = strrchr(line, ')');
+    CHECK(after != NULL);
+    unsigned long long utime, stime;
+    CHECK_EQ(sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                    &stime),
+             2);
+    /* The kernel log: dmesg's calls. Linux may refuse them without CAP_SYSLOG. */
+    int size = klogctl(10, NULL, 0);
+    if (size < 0 && !on_reef()) {
+        CHECK_EQ(errno, EPERM);
+        SAY("/proc/stat and /proc/self/stat parse; the kernel log is not readable here (EPERM)");
+        return;
+    }
+    CHECK(size >= 4096);
+    char *buf = malloc(size);
+    CHECK(buf != NULL);
+    int n = CHECK_SYS(klogctl(3, buf, size));
+    CHECK(n > 0 && n <= size);
+    CHECK(buf[0] == '<');
+    if (on_reef())
+        CHECK(memmem(buf, n, "reef: boot ok: ", 15) != NULL);
+    CHECK_EQ(klogctl(3, buf, 0), 0);
+    CHECK_ERRNO(klogctl(3, NULL, 10), EINVAL);
+    CHECK_ERRNO(klogctl(3, buf, -1), EINVAL);
+    CHECK_ERRNO(klogctl(99, buf, 10), EINVAL);
+    free(buf);
+    SAY("/proc/stat (cpu lines for %ld cores, btime) and /proc/self/stat's times parse; the "
+        "kernel log reads back (%d bytes), EINVAL for a null buffer, a negative length, a bad "
+        "type",
+        cores, n);
+}
+
 int main(void)
 {
     test_begin("compat");
+    proc_and_log();
     copies();
     close_ranges();
     errors();

@@ -144,6 +144,9 @@ pub struct Kcb {
     pub ipi: IpiMailbox,
     /// Local APIC timer interrupts taken.
     pub timer_ticks: AtomicU64,
+    /// Of those, the ones that found the core in user mode, in the kernel on a thread's
+    /// behalf, and idle (`/proc/stat`; `proc::sched::account_tick`).
+    pub cpu_ticks: [AtomicU64; 3],
     /// System calls made on this core: count and nanoseconds spent in each (written only by
     /// this core; `/proc/reef/syscalls` sums them).
     pub syscalls: SyscallStats,
@@ -276,6 +279,7 @@ impl Kcb {
             interrupt_bindings: IrqMutex::new(InterruptBindings::default()),
             ipi: IpiMailbox::default(),
             timer_ticks: AtomicU64::new(0),
+            cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             syscalls: SyscallStats::new(),
             stacks: CoreMemory::stacks(base),
             steal: StealTime::new(),

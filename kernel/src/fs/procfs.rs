@@ -1,7 +1,7 @@
 //! `/proc`: files generated from kernel state when they are opened.
 //!
 //! ```text
-//! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg   system information
+//! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg  stat   system information
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
 //! /proc/reef/hare                                    the mounted Hare: servers, cores' clients
@@ -43,6 +43,8 @@ pub enum File {
     Version,
     /// `/proc/loadavg`.
     LoadAvg,
+    /// `/proc/stat`.
+    SysStat,
     /// `/proc/reef/memory`.
     Memory,
     /// `/proc/reef/names`.
@@ -106,6 +108,7 @@ const ROOT_FILES: &[(&[u8], File)] = &[
     (b"uptime", File::Uptime),
     (b"version", File::Version),
     (b"loadavg", File::LoadAvg),
+    (b"stat", File::SysStat),
 ];
 
 /// The process `pid`, `ENOENT` if there is none.
@@ -254,6 +257,7 @@ fn ino_of(place: Place) -> u64 {
             File::Fleets => (8, 0, 11),
             File::Hare => (8, 0, 12),
             File::Net => (8, 0, 13),
+            File::SysStat => (8, 0, 14),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -408,6 +412,32 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 ") #1 SMP\n"
             ));
         }
+        File::SysStat => {
+            // Linux's first four columns (user, nice, system, idle) from the timer ticks each
+            // core counted (100 Hz, Linux's USER_HZ); Reef tells no other kind of time apart
+            // and counts no interrupts or context switches, so those lines are left out.
+            let cores = crate::kcb::online_cores();
+            let ticks = |core: usize| {
+                crate::kcb::get(core).map_or([0; 3], |k| {
+                    k.cpu_ticks
+                        .each_ref()
+                        .map(|t| t.load(core::sync::atomic::Ordering::Relaxed))
+                })
+            };
+            let line = |s: &mut String, name: &str, [u, sys, idle]: [u64; 3]| {
+                let _ = writeln!(s, "{name} {u} 0 {sys} {idle} 0 0 0 0 0 0");
+            };
+            let total = cores.iter().fold([0; 3], |acc, &c| {
+                let t = ticks(c);
+                [acc[0] + t[0], acc[1] + t[1], acc[2] + t[2]]
+            });
+            line(&mut s, "cpu ", total);
+            for &c in &cores {
+                line(&mut s, &alloc::format!("cpu{c}"), ticks(c));
+            }
+            let boot = crate::time::realtime_offset_ns() / 1_000_000_000;
+            let _ = writeln!(s, "btime {boot}");
+        }
         File::LoadAvg => {
             // Reef keeps no load averages: 0, with the process count and the last pid.
             let pids = proc::all_pids();
@@ -440,10 +470,16 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Stat(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             let threads = e.process.threads.lock().len();
-            // Fields after the thread count (start time, memory sizes, ...) are reported as 0.
+            let [utime, stime] = e
+                .process
+                .cpu_ticks
+                .each_ref()
+                .map(|t| t.load(core::sync::atomic::Ordering::Relaxed));
+            // CPU times in ticks of 10 ms (Linux's USER_HZ), sampled by the timer; the fields
+            // after the thread count (start time, memory sizes, ...) are reported as 0.
             let _ = writeln!(
                 s,
-                "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 0 0",
+                "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 0 0 0",
                 e.process.comm(),
                 state_letter(&e).0,
                 e.ppid,

@@ -301,6 +301,9 @@ pub struct Process {
     released: AtomicBool,
     /// It has registered a name (its registrations go when it exits).
     named: AtomicBool,
+    /// Timer ticks its threads were running in user mode and in the kernel
+    /// ([`sched::account_tick`]; `/proc/<pid>/stat`'s `utime` and `stime`).
+    pub cpu_ticks: [AtomicU64; 2],
     /// Bumped when a child exits (`wait4` sleeps on it).
     pub child_events: WaitQueue,
     /// The pages it has granted over message connections and not revoked.
@@ -365,6 +368,7 @@ impl Process {
             threads: IrqMutex::new(Vec::new()),
             exiting: AtomicBool::new(false),
             released: AtomicBool::new(false),
+            cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
             named: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),

@@ -114,6 +114,28 @@ pub fn with_current<R>(f: impl FnOnce(&Arc<Thread>) -> R) -> R {
     f(&me)
 }
 
+/// Counts a timer tick of this core (`user`: it interrupted user mode) as user, system or
+/// idle time, for the core (`Kcb::cpu_ticks`) and for the running thread's process
+/// (`Process::cpu_ticks`): the sampling Linux's tick accounting does.
+pub fn account_tick(user: bool) {
+    let Some(k) = kcb::try_current() else { return };
+    let ptr = k.sched.running.load(Ordering::Relaxed);
+    let kind = match (ptr.is_null(), user) {
+        (true, _) => 2,
+        (false, true) => 0,
+        (false, false) => 1,
+    };
+    k.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
+    if !ptr.is_null() {
+        // SAFETY: as in `with_current`: the interrupt runs on the kernel stack of the thread
+        // `running` names (an interrupt from its user mode or its kernel code), which keeps
+        // the thread alive, and the kernel does not switch threads inside the handler before
+        // this call; the count is left alone.
+        let me = ManuallyDrop::new(unsafe { Arc::from_raw(ptr) });
+        me.process.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Whether `core` is free for process `pid`: no fleet member of another process owns it (fos
 /// space sharing: a fleet's core runs its member alone).
 pub fn core_free(pid: u32, core: usize) -> bool {

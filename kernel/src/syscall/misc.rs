@@ -28,6 +28,38 @@ pub fn uname(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     Ok(0)
 }
 
+/// `syslog(type, buf, len)` (glibc's `klogctl`): the kernel log (`console::read_log`), as
+/// Linux's actions: 0 close and 1 open (nothing to do), 2 read what was not read yet (without
+/// waiting: 0 when nothing is new, where Linux would sleep), 3 read the latest `len` bytes,
+/// 4 the same and clear, 5 clear, 6-8 console levels (accepted; the console prints
+/// everything), 9 unread size, 10 buffer size. `EINVAL` for another type, a negative length,
+/// a null buffer or a level outside 1..=8.
+pub fn syslog(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    use crate::console::{self, LogRead};
+    let (kind, buf, len) = (a[0] as i32, a[1], a[2] as i32);
+    let read = match kind {
+        0 | 1 | 6 | 7 => return Ok(0),
+        5 => {
+            console::clear_log();
+            return Ok(0);
+        }
+        8 if (1..=8).contains(&len) => return Ok(0),
+        9 => return Ok(console::unread_log() as u64),
+        10 => return Ok(console::LOG_SIZE as u64),
+        2 => LogRead::Unread,
+        3 => LogRead::All { clear: false },
+        4 => LogRead::All { clear: true },
+        _ => return Err(Errno::EINVAL),
+    };
+    if buf == 0 || len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut out = crate::mm::zeroed_buffer((len as usize).min(console::LOG_SIZE))?;
+    let n = console::read_log(read, &mut out);
+    uaccess::copy_to_user(buf, &out[..n])?;
+    Ok(n as u64)
+}
+
 /// `getrandom(buf, buflen, flags)`: fills `buf` with random bytes (at most 32 MiB a call); `EINVAL`
 /// for unknown flags. A long request stops early, returning the bytes written so far, once the
 /// caller is dying.
