@@ -23,6 +23,8 @@
  *   a hint with Linux's errors (EINVAL, ESPIPE, EBADF);
  * - close_range closes a range of descriptors or marks them close-on-exec, EINVAL for a
  *   reversed range or unknown flags;
+ * - CPU time: a child spinning until its getrusage says 50 ms shows them in the parent's wait4
+ *   rusage, RUSAGE_CHILDREN and times(); getrusage EINVAL for a bad who;
  * - /proc/stat (a cpu line per online core, btime) and /proc/self/stat's utime and stime parse;
  *   the kernel log reads back with klogctl (dmesg's calls) with Linux's EINVALs (natively it
  *   may be refused with EPERM);
@@ -412,6 +414,54 @@ static void close_ranges(void)
 }
 
 #include <sys/klog.h>
+#include <sys/resource.h>
+#include <sys/times.h>
+
+static long long cpu_us(const struct rusage *r)
+{
+    return (r->ru_utime.tv_sec + r->ru_stime.tv_sec) * 1000000LL + r->ru_utime.tv_usec +
+           r->ru_stime.tv_usec;
+}
+
+static void cpu_times(void)
+{
+    struct rusage r;
+    CHECK_SYS(getrusage(RUSAGE_SELF, &r));
+    CHECK_SYS(getrusage(RUSAGE_THREAD, &r));
+    CHECK_ERRNO(getrusage(5, &r), EINVAL);
+    /* A child spins until its own time says 50 ms (30 s of real time at most); the parent
+     * then finds them in wait4's rusage, RUSAGE_CHILDREN and times()' cutime + cstime. */
+    struct rusage before;
+    CHECK_SYS(getrusage(RUSAGE_CHILDREN, &before));
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        long long start = now_ns();
+        volatile unsigned long spin = 0;
+        for (;;) {
+            for (int i = 0; i < 1000000; i++)
+                spin++;
+            getrusage(RUSAGE_SELF, &r);
+            if (cpu_us(&r) >= 50000)
+                _exit(0);
+            if (now_ns() - start > 30000000000LL)
+                _exit(2);
+        }
+    }
+    int status;
+    struct rusage child;
+    CHECK_EQ(wait4(pid, &status, 0, &child), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(cpu_us(&child) >= 50000);
+    struct rusage after;
+    CHECK_SYS(getrusage(RUSAGE_CHILDREN, &after));
+    CHECK(cpu_us(&after) - cpu_us(&before) >= 50000);
+    struct tms t;
+    CHECK(times(&t) != (clock_t)-1);
+    CHECK(t.tms_cutime + t.tms_cstime >= 5 * sysconf(_SC_CLK_TCK) / 100);
+    SAY("cpu times: a child that spun %lld ms by its own count shows them in wait4's rusage, "
+        "RUSAGE_CHILDREN and times(); EINVAL for a bad who",
+        cpu_us(&child) / 1000);
+}
 
 static void proc_and_log(void)
 {
@@ -475,6 +525,7 @@ int main(void)
 {
     test_begin("compat");
     proc_and_log();
+    cpu_times();
     copies();
     close_ranges();
     errors();

@@ -500,10 +500,19 @@ fn vendor() -> String {
 }
 
 /// A process's state for `/proc/<pid>/stat` (the letter) and `/proc/<pid>/status` (the
-/// letter and name): running while alive, else zombie.
+/// letter and name): running while a thread runs or is ready to, sleeping while all wait,
+/// zombie once it exited (Reef does not stop processes: no `T`).
 fn state_letter(e: &proc::table::Entry) -> (char, &'static str) {
+    use proc::ThreadState::{Ready, Running};
     match e.life {
-        proc::table::Life::Alive => ('R', "R (running)"),
+        proc::table::Life::Alive => {
+            let threads = e.process.threads.lock();
+            if threads.iter().any(|t| matches!(t.state(), Running | Ready)) {
+                ('R', "R (running)")
+            } else {
+                ('S', "S (sleeping)")
+            }
+        }
         _ => ('Z', "Z (zombie)"),
     }
 }

@@ -82,6 +82,9 @@ pub struct Thread {
     pub(crate) saved_rsp: AtomicU64,
     /// The [`ThreadState`], as its `u8` value.
     state: AtomicU8,
+    /// Timer ticks it was running in user mode and in the kernel ([`sched::account_tick`];
+    /// `getrusage(RUSAGE_THREAD)`).
+    pub cpu_ticks: [AtomicU64; 2],
     /// Core whose run queue the thread belongs to (the core it last ran on).
     pub core: AtomicUsize,
     /// Cores it may run on.
@@ -129,6 +132,7 @@ impl Thread {
             stack,
             saved_rsp: AtomicU64::new(0),
             state: AtomicU8::new(ThreadState::Ready as u8),
+            cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
             core: AtomicUsize::new(kcb::current().core_id),
             affinity: IrqMutex::new(affinity),
             fs_base: AtomicU64::new(fs_base),
@@ -272,6 +276,15 @@ pub struct Membership {
 }
 
 impl Process {
+    /// Its user and system time in ticks, with its reaped children's (a `wait` status's
+    /// `rusage`, and what its parent adds to its own children's time).
+    pub fn total_ticks(&self) -> [u64; 2] {
+        [0, 1].map(|i| {
+            self.cpu_ticks[i].load(Ordering::Relaxed)
+                + self.children_ticks[i].load(Ordering::Relaxed)
+        })
+    }
+
     /// Ends a `vfork` borrowing (at `execve` or exit): releases the parent and says whether
     /// the current address space was borrowed (and so must not be torn down).
     pub fn end_vfork(&self) -> bool {
@@ -304,6 +317,8 @@ pub struct Process {
     /// Timer ticks its threads were running in user mode and in the kernel
     /// ([`sched::account_tick`]; `/proc/<pid>/stat`'s `utime` and `stime`).
     pub cpu_ticks: [AtomicU64; 2],
+    /// The same of its children it reaped, theirs included (`times`' `cutime` and `cstime`).
+    pub children_ticks: [AtomicU64; 2],
     /// Bumped when a child exits (`wait4` sleeps on it).
     pub child_events: WaitQueue,
     /// The pages it has granted over message connections and not revoked.
@@ -369,6 +384,7 @@ impl Process {
             exiting: AtomicBool::new(false),
             released: AtomicBool::new(false),
             cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
+            children_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
             named: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),

@@ -132,6 +132,7 @@ pub fn account_tick(user: bool) {
         // the thread alive, and the kernel does not switch threads inside the handler before
         // this call; the count is left alone.
         let me = ManuallyDrop::new(unsafe { Arc::from_raw(ptr) });
+        me.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
         me.process.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -86,6 +86,8 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_RECVMSG => socket::recvmsg,
         SYS_SENDFILE => file::sendfile,
         SYS_SYSLOG => misc::syslog,
+        SYS_GETRUSAGE => process::getrusage,
+        SYS_TIMES => process::times,
         SYS_CLOSE_RANGE => file::close_range,
         SYS_COPY_FILE_RANGE => file::copy_file_range,
         SYS_FADVISE64 => file::fadvise64,

@@ -329,15 +329,30 @@ fn wait_child(
     nohang: bool,
     nowait: bool,
 ) -> Result<Option<(Pid, i32)>, Errno> {
+    Ok(wait_child_times(p, which, nohang, nowait)?.map(|(pid, status, _)| (pid, status)))
+}
+
+/// [`wait_child`], with the child's user and system time in ticks (its reaped children's
+/// included), which a reaping parent adds to its own children's time.
+fn wait_child_times(
+    p: &Process,
+    which: WaitFor,
+    nohang: bool,
+    nowait: bool,
+) -> Result<Option<(Pid, i32, [u64; 2])>, Errno> {
     loop {
         let seq = p.child_events.seq();
         match proc::table().execute(ReadOp::FindZombie(p.pid, which)) {
             Resp::Zombie(Some((pid, status)), _) => {
+                let ticks = proc::lookup(pid).map_or([0; 2], |e| e.process.total_ticks());
                 if nowait {
-                    return Ok(Some((pid, status)));
+                    return Ok(Some((pid, status, ticks)));
                 }
                 if let Resp::Done(Ok(_)) = proc::table().execute_mut(UpdateOp::Reap { pid }) {
-                    return Ok(Some((pid, status)));
+                    for (total, t) in p.children_ticks.iter().zip(ticks) {
+                        total.fetch_add(t, Ordering::Relaxed);
+                    }
+                    return Ok(Some((pid, status, ticks)));
                 }
             }
             Resp::Zombie(None, false) => return Err(Errno::ECHILD),
@@ -355,26 +370,78 @@ fn wait_child(
 }
 
 /// `wait4(pid, wstatus, options, rusage)`: waits for a child to exit and reaps it; writes its
-/// status and a zeroed `rusage`, returns its pid (0 with `WNOHANG` when none has exited yet).
-/// `EINVAL` for unknown options, `ECHILD` for no such child, `EINTR`.
+/// status and its `rusage` (user and system time, see [`rusage`]), returns its pid (0 with
+/// `WNOHANG` when none has exited yet). `EINVAL` for unknown options, `ECHILD` for no such
+/// child, `EINTR`.
 pub fn wait4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (pid, wstatus, options, rusage) = (a[0] as i32 as i64, a[1], a[2], a[3]);
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
     let which = wait_target(&me.process, pid)?;
-    match wait_child(&me.process, which, options & WNOHANG != 0, false)? {
+    match wait_child_times(&me.process, which, options & WNOHANG != 0, false)? {
         None => Ok(0),
-        Some((cpid, status)) => {
+        Some((cpid, status, ticks)) => {
             if wstatus != 0 {
                 write_user(wstatus, &status)?;
             }
             if rusage != 0 {
-                uaccess::copy_to_user(rusage, &[0u8; 144])?;
+                uaccess::copy_to_user(rusage, &rusage_bytes(ticks, 0))?;
             }
             Ok(cpid as u64)
         }
     }
+}
+
+/// Nanoseconds in one timer tick (Linux's `USER_HZ` is the timer's 100 Hz).
+const TICK_NS: u64 = 1_000_000_000 / crate::time::TIMER_HZ;
+
+/// A `struct rusage` (144 bytes) with user and system time from `ticks` and `ru_maxrss` in
+/// KiB; Reef counts nothing else there (faults, I/O blocks, context switches: 0).
+fn rusage_bytes(ticks: [u64; 2], maxrss_kib: u64) -> [u8; 144] {
+    let mut b = [0u8; 144];
+    for (i, t) in ticks.iter().enumerate() {
+        let ns = t * TICK_NS;
+        b[16 * i..16 * i + 8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+        b[16 * i + 8..16 * i + 16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
+    }
+    b[32..40].copy_from_slice(&maxrss_kib.to_le_bytes());
+    b
+}
+
+/// `getrusage(who, usage)`: `RUSAGE_SELF` (the process's user and system time, sampled by the
+/// timer at 10 ms, and its resident memory now as `ru_maxrss`: Reef keeps no peak),
+/// `RUSAGE_CHILDREN` (its reaped children's time, theirs included; no `ru_maxrss`),
+/// `RUSAGE_THREAD` (the calling thread's time); `EINVAL` for another `who`.
+pub fn getrusage(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const RUSAGE_SELF: i32 = 0;
+    const RUSAGE_CHILDREN: i32 = -1;
+    const RUSAGE_THREAD: i32 = 1;
+    let load =
+        |t: &[core::sync::atomic::AtomicU64; 2]| t.each_ref().map(|t| t.load(Ordering::Relaxed));
+    let p = &me.process;
+    let usage = match a[0] as i32 {
+        RUSAGE_SELF => rusage_bytes(load(&p.cpu_ticks), p.vm().resident_pages() * 4),
+        RUSAGE_CHILDREN => rusage_bytes(load(&p.children_ticks), 0),
+        RUSAGE_THREAD => rusage_bytes(load(&me.cpu_ticks), 0),
+        _ => return Err(Errno::EINVAL),
+    };
+    uaccess::copy_to_user(a[1], &usage)?;
+    Ok(0)
+}
+
+/// `times(buf)`: the process's and its reaped children's user and system time in ticks
+/// (`struct tms`; `buf` may be null), and the ticks since boot.
+pub fn times(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[0] != 0 {
+        let p = &me.process;
+        let mut b = [0u8; 32];
+        for (i, t) in p.cpu_ticks.iter().chain(&p.children_ticks).enumerate() {
+            b[8 * i..8 * i + 8].copy_from_slice(&t.load(Ordering::Relaxed).to_le_bytes());
+        }
+        uaccess::copy_to_user(a[0], &b)?;
+    }
+    Ok(crate::time::now_ns() / TICK_NS)
 }
 
 /// `waitid(idtype, id, infop, options)`: `P_ALL`, `P_PID` or `P_PGID` (id 0: the caller's group),
