@@ -322,7 +322,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     p.signals.lock().exec();
     me.signals.lock().alt_stack = None;
     let closed = p.files.lock().take_cloexec();
-    crate::fs::hare::release(closed.into_iter().map(|e| e.file));
+    crate::fs::descriptors_closed(p.pid, closed.into_iter().map(|e| e.file));
     *frame = initial_frame(image.entry, image.rsp);
     *me.fpu() = user::initial_fpu_state();
     me.fs_base.store(0, core::sync::atomic::Ordering::Relaxed);

@@ -177,6 +177,7 @@ pub struct OpenFile {
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
+        crate::fs::lock::description_gone(self);
         match &self.node {
             Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => {
                 let ino = *ino;

@@ -654,6 +654,7 @@ impl UserTest {
             "fleets" => "fleet-cores".into(),
             "compat" => "compat-calls".into(),
             "filemap" => "compat-filemap".into(),
+            "locks" => "compat-locks".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),

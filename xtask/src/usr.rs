@@ -61,6 +61,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "locks",
+        source: "locks.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,

@@ -11,6 +11,7 @@
 pub mod dev;
 pub mod epoll;
 pub mod hare;
+pub mod lock;
 pub mod path;
 pub mod pipe;
 pub mod procfs;
@@ -122,6 +123,20 @@ pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
             .collect(),
     });
     Ok(())
+}
+
+/// Descriptors of process `pid` were closed (`close`, `dup2` over one, `execve`'s
+/// close-on-exec): its POSIX record locks on their files go ([`lock::closed`]), and Hare sends
+/// the closes of its files ([`hare::release`]). The caller holds no lock.
+pub fn descriptors_closed(pid: u32, files: impl IntoIterator<Item = Arc<OpenFile>>) {
+    let mut hare = Vec::new();
+    for f in files {
+        lock::closed(pid, &f);
+        if f.is_hare() && hare.try_reserve(1).is_ok() {
+            hare.push(f);
+        }
+    }
+    hare::release(hare);
 }
 
 /// Admits a write of `len` bytes of file data, before it enters the log (NrOS §4.1: every

@@ -649,6 +649,7 @@ fn exit_process(p: &Arc<Process>) {
     let status = p.exit_status.load(Ordering::Acquire);
     let files = p.files.lock().take_all();
     drop(files);
+    crate::fs::lock::process_gone(p.pid);
     // Close the working directory now, not when the last reference to the process goes
     // (possibly inside a process-table operation on another core).
     if let Ok(root) = crate::fs::root_dir() {

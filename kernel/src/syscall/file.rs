@@ -231,7 +231,7 @@ pub fn lseek(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 /// open.
 pub fn close(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let closed = me.process.files.lock().close(a[0] as i32)?;
-    crate::fs::hare::release([closed.file]);
+    crate::fs::descriptors_closed(me.process.pid, [closed.file]);
     Ok(0)
 }
 
@@ -255,7 +255,7 @@ pub fn close_range(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
         last as usize,
         flags & CLOSE_RANGE_CLOEXEC != 0,
     )?;
-    crate::fs::hare::release(closed.into_iter().map(|f| f.file));
+    crate::fs::descriptors_closed(me.process.pid, closed.into_iter().map(|f| f.file));
     Ok(0)
 }
 
@@ -277,7 +277,7 @@ pub fn dup2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         }
         files.insert_at(a[1] as i32, f, false)?
     };
-    crate::fs::hare::release(replaced.map(|r| r.file));
+    crate::fs::descriptors_closed(me.process.pid, replaced.map(|r| r.file));
     Ok(a[1])
 }
 
@@ -296,14 +296,150 @@ pub fn dup3(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
         }
         files.insert_at(a[1] as i32, f, a[2] & cloexec != 0)?
     };
-    crate::fs::hare::release(replaced.map(|r| r.file));
+    crate::fs::descriptors_closed(me.process.pid, replaced.map(|r| r.file));
     Ok(a[1])
+}
+
+/// A record-lock command of `fcntl`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct RecordCmd {
+    /// `F_GETLK` or `F_OFD_GETLK` (else a set).
+    get: bool,
+    /// An open file description lock (`F_OFD_*`), else a process's.
+    ofd: bool,
+    /// Wait while another owner's lock conflicts (`F_SETLKW`, `F_OFD_SETLKW`).
+    wait: bool,
+}
+
+impl RecordCmd {
+    /// The record-lock command `cmd` is, if it is one.
+    fn of(cmd: u64) -> Option<RecordCmd> {
+        let (get, ofd, wait) = match cmd {
+            5 => (true, false, false),
+            6 => (false, false, false),
+            7 => (false, false, true),
+            36 => (true, true, false),
+            37 => (false, true, false),
+            38 => (false, true, true),
+            _ => return None,
+        };
+        Some(RecordCmd { get, ofd, wait })
+    }
+}
+
+/// The record-lock commands of `fcntl` with the `struct flock` at `arg` (`crate::fs::lock`):
+/// the range from `l_whence` (`SEEK_SET`, `SEEK_CUR`, `SEEK_END`), `l_start` and `l_len` (0: to
+/// the end, negative: before `l_start`); `F_RDLCK` needs a readable and `F_WRLCK` a writable
+/// descriptor (`EBADF`); `F_GETLK` answers the first conflicting lock (`l_pid` -1 for an OFD
+/// lock) or `F_UNLCK`; `EAGAIN` for a conflict without waiting, `EINTR` for a wait a signal
+/// ends; `EINVAL` for a bad type, whence or range, an OFD request with `l_pid` set, or a file
+/// Reef keeps no locks for.
+fn record_lock(me: &Arc<Thread>, f: &Arc<OpenFile>, cmd: RecordCmd, arg: u64) -> SysResult {
+    const F_RDLCK: i16 = 0;
+    const F_WRLCK: i16 = 1;
+    const F_UNLCK: i16 = 2;
+    let mut fl = [0u8; 32];
+    uaccess::copy_from_user(arg, &mut fl)?;
+    let short = |at: usize| i16::from_le_bytes([fl[at], fl[at + 1]]);
+    let long = |at: usize| i64::from_le_bytes(fl[at..at + 8].try_into().expect("8 bytes"));
+    let (ty, whence, start, len) = (short(0), short(2), long(8), long(16));
+    let pid = i32::from_le_bytes(fl[24..28].try_into().expect("4 bytes"));
+    let ofd = cmd.ofd;
+    if ofd && pid != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let kind = match ty {
+        F_RDLCK => Some(locks::Kind::Read),
+        F_WRLCK => Some(locks::Kind::Write),
+        F_UNLCK => None,
+        _ => return Err(Errno::EINVAL),
+    };
+    let base = match whence {
+        0 => 0,
+        1 => *f.pos.lock() as i64,
+        2 => f.stat()?.size as i64,
+        _ => return Err(Errno::EINVAL),
+    };
+    let from = base.checked_add(start).ok_or(Errno::EOVERFLOW)?;
+    let (lo, hi) = match len {
+        0 => (from, None),
+        l if l > 0 => (from, Some(from.checked_add(l).ok_or(Errno::EOVERFLOW)?)),
+        l => (from.checked_add(l).ok_or(Errno::EINVAL)?, Some(from)),
+    };
+    if lo < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let range = (lo as u64, hi.map_or(locks::EOF, |h| h as u64));
+    let key = (crate::fs::lock::file_key(f)?, locks::Family::Record);
+    let owner = if ofd {
+        crate::fs::lock::description(f)
+    } else {
+        locks::Owner::Process(me.process.pid)
+    };
+    if cmd.get {
+        let want = kind.ok_or(Errno::EINVAL)?;
+        match crate::fs::lock::conflict(key, owner, want, range) {
+            None => fl[0..2].copy_from_slice(&F_UNLCK.to_le_bytes()),
+            Some(l) => {
+                let ty = if l.kind == locks::Kind::Write {
+                    F_WRLCK
+                } else {
+                    F_RDLCK
+                };
+                let len = if l.end == locks::EOF {
+                    0
+                } else {
+                    l.end - l.start
+                };
+                let pid = match l.owner {
+                    locks::Owner::Process(p) => p as i32,
+                    locks::Owner::Description(_) => -1,
+                };
+                fl[0..2].copy_from_slice(&ty.to_le_bytes());
+                fl[2..4].copy_from_slice(&0i16.to_le_bytes());
+                fl[8..16].copy_from_slice(&l.start.to_le_bytes());
+                fl[16..24].copy_from_slice(&len.to_le_bytes());
+                fl[24..28].copy_from_slice(&pid.to_le_bytes());
+            }
+        }
+        uaccess::copy_to_user(arg, &fl)?;
+        return Ok(0);
+    }
+    match kind {
+        Some(locks::Kind::Read) if !f.readable() => return Err(Errno::EBADF),
+        Some(locks::Kind::Write) if !f.writable() => return Err(Errno::EBADF),
+        _ => {}
+    }
+    crate::fs::lock::set(key, owner, kind, range, cmd.wait)?;
+    Ok(0)
+}
+
+/// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX` (converting a lock the description holds) or
+/// `LOCK_UN`, with `LOCK_NB` not to wait (`EWOULDBLOCK`); whole-file locks of the open file
+/// description, apart from record locks. `EINVAL` for another op or a file Reef keeps no locks
+/// for, `EINTR` for a wait a signal ends.
+pub fn flock(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const LOCK_SH: u64 = 1;
+    const LOCK_EX: u64 = 2;
+    const LOCK_NB: u64 = 4;
+    const LOCK_UN: u64 = 8;
+    let f = file(me, a[0])?;
+    let kind = match a[1] & !LOCK_NB {
+        LOCK_SH => Some(locks::Kind::Read),
+        LOCK_EX => Some(locks::Kind::Write),
+        LOCK_UN => None,
+        _ => return Err(Errno::EINVAL),
+    };
+    let key = (crate::fs::lock::file_key(&f)?, locks::Family::Flock);
+    let owner = crate::fs::lock::description(&f);
+    crate::fs::lock::set(key, owner, kind, (0, locks::EOF), a[1] & LOCK_NB == 0)?;
+    Ok(0)
 }
 
 /// `fcntl(fd, cmd, arg)`: `F_DUPFD`/`F_DUPFD_CLOEXEC` (`EINVAL` for `arg` past the descriptor
 /// limit), `F_GETFD`/`F_SETFD` (close-on-exec), `F_GETFL`/`F_SETFL` (only `O_APPEND`,
-/// `O_NONBLOCK`, `O_DIRECT` and `O_NOATIME` change) and `F_GETPIPE_SZ` (`EBADF` for anything
-/// but a pipe); any other `cmd` is `EINVAL`.
+/// `O_NONBLOCK`, `O_DIRECT` and `O_NOATIME` change), `F_GETPIPE_SZ` (`EBADF` for anything
+/// but a pipe) and the record locks ([`record_lock`]); any other `cmd` is `EINVAL`.
 pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const F_DUPFD: u64 = 0;
     const F_GETFD: u64 = 1;
@@ -313,6 +449,10 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     const F_DUPFD_CLOEXEC: u64 = 1030;
     const F_GETPIPE_SZ: u64 = 1032;
     const SETTABLE: u32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
+    if let Some(lock) = RecordCmd::of(a[1]) {
+        let f = file(me, a[0])?;
+        return record_lock(me, &f, lock, a[2]);
+    }
     let mut files = me.process.files.lock();
     let fd = a[0] as i32;
     match a[1] {

@@ -86,6 +86,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_RECVMSG => socket::recvmsg,
         SYS_SENDFILE => file::sendfile,
         SYS_SYSLOG => misc::syslog,
+        SYS_FLOCK => file::flock,
         SYS_GETRUSAGE => process::getrusage,
         SYS_TIMES => process::times,
         SYS_CLOSE_RANGE => file::close_range,

@@ -1,0 +1,103 @@
+//! Advisory file locks (`fcntl` record locks, open file description locks, `flock`): the
+//! `locks` crate's table, one for the machine, and the waits of blocking requests.
+//!
+//! Locks are kept for NR-FS files and directories (keyed by inode); other descriptors answer
+//! `EINVAL`. A POSIX record lock belongs to the process and goes when it closes any descriptor
+//! of the file ([`closed`]) or exits ([`process_gone`]); OFD and `flock` locks belong to the
+//! open file description and go with it ([`description_gone`]). A blocking request sleeps on
+//! [`RELEASED`], which every unlock and release wakes, and tries again; Linux's deadlock
+//! detection (`EDEADLK`) is not built.
+
+use crate::fd::{Node, OpenFile};
+use crate::proc::wait::{WaitQueue, Wake};
+use crate::sync::IrqMutex;
+use abi::Errno;
+use locks::{Family, Kind, Lock, LockTable, Owner, Refused};
+
+/// Every lock held.
+static LOCKS: IrqMutex<LockTable> = IrqMutex::new(LockTable::new());
+
+/// Woken whenever locks are let go.
+static RELEASED: WaitQueue = WaitQueue::new();
+
+/// The key of `f`'s file in the table: its NR-FS inode; `EINVAL` for other files.
+pub fn file_key(f: &OpenFile) -> Result<u64, Errno> {
+    match f.node {
+        Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => Ok(ino),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// The owner of `f`'s OFD and `flock` locks.
+pub fn description(f: &OpenFile) -> Owner {
+    Owner::Description(f as *const OpenFile as u64)
+}
+
+/// The lock of another owner that a `kind` lock on `range` would wait for (`F_GETLK`).
+pub fn conflict(file: (u64, Family), owner: Owner, kind: Kind, range: (u64, u64)) -> Option<Lock> {
+    LOCKS.lock().conflict(file, owner, kind, range)
+}
+
+/// Takes (`Some`) or lets go of (`None`) a lock; waits while another owner's lock conflicts
+/// if `wait` (`EINTR` if a signal ends the wait), else `EAGAIN`; `ENOLCK` without memory.
+pub fn set(
+    file: (u64, Family),
+    owner: Owner,
+    kind: Option<Kind>,
+    range: (u64, u64),
+    wait: bool,
+) -> Result<(), Errno> {
+    loop {
+        let seq = RELEASED.seq();
+        let r = LOCKS.lock().set(file, owner, kind, range);
+        match r {
+            Ok(()) => {
+                if kind != Some(Kind::Write) {
+                    RELEASED.notify_all();
+                }
+                return Ok(());
+            }
+            Err(Refused::NoMemory) => return Err(Errno::ENOLCK),
+            Err(Refused::Conflict(_)) if !wait => return Err(Errno::EAGAIN),
+            Err(Refused::Conflict(_)) => {
+                if RELEASED.wait(seq, None) == Wake::Interrupted {
+                    return Err(Errno::EINTR);
+                }
+            }
+        }
+    }
+}
+
+/// A process closed a descriptor of `f`'s file: its POSIX locks on the file go.
+pub fn closed(pid: u32, f: &OpenFile) {
+    if let Ok(key) = file_key(f) {
+        let mut t = LOCKS.lock();
+        if t.is_empty() {
+            return;
+        }
+        t.release((key, Family::Record), Owner::Process(pid));
+        drop(t);
+        RELEASED.notify_all();
+    }
+}
+
+/// A process exited: its POSIX locks go.
+pub fn process_gone(pid: u32) {
+    release(Owner::Process(pid));
+}
+
+/// An open file description went: its OFD and `flock` locks go.
+pub fn description_gone(f: &OpenFile) {
+    release(description(f));
+}
+
+/// Drops every lock of `owner` and wakes the waiters, if it held any.
+fn release(owner: Owner) {
+    let mut t = LOCKS.lock();
+    if t.is_empty() {
+        return;
+    }
+    t.release_all(owner);
+    drop(t);
+    RELEASED.notify_all();
+}
