@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The packages in the image: the C library, GNU coreutils and Python 3.11 (its minimal
-/// standard library: `os`, `subprocess`, `threading`, `tempfile`, ...) with the libraries they
-/// need. Python's `libssl3` is left out (only its `ssl` and `_hashlib` modules use it; `hashlib`
+/// The packages in the image: the C library, GNU coreutils, Python 3.11 (its minimal
+/// standard library: `os`, `subprocess`, `threading`, `tempfile`, ...) and SQLite's shell with
+/// the libraries they need. Python's `libssl3` is left out (only its `ssl` and `_hashlib` modules use it; `hashlib`
 /// falls back to its own digests).
 pub const PACKAGES: &[&str] = &[
     "libc6",
@@ -34,6 +34,10 @@ pub const PACKAGES: &[&str] = &[
     "libpython3.11-minimal",
     "python3.11-minimal",
     "python3-minimal",
+    "libtinfo6",
+    "libreadline8",
+    "libsqlite3-0",
+    "sqlite3",
 ];
 
 /// The test scripts run with Debian's programs (`/test/debian/<name>.sh` in the image, the

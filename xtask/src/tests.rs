@@ -827,6 +827,7 @@ fn user_tests() -> Vec<UserTest> {
     for (name, script) in [
         ("debian-coreutils", "/test/debian/coreutils.sh"),
         ("debian-python", "/test/debian/python.sh"),
+        ("debian-sqlite", "/test/debian/sqlite.sh"),
     ] {
         tests.push(UserTest {
             name,
