@@ -7,6 +7,8 @@
  *   uperf null  [ITERS [REPS]]      syscall(SYS_getppid) in a loop: ns per call
  *   uperf spawn [ITERS [REPS]]      fork + execve(self, "noop") + waitpid: us per round
  *   uperf pspawn [ITERS [REPS]]     posix_spawn(self, "noop") + waitpid: us per round
+ *   uperf run ITERS REPS PROG ARG...  fork + execve(PROG, ARG...) + waitpid, the program must
+ *                                   exit 0: ms per run (Debian programs' start-up and work)
  *   uperf vmops N [OPS [REPS]]      N threads (0: one per allowed core), each pinned to its own
  *                                   core and mapping in its own region, each doing OPS rounds of
  *                                   mmap(4 KiB, MAP_POPULATE) + write + munmap: total ops/s
@@ -239,21 +241,24 @@ static const char *self;
 static char **environment;
 static int use_posix_spawn; /* pspawn: posix_spawn instead of fork + execve */
 
+/* What a round starts: this program's `noop`, or `run`'s command. */
+static char *noop_argv[3];
+static char **target = noop_argv;
+
 static pid_t start_noop(void)
 {
-    char *argv[] = {(char *)self, "noop", NULL};
     pid_t pid;
     if (use_posix_spawn) {
-        int e = posix_spawn(&pid, self, NULL, NULL, argv, environment);
+        int e = posix_spawn(&pid, target[0], NULL, NULL, target, environment);
         if (e)
-            die("posix_spawn(%s): %s", self, strerror(e));
+            die("posix_spawn(%s): %s", target[0], strerror(e));
         return pid;
     }
     pid = fork();
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
-        execve(self, argv, environment);
+        execve(target[0], target, environment);
         _exit(127);
     }
     return pid;
@@ -270,7 +275,7 @@ static void spawn_once(void)
         die("waitpid(%d) returned %d: %s", (int)pid, (int)w, strerror(errno));
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         die("child %d did not exit 0 (wait status 0x%x; 127: execve of %s failed)", (int)pid, st,
-            self);
+            target[0]);
 }
 
 static double spawn_loop(long iters)
@@ -301,6 +306,28 @@ static void mode_spawn(int argc, char **argv, const char *name)
         printf("uperf: %s rep %d/%d: %.1f us/round (%.3f s)\n", name, r + 1, reps, v[r], t);
     }
     report(name, 1, "us/round", "%.1f", v, reps, iters);
+}
+
+/* `run ITERS REPS PROG ARG...`: a command started and waited for, ITERS times a repetition,
+ * after one run to warm up (its pages, QEMU's translations). */
+static void mode_run(int argc, char **argv)
+{
+    if (argc < 5)
+        die("usage: uperf run ITERS REPS PROGRAM [ARG...]");
+    long iters = parse_count(argv[2], "count");
+    long reps = parse_count(argv[3], "repetition count");
+    if (iters < 1 || reps < 1 || reps > MAX_REPS)
+        die("the count must be at least 1 and repetitions 1..%d", MAX_REPS);
+    target = argv + 4;
+    double w = spawn_loop(1);
+    printf("uperf: run warm-up: %s, %.1f ms\n", target[0], w * 1e3);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t = spawn_loop(iters);
+        v[r] = t / iters * 1e3;
+        printf("uperf: run rep %d/%ld: %.1f ms/run (%.3f s)\n", r + 1, reps, v[r], t);
+    }
+    report("run", 1, "ms/run", "%.1f", v, (int)reps, iters);
 }
 
 /* ---- vmops ------------------------------------------------------------------------------ */
@@ -1254,6 +1281,8 @@ int main(int argc, char **argv, char **envp)
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
+    noop_argv[0] = (char *)self;
+    noop_argv[1] = "noop";
     struct utsname u;
     if (uname(&u) == 0) {
         printf("uperf: %s %s, %ld cpus online\n", u.sysname, u.release,
@@ -1264,6 +1293,8 @@ int main(int argc, char **argv, char **envp)
         mode_null(argc, argv);
     else if (strcmp(argv[1], "spawn") == 0)
         mode_spawn(argc, argv, "spawn");
+    else if (strcmp(argv[1], "run") == 0)
+        mode_run(argc, argv);
     else if (strcmp(argv[1], "pspawn") == 0) {
         use_posix_spawn = 1;
         mode_spawn(argc, argv, "pspawn");

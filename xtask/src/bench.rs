@@ -152,6 +152,14 @@ struct Bench {
     variants: Vec<Variant>,
 }
 
+impl Bench {
+    /// Whether it runs Debian's programs (`debian-*`: both systems boot the image with
+    /// Debian's packages, `debian.rs`).
+    fn debian(&self) -> bool {
+        self.name.starts_with("debian-")
+    }
+}
+
 /// One way a benchmark runs: a system, a launcher before the command, and where it runs.
 #[derive(Clone, Debug)]
 struct Variant {
@@ -564,6 +572,42 @@ fn benches(effort: Effort) -> Vec<Bench> {
             .filter(|v| !v.largest_only)
             .collect(),
     });
+    // Debian's programs (issue 16), from the Debian image on both systems: Python's start-up
+    // and an SQLite run (usr/debian/sqlite.sh: 100 000 rows in ten transactions, queries).
+    let run = |name: &str, iters: &str, reps: &str, cmd: &[&str], metric: &str| {
+        let mut argv: Vec<String> = ["/test/uperf", "run", iters, reps]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        argv.extend(cmd.iter().map(|w| w.to_string()));
+        Bench {
+            name: name.into(),
+            argv,
+            metrics: vec![result_metric(
+                metric,
+                "ms/run",
+                false,
+                "uperf run ",
+                "median",
+            )],
+            variants: reef_and_linux(),
+        }
+    };
+    let quick = effort.jitter_s < FULL.jitter_s;
+    b.push(run(
+        "debian-python",
+        if quick { "2" } else { "5" },
+        "3",
+        &["/usr/bin/python3", "-c", "pass"],
+        "python-start",
+    ));
+    b.push(run(
+        "debian-sqlite",
+        "1",
+        "3",
+        &["/bin/sh", "/test/debian/sqlite.sh"],
+        "sqlite-run",
+    ));
     b
 }
 
@@ -1474,6 +1518,15 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     let reef_initrd = usr::initramfs()?;
     let linux_kernel = linux::kernel()?;
     let linux_initrd = linux::initramfs()?;
+    // The Debian benchmarks boot both systems' initramfs with Debian's packages after it.
+    let (reef_debian, linux_debian) = if benches.iter().any(Bench::debian) {
+        (
+            crate::debian::with_packages(&reef_initrd, "initramfs-debian.cpio")?,
+            crate::debian::with_packages(&linux_initrd, "linux/initramfs-debian.cpio")?,
+        )
+    } else {
+        (reef_initrd.clone(), linux_initrd.clone())
+    };
     eprintln!(
         "xtask: bench: Reef {} + {}, Linux {} + {}",
         reef_kernel.display(),
@@ -1526,9 +1579,11 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             pcap: None,
         };
         let system = job.variant.system;
-        let (kernel, initrd) = match system {
-            System::Reef => (&reef_kernel, &reef_initrd),
-            System::Linux => (&linux_kernel, &linux_initrd),
+        let (kernel, initrd) = match (system, job.bench.debian()) {
+            (System::Reef, false) => (&reef_kernel, &reef_initrd),
+            (System::Reef, true) => (&reef_kernel, &reef_debian),
+            (System::Linux, false) => (&linux_kernel, &linux_initrd),
+            (System::Linux, true) => (&linux_kernel, &linux_debian),
         };
         let line = system.cmdline(&job.variant.argv(job.bench, job.config))?;
         let t0 = Instant::now();

@@ -211,12 +211,18 @@ fn entries() -> Result<Vec<Entry>, String> {
 /// Builds Reef's initramfs and writes `out/initramfs-debian.cpio`, that image followed by the
 /// Debian archive; returns its absolute path.
 pub fn initramfs() -> Result<PathBuf, String> {
-    let base = usr::initramfs()?;
+    with_packages(&usr::initramfs()?, "initramfs-debian.cpio")
+}
+
+/// Writes `out/NAME`: the archive `base` followed by the Debian archive (Linux unpacks
+/// concatenated archives too, so the Linux guest's initramfs takes them the same way); returns
+/// its absolute path.
+pub fn with_packages(base: &Path, name: &str) -> Result<PathBuf, String> {
     let mut image =
-        std::fs::read(&base).map_err(|e| format!("cannot read {}: {e}", base.display()))?;
+        std::fs::read(base).map_err(|e| format!("cannot read {}: {e}", base.display()))?;
     let debian = cpio::write(&entries()?)?;
     image.extend_from_slice(&debian);
-    let path = build::root().join("out/initramfs-debian.cpio");
+    let path = build::root().join("out").join(name);
     usr::write_archive(&path, &image)?;
     Ok(path)
 }
