@@ -23,6 +23,8 @@
  *   a hint with Linux's errors (EINVAL, ESPIPE, EBADF);
  * - close_range closes a range of descriptors or marks them close-on-exec, EINVAL for a
  *   reversed range or unknown flags;
+ * - /proc/self/maps: the lines of the stack ([stack]), the program's code (its path, executable)
+ *   and a shared mapping (r--s);
  * - CPU time: a child spinning until its getrusage says 50 ms shows them in the parent's wait4
  *   rusage, RUSAGE_CHILDREN and times(); getrusage EINVAL for a bad who;
  * - /proc/stat (a cpu line per online core, btime) and /proc/self/stat's utime and stime parse;
@@ -423,6 +425,50 @@ static long long cpu_us(const struct rusage *r)
            r->ru_stime.tv_usec;
 }
 
+/* The line of /proc/self/maps whose range holds `addr` (its permissions and path). */
+static int maps_line(const void *addr, char *perms, char *path, size_t path_len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL);
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char p[8];
+        int end = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, p, &end) < 3 || end == 0)
+            FAIL("bad /proc/self/maps line: %s", line);
+        if ((unsigned long)addr >= lo && (unsigned long)addr < hi) {
+            snprintf(perms, 8, "%s", p);
+            snprintf(path, path_len, "%s", line + end);
+            path[strcspn(path, "\n")] = 0;
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static void maps(void)
+{
+    char perms[8], path[256], exe[256];
+    int local = 0;
+    CHECK(maps_line(&local, perms, path, sizeof path));
+    CHECK(strcmp(path, "[stack]") == 0);
+    CHECK(perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p');
+    CHECK(maps_line((const void *)maps, perms, path, sizeof path));
+    long n = CHECK_SYS(readlink("/proc/self/exe", exe, sizeof exe - 1));
+    exe[n] = 0;
+    CHECK(strcmp(path, exe) == 0);
+    CHECK(perms[2] == 'x');
+    void *shared = mmap(NULL, 8192, PROT_READ, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared != MAP_FAILED);
+    CHECK(maps_line((char *)shared + 4096, perms, path, sizeof path));
+    CHECK(strcmp(perms, "r--s") == 0);
+    CHECK_SYS(munmap(shared, 8192));
+    SAY("/proc/self/maps: the stack's line, the program's code with its path, a shared mapping");
+}
+
 static void cpu_times(void)
 {
     struct rusage r;
@@ -525,6 +571,7 @@ int main(void)
 {
     test_begin("compat");
     proc_and_log();
+    maps();
     cpu_times();
     copies();
     close_ranges();

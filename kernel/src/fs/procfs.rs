@@ -3,7 +3,7 @@
 //! ```text
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg  stat   system information
 //! /proc/self -> <pid>                                the caller's directory
-//! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline
+//! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline, maps
 //! /proc/reef/hare                                    the mounted Hare: servers, cores' clients
 //! /proc/reef/fleets                                  cores that fleets own: node, member, fleet
 //! /proc/reef/memory                                  per node: free frames, reserve, heap
@@ -67,6 +67,8 @@ pub enum File {
     Stat(Pid),
     /// `/proc/<pid>/cmdline`.
     Cmdline(Pid),
+    /// `/proc/<pid>/maps`.
+    Maps(Pid),
 }
 
 /// A place in `/proc`.
@@ -163,6 +165,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"status" => Ok(Place::File(File::Status(pid))),
             b"stat" => Ok(Place::File(File::Stat(pid))),
             b"cmdline" => Ok(Place::File(File::Cmdline(pid))),
+            b"maps" => Ok(Place::File(File::Maps(pid))),
             _ => Err(Errno::ENOENT),
         },
         Place::Fds(pid) => {
@@ -261,6 +264,7 @@ fn ino_of(place: Place) -> u64 {
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
+            File::Maps(p) => (9, p, 3),
         },
     };
     (kind << 56) | (u64::from(pid) << 16) | u64::from(n)
@@ -340,6 +344,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
                 (&b"status"[..], File::Status(pid)),
                 (b"stat", File::Stat(pid)),
                 (b"cmdline", File::Cmdline(pid)),
+                (b"maps", File::Maps(pid)),
             ] {
                 out.push((ino_of(Place::File(file)), f, name.to_vec()));
             }
@@ -488,6 +493,38 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             );
         }
         File::Cmdline(pid) => return Ok(process(pid)?.cmdline.lock().clone()),
+        File::Maps(pid) => {
+            // Linux's columns; Reef keeps no file identity with a mapping, so a file mapping
+            // shows offset 0 and no path (the program's own segments show its path).
+            let p = process(pid)?;
+            let vm = p.vm();
+            let exe = p.exe.lock().clone();
+            let mut from = 0;
+            loop {
+                let regions = vm.regions(from)?;
+                let Some(last) = regions.last() else { break };
+                from = last.end;
+                for r in &regions {
+                    let name = match r.kind {
+                        vspace::RegionKind::Image => exe.as_str(),
+                        vspace::RegionKind::Stack => "[stack]",
+                        vspace::RegionKind::Heap => "[heap]",
+                        _ => "",
+                    };
+                    let c = |on: bool, ch: char| if on { ch } else { '-' };
+                    let _ = writeln!(
+                        s,
+                        "{:08x}-{:08x} {}{}{}{} 00000000 00:00 0 {name}",
+                        r.start,
+                        r.end,
+                        c(r.prot.read, 'r'),
+                        c(r.prot.write, 'w'),
+                        c(r.prot.exec, 'x'),
+                        if r.kind.is_shared() { 's' } else { 'p' },
+                    );
+                }
+            }
+        }
     }
     Ok(s.into_bytes())
 }

@@ -1014,16 +1014,22 @@ impl VSpace {
         copied.map(|()| child)
     }
 
+    /// Up to 1024 regions starting at or above `from`, in order (`fork`, `/proc/<pid>/maps`);
+    /// `ENOMEM` if the list cannot be allocated.
+    pub fn regions(&self, from: u64) -> Result<Vec<Region>, Errno> {
+        let Resp::Regions(regions) = self.nr.execute(ReadOp::Regions(from)) else {
+            unreachable!("Regions answers Regions")
+        };
+        regions.ok_or(Errno::ENOMEM)
+    }
+
     /// The steps of [`fork`](Self::fork); `flush` collects the parent's changed entries.
     fn fork_into(&self, child: &VSpace, flush: &mut FlushSet) -> Result<(), Errno> {
         // Channels stay with the process that holds their descriptors (`RegionKind::Channel`).
         let mut channels = Vec::new();
         let mut from = 0;
         loop {
-            let Resp::Regions(regions) = self.nr.execute(ReadOp::Regions(from)) else {
-                unreachable!("Regions answers Regions")
-            };
-            let regions = regions.ok_or(Errno::ENOMEM)?;
+            let regions = self.regions(from)?;
             let Some(last) = regions.last() else { break };
             from = last.end;
             for r in &regions {
