@@ -14,7 +14,9 @@
  *   EINVAL for a bad `which` or microseconds;
  * - hostile arguments to the calls added with these (socket pairs, timers, sigaltstack):
  *   unmapped, kernel and non-canonical pointers give EFAULT, bad descriptors EBADF;
- * - nothing kept (on Reef, by its free-memory count): the hostile calls, 2000 socket pairs made
+ * - nothing kept (on Reef, by its free-memory count): the hostile calls (also the file calls:
+ *   locks, copy_file_range, getrusage, times, xattrs with bad pointers and descriptors, 2000
+ *   record locks, 100 shared mappings of 64 GiB of a 12 KiB file), 2000 socket pairs made
  *   and closed, 200 children that arm an alarm and an alternate signal stack and exit, leave
  *   free memory where it was (within 2 MiB);
  * - copies: copy_file_range copies between files at given offsets (advanced) or at the file
@@ -35,6 +37,10 @@
  *   fails the test if it is still waiting 20 s later).
  */
 #include "reef-test.h"
+#include <sys/file.h>
+#include <sys/klog.h>
+#include <sys/resource.h>
+#include <sys/times.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -297,10 +303,55 @@ static void hostile(void)
         "descriptors EBADF");
 }
 
+/* The file calls added for issue 16 with bad pointers, bad descriptors and large counts: each
+ * ends in an error (or, for the counts, in success that keeps nothing once undone). */
+static void hostile_files(void)
+{
+    static char *const bad[] = {(char *)8, (char *)0xffff800000000000ul,
+                                (char *)0x8000000000000000ul};
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/compat-h.%d", (int)getpid());
+    int fd = CHECK_SYS(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    CHECK_SYS(ftruncate(fd, 3 * 4096));
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_ERRNO(fcntl(fd, F_SETLK, bad[i]), EFAULT);
+        CHECK_ERRNO(fcntl(fd, F_GETLK, bad[i]), EFAULT);
+        CHECK_ERRNO(fcntl(fd, F_OFD_SETLKW, bad[i]), EFAULT);
+        CHECK_ERRNO(syscall(SYS_copy_file_range, fd, bad[i], fd, NULL, 10L, 0), EFAULT);
+        CHECK_ERRNO(syscall(SYS_getrusage, 0L, bad[i]), EFAULT);
+        CHECK_ERRNO(syscall(SYS_times, bad[i]), EFAULT);
+        CHECK_ERRNO(syscall(SYS_getxattr, bad[i], "user.x", NULL, 0L), EFAULT);
+        CHECK_ERRNO(syscall(SYS_lgetxattr, bad[i], "user.x", NULL, 0L), EFAULT);
+    }
+    CHECK_ERRNO(fcntl(9999, F_SETLK, &(struct flock){.l_type = F_RDLCK}), EBADF);
+    CHECK_ERRNO(flock(9999, LOCK_EX), EBADF);
+    CHECK_ERRNO(syscall(SYS_copy_file_range, 9999, NULL, fd, NULL, 1L, 0), EBADF);
+    CHECK_ERRNO(syscall(SYS_fgetxattr, 9999, "user.x", NULL, 0L), EBADF);
+    CHECK_ERRNO(msync((void *)0x100000000000ul, 4096, MS_SYNC), ENOMEM);
+    CHECK_EQ(syscall(SYS_close_range, 100000, ~0U, 0), 0);
+    /* 2000 separate record locks (every other byte), then closing lets go of them all. */
+    for (int i = 0; i < 2000; i++)
+        CHECK_SYS(fcntl(fd, F_SETLK,
+                        &(struct flock){.l_type = F_WRLCK, .l_whence = SEEK_SET,
+                                        .l_start = 2 * i, .l_len = 1}));
+    /* A shared mapping far larger than the file (only its pages are mapped), 100 times. */
+    for (int i = 0; i < 100; i++) {
+        char *p = mmap(NULL, 1ul << 36, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(p != MAP_FAILED);
+        p[4096 + i] = (char)i;
+        CHECK_SYS(munmap(p, 1ul << 36));
+    }
+    CHECK_SYS(close(fd));
+    CHECK_SYS(unlink(path));
+    SAY("hostile file calls: EFAULT for bad lock, copy, rusage, times and xattr pointers, EBADF "
+        "for bad descriptors, 2000 record locks and 100 shared 64 GiB mappings undone");
+}
+
 static void nothing_kept(void)
 {
     long before = reef_free_bytes();
     hostile();
+    hostile_files();
     for (int i = 0; i < 2000; i++) {
         int sv[2];
         CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
@@ -415,9 +466,6 @@ static void close_ranges(void)
         "unknown flags");
 }
 
-#include <sys/klog.h>
-#include <sys/resource.h>
-#include <sys/times.h>
 
 static long long cpu_us(const struct rusage *r)
 {
