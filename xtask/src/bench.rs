@@ -572,8 +572,9 @@ fn benches(effort: Effort) -> Vec<Bench> {
             .filter(|v| !v.largest_only)
             .collect(),
     });
-    // Debian's programs (issue 16), from the Debian image on both systems: Python's start-up
-    // and an SQLite run (usr/debian/sqlite.sh: 100 000 rows in ten transactions, queries).
+    // Debian's programs (issue 16), from the Debian image on both systems: Python's start-up,
+    // an SQLite run (usr/debian/sqlite.sh: 100 000 rows in ten transactions, queries) and
+    // `make -j4` of usr/debian/make.sh's shell-rule project (sixteen gawk parts, summaries).
     let run = |name: &str, iters: &str, reps: &str, cmd: &[&str], metric: &str| {
         let mut argv: Vec<String> = ["/test/uperf", "run", iters, reps]
             .iter()
@@ -607,6 +608,18 @@ fn benches(effort: Effort) -> Vec<Bench> {
         "3",
         &["/bin/sh", "/test/debian/sqlite.sh"],
         "sqlite-run",
+    ));
+    b.push(run(
+        "debian-make",
+        if quick { "2" } else { "5" },
+        "3",
+        &[
+            "/bin/sh",
+            "/test/debian/make.sh",
+            "bench",
+            "/tmp/make.bench",
+        ],
+        "make-j4",
     ));
     b
 }

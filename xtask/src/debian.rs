@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The packages in the image: the C library, GNU coreutils, Python 3.11 (its minimal
-/// standard library: `os`, `subprocess`, `threading`, `tempfile`, ...) and SQLite's shell with
-/// the libraries they need. Python's `libssl3` is left out (only its `ssl` and `_hashlib` modules use it; `hashlib`
+/// standard library: `os`, `subprocess`, `threading`, `tempfile`, ...), SQLite's shell, GNU
+/// make and gawk, with the libraries they need. Python's `libssl3` is left out (only its `ssl` and `_hashlib` modules use it; `hashlib`
 /// falls back to its own digests).
 pub const PACKAGES: &[&str] = &[
     "libc6",
@@ -38,6 +38,11 @@ pub const PACKAGES: &[&str] = &[
     "libreadline8",
     "libsqlite3-0",
     "sqlite3",
+    "make",
+    "gawk",
+    "libgmp10",
+    "libmpfr6",
+    "libsigsegv2",
 ];
 
 /// The test scripts run with Debian's programs (`/test/debian/<name>.sh` in the image, the

@@ -45,6 +45,31 @@ pub const BUSYBOX: Need = Need {
     purpose: "the initramfs's /bin/busybox and its applets",
 };
 
+/// The host's copies of the Debian programs the `debian-*` cases run natively (the scripts in
+/// `usr/debian/` name them by their Debian paths).
+pub const DEBIAN_NATIVE: &[Need] = &[
+    Need {
+        program: "/usr/bin/python3",
+        package: "python3-minimal",
+        purpose: "running usr/debian/python.sh natively",
+    },
+    Need {
+        program: "/usr/bin/sqlite3",
+        package: "sqlite3",
+        purpose: "running usr/debian/sqlite.sh natively",
+    },
+    Need {
+        program: "/usr/bin/make",
+        package: "make",
+        purpose: "running usr/debian/make.sh natively",
+    },
+    Need {
+        program: "/usr/bin/gawk",
+        package: "gawk",
+        purpose: "running usr/debian/make.sh natively",
+    },
+];
+
 fn present(program: &str) -> bool {
     if program.starts_with('/') {
         return Path::new(program).exists();

@@ -828,6 +828,7 @@ fn user_tests() -> Vec<UserTest> {
         ("debian-coreutils", "/test/debian/coreutils.sh"),
         ("debian-python", "/test/debian/python.sh"),
         ("debian-sqlite", "/test/debian/sqlite.sh"),
+        ("debian-make", "/test/debian/make.sh"),
     ] {
         tests.push(UserTest {
             name,
@@ -1186,6 +1187,9 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         return Ok((0, 0));
     }
     usr::build_programs()?;
+    if tests.iter().any(|t| t.debian) {
+        deps::ensure(deps::DEBIAN_NATIVE)?;
+    }
     let busybox = Path::new(deps::BUSYBOX.program);
     let applets = if tests.iter().any(|t| native_argv(&t.argv).0 == busybox) {
         deps::ensure(&[deps::BUSYBOX])?;
@@ -1200,9 +1204,15 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         let mut cmd = Command::new(&program);
         cmd.args(&args);
         if let Some(dir) = applets.as_ref().filter(|_| program == busybox) {
-            // init's environment on Reef, with the applets (and the programs) on PATH.
-            let path = std::env::join_paths([dir.0.clone(), usr::out_dir()])
-                .map_err(|e| format!("cannot make PATH: {e}"))?;
+            // init's environment on Reef (its PATH is /bin:/usr/local/bin:/usr/bin:/test),
+            // with the applets in place of /bin and the programs in place of /test.
+            let path = [
+                dir.0.clone(),
+                "/usr/local/bin".into(),
+                "/usr/bin".into(),
+                usr::out_dir(),
+            ];
+            let path = std::env::join_paths(path).map_err(|e| format!("cannot make PATH: {e}"))?;
             cmd.env_clear()
                 .env("HOME", "/")
                 .env("TERM", "linux")
