@@ -42,6 +42,8 @@ pub struct Image {
     pub ino: Option<Ino>,
     /// The arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
     pub cmdline: Vec<u8>,
+    /// The program file's owner, group and mode (a set-ID program changes the IDs).
+    pub owner: creds::Owner,
 }
 
 /// Loads `path` (relative to `me`'s working directory, or to the root for the first process)
@@ -181,6 +183,7 @@ fn load_elf(
         path: path.to_vec(),
         ino: file.nrfs_ino(),
         cmdline: cmdline(argv)?,
+        owner: file.owner,
     })
 }
 

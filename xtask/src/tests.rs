@@ -655,6 +655,7 @@ impl UserTest {
             "compat" => "compat-calls".into(),
             "filemap" => "compat-filemap".into(),
             "locks" => "compat-locks".into(),
+            "creds" => "compat-creds".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),

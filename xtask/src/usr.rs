@@ -67,6 +67,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "creds",
+        source: "creds.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,

@@ -13,6 +13,7 @@ pub mod epoll;
 pub mod hare;
 pub mod lock;
 pub mod path;
+pub mod perm;
 pub mod pipe;
 pub mod procfs;
 pub mod unix;
@@ -274,6 +275,8 @@ pub struct MappedFile {
     source: FileSource,
     /// Size in bytes.
     pub size: u64,
+    /// Its owner, group and mode (for a set-user-ID or set-group-ID program).
+    pub owner: creds::Owner,
 }
 
 /// Where an [`MappedFile`] lives.
@@ -286,8 +289,9 @@ enum FileSource {
 }
 
 impl MappedFile {
-    /// Opens `path` for execution: it must be a regular file with an execute bit. Relative
-    /// to `me`'s working directory, or to the root for the first process (`None`). A path in
+    /// Opens `path` for execution: it must be a regular file the caller may execute (root:
+    /// one with an execute bit; EACCES). Relative to `me`'s working directory, or to the root
+    /// for the first process (`None`). A path in
     /// `/proc` counts if it is a link out of `/proc` (`/proc/self/exe`, which busybox execs to
     /// run its applets).
     pub fn open(me: Option<&Process>, path: &[u8]) -> Result<MappedFile, Errno> {
@@ -310,25 +314,41 @@ impl MappedFile {
             Place::Hare(h) => {
                 let f = hare::open(h, O_RDONLY, 0, 0, O_RDONLY, path.to_vec())?;
                 let st = f.stat()?;
+                let owner = creds::Owner {
+                    uid: st.uid,
+                    gid: st.gid,
+                    mode: st.mode & 0o7777,
+                    dir: false,
+                };
                 if st.mode & 0o170000 != 0o100000 || st.mode & 0o111 == 0 {
                     return Err(Errno::EACCES);
                 }
                 return Ok(MappedFile {
                     source: FileSource::Hare(f),
                     size: st.size,
+                    owner,
                 });
             }
         };
-        with_client(|c| {
+        if let Some(p) = me {
+            perm::lookup(p, start, &path, true)?;
+        }
+        let (ino, st) = with_client(|c| {
             let ino = c.resolve(start, &path, true)?;
-            let st = c.stat(ino)?;
-            if st.kind != nrfs::Kind::File || st.mode & 0o111 == 0 {
-                return Err(Errno::EACCES);
-            }
-            Ok(MappedFile {
-                source: FileSource::Nrfs(ino),
-                size: st.size,
-            })
+            Ok((ino, c.stat(ino)?))
+        })?;
+        let owner = perm::owner(&st);
+        if st.kind != nrfs::Kind::File {
+            return Err(Errno::EACCES);
+        }
+        match me {
+            Some(p) => perm::may_ino(p, ino, creds::MAY_EXEC)?,
+            None => creds::Credentials::root().may(owner, creds::MAY_EXEC)?,
+        }
+        Ok(MappedFile {
+            source: FileSource::Nrfs(ino),
+            size: st.size,
+            owner,
         })
     }
 
@@ -353,6 +373,12 @@ impl MappedFile {
         Ok(MappedFile {
             source,
             size: st.size,
+            owner: creds::Owner {
+                uid: st.uid,
+                gid: st.gid,
+                mode: st.mode & 0o7777,
+                dir: false,
+            },
         })
     }
 
@@ -594,6 +620,8 @@ fn open_nrfs(
     shown: Vec<u8>,
 ) -> Result<Arc<OpenFile>, Errno> {
     use flags::*;
+    perm::open(me, start, path, flags)?;
+    let (uid, gid) = perm::new_owner(me);
     let t = now();
     let follow = flags & O_NOFOLLOW == 0;
     let (ino, st) = with_client(|c| {
@@ -603,7 +631,7 @@ fn open_nrfs(
                 exclusive: flags & O_EXCL != 0,
                 open: true,
             };
-            c.create(start, path, Attrs::new(perm, 0, 0), create, t)?
+            c.create(start, path, Attrs::new(perm, uid, gid), create, t)?
                 .ino
         } else {
             c.open_path(start, path, follow)?

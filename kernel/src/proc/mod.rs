@@ -29,6 +29,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
+use creds::Credentials;
 pub use sched::idle_loop;
 use signal::SignalState;
 use table::ProcessTable;
@@ -345,6 +346,9 @@ pub struct Process {
     pub vfork: IrqMutex<Option<Arc<VforkDone>>>,
     /// File-creation mask.
     pub umask: AtomicU32,
+    /// User and group IDs and supplementary groups (the `set*id` calls, file permission
+    /// checks in `fs::perm`, signal permission). Root's for init; copied by `fork`.
+    pub creds: IrqMutex<Credentials>,
     /// Its `personality`: Linux's execution domain (always PER_LINUX, 0) and flags, of which
     /// only [`ADDR_NO_RANDOMIZE`] changes anything. Inherited by `fork`, kept by `execve`.
     pub personality: AtomicU32,
@@ -397,6 +401,7 @@ impl Process {
             cwd: IrqMutex::new(cwd),
             vfork: IrqMutex::new(None),
             umask: AtomicU32::new(0o022),
+            creds: IrqMutex::new(Credentials::root()),
             personality: AtomicU32::new(0),
             ppid: AtomicU32::new(0),
             fleet_manager: AtomicBool::new(false),

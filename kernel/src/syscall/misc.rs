@@ -1,4 +1,4 @@
-//! System information, random bytes, resource limits, credentials, and Reef's own calls.
+//! System information, random bytes, resource limits, and Reef's own calls.
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
@@ -137,11 +137,6 @@ pub fn setrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     Ok(0)
 }
 
-/// `getuid`, `geteuid`, `getgid`, `getegid`: everything runs as root.
-pub fn zero(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
-    Ok(0)
-}
-
 /// `umask(mask)`: sets the process's file mode creation mask (its permission bits) and returns the
 /// old one.
 pub fn umask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -166,6 +161,7 @@ pub fn reef_core_info(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
 /// `reef_core_ctl(op, core)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`] and
 /// [`crate::corectl::start`]; `EINVAL` for an unknown `op`.
 pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    super::cred::privileged(me)?;
     match a[0] {
         abi::reef::REEF_CORE_STOP => crate::corectl::stop(me, a[1])?,
         abi::reef::REEF_CORE_START => crate::corectl::start(a[1])?,
@@ -175,7 +171,8 @@ pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
 }
 
 /// `reboot(magic1, magic2, cmd, arg)`: POWER_OFF, HALT and RESTART all power the machine off
-/// (under QEMU there is nothing to restart into); CAD_ON/CAD_OFF are accepted.
+/// (under QEMU there is nothing to restart into); CAD_ON/CAD_OFF are accepted. EPERM unless
+/// root.
 pub fn reboot(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const MAGIC1: u32 = 0xfee1_dead;
     const MAGIC2: [u32; 4] = [672_274_793, 85_072_278, 369_367_448, 537_993_216];
@@ -184,6 +181,7 @@ pub fn reboot(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     const CMD_POWER_OFF: u32 = 0x4321_fedc;
     const CMD_CAD_ON: u32 = 0x89ab_cdef;
     const CMD_CAD_OFF: u32 = 0;
+    super::cred::privileged(me)?;
     if a[0] as u32 != MAGIC1 || !MAGIC2.contains(&(a[1] as u32)) {
         return Err(Errno::EINVAL);
     }

@@ -6,12 +6,14 @@
 //! printed at power-off (`reef: unimplemented syscalls: ...`). Reef's own calls use numbers from
 //! [`REEF_BASE`] up.
 //!
-//! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, ids,
-//! scheduling), [`memory`] (mmap family, brk), [`signal`], [`time`], [`file`] (descriptors,
-//! pipes), [`path`] (open, stat, names, directories), [`poll`] (poll, select), [`misc`] (uname,
-//! getrandom, limits, credentials, reboot), [`msg`] (Reef's names and mailboxes), [`socket`]
-//! (`AF_INET` sockets over each process's stack instance, `AF_UNIX` socket pairs).
+//! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, process
+//! ids, scheduling), [`cred`] (user and group IDs), [`memory`] (mmap family, brk), [`signal`],
+//! [`time`], [`file`] (descriptors, pipes), [`path`] (open, stat, names, directories),
+//! [`poll`] (poll, select), [`misc`] (uname, getrandom, limits, reboot), [`msg`] (Reef's names
+//! and mailboxes), [`socket`] (`AF_INET` sockets over each process's stack instance, `AF_UNIX`
+//! socket pairs).
 
+mod cred;
 mod file;
 mod memory;
 mod misc;
@@ -203,7 +205,22 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_PRLIMIT64 => misc::prlimit64,
         SYS_GETRLIMIT => misc::getrlimit,
         SYS_SETRLIMIT => misc::setrlimit,
-        SYS_GETUID | SYS_GETEUID | SYS_GETGID | SYS_GETEGID => misc::zero,
+        SYS_GETUID => cred::getuid,
+        SYS_GETEUID => cred::geteuid,
+        SYS_GETGID => cred::getgid,
+        SYS_GETEGID => cred::getegid,
+        SYS_SETUID => cred::setuid,
+        SYS_SETGID => cred::setgid,
+        SYS_SETREUID => cred::setreuid,
+        SYS_SETREGID => cred::setregid,
+        SYS_SETRESUID => cred::setresuid,
+        SYS_SETRESGID => cred::setresgid,
+        SYS_GETRESUID => cred::getresuid,
+        SYS_GETRESGID => cred::getresgid,
+        SYS_SETFSUID => cred::setfsuid,
+        SYS_SETFSGID => cred::setfsgid,
+        SYS_GETGROUPS => cred::getgroups,
+        SYS_SETGROUPS => cred::setgroups,
         SYS_UMASK => misc::umask,
         SYS_PERSONALITY => misc::personality,
         REEF_FREE_BYTES => misc::reef_free_bytes,

@@ -14,7 +14,7 @@ use crate::fd::{KStat, Node, OpenFile, O_PATH};
 use crate::fs::flags::{O_CLOEXEC, O_CREAT, O_DIRECTORY, O_TRUNC};
 use crate::fs::hare::{self, HarePath};
 use crate::fs::path::{self, Place, AT_FDCWD};
-use crate::fs::{procfs, with_client};
+use crate::fs::{perm, procfs, with_client};
 use crate::proc::{Process, Thread};
 use crate::uaccess::{self, read_user};
 use ::hare::SetAttr;
@@ -89,6 +89,7 @@ pub fn creat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 fn stat_path(p: &Process, dir: i32, path: &[u8], follow: bool) -> Result<KStat, Errno> {
     match path::locate(p, dir, path)? {
         Place::Fs { start, path } => {
+            perm::lookup(p, start, &path, follow)?;
             let s = with_client(|c| {
                 let ino = c.resolve(start, &path, follow)?;
                 c.stat(ino)
@@ -195,8 +196,10 @@ fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
         Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
         Place::Proc(_) => return Err(Errno::EACCES),
     };
+    perm::create(&me.process, start, &path)?;
+    let (uid, gid) = perm::new_owner(&me.process);
     let t = now();
-    with_client(|c| c.mkdir(start, &path, Attrs::new(perm, 0, 0), t))?;
+    with_client(|c| c.mkdir(start, &path, Attrs::new(perm, uid, gid), t))?;
     Ok(0)
 }
 
@@ -219,6 +222,7 @@ fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
         Place::Hare(h) => return hare::remove(&h, is_dir).map(|()| 0),
         place => place.fs(Errno::EACCES)?,
     };
+    perm::remove(&me.process, start, &path)?;
     let t = now();
     let frees_data = with_client(|c| {
         if is_dir {
@@ -300,6 +304,8 @@ fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) ->
         Pair::Fs(a, b) => (a, b),
         Pair::Hare(a, b) => return hare::rename(&a, &b, flags).map(|()| 0),
     };
+    perm::remove(&me.process, s1, &p1)?;
+    perm::remove(&me.process, s2, &p2)?;
     let t = now();
     with_client(|c| c.rename(s1, &p1, s2, &p2, flags, t))?;
     Ok(0)
@@ -339,6 +345,8 @@ fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u6
         Pair::Fs(a, b) => (a, b),
         Pair::Hare(a, b) => return hare::link(&a, &b, follow).map(|()| 0),
     };
+    perm::lookup(&me.process, s1, &p1, follow)?;
+    perm::create(&me.process, s2, &p2)?;
     let t = now();
     with_client(|c| c.link(s1, &p1, s2, &p2, follow, t))?;
     Ok(0)
@@ -366,8 +374,10 @@ fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResu
         Place::Hare(h) => return hare::symlink(&target, &h).map(|()| 0),
         place => place.fs(Errno::EACCES)?,
     };
+    perm::create(&me.process, start, &path)?;
+    let (uid, gid) = perm::new_owner(&me.process);
     let t = now();
-    with_client(|c| c.symlink(&target, start, &path, Attrs::new(0o777, 0, 0), t))?;
+    with_client(|c| c.symlink(&target, start, &path, Attrs::new(0o777, uid, gid), t))?;
     Ok(0)
 }
 
@@ -390,10 +400,10 @@ fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -
     }
     let path = path_arg(path)?;
     let target = match path::locate(&me.process, dir, &path)? {
-        Place::Fs { start, path } => with_client(|c| {
-            let ino = c.resolve(start, &path, false)?;
-            c.readlink(ino)
-        })?,
+        Place::Fs { start, path } => {
+            perm::lookup(&me.process, start, &path, false)?;
+            with_client(|c| c.readlink(c.resolve(start, &path, false)?))?
+        }
         Place::Hare(h) => hare::readlink(&h)?,
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
@@ -431,6 +441,7 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         place => place.fs(Errno::EACCES)?,
     };
     crate::fs::admit_truncate(a[1])?;
+    perm::may(&me.process, start, &path, true, creds::MAY_WRITE)?;
     let t = now();
     with_client(|c| {
         let ino = c.resolve(start, &path, true)?;
@@ -460,6 +471,7 @@ pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     // Show the canonical path (symlinks resolved) in /proc and to getcwd.
     let f = match f.node {
         Node::Dir(ino) => {
+            perm::may_ino(&me.process, ino, creds::MAY_EXEC)?;
             let canonical = crate::fs::dir_path(ino)?;
             with_client(|c| c.open(ino))?;
             OpenFile::new(Node::Dir(ino), f.flags(), canonical)
@@ -478,6 +490,9 @@ pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         Node::Dir(_) | Node::ProcDir(_) => {}
         Node::Hare(h) if h.is_dir() => {}
         _ => return Err(Errno::ENOTDIR),
+    }
+    if let Node::Dir(ino) = f.node {
+        perm::may_ino(&me.process, ino, creds::MAY_EXEC)?;
     }
     set_cwd(&me.process, f);
     Ok(0)
@@ -500,24 +515,21 @@ pub fn getcwd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     Ok(path.len() as u64)
 }
 
-/// Checks access `mode` to `path` relative to `dir` as root: `W_OK` is `EACCES` in `/proc`, `X_OK`
-/// on a file that is not a directory and has no execute bit; `EINVAL` for unknown mode bits or
-/// flags other than `AT_EACCESS`, `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+/// Checks access `mode` to `path` relative to `dir` with the caller's real IDs (effective ones
+/// with `AT_EACCESS`): root may read and write anything but `/proc`, execute what has an
+/// execute bit and search any directory; others as the permission bits say (`fs::perm`).
+/// `EINVAL` for unknown mode bits or flags other than `AT_EACCESS`, `AT_SYMLINK_NOFOLLOW` and
+/// `AT_EMPTY_PATH`.
 fn access_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, flags: u64) -> SysResult {
     const W_OK: u64 = 2;
-    const X_OK: u64 = 1;
     if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
     let st = stat_at(me, dir, path, flags)?;
-    // Root may read and write anything (but not change /proc) and execute anything with an
-    // execute bit, and search any directory.
     if mode & W_OK != 0 && st.dev == crate::fd::DEV_PROC {
         return Err(Errno::EACCES);
     }
-    if mode & X_OK != 0 && !st.is_dir() && st.mode & 0o111 == 0 {
-        return Err(Errno::EACCES);
-    }
+    perm::access(&me.process, &st, mode as u32, flags & AT_EACCESS != 0)?;
     Ok(0)
 }
 
@@ -573,6 +585,7 @@ fn inode_at(me: &Arc<Thread>, dir: i32, path: &[u8], follow: bool) -> Result<Tar
         Place::Hare(h) => Ok(Target::Hare(h, follow)),
         place => {
             let (start, path) = place.fs(Errno::EACCES)?;
+            perm::lookup(&me.process, start, &path, follow)?;
             with_client(|c| c.resolve(start, &path, follow)).map(Target::Ino)
         }
     }
@@ -615,11 +628,12 @@ fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<T
     inode_at(me, dir, &p, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
-/// Sets the mode bits (`mode & 0o7777`) of `target`.
-fn chmod_ino(target: Target, mode: u64) -> SysResult {
+/// Sets the mode bits (`mode & 0o7777`) of `target`, which the caller must own.
+fn chmod_ino(me: &Arc<Thread>, target: Target, mode: u64) -> SysResult {
     let mode = mode as u32 & 0o7777;
     match target {
         Target::Ino(ino) => {
+            let mode = perm::chmod_mode(&me.process, ino, mode)?;
             let t = now();
             with_client(|c| c.chmod(ino, mode, t))?;
         }
@@ -631,24 +645,26 @@ fn chmod_ino(target: Target, mode: u64) -> SysResult {
 
 /// `chmod(path, mode)`: follows a final symlink.
 pub fn chmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chmod_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1])
+    chmod_ino(me, inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1])
 }
 
 /// `fchmod(fd, mode)`.
 pub fn fchmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chmod_ino(inode_of(me, a[0])?, a[1])
+    chmod_ino(me, inode_of(me, a[0])?, a[1])
 }
 
 /// `fchmodat(dirfd, path, mode, flags)`: follows a final symlink; `flags` is not used.
 pub fn fchmodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chmod_ino(inode_at(me, dirfd(a[0]), &path_arg(a[1])?, true)?, a[2])
+    chmod_ino(me, inode_at(me, dirfd(a[0]), &path_arg(a[1])?, true)?, a[2])
 }
 
-/// Sets the owner and group of `target`; an id of -1 leaves that one unchanged.
-fn chown_ino(target: Target, uid: u64, gid: u64) -> SysResult {
+/// Sets the owner and group of `target`; an id of -1 leaves that one unchanged. Only root
+/// changes the owner; the owner may change the group to one of its own.
+fn chown_ino(me: &Arc<Thread>, target: Target, uid: u64, gid: u64) -> SysResult {
     let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
     match target {
         Target::Ino(ino) => {
+            perm::chown(&me.process, ino, uid as u32, gid as u32)?;
             let t = now();
             with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
         }
@@ -660,17 +676,27 @@ fn chown_ino(target: Target, uid: u64, gid: u64) -> SysResult {
 
 /// `chown(path, owner, group)`: follows a final symlink.
 pub fn chown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chown_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1], a[2])
+    chown_ino(
+        me,
+        inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?,
+        a[1],
+        a[2],
+    )
 }
 
 /// `lchown(path, owner, group)`: does not follow a final symlink.
 pub fn lchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chown_ino(inode_at(me, AT_FDCWD, &path_arg(a[0])?, false)?, a[1], a[2])
+    chown_ino(
+        me,
+        inode_at(me, AT_FDCWD, &path_arg(a[0])?, false)?,
+        a[1],
+        a[2],
+    )
 }
 
 /// `fchown(fd, owner, group)`.
 pub fn fchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chown_ino(inode_of(me, a[0])?, a[1], a[2])
+    chown_ino(me, inode_of(me, a[0])?, a[1], a[2])
 }
 
 /// `fchownat(dirfd, path, owner, group, flags)`: flags other than `AT_SYMLINK_NOFOLLOW` and
@@ -679,7 +705,7 @@ pub fn fchownat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    chown_ino(inode_at_flags(me, dirfd(a[0]), a[1], a[4])?, a[2], a[3])
+    chown_ino(me, inode_at_flags(me, dirfd(a[0]), a[1], a[4])?, a[2], a[3])
 }
 
 /// `utimensat(dirfd, path, times, flags)`; a NULL path changes `dirfd` itself (`futimens`).
@@ -713,7 +739,18 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         return Ok(0);
     }
     match target {
-        Target::Ino(ino) => with_client(|c| c.set_times(ino, atime, mtime, t))?,
+        Target::Ino(ino) => {
+            // Setting both times to now needs ownership or write permission, anything else
+            // ownership.
+            let now_only =
+                a[2] == 0 || (atime.is_none_or(|x| x == t) && mtime.is_none_or(|x| x == t));
+            if now_only {
+                perm::touch(&me.process, ino)?;
+            } else {
+                perm::owns(&me.process, ino)?;
+            }
+            with_client(|c| c.set_times(ino, atime, mtime, t))?
+        }
         Target::Hare(h, follow) => hare::utimens(&h, follow, (atime, mtime))?,
         Target::HareFile(f) => hare_set(&f, SetAttr::Times(atime, mtime))?,
     }
@@ -798,7 +835,8 @@ fn components(me: &Arc<Thread>, path: &[u8]) -> Vec<Vec<u8>> {
 
 /// `mount(source, target, type, flags, data)`: only type `hare` (`crate::fs::hare`; the
 /// source is not used), on an NR-FS directory other than the root, with options in `data`
-/// (`cache=MiB`); other types answer `ENODEV`, flags other than `MS_SILENT` `EINVAL`.
+/// (`cache=MiB`); other types answer `ENODEV`, flags other than `MS_SILENT` `EINVAL`; EPERM
+/// unless root.
 pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const MS_SILENT: u64 = 0x8000;
     const MS_MGC_VAL: u64 = 0xc0ed_0000;
@@ -809,6 +847,7 @@ pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     } else {
         uaccess::read_cstring(a[4], 4096)?
     };
+    super::cred::privileged(me)?;
     // Old programs put a magic number in the high half of the flags (ignored, as by Linux).
     let flags = if a[3] & 0xffff_0000 == MS_MGC_VAL {
         a[3] & 0xffff
@@ -834,13 +873,14 @@ pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 }
 
 /// `umount2(target, flags)`: Hare's mount point; `EINVAL` for another path or unknown flags
-/// (`MNT_FORCE` and `MNT_DETACH` are refused too: a busy mount stays).
+/// (`MNT_FORCE` and `MNT_DETACH` are refused too: a busy mount stays); EPERM unless root.
 pub fn umount2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const UMOUNT_NOFOLLOW: u64 = 8;
     if a[1] & !UMOUNT_NOFOLLOW != 0 {
         return Err(Errno::EINVAL);
     }
     let target = path_arg(a[0])?;
+    super::cred::privileged(me)?;
     hare::umount(&components(me, &target))?;
     Ok(0)
 }

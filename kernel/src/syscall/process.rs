@@ -160,6 +160,7 @@ fn fork_process(
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+    *child.creds.lock() = parent.creds.lock().try_clone()?;
     child.personality.store(
         parent.personality.load(Ordering::Relaxed),
         Ordering::Relaxed,
@@ -284,7 +285,9 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let exe = crate::fs::path::display(&me.process, crate::fs::path::AT_FDCWD, &image.path);
     // The fleet manager's capability goes with its program (`fleet`, in NR-FS).
     let manager = image.ino.is_some_and(crate::fs::is_trusted_exe);
+    let owner = image.owner;
     crate::exec::commit(me, frame, image, &exe);
+    me.process.creds.lock().exec(owner);
     me.process
         .fleet_manager
         .store(manager, core::sync::atomic::Ordering::Release);

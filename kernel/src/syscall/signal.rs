@@ -164,20 +164,48 @@ pub fn kill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
             .collect(),
         p => super::process::members(Some(p.unsigned_abs())),
     };
-    let mut sent = false;
+    // As Linux: success if one target was signalled, else EPERM if one was refused.
+    let (mut sent, mut refused) = (false, false);
     for pid in targets {
         if let Some(e) = proc::lookup(pid) {
+            if may_signal(me, &e.process, e.sid, signo).is_err() {
+                refused = true;
+                continue;
+            }
             if e.life == Life::Alive {
                 sig::send_process(&e.process, signo, info);
             }
             sent = true;
         }
     }
-    if sent {
-        Ok(0)
-    } else {
-        Err(Errno::ESRCH)
+    match (sent, refused) {
+        (true, _) => Ok(0),
+        (false, true) => Err(Errno::EPERM),
+        (false, false) => Err(Errno::ESRCH),
     }
+}
+
+/// Whether the caller may send `signo` to `target` (of session `sid`): its credentials allow
+/// it (`creds::Credentials::may_signal`), or it is `SIGCONT` within the caller's session.
+fn may_signal(me: &Arc<Thread>, target: &proc::Process, sid: Pid, signo: u32) -> Result<(), Errno> {
+    if core::ptr::eq(target, &*me.process) {
+        return Ok(());
+    }
+    let allowed = {
+        let them = target.creds.lock().try_clone()?;
+        me.process.creds.lock().may_signal(&them)
+    };
+    let same_session = || proc::lookup(me.process.pid).is_some_and(|e| e.sid == sid);
+    match allowed {
+        Err(_) if signo == sig::SIGCONT && same_session() => Ok(()),
+        r => r,
+    }
+}
+
+/// [`may_signal`] for thread `t`'s process.
+fn thread_may_signal(me: &Arc<Thread>, t: &Thread, signo: u32) -> Result<(), Errno> {
+    let sid = proc::lookup(t.process.pid).map_or(0, |e| e.sid);
+    may_signal(me, &t.process, sid, signo)
 }
 
 /// Thread `tid` of process `tgid` (of process `tid` when `None`); `ESRCH` if there is none.
@@ -208,6 +236,7 @@ pub fn tkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         Some(t) => t.clone(),
         None => find_thread(None, tid as Pid)?,
     };
+    thread_may_signal(me, &t, signo)?;
     let info = SigInfo {
         code: sig::SI_TKILL,
         pid: me.process.pid,
@@ -226,6 +255,7 @@ pub fn tgkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         return Err(Errno::EINVAL);
     }
     let t = find_thread(Some(tgid as Pid), tid as Pid)?;
+    thread_may_signal(me, &t, signo)?;
     let info = SigInfo {
         code: sig::SI_TKILL,
         pid: me.process.pid,

@@ -1,0 +1,165 @@
+//! User and group IDs: the `get*id` and `set*id` families, `setfsuid`/`setfsgid` and the
+//! supplementary groups, with Linux's rules (the `creds` crate). A process starts as root
+//! (init) and may give its privilege up; once its file-system user ID is not 0, the file
+//! system checks its permission bits (`fs::perm`), and once its effective user ID is not 0,
+//! `kill` checks whom it may signal.
+
+use super::SysResult;
+use crate::arch::idt::InterruptFrame;
+use crate::proc::Thread;
+use crate::uaccess::{copy_from_user, copy_to_user, write_user};
+use abi::Errno;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use creds::{Credentials, Id, NGROUPS_MAX};
+
+/// An ID argument (`uid_t` is 32 bits; the upper half of the register is ignored, as on Linux).
+fn id(v: u64) -> Id {
+    v as u32
+}
+
+/// Runs `f` on the caller's credentials.
+fn with<R>(me: &Arc<Thread>, f: impl FnOnce(&mut Credentials) -> R) -> R {
+    f(&mut me.process.creds.lock())
+}
+
+/// EPERM unless the caller is privileged (effective user ID 0): for what Linux reserves to
+/// `CAP_SYS_ADMIN`, `CAP_SYS_BOOT` and the like (`mount`, `reboot`, stopping cores).
+pub fn privileged(me: &Arc<Thread>) -> Result<(), Errno> {
+    if with(me, |c| c.is_privileged()) {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+/// `getuid()`.
+pub fn getuid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(with(me, |c| c.uid.real).into())
+}
+
+/// `geteuid()`.
+pub fn geteuid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(with(me, |c| c.uid.effective).into())
+}
+
+/// `getgid()`.
+pub fn getgid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(with(me, |c| c.gid.real).into())
+}
+
+/// `getegid()`.
+pub fn getegid(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    Ok(with(me, |c| c.gid.effective).into())
+}
+
+/// `setuid(uid)`.
+pub fn setuid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    with(me, |c| c.setuid(id(a[0]))).map(|()| 0)
+}
+
+/// `setgid(gid)`.
+pub fn setgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    with(me, |c| c.setgid(id(a[0]))).map(|()| 0)
+}
+
+/// `setreuid(ruid, euid)`.
+pub fn setreuid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    with(me, |c| c.setreuid(id(a[0]), id(a[1]))).map(|()| 0)
+}
+
+/// `setregid(rgid, egid)`.
+pub fn setregid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    with(me, |c| c.setregid(id(a[0]), id(a[1]))).map(|()| 0)
+}
+
+/// `setresuid(ruid, euid, suid)`.
+pub fn setresuid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    with(me, |c| c.setresuid(id(a[0]), id(a[1]), id(a[2]))).map(|()| 0)
+}
+
+/// `setresgid(rgid, egid, sgid)`.
+pub fn setresgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    with(me, |c| c.setresgid(id(a[0]), id(a[1]), id(a[2]))).map(|()| 0)
+}
+
+/// Writes three IDs to the three addresses in `a` (EFAULT for a bad one; the ones before it
+/// are written, as on Linux).
+fn put_three(a: [u64; 6], ids: [Id; 3]) -> SysResult {
+    for (addr, v) in a.iter().zip(ids) {
+        write_user(*addr, &v)?;
+    }
+    Ok(0)
+}
+
+/// `getresuid(&ruid, &euid, &suid)`.
+pub fn getresuid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let u = with(me, |c| c.uid);
+    put_three(a, [u.real, u.effective, u.saved])
+}
+
+/// `getresgid(&rgid, &egid, &sgid)`.
+pub fn getresgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let g = with(me, |c| c.gid);
+    put_three(a, [g.real, g.effective, g.saved])
+}
+
+/// `setfsuid(fsuid)`: the previous file-system user ID, changed or not.
+pub fn setfsuid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    Ok(with(me, |c| c.setfsuid(id(a[0]))).into())
+}
+
+/// `setfsgid(fsgid)`: the previous file-system group ID, changed or not.
+pub fn setfsgid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    Ok(with(me, |c| c.setfsgid(id(a[0]))).into())
+}
+
+/// `getgroups(size, list)`: the number of supplementary groups for size 0, else they are
+/// written to `list`; EINVAL for a negative size or one too small.
+pub fn getgroups(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let size = a[0] as i32;
+    if size < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let bytes: Vec<u8> = {
+        let c = me.process.creds.lock();
+        let groups = c.groups();
+        if size == 0 {
+            return Ok(groups.len() as u64);
+        }
+        if (size as usize) < groups.len() {
+            return Err(Errno::EINVAL);
+        }
+        let mut b = Vec::new();
+        b.try_reserve_exact(groups.len() * 4)
+            .map_err(|_| Errno::ENOMEM)?;
+        groups
+            .iter()
+            .for_each(|g| b.extend_from_slice(&g.to_le_bytes()));
+        b
+    };
+    copy_to_user(a[1], &bytes)?;
+    Ok((bytes.len() / 4) as u64)
+}
+
+/// `setgroups(size, list)`: privileged only; EINVAL for more than `NGROUPS_MAX` groups.
+pub fn setgroups(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let size = a[0] as i32;
+    if size < 0 || size as usize > NGROUPS_MAX {
+        return Err(Errno::EINVAL);
+    }
+    if !with(me, |c| c.is_privileged()) {
+        return Err(Errno::EPERM);
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(size as usize * 4)
+        .map_err(|_| Errno::ENOMEM)?;
+    bytes.resize(size as usize * 4, 0);
+    copy_from_user(a[1], &mut bytes)?;
+    let groups: Vec<Id> = bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    with(me, |c| c.setgroups(&groups)).map(|()| 0)
+}
