@@ -341,10 +341,7 @@ impl MappedFile {
         if st.kind != nrfs::Kind::File {
             return Err(Errno::EACCES);
         }
-        match me {
-            Some(p) => perm::may_ino(p, ino, creds::MAY_EXEC)?,
-            None => creds::Credentials::root().may(owner, creds::MAY_EXEC)?,
-        }
+        perm::may_execute(me, owner)?;
         Ok(MappedFile {
             source: FileSource::Nrfs(ino),
             size: st.size,

@@ -197,13 +197,23 @@ pub fn remove(me: &Process, start: Ino, path: &[u8]) -> Result<(), Errno> {
     })
 }
 
-/// Checks that the caller may use inode `ino` as `want` asks (a mask of `creds::MAY_*`).
+/// Checks that the caller may use directory `ino` as `want` asks (a mask of `creds::MAY_*`;
+/// root may do anything with a directory).
 pub fn may_ino(me: &Process, ino: Ino, want: u32) -> Result<(), Errno> {
     let Some(cred) = checked(me)? else {
         return Ok(());
     };
     let st = with_client(|c| c.stat(ino))?;
     cred.may(owner(&st), want)
+}
+
+/// The check of executing a file with attributes `file`: execute permission, which root too
+/// has only if some execute bit is set (EACCES). `None`: the first process, root.
+pub fn may_execute(me: Option<&Process>, file: Owner) -> Result<(), Errno> {
+    match me {
+        Some(p) => p.creds.lock().may(file, MAY_EXEC),
+        None => Credentials::root().may(file, MAY_EXEC),
+    }
 }
 
 /// The check of changing `ino`'s mode or setting its times explicitly: the caller owns it
