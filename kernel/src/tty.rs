@@ -11,18 +11,18 @@
 //! **Signals.** A signal character (VINTR, VQUIT, VSUSP under `ISIG`) is recorded with the
 //! foreground group of that moment; the send itself happens outside the interrupt handler, on
 //! the next return to user mode or pass of the idle loop on any core ([`send_signals`]),
-//! because it looks the group up in the replicated process table. SIGTSTP is sent like the
-//! others, but Reef does not stop processes yet, so by default it does nothing.
+//! because it looks the group up in the replicated process table. SIGTSTP (Ctrl-Z) stops the
+//! foreground job by default (`proc::job`).
 //!
 //! **Job control.** The console's session is process 1's (set when init is spawned); a process
 //! has the console as controlling terminal exactly when it is in that session (Reef keeps no
 //! per-process controlling terminal, so `TIOCNOTTY` by a process that is not the session leader
 //! has no effect). `TIOCSPGRP` moves the foreground group within the session. A *read* by a
-//! process of the session that is not in the foreground group fails with `EIO`: Linux would
-//! stop it with SIGTTIN, and Reef, which cannot stop processes, returns what Linux returns when
-//! SIGTTIN is ignored. *Writes* from the background are allowed (Linux's behaviour without
-//! `TOSTOP`; `TOSTOP` is stored but not enforced), and so are `TCSETS` and `TIOCSPGRP` from the
-//! background (Linux would raise SIGTTOU, which shells ignore anyway). Processes outside the
+//! process of the session that is not in the foreground group sends SIGTTIN to its group, which
+//! by default stops it (`proc::job`), and runs again once it is continued (`fg`); if SIGTTIN
+//! is ignored or blocked, the read fails with `EIO`, as on Linux. *Writes* from the background
+//! are allowed (Linux's behaviour without `TOSTOP`; `TOSTOP` is stored but not enforced), and
+//! so are `TCSETS` and `TIOCSPGRP` from the background (Linux would raise SIGTTOU, which shells ignore anyway). Processes outside the
 //! session (after `setsid`) read and write without checks, as on Linux.
 
 use crate::proc::signal::{self, SigInfo};
@@ -219,26 +219,31 @@ fn controlling(me: &Thread) -> Result<proc::table::Entry, Errno> {
     }
 }
 
-/// Whether `me` belongs to the console's session but not to its foreground group.
-fn in_background(me: &Thread) -> bool {
-    let Some(e) = proc::lookup(me.process.pid) else {
-        return false;
-    };
+/// The process group of `me` if it belongs to the console's session but not to its
+/// foreground group.
+fn in_background(me: &Thread) -> Option<Pid> {
+    let e = proc::lookup(me.process.pid)?;
     let c = CONSOLE.lock();
-    c.session == Some(e.sid) && c.foreground.is_some_and(|g| g != e.pgid)
+    (c.session == Some(e.sid) && c.foreground.is_some_and(|g| g != e.pgid)).then_some(e.pgid)
 }
 
 /// Reads from the console: in canonical mode one line (0 at end of file), in non-canonical
 /// mode by the `VMIN`/`VTIME` rules. Blocks on the input wait queue unless `nonblock` (then
-/// `EAGAIN` when a read would block); `EINTR` when a signal arrives before any data; `EIO` for
-/// a background process (see the module documentation).
+/// `EAGAIN` when a read would block); `EINTR` when a signal arrives before any data. A
+/// background process's group gets SIGTTIN (by default it stops, and the read runs again once
+/// it is continued), or the read fails with `EIO` if SIGTTIN is ignored or blocked (see the
+/// module documentation).
 pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
     if buf.is_empty() {
         return Ok(0);
     }
     let me = sched::current_thread();
-    if in_background(&me) {
-        return Err(Errno::EIO);
+    if let Some(group) = in_background(&me) {
+        if signal::ignores_or_blocks(&me.process, signal::SIGTTIN) {
+            return Err(Errno::EIO);
+        }
+        signal_group(group, signal::SIGTTIN);
+        return Err(Errno::EINTR);
     }
     let mut got = 0;
     // When the read last copied data, or started: VTIME counts from there.

@@ -656,6 +656,7 @@ impl UserTest {
             "filemap" => "compat-filemap".into(),
             "locks" => "compat-locks".into(),
             "creds" => "compat-creds".into(),
+            "jobs" => "compat-jobs".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),
@@ -958,8 +959,8 @@ fn hare_cases() -> Result<Vec<Case>, String> {
 }
 
 /// The interactive shell on the console terminal: ash's line editing and history, Ctrl-C on a
-/// foreground job (status 130), background jobs, `fg`, the kernel's canonical mode (erase,
-/// Ctrl-D), and `exit 0` powering off.
+/// foreground job (status 130), background jobs, `fg`, Ctrl-Z stopping a job and `fg` and `bg`
+/// continuing it, the kernel's canonical mode (erase, Ctrl-D), and `exit 0` powering off.
 fn tty_cases() -> Vec<Case> {
     use Step::{Expect, Send};
     const PROMPT: &str = "/ # ";
@@ -1000,6 +1001,35 @@ fn tty_cases() -> Vec<Case> {
         Expect(PROMPT),
         Send("sleep 1 & fg; echo fg=$?\r"),
         Expect("\nfg=0\n"),
+        Expect(PROMPT),
+        // Ctrl-Z stops the foreground job (blocked in a read of the terminal); `jobs` shows it
+        // stopped; `fg` continues it and its read carries on.
+        Send("sh -c 'echo started; read x; echo got=$x'\r"),
+        Expect("\nstarted\n"),
+        Send("\x1a"),
+        Expect("Stopped"),
+        Expect(PROMPT),
+        Send("jobs\r"),
+        Expect("Stopped"),
+        Expect(PROMPT),
+        Send("fg\r"),
+        Expect("read x"),
+        Send("hi\r"),
+        Expect("\ngot=hi\n"),
+        Expect(PROMPT),
+        // `bg` continues a stopped job in the background.
+        Send("sh -c 'echo slept; exec sleep 1000'\r"),
+        Expect("\nslept\n"),
+        Send("\x1a"),
+        Expect("Stopped"),
+        Expect(PROMPT),
+        Send("bg\r"),
+        Expect(PROMPT),
+        Send("jobs\r"),
+        Expect("Running"),
+        Expect(PROMPT),
+        Send("kill %1; wait %1; echo rc=$?\r"),
+        Expect("\nrc=143\n"),
         Expect(PROMPT),
         // The kernel's canonical mode: echo, erase, one line per read, Ctrl-D at end of file.
         Send("echo ready; cat\r"),

@@ -537,11 +537,12 @@ fn vendor() -> String {
 }
 
 /// A process's state for `/proc/<pid>/stat` (the letter) and `/proc/<pid>/status` (the
-/// letter and name): running while a thread runs or is ready to, sleeping while all wait,
-/// zombie once it exited (Reef does not stop processes: no `T`).
+/// letter and name): stopped (`proc::job`), running while a thread runs or is ready to,
+/// sleeping while all wait, zombie once it exited.
 fn state_letter(e: &proc::table::Entry) -> (char, &'static str) {
     use proc::ThreadState::{Ready, Running};
     match e.life {
+        proc::table::Life::Alive if proc::job::is_stopped(&e.process) => ('T', "T (stopped)"),
         proc::table::Life::Alive => {
             let threads = e.process.threads.lock();
             if threads.iter().any(|t| matches!(t.state(), Running | Ready)) {

@@ -9,6 +9,7 @@
 //! stack whenever it is in the kernel (see `arch::x86_64::user`).
 
 pub mod itimer;
+pub mod job;
 pub mod sched;
 pub mod signal;
 pub mod table;
@@ -320,8 +321,15 @@ pub struct Process {
     pub cpu_ticks: [AtomicU64; 2],
     /// The same of its children it reaped, theirs included (`times`' `cutime` and `cstime`).
     pub children_ticks: [AtomicU64; 2],
-    /// Bumped when a child exits (`wait4` sleeps on it).
+    /// Bumped when a child exits, stops or continues (`wait4` sleeps on it).
     pub child_events: WaitQueue,
+    /// The signal that stopped the process, 0 while it runs ([`job`]).
+    pub stop_signal: AtomicU32,
+    /// Its last stop or continue, until the parent waits for it ([`job::take_report`]).
+    pub job_report: IrqMutex<Option<job::Report>>,
+    /// Bumped when the process continues, is killed or exits: its stopped threads sleep on
+    /// it.
+    pub resumed: WaitQueue,
     /// The pages it has granted over message connections and not revoked.
     pub grants: Arc<GrantBudget>,
     /// File descriptors.
@@ -392,6 +400,9 @@ impl Process {
             named: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),
+            stop_signal: AtomicU32::new(0),
+            job_report: IrqMutex::new(None),
+            resumed: WaitQueue::new(),
             grants: Arc::new(GrantBudget::default()),
             files: IrqMutex::new(files),
             signals: IrqMutex::new(signals),
@@ -521,6 +532,12 @@ pub fn return_to_user(frame: &mut InterruptFrame) {
             // SAFETY: as above.
             unsafe { cpu::enable_interrupts() };
             exit_thread(me.clone());
+        }
+        if job::is_stopped(&me.process) && !me.dying() {
+            // SAFETY: as above.
+            unsafe { cpu::enable_interrupts() };
+            job::wait_while_stopped(me);
+            continue;
         }
         if me.signal_to_deliver() {
             // SAFETY: as above.
@@ -713,6 +730,8 @@ pub fn begin_group_exit(p: &Arc<Process>, status: i32) {
         sched::wake(&t);
         sched::rescue(&t);
     }
+    // Stopped threads wake to exit.
+    p.resumed.notify_all();
 }
 
 /// Creates process 1 running `argv[0]` with `argv`, its descriptors 0-2 on the console, which

@@ -97,8 +97,14 @@ const SA_RESETHAND: u64 = 0x8000_0000;
 const SA_RESTORER: u64 = 0x0400_0000;
 /// The `sa_flags` bits `rt_sigaction` keeps (the others are cleared); 1 and 2 are
 /// `SA_NOCLDSTOP` and `SA_NOCLDWAIT`.
-const SUPPORTED_FLAGS: u64 =
-    SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER | SA_RESETHAND | SA_RESTORER | 1 | 2;
+const SUPPORTED_FLAGS: u64 = SA_SIGINFO
+    | SA_ONSTACK
+    | SA_RESTART
+    | SA_NODEFER
+    | SA_RESETHAND
+    | SA_RESTORER
+    | SA_NOCLDSTOP
+    | 2;
 
 /// `si_code` values.
 pub const SI_USER: i32 = 0;
@@ -116,6 +122,12 @@ pub const BUS_ADRERR: i32 = 2;
 pub const CLD_EXITED: i32 = 1;
 /// SIGCHLD: child killed.
 pub const CLD_KILLED: i32 = 2;
+/// SIGCHLD: child stopped.
+pub const CLD_STOPPED: i32 = 5;
+/// SIGCHLD: stopped child continued.
+pub const CLD_CONTINUED: i32 = 6;
+/// `SA_NOCLDSTOP`: no SIGCHLD when a child stops or continues.
+const SA_NOCLDSTOP: u64 = 1;
 
 /// The bit of signal `sig` in a signal set (bit `sig - 1`).
 fn bit(sig: u32) -> u64 {
@@ -170,9 +182,14 @@ impl SigInfo {
         }
     }
 
-    /// SIGCHLD for a child that exited with wait status `wstatus`.
+    /// SIGCHLD (or `waitid`'s answer) for a child whose wait status is `wstatus`: exited,
+    /// killed, stopped or continued.
     pub fn child(pid: Pid, wstatus: i32) -> Self {
-        let (code, status) = if wstatus & 0x7f == 0 {
+        let (code, status) = if wstatus == 0xffff {
+            (CLD_CONTINUED, SIGCONT as i32)
+        } else if wstatus & 0xff == 0x7f {
+            (CLD_STOPPED, (wstatus >> 8) & 0xff)
+        } else if wstatus & 0x7f == 0 {
             (CLD_EXITED, (wstatus >> 8) & 0xff)
         } else {
             (CLD_KILLED, wstatus & 0x7f)
@@ -311,15 +328,62 @@ fn default_kills(sig: u32) -> bool {
     )
 }
 
+/// Whether the default action of `sig` stops the process.
+fn default_stops(sig: u32) -> bool {
+    matches!(sig, SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU)
+}
+
+/// Whether `p` asked for no SIGCHLD when a child stops or continues (`SA_NOCLDSTOP`).
+pub fn no_child_stop(p: &Process) -> bool {
+    p.signals.lock().actions[(SIGCHLD - 1) as usize].flags & SA_NOCLDSTOP != 0
+}
+
+/// Whether `p` ignores `sig` or every thread of it blocks it (`tty::read` asks this of
+/// `SIGTTIN` before it signals a background reader: Linux answers `EIO` then).
+pub fn ignores_or_blocks(p: &Process, sig: u32) -> bool {
+    let ign = p.signals.lock().actions[(sig - 1) as usize].handler == SIG_IGN;
+    ign || p
+        .threads
+        .lock()
+        .iter()
+        .all(|t| t.signals.lock().mask & bit(sig) != 0)
+}
+
+/// What sending `sig` to `p` does at once, before it is queued (Linux's `prepare_signal`):
+/// `SIGCONT` continues a stopped process and discards pending stop signals; a stop signal
+/// discards a pending `SIGCONT`.
+fn on_send(p: &Arc<Process>, sig: u32) {
+    let stops = bit(SIGSTOP) | bit(SIGTSTP) | bit(SIGTTIN) | bit(SIGTTOU);
+    if sig == SIGCONT {
+        discard(p, stops);
+        super::job::resume(p);
+    } else if stops & bit(sig) != 0 {
+        discard(p, bit(SIGCONT));
+    }
+}
+
+/// Removes the signals of `set` from what is pending for `p` and each of its threads.
+fn discard(p: &Process, set: u64) {
+    p.signals.lock().pending &= !set;
+    for t in p.threads.lock().iter() {
+        t.signals.lock().pending &= !set;
+    }
+}
+
 /// Whether `sig` would be discarded on arrival (ignored, or default-ignored).
 fn ignored(p: &Process, sig: u32) -> bool {
     let a = p.signals.lock().actions[(sig - 1) as usize];
-    sig != SIGKILL && (a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_kills(sig)))
+    let default_acts = default_kills(sig) || default_stops(sig);
+    sig != SIGKILL && (a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_acts))
 }
 
 /// Sends `sig` to process `p` (any of its threads may take it) and wakes a thread that can.
 pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
-    if sig == 0 || ignored(p, sig) {
+    if sig == 0 {
+        return;
+    }
+    on_send(p, sig);
+    if ignored(p, sig) {
         return;
     }
     {
@@ -343,12 +407,18 @@ pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
         for t in &threads {
             sched::rescue(t);
         }
+        // A stopped process's threads wake to die.
+        p.resumed.notify_all();
     }
 }
 
 /// Sends `sig` to one thread.
 pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
-    if sig == 0 || ignored(&t.process, sig) {
+    if sig == 0 {
+        return;
+    }
+    on_send(&t.process, sig);
+    if ignored(&t.process, sig) {
         return;
     }
     {
@@ -361,12 +431,13 @@ pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
     kick(t);
     if sig == SIGKILL {
         sched::rescue(t);
+        t.process.resumed.notify_all();
     }
 }
 
 /// Makes a thread running in user mode on another core enter the kernel soon (it checks
 /// signals on its way back).
-fn kick(t: &Thread) {
+pub fn kick(t: &Thread) {
     if t.state() == super::ThreadState::Running {
         let core = t.core.load(Ordering::Acquire);
         if core != crate::kcb::current().core_id {
@@ -472,7 +543,19 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
         return;
     }
     if action.handler == SIG_DFL {
-        if default_kills(sig) {
+        if default_stops(sig) {
+            // A system call the stop interrupted runs again once the process continues, as
+            // on Linux when no handler runs.
+            if frame.vector == user::SYSCALL_VECTOR
+                && frame.rax as i64 == Errno::EINTR.to_return() as i64
+                && !never_restarted(frame.error_code)
+            {
+                frame.rax = frame.error_code;
+                frame.rip -= 2;
+                frame.vector = 0;
+            }
+            super::job::stop(me, sig);
+        } else if default_kills(sig) {
             super::begin_group_exit(&me.process, sig as i32);
         }
         return;

@@ -66,6 +66,9 @@ pub enum ReadOp {
     Get(Pid),
     /// A zombie child of `parent` matching the selector, and whether any child matches at all.
     FindZombie(Pid, WaitFor),
+    /// The live children of `parent` matching the selector (for stopped and continued
+    /// children, `job::take_report`).
+    LiveChildren(Pid, WaitFor),
     /// The processes of a group (for `kill(-pgid)`), or all processes but init for `kill(-1)`.
     Members(Option<Pid>),
     /// Every process id in the table (`/proc`).
@@ -162,6 +165,19 @@ impl nr::Dispatch for ProcessTable {
                 }
                 Resp::Zombie(None, any)
             }
+            ReadOp::LiveChildren(parent, w) => Resp::Pids(
+                self.children
+                    .get(&parent)
+                    .into_iter()
+                    .flatten()
+                    .filter(|&&c| {
+                        self.entries
+                            .get(&c)
+                            .is_some_and(|e| e.life == Life::Alive && self.matches(c, e, w))
+                    })
+                    .copied()
+                    .collect(),
+            ),
             ReadOp::Pids => Resp::Pids(self.entries.keys().copied().collect()),
             ReadOp::Members(group) => Resp::Pids(
                 self.entries

@@ -55,11 +55,11 @@ const CLONE_SUPPORTED: u64 = 0xff
 
 /// `WNOHANG`: return at once when no child has exited.
 const WNOHANG: u64 = 1;
-/// `WUNTRACED`: also report stopped children (accepted; only exits are reported).
+/// `WUNTRACED` (`waitid`'s `WSTOPPED`): also report stopped children.
 const WUNTRACED: u64 = 2;
-/// `WEXITED` (`waitid`): report children that have exited; required.
+/// `WEXITED` (`waitid`): report children that have exited.
 const WEXITED: u64 = 4;
-/// `WCONTINUED`: also report continued children (accepted; only exits are reported).
+/// `WCONTINUED`: also report continued children.
 const WCONTINUED: u64 = 8;
 /// `WNOWAIT` (`waitid`): leave the child waitable instead of reaping it.
 const WNOWAIT: u64 = 0x0100_0000;
@@ -324,31 +324,49 @@ fn wait_target(me: &Process, pid: i64) -> Result<WaitFor, Errno> {
     })
 }
 
-/// Waits for a zombie child matching `which`; reaps it unless `nowait`. `Ok(None)`: WNOHANG
-/// and none yet.
+/// What a wait asks for: its `options` bits decoded.
+#[derive(Clone, Copy)]
+struct WaitWhat {
+    /// Children that exited (always for `wait4`; `WEXITED` for `waitid`).
+    exited: bool,
+    /// Children that stopped (`WUNTRACED`, `WSTOPPED`).
+    stopped: bool,
+    /// Children that continued (`WCONTINUED`).
+    continued: bool,
+    /// Return at once if none is ready (`WNOHANG`).
+    nohang: bool,
+    /// Leave what is found to be waited for again (`WNOWAIT`).
+    nowait: bool,
+}
+
+impl WaitWhat {
+    /// The waits `options` asks for; `exited` whether exits are reported.
+    fn new(options: u64, exited: bool) -> WaitWhat {
+        WaitWhat {
+            exited,
+            stopped: options & WUNTRACED != 0,
+            continued: options & WCONTINUED != 0,
+            nohang: options & WNOHANG != 0,
+            nowait: options & WNOWAIT != 0,
+        }
+    }
+}
+
+/// Waits for a child matching `which` that exited (reaped unless `nowait`), stopped or
+/// continued, as `what` asks: its pid, wait status and user and system time in ticks (its
+/// reaped children's included; a reaping parent adds them to its own children's time).
+/// `Ok(None)`: `nohang` and none yet.
 fn wait_child(
     p: &Process,
     which: WaitFor,
-    nohang: bool,
-    nowait: bool,
-) -> Result<Option<(Pid, i32)>, Errno> {
-    Ok(wait_child_times(p, which, nohang, nowait)?.map(|(pid, status, _)| (pid, status)))
-}
-
-/// [`wait_child`], with the child's user and system time in ticks (its reaped children's
-/// included), which a reaping parent adds to its own children's time.
-fn wait_child_times(
-    p: &Process,
-    which: WaitFor,
-    nohang: bool,
-    nowait: bool,
+    what: WaitWhat,
 ) -> Result<Option<(Pid, i32, [u64; 2])>, Errno> {
     loop {
         let seq = p.child_events.seq();
-        match proc::table().execute(ReadOp::FindZombie(p.pid, which)) {
-            Resp::Zombie(Some((pid, status)), _) => {
+        let any = match proc::table().execute(ReadOp::FindZombie(p.pid, which)) {
+            Resp::Zombie(Some((pid, status)), _) if what.exited => {
                 let ticks = proc::lookup(pid).map_or([0; 2], |e| e.process.total_ticks());
-                if nowait {
+                if what.nowait {
                     return Ok(Some((pid, status, ticks)));
                 }
                 if let Resp::Done(Ok(_)) = proc::table().execute_mut(UpdateOp::Reap { pid }) {
@@ -357,32 +375,52 @@ fn wait_child_times(
                     }
                     return Ok(Some((pid, status, ticks)));
                 }
+                continue;
             }
-            Resp::Zombie(None, false) => return Err(Errno::ECHILD),
-            Resp::Zombie(None, true) => {
-                if nohang {
-                    return Ok(None);
-                }
-                if p.child_events.wait(seq, None) == Wake::Interrupted {
-                    return Err(Errno::EINTR);
-                }
-            }
+            Resp::Zombie(_, any) => any,
             _ => unreachable!("FindZombie answers Zombie"),
+        };
+        if !any {
+            return Err(Errno::ECHILD);
+        }
+        if what.stopped || what.continued {
+            if let Some(found) = changed_child(p, which, what) {
+                return Ok(Some(found));
+            }
+        }
+        if what.nohang {
+            return Ok(None);
+        }
+        if p.child_events.wait(seq, None) == Wake::Interrupted {
+            return Err(Errno::EINTR);
         }
     }
 }
 
-/// `wait4(pid, wstatus, options, rusage)`: waits for a child to exit and reaps it; writes its
-/// status and its `rusage` (user and system time, see [`rusage`]), returns its pid (0 with
-/// `WNOHANG` when none has exited yet). `EINVAL` for unknown options, `ECHILD` for no such
-/// child, `EINTR`.
+/// A live child matching `which` that stopped or continued since its parent last waited,
+/// with its wait status and time ([`proc::job::take_report`]).
+fn changed_child(p: &Process, which: WaitFor, what: WaitWhat) -> Option<(Pid, i32, [u64; 2])> {
+    let Resp::Pids(children) = proc::table().execute(ReadOp::LiveChildren(p.pid, which)) else {
+        return None;
+    };
+    children.into_iter().find_map(|pid| {
+        let child = proc::lookup(pid)?.process;
+        let report = proc::job::take_report(&child, what.stopped, what.continued, what.nowait)?;
+        Some((pid, report.wait_status(), child.total_ticks()))
+    })
+}
+
+/// `wait4(pid, wstatus, options, rusage)`: waits for a child to exit and reaps it (or, with
+/// `WUNTRACED` and `WCONTINUED`, to stop or continue); writes its status and its `rusage`
+/// (user and system time, see [`rusage`]), returns its pid (0 with `WNOHANG` when none is
+/// ready yet). `EINVAL` for unknown options, `ECHILD` for no such child, `EINTR`.
 pub fn wait4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (pid, wstatus, options, rusage) = (a[0] as i32 as i64, a[1], a[2], a[3]);
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
     let which = wait_target(&me.process, pid)?;
-    match wait_child_times(&me.process, which, options & WNOHANG != 0, false)? {
+    match wait_child(&me.process, which, WaitWhat::new(options, true))? {
         None => Ok(0),
         Some((cpid, status, ticks)) => {
             if wstatus != 0 {
@@ -448,12 +486,13 @@ pub fn times(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 }
 
 /// `waitid(idtype, id, infop, options)`: `P_ALL`, `P_PID` or `P_PGID` (id 0: the caller's group),
-/// `WEXITED` required (`EINVAL` otherwise); fills `infop`'s `siginfo_t` (`SIGCHLD`, code, pid,
-/// status), all zeros when `WNOHANG` found none. `WNOWAIT` leaves the child unreaped.
+/// for children that exited (`WEXITED`), stopped (`WSTOPPED`) or continued (`WCONTINUED`), one
+/// of them required (`EINVAL` otherwise); fills `infop`'s `siginfo_t` (`SIGCHLD`, code, pid,
+/// status), all zeros when `WNOHANG` found none. `WNOWAIT` leaves the child waitable.
 pub fn waitid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (idtype, id, infop, options) = (a[0], a[1] as i64, a[2], a[3]);
     if options & !(WNOHANG | WEXITED | WNOWAIT | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0
-        || options & WEXITED == 0
+        || options & (WEXITED | WUNTRACED | WCONTINUED) == 0
     {
         return Err(Errno::EINVAL);
     }
@@ -467,12 +506,11 @@ pub fn waitid(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     let found = wait_child(
         &me.process,
         which,
-        options & WNOHANG != 0,
-        options & WNOWAIT != 0,
+        WaitWhat::new(options, options & WEXITED != 0),
     )?;
     if infop != 0 {
         let mut info = [0u8; 128];
-        if let Some((cpid, status)) = found {
+        if let Some((cpid, status, _)) = found {
             let si = signal::SigInfo::child(cpid, status);
             info[0..4].copy_from_slice(&(signal::SIGCHLD as i32).to_le_bytes());
             info[8..12].copy_from_slice(&si.code.to_le_bytes());
