@@ -81,6 +81,10 @@ pub enum Node {
     Inet(Arc<crate::net::socket::Socket>),
     /// An epoll instance.
     Epoll(Arc<crate::fs::epoll::Epoll>),
+    /// An event counter (`eventfd2`).
+    EventFd(Arc<crate::fs::eventfd::EventFd>),
+    /// A timer (`timerfd_create`).
+    TimerFd(Arc<crate::fs::eventfd::TimerFd>),
     /// A `/proc` file, its contents generated when it was opened.
     ProcFile(procfs::Place, Vec<u8>),
     /// A `/proc` directory; the offset counts entries.
@@ -202,7 +206,9 @@ impl Drop for OpenFile {
             | Node::ProcDir(_)
             | Node::Hare(_)
             | Node::Inet(_)
-            | Node::Epoll(_) => {}
+            | Node::Epoll(_)
+            | Node::EventFd(_)
+            | Node::TimerFd(_) => {}
         }
     }
 }
@@ -272,6 +278,8 @@ impl OpenFile {
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
             Node::PipeWrite(_) => Err(Errno::EBADF),
+            Node::EventFd(e) => e.read(buf, self.nonblock()),
+            Node::TimerFd(t) => t.read(buf, self.nonblock()),
             Node::Socket(e) => e.read(buf, self.nonblock()),
             Node::Inet(s) => s.read(buf, self.nonblock()),
             // Messages go through the mapped channels, not read and write; epoll through its
@@ -347,6 +355,8 @@ impl OpenFile {
             | Node::Socket(_)
             | Node::Inet(_)
             | Node::Epoll(_)
+            | Node::EventFd(_)
+            | Node::TimerFd(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
@@ -382,6 +392,8 @@ impl OpenFile {
             Node::Device(Device::Console, _) => crate::tty::write(&data),
             Node::Device(d, _) => dev::write(*d, &data),
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
+            Node::EventFd(e) => e.write(&data, self.nonblock()),
+            Node::TimerFd(_) => Err(Errno::EINVAL),
             Node::Socket(e) => e.write(&data, self.nonblock()),
             Node::Inet(s) => s.write(&data, self.nonblock()),
             Node::Mailbox(_) | Node::Conn(..) | Node::Epoll(_) => Err(Errno::EINVAL),
@@ -414,6 +426,8 @@ impl OpenFile {
             | Node::Socket(_)
             | Node::Inet(_)
             | Node::Epoll(_)
+            | Node::EventFd(_)
+            | Node::TimerFd(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => dev::write(*d, &data),
@@ -445,6 +459,8 @@ impl OpenFile {
             | Node::Socket(_)
             | Node::Inet(_)
             | Node::Epoll(_)
+            | Node::EventFd(_)
+            | Node::TimerFd(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => return Err(Errno::ESPIPE),
             Node::Device(..) => return Ok(0),
@@ -485,6 +501,8 @@ impl OpenFile {
             Node::Socket(e) => Ok(KStat::synthetic(DEV_PIPE, e.id, 0o140777, 0)),
             Node::Inet(s) => Ok(KStat::synthetic(DEV_NET, s.ino, 0o140777, 0)),
             Node::Epoll(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
+            Node::EventFd(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
+            Node::TimerFd(t) => Ok(KStat::synthetic(DEV_ANON, t.id, 0o600, 0)),
             Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
             Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
@@ -557,6 +575,8 @@ impl OpenFile {
             Node::Socket(e) => e.poll(),
             Node::Inet(s) => s.poll(),
             Node::Epoll(e) => e.poll(),
+            Node::EventFd(e) => e.poll(),
+            Node::TimerFd(t) => t.poll(),
             _ => POLLIN | POLLOUT,
         }
     }
@@ -572,6 +592,8 @@ impl OpenFile {
             Node::Socket(e) => e.poll_keys().map(Some),
             Node::Inet(s) => [Some(s.poll_key()), None],
             Node::Epoll(e) => return e.poll_keys(out),
+            Node::EventFd(e) => [Some(PollKey::Event(e.id)), None],
+            Node::TimerFd(t) => [Some(PollKey::Event(t.id)), None],
             _ => [None, None],
         };
         out.try_reserve(2).map_err(|_| Errno::ENOMEM)?;

@@ -200,6 +200,7 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             if kcb::try_current().is_some_and(|k| k.core_id == 0) {
                 crate::tty::receive_input();
                 crate::proc::itimer::tick();
+                crate::fs::eventfd::tick();
                 crate::net::tick();
             }
         }

@@ -657,6 +657,7 @@ impl UserTest {
             "locks" => "compat-locks".into(),
             "creds" => "compat-creds".into(),
             "jobs" => "compat-jobs".into(),
+            "eventfd" => "compat-eventfd".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),

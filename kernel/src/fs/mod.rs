@@ -10,6 +10,7 @@
 
 pub mod dev;
 pub mod epoll;
+pub mod eventfd;
 pub mod hare;
 pub mod lock;
 pub mod path;

@@ -220,6 +220,8 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
                 Node::Socket(e) => format!("socket:[{}]", e.id).into_bytes(),
                 Node::Inet(s) => format!("socket:[{}]", s.ino).into_bytes(),
                 Node::Epoll(_) => b"anon_inode:[eventpoll]".to_vec(),
+                Node::EventFd(_) => b"anon_inode:[eventfd]".to_vec(),
+                Node::TimerFd(_) => b"anon_inode:[timerfd]".to_vec(),
                 _ => f.path.clone(),
             })
         }

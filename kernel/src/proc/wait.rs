@@ -182,6 +182,8 @@ pub enum PollKey {
     Frame(u64),
     /// A network stack instance, by number (any of its sockets changed).
     Net(u32),
+    /// An event counter or a timer descriptor (`fs::eventfd`), by id.
+    Event(u64),
 }
 
 /// One thread sleeping in [`PollQueue::wait`]; a waker that finds one of its keys removes

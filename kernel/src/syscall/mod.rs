@@ -8,12 +8,14 @@
 //!
 //! Handlers are grouped by subject: [`process`] (fork, clone, execve, exit, wait, process
 //! ids, scheduling), [`cred`] (user and group IDs), [`memory`] (mmap family, brk), [`signal`],
-//! [`time`], [`file`] (descriptors, pipes), [`path`] (open, stat, names, directories),
+//! [`time`], [`file`] (descriptors, pipes), [`eventfd`] (event counters and timers as
+//! descriptors), [`path`] (open, stat, names, directories),
 //! [`poll`] (poll, select), [`misc`] (uname, getrandom, limits, reboot), [`msg`] (Reef's names
 //! and mailboxes), [`socket`] (`AF_INET` sockets over each process's stack instance, `AF_UNIX`
 //! socket pairs).
 
 mod cred;
+mod eventfd;
 mod file;
 mod memory;
 mod misc;
@@ -94,6 +96,11 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_CLOSE_RANGE => file::close_range,
         SYS_COPY_FILE_RANGE => file::copy_file_range,
         SYS_FADVISE64 => file::fadvise64,
+        SYS_EVENTFD => eventfd::eventfd,
+        SYS_EVENTFD2 => eventfd::eventfd2,
+        SYS_TIMERFD_CREATE => eventfd::timerfd_create,
+        SYS_TIMERFD_SETTIME => eventfd::timerfd_settime,
+        SYS_TIMERFD_GETTIME => eventfd::timerfd_gettime,
         SYS_POLL => poll::poll,
         SYS_EPOLL_CREATE => poll::epoll_create,
         SYS_EPOLL_CREATE1 => poll::epoll_create1,
