@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The packages in the image: the C library, GNU coreutils, Python 3.11 (its minimal
-/// standard library: `os`, `subprocess`, `threading`, `tempfile`, ...), SQLite's shell, GNU
-/// make and gawk, with the libraries they need. Python's `libssl3` is left out (only its `ssl` and `_hashlib` modules use it; `hashlib`
-/// falls back to its own digests).
+/// The packages in the image: the C library, GNU coreutils, Python 3.11 (its standard library
+/// without the modules that need libraries left out: `bz2`, `lzma`, `dbm`, `curses`, ...),
+/// SQLite's shell, GNU make and gawk, with the libraries they need. Python's `libssl3` is left
+/// out (only its `ssl` and `_hashlib` modules use it; `hashlib` falls back to its own digests).
 pub const PACKAGES: &[&str] = &[
     "libc6",
     "libselinux1",
@@ -32,6 +32,8 @@ pub const PACKAGES: &[&str] = &[
     "zlib1g",
     "libexpat1",
     "libpython3.11-minimal",
+    "libpython3.11-stdlib",
+    "libffi8",
     "python3.11-minimal",
     "python3-minimal",
     "libtinfo6",

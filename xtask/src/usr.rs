@@ -326,6 +326,7 @@ pub const SHELL_SUITE_RUNNER: &str = "/test/sh/run.sh";
 const DIRS: &[(&str, u32)] = &[
     ("bin", 0o755),
     ("dev", 0o755),
+    ("dev/shm", 0o1777),
     ("etc", 0o755),
     ("proc", 0o755),
     ("root", 0o755),
