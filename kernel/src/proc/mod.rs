@@ -345,6 +345,8 @@ pub struct Process {
     pub mm: SleepLock<(u64, u64)>,
     /// Path of the running program.
     pub exe: IrqMutex<String>,
+    /// Its name (see [`Process::set_comm`], [`Process::name_after`]).
+    comm: IrqMutex<String>,
     /// Its arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
     pub cmdline: IrqMutex<Vec<u8>>,
     /// Working directory (a directory description: it keeps the directory open).
@@ -408,6 +410,7 @@ impl Process {
             signals: IrqMutex::new(signals),
             mm: SleepLock::new((0, 0)),
             exe: IrqMutex::new(String::new()),
+            comm: IrqMutex::new(String::new()),
             cmdline: IrqMutex::new(Vec::new()),
             cwd: IrqMutex::new(cwd),
             vfork: IrqMutex::new(None),
@@ -436,16 +439,27 @@ impl Process {
         self.named.load(Ordering::Acquire)
     }
 
-    /// The program name (`comm`, `PR_GET_NAME`): the last component of its path, at most 15
-    /// bytes (cut at a character boundary).
+    /// The program name (`comm`, `PR_GET_NAME`, `/proc/<pid>/stat`).
     pub fn comm(&self) -> String {
-        let exe = self.exe.lock();
-        let base = exe.rsplit('/').next().unwrap_or("");
-        let mut end = base.len().min(15);
-        while !base.is_char_boundary(end) {
+        self.comm.lock().clone()
+    }
+
+    /// Names the program `name` (`PR_SET_NAME`): at most 15 bytes, up to a NUL, cut at a
+    /// character boundary.
+    pub fn set_comm(&self, name: &[u8]) {
+        let name = name.split(|&b| b == 0).next().unwrap_or_default();
+        let text = String::from_utf8_lossy(name);
+        let mut end = text.len().min(15);
+        while !text.is_char_boundary(end) {
             end -= 1;
         }
-        String::from(&base[..end])
+        *self.comm.lock() = String::from(&text[..end]);
+    }
+
+    /// Names the program after the last component of `path`, as `execve` does with the path
+    /// it was asked to run (a script's, not its interpreter's).
+    pub fn name_after(&self, path: &[u8]) {
+        self.set_comm(path.rsplit(|&b| b == b'/').next().unwrap_or_default());
     }
 
     /// The address space.
@@ -754,6 +768,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
     );
     *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = String::from_utf8_lossy(&crate::fs::path::join(b"/", &image.path)).into_owned();
+    p.name_after(&image.path);
     *p.cmdline.lock() = image.cmdline;
     let frame = crate::exec::initial_frame(image.entry, image.rsp);
     let t = Thread::new(

@@ -211,8 +211,9 @@ pub fn personality(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
     Ok(u64::from(current.swap(persona, Ordering::Relaxed)))
 }
 
-/// `prctl`: the thread name (PR_SET_NAME is checked and accepted, PR_GET_NAME answers the
-/// program name), and the flags Reef has no use for (parent-death signal, dumpable, no new
+/// `prctl`: the name (PR_SET_NAME by the main thread renames the process, as `ps` and
+/// `/proc/<pid>/stat` show it; other threads' names are not kept; PR_GET_NAME answers the
+/// process's), and the flags Reef has no use for (parent-death signal, dumpable, no new
 /// privileges) accepted or answered with their defaults. Other options: EINVAL.
 pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const PR_SET_PDEATHSIG: u64 = 1;
@@ -234,6 +235,10 @@ pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         PR_SET_NAME => {
             let mut name = [0u8; 16];
             uaccess::copy_from_user(a[1], &mut name)?;
+            // Linux names each thread; Reef keeps the main thread's name, the process's.
+            if me.tid == me.process.pid {
+                me.process.set_comm(&name);
+            }
             Ok(0)
         }
         PR_GET_NAME => {

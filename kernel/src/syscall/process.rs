@@ -156,6 +156,7 @@ fn fork_process(
     let child = Process::new(pid, vm, files, parent.signals.lock().forked(), cwd);
     *child.mm.lock() = brk;
     *child.exe.lock() = parent.exe.lock().clone();
+    child.set_comm(parent.comm().as_bytes());
     *child.cmdline.lock() = parent.cmdline.lock().clone();
     child
         .umask
@@ -288,6 +289,7 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let owner = image.owner;
     crate::exec::commit(me, frame, image, &exe);
     me.process.creds.lock().exec(owner);
+    me.process.name_after(&path);
     me.process
         .fleet_manager
         .store(manager, core::sync::atomic::Ordering::Release);
