@@ -3,7 +3,8 @@
  *
  * - the set*id family: setgroups/getgroups, setresuid with a saved root ID and back,
  *   setreuid, setfsuid (returns the old ID, changes only to a held one), EPERM once every ID
- *   is dropped, EINVAL for setuid(-1) and a negative getgroups size;
+ *   is dropped, EINVAL for setuid(-1), a negative getgroups size and more than 65536 groups,
+ *   EFAULT for bad pointers (user page 8, the kernel half, null);
  * - files as user 1000: EACCES for reading a 0600 file of root's, writing a 0644 one,
  *   anything below a 0700 directory (search permission, also through a symlink), making or
  *   removing names in a directory it cannot write; access() by the real IDs; EPERM for chmod
@@ -58,6 +59,16 @@ static void ids(void)
     CHECK_ERRNO(setuid(-1), EINVAL);
     CHECK_SYS(setgroups(0, NULL));
     CHECK_EQ(getgroups(0, NULL), 0);
+    /* Bad pointers and sizes: EFAULT and EINVAL, nothing changed. */
+    CHECK_ERRNO(syscall(SYS_setgroups, 65537, set), EINVAL);
+    CHECK_ERRNO(syscall(SYS_setgroups, 65536, (void *)8), EFAULT);
+    CHECK_ERRNO(syscall(SYS_setgroups, 3, (void *)0xffff800000000000UL), EFAULT);
+    CHECK_EQ(getgroups(0, NULL), 0);
+    CHECK_SYS(setgroups(1, set));
+    CHECK_ERRNO(syscall(SYS_getgroups, 1, (void *)8), EFAULT);
+    CHECK_ERRNO(syscall(SYS_getresuid, NULL, NULL, NULL), EFAULT);
+    CHECK_ERRNO(syscall(SYS_getresgid, (void *)1, (void *)1, (void *)1), EFAULT);
+    CHECK_SYS(setgroups(0, NULL));
 
     pid_t pid = CHECK_SYS(fork());
     if (pid == 0) {
