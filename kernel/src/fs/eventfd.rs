@@ -25,6 +25,27 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// The largest value an event counter holds.
 const MAX: u64 = u64::MAX - 1;
 
+/// Runs `attempt` until it gives an answer, sleeping on `changed` between tries (until
+/// `deadline`, if `attempt` names one); EAGAIN instead of a sleep if `nonblock`, EINTR if a
+/// signal ends the sleep.
+fn retry<R>(
+    changed: &WaitQueue,
+    nonblock: bool,
+    mut attempt: impl FnMut() -> Result<R, Option<u64>>,
+) -> Result<R, Errno> {
+    loop {
+        let seq = changed.seq();
+        let deadline = match attempt() {
+            Ok(r) => return Ok(r),
+            Err(_) if nonblock => return Err(Errno::EAGAIN),
+            Err(deadline) => deadline,
+        };
+        if changed.wait(seq, deadline) == Wake::Interrupted {
+            return Err(Errno::EINTR);
+        }
+    }
+}
+
 /// An event counter.
 pub struct EventFd {
     /// Its number (`st_ino`, its poll key).
@@ -60,26 +81,19 @@ impl EventFd {
         if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
-        loop {
-            let seq = self.changed.seq();
-            let taken = {
-                let mut c = self.count.lock();
-                let take = if self.semaphore { 1.min(*c) } else { *c };
-                *c -= take;
-                take
-            };
-            if taken > 0 {
-                buf[..8].copy_from_slice(&taken.to_le_bytes());
-                self.notify();
-                return Ok(8);
+        let taken = retry(&self.changed, nonblock, || {
+            let mut c = self.count.lock();
+            let take = if self.semaphore { 1.min(*c) } else { *c };
+            *c -= take;
+            if take > 0 {
+                Ok(take)
+            } else {
+                Err(None)
             }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            if self.changed.wait(seq, None) == Wake::Interrupted {
-                return Err(Errno::EINTR);
-            }
-        }
+        })?;
+        buf[..8].copy_from_slice(&taken.to_le_bytes());
+        self.notify();
+        Ok(8)
     }
 
     /// `write`: adds the 8-byte value; EINVAL for fewer bytes or `u64::MAX`, EAGAIN
@@ -92,29 +106,19 @@ impl EventFd {
         if add == u64::MAX {
             return Err(Errno::EINVAL);
         }
-        loop {
-            let seq = self.changed.seq();
-            let added = {
-                let mut c = self.count.lock();
-                let fits = MAX - *c >= add;
-                if fits {
-                    *c += add;
-                }
-                fits
-            };
-            if added {
-                if add > 0 {
-                    self.notify();
-                }
-                return Ok(8);
+        retry(&self.changed, nonblock, || {
+            let mut c = self.count.lock();
+            if MAX - *c >= add {
+                *c += add;
+                Ok(())
+            } else {
+                Err(None)
             }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            if self.changed.wait(seq, None) == Wake::Interrupted {
-                return Err(Errno::EINTR);
-            }
+        })?;
+        if add > 0 {
+            self.notify();
         }
+        Ok(8)
     }
 
     /// `POLLIN` while the count is above 0, `POLLOUT` while 1 more fits.
@@ -253,25 +257,16 @@ impl TimerFd {
         if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
-        loop {
-            let seq = self.changed.seq();
-            let (expired, next) = {
-                let mut s = self.state.lock();
-                s.catch_up(crate::time::now_ns());
-                (core::mem::take(&mut s.expired), s.next)
-            };
-            if expired > 0 {
-                buf[..8].copy_from_slice(&expired.to_le_bytes());
-                return Ok(8);
+        let expired = retry(&self.changed, nonblock, || {
+            let mut s = self.state.lock();
+            s.catch_up(crate::time::now_ns());
+            match core::mem::take(&mut s.expired) {
+                0 => Err((s.next != 0).then_some(s.next)),
+                n => Ok(n),
             }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            let deadline = (next != 0).then_some(next);
-            if self.changed.wait(seq, deadline) == Wake::Interrupted {
-                return Err(Errno::EINTR);
-            }
-        }
+        })?;
+        buf[..8].copy_from_slice(&expired.to_le_bytes());
+        Ok(8)
     }
 
     /// `POLLIN` once it has expired since the last read.
