@@ -194,9 +194,8 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             if let Some(k) = kcb::try_current() {
                 k.timer_ticks.fetch_add(1, Ordering::Relaxed);
             }
-            crate::proc::sched::account_tick(frame.cs & 3 == 3);
             apic::eoi();
-            crate::proc::sched::timer_tick();
+            crate::proc::sched::timer_tick(frame.cs & 3 == 3);
             if kcb::try_current().is_some_and(|k| k.core_id == 0) {
                 crate::tty::receive_input();
                 crate::proc::itimer::tick();

@@ -114,11 +114,10 @@ pub fn with_current<R>(f: impl FnOnce(&Arc<Thread>) -> R) -> R {
     f(&me)
 }
 
-/// Counts a timer tick of this core (`user`: it interrupted user mode) as user, system or
+/// Counts a timer tick of core `k` (`user`: it interrupted user mode) as user, system or
 /// idle time, for the core (`Kcb::cpu_ticks`) and for the running thread's process
 /// (`Process::cpu_ticks`): the sampling Linux's tick accounting does.
-pub fn account_tick(user: bool) {
-    let Some(k) = kcb::try_current() else { return };
+fn account_tick(k: &kcb::Kcb, user: bool) {
     let ptr = k.sched.running.load(Ordering::Relaxed);
     let kind = match (ptr.is_null(), user) {
         (true, _) => 2,
@@ -129,8 +128,8 @@ pub fn account_tick(user: bool) {
     if !ptr.is_null() {
         // SAFETY: as in `with_current`: the interrupt runs on the kernel stack of the thread
         // `running` names (an interrupt from its user mode or its kernel code), which keeps
-        // the thread alive, and the kernel does not switch threads inside the handler before
-        // this call; the count is left alone.
+        // the thread alive, and `timer_tick` calls this first, before anything in the handler
+        // could switch threads; the count is left alone.
         let me = ManuallyDrop::new(unsafe { Arc::from_raw(ptr) });
         me.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
         me.process.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
@@ -416,10 +415,12 @@ pub fn keep_going(me: &Thread) -> bool {
     !me.dying()
 }
 
-/// Called on every timer interrupt: wakes sleepers whose deadline passed and asks for a switch
-/// when the time slice is used up and another thread is ready.
-pub fn timer_tick() {
+/// Called on every timer interrupt (`user`: it interrupted user mode): counts the tick
+/// ([`account_tick`]), wakes sleepers whose deadline passed and asks for a switch when the
+/// time slice is used up and another thread is ready.
+pub fn timer_tick(user: bool) {
     let Some(k) = kcb::try_current() else { return };
+    account_tick(k, user);
     let now = crate::time::now_ns();
     let expired: Vec<(u64, Arc<Thread>)> = {
         let mut timers = k.sched.timers.lock();
