@@ -5,14 +5,9 @@
 # image) and natively on Linux with busybox's sh; prints PASS debian-coreutils or a FAIL line.
 bin=/usr/bin
 d=/tmp/coreutils.$$
-fail() {
-	echo "FAIL debian-coreutils: $*"
-	exit 1
-}
-same() { # what, expected, actual
-	[ "$2" = "$3" ] || fail "$1: expected [$2], got [$3]"
-	echo "coreutils: $1 ok"
-}
+test=coreutils
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+. "$here/check.sh"
 for p in ls sort cp du; do
 	[ -x $bin/$p ] || fail "no $bin/$p"
 done

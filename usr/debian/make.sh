@@ -8,14 +8,9 @@
 # DIR from scratch (the benchmark's run).
 bin=/usr/bin
 d=${2:-/tmp/make.$$}
-fail() {
-	echo "FAIL debian-make: $*"
-	exit 1
-}
-same() { # what, expected, actual
-	[ "$2" = "$3" ] || fail "$1: expected [$2], got [$3]"
-	echo "make: $1 ok"
-}
+test=make
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+. "$here/check.sh"
 for p in make gawk; do
 	[ -x $bin/$p ] || fail "no $bin/$p"
 done

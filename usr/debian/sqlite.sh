@@ -5,14 +5,9 @@
 # PASS debian-sqlite or a FAIL line.
 db=/tmp/sqlite.$$.db
 sql=/usr/bin/sqlite3
-fail() {
-	echo "FAIL debian-sqlite: $*"
-	exit 1
-}
-same() { # what, expected, actual
-	[ "$2" = "$3" ] || fail "$1: expected [$2], got [$3]"
-	echo "sqlite: $1 ok"
-}
+test=sqlite
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+. "$here/check.sh"
 [ -x $sql ] || fail "no $sql"
 rm -f $db
 $sql $db "CREATE TABLE t(x INTEGER PRIMARY KEY, y INTEGER, s TEXT);" || fail "create"

@@ -48,7 +48,8 @@ pub const PACKAGES: &[&str] = &[
 ];
 
 /// The test scripts run with Debian's programs (`/test/debian/<name>.sh` in the image, the
-/// `qemu::debian-*` cases) and the Python programs they run (`<name>.py`).
+/// `qemu::debian-*` cases), what they share (`check.sh`) and the Python programs they run
+/// (`<name>.py`).
 pub const SCRIPTS_DIR: &str = "usr/debian";
 
 /// Parts of the packages left out of the image (what no program needs to run).
