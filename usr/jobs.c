@@ -11,7 +11,9 @@
  *   handler;
  * - SIGKILL ends a stopped child at once; SIGTERM stays pending until SIGCONT, then ends it;
  * - a stop signal sent to a stopped child changes nothing; a system call the stop interrupted
- *   (a read of a pipe) carries on after SIGCONT and returns the data.
+ *   (a read of a pipe) carries on after SIGCONT and returns the data;
+ * - on Reef, run as process 1: SIGSTOP and SIGTSTP do not stop it (Linux's init ignores
+ *   signals it does not handle; natively the test is not process 1).
  */
 #include "reef-test.h"
 
@@ -264,5 +266,12 @@ int main(void)
     counters = shared_page(4096);
     stop_and_continue();
     tstp_and_cont();
+    if (on_reef() && getpid() == 1) {
+        /* As init (on Reef), stop signals it does not handle pass it by, as Linux's init. */
+        CHECK_SYS(kill(1, SIGSTOP));
+        CHECK_SYS(kill(1, SIGTSTP));
+        CHECK(state_of(1) != 'T');
+        SAY("process 1 is not stopped by SIGSTOP or SIGTSTP");
+    }
     PASS();
 }

@@ -370,10 +370,12 @@ fn discard(p: &Process, set: u64) {
     }
 }
 
-/// Whether `sig` would be discarded on arrival (ignored, or default-ignored).
+/// Whether `sig` would be discarded on arrival (ignored, or default-ignored). Process 1 is
+/// never stopped by a default action (as Linux's init ignores what it does not handle): a
+/// program cannot freeze the system with `kill(1, SIGSTOP)`, nor Ctrl-Z a script run as init.
 fn ignored(p: &Process, sig: u32) -> bool {
     let a = p.signals.lock().actions[(sig - 1) as usize];
-    let default_acts = default_kills(sig) || default_stops(sig);
+    let default_acts = default_kills(sig) || (default_stops(sig) && p.pid != 1);
     sig != SIGKILL && (a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_acts))
 }
 
