@@ -164,13 +164,14 @@ static void as_user(void)
     CHECK_SYS(kill(getpid(), 0));
     pid_t kid = CHECK_SYS(fork());
     if (kid == 0) {
-        pause();
-        _exit(0);
+        for (;;)
+            pause();
     }
     CHECK_SYS(kill(kid, SIGKILL));
     int status;
     CHECK_SYS(waitpid(kid, &status, 0));
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+        FAIL("its child killed with SIGKILL: %s", describe_wait(status));
     _exit(0);
 }
 
