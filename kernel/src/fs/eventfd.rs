@@ -12,6 +12,7 @@
 //! core's tick ([`tick`], 10 ms resolution) notifies each armed timer that has expired.
 
 use crate::fd::POLL_WAKE;
+pub use crate::proc::itimer::Setting;
 use crate::proc::wait::{PollKey, WaitQueue, Wake};
 use crate::sync::IrqMutex;
 use abi::Errno;
@@ -176,15 +177,6 @@ pub struct TimerFd {
 static ARMED: IrqMutex<Vec<Weak<TimerFd>>> = IrqMutex::new(Vec::new());
 /// [`ARMED`] is not empty (the tick skips its lock otherwise).
 static ANY_ARMED: AtomicBool = AtomicBool::new(false);
-
-/// A timer's setting as `timerfd_settime` and `timerfd_gettime` carry it (nanoseconds).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Setting {
-    /// Until the next expiry (relative), or the expiry (absolute); 0: disarmed.
-    pub value: u64,
-    /// Between expiries after the first; 0: once.
-    pub interval: u64,
-}
 
 impl TimerFd {
     /// A disarmed timer on the monotonic clock, or the real-time one.

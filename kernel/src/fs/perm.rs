@@ -86,6 +86,16 @@ impl Namespace for Searching<'_> {
     }
 }
 
+/// What a checking walk found: `Some` answer, `None` for an error of the walk itself
+/// (ENOENT, ...), left to the operation, which meets it again; EACCES passes through.
+fn searched<T>(walked: Result<T, Errno>) -> Result<Option<T>, Errno> {
+    match walked {
+        Ok(v) => Ok(Some(v)),
+        Err(Errno::EACCES) => Err(Errno::EACCES),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Checks that the caller may reach `path` from `start` (search permission on every directory
 /// on the way); `follow` follows a final symlink. Errors of the walk itself (ENOENT, ...) are
 /// left to the operation, which meets them again.
@@ -95,10 +105,7 @@ pub fn lookup(me: &Process, start: Ino, path: &[u8], follow: bool) -> Result<(),
     };
     with_client(|c| {
         let ns = Searching { c, cred: &cred };
-        match walk::resolve(&ns, start, path, follow) {
-            Err(Errno::EACCES) => Err(Errno::EACCES),
-            _ => Ok(()),
-        }
+        searched(walk::resolve(&ns, start, path, follow)).map(drop)
     })
 }
 
@@ -110,10 +117,9 @@ pub fn may(me: &Process, start: Ino, path: &[u8], follow: bool, want: u32) -> Re
     };
     with_client(|c| {
         let ns = Searching { c, cred: &cred };
-        match walk::resolve(&ns, start, path, follow) {
-            Ok((ino, _)) => cred.may(owner(&c.stat(ino)?), want),
-            Err(Errno::EACCES) => Err(Errno::EACCES),
-            Err(_) => Ok(()),
+        match searched(walk::resolve(&ns, start, path, follow))? {
+            Some((ino, _)) => cred.may(owner(&c.stat(ino)?), want),
+            None => Ok(()),
         }
     })
 }
@@ -155,10 +161,9 @@ pub fn open(me: &Process, start: Ino, path: &[u8], open_flags: u32) -> Result<()
 /// write to it.
 fn parent_writable(c: &FsClient, cred: &Credentials, start: Ino, path: &[u8]) -> Result<(), Errno> {
     let ns = Searching { c, cred };
-    match walk::resolve_parent(&ns, start, path) {
-        Ok(p) => cred.may(owner(&c.stat(p.dir)?), MAY_WRITE | MAY_EXEC),
-        Err(Errno::EACCES) => Err(Errno::EACCES),
-        Err(_) => Ok(()),
+    match searched(walk::resolve_parent(&ns, start, path))? {
+        Some(p) => cred.may(owner(&c.stat(p.dir)?), MAY_WRITE | MAY_EXEC),
+        None => Ok(()),
     }
 }
 
@@ -180,10 +185,8 @@ pub fn remove(me: &Process, start: Ino, path: &[u8]) -> Result<(), Errno> {
     };
     with_client(|c| {
         let ns = Searching { c, cred: &cred };
-        let p = match walk::resolve_parent(&ns, start, path) {
-            Ok(p) => p,
-            Err(Errno::EACCES) => return Err(Errno::EACCES),
-            Err(_) => return Ok(()),
+        let Some(p) = searched(walk::resolve_parent(&ns, start, path))? else {
+            return Ok(());
         };
         let dir = owner(&c.stat(p.dir)?);
         cred.may(dir, MAY_WRITE | MAY_EXEC)?;
@@ -262,16 +265,16 @@ pub fn touch(me: &Process, ino: Ino) -> Result<(), Errno> {
 /// group IDs in place of the file-system ones (the effective ones for `AT_EACCESS`): every
 /// bit of `mode` (a mask of `creds::MAY_*`) must be granted.
 pub fn access(me: &Process, st: &KStat, mode: u32, effective: bool) -> Result<(), Errno> {
-    let mut cred = me.creds.lock().try_clone()?;
-    if !effective {
-        cred.uid.fs = cred.uid.real;
-        cred.gid.fs = cred.gid.real;
-    }
     let file = Owner {
         uid: st.uid,
         gid: st.gid,
         mode: st.mode & 0o7777,
         dir: st.is_dir(),
     };
-    cred.may(file, mode)
+    let c = me.creds.lock();
+    if effective {
+        c.may(file, mode)
+    } else {
+        c.may_real(file, mode)
+    }
 }

@@ -302,14 +302,26 @@ impl Credentials {
     /// others'. The file-system root may read and write anything, search any directory and
     /// execute a file with any execute bit. EACCES when refused.
     pub fn may(&self, file: Owner, want: u32) -> Result<(), Errno> {
+        self.may_as(self.uid.fs, self.gid.fs, file, want)
+    }
+
+    /// [`Credentials::may`] with the real user and group IDs in place of the file-system ones
+    /// (`access`).
+    pub fn may_real(&self, file: Owner, want: u32) -> Result<(), Errno> {
+        self.may_as(self.uid.real, self.gid.real, file, want)
+    }
+
+    /// The permission check for user `uid` in group `gid` (and the supplementary groups).
+    fn may_as(&self, uid: Id, gid: Id, file: Owner, want: u32) -> Result<(), Errno> {
         let want = want & 7;
-        if self.is_fs_privileged() {
+        if uid == 0 {
             let exec_ok = want & MAY_EXEC == 0 || file.dir || file.mode & 0o111 != 0;
             return if exec_ok { Ok(()) } else { Err(Errno::EACCES) };
         }
-        let bits = if file.uid == self.uid.fs {
+        let in_group = file.gid == gid || self.groups.binary_search(&file.gid).is_ok();
+        let bits = if file.uid == uid {
             file.mode >> 6
-        } else if self.in_group(file.gid) {
+        } else if in_group {
             file.mode >> 3
         } else {
             file.mode
@@ -370,12 +382,12 @@ impl Credentials {
         }
     }
 
-    /// Whether a process with these credentials may send a signal to one with `target`'s:
-    /// root may signal anyone, others a process whose real or saved user ID is the sender's
-    /// real or effective user ID. EPERM otherwise.
-    pub fn may_signal(&self, target: &Credentials) -> Result<(), Errno> {
+    /// Whether a process with these credentials may send a signal to one whose user IDs are
+    /// `target`: root may signal anyone, others a process whose real or saved user ID is the
+    /// sender's real or effective user ID. EPERM otherwise.
+    pub fn may_signal(&self, target: Ids) -> Result<(), Errno> {
         let me = [self.uid.real, self.uid.effective];
-        let them = [target.uid.real, target.uid.saved];
+        let them = [target.real, target.saved];
         if self.is_privileged() || me.iter().any(|id| them.contains(id)) {
             Ok(())
         } else {
