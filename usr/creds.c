@@ -4,7 +4,8 @@
  * - the set*id family: setgroups/getgroups, setresuid with a saved root ID and back,
  *   setreuid, setfsuid (returns the old ID, changes only to a held one), EPERM once every ID
  *   is dropped, EINVAL for setuid(-1), a negative getgroups size and more than 65536 groups,
- *   EFAULT for bad pointers (user page 8, the kernel half, null);
+ *   EFAULT for bad pointers (user page 8, the kernel half, null); 65536 groups set, copied by
+ *   fork and dropped 20 times keep no memory;
  * - files as user 1000: EACCES for reading a 0600 file of root's, writing a 0644 one,
  *   anything below a 0700 directory (search permission, also through a symlink), making or
  *   removing names in a directory it cannot write; access() by the real IDs; EPERM for chmod
@@ -69,6 +70,22 @@ static void ids(void)
     CHECK_ERRNO(syscall(SYS_getresuid, NULL, NULL, NULL), EFAULT);
     CHECK_ERRNO(syscall(SYS_getresgid, (void *)1, (void *)1, (void *)1), EFAULT);
     CHECK_SYS(setgroups(0, NULL));
+    /* The most groups, set and dropped again and again (and copied by fork): no memory kept. */
+    static gid_t many[65536];
+    for (int i = 0; i < 65536; i++)
+        many[i] = i;
+    long before = reef_free_bytes();
+    for (int i = 0; i < 20; i++) {
+        CHECK_SYS(setgroups(65536, many));
+        pid_t kid = CHECK_SYS(fork());
+        if (kid == 0)
+            _exit(getgroups(0, NULL) == 65536 ? 0 : 1);
+        CHECK_CHILD_EXIT(kid, 0);
+        CHECK_SYS(setgroups(0, NULL));
+    }
+    long after = reef_free_bytes();
+    if (before >= 0 && after < before - (2L << 20))
+        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
 
     pid_t pid = CHECK_SYS(fork());
     if (pid == 0) {

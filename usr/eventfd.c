@@ -10,7 +10,9 @@
  *   setting; absolute times on CLOCK_MONOTONIC and CLOCK_REALTIME, a past one expires at
  *   once; poll and epoll wake when it expires; EAGAIN with TFD_NONBLOCK before it expires;
  *   EINVAL for unknown clocks and flags, a bad timespec, a write, settime on another kind of
- *   descriptor, EBADF for a bad one.
+ *   descriptor, EBADF for a bad one;
+ * - hostile: EFAULT for bad pointers (user page 8, the kernel half) in every call, EBADF for
+ *   forged descriptors; 2400 armed timers and counters made and closed keep no memory.
  */
 #include "reef-test.h"
 
@@ -199,10 +201,55 @@ static void timers(void)
     SAY("timers: EINVAL, EBADF and EFAULT as Linux answers");
 }
 
+/* Bad pointers for every new call, and many armed timers and counters made and closed: errors,
+ * and on Reef the free memory back where it started. */
+static void hostile(void)
+{
+    void *low = (void *)8, *kernel = (void *)0xffff800000000000UL;
+    long before = reef_free_bytes();
+    for (int round = 0; round < 3; round++) {
+        int fds[800];
+        for (int i = 0; i < 800; i += 2) {
+            fds[i] = CHECK_SYS(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK));
+            struct itimerspec s = spec(3600000000000LL, 1000000);
+            CHECK_SYS(timerfd_settime(fds[i], 0, &s, NULL));
+            fds[i + 1] = CHECK_SYS(eventfd(i, EFD_NONBLOCK));
+        }
+        for (int i = 0; i < 800; i++)
+            CHECK_SYS(close(fds[i]));
+    }
+    int t = CHECK_SYS(timerfd_create(CLOCK_MONOTONIC, 0));
+    int e = CHECK_SYS(eventfd(1, 0));
+    struct itimerspec s = spec(1000000000, 0);
+    CHECK_ERRNO(timerfd_gettime(t, low), EFAULT);
+    CHECK_ERRNO(timerfd_gettime(t, kernel), EFAULT);
+    CHECK_ERRNO(timerfd_settime(t, 0, kernel, NULL), EFAULT);
+    CHECK_ERRNO(timerfd_settime(t, 0, &s, kernel), EFAULT);
+    CHECK_ERRNO(timerfd_settime(-1, 0, &s, NULL), EBADF);
+    CHECK_ERRNO(timerfd_settime(1 << 30, 0, &s, NULL), EBADF);
+    CHECK_ERRNO(syscall(SYS_read, e, kernel, 8), EFAULT);
+    CHECK_ERRNO(syscall(SYS_write, e, low, 8), EFAULT);
+    CHECK_ERRNO(syscall(SYS_eventfd2, 0, -1), EINVAL);
+    CHECK_EQ(get(e), 1);
+    CHECK_SYS(close(t));
+    CHECK_SYS(close(e));
+    if (before < 0) {
+        SAY("bad pointers, descriptors and flags: errors; 2400 timers and counters closed");
+        return;
+    }
+    long after = reef_free_bytes();
+    if (after < before - (2L << 20))
+        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
+    SAY("bad pointers, descriptors and flags: errors; 2400 armed timers and counters made and "
+        "closed: free memory %ld KiB before, %ld KiB after",
+        before >> 10, after >> 10);
+}
+
 int main(void)
 {
     test_begin("eventfd");
     counters();
     timers();
+    hostile();
     PASS();
 }
