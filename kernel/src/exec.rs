@@ -40,8 +40,8 @@ pub struct Image {
     pub path: Vec<u8>,
     /// Its NR-FS inode (`None` for a program in Hare).
     pub ino: Option<Ino>,
-    /// The arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
-    pub cmdline: Vec<u8>,
+    /// Its arguments and environment as `/proc/<pid>/` shows them.
+    pub args: ExecArgs,
     /// The program file's owner, group and mode (a set-ID program changes the IDs).
     pub owner: creds::Owner,
 }
@@ -182,7 +182,10 @@ fn load_elf(
         brk: exe.brk(),
         path: path.to_vec(),
         ino: file.nrfs_ino(),
-        cmdline: cmdline(argv)?,
+        args: ExecArgs {
+            cmdline: nul_joined(argv)?,
+            environ: nul_joined(envp)?,
+        },
         owner: file.owner,
     })
 }
@@ -245,12 +248,24 @@ fn slices(list: &[Vec<u8>]) -> Result<Vec<&[u8]>, Errno> {
     Ok(out)
 }
 
-/// The arguments, each followed by a NUL.
-fn cmdline(argv: &[Vec<u8>]) -> Result<Vec<u8>, Errno> {
+/// The arguments and environment a program was started with, as `/proc/<pid>/cmdline` and
+/// `/proc/<pid>/environ` show them: each string followed by a NUL. Linux reads them from the
+/// process's memory; Reef keeps the strings `execve` was given (a program that rewrites its
+/// `argv` in place does not change them), shared by `fork` and replaced by `execve`.
+#[derive(Default)]
+pub struct ExecArgs {
+    /// The arguments.
+    pub cmdline: Vec<u8>,
+    /// The environment.
+    pub environ: Vec<u8>,
+}
+
+/// The strings, each followed by a NUL.
+fn nul_joined(strings: &[Vec<u8>]) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::new();
-    out.try_reserve_exact(argv.iter().map(|a| a.len() + 1).sum())
+    out.try_reserve_exact(strings.iter().map(|a| a.len() + 1).sum())
         .map_err(|_| Errno::ENOMEM)?;
-    for a in argv {
+    for a in strings {
         out.extend_from_slice(a);
         out.push(0);
     }
@@ -321,7 +336,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     drop(old);
     *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();
-    *p.cmdline.lock() = image.cmdline;
+    *p.args.lock() = Arc::new(image.args);
     p.signals.lock().exec();
     me.signals.lock().alt_stack = None;
     let closed = p.files.lock().take_cloexec();

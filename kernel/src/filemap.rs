@@ -1,5 +1,6 @@
 //! File pages in address spaces: a program's segments for `execve` ([`crate::exec`]) and
-//! file mappings for `mmap` ([`map_file`]).
+//! file mappings for `mmap` ([`map_file`]), brought back on demand ([`fault_in`]) and taken
+//! away past a file's new end when it is truncated ([`truncated`]).
 //!
 //! A page whose bytes are one whole page of an NR-FS file at a page-aligned offset is the
 //! file's own page, lent by NR-FS (this node's replica's copy, see `nrfs::PageSharing`) and
@@ -14,9 +15,12 @@
 use crate::arch::paging;
 use crate::fs::MappedFile;
 use crate::mm::{self, FrameSize};
+use crate::proc;
 use crate::vm::{PageMap, VSpace, PAGE_SIZE};
 use abi::Errno;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use nrfs::Ino;
 use vspace::{Mapping, PageSize, Prot, RegionKind};
 
 /// Most pages lent or filled before they are mapped.
@@ -203,7 +207,10 @@ pub fn map_file(
     debug_assert!(vm
         .resolve(start)
         .1
-        .is_some_and(|r| r.kind == RegionKind::File { shared }));
+        .is_some_and(|r| matches!(r.kind, RegionKind::File { shared: s, .. } if s == shared)));
+    if let Some(ino) = file.nrfs_ino() {
+        MAPPED[mapped_slot(ino).0].fetch_or(mapped_slot(ino).1, Ordering::Relaxed);
+    }
     let in_file = file.size.saturating_sub(off).min(len);
     let end = start + in_file.div_ceil(PAGE_SIZE) * PAGE_SIZE;
     let mut pages = FilePages::new()?;
@@ -224,4 +231,83 @@ pub fn map_file(
     })();
     let mapped = pages.map(vm);
     made.and(mapped)
+}
+
+/// Which NR-FS files have ever been mapped, as bits by inode number modulo 4096 (a file that
+/// shares its bit with a mapped one costs its truncation a needless search; nothing is lost).
+static MAPPED: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// The word of [`MAPPED`] and the bit in it for `ino`.
+fn mapped_slot(ino: Ino) -> (usize, u64) {
+    let n = (ino % 4096) as usize;
+    (n / 64, 1 << (n % 64))
+}
+
+/// Brings back the page at `addr` of a file mapping that has none (the access found no
+/// page: [`crate::vm::Fault::PastEnd`]): a page the file holds now (it grew, or `madvise`
+/// or a truncation took the page away and the file was written again) is mapped as
+/// [`map_file`] maps it. False when the page lies past the end of the file (the access
+/// raises SIGBUS, as on Linux), the file is gone, in Hare, or memory ran out.
+pub fn fault_in(vm: &VSpace, addr: u64) -> bool {
+    let page = addr & !(PAGE_SIZE - 1);
+    let Some(region) = vm.resolve(page).1 else {
+        return false;
+    };
+    let RegionKind::File { shared, file, .. } = region.kind else {
+        return false;
+    };
+    let RegionKind::File { page: index, .. } = region.kind.advanced(page - region.start) else {
+        return false;
+    };
+    let Ok(mapped) = MappedFile::by_ino(file) else {
+        return false;
+    };
+    let off = index * PAGE_SIZE;
+    if off >= mapped.size {
+        return false;
+    }
+    let _ = map_file(vm, &mapped, (page, PAGE_SIZE), off, (region.prot, shared));
+    vm.resolve(page).0.is_some()
+}
+
+/// After NR-FS file `ino` was truncated to `size` bytes: removes the pages wholly past its
+/// new end from every mapping of it in every address space (Linux's `unmap_mapping_range`,
+/// private copies included), keeping the regions, so that an access there raises SIGBUS and
+/// one after the file grew again maps the new page ([`fault_in`]). Reef keeps no list of
+/// the mappings of a file page: this searches the regions of every process, and only for a
+/// file that has been mapped ([`MAPPED`]); each address space is changed under its
+/// process's `mm`, as by `mmap`.
+pub fn truncated(ino: Ino, size: u64) {
+    let (word, bit) = mapped_slot(ino);
+    if MAPPED[word].load(Ordering::Relaxed) & bit == 0 {
+        return;
+    }
+    let first = size.div_ceil(PAGE_SIZE);
+    for pid in proc::all_pids() {
+        let Some(entry) = proc::lookup(pid) else {
+            continue;
+        };
+        let p = entry.process;
+        let _mm = p.mm.lock();
+        let vm = p.vm();
+        let mut from = 0;
+        while let Ok(regions) = vm.regions(from) {
+            let Some(last) = regions.last() else { break };
+            from = last.end;
+            for r in &regions {
+                let RegionKind::File { file, page, .. } = r.kind else {
+                    continue;
+                };
+                let pages = r.len() / PAGE_SIZE;
+                if file != ino || page + pages <= first {
+                    continue;
+                }
+                let cut = r.start + first.saturating_sub(page) * PAGE_SIZE;
+                let kind = r.kind.advanced(cut - r.start);
+                // Made again over itself: the same region, its pages gone. Only a page table
+                // could be missing (ENOMEM), and then no page is left mapped either.
+                let _ = vm.map_fixed(cut, r.end - cut, r.prot, kind, true);
+            }
+        }
+    }
 }

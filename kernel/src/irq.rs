@@ -75,7 +75,12 @@ pub fn exception(frame: &mut InterruptFrame) {
                 // and a copy with them off was fixed up above); the IDT and local APIC of this
                 // core are set up.
                 unsafe { cpu::enable_interrupts() };
-                match vm.fault(addr, write, exec) {
+                // A file mapping's missing page may be one the file holds again.
+                let fault = match vm.fault(addr, write, exec) {
+                    Err(crate::vm::Fault::PastEnd) if crate::filemap::fault_in(&vm, addr) => Ok(()),
+                    r => r,
+                };
+                match fault {
                     Ok(()) => return,
                     Err(crate::vm::Fault::OutOfMemory) if user_mode => {
                         crate::proc::out_of_memory(&me, addr);

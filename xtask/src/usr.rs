@@ -85,6 +85,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "mappings",
+        source: "mappings.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,
@@ -330,6 +336,7 @@ const DIRS: &[(&str, u32)] = &[
     ("etc", 0o755),
     ("proc", 0o755),
     ("root", 0o755),
+    ("sys", 0o755),
     ("test", 0o755),
     ("test/sh", 0o755),
     ("tmp", 0o1777),
@@ -796,7 +803,7 @@ mod tests {
         assert_eq!(find("test/sh/run.sh").entry.mode, cpio::S_IFREG | 0o755);
         assert_eq!(find("test/sh/x.sh").entry.data, b"echo x\n");
         assert_eq!(find("test/sh/x.expected").entry.mode, cpio::S_IFREG | 0o644);
-        for d in ["dev", "proc", "root", "etc", "test", "test/sh"] {
+        for d in ["dev", "proc", "root", "sys", "etc", "test", "test/sh"] {
             assert_eq!(find(d).entry.mode & cpio::S_IFMT, cpio::S_IFDIR);
         }
     }

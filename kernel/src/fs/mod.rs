@@ -54,8 +54,8 @@ pub mod flags {
     pub const O_NOATIME: u32 = 0o1000000;
     /// Close on `execve`.
     pub const O_CLOEXEC: u32 = 0o2000000;
-    /// An unnamed temporary file (with `O_DIRECTORY`): not supported.
-    pub const O_TMPFILE: u32 = 0o20000000;
+    /// An unnamed temporary file in the directory the path names (includes `O_DIRECTORY`).
+    pub const O_TMPFILE: u32 = 0o20200000;
 }
 
 /// Number of CNR logs (operations on different inodes use different logs).
@@ -380,6 +380,20 @@ impl MappedFile {
         })
     }
 
+    /// NR-FS file `ino`, for bringing a page of a mapping of it back
+    /// ([`crate::filemap::fault_in`]): ENOENT if it is gone, EACCES unless a regular file.
+    pub fn by_ino(ino: Ino) -> Result<MappedFile, Errno> {
+        let st = with_client(|c| c.stat(ino))?;
+        if st.kind != nrfs::Kind::File {
+            return Err(Errno::EACCES);
+        }
+        Ok(MappedFile {
+            source: FileSource::Nrfs(ino),
+            size: st.size,
+            owner: perm::owner(&st),
+        })
+    }
+
     /// The file's NR-FS inode (`None` in Hare).
     pub fn nrfs_ino(&self) -> Option<Ino> {
         match self.source {
@@ -548,15 +562,31 @@ pub fn open(
     mode: u32,
 ) -> Result<Arc<OpenFile>, Errno> {
     use flags::*;
-    if flags & O_TMPFILE == O_TMPFILE {
-        return Err(Errno::EOPNOTSUPP);
-    }
     if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
         return Err(Errno::EINVAL);
     }
     let shown = path::display(me, dirfd, path);
     // Flags a description keeps (the creation flags are spent here).
     let kept = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
+    if flags & O_TMPFILE & !O_DIRECTORY != 0 {
+        if flags & O_DIRECTORY == 0 || flags & O_ACCMODE == O_RDONLY {
+            return Err(Errno::EINVAL);
+        }
+        return match path::locate(me, dirfd, path)? {
+            Place::Fs { start, path } => {
+                perm::may(me, start, &path, true, creds::MAY_WRITE | creds::MAY_EXEC)?;
+                let umask = me.umask.load(core::sync::atomic::Ordering::Relaxed);
+                let ino = unnamed(me, start, &path, mode & !umask)?;
+                let mut shown = path::join(&dir_path(start)?, &path);
+                if shown.last() != Some(&b'/') {
+                    shown.push(b'/');
+                }
+                shown.extend_from_slice(alloc::format!("#{ino} (deleted)").as_bytes());
+                Ok(OpenFile::new(Node::File(ino), kept & !O_TMPFILE, shown))
+            }
+            Place::Hare(_) | Place::Proc(_) => Err(Errno::EOPNOTSUPP),
+        };
+    }
     match path::locate(me, dirfd, path)? {
         Place::Fs { start, path } => open_nrfs(me, start, &path, flags, mode, kept, shown),
         Place::Hare(p) => {
@@ -578,7 +608,7 @@ pub fn open(
                     if flags & O_DIRECTORY != 0 && !procfs::stat_of(place, 0).is_dir() {
                         return Err(Errno::ENOTDIR);
                     }
-                    procfs::open(place, kept, shown)
+                    procfs::open(me, place, kept, shown)
                 }
                 procfs::Resolved::Outside(target) => {
                     open_nrfs(me, ROOT_INO, &target, flags, mode, kept, target.clone())
@@ -587,6 +617,16 @@ pub fn open(
             }
         }
     }
+}
+
+/// A new regular file with no name, beside NR-FS directory `path` (from `start`), with
+/// permissions `perm`, of the caller's file-system IDs, counted open once for the description
+/// the caller makes (`Node::File`): `open(O_TMPFILE)` (shown in `/proc/<pid>/fd/` as Linux
+/// does, `DIR/#INO (deleted)`) and `memfd_create`. It lives until that description closes.
+pub fn unnamed(me: &Process, start: Ino, path: &[u8], perm: u32) -> Result<Ino, Errno> {
+    let (uid, gid) = perm::new_owner(me);
+    let attrs = Attrs::new(perm & 0o7777, uid, gid);
+    with_client(|c| c.tmpfile(start, path, attrs, now()))
 }
 
 /// A new description of what `f` names (`/proc/<pid>/fd/<n>`): NR-FS files and directories

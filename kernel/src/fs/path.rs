@@ -4,9 +4,9 @@
 //! relative to a directory there; see [`hare`] for `..` at its root).
 //!
 //! NR-FS resolves its own paths (components, symlinks, `..`, Linux's errors; see the `nrfs`
-//! crate). `/proc` is recognised here, before NR-FS sees the path: an absolute path whose first
-//! component is `proc` (after `.` and `..` are applied, as long as they stay inside `/proc`),
-//! and any path relative to a directory inside `/proc`. A relative path from an NR-FS directory
+//! crate). `/proc` and `/sys` ([`super::procfs`]) are recognised here, before NR-FS sees the
+//! path: an absolute path whose first component is `proc` or `sys` (after `.` and `..` are
+//! applied, as long as they stay inside), and any path relative to a directory inside them. A relative path from an NR-FS directory
 //! that climbs into `/proc` with `..`, or an NR-FS symlink pointing into `/proc`, reaches the
 //! empty NR-FS directory `/proc` instead (documented in docs/architecture.md).
 
@@ -30,7 +30,7 @@ pub enum Place {
         /// The path.
         path: Vec<u8>,
     },
-    /// In `/proc`: the components below `/proc`.
+    /// In the generated trees, `/proc` or `/sys`: the components from `proc` or `sys` on.
     Proc(Vec<Vec<u8>>),
     /// In the mounted Hare.
     Hare(HarePath),
@@ -106,17 +106,18 @@ fn absolute(path: &[u8]) -> Place {
         }
     }
     let mut comps = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
-    if comps.next() == Some(b"proc") {
-        let mut out: Vec<Vec<u8>> = Vec::new();
+    if let Some(top @ (b"proc" | b"sys")) = comps.next() {
+        let mut out: Vec<Vec<u8>> = alloc::vec![top.to_vec()];
         let mut inside = true;
         for c in comps {
             match c {
                 b"." => {}
+                b".." if out.len() == 1 => {
+                    inside = false;
+                    break;
+                }
                 b".." => {
-                    if out.pop().is_none() {
-                        inside = false;
-                        break;
-                    }
+                    out.pop();
                 }
                 _ => out.push(c.to_vec()),
             }

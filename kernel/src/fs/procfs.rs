@@ -1,9 +1,10 @@
-//! `/proc`: files generated from kernel state when they are opened.
+//! `/proc` and `/sys`: files generated from kernel state when they are opened.
 //!
 //! ```text
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg  stat   system information
 //! /proc/self -> <pid>                                the caller's directory
-//! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline, maps
+//! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline, environ,
+//!             maps, mounts, mountinfo
 //! /proc/reef/hare                                    the mounted Hare: servers, cores' clients
 //! /proc/reef/fleets                                  cores that fleets own: node, member, fleet
 //! /proc/reef/memory                                  per node: free frames, reserve, heap
@@ -11,7 +12,12 @@
 //! /proc/reef/nrfs                                    NR-FS log tails and replica progress
 //! /proc/reef/syscalls                                system calls: count and time, all cores
 //! /proc/reef/tlb                                     TLB shootdowns; IPIs and steal time per core
+//! /sys/devices/system/cpu/online  possible  present  cores as lists (`0-3`), as Linux's sysfs
 //! ```
+//!
+//! Of sysfs, Reef has the files glibc's `sysconf(_SC_NPROCESSORS_ONLN)` and `nproc` read:
+//! `online` lists the cores that run now (`corectl stop` removes one), `possible` and
+//! `present` every core the machine has.
 //!
 //! `/proc` is reached by absolute paths, by paths relative to a working directory inside it,
 //! and by directory descriptors opened in it ([`super::path`]); the NR-FS directory `/proc` is
@@ -69,6 +75,27 @@ pub enum File {
     Cmdline(Pid),
     /// `/proc/<pid>/maps`.
     Maps(Pid),
+    /// `/proc/<pid>/environ` (only for its user and root: [`creds::Credentials::may_inspect`]).
+    Environ(Pid),
+    /// `/proc/<pid>/mountinfo`.
+    MountInfo(Pid),
+    /// `/sys/devices/system/cpu/online`.
+    CpuOnline,
+    /// `/sys/devices/system/cpu/possible` and `present` (the same list here).
+    CpuPresent,
+}
+
+/// A directory of `/sys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysDir {
+    /// `/sys`.
+    Root,
+    /// `/sys/devices`.
+    Devices,
+    /// `/sys/devices/system`.
+    System,
+    /// `/sys/devices/system/cpu`.
+    Cpu,
 }
 
 /// A place in `/proc`.
@@ -90,6 +117,8 @@ pub enum Place {
     Exe(Pid),
     /// `/proc/<pid>/fd/<n>`.
     Fd(Pid, i32),
+    /// A directory of `/sys`.
+    Sys(SysDir),
 }
 
 /// What a path in `/proc` leads to.
@@ -111,6 +140,16 @@ const ROOT_FILES: &[(&[u8], File)] = &[
     (b"version", File::Version),
     (b"loadavg", File::LoadAvg),
     (b"stat", File::SysStat),
+];
+
+/// The entries of `/sys`'s directories: directory, name, place.
+const SYS_ENTRIES: &[(SysDir, &[u8], Place)] = &[
+    (SysDir::Root, b"devices", Place::Sys(SysDir::Devices)),
+    (SysDir::Devices, b"system", Place::Sys(SysDir::System)),
+    (SysDir::System, b"cpu", Place::Sys(SysDir::Cpu)),
+    (SysDir::Cpu, b"online", Place::File(File::CpuOnline)),
+    (SysDir::Cpu, b"possible", Place::File(File::CpuPresent)),
+    (SysDir::Cpu, b"present", Place::File(File::CpuPresent)),
 ];
 
 /// The process `pid`, `ENOENT` if there is none.
@@ -166,8 +205,16 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"stat" => Ok(Place::File(File::Stat(pid))),
             b"cmdline" => Ok(Place::File(File::Cmdline(pid))),
             b"maps" => Ok(Place::File(File::Maps(pid))),
+            b"environ" => Ok(Place::File(File::Environ(pid))),
+            b"mounts" => Ok(Place::File(File::Mounts)),
+            b"mountinfo" => Ok(Place::File(File::MountInfo(pid))),
             _ => Err(Errno::ENOENT),
         },
+        Place::Sys(d) => SYS_ENTRIES
+            .iter()
+            .find(|(at, n, _)| *at == d && *n == name)
+            .map(|&(_, _, place)| place)
+            .ok_or(Errno::ENOENT),
         Place::Fds(pid) => {
             let fd = parse_num(name).ok_or(Errno::ENOENT)? as i32;
             process(pid)?
@@ -182,9 +229,14 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
     }
 }
 
-/// Resolves the components of a path below `/proc` (already free of `.` and `..`).
+/// Resolves the components of a path in `/proc` or `/sys`, the first being `proc` or `sys`
+/// (already free of `.` and `..`: [`super::path`]).
 pub fn resolve(me: &Process, comps: &[&[u8]], follow_last: bool) -> Result<Resolved, Errno> {
-    let mut at = Place::Root;
+    let (mut at, comps) = match comps.split_first() {
+        Some((&b"sys", below)) => (Place::Sys(SysDir::Root), below),
+        Some((_, below)) => (Place::Root, below),
+        None => (Place::Root, comps),
+    };
     for (i, c) in comps.iter().enumerate() {
         let last = i + 1 == comps.len();
         at = child(me, at, c)?;
@@ -229,11 +281,12 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
     }
 }
 
-/// Whether `place` is a directory (`/proc`, `/proc/reef`, `/proc/<pid>`, `/proc/<pid>/fd`).
+/// Whether `place` is a directory (`/proc`, `/proc/reef`, `/proc/<pid>`, `/proc/<pid>/fd`,
+/// those of `/sys`).
 fn is_dir(place: Place) -> bool {
     matches!(
         place,
-        Place::Root | Place::Reef | Place::Pid(_) | Place::Fds(_)
+        Place::Root | Place::Reef | Place::Pid(_) | Place::Fds(_) | Place::Sys(_)
     )
 }
 
@@ -247,6 +300,7 @@ fn ino_of(place: Place) -> u64 {
         Place::SelfLink(_) => (5, 0, 0),
         Place::Exe(p) => (6, p, 0),
         Place::Fd(p, fd) => (7, p, fd as u32),
+        Place::Sys(d) => (10, 0, d as u32),
         Place::File(f) => match f {
             File::CpuInfo => (8, 0, 0),
             File::MemInfo => (8, 0, 1),
@@ -263,6 +317,10 @@ fn ino_of(place: Place) -> u64 {
             File::Hare => (8, 0, 12),
             File::Net => (8, 0, 13),
             File::SysStat => (8, 0, 14),
+            File::CpuOnline => (8, 0, 15),
+            File::CpuPresent => (8, 0, 16),
+            File::Environ(p) => (9, p, 4),
+            File::MountInfo(p) => (9, p, 5),
             File::Status(p) => (9, p, 0),
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
@@ -276,6 +334,8 @@ fn ino_of(place: Place) -> u64 {
 pub fn stat_of(place: Place, size: u64) -> KStat {
     let mode = if is_dir(place) {
         Kind::Dir.mode_bits() | 0o555
+    } else if matches!(place, Place::File(File::Environ(_))) {
+        Kind::File.mode_bits() | 0o400
     } else if matches!(place, Place::File(_)) {
         Kind::File.mode_bits() | 0o444
     } else {
@@ -288,10 +348,18 @@ pub fn stat_of(place: Place, size: u64) -> KStat {
     s
 }
 
-/// Opens a place (read-only).
-pub fn open(place: Place, flags: u32, path: Vec<u8>) -> Result<Arc<OpenFile>, Errno> {
+/// Opens a place (read-only) for `me`.
+pub fn open(me: &Process, place: Place, flags: u32, path: Vec<u8>) -> Result<Arc<OpenFile>, Errno> {
     if flags & O_ACCMODE != O_RDONLY {
         return Err(Errno::EACCES);
+    }
+    if let Place::File(File::Environ(pid)) = place {
+        let p = process(pid)?;
+        let (uid, gid) = {
+            let c = p.creds.lock();
+            (c.uid, c.gid)
+        };
+        me.creds.lock().may_inspect(uid, gid)?;
     }
     match place {
         Place::File(f) => Ok(OpenFile::new(
@@ -313,11 +381,23 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
     let d = Kind::Dir.dirent_type();
     let f = Kind::File.dirent_type();
     let l = Kind::Symlink.dirent_type();
+    let up = match dir {
+        Place::Sys(SysDir::Devices) => Place::Sys(SysDir::Root),
+        Place::Sys(SysDir::System) => Place::Sys(SysDir::Devices),
+        Place::Sys(SysDir::Cpu) => Place::Sys(SysDir::System),
+        _ => Place::Root,
+    };
     let mut out: Vec<Entry> = alloc::vec![
         (ino_of(dir), d, b".".to_vec()),
-        (ino_of(Place::Root), d, b"..".to_vec())
+        (ino_of(up), d, b"..".to_vec())
     ];
     match dir {
+        Place::Sys(at) => {
+            for &(_, name, place) in SYS_ENTRIES.iter().filter(|(d, ..)| *d == at) {
+                let kind = if is_dir(place) { d } else { f };
+                out.push((ino_of(place), kind, name.to_vec()));
+            }
+        }
         Place::Root => {
             for (name, file) in ROOT_FILES {
                 out.push((ino_of(Place::File(*file)), f, name.to_vec()));
@@ -347,6 +427,9 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
                 (b"stat", File::Stat(pid)),
                 (b"cmdline", File::Cmdline(pid)),
                 (b"maps", File::Maps(pid)),
+                (b"environ", File::Environ(pid)),
+                (b"mounts", File::Mounts),
+                (b"mountinfo", File::MountInfo(pid)),
             ] {
                 out.push((ino_of(Place::File(file)), f, name.to_vec()));
             }
@@ -397,7 +480,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             );
         }
         File::Mounts => {
-            s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\n");
+            s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n");
             if let Some(m) = super::hare::mounted() {
                 let at = String::from_utf8_lossy(&m.at_path()).into_owned();
                 let _ = writeln!(s, "hare {at} hare rw,{} 0 0", m.options_text());
@@ -494,10 +577,35 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 e.sid
             );
         }
-        File::Cmdline(pid) => return Ok(process(pid)?.cmdline.lock().clone()),
+        File::Cmdline(pid) => return copy(&process(pid)?.args.lock().cmdline),
+        File::Environ(pid) => return copy(&process(pid)?.args.lock().environ),
+        File::MountInfo(pid) => {
+            // Linux's columns: mount id, parent id, device, root, mount point, options, an
+            // empty list of optional fields, type, source, super-block options.
+            process(pid)?;
+            // The device numbers are those `stat` gives (`st_dev`).
+            s.push_str("1 1 0:1 / / rw - nrfs nrfs rw\n2 1 0:3 / /proc rw - proc proc rw\n");
+            s.push_str("3 1 0:3 / /sys rw - sysfs sysfs rw\n");
+            if let Some(m) = super::hare::mounted() {
+                let at = String::from_utf8_lossy(&m.at_path()).into_owned();
+                let dev = super::hare::DEV_HARE;
+                let _ = writeln!(
+                    s,
+                    "4 1 0:{dev} / {at} rw - hare hare rw,{}",
+                    m.options_text()
+                );
+            }
+        }
+        File::CpuOnline => cpu_list(&mut s, crate::kcb::online_cores()),
+        File::CpuPresent => cpu_list(
+            &mut s,
+            (0..crate::kcb::MAX_CORES)
+                .filter(|&c| crate::kcb::get(c).is_some())
+                .collect(),
+        ),
         File::Maps(pid) => {
-            // Linux's columns; Reef keeps no file identity with a mapping, so a file mapping
-            // shows offset 0 and no path (the program's own segments show its path).
+            // Linux's columns; a file mapping shows its offset and NR-FS inode but no path
+            // (Reef keeps no name with an inode); the program's own segments show its path.
             let p = process(pid)?;
             let vm = p.vm();
             let exe = p.exe.lock().clone();
@@ -514,9 +622,15 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                         _ => "",
                     };
                     let c = |on: bool, ch: char| if on { ch } else { '-' };
+                    let (off, dev, ino) = match r.kind {
+                        vspace::RegionKind::File { file, page, .. } if file != 0 => {
+                            (page * crate::vm::PAGE_SIZE, "00:01", file)
+                        }
+                        _ => (0, "00:00", 0),
+                    };
                     let _ = writeln!(
                         s,
-                        "{:08x}-{:08x} {}{}{}{} 00000000 00:00 0 {name}",
+                        "{:08x}-{:08x} {}{}{}{} {off:08x} {dev} {ino} {name}",
                         r.start,
                         r.end,
                         c(r.prot.read, 'r'),
@@ -529,6 +643,34 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         }
     }
     Ok(s.into_bytes())
+}
+
+/// A copy of `bytes`, or ENOMEM.
+fn copy(bytes: &[u8]) -> Result<Vec<u8>, Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes.len())
+        .map_err(|_| Errno::ENOMEM)?;
+    v.extend_from_slice(bytes);
+    Ok(v)
+}
+
+/// Writes `cores` (ascending) as Linux's CPU lists: ranges joined by commas (`0-2,5`).
+fn cpu_list(s: &mut String, cores: Vec<usize>) {
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
+            j += 1;
+        }
+        let sep = if i == 0 { "" } else { "," };
+        let _ = if i == j {
+            write!(s, "{sep}{}", cores[i])
+        } else {
+            write!(s, "{sep}{}-{}", cores[i], cores[j])
+        };
+        i = j + 1;
+    }
+    s.push('\n');
 }
 
 /// The CPU vendor string (CPUID leaf 0).

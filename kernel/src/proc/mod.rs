@@ -347,8 +347,8 @@ pub struct Process {
     pub exe: IrqMutex<String>,
     /// Its name (see [`Process::set_comm`], [`Process::name_after`]).
     comm: IrqMutex<String>,
-    /// Its arguments, each followed by a NUL (`/proc/<pid>/cmdline`).
-    pub cmdline: IrqMutex<Vec<u8>>,
+    /// Its arguments and environment (`/proc/<pid>/cmdline`, `environ`).
+    pub args: IrqMutex<Arc<crate::exec::ExecArgs>>,
     /// Working directory (a directory description: it keeps the directory open).
     pub cwd: IrqMutex<Arc<OpenFile>>,
     /// A `vfork` child runs in its parent's address space until it execs or exits: then it
@@ -411,7 +411,7 @@ impl Process {
             mm: SleepLock::new((0, 0)),
             exe: IrqMutex::new(String::new()),
             comm: IrqMutex::new(String::new()),
-            cmdline: IrqMutex::new(Vec::new()),
+            args: IrqMutex::new(Arc::default()),
             cwd: IrqMutex::new(cwd),
             vfork: IrqMutex::new(None),
             umask: AtomicU32::new(0o022),
@@ -769,7 +769,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
     *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = String::from_utf8_lossy(&crate::fs::path::join(b"/", &image.path)).into_owned();
     p.name_after(&image.path);
-    *p.cmdline.lock() = image.cmdline;
+    *p.args.lock() = Arc::new(image.args);
     let frame = crate::exec::initial_frame(image.entry, image.rsp);
     let t = Thread::new(
         pid,

@@ -3,7 +3,7 @@
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
-use crate::fd::{KStat, Node, OpenFile, MAX_FDS, O_APPEND, O_NONBLOCK, O_RDONLY, O_WRONLY};
+use crate::fd::{KStat, Node, OpenFile, MAX_FDS, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY};
 use crate::fs::flags::{O_CLOEXEC, O_DIRECT, O_NOATIME};
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
@@ -576,11 +576,15 @@ pub fn fstat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     Ok(0)
 }
 
-/// `ftruncate(fd, length)`: sets the file's size ([`OpenFile::truncate`]); `EINVAL` for a
-/// negative `length`.
+/// `ftruncate(fd, length)`: sets the file's size ([`OpenFile::truncate`]; mappings lose the
+/// pages past the new end, [`crate::filemap::truncated`]); `EINVAL` for a negative `length`.
 pub fn ftruncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let size = position(a[1])?;
-    file(me, a[0])?.truncate(size)?;
+    let f = file(me, a[0])?;
+    f.truncate(size)?;
+    if let Node::File(ino) = f.node {
+        crate::filemap::truncated(ino, size);
+    }
     Ok(0)
 }
 
@@ -688,6 +692,41 @@ pub fn pipe2(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     let r = OpenFile::new(Node::PipeRead(p.clone()), O_RDONLY | nonblock, name.clone());
     let w = OpenFile::new(Node::PipeWrite(p), O_WRONLY | nonblock, name);
     install_pair(me, [r, w], cloexec, a[0])
+}
+
+/// `memfd_create(name, flags)`: an anonymous file, open for reading and writing, that lives in
+/// memory until its last descriptor closes and its last mapping goes (Reef: an NR-FS file
+/// without a name, [`crate::fs::unnamed`], so `ftruncate`, `mmap(MAP_SHARED)` across `fork`,
+/// `/proc/<pid>/fd/<n>` (`/memfd:NAME (deleted)`) and everything else behave as for a file).
+/// Flags `MFD_CLOEXEC` and `MFD_ALLOW_SEALING`; Reef keeps no seals, so `F_ADD_SEALS` answers
+/// EINVAL as for a file that cannot be sealed. EINVAL for other flags or a name of more than
+/// 249 bytes.
+pub fn memfd_create(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MFD_CLOEXEC: u64 = 1;
+    const MFD_ALLOW_SEALING: u64 = 2;
+    const NAME_MAX: usize = 249;
+    if a[1] & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let name = uaccess::read_cstring(a[0], NAME_MAX).map_err(|e| match e {
+        Errno::ENAMETOOLONG => Errno::EINVAL,
+        e => e,
+    })?;
+    let mut shown = Vec::new();
+    shown
+        .try_reserve_exact(name.len() + 20)
+        .map_err(|_| Errno::ENOMEM)?;
+    shown.extend_from_slice(b"/memfd:");
+    shown.extend_from_slice(&name);
+    shown.extend_from_slice(b" (deleted)");
+    let ino = crate::fs::unnamed(&me.process, nrfs::ROOT_INO, b"/", 0o777)?;
+    let f = OpenFile::new(Node::File(ino), O_RDWR, shown);
+    let fd = me
+        .process
+        .files
+        .lock()
+        .insert(f, a[1] & MFD_CLOEXEC != 0, 0)?;
+    Ok(fd as u64)
 }
 
 /// Gives `pair` the two lowest free descriptors and writes them to `addr` as `int[2]` (`pipe2`,

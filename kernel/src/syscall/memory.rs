@@ -1,4 +1,4 @@
-//! Memory calls: `mmap`, `munmap`, `mprotect`, `madvise`, `msync`, `brk` (NR-vMem, see `crate::vm`;
+//! Memory calls: `mmap`, `munmap`, `mremap`, `mprotect`, `madvise`, `msync`, `brk` (NR-vMem, see `crate::vm`;
 //! file pages through `crate::filemap`).
 
 use super::SysResult;
@@ -8,10 +8,12 @@ use crate::filemap;
 use crate::fs::dev::Device;
 use crate::fs::MappedFile;
 use crate::proc::{sched, Thread};
+use crate::vm::VSpace;
 use crate::vm::PAGE_SIZE;
 use abi::Errno;
 use alloc::sync::Arc;
-use vspace::{Prot, RegionKind};
+use alloc::vec::Vec;
+use vspace::{Mapping, PageSize, Prot, RegionKind};
 
 /// `mmap` protection bit `PROT_WRITE`.
 const PROT_WRITE: u64 = 0x2;
@@ -114,8 +116,12 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     };
     let prot = prot_arg(prot)?;
     let len = page_up(len)?;
-    let kind = match file {
-        Some(_) => RegionKind::File { shared },
+    let kind = match &file {
+        Some(f) => RegionKind::File {
+            shared,
+            file: f.nrfs_ino().unwrap_or(0),
+            page: off / PAGE_SIZE,
+        },
         None => RegionKind::Anonymous { shared },
     };
     let _mm = me.process.mm.lock();
@@ -165,9 +171,14 @@ pub fn mprotect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     Ok(0)
 }
 
-/// `madvise`: every advice is accepted; `MADV_DONTNEED` and `MADV_FREE` drop the pages of a
-/// private anonymous range (they read as zero afterwards, as on Linux); the rest are hints Reef
-/// does not act on.
+/// `madvise`: every advice is accepted; `MADV_DONTNEED` and `MADV_FREE` drop pages as Linux
+/// does, the rest are hints Reef does not act on. Dropped pages of private anonymous memory,
+/// the heap and the stack read as zero afterwards; those of a file mapping are the file's
+/// again at the next access (a private mapping loses its own copies; [`filemap::fault_in`]).
+/// Shared anonymous memory keeps its contents (its frames are the memory itself) and so do a
+/// program's loaded segments (Reef does not read them from the file again). `MADV_FREE` is
+/// only for private anonymous memory (EINVAL on a file), as on Linux; `EINVAL` for a message
+/// region, `ENOMEM` if part of the range is not mapped.
 pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const MADV_DONTNEED: u64 = 4;
     const MADV_FREE: u64 = 8;
@@ -178,20 +189,199 @@ pub fn madvise(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
         return Ok(0);
     }
     let len = page_up(a[1])?;
-    if matches!(a[2], MADV_DONTNEED | MADV_FREE) {
-        let _mm = me.process.mm.lock();
-        let vm = me.process.vm();
-        let end = a[0].checked_add(len).ok_or(Errno::EINVAL)?;
-        let region = vm
-            .resolve(a[0])
-            .1
-            .filter(|r| end <= r.end)
-            .ok_or(Errno::ENOMEM)?;
-        if region.kind == (RegionKind::Anonymous { shared: false }) {
-            vm.map_fixed(a[0], len, region.prot, region.kind, true)?;
+    if !matches!(a[2], MADV_DONTNEED | MADV_FREE) {
+        return Ok(0);
+    }
+    let _mm = me.process.mm.lock();
+    let vm = me.process.vm();
+    let end = a[0].checked_add(len).ok_or(Errno::EINVAL)?;
+    // Checked whole first, so that an error changes nothing.
+    let mut parts = Vec::new();
+    let mut va = a[0];
+    while va < end {
+        let r = vm.resolve(va).1.ok_or(Errno::ENOMEM)?;
+        let part_end = r.end.min(end);
+        match r.kind {
+            RegionKind::Channel { .. } => return Err(Errno::EINVAL),
+            RegionKind::File { .. } if a[2] == MADV_FREE => return Err(Errno::EINVAL),
+            RegionKind::Anonymous { shared: false }
+            | RegionKind::Heap
+            | RegionKind::Stack
+            | RegionKind::File { .. } => {
+                parts.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                parts.push((va, part_end - va, r.prot, r.kind.advanced(va - r.start)));
+            }
+            RegionKind::Anonymous { shared: true } | RegionKind::Image => {}
         }
+        va = part_end;
+    }
+    for (start, len, prot, kind) in parts {
+        // The region made again over itself: the same region, without its pages.
+        vm.map_fixed(start, len, prot, kind, true)?;
     }
     Ok(0)
+}
+
+/// `mremap(old, old_size, new_size, flags, new_addr)`: shrinks a mapping in place, grows it in
+/// place when the pages after it are free, or (`MREMAP_MAYMOVE`) moves it where it fits or
+/// (`MREMAP_FIXED`) to `new_addr`, replacing what was there. A moved mapping keeps its pages,
+/// frames and all (shared pages stay shared, copy-on-write ones copy-on-write: each frame
+/// gets a share for the new place before the old one is unmapped); `MREMAP_DONTUNMAP` leaves
+/// the old range mapped and empty (private anonymous memory only). The new part of a grown
+/// mapping is what the region holds: zero-filled memory, or the file's next pages (SIGBUS
+/// past its end). Linux's errors: `EINVAL` for unknown or inconsistent flags, unaligned
+/// addresses, a zero or impossible new size, a new range outside the user half or overlapping
+/// the old one; `EFAULT` unless the old range
+/// lies in one mapping (a message region cannot move); `ENOMEM` when it cannot grow in place
+/// and may not move. An `old_size` of 0 (Linux: a second mapping of shared memory) is
+/// `EINVAL` here. The caller's other threads must not touch the range meanwhile (Linux holds
+/// them off; Reef's move reads each page's frame and then maps it, so a write racing with it
+/// may be lost).
+pub fn mremap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MREMAP_MAYMOVE: u64 = 1;
+    const MREMAP_FIXED: u64 = 2;
+    const MREMAP_DONTUNMAP: u64 = 4;
+    let (old, flags, new_addr) = (a[0], a[3], a[4]);
+    let may_move = flags & MREMAP_MAYMOVE != 0;
+    let fixed = flags & MREMAP_FIXED != 0;
+    let keep_old = flags & MREMAP_DONTUNMAP != 0;
+    if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
+        || !old.is_multiple_of(PAGE_SIZE)
+        || (fixed || keep_old) && !may_move
+        || keep_old && a[1] != a[2]
+    {
+        return Err(Errno::EINVAL);
+    }
+    let (old_size, new_size) = (page_up(a[1])?, page_up(a[2])?);
+    if new_size == 0 || old_size == 0 || new_size > vspace::USER_END {
+        return Err(Errno::EINVAL);
+    }
+    let old_end = old.checked_add(old_size).ok_or(Errno::EINVAL)?;
+    if fixed {
+        let new_end = new_addr.checked_add(new_size).ok_or(Errno::EINVAL)?;
+        if !new_addr.is_multiple_of(PAGE_SIZE)
+            || new_end > vspace::USER_END
+            || new_addr < old_end && old < new_end
+        {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let _mm = me.process.mm.lock();
+    let vm = me.process.vm();
+    let region = vm.resolve(old).1.ok_or(Errno::EFAULT)?;
+    if old_end > region.end || matches!(region.kind, RegionKind::Channel { .. }) {
+        return Err(Errno::EFAULT);
+    }
+    if keep_old && region.kind != (RegionKind::Anonymous { shared: false }) {
+        return Err(Errno::EINVAL);
+    }
+    let kind = region.kind.advanced(old - region.start);
+    if !fixed {
+        if new_size <= old_size {
+            if new_size < old_size {
+                vm.unmap(old + new_size, old_size - new_size)?;
+            }
+            return Ok(old);
+        }
+        let more = new_size - old_size;
+        if old_end == region.end
+            && vm
+                .map_fixed(old_end, more, region.prot, kind.advanced(old_size), false)
+                .is_ok()
+        {
+            if let Err(e) = fill_grown(me, &vm, (old_end, more), kind.advanced(old_size)) {
+                let _ = vm.unmap(old_end, more);
+                return Err(e);
+            }
+            return Ok(old);
+        }
+        if !may_move {
+            return Err(Errno::ENOMEM);
+        }
+    }
+    let to = if fixed {
+        vm.map_fixed(new_addr, new_size, region.prot, kind, true)?
+    } else {
+        vm.map_anywhere(new_size, 0, region.prot, kind)?
+    };
+    let kept = old_size.min(new_size);
+    let moved = move_pages(&vm, old, to, kept).and_then(|()| {
+        if new_size > kept {
+            fill_grown(me, &vm, (to + kept, new_size - kept), kind.advanced(kept))
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = moved {
+        let _ = vm.unmap(to, new_size);
+        return Err(e);
+    }
+    if keep_old {
+        vm.map_fixed(old, old_size, region.prot, kind, true)?;
+    } else {
+        vm.unmap(old, old_size)?;
+    }
+    Ok(to)
+}
+
+/// Maps the pages of `[from, from + len)` again at `to`, each with a share of its frame for
+/// the new place, as they are (protection, copy-on-write); the old pages stay until the
+/// caller unmaps them. `ENOMEM` if a page could not be mapped; `EINVAL` for a 2 MiB page.
+fn move_pages(vm: &VSpace, from: u64, to: u64, len: u64) -> Result<(), Errno> {
+    const BATCH: usize = 256;
+    let mut batch: Vec<Mapping> = Vec::new();
+    batch.try_reserve(BATCH).map_err(|_| Errno::ENOMEM)?;
+    let flush = |batch: &mut Vec<Mapping>| {
+        let n = batch.len();
+        if vm.map_copies(core::mem::take(batch)) == n {
+            batch.try_reserve(BATCH).map_err(|_| Errno::ENOMEM)
+        } else {
+            Err(Errno::ENOMEM)
+        }
+    };
+    for va in (from..from + len).step_by(PAGE_SIZE as usize) {
+        let Some(t) = vm.resolve(va).0 else { continue };
+        if t.size != PageSize::Base4K {
+            for m in batch {
+                crate::vm::free_frame(m.phys, m.size);
+            }
+            return Err(Errno::EINVAL);
+        }
+        crate::mm::share(t.frame);
+        batch.push(Mapping {
+            vaddr: to + (va - from),
+            phys: t.frame,
+            size: PageSize::Base4K,
+            prot: t.prot,
+            cow: t.cow,
+        });
+        if batch.len() == BATCH {
+            flush(&mut batch)?;
+        }
+    }
+    flush(&mut batch)
+}
+
+/// Fills the part `[start, start + len)` a grown mapping gained, of region kind `kind`: shared
+/// anonymous memory is populated (as `mmap` does), a file's pages are mapped from the file
+/// (past its end they stay missing: SIGBUS), the rest comes on demand.
+fn fill_grown(
+    me: &Arc<Thread>,
+    vm: &VSpace,
+    (start, len): (u64, u64),
+    kind: RegionKind,
+) -> Result<(), Errno> {
+    let prot = vm.resolve(start).1.ok_or(Errno::EFAULT)?.prot;
+    match kind {
+        RegionKind::Anonymous { shared: true } => {
+            vm.populate(start, start + len, prot, || sched::keep_going(me))
+        }
+        RegionKind::File { shared, file, page } if file != 0 => match MappedFile::by_ino(file) {
+            Ok(f) => filemap::map_file(vm, &f, (start, len), page * PAGE_SIZE, (prot, shared)),
+            Err(_) => Ok(()),
+        },
+        _ => Ok(()),
+    }
 }
 
 /// `msync(addr, len, flags)`: a shared file mapping's frames are the file's pages (NR-FS keeps

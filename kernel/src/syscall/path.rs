@@ -61,6 +61,11 @@ fn open_common(me: &Arc<Thread>, dir: i32, path: u64, flags: u64, mode: u64) -> 
     let path = path_arg(path)?;
     let flags = flags as u32;
     let f = crate::fs::open(&me.process, dir, &path, flags, mode as u32)?;
+    if flags & O_TRUNC != 0 && f.writable() {
+        if let Node::File(ino) = f.node {
+            crate::filemap::truncated(ino, 0);
+        }
+    }
     let fd = me
         .process
         .files
@@ -183,7 +188,8 @@ pub fn statx(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 }
 
 /// Creates directory `path` relative to `dir`, its permissions `mode` less the umask (in Hare,
-/// distributed with `S_DISTRIBUTED`); `EEXIST` for `/proc` itself, `EACCES` inside it.
+/// distributed with `S_DISTRIBUTED`); `EEXIST` for `/proc` and `/sys` themselves, `EACCES`
+/// inside them.
 fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
     let path = path_arg(path)?;
     let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
@@ -193,7 +199,7 @@ fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
             let distribute = mode as u32 & abi::reef::S_DISTRIBUTED != 0;
             return hare::mkdir(&h, perm, distribute).map(|()| 0);
         }
-        Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
+        Place::Proc(comps) if comps.len() == 1 => return Err(Errno::EEXIST),
         Place::Proc(_) => return Err(Errno::EACCES),
     };
     perm::create(&me.process, start, &path)?;
@@ -443,17 +449,18 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     crate::fs::admit_truncate(a[1])?;
     perm::may(&me.process, start, &path, true, creds::MAY_WRITE)?;
     let t = now();
-    with_client(|c| {
+    let ino = with_client(|c| {
         let ino = c.resolve(start, &path, true)?;
         match c.stat(ino)?.kind {
             nrfs::Kind::Dir => Err(Errno::EISDIR),
             nrfs::Kind::File => {
                 crate::fs::check_writable(ino)?;
-                c.truncate(ino, a[1], t)
+                c.truncate(ino, a[1], t).map(|()| ino)
             }
             _ => Err(Errno::EINVAL),
         }
     })?;
+    crate::filemap::truncated(ino, a[1]);
     Ok(0)
 }
 

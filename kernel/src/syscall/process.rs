@@ -157,7 +157,7 @@ fn fork_process(
     *child.mm.lock() = brk;
     *child.exe.lock() = parent.exe.lock().clone();
     child.set_comm(parent.comm().as_bytes());
-    *child.cmdline.lock() = parent.cmdline.lock().clone();
+    *child.args.lock() = parent.args.lock().clone();
     child
         .umask
         .store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);

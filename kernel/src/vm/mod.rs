@@ -453,8 +453,9 @@ pub enum Fault {
     Denied(i32),
     /// The access is allowed but no memory is left for the page.
     OutOfMemory,
-    /// The page lies past the end of the file a private file mapping maps: SIGBUS
-    /// (`BUS_ADRERR`).
+    /// A file mapping has no page there: the page lies past the end of the file (SIGBUS,
+    /// `BUS_ADRERR`) unless the file holds it again (`crate::filemap::fault_in`, which the
+    /// fault handler asks; this layer knows address spaces, not files).
     PastEnd,
 }
 
@@ -1121,7 +1122,7 @@ impl VSpace {
             // Mapped whole when made; a hole is a page the program unmapped and mapped again
             // by hand, not one to fill.
             RegionKind::Channel { .. } => return Err(Denied(SEGV_MAPERR)),
-            // Every page of the file was mapped when the region was made.
+            // File pages come from the file, which the layer above reads.
             RegionKind::File { .. } => return Err(Fault::PastEnd),
             _ => {}
         }

@@ -394,6 +394,21 @@ impl Credentials {
             Err(Errno::EPERM)
         }
     }
+
+    /// Whether a process with these credentials may read what another process keeps private
+    /// (its environment in `/proc/<pid>/environ`), the other's user and group IDs being `uid`
+    /// and `gid`: Linux's rule for `/proc` (ptrace's access check with the file-system IDs):
+    /// root may, others when the target's real, effective and saved user IDs are all the
+    /// caller's file-system user ID, and its group IDs all the caller's file-system group ID
+    /// (a set-user-ID program's process is closed to its user). EACCES otherwise.
+    pub fn may_inspect(&self, uid: Ids, gid: Ids) -> Result<(), Errno> {
+        let same = |me: Id, them: Ids| [them.real, them.effective, them.saved] == [me; 3];
+        if self.is_fs_privileged() || same(self.uid.fs, uid) && same(self.gid.fs, gid) {
+            Ok(())
+        } else {
+            Err(Errno::EACCES)
+        }
+    }
 }
 
 /// A copy of `ids`, or ENOMEM.

@@ -199,3 +199,21 @@ fn signals_between_users() {
     s.exec(file(0, 0, 0o4755));
     assert_eq!(a.may_signal(s.uid), Ok(()));
 }
+
+#[test]
+fn only_the_same_user_or_root_inspects_a_process() {
+    let root = Credentials::root();
+    let a = user(1000, 100);
+    let b = user(1001, 100);
+    assert_eq!(root.may_inspect(a.uid, a.gid), Ok(()));
+    assert_eq!(a.may_inspect(a.uid, a.gid), Ok(()));
+    assert_eq!(a.may_inspect(b.uid, b.gid), Err(Errno::EACCES));
+    assert_eq!(a.may_inspect(root.uid, root.gid), Err(Errno::EACCES));
+    // A set-user-ID program's process is closed to the user who started it.
+    let mut s = user(1000, 100);
+    s.exec(file(0, 0, 0o4755));
+    assert_eq!(a.may_inspect(s.uid, s.gid), Err(Errno::EACCES));
+    // So is one of the same user in another group.
+    let g = user(1000, 200);
+    assert_eq!(a.may_inspect(g.uid, g.gid), Err(Errno::EACCES));
+}

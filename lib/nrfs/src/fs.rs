@@ -210,6 +210,22 @@ impl FileSystem {
         ))
     }
 
+    /// `open(dir, O_TMPFILE)`: creates regular file `ino` with no name, counted as open once
+    /// (see [`FileSystem::open`]), in the directory `path` names (which only decides the file
+    /// system and the group a set-group-ID directory gives). ENOTDIR if it is not a
+    /// directory, ENOENT if it was removed, EINVAL if inode `ino` already exists.
+    pub fn tmpfile(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        ino: Ino,
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        let dir = self.resolve(start, path, true)?;
+        errno(ops::tmpfile(&mut self.inodes, dir, ino, &attrs, now))
+    }
+
     fn make(
         &mut self,
         start: Ino,

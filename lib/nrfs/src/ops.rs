@@ -117,6 +117,31 @@ pub(crate) fn create(
     }
 }
 
+/// `open(O_TMPFILE)` in `dir`: regular file `ino` without a name, open once (it lives until
+/// that description's last close). ENOTDIR if `dir` is not a directory, ENOENT if it was
+/// removed.
+pub(crate) fn tmpfile(
+    s: &mut impl Store,
+    dir: Ino,
+    ino: Ino,
+    attrs: &Attrs,
+    now: Timespec,
+) -> Result<(), FsError> {
+    let parent = s.inode(dir)?;
+    if parent.kind != Kind::Dir {
+        return Err(Errno::ENOTDIR.into());
+    }
+    if parent.is_dead_dir() {
+        return Err(Errno::ENOENT.into());
+    }
+    check_new_ino(s, ino)?;
+    let attrs = parent.inherit(attrs, Kind::File);
+    let mut inode = Inode::new(Kind::File, &attrs, now, Body::File(Default::default()));
+    inode.nlink = 0;
+    inode.opens = 1;
+    s.insert(ino, inode)
+}
+
 /// `mkdir`, `symlink` or `mknod` (character device) of `name` in `dir` as inode `ino`.
 ///
 /// `trailing` says the path ended in `/`, which only `mkdir` accepts for a new name.

@@ -105,6 +105,15 @@ pub enum NamespaceOp {
         /// Device number.
         rdev: u64,
     },
+    /// [`FileSystem::tmpfile`]: file `ino` without a name, beside `dir`.
+    Tmpfile {
+        /// The directory.
+        dir: Ino,
+        /// Number of the new inode.
+        ino: Ino,
+        /// Attributes of the new inode.
+        attrs: Attrs,
+    },
     /// [`FileSystem::link`]: a new name `name` in `dir` for `ino`.
     Link {
         /// The existing inode.
@@ -159,6 +168,7 @@ impl NamespaceOp {
             | NamespaceOp::Mkdir { dir, ino, .. }
             | NamespaceOp::Symlink { dir, ino, .. }
             | NamespaceOp::Mknod { dir, ino, .. }
+            | NamespaceOp::Tmpfile { dir, ino, .. }
             | NamespaceOp::Link { dir, ino, .. } => [Some(dir), Some(ino)],
             NamespaceOp::Unlink { dir, .. } | NamespaceOp::Rmdir { dir, .. } => [Some(dir), None],
             NamespaceOp::Rename {
@@ -644,6 +654,9 @@ fn apply_namespace(s: &mut Locked<'_>, op: NamespaceOp, now: Timespec) -> Result
             now,
         )
         .map(FsValue::Ino),
+        NamespaceOp::Tmpfile { dir, ino, attrs } => {
+            ops::tmpfile(s, dir, ino, &attrs, now).map(|()| FsValue::Ino(ino))
+        }
         NamespaceOp::Link {
             ino,
             dir,
@@ -1167,6 +1180,28 @@ impl FsClient {
                 rdev,
             }
         })
+    }
+
+    /// See [`FileSystem::tmpfile`]; returns the new file's inode, open once.
+    pub fn tmpfile(
+        &self,
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<Ino, Errno> {
+        let ino = self.fs.alloc_ino();
+        let r = self.namespace(now, |c| {
+            let dir = c.resolve(start, path, true)?;
+            Ok((
+                NamespaceOp::Tmpfile { dir, ino, attrs },
+                Scope::Also([None, None]),
+            ))
+        })?;
+        match r {
+            FsValue::Ino(i) => Ok(i),
+            _ => Err(Errno::EIO),
+        }
     }
 
     /// See [`FileSystem::link`].

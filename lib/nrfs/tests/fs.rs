@@ -585,6 +585,38 @@ fn unlinked_open_file_lives_until_last_close() {
 }
 
 #[test]
+fn tmpfile_has_no_name_and_lives_until_closed() {
+    let mut fx = Fx::new();
+    let d = fx.mkdir("d").unwrap();
+    fx.create("f").unwrap();
+    let before = fx.fs.read_dir(d, 0, usize::MAX).unwrap();
+    let ino = fx.fs.unused_ino();
+    fx.fs.tmpfile(ROOT_INO, b"d", ino, FILE, t(5)).unwrap();
+    let s = fx.fs.stat(ino).unwrap();
+    assert_eq!((s.nlink, s.size, s.mode & 0o7777), (0, 0, 0o644));
+    assert_eq!(fx.fs.read_dir(d, 0, usize::MAX).unwrap(), before);
+    assert_eq!(fx.fs.stat(d).unwrap().mtime, t(1));
+    assert_eq!(fx.fs.write(ino, 0, b"anon", t(6)), Ok(4));
+    let n = fx.fs.unused_ino();
+    assert_eq!(
+        fx.fs.tmpfile(ROOT_INO, b"f", n, FILE, t(5)),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        fx.fs.tmpfile(ROOT_INO, b"nope", n, FILE, t(5)),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        fx.fs.tmpfile(ROOT_INO, b"d", ino, FILE, t(5)),
+        Err(Errno::EINVAL)
+    );
+    fx.fs.close(ino).unwrap();
+    assert!(!fx.fs.exists(ino));
+    fx.fs.rmdir(ROOT_INO, b"d", t(7)).unwrap();
+    fx.fs.open(d).unwrap_err();
+}
+
+#[test]
 fn open_close_counts() {
     let mut fx = Fx::new();
     let f = fx.create("f").unwrap();

@@ -165,6 +165,20 @@ fn errors_are_the_sequential_ones() {
 }
 
 #[test]
+fn tmpfile_across_replicas() {
+    let (_fs, _r, c) = setup(2, 16, 2);
+    let f = c[0].tmpfile(ROOT_INO, b"/", FILE, t(1)).unwrap();
+    c[1].write(f, 0, b"data", t(2)).unwrap();
+    let mut buf = [0; 4];
+    assert_eq!(c[0].read(f, 0, &mut buf), Ok(4));
+    assert_eq!(c[1].stat(f).unwrap().nlink, 0);
+    assert_eq!(c[1].read_dir(ROOT_INO, 0, usize::MAX).unwrap().len(), 2);
+    c[1].close(f).unwrap();
+    assert_eq!(c[0].stat(f), Err(Errno::ENOENT));
+    assert_eq!(c[0].statfs().unwrap().inodes, 1);
+}
+
+#[test]
 fn unlinked_open_file_across_replicas() {
     let (_fs, _r, c) = setup(2, 16, 2);
     let f = c[0]

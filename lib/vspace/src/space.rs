@@ -516,7 +516,11 @@ impl<M: TableMemory> AddressSpace<M> {
     fn split_region_at(&mut self, at: u64) {
         let right = match self.regions.range_mut(..at).next_back() {
             Some((_, r)) if r.end > at => {
-                let right = Region { start: at, ..*r };
+                let right = Region {
+                    start: at,
+                    kind: r.kind.advanced(at - r.start),
+                    ..*r
+                };
                 r.end = at;
                 right
             }

@@ -139,13 +139,19 @@ pub enum RegionKind {
     Heap,
     /// A loaded ELF segment.
     Image,
-    /// A mapping of a file (`mmap` with a descriptor): its pages were all mapped when it was
-    /// made, so a page missing from it lies past the end of the file (an access raises SIGBUS,
-    /// as on Linux). A private one maps them copy-on-write; a shared one (`MAP_SHARED`) maps
-    /// the file's shared frames, which `fork` keeps sharing.
+    /// A mapping of a file (`mmap` with a descriptor). A private one maps its pages
+    /// copy-on-write; a shared one (`MAP_SHARED`) maps the file's shared frames, which `fork`
+    /// keeps sharing. The kernel maps the pages when the region is made and brings a missing
+    /// one back from the file (or raises SIGBUS past its end, as Linux).
     File {
         /// Mapped with `MAP_SHARED`.
         shared: bool,
+        /// The kernel's number for the file (an NR-FS inode; 0 for a file it cannot find again
+        /// by number).
+        file: u64,
+        /// The file's page (offset / 4096) at the region's start; a region split in two keeps
+        /// each part's, and only regions continuing each other in the file merge.
+        page: u64,
     },
     /// Frames the kernel shares between processes (a message connection's two channels, a
     /// mailbox's eventcount, a grant): all mapped when the region is made, never demand-paged,
@@ -165,9 +171,22 @@ impl RegionKind {
         matches!(
             self,
             RegionKind::Anonymous { shared: true }
-                | RegionKind::File { shared: true }
+                | RegionKind::File { shared: true, .. }
                 | RegionKind::Channel { .. }
         )
+    }
+
+    /// The kind of the part of a region of this kind that starts `offset` bytes (a multiple
+    /// of the page size) after the region: the same, with a file region's page moved on.
+    pub fn advanced(self, offset: u64) -> RegionKind {
+        match self {
+            RegionKind::File { shared, file, page } => RegionKind::File {
+                shared,
+                file,
+                page: page + offset / PAGE_SIZE,
+            },
+            k => k,
+        }
     }
 }
 
@@ -201,9 +220,12 @@ impl Region {
         self.start <= va && va < self.end
     }
 
-    /// Whether `next`, starting where `self` ends, can be merged into `self`.
+    /// Whether `next`, starting where `self` ends, can be merged into `self`: same protection
+    /// and kind, and for a file the next pages of the same file.
     pub(crate) fn merges_with(&self, next: &Region) -> bool {
-        self.end == next.start && self.prot == next.prot && self.kind == next.kind
+        self.end == next.start
+            && self.prot == next.prot
+            && self.kind.advanced(self.len()) == next.kind
     }
 }
 

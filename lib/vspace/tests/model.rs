@@ -255,6 +255,11 @@ fn kind() -> impl Strategy<Value = RegionKind> {
         Just(RegionKind::Image),
         Just(RegionKind::Channel { writable: true }),
         Just(RegionKind::Channel { writable: false }),
+        (any::<bool>(), 1..3u64, 0..4u64).prop_map(|(shared, file, page)| RegionKind::File {
+            shared,
+            file,
+            page
+        }),
     ]
 }
 
@@ -413,8 +418,9 @@ impl Model {
         } else {
             Vec::new()
         };
+        // Each page keeps its own kind: a file region's page numbers count up from `kind`'s.
         for p in s..s + n {
-            self.regions.insert(p, (prot, kind));
+            self.regions.insert(p, (prot, kind.advanced((p - s) * K)));
         }
         Ok(removed)
     }
@@ -585,12 +591,15 @@ impl Model {
         (0..=PAGES.checked_sub(n)?).rev().find(|&s| free(s))
     }
 
-    /// The regions as maximal runs of equal (protection, kind).
+    /// The regions as maximal runs of pages of equal protection and kind (a file's pages
+    /// continuing each other).
     fn region_list(&self) -> Vec<Region> {
         let mut out: Vec<Region> = Vec::new();
         for (&p, &(prot, kind)) in &self.regions {
             match out.last_mut() {
-                Some(r) if r.end == va(p) && r.prot == prot && r.kind == kind => r.end += K,
+                Some(r) if r.end == va(p) && r.prot == prot && r.kind.advanced(r.len()) == kind => {
+                    r.end += K
+                }
                 _ => out.push(Region {
                     start: va(p),
                     end: va(p) + K,
@@ -771,7 +780,7 @@ fn check(s: &AddressSpace<FakeMemory>, mem: &FakeMemory, m: &Model) -> Result<()
         prop_assert_eq!(s.resolve(va(p) + off), want, "resolve page {}", p);
         let region = s
             .region_at(va(p) + off)
-            .map(|r| (r.prot, r.kind, r.contains(va(p))));
+            .map(|r| (r.prot, r.kind.advanced(va(p) - r.start), r.contains(va(p))));
         let want = m.regions.get(&p).map(|&(prot, kind)| (prot, kind, true));
         prop_assert_eq!(region, want, "region_at page {}", p);
     }

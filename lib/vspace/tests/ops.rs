@@ -152,6 +152,50 @@ fn adjacent_compatible_regions_merge() {
 }
 
 #[test]
+fn file_regions_merge_only_where_the_file_continues() {
+    let (mut s, _) = space();
+    let file = |page| RegionKind::File {
+        shared: false,
+        file: 7,
+        page,
+    };
+    s.map_region(0x10000, 2 * K, Prot::READ, file(0), false)
+        .unwrap();
+    // Pages 2-3 of the file right after pages 0-1: one region.
+    s.map_region(0x12000, 2 * K, Prot::READ, file(2), false)
+        .unwrap();
+    assert_eq!(regions(&s), vec![(0x10000, 0x14000, Prot::READ, file(0))]);
+    // Page 9 next: another region, as is another file's page 4.
+    s.map_region(0x14000, K, Prot::READ, file(9), false)
+        .unwrap();
+    let other = RegionKind::File {
+        shared: false,
+        file: 8,
+        page: 4,
+    };
+    s.map_region(0xf000, K, Prot::READ, other, false).unwrap();
+    assert_eq!(s.regions().count(), 3);
+    // A hole punched in the middle leaves each part its own file page.
+    s.unmap(0x11000, K).unwrap();
+    assert_eq!(
+        regions(&s),
+        vec![
+            (0xf000, 0x10000, Prot::READ, other),
+            (0x10000, 0x11000, Prot::READ, file(0)),
+            (0x12000, 0x14000, Prot::READ, file(2)),
+            (0x14000, 0x15000, Prot::READ, file(9)),
+        ]
+    );
+    // Protecting part of a region splits it the same way, and protecting it back merges.
+    protect(&mut s, 0x13000, K, Prot::RW).unwrap();
+    assert_eq!(s.region_at(0x13000).unwrap().kind, file(3));
+    protect(&mut s, 0x13000, K, Prot::READ).unwrap();
+    assert_eq!(s.region_at(0x13000).unwrap().start, 0x12000);
+    assert_eq!(file(2).advanced(3 * K), file(5));
+    assert_eq!(ANON.advanced(3 * K), ANON);
+}
+
+#[test]
 fn map_frame_sets_entry_bits_from_prot() {
     let (mut s, _) = space();
     s.map_region(0x40_0000, 16 * K, Prot::RWX, ANON, false)
