@@ -16,6 +16,9 @@
  *   memory reads zeros, shared anonymous memory keeps its bytes; MADV_FREE of a file: EINVAL;
  * - truncation under a mapping: SIGBUS in the pages past the new end, shared and private; the
  *   file grown again reads zeros there;
+ * - fallocate: mode 0 extends the file (zeros), KEEP_SIZE changes nothing, PUNCH_HOLE zeros
+ *   inside the file (seen through a shared mapping), ZERO_RANGE extends unless KEEP_SIZE;
+ *   Linux's errors;
  * - /proc/self/maps shows a file mapping's offset and inode; /proc/self/environ the environment
  *   execve gave (not readable by another user); /proc/self/mountinfo and mounts; the CPU lists
  *   of /sys/devices/system/cpu;
@@ -32,6 +35,9 @@
 #include <sys/stat.h>
 
 #define PAGE 4096L
+#ifndef FALLOC_FL_ZERO_RANGE
+#define FALLOC_FL_ZERO_RANGE 0x10 /* musl's headers lack it */
+#endif
 
 static sigjmp_buf jump;
 static volatile int caught;
@@ -355,6 +361,58 @@ static void truncation(const char *path)
         "grows again, O_TRUNC");
 }
 
+static void allocate(const char *path)
+{
+    int fd = page_file(path, 2);
+    unsigned char *s = mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(s != MAP_FAILED);
+    struct stat st;
+    CHECK_SYS(fallocate(fd, 0, PAGE, 3 * PAGE));
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 4 * PAGE);
+    unsigned char byte = 1;
+    CHECK_EQ(pread(fd, &byte, 1, 3 * PAGE), 1);
+    CHECK_EQ(byte, 0);
+    CHECK_EQ(pread(fd, &byte, 1, PAGE), 1);
+    CHECK_EQ(byte, 'b');
+    CHECK_SYS(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8 * PAGE));
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 4 * PAGE);
+    CHECK_SYS(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 10, PAGE));
+    CHECK_EQ(s[9], 'a');
+    CHECK_EQ(s[10], 0);
+    CHECK_EQ(s[PAGE + 9], 0);
+    CHECK_EQ(s[PAGE + 10], 'b');
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_size, 4 * PAGE);
+    int zero = fallocate(fd, FALLOC_FL_ZERO_RANGE, 4 * PAGE - 1, 2);
+    if (zero == 0) {
+        CHECK_SYS(fstat(fd, &st));
+        CHECK_EQ(st.st_size, 4 * PAGE + 1);
+    } else if (on_reef() || errno != EOPNOTSUPP) {
+        FAIL("fallocate(FALLOC_FL_ZERO_RANGE): %s", strerror(errno));
+    }
+    CHECK_ERRNO(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, PAGE), EOPNOTSUPP);
+    CHECK_ERRNO(fallocate(fd, 0, -1, PAGE), EINVAL);
+    CHECK_ERRNO(fallocate(fd, 0, 0, 0), EINVAL);
+    CHECK_ERRNO(fallocate(fd, 0x1000, 0, PAGE), EOPNOTSUPP);
+    CHECK_ERRNO(fallocate(fd, 0, 0x7fffffffffff0000L, 0x100000), EFBIG);
+    CHECK_ERRNO(fallocate(-1, 0, 0, PAGE), EBADF);
+    int ro = CHECK_SYS(open(path, O_RDONLY));
+    CHECK_ERRNO(fallocate(ro, 0, 0, PAGE), EBADF);
+    CHECK_SYS(close(ro));
+    int p[2];
+    CHECK_SYS(pipe(p));
+    CHECK_ERRNO(fallocate(p[1], 0, 0, PAGE), ESPIPE);
+    CHECK_SYS(close(p[0]));
+    CHECK_SYS(close(p[1]));
+    CHECK_SYS(munmap(s, 2 * PAGE));
+    CHECK_SYS(close(fd));
+    SAY("fallocate: extends with zeros, KEEP_SIZE, PUNCH_HOLE seen through a shared mapping, "
+        "ZERO_RANGE%s; EINVAL, EOPNOTSUPP, EFBIG, EBADF, ESPIPE",
+        zero == 0 ? "" : " (not on this file system)");
+}
+
 /* Reads a whole small file (NUL-separated contents kept); returns its length. */
 static long slurp(const char *path, char *buf, long size)
 {
@@ -493,6 +551,7 @@ int main(int argc, char **argv)
     remap_file(path);
     dontneed(path);
     truncation(path);
+    allocate(path);
     proc_and_sys(self_path(argv[0]));
     hostile();
     CHECK_SYS(unlink(path));

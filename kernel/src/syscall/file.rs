@@ -588,6 +588,82 @@ pub fn ftruncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     Ok(0)
 }
 
+/// `fallocate(fd, mode, offset, len)`. NR-FS keeps files in memory and gives a page its frame
+/// when it is written, so to allocate is to make the size: mode 0 extends a shorter file to
+/// `offset + len` (the new bytes read as zeros), `FALLOC_FL_KEEP_SIZE` alone changes nothing,
+/// `FALLOC_FL_PUNCH_HOLE` (which needs `KEEP_SIZE`) writes zeros over the part of the range
+/// inside the file, `FALLOC_FL_ZERO_RANGE` over the whole range (extending the file unless
+/// `KEEP_SIZE`); collapsing, inserting and unsharing ranges answer `EOPNOTSUPP`, as does a
+/// file in Hare. Linux's errors otherwise: `EINVAL` for a negative offset, a length of 0 or
+/// less, or a collapse or insert with other flags; `EOPNOTSUPP` for unknown mode bits, a hole
+/// without `KEEP_SIZE`, a hole and a zero range at once; `EBADF` unless open for writing,
+/// `ESPIPE` for a pipe, `EISDIR`, `ENODEV` for anything else not a regular file, `EFBIG` past
+/// the largest file size.
+pub fn fallocate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const KEEP_SIZE: u64 = 0x01;
+    const PUNCH_HOLE: u64 = 0x02;
+    const COLLAPSE_RANGE: u64 = 0x08;
+    const ZERO_RANGE: u64 = 0x10;
+    const INSERT_RANGE: u64 = 0x20;
+    const UNSHARE_RANGE: u64 = 0x40;
+    let mode = a[1] & 0xffff_ffff;
+    let (off, len) = (a[2] as i64, a[3] as i64);
+    if off < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let known = KEEP_SIZE | PUNCH_HOLE | COLLAPSE_RANGE | ZERO_RANGE | INSERT_RANGE | UNSHARE_RANGE;
+    if mode & !known != 0
+        || mode & PUNCH_HOLE != 0 && mode & KEEP_SIZE == 0
+        || mode & (PUNCH_HOLE | ZERO_RANGE) == PUNCH_HOLE | ZERO_RANGE
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if mode & (COLLAPSE_RANGE | INSERT_RANGE) != 0 && mode & !(COLLAPSE_RANGE | INSERT_RANGE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(me, a[0])?;
+    if !f.writable() {
+        return Err(Errno::EBADF);
+    }
+    let ino = match f.node {
+        Node::File(ino) => ino,
+        Node::PipeRead(_) | Node::PipeWrite(_) => return Err(Errno::ESPIPE),
+        Node::Dir(_) | Node::ProcDir(_) => return Err(Errno::EISDIR),
+        Node::Hare(_) => return Err(Errno::EOPNOTSUPP),
+        _ => return Err(Errno::ENODEV),
+    };
+    let end = off.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+    if mode & (COLLAPSE_RANGE | INSERT_RANGE | UNSHARE_RANGE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let size = crate::fs::with_client(|c| c.stat(ino))?.size;
+    if mode & (PUNCH_HOLE | ZERO_RANGE) != 0 {
+        let zero_end = if mode & KEEP_SIZE != 0 {
+            end.min(size)
+        } else {
+            end
+        };
+        let zeros = crate::mm::zeroed_buffer(64 * 1024)?;
+        let mut at = off as u64;
+        while at < zero_end {
+            let n = (zero_end - at).min(zeros.len() as u64) as usize;
+            crate::fs::admit(n)?;
+            let t = crate::fs::now();
+            crate::fs::with_client(|c| c.write(ino, at, &zeros[..n], t))?;
+            at += n as u64;
+            if !sched::keep_going(me) {
+                return Err(Errno::EINTR);
+            }
+        }
+    }
+    if mode & KEEP_SIZE == 0 && end > size {
+        crate::fs::admit_truncate(end)?;
+        let t = crate::fs::now();
+        crate::fs::with_client(|c| c.truncate(ino, end, t))?;
+    }
+    Ok(0)
+}
+
 /// `fsync`, `fdatasync`, `syncfs`: NR-FS is in memory, so there is nothing to write back;
 /// the descriptor is checked.
 pub fn fsync(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {

@@ -96,6 +96,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_TIMES => process::times,
         SYS_CLOSE_RANGE => file::close_range,
         SYS_COPY_FILE_RANGE => file::copy_file_range,
+        SYS_FALLOCATE => file::fallocate,
         SYS_FADVISE64 => file::fadvise64,
         SYS_EVENTFD => eventfd::eventfd,
         SYS_EVENTFD2 => eventfd::eventfd2,
