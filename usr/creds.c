@@ -12,7 +12,12 @@
  *   and chown of root's file; new files owned by the creator's IDs; a sticky directory lets
  *   only the owner remove an entry; a 0744 program is not executable by others, a 0755 one
  *   is; a set-user-ID program runs with its owner as effective user; EPERM for mount;
- * - signals: EPERM for kill() of a root process by user 1000, which may signal its own.
+ * - signals: EPERM for kill() of a root process by user 1000, which may signal its own;
+ * - capabilities: capget shows root's effective and permitted sets alike and not empty (all 41
+ *   on Reef), the effective set empty once the effective ID is not 0 and the permitted one
+ *   once no ID is; a capset that changes nothing succeeds, one that raises a set is EPERM;
+ *   EINVAL (and version 3 written back) for an unknown version, EINVAL for a negative pid,
+ *   ESRCH for a missing process, EFAULT for bad pointers.
  */
 #include "reef-test.h"
 
@@ -21,6 +26,17 @@
 #include <sys/mount.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+
+/* <linux/capability.h>'s header and data (musl has no such header). */
+struct cap_header {
+    uint32_t version;
+    int pid;
+};
+struct cap_data {
+    uint32_t effective, permitted, inheritable;
+};
+#define CAP_V3 0x20080522
+#define CAP_SYS_ADMIN_BIT 21
 
 static char dir[64];
 static const char *self;
@@ -74,8 +90,12 @@ static void ids(void)
     static gid_t many[65536];
     for (int i = 0; i < 65536; i++)
         many[i] = i;
-    long before = reef_free_bytes();
-    for (int i = 0; i < 20; i++) {
+    /* Measured from the second round on: the first may grow the kernel's heaps for good
+     * (their first use on each node), which is not memory kept by the groups. */
+    long before = 0;
+    for (int i = 0; i <= 20; i++) {
+        if (i == 1)
+            before = reef_free_bytes();
         CHECK_SYS(setgroups(65536, many));
         pid_t kid = CHECK_SYS(fork());
         if (kid == 0)
@@ -192,6 +212,63 @@ static void as_user(void)
     _exit(0);
 }
 
+/* The capability sets of process `pid` (0: this one), as 64-bit masks. */
+static void caps_of(int pid, uint64_t *effective, uint64_t *permitted)
+{
+    struct cap_header h = {.version = CAP_V3, .pid = pid};
+    struct cap_data d[2];
+    CHECK_SYS(syscall(SYS_capget, &h, d));
+    *effective = d[0].effective | (uint64_t)d[1].effective << 32;
+    *permitted = d[0].permitted | (uint64_t)d[1].permitted << 32;
+}
+
+static void capabilities(void)
+{
+    uint64_t eff, perm;
+    caps_of(0, &eff, &perm);
+    CHECK(eff != 0);
+    CHECK_EQ(eff, perm);
+    if (on_reef())
+        CHECK_EQ(eff, ((uint64_t)1 << 41) - 1);
+    struct cap_header h = {.version = 0x12345, .pid = 0};
+    struct cap_data d[2];
+    CHECK_ERRNO(syscall(SYS_capget, &h, d), EINVAL);
+    CHECK_EQ(h.version, CAP_V3);
+    CHECK_SYS(syscall(SYS_capget, &h, NULL));
+    h.pid = -1;
+    CHECK_ERRNO(syscall(SYS_capget, &h, d), EINVAL);
+    h.pid = 0x3fffffff;
+    CHECK_ERRNO(syscall(SYS_capget, &h, d), ESRCH);
+    h.pid = 0;
+    CHECK_ERRNO(syscall(SYS_capget, (void *)8, d), EFAULT);
+    CHECK_ERRNO(syscall(SYS_capget, &h, (void *)0xffff800000000000UL), EFAULT);
+    /* Setting the sets it has changes nothing. */
+    CHECK_SYS(syscall(SYS_capget, &h, d));
+    CHECK_SYS(syscall(SYS_capset, &h, d));
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        /* Effective ID 1000, real and saved 0: nothing effective, all still permitted. */
+        if (setresuid(0, 1000, 0) != 0)
+            _exit(2);
+        caps_of(0, &eff, &perm);
+        if (eff != 0 || perm == 0)
+            _exit(3);
+        if (setresuid(1000, 1000, 1000) != 0)
+            _exit(4);
+        caps_of(0, &eff, &perm);
+        if (eff != 0 || perm != 0)
+            _exit(5);
+        /* Raising the permitted set is refused. */
+        struct cap_header hh = {.version = CAP_V3};
+        struct cap_data dd[2] = {{0}};
+        dd[0].permitted = 1 << CAP_SYS_ADMIN_BIT;
+        _exit(syscall(SYS_capset, &hh, dd) == -1 && errno == EPERM ? 0 : 6);
+    }
+    CHECK_CHILD_EXIT(pid, 0);
+    SAY("capabilities: root's full, none effective with effective ID 1000, none once every ID "
+        "is; capset of the same sets, EPERM to raise; EINVAL, ESRCH, EFAULT");
+}
+
 int main(int argc, char **argv)
 {
     test_begin("creds");
@@ -201,6 +278,7 @@ int main(int argc, char **argv)
         FAIL("must start as root (uid %d): it drops privilege to test the checks", getuid());
     self = self_path(argv[0]);
     ids();
+    capabilities();
 
     snprintf(dir, sizeof dir, "/tmp/creds.%d", getpid());
     CHECK_SYS(mkdir(dir, 0755));

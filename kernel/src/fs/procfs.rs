@@ -549,12 +549,16 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             let threads = e.process.threads.lock().len();
+            let (vsize, rss) = sizes(&e.process)?;
             let _ = write!(
                 s,
-                "Name:\t{}\nState:\t{}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\nThreads:\t{threads}\n",
+                "Name:\t{}\nState:\t{}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\n\
+                 VmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{threads}\n",
                 e.process.comm(),
                 state_letter(&e).1,
-                e.ppid
+                e.ppid,
+                vsize / 1024,
+                rss * 4
             );
         }
         File::Stat(pid) => {
@@ -565,11 +569,15 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 .cpu_ticks
                 .each_ref()
                 .map(|t| t.load(core::sync::atomic::Ordering::Relaxed));
-            // CPU times in ticks of 10 ms (Linux's USER_HZ), sampled by the timer; the fields
-            // after the thread count (start time, memory sizes, ...) are reported as 0.
+            // CPU times and the start time in ticks of 10 ms (Linux's USER_HZ), CPU times
+            // sampled by the timer; the sizes of the address space in bytes and of what is
+            // resident in pages; the fields after `rss` are left out (Linux has 28 more).
+            let start = e.process.started_ns / 10_000_000;
+            let (vsize, rss) = sizes(&e.process)?;
             let _ = writeln!(
                 s,
-                "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 0 0 0",
+                "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 \
+                 {start} {vsize} {rss}",
                 e.process.comm(),
                 state_letter(&e).0,
                 e.ppid,
@@ -643,6 +651,21 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         }
     }
     Ok(s.into_bytes())
+}
+
+/// The size of `p`'s address space in bytes (its regions) and its resident pages (4 KiB; as
+/// `VSpace::resident_pages` counts them); both 0 for a process that exited.
+fn sizes(p: &Process) -> Result<(u64, u64), Errno> {
+    let vm = p.vm();
+    let mut vsize = 0;
+    let mut from = 0;
+    loop {
+        let regions = vm.regions(from)?;
+        let Some(last) = regions.last() else { break };
+        from = last.end;
+        vsize += regions.iter().map(|r| r.len()).sum::<u64>();
+    }
+    Ok((vsize, vm.resident_pages()))
 }
 
 /// A copy of `bytes`, or ENOMEM.

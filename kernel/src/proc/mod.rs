@@ -319,6 +319,9 @@ pub struct Process {
     /// Timer ticks its threads were running in user mode and in the kernel
     /// ([`sched::account_tick`]; `/proc/<pid>/stat`'s `utime` and `stime`).
     pub cpu_ticks: [AtomicU64; 2],
+    /// When it was made (`fork`, or boot for process 1), in nanoseconds since boot
+    /// (`/proc/<pid>/stat`'s `starttime`).
+    pub started_ns: u64,
     /// The same of its children it reaped, theirs included (`times`' `cutime` and `cstime`).
     pub children_ticks: [AtomicU64; 2],
     /// Bumped when a child exits, stops or continues (`wait4` sleeps on it).
@@ -398,6 +401,7 @@ impl Process {
             exiting: AtomicBool::new(false),
             released: AtomicBool::new(false),
             cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
+            started_ns: crate::time::now_ns(),
             children_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
             named: AtomicBool::new(false),
             exit_status: AtomicI32::new(0),

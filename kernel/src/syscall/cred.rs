@@ -163,3 +163,95 @@ pub fn setgroups(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         .collect();
     with(me, |c| c.setgroups(&groups)).map(|()| 0)
 }
+
+/// `_LINUX_CAPABILITY_VERSION_1`: one 32-bit word per set.
+const CAP_V1: u32 = 0x1998_0330;
+/// `_LINUX_CAPABILITY_VERSION_2` (deprecated, read as version 3).
+const CAP_V2: u32 = 0x2007_1026;
+/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
+const CAP_V3: u32 = 0x2008_0522;
+
+/// The capability header at `hdr`: its version's number of data words and the process it
+/// names. An unknown version is EINVAL, and the header's version becomes version 3 (how a
+/// program asks which version the kernel speaks); a `pid` below 0 is EINVAL.
+fn cap_header(hdr: u64) -> Result<(usize, i32), Errno> {
+    let mut raw = [0u8; 8];
+    copy_from_user(hdr, &mut raw)?;
+    let version = u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]]);
+    let pid = i32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]);
+    let words = match version {
+        CAP_V1 => 1,
+        CAP_V2 | CAP_V3 => 2,
+        _ => {
+            write_user(hdr, &CAP_V3)?;
+            return Err(Errno::EINVAL);
+        }
+    };
+    if pid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok((words, pid))
+}
+
+/// `capget(hdr, data)`: the capability sets of process `hdr->pid` (0: the caller), which Reef
+/// derives from the user IDs as Linux has them for a process that never changed its sets
+/// ([`Credentials::capabilities`]); `data` may be NULL to ask only whether the version is
+/// known. ESRCH for no such process.
+pub fn capget(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (words, pid) = cap_header(a[0])?;
+    let target = if pid == 0 {
+        me.process.clone()
+    } else {
+        crate::proc::lookup(pid as u32).ok_or(Errno::ESRCH)?.process
+    };
+    let caps = target.creds.lock().capabilities();
+    if a[1] == 0 {
+        return Ok(0);
+    }
+    let mut out = [0u8; 24];
+    for w in 0..words {
+        for (i, set) in [caps.effective, caps.permitted, caps.inheritable]
+            .into_iter()
+            .enumerate()
+        {
+            let word = (set >> (32 * w)) as u32;
+            out[w * 12 + i * 4..w * 12 + i * 4 + 4].copy_from_slice(&word.to_ne_bytes());
+        }
+    }
+    copy_to_user(a[1], &out[..words * 12])?;
+    Ok(0)
+}
+
+/// `capset(hdr, data)`: Reef keeps no capability sets apart from the user IDs, so the only
+/// change it can make is none: sets equal to the current ones (of the caller: `hdr->pid` 0 or
+/// its own) succeed, anything else is EPERM. That is Linux's answer for raising the permitted
+/// set; where Linux would allow the change (dropping a capability, making a permitted one
+/// effective) Reef refuses it too, and a program must change its user IDs instead.
+pub fn capset(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (words, pid) = cap_header(a[0])?;
+    if pid != 0 && pid as u32 != me.process.pid {
+        return Err(Errno::EPERM);
+    }
+    let mut raw = [0u8; 24];
+    copy_from_user(a[1], &mut raw[..words * 12])?;
+    let word = |w: usize, i: usize| {
+        let b = &raw[w * 12 + i * 4..w * 12 + i * 4 + 4];
+        u64::from(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])) << (32 * w)
+    };
+    let set = |i: usize| (0..words).map(|w| word(w, i)).fold(0, |acc, x| acc | x);
+    let mask = if words == 1 {
+        u64::from(u32::MAX)
+    } else {
+        u64::MAX
+    };
+    let now = with(me, |c| c.capabilities());
+    let same = [now.effective, now.permitted, now.inheritable]
+        .iter()
+        .enumerate()
+        .all(|(i, &cur)| set(i) == cur & mask);
+    if same {
+        Ok(0)
+    } else {
+        Err(Errno::EPERM)
+    }
+}

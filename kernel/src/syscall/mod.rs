@@ -231,6 +231,8 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_SETFSGID => cred::setfsgid,
         SYS_GETGROUPS => cred::getgroups,
         SYS_SETGROUPS => cred::setgroups,
+        SYS_CAPGET => cred::capget,
+        SYS_CAPSET => cred::capset,
         SYS_UMASK => misc::umask,
         SYS_PERSONALITY => misc::personality,
         REEF_FREE_BYTES => misc::reef_free_bytes,

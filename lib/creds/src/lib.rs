@@ -411,6 +411,37 @@ impl Credentials {
     }
 }
 
+/// Every capability Linux 6.1 has (`CAP_CHOWN` = 0 to `CAP_CHECKPOINT_RESTORE` = 40).
+pub const ALL_CAPS: u64 = (1 << 41) - 1;
+
+/// A process's capability sets as `capget` shows them (bit `n` = capability `n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// What it may do now.
+    pub effective: u64,
+    /// What it may make effective.
+    pub permitted: u64,
+    /// What an `execve` passes on.
+    pub inheritable: u64,
+}
+
+impl Credentials {
+    /// The capability sets Linux gives a process with these IDs that never used `capset`
+    /// or `PR_SET_KEEPCAPS` (Reef keeps no sets of its own: "privileged" is effective user
+    /// ID 0): all effective with effective user 0, all permitted while any of the real,
+    /// effective and saved user IDs is 0 (a root process that set only its effective ID to
+    /// another may take root back), none inheritable.
+    pub fn capabilities(&self) -> Caps {
+        let ids = [self.uid.real, self.uid.effective, self.uid.saved];
+        let all_if = |on: bool| if on { ALL_CAPS } else { 0 };
+        Caps {
+            effective: all_if(self.uid.effective == 0),
+            permitted: all_if(ids.contains(&0)),
+            inheritable: 0,
+        }
+    }
+}
+
 /// A copy of `ids`, or ENOMEM.
 fn copy(ids: &[Id]) -> Result<Vec<Id>, Errno> {
     let mut v = Vec::new();

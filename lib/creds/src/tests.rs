@@ -201,6 +201,37 @@ fn signals_between_users() {
 }
 
 #[test]
+fn capabilities_follow_the_user_ids() {
+    let full = Caps {
+        effective: ALL_CAPS,
+        permitted: ALL_CAPS,
+        inheritable: 0,
+    };
+    assert_eq!(Credentials::root().capabilities(), full);
+    let mut c = Credentials::root();
+    c.setresuid(0, 1000, 0).unwrap();
+    assert_eq!(
+        c.capabilities(),
+        Caps {
+            effective: 0,
+            ..full
+        }
+    );
+    c.setresuid(0, 0, 0).unwrap();
+    assert_eq!(c.capabilities(), full);
+    c.setuid(1000).unwrap();
+    assert_eq!(
+        c.capabilities(),
+        Caps {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0
+        }
+    );
+    assert_eq!(ALL_CAPS.count_ones(), 41);
+}
+
+#[test]
 fn only_the_same_user_or_root_inspects_a_process() {
     let root = Credentials::root();
     let a = user(1000, 100);
