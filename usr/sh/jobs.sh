@@ -26,23 +26,25 @@ sh -c 'exit 300'; echo "exit 300: $?"
 wait 99999 2>/dev/null; echo "wait unknown pid: $?"
 
 echo "== kill a background job"
+# ash names the signal that killed a job only when `wait` itself reaps it, not when it reaped
+# the job earlier on its own (which depends on timing): the names go to /dev/null.
 sleep 30 & p=$!
 kill -0 $p && echo "alive"
 kill $p
-wait $p
+wait $p 2>/dev/null
 echo "TERM: $?"
 kill -0 $p 2>/dev/null || echo "gone"
 sleep 30 & p=$!
 kill -9 $p
-wait $p
+wait $p 2>/dev/null
 echo "KILL: $?"
 sleep 30 & p=$!
 kill -USR1 $p
-wait $p
+wait $p 2>/dev/null
 echo "USR1: $?"
 sleep 30 & p=$!
 kill -s HUP $p
-wait $p
+wait $p 2>/dev/null
 echo "HUP: $?"
 kill -l 15
 

@@ -1,6 +1,6 @@
 # tools.sh: busybox's process and system tools, which read /proc and the kernel log: `top -n 1`
 # (its memory, CPU and load lines, a line for itself), `ps -o pid,comm,stat` (the header, this
-# shell sleeping, `ps` running), `uptime`, `nproc` within /proc/stat's cores, and `dmesg` (on
+# shell's state, `ps` running), `uptime`, `nproc` within /proc/stat's cores, and `dmesg` (on
 # Reef it must hold the boot line; Linux may refuse it without CAP_SYSLOG). Prints facts, not
 # the tools' numbers, so the output is the same on Reef and Linux.
 t=/tmp/tools.$$
@@ -13,7 +13,8 @@ grep -q "^ *[0-9]* *$$ .* top -n 1 -b" $t && echo "top: its own line, child of t
 
 ps -o pid,comm,stat > $t || echo "ps failed"
 head -1 $t | grep -q '^PID *COMMAND *STAT' && echo "ps: header"
-grep -q "^ *$$ [^ ]* *S" $t && echo "ps: this shell sleeping"
+# The shell sleeps in wait4 for `ps`, unless `ps` reads its state first (another core).
+grep -q "^ *$$ [^ ]* *[RS]" $t && echo "ps: this shell running or sleeping"
 grep -q "^ *[0-9]* ps *R" $t && echo "ps: ps running"
 
 uptime | grep -q 'up .*load average: [0-9.]*, [0-9.]*, [0-9.]*$' && echo "uptime: up, load average"
