@@ -10,6 +10,9 @@
  *   with that process's own POSIX locks; closing the description lets go;
  * - flock: exclusive and shared per description (EWOULDBLOCK with LOCK_NB), conversion, apart
  *   from fcntl locks;
+ * - deadlock: two processes each holding a lock and waiting for the other's: exactly one of
+ *   the two F_SETLKW requests (the one that would close the cycle) fails with EDEADLK, and the
+ *   other is granted once that one lets go;
  * - errors: EBADF for a write lock through a read-only descriptor, EINVAL for a bad type,
  *   a range before the start of the file, an OFD request with l_pid set, a bad flock op.
  */
@@ -125,6 +128,50 @@ static void waiting(int fd)
         "process's locks go when it exits");
 }
 
+static void deadlock(int fd)
+{
+    /* The parent holds byte 0, the child byte 1; each then asks for the other's byte. Whoever
+     * asks second closes the cycle and is refused; it lets go of its byte, so the first gets
+     * it. Which one is second does not matter. */
+    CHECK_SYS(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    int ready[2], result[2];
+    CHECK_SYS(pipe(ready));
+    CHECK_SYS(pipe(result));
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        int mine = open(path, O_RDWR);
+        if (mine < 0 || lk(mine, F_SETLK, F_WRLCK, 1, 1) != 0)
+            _exit(2);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(3);
+        int e = lk(mine, F_SETLKW, F_WRLCK, 0, 1) == 0 ? 0 : errno;
+        if (e == EDEADLK)
+            lk(mine, F_SETLK, F_UNLCK, 1, 1);
+        if (write(result[1], &e, sizeof e) != sizeof e)
+            _exit(4);
+        _exit(0);
+    }
+    char c;
+    CHECK_EQ(read(ready[0], &c, 1), 1);
+    int mine = lk(fd, F_SETLKW, F_WRLCK, 1, 1) == 0 ? 0 : errno;
+    if (mine == EDEADLK)
+        CHECK_SYS(lk(fd, F_SETLK, F_UNLCK, 0, 1));
+    int theirs;
+    CHECK_EQ(read(result[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+    CHECK_CHILD_EXIT(pid, 0);
+    if (!(mine == 0 && theirs == EDEADLK) && !(mine == EDEADLK && theirs == 0))
+        FAIL("F_SETLKW answered %s here and %s in the child, expected one EDEADLK",
+             strerror(mine), strerror(theirs));
+    CHECK_SYS(lk(fd, F_SETLK, F_UNLCK, 0, 0));
+    for (int i = 0; i < 2; i++) {
+        close(ready[i]);
+        close(result[i]);
+    }
+    SAY("deadlock: of two processes waiting for each other's locks, the %s was refused "
+        "with EDEADLK and the other granted",
+        mine == EDEADLK ? "parent" : "child");
+}
+
 static void descriptions(int fd)
 {
     int a = CHECK_SYS(open(path, O_RDWR)), b = CHECK_SYS(open(path, O_RDWR));
@@ -186,6 +233,7 @@ int main(void)
     int fd = CHECK_SYS(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
     records(fd);
     waiting(fd);
+    deadlock(fd);
     descriptions(fd);
     errors(fd);
     CHECK_SYS(close(fd));

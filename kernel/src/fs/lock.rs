@@ -5,8 +5,9 @@
 //! `EINVAL`. A POSIX record lock belongs to the process and goes when it closes any descriptor
 //! of the file ([`closed`]) or exits ([`process_gone`]); OFD and `flock` locks belong to the
 //! open file description and go with it ([`description_gone`]). A blocking request sleeps on
-//! [`RELEASED`], which every unlock and release wakes, and tries again; Linux's deadlock
-//! detection (`EDEADLK`) is not built.
+//! [`RELEASED`], which every unlock and release wakes, and tries again. A process about to wait
+//! for another process's POSIX lock is recorded as waiting for it, and refused with `EDEADLK`
+//! if that closes a cycle of waiting processes (`LockTable::wait_for`, Linux's rule).
 
 use crate::fd::{Node, OpenFile};
 use crate::proc::wait::{WaitQueue, Wake};
@@ -39,8 +40,27 @@ pub fn conflict(file: (u64, Family), owner: Owner, kind: Kind, range: (u64, u64)
 }
 
 /// Takes (`Some`) or lets go of (`None`) a lock; waits while another owner's lock conflicts
-/// if `wait` (`EINTR` if a signal ends the wait), else `EAGAIN`; `ENOLCK` without memory.
+/// if `wait` (`EINTR` if a signal ends the wait, `EDEADLK` if the other owner waits, in turn,
+/// for this one), else `EAGAIN`; `ENOLCK` without memory.
 pub fn set(
+    file: (u64, Family),
+    owner: Owner,
+    kind: Option<Kind>,
+    range: (u64, u64),
+    wait: bool,
+) -> Result<(), Errno> {
+    let r = set_waiting(file, owner, kind, range, wait);
+    if wait {
+        let mut t = LOCKS.lock();
+        if t.is_waiting(owner) {
+            let _ = t.wait_for(owner, None);
+        }
+    }
+    r
+}
+
+/// [`set`], leaving `owner` recorded as waiting if it last waited for another owner.
+fn set_waiting(
     file: (u64, Family),
     owner: Owner,
     kind: Option<Kind>,
@@ -49,21 +69,28 @@ pub fn set(
 ) -> Result<(), Errno> {
     loop {
         let seq = RELEASED.seq();
-        let r = LOCKS.lock().set(file, owner, kind, range);
-        match r {
+        let mut t = LOCKS.lock();
+        match t.set(file, owner, kind, range) {
             Ok(()) => {
+                drop(t);
                 if kind != Some(Kind::Write) {
                     RELEASED.notify_all();
                 }
                 return Ok(());
             }
-            Err(Refused::NoMemory) => return Err(Errno::ENOLCK),
             Err(Refused::Conflict(_)) if !wait => return Err(Errno::EAGAIN),
-            Err(Refused::Conflict(_)) => {
-                if RELEASED.wait(seq, None) == Wake::Interrupted {
-                    return Err(Errno::EINTR);
+            Err(Refused::Conflict(held)) => match t.wait_for(owner, Some(held.owner)) {
+                Ok(()) => {
+                    drop(t);
+                    if RELEASED.wait(seq, None) == Wake::Interrupted {
+                        return Err(Errno::EINTR);
+                    }
                 }
-            }
+                Err(Refused::Deadlock) => return Err(Errno::EDEADLK),
+                Err(_) => return Err(Errno::ENOLCK),
+            },
+            Err(Refused::Deadlock) => return Err(Errno::EDEADLK),
+            Err(Refused::NoMemory) => return Err(Errno::ENOLCK),
         }
     }
 }

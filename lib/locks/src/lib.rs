@@ -13,6 +13,10 @@
 //!   description and released when it goes. They conflict with POSIX locks of other owners.
 //! - **`flock`**: a whole-file shared or exclusive lock per description, converted in place.
 //!
+//! A process that waits for a POSIX lock is recorded with the process it waits for
+//! ([`LockTable::wait_for`]), so that a request closing a cycle of such waits is refused
+//! (`EDEADLK`), as Linux's `posix_locks_deadlock` does (for POSIX locks only).
+//!
 //! Owners are numbers the kernel chooses ([`Owner`]); files are keys (`u64`, an inode).
 //! Ranges are `start..end` with `end` exclusive and [`EOF`] for "to the end of the file,
 //! however long it grows".
@@ -83,12 +87,22 @@ pub enum Refused {
     Conflict(Lock),
     /// No memory to record the lock: `ENOLCK`.
     NoMemory,
+    /// Waiting would close a cycle of processes waiting for each other's POSIX locks:
+    /// `EDEADLK`.
+    Deadlock,
 }
+
+/// How many waits [`LockTable::wait_for`] follows looking for a cycle (Linux's
+/// `MAX_DEADLK_ITERATIONS`); a longer chain is not called a deadlock.
+pub const MAX_DEADLOCK_STEPS: usize = 10;
 
 /// Every lock held, by file and family.
 #[derive(Debug, Default)]
 pub struct LockTable {
     files: BTreeMap<(u64, Family), Vec<Lock>>,
+    /// Processes waiting for a POSIX lock, each with the process holding the lock it waits
+    /// for.
+    waiting: Vec<(Owner, Owner)>,
 }
 
 impl LockTable {
@@ -96,7 +110,39 @@ impl LockTable {
     pub const fn new() -> Self {
         LockTable {
             files: BTreeMap::new(),
+            waiting: Vec::new(),
         }
+    }
+
+    /// Records that `waiter` is about to wait for a lock `holder` holds, or (`None`) that it
+    /// no longer waits. Only POSIX waits between processes are recorded (an open file
+    /// description's are not, as on Linux). `Deadlock` if `holder` waits, directly or through
+    /// at most [`MAX_DEADLOCK_STEPS`] others, for `waiter`; `NoMemory` if the wait cannot be
+    /// recorded. Either way `waiter` is then recorded as not waiting.
+    pub fn wait_for(&mut self, waiter: Owner, holder: Option<Owner>) -> Result<(), Refused> {
+        self.waiting.retain(|&(w, _)| w != waiter);
+        let Some(holder) = holder else {
+            return Ok(());
+        };
+        if !matches!((waiter, holder), (Owner::Process(_), Owner::Process(_))) {
+            return Ok(());
+        }
+        let mut at = holder;
+        for _ in 0..MAX_DEADLOCK_STEPS {
+            if at == waiter {
+                return Err(Refused::Deadlock);
+            }
+            match self.waiting.iter().find(|&&(w, _)| w == at) {
+                Some(&(_, next)) => at = next,
+                None => break,
+            }
+        }
+        if at == waiter {
+            return Err(Refused::Deadlock);
+        }
+        self.waiting.try_reserve(1).map_err(|_| Refused::NoMemory)?;
+        self.waiting.push((waiter, holder));
+        Ok(())
     }
 
     /// The first lock of another owner that a `kind` lock of `owner` on `start..end` of `file`
@@ -206,5 +252,10 @@ impl LockTable {
     /// Whether any lock is held.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// Whether `owner` is recorded as waiting ([`LockTable::wait_for`]).
+    pub fn is_waiting(&self, owner: Owner) -> bool {
+        self.waiting.iter().any(|&(w, _)| w == owner)
     }
 }

@@ -1,6 +1,6 @@
 //! The lock table against Linux's rules for record and `flock` locks.
 
-use locks::{Family, Kind, Lock, LockTable, Owner, Refused, EOF};
+use locks::{Family, Kind, Lock, LockTable, Owner, Refused, EOF, MAX_DEADLOCK_STEPS};
 
 const F: (u64, Family) = (7, Family::Record);
 const A: Owner = Owner::Process(1);
@@ -97,4 +97,36 @@ fn families_do_not_conflict_and_releases_are_per_owner() {
     t.release_all(D);
     t.release_all(Owner::Description(10));
     assert!(t.is_empty());
+}
+
+#[test]
+fn a_cycle_of_waiting_processes_is_a_deadlock() {
+    let (a, b, c) = (Owner::Process(1), Owner::Process(2), Owner::Process(3));
+    let mut t = LockTable::new();
+    // a waits for b, b for c: c waiting for a closes the cycle; a waiting for c does not.
+    t.wait_for(a, Some(b)).unwrap();
+    t.wait_for(b, Some(c)).unwrap();
+    assert_eq!(t.wait_for(c, Some(a)), Err(Refused::Deadlock));
+    assert!(!t.is_waiting(c));
+    // b stops waiting (granted or interrupted): c may wait for a now.
+    t.wait_for(b, None).unwrap();
+    t.wait_for(c, Some(a)).unwrap();
+    assert!(t.is_waiting(c));
+    // An open file description's wait is not recorded.
+    let d = Owner::Description(9);
+    t.wait_for(d, Some(c)).unwrap();
+    assert!(!t.is_waiting(d));
+    // A chain longer than the steps followed is not called a deadlock.
+    let mut t = LockTable::new();
+    let n = MAX_DEADLOCK_STEPS as u32 + 2;
+    for i in 0..n {
+        t.wait_for(Owner::Process(i), Some(Owner::Process(i + 1)))
+            .unwrap();
+    }
+    assert_eq!(
+        t.wait_for(Owner::Process(n), Some(Owner::Process(0))),
+        Ok(())
+    );
+    // A direct wait on oneself is a deadlock.
+    assert_eq!(t.wait_for(a, Some(a)), Err(Refused::Deadlock));
 }
