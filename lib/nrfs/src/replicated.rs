@@ -105,6 +105,19 @@ pub enum NamespaceOp {
         /// Device number.
         rdev: u64,
     },
+    /// [`FileSystem::mkfifo`].
+    Mkfifo {
+        /// Directory.
+        dir: Ino,
+        /// Name of the FIFO.
+        name: Vec<u8>,
+        /// Whether the path ended in `/`.
+        trailing: bool,
+        /// Number of the new inode.
+        ino: Ino,
+        /// Attributes of the new inode.
+        attrs: Attrs,
+    },
     /// [`FileSystem::link`]: a new name `name` in `dir` for `ino`.
     Link {
         /// The existing inode.
@@ -159,6 +172,7 @@ impl NamespaceOp {
             | NamespaceOp::Mkdir { dir, ino, .. }
             | NamespaceOp::Symlink { dir, ino, .. }
             | NamespaceOp::Mknod { dir, ino, .. }
+            | NamespaceOp::Mkfifo { dir, ino, .. }
             | NamespaceOp::Link { dir, ino, .. } => [Some(dir), Some(ino)],
             NamespaceOp::Unlink { dir, .. } | NamespaceOp::Rmdir { dir, .. } => [Some(dir), None],
             NamespaceOp::Rename {
@@ -644,6 +658,13 @@ fn apply_namespace(s: &mut Locked<'_>, op: NamespaceOp, now: Timespec) -> Result
             now,
         )
         .map(FsValue::Ino),
+        NamespaceOp::Mkfifo {
+            dir,
+            name,
+            trailing,
+            ino,
+            attrs,
+        } => ops::make(s, dir, &name, trailing, ino, &attrs, NewKind::Fifo, now).map(FsValue::Ino),
         NamespaceOp::Link {
             ino,
             dir,
@@ -1165,6 +1186,25 @@ impl FsClient {
                 ino,
                 attrs,
                 rdev,
+            }
+        })
+    }
+
+    /// See [`FileSystem::mkfifo`]; returns the new FIFO's inode.
+    pub fn mkfifo(
+        &self,
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<Ino, Errno> {
+        self.make(start, path, now, |dir, name, trailing, ino| {
+            NamespaceOp::Mkfifo {
+                dir,
+                name,
+                trailing,
+                ino,
+                attrs,
             }
         })
     }
