@@ -134,7 +134,10 @@ impl Pipe {
 
     /// Sleeps until a write end (`writer`) or a read end (not `writer`) has been opened since
     /// the count of such opens was `seen` (a peer that opened and closed again meanwhile
-    /// counts, as on Linux). EINTR when a signal is pending.
+    /// counts, as on Linux). EINTR when a signal is pending and no peer came: a peer that
+    /// came wins over a signal that arrived before the sleeper ran again (a shell's SIGCHLD
+    /// from a writer that opened, wrote and exited at once), as Linux's wait looks at its
+    /// condition before the signal.
     pub fn wait_for_peer(&self, writer: bool, seen: u64) -> Result<(), Errno> {
         // `changed` wakes both queues; a reader-to-be waits where readers wait.
         let queue = if writer {
@@ -142,19 +145,21 @@ impl Pipe {
         } else {
             &self.writable
         };
-        loop {
-            let seq = queue.seq();
+        let came = || {
             let ends = self.ends();
-            if (if writer {
+            (if writer {
                 ends.write_opens
             } else {
                 ends.read_opens
             }) != seen
-            {
+        };
+        loop {
+            let seq = queue.seq();
+            if came() {
                 return Ok(());
             }
             if queue.wait(seq, None) == Wake::Interrupted {
-                return Err(Errno::EINTR);
+                return if came() { Ok(()) } else { Err(Errno::EINTR) };
             }
         }
     }
