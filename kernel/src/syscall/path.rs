@@ -1,5 +1,5 @@
 //! Calls on paths: `open`, the `stat` family, directories, names (`link`, `unlink`, `rename`,
-//! `symlink`, `readlink`), attributes, the working directory, `statfs`.
+//! `symlink`, `readlink`, `mknod`), attributes, the working directory, `statfs`.
 //!
 //! Each path is read from user memory once (at most `PATH_MAX - 1` bytes, else ENAMETOOLONG)
 //! and located by [`crate::fs::path`]; NR-FS operations resolve it and apply Linux's checks.
