@@ -15,6 +15,7 @@
 //! file alive while it is open); dropping the last reference to the description closes it.
 
 use crate::fs::dev::{self, Device};
+use crate::fs::fifo::FifoEnd;
 use crate::fs::hare::HareNode;
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
@@ -75,6 +76,8 @@ pub enum Node {
     PipeRead(Arc<Pipe>),
     /// The write end of a pipe.
     PipeWrite(Arc<Pipe>),
+    /// An NR-FS FIFO opened for reading, writing or both: its pipe ([`crate::fs::fifo`]).
+    Fifo(FifoEnd),
     /// One end of an `AF_UNIX` stream socket pair.
     Socket(Arc<SocketEnd>),
     /// An `AF_INET` socket (its instance closes it when the last description goes).
@@ -197,6 +200,12 @@ impl Drop for OpenFile {
             }
             Node::PipeRead(p) => p.close_reader(),
             Node::PipeWrite(p) => p.close_writer(),
+            // The NR-FS open goes here; the pipe's end with the `FifoEnd` (its drop).
+            Node::Fifo(f) => {
+                if let Err(e) = crate::fs::with_client(|c| c.close(f.ino)) {
+                    crate::kprintln!("reef: nrfs: closing FIFO inode {} failed: {e}", f.ino);
+                }
+            }
             Node::Socket(e) => e.close(),
             Node::Mailbox(m) => m.close(),
             Node::Conn(c, end) => c.close(*end),
@@ -277,6 +286,7 @@ impl OpenFile {
             Node::Device(Device::Console, _) => crate::tty::read(buf, self.nonblock()),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
             Node::PipeRead(p) => p.read(buf, self.nonblock()),
+            Node::Fifo(f) => f.pipe.read(buf, self.nonblock()),
             Node::PipeWrite(_) => Err(Errno::EBADF),
             Node::EventFd(e) => e.read(buf, self.nonblock()),
             Node::TimerFd(t) => t.read(buf, self.nonblock()),
@@ -352,6 +362,7 @@ impl OpenFile {
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
+            | Node::Fifo(_)
             | Node::Socket(_)
             | Node::Inet(_)
             | Node::Epoll(_)
@@ -392,6 +403,7 @@ impl OpenFile {
             Node::Device(Device::Console, _) => crate::tty::write(&data),
             Node::Device(d, _) => dev::write(*d, &data),
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
+            Node::Fifo(f) => f.pipe.write(&data, self.nonblock()),
             Node::EventFd(e) => e.write(&data, self.nonblock()),
             Node::TimerFd(_) => Err(Errno::EINVAL),
             Node::Socket(e) => e.write(&data, self.nonblock()),
@@ -423,6 +435,7 @@ impl OpenFile {
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
+            | Node::Fifo(_)
             | Node::Socket(_)
             | Node::Inet(_)
             | Node::Epoll(_)
@@ -456,6 +469,7 @@ impl OpenFile {
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)
+            | Node::Fifo(_)
             | Node::Socket(_)
             | Node::Inet(_)
             | Node::Epoll(_)
@@ -488,6 +502,10 @@ impl OpenFile {
         match &self.node {
             Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => {
                 let s = crate::fs::with_client(|c| c.stat(*ino))?;
+                Ok(KStat::from_nrfs(&s))
+            }
+            Node::Fifo(f) => {
+                let s = crate::fs::with_client(|c| c.stat(f.ino))?;
                 Ok(KStat::from_nrfs(&s))
             }
             Node::Device(_, None) => {
@@ -529,6 +547,7 @@ impl OpenFile {
     pub fn ino(&self) -> Option<Ino> {
         match &self.node {
             Node::File(i) | Node::Dir(i) | Node::Device(_, Some(i)) => Some(*i),
+            Node::Fifo(f) => Some(f.ino),
             _ => None,
         }
     }
@@ -561,6 +580,19 @@ impl OpenFile {
                 let (_, writable, _, broken) = p.poll_state();
                 (if writable { POLLOUT } else { 0 }) | if broken { POLLERR } else { 0 }
             }
+            Node::Fifo(f) => {
+                let (readable, writable, _, broken) = f.pipe.poll_state();
+                let mut events = 0;
+                if self.readable() {
+                    events |= if readable { POLLIN } else { 0 };
+                    events |= if f.hung_up() { POLLHUP } else { 0 };
+                }
+                if self.writable() {
+                    events |= if writable { POLLOUT } else { 0 };
+                    events |= if broken { POLLERR } else { 0 };
+                }
+                events
+            }
             Node::Device(Device::Console, _) => {
                 POLLOUT | if crate::tty::readable() { POLLIN } else { 0 }
             }
@@ -586,6 +618,7 @@ impl OpenFile {
     pub fn poll_keys(&self, out: &mut Vec<PollKey>) -> Result<(), Errno> {
         let keys = match &self.node {
             Node::PipeRead(p) | Node::PipeWrite(p) => [Some(PollKey::Pipe(p.id)), None],
+            Node::Fifo(f) => [Some(PollKey::Pipe(f.pipe.id)), None],
             Node::Device(Device::Console, _) => [Some(PollKey::Console), None],
             Node::Mailbox(m) => [Some(m.poll_key()), None],
             Node::Conn(c, _) => c.poll_keys().map(Some),

@@ -120,6 +120,19 @@ cat t1 t2 t3
 echo again | tee -a t1 > /dev/null
 cat t1
 
+echo "== mkfifo"
+# In /dev/shm, not under $T: this suite also runs with /tmp on Hare, which makes no FIFOs.
+F=/dev/shm/sh-pipes-fifo.$$
+mkfifo -m 600 "$F"
+ls -l "$F" | cut -c1-10
+{ echo through the fifo; seq 1 3; } > "$F" &
+cat < "$F"
+wait
+echo "status $?"
+mkfifo "$F" 2>&1 | sed "s|$F|F|"
+rm "$F"
+[ -e "$F" ] && echo "$F left behind"
+
 cd / && rm -rf "$T"
 [ -e "$T" ] && echo "$T left behind"
 echo "== end pipes"

@@ -659,6 +659,7 @@ impl UserTest {
             "jobs" => "compat-jobs".into(),
             "eventfd" => "compat-eventfd".into(),
             "mappings" => "compat-mappings".into(),
+            "fifo" => "compat-fifo".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),

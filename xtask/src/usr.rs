@@ -91,6 +91,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "fifo",
+        source: "fifo.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,

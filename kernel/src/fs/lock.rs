@@ -21,10 +21,12 @@ static LOCKS: IrqMutex<LockTable> = IrqMutex::new(LockTable::new());
 /// Woken whenever locks are let go.
 static RELEASED: WaitQueue = WaitQueue::new();
 
-/// The key of `f`'s file in the table: its NR-FS inode; `EINVAL` for other files.
+/// The key of `f`'s file in the table: its NR-FS inode (a FIFO's too, as Linux locks them);
+/// `EINVAL` for other files.
 pub fn file_key(f: &OpenFile) -> Result<u64, Errno> {
     match f.node {
         Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => Ok(ino),
+        Node::Fifo(ref f) => Ok(f.ino),
         _ => Err(Errno::EINVAL),
     }
 }

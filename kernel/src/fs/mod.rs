@@ -11,6 +11,7 @@
 pub mod dev;
 pub mod epoll;
 pub mod eventfd;
+pub mod fifo;
 pub mod hare;
 pub mod lock;
 pub mod path;
@@ -647,7 +648,8 @@ fn reopen(f: &Arc<OpenFile>, flags: u32) -> Result<Arc<OpenFile>, Errno> {
 /// shows `shown` as its path. `EISDIR` for a directory opened for writing or with `O_CREAT`,
 /// `ENOTDIR` for a non-directory under `O_DIRECTORY`, `ELOOP` for a symlink without `O_PATH`,
 /// `ETXTBSY` for writing the trusted executable; `O_TRUNC` empties a regular file opened for
-/// writing.
+/// writing (and is ignored on anything else). A FIFO gives its pipe ([`fifo::open`], which
+/// may wait for a peer); with `O_PATH` it is only named.
 fn open_nrfs(
     me: &Process,
     start: Ino,
@@ -696,6 +698,11 @@ fn open_nrfs(
         Kind::Symlink | Kind::File => Node::File(ino),
         Kind::CharDev => match dev::from_rdev(st.rdev) {
             Ok(d) => Node::Device(d, Some(ino)),
+            Err(e) => return refuse(e),
+        },
+        Kind::Fifo if flags & O_PATH != 0 => Node::File(ino),
+        Kind::Fifo => match fifo::open(ino, flags) {
+            Ok(end) => Node::Fifo(end),
             Err(e) => return refuse(e),
         },
     };

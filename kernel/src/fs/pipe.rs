@@ -6,6 +6,10 @@
 //! split between readers. Writing with no read end left fails with EPIPE (the caller raises
 //! SIGPIPE). With `O_NONBLOCK` an operation that would block answers EAGAIN. Every change of
 //! state wakes the pipe's waiters and the pollers ([`crate::fd::POLL_WAKE`]).
+//!
+//! A FIFO's pipe ([`crate::fs::fifo`]) starts with no ends ([`Pipe::unopened`]); its opens add
+//! them ([`Pipe::open_ends`]) and count every end ever opened, which a blocked open waits to
+//! see change ([`Pipe::wait_for_peer`]).
 
 use crate::proc::wait::{WaitQueue, Wake};
 use crate::sync::IrqMutex;
@@ -30,6 +34,23 @@ struct State {
     readers: usize,
     /// Write ends still open.
     writers: usize,
+    /// Read ends ever opened (Linux's `r_counter`): a FIFO's writer waits for it to change.
+    read_opens: u64,
+    /// Write ends ever opened (`w_counter`): a FIFO's reader waits for it to change.
+    write_opens: u64,
+}
+
+/// The ends of a pipe, as [`Pipe::ends`] saw them.
+#[derive(Clone, Copy, Debug)]
+pub struct Ends {
+    /// Read ends open.
+    pub readers: usize,
+    /// Write ends open.
+    pub writers: usize,
+    /// Read ends ever opened.
+    pub read_opens: u64,
+    /// Write ends ever opened.
+    pub write_opens: u64,
 }
 
 /// A pipe (both ends share it).
@@ -45,22 +66,106 @@ pub struct Pipe {
 }
 
 impl Pipe {
-    /// A new pipe with one read end and one write end open.
-    pub fn new() -> Arc<Pipe> {
+    /// A new pipe with `ends` ends of each kind open.
+    fn with_ends(ends: usize) -> Arc<Pipe> {
         Arc::new(Pipe {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: IrqMutex::new(State {
                 buf: VecDeque::new(),
-                readers: 1,
-                writers: 1,
+                readers: ends,
+                writers: ends,
+                read_opens: ends as u64,
+                write_opens: ends as u64,
             }),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
         })
     }
 
+    /// A new pipe with one read end and one write end open.
+    pub fn new() -> Arc<Pipe> {
+        Self::with_ends(1)
+    }
+
+    /// A new pipe with no end open yet (a FIFO's, before its first open counts itself).
+    pub fn unopened() -> Arc<Pipe> {
+        Self::with_ends(0)
+    }
+
+    /// The ends open and ever opened.
+    pub fn ends(&self) -> Ends {
+        let s = self.state.lock();
+        Ends {
+            readers: s.readers,
+            writers: s.writers,
+            read_opens: s.read_opens,
+            write_opens: s.write_opens,
+        }
+    }
+
+    /// Counts a new read end and/or write end; returns the ends with them. The caller wakes
+    /// the waiters ([`Pipe::changed`]) once it has let go of its own locks.
+    pub fn open_ends(&self, read: bool, write: bool) -> Ends {
+        let mut s = self.state.lock();
+        if read {
+            s.readers += 1;
+            s.read_opens += 1;
+        }
+        if write {
+            s.writers += 1;
+            s.write_opens += 1;
+        }
+        Ends {
+            readers: s.readers,
+            writers: s.writers,
+            read_opens: s.read_opens,
+            write_opens: s.write_opens,
+        }
+    }
+
+    /// Drops a read end and/or write end counted by [`Pipe::open_ends`]; returns whether no
+    /// end is left. The caller wakes the waiters ([`Pipe::changed`]).
+    pub fn close_ends(&self, read: bool, write: bool) -> bool {
+        let mut s = self.state.lock();
+        s.readers -= usize::from(read);
+        s.writers -= usize::from(write);
+        s.readers == 0 && s.writers == 0
+    }
+
+    /// Sleeps until a write end (`writer`) or a read end (not `writer`) has been opened since
+    /// the count of such opens was `seen` (a peer that opened and closed again meanwhile
+    /// counts, as on Linux). EINTR when a signal is pending and no peer came: a peer that
+    /// came wins over a signal that arrived before the sleeper ran again (a shell's SIGCHLD
+    /// from a writer that opened, wrote and exited at once), as Linux's wait looks at its
+    /// condition before the signal.
+    pub fn wait_for_peer(&self, writer: bool, seen: u64) -> Result<(), Errno> {
+        // `changed` wakes both queues; a reader-to-be waits where readers wait.
+        let queue = if writer {
+            &self.readable
+        } else {
+            &self.writable
+        };
+        let came = || {
+            let ends = self.ends();
+            (if writer {
+                ends.write_opens
+            } else {
+                ends.read_opens
+            }) != seen
+        };
+        loop {
+            let seq = queue.seq();
+            if came() {
+                return Ok(());
+            }
+            if queue.wait(seq, None) == Wake::Interrupted {
+                return if came() { Ok(()) } else { Err(Errno::EINTR) };
+            }
+        }
+    }
+
     /// Wakes both wait queues and the pollers after a change of state.
-    fn changed(&self) {
+    pub fn changed(&self) {
         self.readable.notify_all();
         self.writable.notify_all();
         crate::fd::POLL_WAKE.notify(crate::proc::wait::PollKey::Pipe(self.id));

@@ -480,7 +480,9 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             Ok(0)
         }
         F_GETPIPE_SZ => match files.get(fd)?.node {
-            Node::PipeRead(_) | Node::PipeWrite(_) => Ok(crate::fs::pipe::CAPACITY as u64),
+            Node::PipeRead(_) | Node::PipeWrite(_) | Node::Fifo(_) => {
+                Ok(crate::fs::pipe::CAPACITY as u64)
+            }
             _ => Err(Errno::EBADF),
         },
         _ => Err(Errno::EINVAL),
@@ -521,6 +523,10 @@ pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     match (&f.node, a[1]) {
         (Node::PipeRead(p), FIONREAD) => {
             write_user(a[2], &(p.available() as i32))?;
+            Ok(0)
+        }
+        (Node::Fifo(f), FIONREAD) => {
+            write_user(a[2], &(f.pipe.available() as i32))?;
             Ok(0)
         }
         (Node::Socket(e), FIONREAD) => {
@@ -627,7 +633,7 @@ pub fn fallocate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     }
     let ino = match f.node {
         Node::File(ino) => ino,
-        Node::PipeRead(_) | Node::PipeWrite(_) => return Err(Errno::ESPIPE),
+        Node::PipeRead(_) | Node::PipeWrite(_) | Node::Fifo(_) => return Err(Errno::ESPIPE),
         Node::Dir(_) | Node::ProcDir(_) => return Err(Errno::EISDIR),
         Node::Hare(_) => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::ENODEV),
@@ -879,7 +885,7 @@ pub fn fadvise64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     let f = file(me, a[0])?;
     if matches!(
         f.node,
-        Node::PipeRead(_) | Node::PipeWrite(_) | Node::Socket(_) | Node::Inet(_)
+        Node::PipeRead(_) | Node::PipeWrite(_) | Node::Fifo(_) | Node::Socket(_) | Node::Inet(_)
     ) {
         return Err(Errno::ESPIPE);
     }

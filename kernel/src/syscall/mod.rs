@@ -122,6 +122,8 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_STATX => path::statx,
         SYS_MKDIR => path::mkdir,
         SYS_MKDIRAT => path::mkdirat,
+        SYS_MKNOD => path::mknod,
+        SYS_MKNODAT => path::mknodat,
         SYS_RMDIR => path::rmdir,
         SYS_UNLINK => path::unlink,
         SYS_UNLINKAT => path::unlinkat,

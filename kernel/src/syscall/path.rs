@@ -1,5 +1,5 @@
 //! Calls on paths: `open`, the `stat` family, directories, names (`link`, `unlink`, `rename`,
-//! `symlink`, `readlink`), attributes, the working directory, `statfs`.
+//! `symlink`, `readlink`, `mknod`), attributes, the working directory, `statfs`.
 //!
 //! Each path is read from user memory once (at most `PATH_MAX - 1` bytes, else ENAMETOOLONG)
 //! and located by [`crate::fs::path`]; NR-FS operations resolve it and apply Linux's checks.
@@ -217,6 +217,97 @@ pub fn mkdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 /// `mkdirat(dirfd, path, mode)`.
 pub fn mkdirat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     mkdir_common(me, dirfd(a[0]), a[1], a[2])
+}
+
+/// `mknod`'s file types (`S_IFMT` bits of its mode).
+mod node_type {
+    /// The type bits.
+    pub const S_IFMT: u32 = 0o170000;
+    /// A socket.
+    pub const S_IFSOCK: u32 = 0o140000;
+    /// A regular file (so is 0).
+    pub const S_IFREG: u32 = 0o100000;
+    /// A block device.
+    pub const S_IFBLK: u32 = 0o060000;
+    /// A directory (`mkdir`'s job: EPERM).
+    pub const S_IFDIR: u32 = 0o040000;
+    /// A character device.
+    pub const S_IFCHR: u32 = 0o020000;
+    /// A FIFO.
+    pub const S_IFIFO: u32 = 0o010000;
+}
+
+/// Makes the node `path` (relative to `dir`) of the type and permissions in `mode` (a 16-bit
+/// `umode_t`; the umask applied), with Linux's `mknodat` rules and order: `EPERM` for a
+/// directory type, `EINVAL` for an unknown one, then the path's errors (`EFAULT`, `ENOENT`,
+/// `ENOTDIR`, `EEXIST`) and the directory's permissions (`EACCES`). A regular file (type 0
+/// or `S_IFREG`) is made as `open(O_CREAT | O_EXCL)` makes it (NR-FS or Hare); a FIFO is an
+/// NR-FS FIFO inode ([`crate::fs::fifo`] gives its pipe when opened); a character device
+/// needs root (`EPERM`, Linux's `CAP_MKNOD`) and takes `dev` as its number (opening one Reef
+/// does not have is `ENXIO`). `EPERM` — mknod(2)'s answer when "the file system does not
+/// support the type of node requested" — for block devices (NR-FS has no block-device inode
+/// and Reef no block device) and sockets (Reef has no named `AF_UNIX` sockets a socket inode
+/// could be bound to), and for FIFOs and devices in Hare, whose servers store only files,
+/// directories and symlinks; after the name's own errors, as Linux's `filename_create` comes
+/// first. `/proc` is `EEXIST` for itself and `EACCES` inside.
+fn mknod_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, dev: u64) -> SysResult {
+    use crate::fs::flags::O_EXCL;
+    use node_type::*;
+    let mode = u32::from(mode as u16);
+    match mode & S_IFMT {
+        0 | S_IFREG | S_IFCHR | S_IFBLK | S_IFIFO | S_IFSOCK => {}
+        S_IFDIR => return Err(Errno::EPERM),
+        _ => return Err(Errno::EINVAL),
+    }
+    let path = path_arg(path)?;
+    let kind = mode & S_IFMT;
+    if kind == 0 || kind == S_IFREG {
+        let flags = O_CREAT | O_EXCL | crate::fd::O_RDONLY;
+        crate::fs::open(&me.process, dir, &path, flags, mode & 0o7777)?;
+        return Ok(0);
+    }
+    let perm = mode & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
+    let (start, path) = match path::locate(&me.process, dir, &path)? {
+        Place::Fs { start, path } => (start, path),
+        Place::Hare(h) => {
+            return Err(match hare::stat(&h, false) {
+                Ok(_) => Errno::EEXIST,
+                Err(_) => Errno::EPERM,
+            })
+        }
+        Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
+        Place::Proc(_) => return Err(Errno::EACCES),
+    };
+    perm::create(&me.process, start, &path)?;
+    let (uid, gid) = perm::new_owner(&me.process);
+    let attrs = Attrs::new(perm, uid, gid);
+    let t = now();
+    let privileged = me.process.creds.lock().is_privileged();
+    with_client(|c| match kind {
+        S_IFIFO => c.mkfifo(start, &path, attrs, t).map(drop),
+        S_IFCHR if privileged => c
+            .mknod(start, &path, attrs, u64::from(dev as u32), t)
+            .map(drop),
+        _ => {
+            let (dir, name, _) = nrfs::walk::plan_new_name(c, start, &path)?;
+            match nrfs::walk::Namespace::lookup(c, dir, &name)? {
+                Some(_) => Err(Errno::EEXIST),
+                None => Err(Errno::EPERM),
+            }
+        }
+    })?;
+    Ok(0)
+}
+
+/// `mknod(path, mode, dev)`.
+pub fn mknod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    mknod_common(me, AT_FDCWD, a[0], a[1], a[2])
+}
+
+/// `mknodat(dirfd, path, mode, dev)`: `mknod` relative to `dirfd` (glibc's and musl's `mkfifo`
+/// call it).
+pub fn mknodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    mknod_common(me, dirfd(a[0]), a[1], a[2], a[3])
 }
 
 /// Removes `path` relative to `dir`: a directory if `is_dir` (`rmdir`), else a name (`unlink`);

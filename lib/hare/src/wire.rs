@@ -248,6 +248,7 @@ fn kind_code(k: Kind) -> u64 {
         Kind::Dir => 2,
         Kind::Symlink => 3,
         Kind::CharDev => 4,
+        Kind::Fifo => 5,
     }
 }
 
@@ -257,6 +258,7 @@ fn kind_of(c: u64) -> Result<Kind, WireError> {
         2 => Kind::Dir,
         3 => Kind::Symlink,
         4 => Kind::CharDev,
+        5 => Kind::Fifo,
         _ => return Err(WireError::Bad("kind")),
     })
 }

@@ -29,7 +29,13 @@ fn time() -> impl Strategy<Value = Timespec> {
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
-    prop::sample::select(vec![Kind::File, Kind::Dir, Kind::Symlink, Kind::CharDev])
+    prop::sample::select(vec![
+        Kind::File,
+        Kind::Dir,
+        Kind::Symlink,
+        Kind::CharDev,
+        Kind::Fifo,
+    ])
 }
 
 fn entry() -> impl Strategy<Value = Entry> {

@@ -292,6 +292,20 @@ impl FileSystem {
         self.make(start, path, ino, attrs, NewKind::CharDev(rdev), now)
     }
 
+    /// `mknod(path, S_IFIFO | mode)` (`mkfifo`): creates FIFO `ino` (mode bits `0o7777` of
+    /// `attrs.mode` kept). Errors as [`FileSystem::mknod`]: EEXIST if the name exists, ENOENT
+    /// for a missing directory or a trailing `/`.
+    pub fn mkfifo(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        ino: Ino,
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<Ino, Errno> {
+        self.make(start, path, ino, attrs, NewKind::Fifo, now)
+    }
+
     /// `linkat`: adds the name `new_path` for the inode at `old_path` (whose last symlink is
     /// followed only with `follow`, i.e. `AT_SYMLINK_FOLLOW`). EEXIST if the new name exists,
     /// EPERM for a directory.
@@ -370,8 +384,8 @@ impl FileSystem {
     }
 
     /// `pread`: reads from `offset` into `buf`; returns the number of bytes read (0 at or
-    /// past the end; holes read as zeros). EISDIR for a directory, EINVAL for a symlink or
-    /// device, ENOENT for a missing inode.
+    /// past the end; holes read as zeros). EISDIR for a directory, EINVAL for a symlink,
+    /// device or FIFO, ENOENT for a missing inode.
     pub fn read(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         self.inode(ino)?.read(offset, buf)
     }

@@ -43,6 +43,7 @@ pub(crate) enum Body {
     File(Pages),
     Dir(Dir),
     Symlink(Vec<u8>),
+    /// A character device or a FIFO: nothing stored beyond the inode's attributes.
     Device,
 }
 

@@ -9,7 +9,8 @@
 //!   reads. As in the paper, it maps names to inode numbers (per directory) and inode numbers
 //!   to in-memory inodes; each inode holds directory or file metadata and a list of 4 KiB file
 //!   pages, kept sparsely (holes read as zeros). Inodes are regular files, directories,
-//!   symlinks and character devices. Names are byte strings; errors are Linux's
+//!   symlinks, character devices and FIFOs (a FIFO is a name with attributes and no contents:
+//!   reading or writing it here is EINVAL; its pipe belongs to whoever opens it). Names are byte strings; errors are Linux's
 //!   ([`abi::Errno`]) and follow Linux's order of checks (see below).
 //! * [`NrFs`] is the same file system replicated with concurrent node replication
 //!   ([`nr::cnr`]): one [`FsReplica`] per NUMA node, several logs, operations on different
@@ -46,7 +47,7 @@
 //!   different logs never touch the same shard, and a read locks the one shard it reads.
 //! * *Multi-inode operations as scans*: the paper runs `rename` as a scan-update over all
 //!   logs. Here every operation that changes several inodes is a scan-update over the logs
-//!   of *those* inodes only: `create`/`mkdir`/`symlink`/`mknod` (the directory and the new
+//!   of *those* inodes only: `create`/`mkdir`/`symlink`/`mknod`/`mkfifo` (the directory and the new
 //!   inode), `link` (directory and target), `unlink`/`rmdir` (directory and victim),
 //!   `rename` (both directories, the moved inode and a replaced target). When all of them
 //!   fall in one log it is an ordinary update. A scan is applied on every replica exactly
@@ -85,8 +86,8 @@
 //! to the kernel's open-file table: the file system offers positional I/O and an atomic
 //! append, which is what a shared `O_APPEND` descriptor needs.
 //!
-//! Not implemented: permission checks (the caller's job), `RENAME_WHITEOUT`, block devices,
-//! FIFOs and sockets, extended attributes, and a size limit (the kernel bounds memory).
+//! Not implemented: permission checks (the caller's job), `RENAME_WHITEOUT`, block devices
+//! and socket inodes, extended attributes, and a size limit (the kernel bounds memory).
 //!
 //! # Example
 //!
@@ -205,6 +206,9 @@ pub enum Kind {
     Symlink,
     /// A character device (see [`Stat::rdev`]).
     CharDev,
+    /// A FIFO (named pipe): a name and attributes only; the pipe an open of it reaches is the
+    /// embedder's (Reef's kernel keeps one per FIFO inode while it is open).
+    Fifo,
 }
 
 impl Kind {
@@ -215,6 +219,7 @@ impl Kind {
             Kind::Dir => 0o040000,
             Kind::Symlink => 0o120000,
             Kind::CharDev => 0o020000,
+            Kind::Fifo => 0o010000,
         }
     }
 
@@ -225,6 +230,7 @@ impl Kind {
             Kind::Dir => 4,
             Kind::Symlink => 10,
             Kind::CharDev => 2,
+            Kind::Fifo => 1,
         }
     }
 }

@@ -48,6 +48,7 @@ pub(crate) enum NewKind<'a> {
     Dir,
     Symlink(&'a [u8]),
     CharDev(u64),
+    Fifo,
 }
 
 /// Looks up `name` in directory `dir` for an operation on that entry.
@@ -142,7 +143,7 @@ pub(crate) fn tmpfile(
     s.insert(ino, inode)
 }
 
-/// `mkdir`, `symlink` or `mknod` (character device) of `name` in `dir` as inode `ino`.
+/// `mkdir`, `symlink` or `mknod` (character device or FIFO) of `name` in `dir` as inode `ino`.
 ///
 /// `trailing` says the path ended in `/`, which only `mkdir` accepts for a new name.
 #[allow(clippy::too_many_arguments)]
@@ -171,6 +172,7 @@ pub(crate) fn make(
         NewKind::Dir => (Kind::Dir, Body::Dir(Dir::new(dir)), 0o1777),
         NewKind::Symlink(t) => (Kind::Symlink, Body::Symlink(t.to_vec()), 0),
         NewKind::CharDev(_) => (Kind::CharDev, Body::Device, 0o7777),
+        NewKind::Fifo => (Kind::Fifo, Body::Device, 0o7777),
     };
     let mut attrs = *attrs;
     attrs.mode &= mode_mask;
@@ -182,7 +184,7 @@ pub(crate) fn make(
     match what {
         NewKind::Dir => inode.nlink = 2,
         NewKind::CharDev(rdev) => inode.rdev = rdev,
-        NewKind::Symlink(_) => {}
+        NewKind::Symlink(_) | NewKind::Fifo => {}
     }
     s.insert(ino, inode)?;
     let parent = s.inode_mut(dir)?;

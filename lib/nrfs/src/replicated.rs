@@ -114,6 +114,19 @@ pub enum NamespaceOp {
         /// Attributes of the new inode.
         attrs: Attrs,
     },
+    /// [`FileSystem::mkfifo`].
+    Mkfifo {
+        /// Directory.
+        dir: Ino,
+        /// Name of the FIFO.
+        name: Vec<u8>,
+        /// Whether the path ended in `/`.
+        trailing: bool,
+        /// Number of the new inode.
+        ino: Ino,
+        /// Attributes of the new inode.
+        attrs: Attrs,
+    },
     /// [`FileSystem::link`]: a new name `name` in `dir` for `ino`.
     Link {
         /// The existing inode.
@@ -169,6 +182,7 @@ impl NamespaceOp {
             | NamespaceOp::Symlink { dir, ino, .. }
             | NamespaceOp::Mknod { dir, ino, .. }
             | NamespaceOp::Tmpfile { dir, ino, .. }
+            | NamespaceOp::Mkfifo { dir, ino, .. }
             | NamespaceOp::Link { dir, ino, .. } => [Some(dir), Some(ino)],
             NamespaceOp::Unlink { dir, .. } | NamespaceOp::Rmdir { dir, .. } => [Some(dir), None],
             NamespaceOp::Rename {
@@ -657,6 +671,13 @@ fn apply_namespace(s: &mut Locked<'_>, op: NamespaceOp, now: Timespec) -> Result
         NamespaceOp::Tmpfile { dir, ino, attrs } => {
             ops::tmpfile(s, dir, ino, &attrs, now).map(|()| FsValue::Ino(ino))
         }
+        NamespaceOp::Mkfifo {
+            dir,
+            name,
+            trailing,
+            ino,
+            attrs,
+        } => ops::make(s, dir, &name, trailing, ino, &attrs, NewKind::Fifo, now).map(FsValue::Ino),
         NamespaceOp::Link {
             ino,
             dir,
@@ -1202,6 +1223,25 @@ impl FsClient {
             FsValue::Ino(i) => Ok(i),
             _ => Err(Errno::EIO),
         }
+    }
+
+    /// See [`FileSystem::mkfifo`]; returns the new FIFO's inode.
+    pub fn mkfifo(
+        &self,
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<Ino, Errno> {
+        self.make(start, path, now, |dir, name, trailing, ino| {
+            NamespaceOp::Mkfifo {
+                dir,
+                name,
+                trailing,
+                ino,
+                attrs,
+            }
+        })
     }
 
     /// See [`FileSystem::link`].

@@ -350,6 +350,92 @@ fn mknod_char_device() {
     );
 }
 
+#[test]
+fn mkfifo_is_a_name_without_contents() {
+    let mut fx = Fx::new();
+    let d = fx.mkdir("d").unwrap();
+    let ino = fx.fs.unused_ino();
+    assert_eq!(
+        fx.fs
+            .mkfifo(ROOT_INO, b"d/p", ino, Attrs::new(0o4644, 7, 8), t(3)),
+        Ok(ino)
+    );
+    let st = fx.fs.stat(ino).unwrap();
+    assert_eq!(
+        (
+            st.kind,
+            st.mode,
+            st.st_mode(),
+            st.nlink,
+            st.uid,
+            st.gid,
+            st.size
+        ),
+        (Kind::Fifo, 0o4644, 0o014644, 1, 7, 8, 0)
+    );
+    assert_eq!((st.mtime, st.rdev, st.blocks), (t(3), 0, 0));
+    assert_eq!(fx.fs.stat(d).unwrap().mtime, t(3));
+    // Not readable, writable or truncatable as a file: its pipe is the kernel's.
+    assert_eq!(fx.fs.read(ino, 0, &mut [0; 4]), Err(Errno::EINVAL));
+    assert_eq!(fx.fs.write(ino, 0, b"x", t(4)), Err(Errno::EINVAL));
+    assert_eq!(fx.fs.append(ino, b"x", t(4)), Err(Errno::EINVAL));
+    assert_eq!(fx.fs.truncate(ino, 0, t(4)), Err(Errno::EINVAL));
+    let list = fx.fs.read_dir(d, 2, 10).unwrap();
+    assert_eq!(
+        (list[0].kind, list[0].kind.dirent_type(), &list[0].name[..]),
+        (Kind::Fifo, 1, &b"p"[..])
+    );
+    // Errors of a new name.
+    let other = fx.fs.unused_ino();
+    let mk = |fx: &mut Fx, path: &str| {
+        fx.fs.mkfifo(
+            ROOT_INO,
+            path.as_bytes(),
+            other,
+            Attrs::new(0o644, 0, 0),
+            t(5),
+        )
+    };
+    assert_eq!(mk(&mut fx, "d/p"), Err(Errno::EEXIST));
+    assert_eq!(mk(&mut fx, "d"), Err(Errno::EEXIST));
+    assert_eq!(mk(&mut fx, "missing/p"), Err(Errno::ENOENT));
+    assert_eq!(mk(&mut fx, "d/q/"), Err(Errno::ENOENT));
+    assert_eq!(mk(&mut fx, "d/p/q"), Err(Errno::ENOTDIR));
+    // A FIFO in the path is not a directory; with a trailing slash it is ENOTDIR.
+    assert_eq!(fx.resolve("d/p/"), Err(Errno::ENOTDIR));
+    // Names: link, rename, unlink; it lives while open.
+    fx.fs
+        .link(ROOT_INO, b"d/p", ROOT_INO, b"p2", false, t(6))
+        .unwrap();
+    assert_eq!(fx.fs.stat(ino).unwrap().nlink, 2);
+    fx.fs
+        .rename(ROOT_INO, b"p2", ROOT_INO, b"d/renamed", 0, t(7))
+        .unwrap();
+    assert_eq!(fx.resolve("d/renamed"), Ok(ino));
+    assert_eq!(fx.resolve("p2"), Err(Errno::ENOENT));
+    fx.mkdir("e").unwrap();
+    assert_eq!(
+        fx.fs
+            .rename(ROOT_INO, b"d/renamed", ROOT_INO, b"e", 0, t(7)),
+        Err(Errno::EISDIR)
+    );
+    assert_eq!(fx.fs.open_path(ROOT_INO, b"d/p", true), Ok(ino));
+    fx.fs.unlink(ROOT_INO, b"d/p", t(8)).unwrap();
+    fx.fs.unlink(ROOT_INO, b"d/renamed", t(8)).unwrap();
+    assert_eq!(fx.fs.stat(ino).unwrap().nlink, 0);
+    fx.fs.close(ino).unwrap();
+    assert!(!fx.fs.exists(ino));
+    // chmod and chown as on any inode.
+    let ino = fx.fs.unused_ino();
+    fx.fs
+        .mkfifo(ROOT_INO, b"q", ino, Attrs::new(0o600, 0, 0), t(9))
+        .unwrap();
+    fx.fs.chmod(ino, 0o640, t(10)).unwrap();
+    fx.fs.chown(ino, Some(5), Some(6), t(11)).unwrap();
+    let st = fx.fs.stat(ino).unwrap();
+    assert_eq!((st.mode, st.uid, st.gid), (0o640, 5, 6));
+}
+
 // ---------------------------------------------------------------- path resolution
 
 #[test]

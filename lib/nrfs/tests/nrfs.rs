@@ -116,7 +116,19 @@ fn updates_on_one_replica_are_seen_on_another() {
         (st.mode, st.uid, st.atime, st.mtime, st.ctime),
         (0o600, 9, t(1), t(2), t(13))
     );
-    assert_eq!(c[1].statfs().unwrap().inodes, 3);
+    let fifo = c[1].mkfifo(ROOT_INO, b"pipe", FILE, t(14)).unwrap();
+    let st = c[2].stat(fifo).unwrap();
+    assert_eq!((st.kind, st.st_mode()), (Kind::Fifo, 0o010644));
+    assert_eq!(c[0].lookup(ROOT_INO, b"pipe"), Ok(fifo));
+    assert_eq!(c[0].read(fifo, 0, &mut [0; 4]), Err(Errno::EINVAL));
+    assert_eq!(
+        c[2].mkfifo(ROOT_INO, b"pipe", FILE, t(14)),
+        Err(Errno::EEXIST)
+    );
+    c[2].rename(ROOT_INO, b"pipe", ROOT_INO, b"fifo", 0, t(15))
+        .unwrap();
+    assert_eq!(c[1].resolve(ROOT_INO, b"fifo", true), Ok(fifo));
+    assert_eq!(c[1].statfs().unwrap().inodes, 4);
     let a = snapshot(&c[0]);
     assert_eq!(a, snapshot(&c[1]));
     assert_eq!(a, snapshot(&c[2]));
