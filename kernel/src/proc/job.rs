@@ -9,7 +9,10 @@
 //! handler still runs). A stop signal sent discards a pending `SIGCONT`. A stopped process's
 //! threads sleep on their way back to user mode ([`wait_while_stopped`]) until `SIGCONT`,
 //! `SIGKILL` or the process's exit; a thread sleeping in a system call when the process stops
-//! goes on sleeping there and stops when it returns. Not built: Linux's discarding of
+//! goes on sleeping there and stops when it returns. The parent is told of the stop once no
+//! thread can run user code any more, as Linux tells it once the group stop is complete: when
+//! every thread sleeps (stopped, or in a system call it will stop after) or has exited; the
+//! last thread to stop checks ([`wait_while_stopped`]). Not built: Linux's discarding of
 //! `SIGTSTP`, `SIGTTIN` and `SIGTTOU` sent to an orphaned process group.
 
 use super::signal::{self, SigInfo};
@@ -38,31 +41,57 @@ impl Report {
 }
 
 /// Stops `me`'s process by signal `sig` (the default action of a stop signal, taken by `me`
-/// on its way to user mode): the other threads are made to enter the kernel, where they
-/// stop, and the parent is told unless the process was stopped already.
+/// on its way to user mode, where it then stops): the other threads are made to enter the
+/// kernel, where they stop; the parent is told once all have ([`wait_while_stopped`]).
 pub fn stop(me: &Arc<Thread>, sig: u32) {
     let p = &me.process;
     if p.exiting.load(Ordering::Acquire) {
         return;
     }
     if p.stop_signal.swap(sig, Ordering::AcqRel) == 0 {
-        *p.job_report.lock() = Some(Report::Stopped(sig));
+        // A thread that stops before this sees the last stop's `true` and leaves the telling
+        // to a later one (`me` stops after this).
+        p.stop_told.store(false, Ordering::SeqCst);
         for t in p.threads.lock().iter() {
             t.note_signal();
             signal::kick(t);
         }
-        tell_parent(p, signal::CLD_STOPPED, sig as i32);
     }
 }
 
 /// Continues `p` if it is stopped (`SIGCONT` sent to it): its threads wake and its parent is
 /// told.
 pub fn resume(p: &Arc<Process>) {
+    let mut report = p.job_report.lock();
     if p.stop_signal.swap(0, Ordering::AcqRel) != 0 {
-        *p.job_report.lock() = Some(Report::Continued);
+        *report = Some(Report::Continued);
+        drop(report);
         p.resumed.notify_all();
         tell_parent(p, signal::CLD_CONTINUED, signal::SIGCONT as i32);
     }
+}
+
+/// Tells `p`'s parent that `p` stopped, once: when no thread of `p` can run user code (each
+/// is stopped, sleeps in the kernel, or has exited) while `p` is still stopped.
+fn report_if_stopped(p: &Process) {
+    let all = p.threads.lock().iter().all(|t| {
+        t.parked.load(Ordering::SeqCst)
+            || matches!(
+                t.state(),
+                super::ThreadState::Blocked | super::ThreadState::Exited
+            )
+    });
+    if !all {
+        return;
+    }
+    let mut report = p.job_report.lock();
+    let sig = p.stop_signal.load(Ordering::Acquire);
+    if sig == 0 || p.stop_told.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    *report = Some(Report::Stopped(sig));
+    drop(report);
+    tell_parent(p, signal::CLD_STOPPED, sig as i32);
 }
 
 /// Whether `p` is stopped.
@@ -74,13 +103,16 @@ pub fn is_stopped(p: &Process) -> bool {
 /// its process exiting; both wake this sleep).
 pub fn wait_while_stopped(me: &Arc<Thread>) {
     let p = &me.process;
+    me.parked.store(true, Ordering::SeqCst);
+    report_if_stopped(p);
     loop {
         let seq = p.resumed.seq();
         if !is_stopped(p) || me.dying() {
-            return;
+            break;
         }
         p.resumed.wait_uninterruptible(seq);
     }
+    me.parked.store(false, Ordering::SeqCst);
 }
 
 /// Takes `p`'s unreported change if the waiter asks for its kind (`stopped`: `WUNTRACED`,

@@ -109,6 +109,8 @@ pub struct Thread {
     /// A signal may have become deliverable since the return to user mode last looked (one
     /// was sent to the thread or its process, or its mask changed): see [`Thread::note_signal`].
     signal_check: AtomicBool,
+    /// It sleeps because its process is stopped ([`job::wait_while_stopped`]).
+    pub parked: AtomicBool,
 }
 
 impl Thread {
@@ -145,6 +147,7 @@ impl Thread {
             sleep_seq: AtomicU64::new(0),
             exit_requested: AtomicBool::new(false),
             signal_check: AtomicBool::new(true),
+            parked: AtomicBool::new(false),
         };
         // SAFETY: the stack is this thread's own, unused, 64 KiB, 16-byte aligned (u128), and
         // lives as long as the thread; nothing runs on it before the first switch.
@@ -328,6 +331,8 @@ pub struct Process {
     pub child_events: WaitQueue,
     /// The signal that stopped the process, 0 while it runs ([`job`]).
     pub stop_signal: AtomicU32,
+    /// The parent was told of the current stop ([`job`]: once every thread has stopped).
+    pub stop_told: AtomicBool,
     /// Its last stop or continue, until the parent waits for it ([`job::take_report`]).
     pub job_report: IrqMutex<Option<job::Report>>,
     /// Bumped when the process continues, is killed or exits: its stopped threads sleep on
@@ -407,6 +412,7 @@ impl Process {
             exit_status: AtomicI32::new(0),
             child_events: WaitQueue::new(),
             stop_signal: AtomicU32::new(0),
+            stop_told: AtomicBool::new(false),
             job_report: IrqMutex::new(None),
             resumed: WaitQueue::new(),
             grants: Arc::new(GrantBudget::default()),
