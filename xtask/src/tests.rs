@@ -658,6 +658,7 @@ impl UserTest {
             "creds" => "compat-creds".into(),
             "jobs" => "compat-jobs".into(),
             "eventfd" => "compat-eventfd".into(),
+            "sigqueue" => "compat-signals".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),
