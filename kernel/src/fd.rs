@@ -88,6 +88,8 @@ pub enum Node {
     EventFd(Arc<crate::fs::eventfd::EventFd>),
     /// A timer (`timerfd_create`).
     TimerFd(Arc<crate::fs::eventfd::TimerFd>),
+    /// A signal descriptor (`signalfd4`).
+    SignalFd(Arc<crate::fs::signalfd::SignalFd>),
     /// A `/proc` file, its contents generated when it was opened.
     ProcFile(procfs::Place, Vec<u8>),
     /// A `/proc` directory; the offset counts entries.
@@ -217,7 +219,8 @@ impl Drop for OpenFile {
             | Node::Inet(_)
             | Node::Epoll(_)
             | Node::EventFd(_)
-            | Node::TimerFd(_) => {}
+            | Node::TimerFd(_)
+            | Node::SignalFd(_) => {}
         }
     }
 }
@@ -290,6 +293,7 @@ impl OpenFile {
             Node::PipeWrite(_) => Err(Errno::EBADF),
             Node::EventFd(e) => e.read(buf, self.nonblock()),
             Node::TimerFd(t) => t.read(buf, self.nonblock()),
+            Node::SignalFd(s) => s.read(buf, self.nonblock()),
             Node::Socket(e) => e.read(buf, self.nonblock()),
             Node::Inet(s) => s.read(buf, self.nonblock()),
             // Messages go through the mapped channels, not read and write; epoll through its
@@ -368,6 +372,7 @@ impl OpenFile {
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
+            | Node::SignalFd(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => Ok(dev::read(*d, buf)),
@@ -405,7 +410,7 @@ impl OpenFile {
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
             Node::Fifo(f) => f.pipe.write(&data, self.nonblock()),
             Node::EventFd(e) => e.write(&data, self.nonblock()),
-            Node::TimerFd(_) => Err(Errno::EINVAL),
+            Node::TimerFd(_) | Node::SignalFd(_) => Err(Errno::EINVAL),
             Node::Socket(e) => e.write(&data, self.nonblock()),
             Node::Inet(s) => s.write(&data, self.nonblock()),
             Node::Mailbox(_) | Node::Conn(..) | Node::Epoll(_) => Err(Errno::EINVAL),
@@ -441,6 +446,7 @@ impl OpenFile {
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
+            | Node::SignalFd(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => Err(Errno::ESPIPE),
             Node::Device(d, _) => dev::write(*d, &data),
@@ -475,6 +481,7 @@ impl OpenFile {
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
+            | Node::SignalFd(_)
             | Node::Mailbox(_)
             | Node::Conn(..) => return Err(Errno::ESPIPE),
             Node::Device(..) => return Ok(0),
@@ -521,6 +528,7 @@ impl OpenFile {
             Node::Epoll(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
             Node::EventFd(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
             Node::TimerFd(t) => Ok(KStat::synthetic(DEV_ANON, t.id, 0o600, 0)),
+            Node::SignalFd(s) => Ok(KStat::synthetic(DEV_ANON, s.id, 0o600, 0)),
             Node::ProcFile(place, data) => Ok(procfs::stat_of(*place, data.len() as u64)),
             Node::ProcDir(place) => Ok(procfs::stat_of(*place, 0)),
             Node::Mailbox(m) => Ok(KStat::synthetic(DEV_MSG, m.id, 0o140600, 0)),
@@ -609,6 +617,7 @@ impl OpenFile {
             Node::Epoll(e) => e.poll(),
             Node::EventFd(e) => e.poll(),
             Node::TimerFd(t) => t.poll(),
+            Node::SignalFd(s) => s.poll(),
             _ => POLLIN | POLLOUT,
         }
     }
@@ -627,6 +636,7 @@ impl OpenFile {
             Node::Epoll(e) => return e.poll_keys(out),
             Node::EventFd(e) => [Some(PollKey::Event(e.id)), None],
             Node::TimerFd(t) => [Some(PollKey::Event(t.id)), None],
+            Node::SignalFd(s) => [s.poll_key(), None],
             _ => [None, None],
         };
         out.try_reserve(2).map_err(|_| Errno::ENOMEM)?;

@@ -660,6 +660,7 @@ impl UserTest {
             "eventfd" => "compat-eventfd".into(),
             "mappings" => "compat-mappings".into(),
             "fifo" => "compat-fifo".into(),
+            "sigqueue" => "compat-signals".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             n => format!("user-{n}"),

@@ -97,6 +97,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "sigqueue",
+        source: "sigqueue.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,

@@ -18,6 +18,7 @@ pub mod path;
 pub mod perm;
 pub mod pipe;
 pub mod procfs;
+pub mod signalfd;
 pub mod unix;
 
 use crate::arch::paging::virt_to_phys;

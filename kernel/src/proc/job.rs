@@ -145,7 +145,7 @@ fn tell_parent(p: &Process, code: i32, status: i32) {
             code,
             pid: p.pid,
             status,
-            addr: 0,
+            ..Default::default()
         };
         signal::send_process(&parent, signal::SIGCHLD, info);
     }

@@ -344,6 +344,9 @@ pub struct Process {
     pub files: IrqMutex<FdTable>,
     /// Signal actions and process-wide pending signals.
     pub signals: IrqMutex<SignalState>,
+    /// Real-time signals queued for the process and its threads, which
+    /// `RLIMIT_SIGPENDING` bounds (`signal::Queue`).
+    pub rt_queued: AtomicUsize,
     /// The address-space lock (Linux's `mmap_lock`), held by every system call that changes
     /// regions (`mmap`, `munmap`, `mprotect`, `madvise`, `brk`, `fork`'s copy); it guards the
     /// program break, (start, current). Its waiters sleep, so a thread waiting for another's
@@ -418,6 +421,7 @@ impl Process {
             grants: Arc::new(GrantBudget::default()),
             files: IrqMutex::new(files),
             signals: IrqMutex::new(signals),
+            rt_queued: AtomicUsize::new(0),
             mm: SleepLock::new((0, 0)),
             exe: IrqMutex::new(String::new()),
             comm: IrqMutex::new(String::new()),
@@ -675,6 +679,7 @@ fn exit_thread(me: Arc<Thread>) -> ! {
             threads.retain(|t| !Arc::ptr_eq(t, &me));
             threads.is_empty()
         };
+        signal::thread_gone(&me);
         if last {
             exit_process(&p);
         }
@@ -708,6 +713,7 @@ fn exit_process(p: &Arc<Process>) {
         p.vm().teardown();
     }
     itimer::forget(p);
+    signal::process_gone(p);
     p.released.store(true, Ordering::Release);
     // After `released`: a bind that comes later sees it (`fleet::bind`).
     sched::release_core(p);

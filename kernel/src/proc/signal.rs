@@ -1,16 +1,22 @@
 //! Signals: actions, masks, pending sets, delivery to user handlers with the Linux x86-64
 //! signal frame (`rt_sigframe`), `rt_sigreturn`, and default actions.
 //!
-//! Standard signals (1..=31) are pending at most once; real-time signals (32..=64) are treated
-//! the same way (not queued), which is documented in docs/architecture.md. A signal that a
-//! fault raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE) while blocked or ignored kills the process, as
-//! Linux does.
+//! Standard signals (1..=31) are pending at most once (a second one sent while the first is
+//! pending is merged into it). Real-time signals (32..=64) are queued, as on Linux: each one
+//! sent is delivered, with its own `siginfo_t`, in the order sent, the lowest number first.
+//! Their queues ([`Queue`]) grow fallibly and are bounded per process by `RLIMIT_SIGPENDING`
+//! ([`SignalState::limit`], counted in `Process::rt_queued`): past it (or when memory runs
+//! out) a `kill` or a kernel-sent signal still becomes pending but loses its information
+//! (Linux's behaviour), while `rt_sigqueueinfo`, `sigqueue` and `tgkill` fail with `EAGAIN`. A
+//! signal that a fault raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE) while blocked or ignored kills
+//! the process, as Linux does.
 
 use super::{sched, Pid, Process, Thread};
 use crate::arch::idt::InterruptFrame;
 use crate::arch::user::{self, FPU_AREA, USER_CS, USER_END, USER_SS};
 use crate::uaccess;
 use abi::Errno;
+use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
@@ -56,6 +62,13 @@ pub const SIGURG: u32 = 23;
 pub const SIGWINCH: u32 = 28;
 /// Highest signal number.
 pub const NSIG: u32 = 64;
+/// The first real-time signal (the kernel's `SIGRTMIN`; C libraries keep the first few).
+pub const SIGRTMIN: u32 = 32;
+/// How many real-time signals there are (32..=64).
+const NRT: usize = (NSIG - SIGRTMIN + 1) as usize;
+/// The default `RLIMIT_SIGPENDING`, soft and hard: real-time signals one process may have
+/// queued (Linux derives its default from the memory size; this is its value for 1 GiB).
+pub const SIGPENDING_DEFAULT: u64 = 4096;
 
 /// `SIG_DFL`: the handler value that selects the default action.
 const SIG_DFL: u64 = 0;
@@ -108,6 +121,9 @@ const SUPPORTED_FLAGS: u64 = SA_SIGINFO
 
 /// `si_code` values.
 pub const SI_USER: i32 = 0;
+/// Sent by a POSIX timer (its `si_timerid` and `si_overrun` sit where `si_pid` and `si_uid`
+/// are).
+const SI_TIMER: i32 = -2;
 /// Sent by `tgkill`.
 pub const SI_TKILL: i32 = -6;
 /// Sent by the kernel (a terminal's signal characters, faults).
@@ -135,7 +151,7 @@ fn bit(sig: u32) -> u64 {
 }
 
 /// Signals that cannot be caught, blocked or ignored.
-const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
+pub const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
 /// A `struct sigaction` as the kernel sees it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -156,12 +172,16 @@ pub struct SigAction {
 pub struct SigInfo {
     /// `si_code`.
     pub code: i32,
-    /// Sending process (kill, SIGCHLD).
+    /// Sending process (kill, SIGCHLD, sigqueue).
     pub pid: Pid,
+    /// The sender's real user ID (`si_uid`).
+    pub uid: u32,
     /// Faulting address (SIGSEGV and friends).
     pub addr: u64,
     /// Child's exit code or signal (SIGCHLD).
     pub status: i32,
+    /// The value `sigqueue` sends (`si_value`: `si_int`, `si_ptr`).
+    pub value: u64,
 }
 
 impl SigInfo {
@@ -198,7 +218,178 @@ impl SigInfo {
             code,
             pid,
             status,
-            addr: 0,
+            ..Default::default()
+        }
+    }
+
+    /// The information a program gives `rt_sigqueueinfo` in a `siginfo_t`: its `si_code`
+    /// and the first 16 bytes of its union (`si_pid`, `si_uid`, `si_value`, or `si_addr`, or
+    /// `si_status`, as the code's layout reads them), which [`SigInfo::to_user`] gives back
+    /// as they were. The union's other 16 bytes (`si_utime`, `si_stime`, `si_addr_lsb`...)
+    /// are not kept.
+    pub fn from_user(raw: &[u8; SIGINFO]) -> Self {
+        let word = |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().expect("4 bytes"));
+        SigInfo {
+            code: word(8) as i32,
+            pid: word(16),
+            uid: word(20),
+            addr: get(raw, 16),
+            status: word(24) as i32,
+            value: get(raw, 24),
+        }
+    }
+
+    /// Whether the address is what the union holds: a fault signal with a fault's code.
+    fn is_fault(&self, sig: u32) -> bool {
+        matches!(sig, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP) && self.code > 0
+    }
+
+    /// Whether it is a child's report (`si_status` in the union).
+    fn is_child(&self, sig: u32) -> bool {
+        sig == SIGCHLD && self.code > 0 && self.code < SI_KERNEL
+    }
+
+    /// The `siginfo_t` a handler, `rt_sigtimedwait` or `waitid` gets for signal `sig`.
+    pub fn to_user(self, sig: u32) -> [u8; SIGINFO] {
+        let mut buf = [0u8; SIGINFO];
+        put32(&mut buf, 0, sig);
+        put32(&mut buf, 8, self.code as u32);
+        if self.is_fault(sig) {
+            put(&mut buf, 16, self.addr);
+        } else {
+            put32(&mut buf, 16, self.pid);
+            put32(&mut buf, 20, self.uid);
+            if self.is_child(sig) {
+                put32(&mut buf, 24, self.status as u32);
+            } else {
+                put(&mut buf, 24, self.value);
+            }
+        }
+        buf
+    }
+
+    /// The `struct signalfd_siginfo` a `signalfd` read gives for signal `sig`: the fields of
+    /// the code's layout, as Linux's `signalfd_copyinfo` fills them.
+    pub fn to_signalfd(self, sig: u32) -> [u8; SIGINFO] {
+        let mut buf = [0u8; SIGINFO];
+        put32(&mut buf, 0, sig);
+        put32(&mut buf, 8, self.code as u32);
+        if self.is_fault(sig) {
+            put(&mut buf, 72, self.addr);
+        } else if self.code == SI_TIMER {
+            put32(&mut buf, 24, self.pid);
+            put32(&mut buf, 32, self.uid);
+            put32(&mut buf, 44, self.value as u32);
+            put(&mut buf, 48, self.value);
+        } else {
+            put32(&mut buf, 12, self.pid);
+            put32(&mut buf, 16, self.uid);
+            if self.is_child(sig) {
+                put32(&mut buf, 40, self.status as u32);
+            } else if self.code < 0 {
+                put32(&mut buf, 44, self.value as u32);
+                put(&mut buf, 48, self.value);
+            }
+        }
+        buf
+    }
+}
+
+/// Pending signals' information: one `siginfo` per standard signal, a queue per real-time
+/// one (the pending set itself is the `pending` word beside it).
+pub struct Queue {
+    /// Information of pending standard signals, indexed by signal number - 1.
+    infos: [SigInfo; (SIGRTMIN - 1) as usize],
+    /// Queued real-time signals, indexed by signal number - [`SIGRTMIN`], oldest first.
+    /// A real-time signal pending without an entry lost its information (see the module).
+    rt: [VecDeque<SigInfo>; NRT],
+}
+
+impl Queue {
+    /// Nothing queued (no memory held).
+    fn new() -> Self {
+        Queue {
+            infos: [SigInfo::default(); (SIGRTMIN - 1) as usize],
+            rt: core::array::from_fn(|_| VecDeque::new()),
+        }
+    }
+
+    /// Makes `sig` pending in `set` with `info`, charging a queued real-time signal to `p`
+    /// (below `limit`). A standard signal already pending stays as it was. Past the limit or
+    /// out of memory, a real-time signal from `kill` or the kernel becomes pending without
+    /// its information; from anyone else, `EAGAIN`.
+    fn add(
+        &mut self,
+        set: &mut u64,
+        sig: u32,
+        info: SigInfo,
+        p: &Process,
+        limit: u64,
+    ) -> Result<(), Errno> {
+        if sig < SIGRTMIN {
+            if *set & bit(sig) == 0 {
+                *set |= bit(sig);
+                self.infos[(sig - 1) as usize] = info;
+            }
+            return Ok(());
+        }
+        let q = &mut self.rt[(sig - SIGRTMIN) as usize];
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let charged = p
+            .rt_queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok();
+        if charged && q.try_reserve(1).is_ok() {
+            q.push_back(info);
+        } else {
+            if charged {
+                p.rt_queued.fetch_sub(1, Ordering::AcqRel);
+            }
+            if info.code != SI_USER && info.code != SI_KERNEL {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        *set |= bit(sig);
+        Ok(())
+    }
+
+    /// Takes pending signal `sig` out of `set`: its information (a real-time signal's oldest),
+    /// refunding a queued one to `p`. A real-time signal stays pending while more are queued.
+    fn take(&mut self, set: &mut u64, sig: u32, p: &Process) -> SigInfo {
+        if sig < SIGRTMIN {
+            *set &= !bit(sig);
+            return self.infos[(sig - 1) as usize];
+        }
+        let q = &mut self.rt[(sig - SIGRTMIN) as usize];
+        let info = match q.pop_front() {
+            Some(info) => {
+                p.rt_queued.fetch_sub(1, Ordering::AcqRel);
+                info
+            }
+            // Pending without its information (see `add`): as Linux, a plain SI_USER.
+            None => SigInfo::default(),
+        };
+        if q.is_empty() {
+            *set &= !bit(sig);
+            // An emptied queue gives its memory back.
+            *q = VecDeque::new();
+        }
+        info
+    }
+
+    /// Removes the signals of `which` from `set`, refunding their queued entries to `p`.
+    fn discard(&mut self, set: &mut u64, which: u64, p: &Process) {
+        let mut gone = *set & which;
+        *set &= !which;
+        while gone != 0 {
+            let sig = gone.trailing_zeros() + 1;
+            gone &= !bit(sig);
+            if sig >= SIGRTMIN {
+                let q = core::mem::take(&mut self.rt[(sig - SIGRTMIN) as usize]);
+                p.rt_queued.fetch_sub(q.len(), Ordering::AcqRel);
+            }
         }
     }
 }
@@ -210,7 +401,10 @@ pub struct SignalState {
     /// Signals pending for the process (any thread may take them).
     pub pending: u64,
     /// Information of pending process-wide signals.
-    infos: [SigInfo; NSIG as usize],
+    queue: Queue,
+    /// `RLIMIT_SIGPENDING` (soft, hard): how many real-time signals may be queued for the
+    /// process and its threads. Inherited by `fork`, kept by `execve`.
+    pub limit: [u64; 2],
 }
 
 impl SignalState {
@@ -219,16 +413,18 @@ impl SignalState {
         SignalState {
             actions: [SigAction::default(); NSIG as usize],
             pending: 0,
-            infos: [SigInfo::default(); NSIG as usize],
+            queue: Queue::new(),
+            limit: [SIGPENDING_DEFAULT; 2],
         }
     }
 
-    /// The state a child of `fork` inherits: the same actions, nothing pending.
+    /// The state a child of `fork` inherits: the same actions and limit, nothing pending.
     pub fn forked(&self) -> Self {
         SignalState {
             actions: self.actions,
             pending: 0,
-            infos: [SigInfo::default(); NSIG as usize],
+            queue: Queue::new(),
+            limit: self.limit,
         }
     }
 
@@ -258,8 +454,8 @@ pub struct ThreadSignals {
     pub saved: Option<u64>,
     /// The alternate signal stack (`sigaltstack`), where `SA_ONSTACK` handlers run.
     pub alt_stack: Option<AltStack>,
-    /// Information of the signals pending for this thread, indexed by signal number - 1.
-    infos: [SigInfo; NSIG as usize],
+    /// Information of the signals pending for this thread.
+    queue: Queue,
 }
 
 impl ThreadSignals {
@@ -270,7 +466,7 @@ impl ThreadSignals {
             pending: 0,
             saved: None,
             alt_stack: None,
-            infos: [SigInfo::default(); NSIG as usize],
+            queue: Queue::new(),
         }
     }
 }
@@ -364,10 +560,31 @@ fn on_send(p: &Arc<Process>, sig: u32) {
 
 /// Removes the signals of `set` from what is pending for `p` and each of its threads.
 fn discard(p: &Process, set: u64) {
-    p.signals.lock().pending &= !set;
-    for t in p.threads.lock().iter() {
-        t.signals.lock().pending &= !set;
+    {
+        let mut s = p.signals.lock();
+        let s = &mut *s;
+        s.queue.discard(&mut s.pending, set, p);
     }
+    for t in p.threads.lock().iter() {
+        let mut s = t.signals.lock();
+        let s = &mut *s;
+        s.queue.discard(&mut s.pending, set, p);
+    }
+}
+
+/// The current thread ends: the real-time signals queued for it alone go, and their charge
+/// to its process with them.
+pub fn thread_gone(me: &Thread) {
+    let mut s = me.signals.lock();
+    let s = &mut *s;
+    s.queue.discard(&mut s.pending, u64::MAX, &me.process);
+}
+
+/// The process has ended: what was pending for it goes (its memory now, not at reaping).
+pub fn process_gone(p: &Process) {
+    let mut s = p.signals.lock();
+    let s = &mut *s;
+    s.queue.discard(&mut s.pending, u64::MAX, p);
 }
 
 /// Whether `sig` would be discarded on arrival (ignored, or default-ignored). Process 1 is
@@ -380,18 +597,27 @@ fn ignored(p: &Process, sig: u32) -> bool {
 }
 
 /// Sends `sig` to process `p` (any of its threads may take it) and wakes a thread that can.
+/// A real-time signal that finds the queue full becomes pending without its information if
+/// it comes from `kill` or the kernel (`SI_USER`, `SI_KERNEL`), else it is dropped: see
+/// [`try_send_process`].
 pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
+    let _ = try_send_process(p, sig, info);
+}
+
+/// [`send_process`], or `EAGAIN` when a real-time signal with other than `SI_USER` or
+/// `SI_KERNEL` finds the process's queue full (`RLIMIT_SIGPENDING`) or no memory.
+pub fn try_send_process(p: &Arc<Process>, sig: u32, info: SigInfo) -> Result<(), Errno> {
     if sig == 0 {
-        return;
+        return Ok(());
     }
     on_send(p, sig);
     if ignored(p, sig) {
-        return;
+        return Ok(());
     }
     {
         let mut s = p.signals.lock();
-        s.pending |= bit(sig);
-        s.infos[(sig - 1) as usize] = info;
+        let s = &mut *s;
+        s.queue.add(&mut s.pending, sig, info, p, s.limit[0])?;
     }
     let threads = p.threads.lock().clone();
     for t in &threads {
@@ -412,21 +638,29 @@ pub fn send_process(p: &Arc<Process>, sig: u32, info: SigInfo) {
         // A stopped process's threads wake to die.
         p.resumed.notify_all();
     }
+    crate::fs::signalfd::notify(p.pid);
+    Ok(())
 }
 
-/// Sends `sig` to one thread.
+/// Sends `sig` to one thread (see [`send_process`] for a full queue).
 pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
+    let _ = try_send_thread(t, sig, info);
+}
+
+/// [`send_thread`], or `EAGAIN` as [`try_send_process`].
+pub fn try_send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) -> Result<(), Errno> {
     if sig == 0 {
-        return;
+        return Ok(());
     }
     on_send(&t.process, sig);
     if ignored(&t.process, sig) {
-        return;
+        return Ok(());
     }
+    let limit = t.process.signals.lock().limit[0];
     {
         let mut s = t.signals.lock();
-        s.pending |= bit(sig);
-        s.infos[(sig - 1) as usize] = info;
+        let s = &mut *s;
+        s.queue.add(&mut s.pending, sig, info, &t.process, limit)?;
     }
     t.note_signal();
     sched::wake(t);
@@ -435,6 +669,8 @@ pub fn send_thread(t: &Arc<Thread>, sig: u32, info: SigInfo) {
         sched::rescue(t);
         t.process.resumed.notify_all();
     }
+    crate::fs::signalfd::notify(t.process.pid);
+    Ok(())
 }
 
 /// Makes a thread running in user mode on another core enter the kernel soon (it checks
@@ -463,36 +699,52 @@ pub fn force(me: &Arc<Thread>, sig: u32, info: SigInfo) {
         let mut s = me.signals.lock();
         s.mask &= !bit(sig);
         s.pending |= bit(sig);
-        s.infos[(sig - 1) as usize] = info;
+        s.queue.infos[(sig - 1) as usize] = info;
     }
     me.note_signal();
 }
 
 /// Takes the lowest-numbered deliverable signal of `me`.
 fn take(me: &Thread) -> Option<(u32, SigInfo)> {
-    let mut own = me.signals.lock();
-    let ready_own = own.pending & !own.mask;
-    if ready_own != 0 {
-        let sig = ready_own.trailing_zeros() + 1;
-        own.pending &= !bit(sig);
-        return Some((sig, own.infos[(sig - 1) as usize]));
+    let mask = me.signals.lock().mask;
+    take_of(me, !mask)
+}
+
+/// Takes the lowest-numbered signal of `set` pending for `me`, its own first, then its
+/// process's (Linux's `dequeue_signal`): one real-time signal of a queue at a time. For
+/// delivery, `rt_sigtimedwait` and `signalfd` reads.
+pub fn take_of(me: &Thread, set: u64) -> Option<(u32, SigInfo)> {
+    {
+        let mut own = me.signals.lock();
+        let own = &mut *own;
+        let ready = own.pending & set;
+        if ready != 0 {
+            let sig = ready.trailing_zeros() + 1;
+            return Some((sig, own.queue.take(&mut own.pending, sig, &me.process)));
+        }
     }
-    let mask = own.mask;
-    drop(own);
     let mut shared = me.process.signals.lock();
-    let ready = shared.pending & !mask;
+    let shared = &mut *shared;
+    let ready = shared.pending & set;
     if ready != 0 {
         let sig = ready.trailing_zeros() + 1;
-        shared.pending &= !bit(sig);
-        return Some((sig, shared.infos[(sig - 1) as usize]));
+        return Some((
+            sig,
+            shared.queue.take(&mut shared.pending, sig, &me.process),
+        ));
     }
     None
 }
 
+/// Whether a signal of `set` is pending for `me` or its process.
+pub fn pending_of(me: &Thread, set: u64) -> bool {
+    pending(me) & set != 0
+}
+
 /// Size of the kernel's part of `struct ucontext`.
 const UCONTEXT: usize = 304;
-/// Size of `siginfo_t`.
-const SIGINFO: usize = 128;
+/// Size of `siginfo_t` (and of `struct signalfd_siginfo`).
+pub const SIGINFO: usize = 128;
 /// The most stack a signal frame takes ([`push_frame`]: the FPU state aligned to 64 bytes,
 /// the return address, `ucontext` and `siginfo_t` aligned to 16), reported to programs as
 /// `AT_MINSIGSTKSZ`.
@@ -507,6 +759,11 @@ const SIGMASK: usize = 296;
 /// Writes `v` as 8 little-endian bytes at offset `at` of `buf`.
 fn put(buf: &mut [u8], at: usize, v: u64) {
     buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Writes `v` as 4 little-endian bytes at offset `at` of `buf`.
+fn put32(buf: &mut [u8], at: usize, v: u32) {
+    buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 /// Reads 8 little-endian bytes at offset `at` of `buf`.
@@ -587,7 +844,8 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
     }
     drop(s);
     if action.flags & SA_RESETHAND != 0 {
-        me.process.signals.lock().actions[(sig - 1) as usize] = SigAction::default();
+        // As Linux: only the handler goes back to the default; flags and mask stay.
+        me.process.signals.lock().actions[(sig - 1) as usize].handler = SIG_DFL;
     }
 }
 
@@ -633,16 +891,7 @@ fn push_frame(
     put(&mut buf, uc + SIGMASK, old_mask);
     buf[uc + UC_STACK..uc + UC_STACK + 24].copy_from_slice(&stack_t(alt, frame.rsp));
     let si = 8 + UCONTEXT;
-    buf[si..si + 4].copy_from_slice(&(sig as i32).to_le_bytes());
-    buf[si + 8..si + 12].copy_from_slice(&info.code.to_le_bytes());
-    if matches!(sig, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP) && info.code > 0 {
-        put(&mut buf, si + 16, info.addr);
-    } else {
-        buf[si + 16..si + 20].copy_from_slice(&(info.pid as i32).to_le_bytes());
-        if sig == SIGCHLD {
-            buf[si + 24..si + 28].copy_from_slice(&info.status.to_le_bytes());
-        }
-    }
+    buf[si..si + SIGINFO].copy_from_slice(&info.to_user(sig));
     uaccess::copy_to_user(sp, &buf).map_err(|_| ())?;
     frame.rsp = sp;
     frame.rip = action.handler;
@@ -715,8 +964,10 @@ pub fn set_action(p: &Process, sig: u32, new: Option<SigAction>) -> Result<SigAc
         a.flags &= SUPPORTED_FLAGS;
         a.mask &= !UNBLOCKABLE;
         s.actions[(sig - 1) as usize] = a;
+        drop(s);
+        // As Linux: a signal now ignored is no longer pending, for the process or any thread.
         if a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_kills(sig)) {
-            s.pending &= !bit(sig);
+            discard(p, bit(sig));
         }
     }
     Ok(old)

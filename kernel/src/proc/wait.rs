@@ -184,6 +184,8 @@ pub enum PollKey {
     Net(u32),
     /// An event counter or a timer descriptor (`fs::eventfd`), by id.
     Event(u64),
+    /// The signals pending for a process or its threads (`fs::signalfd`), by process id.
+    Signal(super::Pid),
 }
 
 /// One thread sleeping in [`PollQueue::wait`]; a waker that finds one of its keys removes

@@ -31,7 +31,7 @@ const ALARM_CLOCKS: [u64; 2] = [8, 9];
 /// Installs `node` as a new descriptor named `name`, open for reading and writing (a timer's
 /// write then answers EINVAL, as on Linux), with the `O_CLOEXEC` and `O_NONBLOCK` bits of
 /// `flags`.
-fn install(me: &Arc<Thread>, node: Node, flags: u64, name: &[u8]) -> SysResult {
+pub(super) fn install(me: &Arc<Thread>, node: Node, flags: u64, name: &[u8]) -> SysResult {
     let nonblock = flags as u32 & O_NONBLOCK;
     let f = OpenFile::new(node, O_RDWR | nonblock, name.to_vec());
     let fd = me

@@ -87,31 +87,53 @@ pub fn getrandom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
 
 /// `RLIM_INFINITY`: no limit.
 const RLIM_INFINITY: u64 = u64::MAX;
+/// `RLIMIT_SIGPENDING`: real-time signals queued for the process.
+const RLIMIT_SIGPENDING: u64 = 11;
 
-/// The limits Reef reports: the stack size it reserves, the descriptor table size, and
-/// no limit for the rest. Setting a limit is accepted and has no effect (documented).
-fn limit(resource: u64) -> Result<[u64; 2], Errno> {
+/// The limits Reef reports: the stack size it reserves, the descriptor table size,
+/// `RLIMIT_SIGPENDING` as the process has it (see [`set_limit`]), and no limit for the rest.
+fn limit(me: &Thread, resource: u64) -> Result<[u64; 2], Errno> {
     match resource {
         3 => Ok([crate::vm::STACK_SIZE, RLIM_INFINITY]),
         7 => Ok([crate::fd::MAX_FDS as u64, crate::fd::MAX_FDS as u64]),
+        RLIMIT_SIGPENDING => Ok(me.process.signals.lock().limit),
         0..=15 => Ok([RLIM_INFINITY, RLIM_INFINITY]),
         _ => Err(Errno::EINVAL),
     }
 }
 
+/// Sets limit `resource` to `new` (soft, hard): `EINVAL` if the soft limit exceeds the hard
+/// one. `RLIMIT_SIGPENDING` is kept (raising its hard limit needs privilege, `EPERM`, as
+/// Linux's `CAP_SYS_RESOURCE`); the others are accepted and have no effect (documented).
+fn set_limit(me: &Arc<Thread>, resource: u64, new: [u64; 2]) -> Result<(), Errno> {
+    let old = limit(me, resource)?;
+    if new[0] > new[1] {
+        return Err(Errno::EINVAL);
+    }
+    if resource == RLIMIT_SIGPENDING {
+        if new[1] > old[1] {
+            super::cred::privileged(me)?;
+        }
+        me.process.signals.lock().limit = new;
+    }
+    Ok(())
+}
+
 /// `prlimit64(pid, resource, new_limit, old_limit)`: for the caller only (`pid` 0 or its own, else
-/// `ESRCH`); writes the limit [`limit`] reports to `old_limit` if given. A new limit is checked
-/// (`EINVAL` if the soft limit exceeds the hard one) and has no effect.
+/// `ESRCH`); writes the limit [`limit`] reports to `old_limit` if given, then sets the new one
+/// ([`set_limit`]).
 pub fn prlimit64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[0] != 0 && a[0] as u32 != me.process.pid {
         return Err(Errno::ESRCH);
     }
-    let old = limit(a[1])?;
-    if a[2] != 0 {
-        let new: [u64; 2] = read_user(a[2])?;
-        if new[0] > new[1] {
-            return Err(Errno::EINVAL);
-        }
+    let new: Option<[u64; 2]> = if a[2] != 0 {
+        Some(read_user(a[2])?)
+    } else {
+        None
+    };
+    let old = limit(me, a[1])?;
+    if let Some(new) = new {
+        set_limit(me, a[1], new)?;
     }
     if a[3] != 0 {
         write_user(a[3], &old)?;
@@ -121,19 +143,16 @@ pub fn prlimit64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
 
 /// `getrlimit(resource, rlim)`: writes the limit [`limit`] reports; `EINVAL` for an unknown
 /// resource.
-pub fn getrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    write_user(a[1], &limit(a[0])?)?;
+pub fn getrlimit(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    write_user(a[1], &limit(me, a[0])?)?;
     Ok(0)
 }
 
-/// `setrlimit(resource, rlim)`: checks the resource and the new limit (`EINVAL` if the soft limit
-/// exceeds the hard one) and changes nothing.
-pub fn setrlimit(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    limit(a[0])?;
+/// `setrlimit(resource, rlim)`: [`set_limit`]; `EINVAL` for an unknown resource.
+pub fn setrlimit(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    limit(me, a[0])?;
     let new: [u64; 2] = read_user(a[1])?;
-    if new[0] > new[1] {
-        return Err(Errno::EINVAL);
-    }
+    set_limit(me, a[0], new)?;
     Ok(0)
 }
 

@@ -1,12 +1,15 @@
-//! Signal calls: actions, masks, `rt_sigreturn`, `kill`, `tkill`, `tgkill`.
+//! Signal calls: actions, masks, `rt_sigreturn`, `kill`, `tkill`, `tgkill`, the queued
+//! `rt_sigqueueinfo` and `rt_tgsigqueueinfo`, `rt_sigtimedwait`, and `signalfd4`.
 
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
+use crate::fd::Node;
+use crate::fs::signalfd::SignalFd;
 use crate::proc::signal::{self as sig, SigAction, SigInfo};
 use crate::proc::table::Life;
-use crate::proc::wait::WaitQueue;
+use crate::proc::wait::{WaitQueue, Wake};
 use crate::proc::{self, Pid, Thread};
-use crate::uaccess::{read_user, write_user};
+use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
 
@@ -150,7 +153,10 @@ pub fn sigaltstack(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) ->
 pub fn kill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let signo = sig::check(a[1])?;
     let pid = a[0] as i32;
-    let info = SigInfo::user(me.process.pid);
+    let info = SigInfo {
+        uid: me.process.creds.lock().uid.real,
+        ..SigInfo::user(me.process.pid)
+    };
     let targets = match pid {
         p if p > 0 => alloc::vec![p as Pid],
         0 => super::process::members(Some(
@@ -238,9 +244,10 @@ pub fn tkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     let info = SigInfo {
         code: sig::SI_TKILL,
         pid: me.process.pid,
+        uid: me.process.creds.lock().uid.real,
         ..Default::default()
     };
-    sig::send_thread(&t, signo, info);
+    sig::try_send_thread(&t, signo, info)?;
     Ok(0)
 }
 
@@ -257,8 +264,134 @@ pub fn tgkill(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     let info = SigInfo {
         code: sig::SI_TKILL,
         pid: me.process.pid,
+        uid: me.process.creds.lock().uid.real,
         ..Default::default()
     };
-    sig::send_thread(&t, signo, info);
+    sig::try_send_thread(&t, signo, info)?;
     Ok(0)
+}
+
+/// Reads the `siginfo_t` a program gives `rt_sigqueueinfo` or `rt_tgsigqueueinfo` at `addr`
+/// (`EFAULT`), and refuses (`EPERM`) one whose `si_code` says the kernel, `kill` or `tgkill`
+/// sent it (`si_code` >= 0 or `SI_TKILL`) unless the caller sends it to itself (`to_self`):
+/// Linux's rule, so that nobody can forge the sender another process sees.
+fn user_info(addr: u64, to_self: bool) -> Result<SigInfo, Errno> {
+    let mut raw = [0u8; sig::SIGINFO];
+    uaccess::copy_from_user(addr, &mut raw)?;
+    let info = SigInfo::from_user(&raw);
+    if (info.code >= 0 || info.code == sig::SI_TKILL) && !to_self {
+        return Err(Errno::EPERM);
+    }
+    Ok(info)
+}
+
+/// `rt_sigqueueinfo(pid, sig, uinfo)`: sends `sig` to process `pid` with the program's
+/// `siginfo_t` (as `sigqueue` does, with `SI_QUEUE` and its `si_value`); a real-time signal is
+/// queued behind those of its number already pending. `EFAULT` for a bad `uinfo`, `EPERM` for
+/// a forged `si_code` (see [`user_info`]) or a process the caller may not signal, `ESRCH` for
+/// no such process, `EINVAL` for a bad signal, `EAGAIN` when the target's queue is full
+/// (`RLIMIT_SIGPENDING`). Signal 0 checks and sends nothing.
+pub fn rt_sigqueueinfo(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let pid = a[0] as i32;
+    let info = user_info(a[2], pid == me.tid as i32)?;
+    let e = match Pid::try_from(pid) {
+        Ok(p) if p > 0 => proc::lookup(p).ok_or(Errno::ESRCH)?,
+        _ => return Err(Errno::ESRCH),
+    };
+    let signo = sig::check(a[1])?;
+    may_signal(me, &e.process, e.sid, signo)?;
+    if e.life == Life::Alive {
+        sig::try_send_process(&e.process, signo, info)?;
+    }
+    Ok(0)
+}
+
+/// `rt_tgsigqueueinfo(tgid, tid, sig, uinfo)`: [`rt_sigqueueinfo`] to thread `tid` of process
+/// `tgid`; `EINVAL` for an id <= 0, `EPERM` for a forged `si_code` unless `tid` is the caller.
+pub fn rt_tgsigqueueinfo(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (tgid, tid) = (a[0] as i32, a[1] as i32);
+    let info = user_info(a[3], tid == me.tid as i32);
+    if tgid <= 0 || tid <= 0 {
+        // As Linux: a bad siginfo pointer is seen first, then the ids.
+        info?;
+        return Err(Errno::EINVAL);
+    }
+    let info = info?;
+    let t = find_thread(Some(tgid as Pid), tid as Pid)?;
+    let signo = sig::check(a[2])?;
+    thread_may_signal(me, &t, signo)?;
+    sig::try_send_thread(&t, signo, info)?;
+    Ok(0)
+}
+
+/// `rt_sigtimedwait(set, info, timeout, sigsetsize)` (`sigwaitinfo`, `sigtimedwait`): takes
+/// the lowest pending signal of `set` (one real-time signal of a queue at a time), waiting
+/// for one until `timeout` (a relative `struct timespec`; NULL: forever) with the signals of
+/// `set` unblocked meanwhile, as Linux does; writes its `siginfo_t` to `info` (if given) and
+/// returns its number. `EAGAIN` when the time passes (at once for a zero timeout), `EINTR`
+/// when another signal that is not blocked comes first, `EINVAL` for a bad size or timeout,
+/// `EFAULT` for a bad pointer.
+pub fn rt_sigtimedwait(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    check_sigset_size(a[3])?;
+    let set = read_user::<u64>(a[0])? & !sig::UNBLOCKABLE;
+    let deadline = super::process::deadline_from(a[2], false)?;
+    let taken = match sig::take_of(me, set) {
+        Some(t) => Some(t),
+        None if deadline.is_some_and(|d| d <= crate::time::now_ns()) => None,
+        None => {
+            let old = sig::set_mask(me, 1, Some(set))?;
+            let woke = loop {
+                let seq = SUSPENDED.seq();
+                if me.signal_pending() {
+                    break Wake::Interrupted;
+                }
+                match SUSPENDED.wait(seq, deadline) {
+                    Wake::Event => continue,
+                    w => break w,
+                }
+            };
+            sig::set_mask(me, 2, Some(old))?;
+            match sig::take_of(me, set) {
+                Some(t) => Some(t),
+                None if woke == Wake::Timeout => None,
+                None => return Err(Errno::EINTR),
+            }
+        }
+    };
+    let (signo, info) = taken.ok_or(Errno::EAGAIN)?;
+    if a[1] != 0 {
+        uaccess::copy_to_user(a[1], &info.to_user(signo))?;
+    }
+    Ok(signo.into())
+}
+
+/// `SFD_NONBLOCK`, `SFD_CLOEXEC`: the flags `signalfd4` takes (`O_NONBLOCK`, `O_CLOEXEC`).
+const SFD_FLAGS: u64 = (crate::fd::O_NONBLOCK | crate::fs::flags::O_CLOEXEC) as u64;
+
+/// `signalfd4(fd, mask, sizemask, flags)`: with `fd` -1, a new signal descriptor
+/// (`fs::signalfd`) reading the signals of `mask` (`SIGKILL` and `SIGSTOP` dropped), flags
+/// `SFD_NONBLOCK` and `SFD_CLOEXEC`; otherwise `fd`'s mask becomes `mask`. `EINVAL` for a
+/// `sizemask` other than 8, other flags or an `fd` that is not a signal descriptor, `EFAULT`
+/// for a bad `mask`, `EBADF` for a bad `fd`.
+pub fn signalfd4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    check_sigset_size(a[2])?;
+    let mask: u64 = read_user(a[1])?;
+    if a[3] & !SFD_FLAGS != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a[0] as i32 == -1 {
+        let node = Node::SignalFd(SignalFd::new(mask));
+        return super::eventfd::install(me, node, a[3], b"anon_inode:[signalfd]");
+    }
+    let f = super::file::file(me, a[0])?;
+    match &f.node {
+        Node::SignalFd(s) => s.set_mask(mask, me.process.pid),
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(a[0] as i32 as u64)
+}
+
+/// `signalfd(fd, mask, sizemask)`: `signalfd4` without flags.
+pub fn signalfd(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    signalfd4(me, f, [a[0], a[1], a[2], 0, 0, 0])
 }
