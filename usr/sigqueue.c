@@ -16,6 +16,9 @@
  *   readiness, a blocked read, poll and epoll woken by a child's signal, EINTR by a handled
  *   signal, a thread's own signals, the mask changed by signalfd(fd, ...), EINVAL, EBADF,
  *   EFAULT;
+ * - a signal whose action is to ignore it (SIGCHLD) is kept while blocked: sigwaitinfo and
+ *   signalfd take a child's SIGCHLD; a thread that does not block it, woken by it in a read,
+ *   goes on reading (the read restarts, as no handler runs);
  * - hostile: 2000 signal descriptors made and closed, 12000 signals queued and read back
  *   through them, keep no memory (Reef).
  */
@@ -25,6 +28,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <pthread.h>
 #include <sys/signalfd.h>
 
 /* What the handler saw, in order. */
@@ -557,6 +561,82 @@ static void hostile(void)
         4 * per_round, before >> 10, after >> 10);
 }
 
+static int reader_pipe[2], ready_pipe[2];
+
+/* Reads one byte from reader_pipe with SIGCHLD unblocked; returns the read's result or -errno. */
+static void *reader(void *arg)
+{
+    (void)arg;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGCHLD);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    char c = 'r';
+    if (write(ready_pipe[1], &c, 1) != 1)
+        return (void *)(long)-1000;
+    long n = read(reader_pipe[0], &c, 1);
+    return (void *)(n < 0 ? -(long)errno : n);
+}
+
+static pid_t exiting_child(int code)
+{
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0)
+        _exit(code);
+    return pid;
+}
+
+static void ignored_but_blocked(void)
+{
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGCHLD);
+    sigset_t old;
+    CHECK_SYS(sigprocmask(SIG_BLOCK, &s, &old));
+    /* sigwaitinfo takes it. */
+    pid_t pid = exiting_child(3);
+    siginfo_t si;
+    CHECK_EQ(sigwaitinfo(&s, &si), SIGCHLD);
+    CHECK_EQ(si.si_pid, pid);
+    CHECK_EQ(si.si_code, CLD_EXITED);
+    CHECK_EQ(si.si_status, 3);
+    CHECK_CHILD_EXIT(pid, 3);
+    /* So does a signalfd. */
+    int fd = CHECK_SYS(signalfd(-1, &s, SFD_CLOEXEC));
+    pid = exiting_child(4);
+    struct signalfd_siginfo ssi;
+    CHECK_EQ(read(fd, &ssi, sizeof ssi), (ssize_t)sizeof ssi);
+    CHECK_EQ(ssi.ssi_signo, SIGCHLD);
+    CHECK_EQ((pid_t)ssi.ssi_pid, pid);
+    CHECK_CHILD_EXIT(pid, 4);
+    CHECK_SYS(close(fd));
+    /* A thread reading with SIGCHLD unblocked while this one blocks it: the SIGCHLD may wake
+     * the read, which must go on. */
+    CHECK_SYS(pipe(reader_pipe));
+    CHECK_SYS(pipe(ready_pipe));
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, reader, NULL), 0);
+    char c;
+    CHECK_EQ(read(ready_pipe[0], &c, 1), 1);
+    pid = exiting_child(5);
+    CHECK_CHILD_EXIT(pid, 5);
+    CHECK_EQ(write(reader_pipe[1], "x", 1), 1);
+    void *r;
+    CHECK_EQ(pthread_join(t, &r), 0);
+    if ((long)r != 1)
+        FAIL("the reading thread's read returned %ld (negative: -errno)", (long)r);
+    for (int i = 0; i < 2; i++) {
+        close(reader_pipe[i]);
+        close(ready_pipe[i]);
+    }
+    /* Whatever SIGCHLD is left pending goes with the mask. */
+    sigtimedwait(&s, &si, &(struct timespec){0});
+    CHECK_SYS(sigprocmask(SIG_SETMASK, &old, NULL));
+    SAY("ignored SIGCHLD kept while blocked: sigwaitinfo and signalfd take it, a reading "
+        "thread that does not block it goes on reading");
+}
+
 int main(void)
 {
     test_begin("sigqueue");
@@ -567,6 +647,7 @@ int main(void)
     waiting();
     limit();
     signalfds();
+    ignored_but_blocked();
     hostile();
     PASS();
 }

@@ -227,7 +227,12 @@ impl Pipe {
                 return Err(Errno::EAGAIN);
             }
             if self.readable.wait(seq, None) == Wake::Interrupted {
-                return Err(Errno::EINTR);
+                // As Linux, the pipe before the signal: bytes or an end of file that came
+                // with it are read; EINTR only for a read that would still wait.
+                let s = self.state.lock();
+                if s.buf.is_empty() && s.writers != 0 {
+                    return Err(Errno::EINTR);
+                }
             }
         }
     }

@@ -452,6 +452,9 @@ pub struct ThreadSignals {
     pub pending: u64,
     /// The mask to restore after the next handler (`rt_sigsuspend` replaced it).
     pub saved: Option<u64>,
+    /// The mask before `rt_sigtimedwait` unblocked the signals it waits for (Linux's
+    /// `real_blocked`): they still count as blocked for [`ignored`]. 0 otherwise.
+    pub real_blocked: u64,
     /// The alternate signal stack (`sigaltstack`), where `SA_ONSTACK` handlers run.
     pub alt_stack: Option<AltStack>,
     /// Information of the signals pending for this thread.
@@ -465,6 +468,7 @@ impl ThreadSignals {
             mask: mask & !UNBLOCKABLE,
             pending: 0,
             saved: None,
+            real_blocked: 0,
             alt_stack: None,
             queue: Queue::new(),
         }
@@ -593,7 +597,24 @@ pub fn process_gone(p: &Process) {
 fn ignored(p: &Process, sig: u32) -> bool {
     let a = p.signals.lock().actions[(sig - 1) as usize];
     let default_acts = default_kills(sig) || (default_stops(sig) && p.pid != 1);
-    sig != SIGKILL && (a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_acts))
+    let ignores = a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_acts);
+    if sig == SIGKILL || !ignores {
+        return false;
+    }
+    // As Linux's `sig_ignored`: a signal the main thread blocks (or waits for in
+    // `rt_sigtimedwait`) stays pending, for `sigwaitinfo`, `signalfd` or a later handler.
+    let main = {
+        let threads = p.threads.lock();
+        threads
+            .iter()
+            .find(|t| t.tid == p.pid)
+            .or(threads.first())
+            .cloned()
+    };
+    !main.is_some_and(|t| {
+        let s = t.signals.lock();
+        (s.mask | s.real_blocked) & bit(sig) != 0
+    })
 }
 
 /// Sends `sig` to process `p` (any of its threads may take it) and wakes a thread that can.
@@ -798,7 +819,19 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
             me.note_signal();
         }
     }
-    if action.handler == SIG_IGN {
+    let interrupted_call =
+        frame.vector == user::SYSCALL_VECTOR && frame.rax as i64 == Errno::EINTR.to_return() as i64;
+    let ignores = action.handler == SIG_IGN
+        || action.handler == SIG_DFL && !default_stops(sig) && !default_kills(sig);
+    if ignores {
+        // No handler runs, so a system call the signal interrupted runs again, as on Linux
+        // (a blocked signal with nothing to do, kept pending for `sigwaitinfo` or `signalfd`,
+        // wakes a thread that does not block it).
+        if interrupted_call {
+            frame.rax = frame.error_code;
+            frame.rip -= 2;
+            frame.vector = 0;
+        }
         return;
     }
     if action.handler == SIG_DFL {

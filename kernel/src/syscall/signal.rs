@@ -339,6 +339,11 @@ pub fn rt_sigtimedwait(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) ->
         Some(t) => Some(t),
         None if deadline.is_some_and(|d| d <= crate::time::now_ns()) => None,
         None => {
+            {
+                // The waited signals stay "blocked" for the senders' `ignored` check.
+                let mut s = me.signals.lock();
+                s.real_blocked = s.mask;
+            }
             let old = sig::set_mask(me, 1, Some(set))?;
             let woke = loop {
                 let seq = SUSPENDED.seq();
@@ -350,6 +355,7 @@ pub fn rt_sigtimedwait(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) ->
                     w => break w,
                 }
             };
+            me.signals.lock().real_blocked = 0;
             sig::set_mask(me, 2, Some(old))?;
             match sig::take_of(me, set) {
                 Some(t) => Some(t),
