@@ -370,16 +370,7 @@ static void nothing_kept(void)
         }
         reap(pid);
     }
-    if (before < 0) {
-        SAY("2000 socket pairs and 200 children with alarms: no free-memory count here");
-        return;
-    }
-    long after = reef_free_bytes();
-    if (after < before - (2L << 20))
-        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
-    SAY("2000 socket pairs and 200 children with alarms and alternate stacks: free memory %ld "
-        "KiB before, %ld KiB after",
-        before >> 10, after >> 10);
+    CHECK_MEMORY_BACK(before, "2000 socket pairs and 200 children with alarms and alternate stacks");
 }
 
 /* Reads the whole of the small file `path` into a string. */

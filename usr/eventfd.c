@@ -233,16 +233,7 @@ static void hostile(void)
     CHECK_EQ(get(e), 1);
     CHECK_SYS(close(t));
     CHECK_SYS(close(e));
-    if (before < 0) {
-        SAY("bad pointers, descriptors and flags: errors; 2400 timers and counters closed");
-        return;
-    }
-    long after = reef_free_bytes();
-    if (after < before - (2L << 20))
-        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
-    SAY("bad pointers, descriptors and flags: errors; 2400 armed timers and counters made and "
-        "closed: free memory %ld KiB before, %ld KiB after",
-        before >> 10, after >> 10);
+    CHECK_MEMORY_BACK(before, "bad pointers, descriptors and flags: errors; 2400 armed timers and counters made and closed");
 }
 
 int main(void)

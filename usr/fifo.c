@@ -426,16 +426,7 @@ static void hostile(void)
                 CHECK_SYS(unlink(at(name)));
         }
     }
-    if (before < 0) {
-        SAY("2000 FIFOs made, opened with data, closed and unlinked");
-        return;
-    }
-    long after = reef_free_bytes();
-    if (after < before - (2L << 20))
-        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
-    SAY("2000 FIFOs made, opened with data, closed and unlinked: free memory %ld KiB before, "
-        "%ld KiB after",
-        before >> 10, after >> 10);
+    CHECK_MEMORY_BACK(before, "2000 FIFOs made, opened with data, closed and unlinked");
 }
 
 int main(void)

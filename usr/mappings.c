@@ -525,16 +525,7 @@ static void hostile(void)
         CHECK_SYS(munmap(moved, 2 * PAGE));
         CHECK_SYS(close(fd));
     }
-    if (before < 0) {
-        SAY("bad addresses and pointers: errors; 2000 memfds mapped, moved and closed");
-        return;
-    }
-    long after = reef_free_bytes();
-    if (after < before - (2L << 20))
-        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
-    SAY("bad addresses and pointers: errors; 2000 memfds mapped, moved and closed: free memory "
-        "%ld KiB before, %ld KiB after",
-        before >> 10, after >> 10);
+    CHECK_MEMORY_BACK(before, "bad addresses and pointers: errors; 2000 memfds mapped, moved and closed");
 }
 
 int main(int argc, char **argv)

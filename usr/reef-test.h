@@ -114,6 +114,23 @@ static inline void test_fail_at(const char *file, int line, const char *fmt, ...
         printf("\n");                                                                              \
     } while (0)
 
+/* Ends a hostile part that made and freed much: on Reef (`before`, its free memory when the
+ * part began, is not -1) fails unless the free memory is back within 2 MiB; says `what`, with
+ * the figures on Reef. */
+#define CHECK_MEMORY_BACK(before, what)                                                            \
+    do {                                                                                           \
+        long check_before_ = (before), check_after_ = reef_free_bytes();                           \
+        if (check_before_ < 0) {                                                                   \
+            SAY("%s", what);                                                                       \
+            break;                                                                                 \
+        }                                                                                          \
+        if (check_after_ < check_before_ - (2L << 20))                                             \
+            FAIL("%s: free memory %ld KiB before, %ld KiB after", what, check_before_ >> 10,       \
+                 check_after_ >> 10);                                                              \
+        SAY("%s: free memory %ld KiB before, %ld KiB after", what, check_before_ >> 10,            \
+            check_after_ >> 10);                                                                   \
+    } while (0)
+
 /* Prints `PASS <name>` and exits with status 0. */
 #define PASS()                                                                                     \
     do {                                                                                           \

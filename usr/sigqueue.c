@@ -549,16 +549,10 @@ static void hostile(void)
         for (int i = 0; i < 500; i++)
             CHECK_SYS(close(fds[i]));
     }
-    if (before < 0) {
-        SAY("2000 signal descriptors made and closed, %d signals queued and read", 4 * per_round);
-        return;
-    }
-    long after = reef_free_bytes();
-    if (after < before - (2L << 20))
-        FAIL("free memory %ld KiB before, %ld KiB after", before >> 10, after >> 10);
-    SAY("2000 signal descriptors made and closed, %d signals queued and read: free memory %ld "
-        "KiB before, %ld KiB after",
-        4 * per_round, before >> 10, after >> 10);
+    char what[96];
+    snprintf(what, sizeof what, "2000 signal descriptors made and closed, %d signals queued and read",
+             4 * per_round);
+    CHECK_MEMORY_BACK(before, what);
 }
 
 static int reader_pipe[2], ready_pipe[2];
