@@ -170,11 +170,10 @@ pub fn kernel() -> Result<PathBuf, String> {
     cached_kernel().ok_or_else(|| format!("{} holds no boot/vmlinuz-6.1.*", deb.display()))
 }
 
-/// The initramfs entries: Reef's layout (without the shell suite), `/sys`, `/init` and the
-/// NIC's modules in `/lib/net/`.
+/// The initramfs entries: Reef's layout (without the shell suite; its `/sys` is where Linux's
+/// sysfs is mounted), `/init` and the NIC's modules in `/lib/net/`.
 pub fn entries(c: usr::Contents, modules: Vec<(String, Vec<u8>)>) -> Vec<Entry> {
     let mut e = usr::entries(c.busybox, &c.applets, &c.programs, &[]);
-    e.push(Entry::dir("sys", 0o755));
     e.push(Entry::file("init", 0o755, INIT.into()));
     e.push(Entry::dir("lib", 0o755));
     e.push(Entry::dir("lib/net", 0o755));
