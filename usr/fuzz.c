@@ -66,8 +66,9 @@
  * /dev/null; the supervisor's shared pages lie far from everything the workers map; a worker
  * keeps at most 16 MiB of its mappings (a bigger mmap is unmapped right after it succeeded), a
  * call that writes to a regular file asks for 8 MiB at most and a file over 8 MiB is cut to 0
- * after it, at most 4 children (killed and reaped), at most 48 descriptors. Natively as root it
- * first becomes nobody. Unknown numbers are ones Linux has no call for either. Natively the
+ * after it, at most 4 children (killed and reaped), at most 48 descriptors. As root it first
+ * becomes nobody (on Reef too, where it runs as process 1: so that the file system's
+ * permission checks are exercised, and so that no call needs a root-only guard). Unknown numbers are ones Linux has no call for either. Natively the
  * sockets are the host's: only AF_INET ones (no protocol whose module Linux might load), and
  * before bind, connect, sendto, sendmsg and listen net_guard() checks what the kernel will
  * read, so that nothing binds or listens outside 127.0.0.0/8 and nothing is sent anywhere
@@ -3596,10 +3597,10 @@ static void drop_root(void)
     if (getuid() != 0)
         return;
     if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || getuid() == 0) {
-        say("fuzz: error: running as root on Linux and cannot become nobody: refusing\n");
+        say("fuzz: error: running as root and cannot become nobody: refusing\n");
         exit(2);
     }
-    say("fuzz: running as root on Linux: now uid 65534 (nobody)\n");
+    say("fuzz: running as root: now uid 65534 (nobody)\n");
 }
 
 static void usage(void)
@@ -3661,8 +3662,7 @@ int main(int argc, char **argv)
         usage();
     seed_global = opt_seed;
     reef = on_reef();
-    if (!reef)
-        drop_root();
+    drop_root();
     if (!opt_dir[0])
         snprintf(opt_dir, sizeof opt_dir, reef ? "/tmp/fuzz" : "/tmp/fuzz.%d", (int)getpid());
     if (!opt_workers) {
