@@ -23,6 +23,7 @@ mod msg;
 mod path;
 pub mod poll;
 pub mod process;
+mod sched;
 mod signal;
 mod socket;
 mod time;
@@ -185,7 +186,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_RT_SIGTIMEDWAIT => signal::rt_sigtimedwait,
         SYS_SIGNALFD4 => signal::signalfd4,
         SYS_SIGNALFD => signal::signalfd,
-        SYS_SCHED_YIELD => process::sched_yield,
+        SYS_SCHED_YIELD => sched::sched_yield,
         SYS_GETPID => process::getpid,
         SYS_GETTID => process::gettid,
         SYS_GETPPID => process::getppid,
@@ -201,9 +202,9 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_SET_ROBUST_LIST => process::set_robust_list,
         SYS_ARCH_PRCTL => process::arch_prctl,
         SYS_FUTEX => process::futex,
-        SYS_SCHED_GETAFFINITY => process::sched_getaffinity,
-        SYS_SCHED_SETAFFINITY => process::sched_setaffinity,
-        SYS_GETCPU => process::getcpu,
+        SYS_SCHED_GETAFFINITY => sched::sched_getaffinity,
+        SYS_SCHED_SETAFFINITY => sched::sched_setaffinity,
+        SYS_GETCPU => sched::getcpu,
         SYS_SETPGID => process::setpgid,
         SYS_GETPGID => process::getpgid,
         SYS_GETPGRP => process::getpgrp,
