@@ -786,10 +786,14 @@ fn exit_process(p: &Arc<Process>) {
     if p.pid == 1 {
         crate::init_exited(status);
     }
+    let before = lookup(p.pid);
     let parent = match table().execute_mut(table::UpdateOp::Exit { pid: p.pid, status }) {
         table::Resp::Exited(parent, orphans) => {
-            for o in orphans {
+            for o in &orphans {
                 o.ppid.store(1, Ordering::Release);
+            }
+            if let Some(before) = before {
+                job::exit_orphans(&before, &orphans);
             }
             parent
         }
