@@ -20,7 +20,8 @@
 //! has no effect). `TIOCSPGRP` moves the foreground group within the session. A *read* by a
 //! process of the session that is not in the foreground group sends SIGTTIN to its group, which
 //! by default stops it (`proc::job`), and runs again once it is continued (`fg`); if SIGTTIN
-//! is ignored or blocked, the read fails with `EIO`, as on Linux. *Writes* from the background
+//! is ignored or blocked, or the group is orphaned (`proc::job`), the read fails with `EIO`,
+//! as on Linux. *Writes* from the background
 //! are allowed (Linux's behaviour without `TOSTOP`; `TOSTOP` is stored but not enforced), and
 //! so are `TCSETS` and `TIOCSPGRP` from the background (Linux would raise SIGTTOU, which shells ignore anyway). Processes outside the
 //! session (after `setsid`) read and write without checks, as on Linux.
