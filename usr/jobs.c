@@ -241,8 +241,9 @@ static void tstp_and_cont(void)
     CHECK_SYS(pipe(data));
     pid = CHECK_SYS(fork());
     if (pid == 0) {
-        /* Its own process group, whose parent (this test) is outside it: Linux discards
-         * SIGTSTP sent to an orphaned group, which the test's own group may be. */
+        /* Its own process group, whose parent (this test) is outside it: Linux and Reef
+         * discard SIGTSTP sent to an orphaned group (tasks.c), which the test's own group may
+         * be. */
         char buf[8];
         if (setpgid(0, 0) != 0 || write(ready[1], "r", 1) != 1)
             _exit(1);

@@ -404,7 +404,8 @@ impl OpenFile {
             }
             Node::Hare(h) => h.write(&data, self.flags() & O_APPEND != 0),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
-            Node::ProcFile(..) | Node::PipeRead(_) => Err(Errno::EBADF),
+            Node::ProcFile(place, _) => procfs::write(*place, &data),
+            Node::PipeRead(_) => Err(Errno::EBADF),
             Node::Device(Device::Console, _) => crate::tty::write(&data),
             Node::Device(d, _) => dev::write(*d, &data),
             Node::PipeWrite(p) => p.write(&data, self.nonblock()),
@@ -436,7 +437,8 @@ impl OpenFile {
             }
             Node::Hare(h) => h.pwrite(&data, off),
             Node::Dir(_) | Node::ProcDir(_) => Err(Errno::EISDIR),
-            Node::ProcFile(..) => Err(Errno::EBADF),
+            // A `comm` write ignores the offset, as Linux's.
+            Node::ProcFile(place, _) => procfs::write(*place, &data),
             Node::Device(Device::Console, _)
             | Node::PipeRead(_)
             | Node::PipeWrite(_)

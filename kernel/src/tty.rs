@@ -20,12 +20,14 @@
 //! has no effect). `TIOCSPGRP` moves the foreground group within the session. A *read* by a
 //! process of the session that is not in the foreground group sends SIGTTIN to its group, which
 //! by default stops it (`proc::job`), and runs again once it is continued (`fg`); if SIGTTIN
-//! is ignored or blocked, the read fails with `EIO`, as on Linux. *Writes* from the background
+//! is ignored or blocked, or the group is orphaned (`proc::job`), the read fails with `EIO`,
+//! as on Linux. *Writes* from the background
 //! are allowed (Linux's behaviour without `TOSTOP`; `TOSTOP` is stored but not enforced), and
 //! so are `TCSETS` and `TIOCSPGRP` from the background (Linux would raise SIGTTOU, which shells ignore anyway). Processes outside the
 //! session (after `setsid`) read and write without checks, as on Linux.
 
-use crate::proc::signal::{self, SigInfo};
+use crate::proc::job::signal_group;
+use crate::proc::signal;
 use crate::proc::table::Life;
 use crate::proc::wait::{WaitQueue, Wake};
 use crate::proc::{self, sched, Pid, Thread};
@@ -193,21 +195,6 @@ pub fn send_signals() {
     }
 }
 
-/// Sends signal `sig` (with code `SI_KERNEL`) to every live process of process group `group`.
-fn signal_group(group: Pid, sig: u32) {
-    let info = SigInfo {
-        code: signal::SI_KERNEL,
-        ..Default::default()
-    };
-    for pid in crate::syscall::process::members(Some(group)) {
-        if let Some(e) = proc::lookup(pid) {
-            if e.life == Life::Alive {
-                signal::send_process(&e.process, sig, info);
-            }
-        }
-    }
-}
-
 /// The caller's table entry if the console is its controlling terminal (it is in the
 /// console's session), else `ENOTTY`.
 fn controlling(me: &Thread) -> Result<proc::table::Entry, Errno> {
@@ -239,7 +226,10 @@ pub fn read(buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
     }
     let me = sched::current_thread();
     if let Some(group) = in_background(&me) {
-        if signal::ignores_or_blocks(&me.process, signal::SIGTTIN) {
+        // An orphaned group would never be continued: EIO, as on Linux (`proc::job`).
+        if signal::ignores_or_blocks(&me.process, signal::SIGTTIN)
+            || proc::job::group_orphaned(group)
+        {
             return Err(Errno::EIO);
         }
         signal_group(group, signal::SIGTTIN);

@@ -657,6 +657,7 @@ impl UserTest {
             "locks" => "compat-locks".into(),
             "creds" => "compat-creds".into(),
             "jobs" => "compat-jobs".into(),
+            "tasks" => "compat-tasks".into(),
             "eventfd" => "compat-eventfd".into(),
             "mappings" => "compat-mappings".into(),
             "fifo" => "compat-fifo".into(),

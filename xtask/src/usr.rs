@@ -79,6 +79,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "tasks",
+        source: "tasks.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "eventfd",
         source: "eventfd.c",
         pie: false,

@@ -3,8 +3,10 @@
 //! ```text
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg  stat   system information
 //! /proc/self -> <pid>                                the caller's directory
+//! /proc/thread-self -> <pid>/task/<tid>              the calling thread's directory
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline, environ,
-//!             maps, mounts, mountinfo
+//!             maps, mounts, mountinfo, comm (the main thread's name, writable)
+//! /proc/<pid>/task/<tid>/stat  status  comm  cmdline  environ  maps   one thread
 //! /proc/reef/hare                                    the mounted Hare: servers, cores' clients
 //! /proc/reef/fleets                                  cores that fleets own: node, member, fleet
 //! /proc/reef/memory                                  per node: free frames, reserve, heap
@@ -22,10 +24,11 @@
 //! `/proc` is reached by absolute paths, by paths relative to a working directory inside it,
 //! and by directory descriptors opened in it ([`super::path`]); the NR-FS directory `/proc` is
 //! only its mount point. Contents are generated once per open, so a reader sees one consistent
-//! snapshot. Nothing here is writable (EACCES).
+//! snapshot. Only the `comm` files are writable (by the process itself, as on Linux: glibc's
+//! and musl's `pthread_setname_np` name another thread so); the rest answers EACCES.
 
 use crate::fd::{KStat, Node, OpenFile, DEV_PROC, O_ACCMODE, O_RDONLY};
-use crate::proc::{self, Pid, Process};
+use crate::proc::{self, Comm, Pid, Process, Thread};
 use abi::Errno;
 use alloc::format;
 use alloc::string::String;
@@ -79,6 +82,12 @@ pub enum File {
     Environ(Pid),
     /// `/proc/<pid>/mountinfo`.
     MountInfo(Pid),
+    /// `/proc/<pid>/task/<tid>/comm` (`/proc/<pid>/comm` is the main thread's, tid = pid).
+    Comm(Pid, Pid),
+    /// `/proc/<pid>/task/<tid>/stat`.
+    TaskStat(Pid, Pid),
+    /// `/proc/<pid>/task/<tid>/status`.
+    TaskStatus(Pid, Pid),
     /// `/sys/devices/system/cpu/online`.
     CpuOnline,
     /// `/sys/devices/system/cpu/possible` and `present` (the same list here).
@@ -113,6 +122,12 @@ pub enum Place {
     File(File),
     /// `/proc/self`.
     SelfLink(Pid),
+    /// `/proc/thread-self` (process, thread).
+    ThreadSelf(Pid, Pid),
+    /// `/proc/<pid>/task`.
+    Tasks(Pid),
+    /// `/proc/<pid>/task/<tid>`.
+    Task(Pid, Pid),
     /// `/proc/<pid>/exe`.
     Exe(Pid),
     /// `/proc/<pid>/fd/<n>`.
@@ -157,6 +172,29 @@ fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
     proc::lookup(pid).map(|e| e.process).ok_or(Errno::ENOENT)
 }
 
+/// Thread `tid` of process `pid`, `ENOENT` if there is none.
+fn thread(pid: Pid, tid: Pid) -> Result<Arc<Thread>, Errno> {
+    process(pid)?
+        .threads
+        .lock()
+        .iter()
+        .find(|t| t.tid == tid)
+        .cloned()
+        .ok_or(Errno::ENOENT)
+}
+
+/// The entries of `/proc/<pid>/task/<tid>/`.
+fn task_files(pid: Pid, tid: Pid) -> [(&'static [u8], File); 6] {
+    [
+        (b"stat", File::TaskStat(pid, tid)),
+        (b"status", File::TaskStatus(pid, tid)),
+        (b"comm", File::Comm(pid, tid)),
+        (b"cmdline", File::Cmdline(pid)),
+        (b"environ", File::Environ(pid)),
+        (b"maps", File::Maps(pid)),
+    ]
+}
+
 /// Parses a process id or descriptor number: decimal, at most 9 digits, no leading zero;
 /// `None` for anything else.
 fn parse_num(s: &[u8]) -> Option<u32> {
@@ -179,6 +217,10 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             }
             match name {
                 b"self" => Ok(Place::SelfLink(me.pid)),
+                b"thread-self" => {
+                    let tid = proc::sched::current().map_or(me.pid, |t| t.tid);
+                    Ok(Place::ThreadSelf(me.pid, tid))
+                }
                 b"reef" => Ok(Place::Reef),
                 _ => {
                     let pid = parse_num(name).ok_or(Errno::ENOENT)?;
@@ -208,8 +250,20 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"environ" => Ok(Place::File(File::Environ(pid))),
             b"mounts" => Ok(Place::File(File::Mounts)),
             b"mountinfo" => Ok(Place::File(File::MountInfo(pid))),
+            b"comm" => Ok(Place::File(File::Comm(pid, pid))),
+            b"task" => Ok(Place::Tasks(pid)),
             _ => Err(Errno::ENOENT),
         },
+        Place::Tasks(pid) => {
+            let tid = parse_num(name).ok_or(Errno::ENOENT)?;
+            thread(pid, tid)?;
+            Ok(Place::Task(pid, tid))
+        }
+        Place::Task(pid, tid) => task_files(pid, tid)
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, f)| Place::File(f))
+            .ok_or(Errno::ENOENT),
         Place::Sys(d) => SYS_ENTRIES
             .iter()
             .find(|(at, n, _)| *at == d && *n == name)
@@ -226,6 +280,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
         }
         Place::File(_) | Place::Exe(_) | Place::Fd(..) => Err(Errno::ENOTDIR),
         Place::SelfLink(pid) => child(me, Place::Pid(pid), name),
+        Place::ThreadSelf(pid, tid) => child(me, Place::Task(pid, tid), name),
     }
 }
 
@@ -245,6 +300,7 @@ pub fn resolve(me: &Process, comps: &[&[u8]], follow_last: bool) -> Result<Resol
         }
         match at {
             Place::SelfLink(pid) => at = Place::Pid(pid),
+            Place::ThreadSelf(pid, tid) => at = Place::Task(pid, tid),
             Place::Exe(pid) if last => {
                 return Ok(Resolved::Outside(
                     process(pid)?.exe.lock().as_bytes().to_vec(),
@@ -264,6 +320,7 @@ pub fn resolve(me: &Process, comps: &[&[u8]], follow_last: bool) -> Result<Resol
 pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
     match place {
         Place::SelfLink(pid) => Ok(format!("{pid}").into_bytes()),
+        Place::ThreadSelf(pid, tid) => Ok(format!("{pid}/task/{tid}").into_bytes()),
         Place::Exe(pid) => Ok(process(pid)?.exe.lock().as_bytes().to_vec()),
         Place::Fd(pid, fd) => {
             let f = process(pid)?.files.lock().get(fd)?;
@@ -282,11 +339,17 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
 }
 
 /// Whether `place` is a directory (`/proc`, `/proc/reef`, `/proc/<pid>`, `/proc/<pid>/fd`,
-/// those of `/sys`).
+/// `/proc/<pid>/task` and its threads', those of `/sys`).
 fn is_dir(place: Place) -> bool {
     matches!(
         place,
-        Place::Root | Place::Reef | Place::Pid(_) | Place::Fds(_) | Place::Sys(_)
+        Place::Root
+            | Place::Reef
+            | Place::Pid(_)
+            | Place::Fds(_)
+            | Place::Tasks(_)
+            | Place::Task(..)
+            | Place::Sys(_)
     )
 }
 
@@ -301,6 +364,10 @@ fn ino_of(place: Place) -> u64 {
         Place::Exe(p) => (6, p, 0),
         Place::Fd(p, fd) => (7, p, fd as u32),
         Place::Sys(d) => (10, 0, d as u32),
+        Place::ThreadSelf(..) => (5, 0, 1),
+        // Thread ids are unique among processes too.
+        Place::Tasks(p) => (11, p, 1),
+        Place::Task(_, t) => (11, t, 0),
         Place::File(f) => match f {
             File::CpuInfo => (8, 0, 0),
             File::MemInfo => (8, 0, 1),
@@ -325,6 +392,9 @@ fn ino_of(place: Place) -> u64 {
             File::Stat(p) => (9, p, 1),
             File::Cmdline(p) => (9, p, 2),
             File::Maps(p) => (9, p, 3),
+            File::Comm(_, t) => (12, t, 0),
+            File::TaskStat(_, t) => (12, t, 1),
+            File::TaskStatus(_, t) => (12, t, 2),
         },
     };
     (kind << 56) | (u64::from(pid) << 16) | u64::from(n)
@@ -336,6 +406,8 @@ pub fn stat_of(place: Place, size: u64) -> KStat {
         Kind::Dir.mode_bits() | 0o555
     } else if matches!(place, Place::File(File::Environ(_))) {
         Kind::File.mode_bits() | 0o400
+    } else if matches!(place, Place::File(File::Comm(..))) {
+        Kind::File.mode_bits() | 0o644
     } else if matches!(place, Place::File(_)) {
         Kind::File.mode_bits() | 0o444
     } else {
@@ -348,12 +420,17 @@ pub fn stat_of(place: Place, size: u64) -> KStat {
     s
 }
 
-/// Opens a place (read-only) for `me`.
+/// Opens a place for `me`: read-only but for `comm`, which its process's user (and root)
+/// may open for writing, as Linux's mode 0644 says; `environ` only for them.
 pub fn open(me: &Process, place: Place, flags: u32, path: Vec<u8>) -> Result<Arc<OpenFile>, Errno> {
-    if flags & O_ACCMODE != O_RDONLY {
-        return Err(Errno::EACCES);
-    }
-    if let Place::File(File::Environ(pid)) = place {
+    let writes = flags & O_ACCMODE != O_RDONLY;
+    let owner_only = match place {
+        Place::File(File::Comm(pid, _)) if writes => Some(pid),
+        _ if writes => return Err(Errno::EACCES),
+        Place::File(File::Environ(pid)) => Some(pid),
+        _ => None,
+    };
+    if let Some(pid) = owner_only {
         let p = process(pid)?;
         let (uid, gid) = {
             let c = p.creds.lock();
@@ -385,6 +462,8 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
         Place::Sys(SysDir::Devices) => Place::Sys(SysDir::Root),
         Place::Sys(SysDir::System) => Place::Sys(SysDir::Devices),
         Place::Sys(SysDir::Cpu) => Place::Sys(SysDir::System),
+        Place::Tasks(pid) => Place::Pid(pid),
+        Place::Task(pid, _) => Place::Tasks(pid),
         _ => Place::Root,
     };
     let mut out: Vec<Entry> = alloc::vec![
@@ -404,6 +483,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
             }
             out.push((ino_of(Place::Reef), d, b"reef".to_vec()));
             out.push((ino_of(Place::SelfLink(0)), l, b"self".to_vec()));
+            out.push((ino_of(Place::ThreadSelf(0, 0)), l, b"thread-self".to_vec()));
             for pid in proc::all_pids() {
                 out.push((ino_of(Place::Pid(pid)), d, format!("{pid}").into_bytes()));
             }
@@ -422,6 +502,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
             process(pid)?;
             out.push((ino_of(Place::Exe(pid)), l, b"exe".to_vec()));
             out.push((ino_of(Place::Fds(pid)), d, b"fd".to_vec()));
+            out.push((ino_of(Place::Tasks(pid)), d, b"task".to_vec()));
             for (name, file) in [
                 (&b"status"[..], File::Status(pid)),
                 (b"stat", File::Stat(pid)),
@@ -430,7 +511,22 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
                 (b"environ", File::Environ(pid)),
                 (b"mounts", File::Mounts),
                 (b"mountinfo", File::MountInfo(pid)),
+                (b"comm", File::Comm(pid, pid)),
             ] {
+                out.push((ino_of(Place::File(file)), f, name.to_vec()));
+            }
+        }
+        Place::Tasks(pid) => {
+            let p = process(pid)?;
+            let tids: Vec<Pid> = p.threads.lock().iter().map(|t| t.tid).collect();
+            for tid in tids {
+                let name = format!("{tid}").into_bytes();
+                out.push((ino_of(Place::Task(pid, tid)), d, name));
+            }
+        }
+        Place::Task(pid, tid) => {
+            thread(pid, tid)?;
+            for (name, file) in task_files(pid, tid) {
                 out.push((ino_of(Place::File(file)), f, name.to_vec()));
             }
         }
@@ -548,42 +644,40 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Net => s = crate::net::report(),
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
-            let threads = e.process.threads.lock().len();
-            let (vsize, rss) = sizes(&e.process)?;
-            let _ = write!(
-                s,
-                "Name:\t{}\nState:\t{}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\n\
-                 VmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{threads}\n",
-                e.process.comm(),
-                state_letter(&e).1,
-                e.ppid,
-                vsize / 1024,
-                rss * 4
-            );
+            status(&mut s, &e, pid, e.process.comm(), state_letter(&e).1)?;
         }
         File::Stat(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
-            let threads = e.process.threads.lock().len();
-            let [utime, stime] = e
+            let ticks = e
                 .process
                 .cpu_ticks
                 .each_ref()
                 .map(|t| t.load(core::sync::atomic::Ordering::Relaxed));
-            // CPU times and the start time in ticks of 10 ms (Linux's USER_HZ), CPU times
-            // sampled by the timer; the sizes of the address space in bytes and of what is
-            // resident in pages; the fields after `rss` are left out (Linux has 28 more).
-            let start = e.process.started_ns / 10_000_000;
-            let (vsize, rss) = sizes(&e.process)?;
-            let _ = writeln!(
-                s,
-                "{pid} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 \
-                 {start} {vsize} {rss}",
-                e.process.comm(),
-                state_letter(&e).0,
-                e.ppid,
-                e.pgid,
-                e.sid
-            );
+            let state = state_letter(&e).0;
+            stat(&mut s, &e, pid, e.process.comm(), state, ticks)?;
+        }
+        File::TaskStatus(pid, tid) => {
+            let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
+            let t = thread(pid, tid)?;
+            status(&mut s, &e, tid, t.comm(), thread_state(&e, &t).1)?;
+        }
+        File::TaskStat(pid, tid) => {
+            let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
+            let t = thread(pid, tid)?;
+            let ticks = t
+                .cpu_ticks
+                .each_ref()
+                .map(|t| t.load(core::sync::atomic::Ordering::Relaxed));
+            stat(&mut s, &e, tid, t.comm(), thread_state(&e, &t).0, ticks)?;
+        }
+        File::Comm(pid, tid) => {
+            // The main thread's name is its process's, which stays when that thread ends.
+            let name = if tid == pid {
+                process(pid)?.comm()
+            } else {
+                thread(pid, tid)?.comm()
+            };
+            let _ = writeln!(s, "{name}");
         }
         File::Cmdline(pid) => return copy(&process(pid)?.args.lock().cmdline),
         File::Environ(pid) => return copy(&process(pid)?.args.lock().environ),
@@ -653,6 +747,79 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
     Ok(s.into_bytes())
 }
 
+/// Writes `/proc/<pid>/status` (or a thread's, `id` being its tid) of process `e` for a
+/// task named `name` in state `state` (`state_letter`'s or `thread_state`'s long form).
+fn status(
+    s: &mut String,
+    e: &proc::table::Entry,
+    id: Pid,
+    name: Comm,
+    state: &str,
+) -> Result<(), Errno> {
+    let threads = e.process.threads.lock().len();
+    let (vsize, rss) = sizes(&e.process)?;
+    let _ = write!(
+        s,
+        "Name:\t{name}\nState:\t{state}\nTgid:\t{}\nPid:\t{id}\nPPid:\t{}\n\
+         VmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{threads}\n",
+        e.process.pid,
+        e.ppid,
+        vsize / 1024,
+        rss * 4
+    );
+    Ok(())
+}
+
+/// Writes `/proc/<pid>/stat` (or a thread's, `id` being its tid) of process `e` for a task
+/// named `name` in state `state` that ran `ticks` (user, system).
+fn stat(
+    s: &mut String,
+    e: &proc::table::Entry,
+    id: Pid,
+    name: Comm,
+    state: char,
+    [utime, stime]: [u64; 2],
+) -> Result<(), Errno> {
+    let threads = e.process.threads.lock().len();
+    // CPU times and the start time in ticks of 10 ms (Linux's USER_HZ), CPU times sampled by
+    // the timer; the sizes of the address space in bytes and of what is resident in pages;
+    // the fields after `rss` are left out (Linux has 28 more). A thread's start time is its
+    // process's (no other is kept).
+    let start = e.process.started_ns / 10_000_000;
+    let (vsize, rss) = sizes(&e.process)?;
+    let _ = writeln!(
+        s,
+        "{id} ({name}) {state} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 \
+         {start} {vsize} {rss}",
+        e.ppid, e.pgid, e.sid
+    );
+    Ok(())
+}
+
+/// Names thread `tid` of process `pid` (a write of its `comm`): only a thread of the
+/// writer's own process, as Linux allows (`EINVAL` otherwise); the first 15 bytes, up to a
+/// NUL, as `PR_SET_NAME` takes them. Returns the whole length, as Linux does.
+pub fn write(place: Place, data: &[u8]) -> Result<usize, Errno> {
+    let Place::File(File::Comm(pid, tid)) = place else {
+        return Err(Errno::EBADF);
+    };
+    let me = proc::sched::current_thread();
+    if me.process.pid != pid {
+        return Err(Errno::EINVAL);
+    }
+    let name = Comm::new(&data[..data.len().min(15)]);
+    if tid == pid {
+        // The main thread's name, which is the process's even after that thread ended.
+        me.process.set_comm(name);
+    }
+    if let Ok(t) = thread(pid, tid) {
+        t.set_comm(name);
+    } else if tid != pid {
+        return Err(Errno::ESRCH);
+    }
+    Ok(data.len())
+}
+
 /// The size of `p`'s address space in bytes (its regions) and its resident pages (4 KiB; as
 /// `VSpace::resident_pages` counts them); both 0 for a process that exited.
 fn sizes(p: &Process) -> Result<(u64, u64), Errno> {
@@ -701,6 +868,22 @@ fn vendor() -> String {
     let (_, b, c, d) = crate::arch::cpu::cpuid(0, 0);
     let bytes: Vec<u8> = [b, d, c].iter().flat_map(|r| r.to_le_bytes()).collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A thread's state for `/proc/<pid>/task/<tid>/stat` and `status`, as [`state_letter`]
+/// gives a process's: stopped with its process, running or ready, sleeping, or zombie once
+/// its process exited.
+fn thread_state(e: &proc::table::Entry, t: &Thread) -> (char, &'static str) {
+    use proc::ThreadState::{Blocked, Exited};
+    match e.life {
+        proc::table::Life::Alive if proc::job::is_stopped(&e.process) => ('T', "T (stopped)"),
+        proc::table::Life::Alive => match t.state() {
+            Blocked => ('S', "S (sleeping)"),
+            Exited => ('Z', "Z (zombie)"),
+            _ => ('R', "R (running)"),
+        },
+        _ => ('Z', "Z (zombie)"),
+    }
 }
 
 /// A process's state for `/proc/<pid>/stat` (the letter) and `/proc/<pid>/status` (the

@@ -12,11 +12,22 @@
 //! goes on sleeping there and stops when it returns. The parent is told of the stop once no
 //! thread can run user code any more, as Linux tells it once the group stop is complete: when
 //! every thread sleeps (stopped, or in a system call it will stop after) or has exited; the
-//! last thread to stop checks ([`wait_while_stopped`]). Not built: Linux's discarding of
-//! `SIGTSTP`, `SIGTTIN` and `SIGTTOU` sent to an orphaned process group.
+//! last thread to stop checks ([`wait_while_stopped`]).
+//!
+//! Orphaned process groups, as on Linux: a group is orphaned when no member has a parent in
+//! another group of its session (no shell is left to continue it). `SIGTSTP`, `SIGTTIN` and
+//! `SIGTTOU` whose action is the default are discarded when they are delivered to a member
+//! of an orphaned group (`SIGSTOP` still stops), and a background read of the terminal by
+//! one fails with `EIO` instead of raising `SIGTTIN` (`tty::read`). When an exit orphans a
+//! group that has stopped members (the exiting process was the group's last link to its
+//! session, or its child's), the group gets `SIGHUP` and then `SIGCONT`
+//! ([`exit_orphans`]). Unlike Linux, a parent that is process 1 keeps a group joined to its
+//! session: Reef's shell and test programs run as process 1, and jobs they start in groups
+//! of their own would otherwise be orphaned from the start (Ctrl-Z could not stop them).
 
 use super::signal::{self, SigInfo};
-use super::{Process, Thread};
+use super::table::{Entry, Life, ReadOp, Resp};
+use super::{Pid, Process, Thread};
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
@@ -131,6 +142,67 @@ pub fn take_report(p: &Process, stopped: bool, continued: bool, keep: bool) -> O
         *r
     } else {
         r.take()
+    }
+}
+
+/// Whether process group `group` is orphaned (see the module documentation).
+pub fn group_orphaned(group: Pid) -> bool {
+    matches!(
+        super::table().execute(ReadOp::Orphaned(group)),
+        Resp::Flag(true)
+    )
+}
+
+/// Whether `p` is in an orphaned process group (a default-action terminal stop signal does
+/// nothing to it).
+pub fn in_orphaned_group(p: &Process) -> bool {
+    super::lookup(p.pid).is_some_and(|e| group_orphaned(e.pgid))
+}
+
+/// Sends `sig` from the kernel (`SI_KERNEL`) to every live process of group `group`.
+pub fn signal_group(group: Pid, sig: u32) {
+    for pid in crate::syscall::process::members(Some(group)) {
+        if let Some(e) = super::lookup(pid) {
+            if e.life == Life::Alive {
+                signal::send_process(&e.process, sig, SigInfo::kernel());
+            }
+        }
+    }
+}
+
+/// After a process exited (`gone`: its table entry from before the exit; `adopted`: the
+/// children init took over from it), sends `SIGHUP` and then `SIGCONT` to each group the exit
+/// orphaned that has a stopped member, as Linux's `kill_orphaned_pgrp`: its own group if its
+/// parent was in another group of the session, and each child's group that is not its own
+/// but is in its session.
+pub fn exit_orphans(gone: &Entry, adopted: &[Arc<Process>]) {
+    let joined_by_parent = super::lookup(gone.ppid)
+        .is_some_and(|parent| parent.pgid != gone.pgid && parent.sid == gone.sid);
+    if joined_by_parent {
+        hang_up_if_orphaned(gone.pgid);
+    }
+    for child in adopted {
+        if let Some(c) = super::lookup(child.pid) {
+            if c.life == Life::Alive && c.pgid != gone.pgid && c.sid == gone.sid {
+                hang_up_if_orphaned(c.pgid);
+            }
+        }
+    }
+}
+
+/// Sends `SIGHUP` and `SIGCONT` to `group` if it is orphaned and has a stopped member (once:
+/// `SIGCONT` leaves none stopped).
+fn hang_up_if_orphaned(group: Pid) {
+    if !group_orphaned(group) {
+        return;
+    }
+    let stopped = crate::syscall::process::members(Some(group))
+        .into_iter()
+        .filter_map(super::lookup)
+        .any(|e| is_stopped(&e.process));
+    if stopped {
+        signal_group(group, signal::SIGHUP);
+        signal_group(group, signal::SIGCONT);
     }
 }
 

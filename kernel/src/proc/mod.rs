@@ -72,6 +72,54 @@ impl CpuSet {
     }
 }
 
+/// A task name (`comm`): at most 15 bytes, kept without allocating, as Linux's
+/// `TASK_COMM_LEN` buffer. Bytes are kept as given (`PR_GET_NAME` returns them); `/proc`
+/// shows them as UTF-8 (invalid sequences replaced).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Comm {
+    /// The name, NUL-padded.
+    bytes: [u8; 16],
+}
+
+impl Comm {
+    /// The name `name` gives: its bytes up to the first NUL, at most 15.
+    pub fn new(name: &[u8]) -> Comm {
+        let name = name.split(|&b| b == 0).next().unwrap_or_default();
+        let mut bytes = [0u8; 16];
+        let len = name.len().min(15);
+        bytes[..len].copy_from_slice(&name[..len]);
+        Comm { bytes }
+    }
+
+    /// The name after the last component of `path` (what `execve` names a program).
+    pub fn of_path(path: &[u8]) -> Comm {
+        Comm::new(path.rsplit(|&b| b == b'/').next().unwrap_or_default())
+    }
+
+    /// The name NUL-padded to 16 bytes (`PR_GET_NAME`).
+    pub fn padded(&self) -> [u8; 16] {
+        self.bytes
+    }
+
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        let len = self.bytes.iter().position(|&b| b == 0).unwrap_or(16);
+        &self.bytes[..len]
+    }
+}
+
+impl core::fmt::Display for Comm {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for chunk in self.as_bytes().utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{FFFD}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A thread of a process.
 pub struct Thread {
     /// Thread id (the process id for the first thread).
@@ -111,6 +159,8 @@ pub struct Thread {
     signal_check: AtomicBool,
     /// It sleeps because its process is stopped ([`job::wait_while_stopped`]).
     pub parked: AtomicBool,
+    /// Its name (`PR_SET_NAME`, `/proc/<pid>/task/<tid>/comm`; see [`Thread::set_comm`]).
+    comm: IrqMutex<Comm>,
 }
 
 impl Thread {
@@ -148,6 +198,7 @@ impl Thread {
             exit_requested: AtomicBool::new(false),
             signal_check: AtomicBool::new(true),
             parked: AtomicBool::new(false),
+            comm: IrqMutex::new(Comm::default()),
         };
         // SAFETY: the stack is this thread's own, unused, 64 KiB, 16-byte aligned (u128), and
         // lives as long as the thread; nothing runs on it before the first switch.
@@ -228,6 +279,29 @@ impl Thread {
             self.signal_check.store(true, Ordering::Relaxed);
         }
         pending
+    }
+
+    /// Its name.
+    pub fn comm(&self) -> Comm {
+        *self.comm.lock()
+    }
+
+    /// Names the thread (`PR_SET_NAME`, a write of its `/proc` `comm`, a new thread taking
+    /// its creator's name); the main thread's name is also the process's (Linux shows the
+    /// thread group leader's in `/proc/<pid>/stat`), which stays after the main thread ends.
+    pub fn set_comm(&self, name: Comm) {
+        *self.comm.lock() = name;
+        if self.tid == self.process.pid {
+            self.process.set_comm(name);
+        }
+    }
+
+    /// Names the thread and its process after the program `execve` runs from `path` (the
+    /// process's only thread then, main thread or not).
+    pub fn name_after(&self, path: &[u8]) {
+        let name = Comm::of_path(path);
+        *self.comm.lock() = name;
+        self.process.set_comm(name);
     }
 
     /// Whether this thread is about to end whatever it does (SIGKILL pending, its process
@@ -356,8 +430,8 @@ pub struct Process {
     pub mm: SleepLock<(u64, u64)>,
     /// Path of the running program.
     pub exe: IrqMutex<String>,
-    /// Its name (see [`Process::set_comm`], [`Process::name_after`]).
-    comm: IrqMutex<String>,
+    /// Its name: its main thread's ([`Thread::set_comm`], [`Thread::name_after`]).
+    comm: IrqMutex<Comm>,
     /// Its arguments and environment (`/proc/<pid>/cmdline`, `environ`).
     pub args: IrqMutex<Arc<crate::exec::ExecArgs>>,
     /// Working directory (a directory description: it keeps the directory open).
@@ -424,7 +498,7 @@ impl Process {
             rt_queued: AtomicUsize::new(0),
             mm: SleepLock::new((0, 0)),
             exe: IrqMutex::new(String::new()),
-            comm: IrqMutex::new(String::new()),
+            comm: IrqMutex::new(Comm::default()),
             args: IrqMutex::new(Arc::default()),
             cwd: IrqMutex::new(cwd),
             vfork: IrqMutex::new(None),
@@ -453,27 +527,15 @@ impl Process {
         self.named.load(Ordering::Acquire)
     }
 
-    /// The program name (`comm`, `PR_GET_NAME`, `/proc/<pid>/stat`).
-    pub fn comm(&self) -> String {
-        self.comm.lock().clone()
+    /// The program name (`comm`: the main thread's name, `/proc/<pid>/stat`).
+    pub fn comm(&self) -> Comm {
+        *self.comm.lock()
     }
 
-    /// Names the program `name` (`PR_SET_NAME`): at most 15 bytes, up to a NUL, cut at a
-    /// character boundary.
-    pub fn set_comm(&self, name: &[u8]) {
-        let name = name.split(|&b| b == 0).next().unwrap_or_default();
-        let text = String::from_utf8_lossy(name);
-        let mut end = text.len().min(15);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        *self.comm.lock() = String::from(&text[..end]);
-    }
-
-    /// Names the program after the last component of `path`, as `execve` does with the path
-    /// it was asked to run (a script's, not its interpreter's).
-    pub fn name_after(&self, path: &[u8]) {
-        self.set_comm(path.rsplit(|&b| b == b'/').next().unwrap_or_default());
+    /// Sets the program name (through [`Thread::set_comm`] and [`Thread::name_after`]; a
+    /// `fork` child's before it has threads).
+    pub fn set_comm(&self, name: Comm) {
+        *self.comm.lock() = name;
     }
 
     /// The address space.
@@ -724,10 +786,14 @@ fn exit_process(p: &Arc<Process>) {
     if p.pid == 1 {
         crate::init_exited(status);
     }
+    let before = lookup(p.pid);
     let parent = match table().execute_mut(table::UpdateOp::Exit { pid: p.pid, status }) {
         table::Resp::Exited(parent, orphans) => {
-            for o in orphans {
+            for o in &orphans {
                 o.ppid.store(1, Ordering::Release);
+            }
+            if let Some(before) = before {
+                job::exit_orphans(&before, &orphans);
             }
             parent
         }
@@ -784,7 +850,6 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
     );
     *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = String::from_utf8_lossy(&crate::fs::path::join(b"/", &image.path)).into_owned();
-    p.name_after(&image.path);
     *p.args.lock() = Arc::new(image.args);
     let frame = crate::exec::initial_frame(image.entry, image.rsp);
     let t = Thread::new(
@@ -796,6 +861,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         CpuSet::all(),
         0,
     )?;
+    t.name_after(&image.path);
     p.threads.lock().push(t.clone());
     table().execute_mut(table::UpdateOp::Spawn {
         pid,

@@ -821,8 +821,14 @@ pub fn deliver(me: &Arc<Thread>, frame: &mut InterruptFrame) {
     }
     let interrupted_call =
         frame.vector == user::SYSCALL_VECTOR && frame.rax as i64 == Errno::EINTR.to_return() as i64;
+    // A terminal stop signal (not SIGSTOP) does nothing to an orphaned process group, as on
+    // Linux (`proc::job`).
     let ignores = action.handler == SIG_IGN
-        || action.handler == SIG_DFL && !default_stops(sig) && !default_kills(sig);
+        || action.handler == SIG_DFL && !default_stops(sig) && !default_kills(sig)
+        || action.handler == SIG_DFL
+            && default_stops(sig)
+            && sig != SIGSTOP
+            && super::job::in_orphaned_group(&me.process);
     if ignores {
         // No handler runs, so a system call the signal interrupted runs again, as on Linux
         // (a blocked signal with nothing to do, kept pending for `sigwaitinfo` or `signalfd`,

@@ -73,6 +73,10 @@ pub enum ReadOp {
     Members(Option<Pid>),
     /// Every process id in the table (`/proc`).
     Pids,
+    /// Whether a process group is orphaned: no live member has a parent in another group of
+    /// the same session (Linux's `will_become_orphaned_pgrp`; a parent that is init counts
+    /// too, see [`super::job`]).
+    Orphaned(Pid),
 }
 
 /// Update operations.
@@ -126,6 +130,8 @@ pub enum Resp {
     Pids(Vec<Pid>),
     /// Success or an errno.
     Done(Result<Pid, abi::Errno>),
+    /// `Orphaned`: the answer.
+    Flag(bool),
     /// `Exit`: the parent to notify, if it is alive, and the children init adopted.
     Exited(Option<Arc<Process>>, Vec<Arc<Process>>),
 }
@@ -179,6 +185,16 @@ impl nr::Dispatch for ProcessTable {
                     .collect(),
             ),
             ReadOp::Pids => Resp::Pids(self.entries.keys().copied().collect()),
+            ReadOp::Orphaned(group) => Resp::Flag(
+                self.entries
+                    .values()
+                    .filter(|e| e.pgid == group && e.life == Life::Alive)
+                    .all(|e| {
+                        self.entries
+                            .get(&e.ppid)
+                            .is_none_or(|parent| parent.pgid == group || parent.sid != e.sid)
+                    }),
+            ),
             ReadOp::Members(group) => Resp::Pids(
                 self.entries
                     .iter()

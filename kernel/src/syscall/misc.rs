@@ -254,17 +254,12 @@ pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         PR_SET_NAME => {
             let mut name = [0u8; 16];
             uaccess::copy_from_user(a[1], &mut name)?;
-            // Linux names each thread; Reef keeps the main thread's name, the process's.
-            if me.tid == me.process.pid {
-                me.process.set_comm(&name);
-            }
+            // The calling thread's name (the main thread's is the process's too).
+            me.set_comm(crate::proc::Comm::new(&name));
             Ok(0)
         }
         PR_GET_NAME => {
-            let comm = me.process.comm();
-            let mut name = [0u8; 16];
-            name[..comm.len()].copy_from_slice(comm.as_bytes());
-            uaccess::copy_to_user(a[1], &name)?;
+            uaccess::copy_to_user(a[1], &me.comm().padded())?;
             Ok(0)
         }
         PR_SET_NO_NEW_PRIVS if a[1] == 1 => Ok(0),

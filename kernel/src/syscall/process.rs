@@ -111,6 +111,9 @@ fn child_thread(
     };
     let affinity = me.affinity.lock().clone();
     let t = Thread::new(tid, process, &cf, me.fpu(), fs, affinity, mask)?;
+    // A new thread or process starts with its creator's name (a process's is its main
+    // thread's).
+    t.set_comm(me.comm());
     // As Linux: the alternate signal stack is inherited, except by a thread that shares the
     // address space for good (it runs on a stack of its own).
     if flags & CLONE_VM == 0 || flags & CLONE_VFORK != 0 {
@@ -149,7 +152,6 @@ fn fork_process(
     let child = Process::new(pid, vm, files, parent.signals.lock().forked(), cwd);
     *child.mm.lock() = brk;
     *child.exe.lock() = parent.exe.lock().clone();
-    child.set_comm(parent.comm().as_bytes());
     *child.args.lock() = parent.args.lock().clone();
     child
         .umask
@@ -282,7 +284,7 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let owner = image.owner;
     crate::exec::commit(me, frame, image, &exe);
     me.process.creds.lock().exec(owner);
-    me.process.name_after(&path);
+    me.name_after(&path);
     me.process
         .fleet_manager
         .store(manager, core::sync::atomic::Ordering::Release);
