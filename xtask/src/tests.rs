@@ -658,6 +658,7 @@ impl UserTest {
             "creds" => "compat-creds".into(),
             "jobs" => "compat-jobs".into(),
             "eventfd" => "compat-eventfd".into(),
+            "timers" => "compat-timers".into(),
             "mappings" => "compat-mappings".into(),
             "fifo" => "compat-fifo".into(),
             "sigqueue" => "compat-signals".into(),

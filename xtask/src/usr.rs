@@ -85,6 +85,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "timers",
+        source: "timers.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "mappings",
         source: "mappings.c",
         pie: false,
