@@ -542,14 +542,13 @@ pub fn send_due() {
 
 /// Sends the signal of `p`'s POSIX timer `id` for an expiry of setting `generation`
 /// standing for `missed` more: nothing if the timer was deleted or set again since, or is
-/// `SIGEV_NONE`, or its thread has gone.
+/// `SIGEV_NONE`, or its thread has gone. The timers stay locked while it is sent, so a
+/// `timer_delete` on another core either comes first or finds the signal to remove.
 fn send_posix(p: &Arc<Process>, id: i32, generation: u64, missed: u32) {
-    let notify = {
-        let s = p.timers.state.lock();
-        match s.find(id) {
-            Ok(at) if s.posix[at].generation == generation => s.posix[at].notify,
-            _ => return,
-        }
+    let s = p.timers.state.lock();
+    let notify = match s.find(id) {
+        Ok(at) if s.posix[at].generation == generation => s.posix[at].notify,
+        _ => return,
     };
     let Notify::Signal { sig, value, thread } = notify else {
         return;
