@@ -337,6 +337,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     *p.mm.lock() = (image.brk, image.brk);
     *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();
     *p.args.lock() = Arc::new(image.args);
+    crate::proc::itimer::exec(p);
     p.signals.lock().exec();
     me.signals.lock().alt_stack = None;
     let closed = p.files.lock().take_cloexec();

@@ -659,6 +659,7 @@ impl UserTest {
             "jobs" => "compat-jobs".into(),
             "tasks" => "compat-tasks".into(),
             "eventfd" => "compat-eventfd".into(),
+            "timers" => "compat-timers".into(),
             "mappings" => "compat-mappings".into(),
             "fifo" => "compat-fifo".into(),
             "sigqueue" => "compat-signals".into(),

@@ -91,6 +91,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "timers",
+        source: "timers.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "mappings",
         source: "mappings.c",
         pie: false,

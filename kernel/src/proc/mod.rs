@@ -461,6 +461,8 @@ pub struct Process {
     /// Its network stack instance, made at its first socket (not inherited: a forked child's
     /// inherited sockets stay in this one, its new ones go to its own).
     pub net: IrqMutex<Option<Arc<crate::net::Instance>>>,
+    /// Its POSIX timers and CPU-time interval timers ([`itimer`]; not inherited by `fork`).
+    pub timers: itimer::Timers,
 }
 
 /// A `personality` flag: the next `execve` lays the program out at the fixed places
@@ -509,6 +511,7 @@ impl Process {
             fleet_manager: AtomicBool::new(false),
             fleet: IrqMutex::new(None),
             net: IrqMutex::new(None),
+            timers: itimer::Timers::new(),
         })
     }
 

@@ -116,7 +116,8 @@ pub fn with_current<R>(f: impl FnOnce(&Arc<Thread>) -> R) -> R {
 
 /// Counts a timer tick of core `k` (`user`: it interrupted user mode) as user, system or
 /// idle time, for the core (`Kcb::cpu_ticks`) and for the running thread's process
-/// (`Process::cpu_ticks`): the sampling Linux's tick accounting does.
+/// (`Process::cpu_ticks`): the sampling Linux's tick accounting does. A process with a
+/// CPU-time interval timer armed has it looked at ([`super::itimer::cpu_tick`]).
 fn account_tick(k: &kcb::Kcb, user: bool) {
     let ptr = k.sched.running.load(Ordering::Relaxed);
     let kind = match (ptr.is_null(), user) {
@@ -133,6 +134,9 @@ fn account_tick(k: &kcb::Kcb, user: bool) {
         let me = ManuallyDrop::new(unsafe { Arc::from_raw(ptr) });
         me.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
         me.process.cpu_ticks[kind].fetch_add(1, Ordering::Relaxed);
+        if super::itimer::cpu_armed(&me.process) {
+            super::itimer::cpu_tick(&me.process);
+        }
     }
 }
 

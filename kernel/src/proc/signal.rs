@@ -123,7 +123,7 @@ const SUPPORTED_FLAGS: u64 = SA_SIGINFO
 pub const SI_USER: i32 = 0;
 /// Sent by a POSIX timer (its `si_timerid` and `si_overrun` sit where `si_pid` and `si_uid`
 /// are).
-const SI_TIMER: i32 = -2;
+pub const SI_TIMER: i32 = -2;
 /// Sent by `tgkill`.
 pub const SI_TKILL: i32 = -6;
 /// Sent by the kernel (a terminal's signal characters, faults).
@@ -182,6 +182,10 @@ pub struct SigInfo {
     pub status: i32,
     /// The value `sigqueue` sends (`si_value`: `si_int`, `si_ptr`).
     pub value: u64,
+    /// Sent by a POSIX timer of the process (`pid` is its id, `uid` its overrun count), not
+    /// by a program that chose `SI_TIMER`: queued once at a time and not charged to
+    /// `RLIMIT_SIGPENDING` (the timer holds its charge; see `proc::itimer`).
+    pub timer: bool,
 }
 
 impl SigInfo {
@@ -198,6 +202,19 @@ impl SigInfo {
         SigInfo {
             code: SI_USER,
             pid,
+            ..Default::default()
+        }
+    }
+
+    /// The signal of POSIX timer `id` (`SI_TIMER`) with `overrun` expirations beyond the
+    /// first and `si_value` `value`.
+    pub fn timer(id: u32, overrun: u32, value: u64) -> Self {
+        SigInfo {
+            code: SI_TIMER,
+            pid: id,
+            uid: overrun,
+            value,
+            timer: true,
             ..Default::default()
         }
     }
@@ -236,6 +253,7 @@ impl SigInfo {
             addr: get(raw, 16),
             status: word(24) as i32,
             value: get(raw, 24),
+            timer: false,
         }
     }
 
@@ -326,6 +344,9 @@ impl Queue {
         p: &Process,
         limit: u64,
     ) -> Result<(), Errno> {
+        if info.timer && self.add_overrun(*set, sig, info) {
+            return Ok(());
+        }
         if sig < SIGRTMIN {
             if *set & bit(sig) == 0 {
                 *set |= bit(sig);
@@ -334,6 +355,14 @@ impl Queue {
             return Ok(());
         }
         let q = &mut self.rt[(sig - SIGRTMIN) as usize];
+        if info.timer {
+            // Charged to the timer already; without memory the expiry is lost.
+            if q.try_reserve(1).is_ok() {
+                q.push_back(info);
+                *set |= bit(sig);
+            }
+            return Ok(());
+        }
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let charged = p
             .rt_queued
@@ -355,6 +384,53 @@ impl Queue {
         Ok(())
     }
 
+    /// If the signal `sig` of the timer that sends `info` is still pending in `set`, adds the
+    /// new expiration and those `info` stands for to its overrun count (Linux's
+    /// `send_sigqueue` of a queued `sigqueue`) and returns true.
+    fn add_overrun(&mut self, set: u64, sig: u32, info: SigInfo) -> bool {
+        if set & bit(sig) == 0 {
+            return false;
+        }
+        let mine = |i: &SigInfo| i.timer && i.pid == info.pid;
+        let queued = if sig < SIGRTMIN {
+            Some(&mut self.infos[(sig - 1) as usize]).filter(|i| mine(i))
+        } else {
+            self.rt[(sig - SIGRTMIN) as usize]
+                .iter_mut()
+                .find(|i| mine(i))
+        };
+        match queued {
+            Some(q) => {
+                q.uid = q
+                    .uid
+                    .saturating_add(1)
+                    .saturating_add(info.uid)
+                    .min(i32::MAX as u32);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the pending signals of POSIX timer `id` (every timer's: `None`) from `set`.
+    fn forget_timers(&mut self, set: &mut u64, id: Option<u32>) {
+        let mine = |i: &SigInfo| i.timer && id.is_none_or(|id| i.pid == id);
+        for sig in 1..SIGRTMIN {
+            if *set & bit(sig) != 0 && mine(&self.infos[(sig - 1) as usize]) {
+                *set &= !bit(sig);
+            }
+        }
+        for (n, q) in self.rt.iter_mut().enumerate() {
+            if q.iter().any(mine) {
+                q.retain(|i| !mine(i));
+                if q.is_empty() {
+                    *set &= !bit(SIGRTMIN + n as u32);
+                    *q = VecDeque::new();
+                }
+            }
+        }
+    }
+
     /// Takes pending signal `sig` out of `set`: its information (a real-time signal's oldest),
     /// refunding a queued one to `p`. A real-time signal stays pending while more are queued.
     fn take(&mut self, set: &mut u64, sig: u32, p: &Process) -> SigInfo {
@@ -365,7 +441,9 @@ impl Queue {
         let q = &mut self.rt[(sig - SIGRTMIN) as usize];
         let info = match q.pop_front() {
             Some(info) => {
-                p.rt_queued.fetch_sub(1, Ordering::AcqRel);
+                if !info.timer {
+                    p.rt_queued.fetch_sub(1, Ordering::AcqRel);
+                }
                 info
             }
             // Pending without its information (see `add`): as Linux, a plain SI_USER.
@@ -388,7 +466,8 @@ impl Queue {
             gone &= !bit(sig);
             if sig >= SIGRTMIN {
                 let q = core::mem::take(&mut self.rt[(sig - SIGRTMIN) as usize]);
-                p.rt_queued.fetch_sub(q.len(), Ordering::AcqRel);
+                let charged = q.iter().filter(|i| !i.timer).count();
+                p.rt_queued.fetch_sub(charged, Ordering::AcqRel);
             }
         }
     }
@@ -591,6 +670,21 @@ pub fn process_gone(p: &Process) {
     s.queue.discard(&mut s.pending, u64::MAX, p);
 }
 
+/// Removes the pending signals of `p`'s POSIX timer `id` (all timers': `None`) from the
+/// process and its threads (`timer_delete`, `execve`).
+pub fn forget_timers(p: &Process, id: Option<u32>) {
+    {
+        let mut s = p.signals.lock();
+        let s = &mut *s;
+        s.queue.forget_timers(&mut s.pending, id);
+    }
+    for t in p.threads.lock().iter() {
+        let mut s = t.signals.lock();
+        let s = &mut *s;
+        s.queue.forget_timers(&mut s.pending, id);
+    }
+}
+
 /// Whether `sig` would be discarded on arrival (ignored, or default-ignored). Process 1 is
 /// never stopped by a default action (as Linux's init ignores what it does not handle): a
 /// program cannot freeze the system with `kill(1, SIGSTOP)`, nor Ctrl-Z a script run as init.
@@ -735,6 +829,15 @@ fn take(me: &Thread) -> Option<(u32, SigInfo)> {
 /// process's (Linux's `dequeue_signal`): one real-time signal of a queue at a time. For
 /// delivery, `rt_sigtimedwait` and `signalfd` reads.
 pub fn take_of(me: &Thread, set: u64) -> Option<(u32, SigInfo)> {
+    let taken = take_from(me, set);
+    if let Some((_, info)) = taken.filter(|(_, i)| i.timer) {
+        super::itimer::delivered(&me.process, info.pid as i32, info.uid);
+    }
+    taken
+}
+
+/// [`take_of`] without telling a POSIX timer that its signal was taken.
+fn take_from(me: &Thread, set: u64) -> Option<(u32, SigInfo)> {
     {
         let mut own = me.signals.lock();
         let own = &mut *own;

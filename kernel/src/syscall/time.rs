@@ -4,9 +4,9 @@
 use super::process::deadline_from;
 use super::SysResult;
 use crate::arch::idt::InterruptFrame;
-use crate::proc::itimer;
 use crate::proc::wait::{self, Wake};
 use crate::proc::Thread;
+use crate::proc::{itimer, signal};
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
 use alloc::sync::Arc;
@@ -124,17 +124,18 @@ pub fn clock_nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) ->
 
 /// `setitimer`/`getitimer`'s `which`: the real-time timer (SIGALRM).
 const ITIMER_REAL: u64 = 0;
-/// `which`: the virtual timer (user time; SIGVTALRM), not built.
+/// `which`: the virtual timer (user time; SIGVTALRM).
 const ITIMER_VIRTUAL: u64 = 1;
-/// `which`: the profiling timer (user and system time; SIGPROF), not built.
+/// `which`: the profiling timer (user and system time; SIGPROF).
 const ITIMER_PROF: u64 = 2;
 
-/// Checks `which`: `ITIMER_REAL`; `ENOSYS` for the virtual and profiling timers (Reef keeps no
-/// per-process CPU time), `EINVAL` for anything else.
-fn itimer_which(which: u64) -> Result<(), Errno> {
+/// `which` of `setitimer`/`getitimer`: the real-time timer (`None`) or a CPU-time one;
+/// `EINVAL` for anything else.
+fn itimer_which(which: u64) -> Result<Option<itimer::Cpu>, Errno> {
     match which {
-        ITIMER_REAL => Ok(()),
-        ITIMER_VIRTUAL | ITIMER_PROF => Err(Errno::ENOSYS),
+        ITIMER_REAL => Ok(None),
+        ITIMER_VIRTUAL => Ok(Some(itimer::Cpu::Virtual)),
+        ITIMER_PROF => Ok(Some(itimer::Cpu::Prof)),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -163,19 +164,24 @@ fn itimerval(s: itimer::Setting) -> [i64; 4] {
     [is, iu, vs, vu]
 }
 
-/// `getitimer(which, curr)`: the real-time timer's interval and time to its next expiry (zeros
-/// when disarmed).
+/// `getitimer(which, curr)`: the interval of the real-time, virtual or profiling timer and
+/// the time (real or CPU) to its next expiry (zeros when disarmed).
 pub fn getitimer(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    itimer_which(a[0])?;
-    write_user(a[1], &itimerval(itimer::get(&me.process)))?;
+    let now = match itimer_which(a[0])? {
+        None => itimer::get(&me.process),
+        Some(kind) => itimer::get_cpu(&me.process, kind),
+    };
+    write_user(a[1], &itimerval(now))?;
     Ok(0)
 }
 
-/// `setitimer(which, new, old)`: arms the real-time timer to fire after `new`'s `it_value`
-/// and then every `it_interval` (a zero value disarms it; a NULL `new` too, as Linux allows),
-/// writing the previous setting to `old` if given; SIGALRM at each expiry.
+/// `setitimer(which, new, old)`: arms the real-time timer (`ITIMER_REAL`, SIGALRM) or the
+/// virtual (user CPU time, SIGVTALRM) or profiling one (user and system CPU time, SIGPROF)
+/// to fire after `new`'s `it_value` of that time and then every `it_interval` (a zero value
+/// disarms it; a NULL `new` too, as Linux allows), writing the previous setting to `old` if
+/// given. CPU time is counted in timer ticks (10 ms).
 pub fn setitimer(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    itimer_which(a[0])?;
+    let which = itimer_which(a[0])?;
     let new = if a[1] != 0 {
         let v: [i64; 4] = read_user(a[1])?;
         itimer::Setting {
@@ -188,7 +194,10 @@ pub fn setitimer(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     if a[2] != 0 {
         uaccess::check_range(a[2], 32)?;
     }
-    let old = itimer::set(&me.process, new)?;
+    let old = match which {
+        None => itimer::set(&me.process, new)?,
+        Some(kind) => itimer::set_cpu(&me.process, kind, new),
+    };
     if a[2] != 0 {
         write_user(a[2], &itimerval(old))?;
     }
@@ -209,4 +218,152 @@ pub fn alarm(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
     let [s, us] = timeval(old.value);
     let left = s as u64 + u64::from(us >= 500_000);
     Ok(if left == 0 && old.value != 0 { 1 } else { left })
+}
+
+/// `CLOCK_MONOTONIC`.
+const CLOCK_MONOTONIC: u64 = 1;
+/// `CLOCK_BOOTTIME` (Reef never suspends: the monotonic clock).
+const CLOCK_BOOTTIME: u64 = 7;
+/// `sigev_notify`: a signal to the process.
+const SIGEV_SIGNAL: i32 = 0;
+/// `sigev_notify`: nothing.
+const SIGEV_NONE: i32 = 1;
+/// `sigev_notify`: a function run in a new thread, which the C library makes; the kernel
+/// sends the signal as for `SIGEV_SIGNAL` (as Linux does).
+const SIGEV_THREAD: i32 = 2;
+/// `sigev_notify`: a signal to one thread of the process.
+const SIGEV_THREAD_ID: i32 = 4;
+/// Size of `struct sigevent`.
+const SIGEVENT: usize = 64;
+
+/// Whether `clock` is a real clock a POSIX timer may count on (`CLOCK_REALTIME` and
+/// `CLOCK_TAI`: true; `CLOCK_MONOTONIC`, `CLOCK_BOOTTIME`: false). The CPU-time clocks, the
+/// raw and coarse clocks and the alarm clocks have no timers here (`EOPNOTSUPP`, Linux's
+/// answer for a clock without timers); anything else is `EINVAL`.
+fn timer_clock(clock: u64) -> Result<bool, Errno> {
+    match clock {
+        CLOCK_REALTIME | CLOCK_TAI => Ok(true),
+        CLOCK_MONOTONIC | CLOCK_BOOTTIME => Ok(false),
+        2..=6 | 8 | 9 => Err(Errno::EOPNOTSUPP),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// The `struct sigevent` at `at` as a timer's notification (`NULL`: SIGALRM with the timer's
+/// id as its value, filled in by the caller); `EFAULT` for a bad pointer, `EINVAL` for an
+/// unknown `sigev_notify`, a bad signal or a `SIGEV_THREAD_ID` thread not of the process
+/// (Linux's `good_sigevent`).
+fn sigevent(me: &Arc<Thread>, at: u64) -> Result<Option<itimer::Notify>, Errno> {
+    if at == 0 {
+        return Ok(None);
+    }
+    let raw: [u8; SIGEVENT] = read_user(at)?;
+    let word = |i: usize| i32::from_le_bytes([raw[i], raw[i + 1], raw[i + 2], raw[i + 3]]);
+    let value = u64::from_le_bytes(raw[..8].try_into().map_err(|_| Errno::EINVAL)?);
+    let (signo, notify, tid) = (word(8), word(12), word(16));
+    let thread = match notify {
+        SIGEV_NONE => return Ok(Some(itimer::Notify::None)),
+        SIGEV_SIGNAL | SIGEV_THREAD => None,
+        SIGEV_THREAD_ID => {
+            let tid = u32::try_from(tid).map_err(|_| Errno::EINVAL)?;
+            if !me.process.threads.lock().iter().any(|t| t.tid == tid) {
+                return Err(Errno::EINVAL);
+            }
+            Some(tid)
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let sig = u32::try_from(signo).map_err(|_| Errno::EINVAL)?;
+    if !(1..=signal::NSIG).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Some(itimer::Notify::Signal { sig, value, thread }))
+}
+
+/// `timer_create(clockid, sevp, timerid)`: a disarmed POSIX timer on `CLOCK_REALTIME`,
+/// `CLOCK_MONOTONIC`, `CLOCK_BOOTTIME` or `CLOCK_TAI` that notifies as `sevp` says (NULL:
+/// SIGALRM with `si_value` the timer's id); its id is written to `timerid`. `EAGAIN` past
+/// `RLIMIT_SIGPENDING` (one unit per timer) or out of memory.
+pub fn timer_create(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let realtime = timer_clock(a[0])?;
+    let notify = sigevent(me, a[1])?;
+    uaccess::check_range(a[2], 4)?;
+    let p = &me.process;
+    let id = itimer::create(p, realtime, notify)?;
+    if let Err(e) = write_user(a[2], &id) {
+        let _ = itimer::delete(p, id);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+/// The timer id argument of the `timer_*` calls (Linux's `timer_t` is an `int`).
+fn timer_id(arg: u64) -> i32 {
+    arg as i32
+}
+
+/// `timer_settime(timerid, flags, new, old)`: arms the timer to fire after `new`'s value (with
+/// `TIMER_ABSTIME`, at that time of its clock; a time already past fires at once) and then
+/// every interval, or disarms it (a zero value), writing the old setting to `old` unless it is
+/// NULL (after the change, as Linux). `EINVAL` for a NULL `new`, a bad `timespec` or no such
+/// timer; other flag bits are ignored, as on Linux.
+pub fn timer_settime(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if a[2] == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let spec: [i64; 4] = read_user(a[2])?;
+    let interval = timespec_ns(spec[0], spec[1])?;
+    let value = timespec_ns(spec[2], spec[3])?;
+    let p = &me.process;
+    let id = timer_id(a[0]);
+    let absolute = a[1] & TIMER_ABSTIME != 0;
+    let deadline = |realtime: bool| match value {
+        0 => None,
+        v if !absolute => Some(crate::time::now_ns().saturating_add(v)),
+        v if realtime => Some(v.saturating_sub(crate::time::realtime_offset_ns())),
+        v => Some(v),
+    };
+    let old = itimer::posix_set(p, id, deadline, interval)?;
+    if a[3] != 0 {
+        write_user(a[3], &itimerspec(old))?;
+    }
+    Ok(0)
+}
+
+/// `timer_gettime(timerid, curr)`: the time to the timer's next expiry (0: disarmed) and its
+/// interval; `EINVAL` for no such timer.
+pub fn timer_gettime(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let now = itimer::posix_get(&me.process, timer_id(a[0]))?;
+    write_user(a[1], &itimerspec(now))?;
+    Ok(0)
+}
+
+/// `timer_getoverrun(timerid)`: the overrun count of the timer's last signal taken;
+/// `EINVAL` for no such timer.
+pub fn timer_getoverrun(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    Ok(u64::from(itimer::overrun(&me.process, timer_id(a[0]))?))
+}
+
+/// `timer_delete(timerid)`: deletes the timer (and its signal, if still pending); `EINVAL` for
+/// no such timer.
+pub fn timer_delete(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    itimer::delete(&me.process, timer_id(a[0]))?;
+    Ok(0)
+}
+
+/// Nanoseconds of a `struct timespec`: `EINVAL` if negative or its nanoseconds out of range.
+fn timespec_ns(sec: i64, nsec: i64) -> Result<u64, Errno> {
+    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nsec as u64))
+}
+
+/// A setting as `struct itimerspec` (interval first, then value).
+fn itimerspec(s: itimer::Setting) -> [i64; 4] {
+    let [is, ins] = timespec(s.interval);
+    let [vs, vns] = timespec(s.value);
+    [is, ins, vs, vns]
 }
