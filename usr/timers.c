@@ -13,6 +13,9 @@
  * - setitimer/getitimer ITIMER_VIRTUAL and ITIMER_PROF: SIGVTALRM and SIGPROF after CPU time
  *   spent in user mode (one-shot and periodic, within generous wall-clock bounds), the old
  *   setting, disarming;
+ * - the CPU-time clocks: CLOCK_PROCESS_CPUTIME_ID and CLOCK_THREAD_CPUTIME_ID grow by about
+ *   the time spun (at least a third of it), not by the time slept (less than half of it), the
+ *   thread's never past the process's;
  * - errors: EINVAL for bad clocks, sigevents, timespecs and ids (and after timer_delete),
  *   EFAULT for bad pointers (user page 8, the kernel half);
  * - hostile: 2000 timers made (some with their signal pending) and deleted, timers made until
@@ -382,6 +385,34 @@ static void cpu_timers(void)
         "settings, disarming");
 }
 
+static long long cpu_ns(clockid_t c)
+{
+    struct timespec ts;
+    CHECK_SYS(clock_gettime(c, &ts));
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void cpu_clocks(void)
+{
+    long long p0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    spin_ms(300);
+    long long p1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), t1 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (p1 - p0 < 100 * MS || t1 - t0 < 100 * MS)
+        FAIL("300 ms spun: the CPU-time clocks grew by %lld and %lld ms", (p1 - p0) / MS,
+             (t1 - t0) / MS);
+    CHECK(t1 <= p1);
+    struct timespec nap = {0, 200 * MS};
+    CHECK_SYS(nanosleep(&nap, NULL));
+    long long p2 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    if (p2 - p1 >= 100 * MS)
+        FAIL("200 ms asleep: the process's CPU-time clock grew by %lld ms", (p2 - p1) / MS);
+    struct timespec res;
+    CHECK_SYS(clock_getres(CLOCK_PROCESS_CPUTIME_ID, &res));
+    CHECK(res.tv_sec == 0 && res.tv_nsec > 0 && res.tv_nsec <= 10 * MS);
+    SAY("CPU-time clocks: 300 ms spun counted %lld ms (thread %lld ms), 200 ms asleep %lld ms",
+        (p1 - p0) / MS, (t1 - t0) / MS, (p2 - p1) / MS);
+}
+
 static void errors(int sig)
 {
     int id = -1;
@@ -501,6 +532,7 @@ int main(int argc, char **argv)
     threads(sig);
     lifetime(sig, self_path(argv[0]));
     cpu_timers();
+    cpu_clocks();
     errors(sig);
     hostile(sig);
     PASS();

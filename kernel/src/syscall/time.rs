@@ -17,18 +17,34 @@ const CLOCK_REALTIME: u64 = 0;
 const CLOCK_REALTIME_COARSE: u64 = 5;
 /// `CLOCK_TAI`: international atomic time, read here as `CLOCK_REALTIME`.
 const CLOCK_TAI: u64 = 11;
+/// `CLOCK_PROCESS_CPUTIME_ID`: the CPU time of the caller's process.
+const CLOCK_PROCESS_CPUTIME_ID: u64 = 2;
+/// `CLOCK_THREAD_CPUTIME_ID`: the CPU time of the calling thread.
+const CLOCK_THREAD_CPUTIME_ID: u64 = 3;
+/// Nanoseconds of one timer tick, the unit CPU time is sampled in (`sched::timer_tick`).
+const TICK_NS: u64 = 10_000_000;
 /// `TIMER_ABSTIME` for `clock_nanosleep`: the request is an absolute time on the clock.
 const TIMER_ABSTIME: u64 = 1;
 
-/// The current time of `clock` in ns; `EINVAL` for an unknown clock.
-fn clock_ns(clock: u64) -> Result<u64, Errno> {
+/// The current time of `clock` in ns for `me`; `EINVAL` for an unknown clock. The CPU-time
+/// clocks count the timer ticks that found the process's or the thread's code running, user
+/// and system (10 ms each, as `/proc/<pid>/stat` and `times` count them): sampled, not
+/// measured, so a short run may read 0.
+fn clock_ns(me: &Thread, clock: u64) -> Result<u64, Errno> {
+    let ticks = |t: &[core::sync::atomic::AtomicU64; 2]| {
+        t.iter()
+            .map(|n| n.load(core::sync::atomic::Ordering::Relaxed))
+            .sum::<u64>()
+            * TICK_NS
+    };
     match clock {
         CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_TAI => {
             Ok(crate::time::now_ns() + crate::time::realtime_offset_ns())
         }
-        // Monotonic, process/thread CPU time (approximated by the monotonic clock, see
-        // docs/architecture.md), monotonic raw and coarse, boot time.
-        1..=4 | 6 | 7 => Ok(crate::time::now_ns()),
+        CLOCK_PROCESS_CPUTIME_ID => Ok(ticks(&me.process.cpu_ticks)),
+        CLOCK_THREAD_CPUTIME_ID => Ok(ticks(&me.cpu_ticks)),
+        // Monotonic, monotonic raw and coarse, boot time.
+        1 | 4 | 6 | 7 => Ok(crate::time::now_ns()),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -39,25 +55,30 @@ fn timespec(ns: u64) -> [i64; 2] {
 }
 
 /// `clock_gettime(clockid, tp)`: writes the clock's time; `EINVAL` for an unknown clock.
-pub fn clock_gettime(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let ns = clock_ns(a[0])?;
+pub fn clock_gettime(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let ns = clock_ns(me, a[0])?;
     write_user(a[1], &timespec(ns))?;
     Ok(0)
 }
 
-/// `clock_getres(clockid, res)`: a resolution of 1 ns for every known clock (`EINVAL` otherwise),
-/// written to `res` unless it is NULL.
-pub fn clock_getres(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    clock_ns(a[0])?;
+/// `clock_getres(clockid, res)`: a resolution of 1 ns for every known clock but the CPU-time
+/// ones, whose unit is a timer tick (`EINVAL` for an unknown clock), written to `res` unless it
+/// is NULL.
+pub fn clock_getres(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    clock_ns(me, a[0])?;
+    let res = match a[0] {
+        CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => TICK_NS as i64,
+        _ => 1,
+    };
     if a[1] != 0 {
-        write_user(a[1], &[0i64, 1])?;
+        write_user(a[1], &[0i64, res])?;
     }
     Ok(0)
 }
 
 /// `time(tloc)`: seconds since the epoch, also stored at `tloc` unless it is NULL.
-pub fn time(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    let secs = clock_ns(CLOCK_REALTIME)? / 1_000_000_000;
+pub fn time(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let secs = clock_ns(me, CLOCK_REALTIME)? / 1_000_000_000;
     if a[0] != 0 {
         write_user(a[0], &(secs as i64))?;
     }
@@ -66,9 +87,9 @@ pub fn time(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
 
 /// `gettimeofday(tv, tz)`: the realtime clock in seconds and microseconds; the time zone, if asked
 /// for, is all zeros (UTC).
-pub fn gettimeofday(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+pub fn gettimeofday(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     if a[0] != 0 {
-        let ns = clock_ns(CLOCK_REALTIME)?;
+        let ns = clock_ns(me, CLOCK_REALTIME)?;
         write_user(
             a[0],
             &[
@@ -109,11 +130,16 @@ pub fn nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
 }
 
 /// `clock_nanosleep(clockid, flags, req, rem)`: sleeps for `req`, or with `TIMER_ABSTIME` until the
-/// time `req` on the clock; `EINVAL` for an unknown clock. `rem` is written only for a relative
-/// sleep.
+/// time `req` on the clock; `EINVAL` for an unknown clock and for the thread's CPU-time clock,
+/// `EOPNOTSUPP` for the process's (Linux's answers for a clock it cannot or will not sleep
+/// on; Reef sleeps on its one clock). `rem` is written only for a relative sleep.
 pub fn clock_nanosleep(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (clock, flags, req, rem) = (a[0], a[1], a[2], a[3]);
-    clock_ns(clock)?;
+    match clock {
+        CLOCK_THREAD_CPUTIME_ID => return Err(Errno::EINVAL),
+        CLOCK_PROCESS_CPUTIME_ID => return Err(Errno::EOPNOTSUPP),
+        _ => clock_ns(me, clock)?,
+    };
     let absolute = flags & TIMER_ABSTIME != 0;
     let mut deadline = deadline_from(req, absolute)?.ok_or(Errno::EFAULT)?;
     if absolute && matches!(clock, CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_TAI) {
