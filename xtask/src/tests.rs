@@ -661,6 +661,7 @@ impl UserTest {
             "eventfd" => "compat-eventfd".into(),
             "timers" => "compat-timers".into(),
             "mappings" => "compat-mappings".into(),
+            "sched" => "compat-sched".into(),
             "fifo" => "compat-fifo".into(),
             "sigqueue" => "compat-signals".into(),
             n if n.starts_with("debian-") => n.into(),

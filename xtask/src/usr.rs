@@ -97,6 +97,12 @@ pub const PROGRAMS: &[Program] = &[
         hare: false,
     },
     Program {
+        name: "sched",
+        source: "sched.c",
+        pie: false,
+        hare: false,
+    },
+    Program {
         name: "mappings",
         source: "mappings.c",
         pie: false,

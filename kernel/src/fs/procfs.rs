@@ -654,7 +654,10 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 .each_ref()
                 .map(|t| t.load(core::sync::atomic::Ordering::Relaxed));
             let state = state_letter(&e).0;
-            stat(&mut s, &e, pid, e.process.comm(), state, ticks)?;
+            // The process's nice value is its main thread's (0 once that thread is gone).
+            let nice =
+                thread(pid, pid).map_or(0, |t| t.nice.load(core::sync::atomic::Ordering::Relaxed));
+            stat(&mut s, &e, (pid, nice), e.process.comm(), state, ticks)?;
         }
         File::TaskStatus(pid, tid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
@@ -668,7 +671,15 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
                 .cpu_ticks
                 .each_ref()
                 .map(|t| t.load(core::sync::atomic::Ordering::Relaxed));
-            stat(&mut s, &e, tid, t.comm(), thread_state(&e, &t).0, ticks)?;
+            let nice = t.nice.load(core::sync::atomic::Ordering::Relaxed);
+            stat(
+                &mut s,
+                &e,
+                (tid, nice),
+                t.comm(),
+                thread_state(&e, &t).0,
+                ticks,
+            )?;
         }
         File::Comm(pid, tid) => {
             // The main thread's name is its process's, which stays when that thread ends.
@@ -771,11 +782,11 @@ fn status(
 }
 
 /// Writes `/proc/<pid>/stat` (or a thread's, `id` being its tid) of process `e` for a task
-/// named `name` in state `state` that ran `ticks` (user, system).
+/// with nice value `nice`, named `name`, in state `state`, that ran `ticks` (user, system).
 fn stat(
     s: &mut String,
     e: &proc::table::Entry,
-    id: Pid,
+    (id, nice): (Pid, i32),
     name: Comm,
     state: char,
     [utime, stime]: [u64; 2],
@@ -789,9 +800,12 @@ fn stat(
     let (vsize, rss) = sizes(&e.process)?;
     let _ = writeln!(
         s,
-        "{id} ({name}) {state} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 \
+        "{id} ({name}) {state} {} {} {} 0 -1 0 0 0 0 0 {utime} {stime} 0 0 {} {nice} {threads} 0 \
          {start} {vsize} {rss}",
-        e.ppid, e.pgid, e.sid
+        e.ppid,
+        e.pgid,
+        e.sid,
+        20 + nice
     );
     Ok(())
 }

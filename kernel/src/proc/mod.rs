@@ -161,6 +161,12 @@ pub struct Thread {
     pub parked: AtomicBool,
     /// Its name (`PR_SET_NAME`, `/proc/<pid>/task/<tid>/comm`; see [`Thread::set_comm`]).
     comm: IrqMutex<Comm>,
+    /// Its nice value, -20 to 19 (`setpriority`; stored and reported, see
+    /// `syscall::sched`).
+    pub nice: AtomicI32,
+    /// Its scheduling policy (`SCHED_OTHER`, `SCHED_BATCH` or `SCHED_IDLE`; stored and
+    /// reported).
+    pub policy: AtomicU32,
 }
 
 impl Thread {
@@ -199,6 +205,8 @@ impl Thread {
             signal_check: AtomicBool::new(true),
             parked: AtomicBool::new(false),
             comm: IrqMutex::new(Comm::default()),
+            nice: AtomicI32::new(0),
+            policy: AtomicU32::new(0),
         };
         // SAFETY: the stack is this thread's own, unused, 64 KiB, 16-byte aligned (u128), and
         // lives as long as the thread; nothing runs on it before the first switch.

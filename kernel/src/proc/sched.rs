@@ -22,7 +22,7 @@ use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Timer ticks a thread runs before it yields to another ready thread.
-const TIME_SLICE_TICKS: u64 = 2;
+pub const TIME_SLICE_TICKS: u64 = 2;
 
 /// Per-core scheduler state (part of the KCB).
 pub struct CoreScheduler {

@@ -111,6 +111,11 @@ fn child_thread(
     };
     let affinity = me.affinity.lock().clone();
     let t = Thread::new(tid, process, &cf, me.fpu(), fs, affinity, mask)?;
+    // Priority and policy are inherited, as on Linux.
+    t.nice
+        .store(me.nice.load(Ordering::Relaxed), Ordering::Relaxed);
+    t.policy
+        .store(me.policy.load(Ordering::Relaxed), Ordering::Relaxed);
     // A new thread or process starts with its creator's name (a process's is its main
     // thread's).
     t.set_comm(me.comm());

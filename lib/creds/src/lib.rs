@@ -395,6 +395,19 @@ impl Credentials {
         }
     }
 
+    /// Whether a process with these credentials may change the priority or scheduling policy
+    /// of one whose user IDs are `target` (`setpriority`, `sched_setscheduler`): root may,
+    /// others when the target's real or effective user ID is the caller's effective one
+    /// (Linux's `set_one_prio` and `check_same_owner`). EPERM otherwise.
+    pub fn may_reschedule(&self, target: Ids) -> Result<(), Errno> {
+        let me = self.uid.effective;
+        if self.is_privileged() || target.real == me || target.effective == me {
+            Ok(())
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+
     /// Whether a process with these credentials may read what another process keeps private
     /// (its environment in `/proc/<pid>/environ`), the other's user and group IDs being `uid`
     /// and `gid`: Linux's rule for `/proc` (ptrace's access check with the file-system IDs):

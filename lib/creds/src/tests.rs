@@ -201,6 +201,21 @@ fn signals_between_users() {
 }
 
 #[test]
+fn only_the_owner_or_root_reschedules_a_process() {
+    let root = Credentials::root();
+    let a = user(1000, 100);
+    let b = user(1001, 100);
+    assert_eq!(root.may_reschedule(a.uid), Ok(()));
+    assert_eq!(a.may_reschedule(a.uid), Ok(()));
+    assert_eq!(a.may_reschedule(b.uid), Err(Errno::EPERM));
+    assert_eq!(a.may_reschedule(root.uid), Err(Errno::EPERM));
+    // A set-user-ID program's process (effective 0, real 1000) is its user's to renice.
+    let mut s = user(1000, 100);
+    s.exec(file(0, 0, 0o4755));
+    assert_eq!(a.may_reschedule(s.uid), Ok(()));
+}
+
+#[test]
 fn capabilities_follow_the_user_ids() {
     let full = Caps {
         effective: ALL_CAPS,
