@@ -19,6 +19,9 @@
  * - fallocate: mode 0 extends the file (zeros), KEEP_SIZE changes nothing, PUNCH_HOLE zeros
  *   inside the file (seen through a shared mapping), ZERO_RANGE extends unless KEEP_SIZE;
  *   Linux's errors;
+ * - mlock, mlock2, munlock, mlockall, munlockall: accepted over mapped ranges (ENOMEM past
+ *   them, EINVAL for bad flags); mlockall(MCL_FUTURE) makes a new anonymous mapping resident
+ *   before it is touched (VmRSS grows);
  * - /proc/self/maps shows a file mapping's offset and inode; /proc/self/environ the environment
  *   execve gave (not readable by another user); /proc/self/mountinfo and mounts; the CPU lists
  *   of /sys/devices/system/cpu;
@@ -413,6 +416,54 @@ static void allocate(const char *path)
         zero == 0 ? "" : " (not on this file system)");
 }
 
+/* VmRSS of /proc/self/status in KiB. */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    CHECK(kib >= 0);
+    return kib;
+}
+
+static void locking(void)
+{
+    char *p = map_anon(4 * PAGE, MAP_PRIVATE);
+    CHECK_SYS(mlock(p + 10, 2 * PAGE));
+    CHECK_EQ(p[0], 0);
+    CHECK_SYS(munlock(p, 4 * PAGE));
+    CHECK_SYS(syscall(SYS_mlock2, p, PAGE, 1 /* MLOCK_ONFAULT */));
+    CHECK_ERRNO(syscall(SYS_mlock2, p, PAGE, 2), EINVAL);
+    CHECK_SYS(munmap(p + 2 * PAGE, 2 * PAGE));
+    CHECK_ERRNO(mlock(p, 4 * PAGE), ENOMEM);
+    CHECK_ERRNO(munlock(p, 4 * PAGE), ENOMEM);
+    CHECK_ERRNO(mlockall(0), EINVAL);
+    CHECK_ERRNO(mlockall(4 /* MCL_ONFAULT alone */), EINVAL);
+    CHECK_SYS(munmap(p, 2 * PAGE));
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0) {
+        if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+            _exit(on_reef() || (errno != ENOMEM && errno != EPERM) ? 2 : 0);
+        long before = rss_kib();
+        char *q = mmap(NULL, 256 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (q == MAP_FAILED)
+            _exit(3);
+        long after = rss_kib();
+        if (after - before < 200 * 4)
+            _exit(4);
+        _exit(munlockall() == 0 ? 0 : 5);
+    }
+    CHECK_CHILD_EXIT(pid, 0);
+    SAY("mlock, mlock2, munlock, mlockall, munlockall: ranges, ENOMEM, EINVAL; MCL_FUTURE makes "
+        "a new mapping resident");
+}
+
 /* Reads a whole small file (NUL-separated contents kept); returns its length. */
 static long slurp(const char *path, char *buf, long size)
 {
@@ -543,6 +594,7 @@ int main(int argc, char **argv)
     dontneed(path);
     truncation(path);
     allocate(path);
+    locking();
     proc_and_sys(self_path(argv[0]));
     hostile();
     CHECK_SYS(unlink(path));

@@ -339,6 +339,8 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     *p.args.lock() = Arc::new(image.args);
     crate::proc::itimer::exec(p);
     p.signals.lock().exec();
+    // `mlockall(MCL_FUTURE)` does not outlive the program, as on Linux.
+    p.lock_future.store(false, Ordering::Relaxed);
     me.signals.lock().alt_stack = None;
     let closed = p.files.lock().take_cloexec();
     crate::fs::descriptors_closed(p.pid, closed.into_iter().map(|e| e.file));

@@ -415,6 +415,8 @@ pub struct Process {
     pub stop_signal: AtomicU32,
     /// The parent was told of the current stop ([`job`]: once every thread has stopped).
     pub stop_told: AtomicBool,
+    /// `mlockall(MCL_FUTURE)`: anonymous mappings are populated when made.
+    pub lock_future: AtomicBool,
     /// Its last stop or continue, until the parent waits for it ([`job::take_report`]).
     pub job_report: IrqMutex<Option<job::Report>>,
     /// Bumped when the process continues, is killed or exits: its stopped threads sleep on
@@ -500,6 +502,7 @@ impl Process {
             child_events: WaitQueue::new(),
             stop_signal: AtomicU32::new(0),
             stop_told: AtomicBool::new(false),
+            lock_future: AtomicBool::new(false),
             job_report: IrqMutex::new(None),
             resumed: WaitQueue::new(),
             grants: Arc::new(GrantBudget::default()),

@@ -1,4 +1,5 @@
-//! Memory calls: `mmap`, `munmap`, `mremap`, `mprotect`, `madvise`, `msync`, `brk` (NR-vMem, see `crate::vm`;
+//! Memory calls: `mmap`, `munmap`, `mremap`, `mprotect`, `madvise`, `msync`, `brk`, the `mlock`
+//! family (NR-vMem, see `crate::vm`;
 //! file pages through `crate::filemap`).
 
 use super::SysResult;
@@ -133,7 +134,13 @@ pub fn mmap(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult 
     };
     let made = match file {
         Some(file) => filemap::map_file(&vm, &file, (start, len), off, (prot, shared)),
-        None if shared || flags & MAP_POPULATE != 0 => {
+        None if shared
+            || flags & MAP_POPULATE != 0
+            || me
+                .process
+                .lock_future
+                .load(core::sync::atomic::Ordering::Relaxed) =>
+        {
             vm.populate(start, start + len, prot, || sched::keep_going(me))
         }
         None => Ok(()),
@@ -438,4 +445,124 @@ pub fn brk(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     }
     brk.1 = want;
     Ok(want)
+}
+
+/// Makes the pages of every region in `[start, end)` present: what `mlock` promises (the
+/// pages stay in memory; Reef never pages out, so present is locked). Anonymous memory, the
+/// heap and the stack are populated; file mappings, a program's segments and message regions
+/// were mapped when made. `ENOMEM` if part of the range is not mapped (checked first) or
+/// memory runs out.
+fn lock_range(me: &Arc<Thread>, vm: &VSpace, start: u64, end: u64) -> Result<(), Errno> {
+    let mut va = start;
+    while va < end {
+        va = vm.resolve(va).1.ok_or(Errno::ENOMEM)?.end;
+    }
+    let mut va = start;
+    while va < end {
+        let r = vm.resolve(va).1.ok_or(Errno::ENOMEM)?;
+        let part_end = r.end.min(end);
+        if matches!(
+            r.kind,
+            RegionKind::Anonymous { .. } | RegionKind::Heap | RegionKind::Stack
+        ) {
+            vm.populate(va, part_end, r.prot, || sched::keep_going(me))?;
+        }
+        va = part_end;
+    }
+    Ok(())
+}
+
+/// The page-aligned range `mlock` and `munlock` act on: `addr` rounded down, `addr + len`
+/// rounded up (as Linux rounds them); `ENOMEM` past the end of the address space.
+fn lock_bounds(addr: u64, len: u64) -> Result<(u64, u64), Errno> {
+    let start = addr & !(PAGE_SIZE - 1);
+    let end = page_up(addr.checked_add(len).ok_or(Errno::ENOMEM)?)?;
+    if end > vspace::USER_END {
+        return Err(Errno::ENOMEM);
+    }
+    Ok((start, end))
+}
+
+/// `mlock(addr, len)` and `mlock2(addr, len, flags)`: the pages of the range are made present
+/// ([`lock_range`]; with `MLOCK_ONFAULT`, as they are touched, which is what Reef does anyway)
+/// and stay so, since Reef never pages out. `EINVAL` for unknown flags, `ENOMEM` for a range
+/// not wholly mapped. Locked memory is not counted against `RLIMIT_MEMLOCK`.
+pub fn mlock(me: &Arc<Thread>, f: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MLOCK_ONFAULT: u64 = 1;
+    let flags = if f.error_code == abi::syscalls::SYS_MLOCK2 as u64 {
+        a[2]
+    } else {
+        0
+    };
+    if flags & !MLOCK_ONFAULT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (start, end) = lock_bounds(a[0], a[1])?;
+    let _mm = me.process.mm.lock();
+    let vm = me.process.vm();
+    if flags & MLOCK_ONFAULT != 0 {
+        let mut va = start;
+        while va < end {
+            va = vm.resolve(va).1.ok_or(Errno::ENOMEM)?.end;
+        }
+        return Ok(0);
+    }
+    lock_range(me, &vm, start, end).map(|()| 0)
+}
+
+/// `munlock(addr, len)`: nothing to undo (the pages were in memory before and stay there);
+/// `ENOMEM` for a range not wholly mapped, as Linux answers.
+pub fn munlock(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let (start, end) = lock_bounds(a[0], a[1])?;
+    let _mm = me.process.mm.lock();
+    let vm = me.process.vm();
+    let mut va = start;
+    while va < end {
+        va = vm.resolve(va).1.ok_or(Errno::ENOMEM)?.end;
+    }
+    Ok(0)
+}
+
+/// `mlockall(flags)`: `MCL_CURRENT` makes every page of the address space present
+/// ([`lock_range`]); `MCL_FUTURE` makes later anonymous mappings populated when made, as
+/// `MAP_POPULATE` does (`Process::lock_future`, until `munlockall`); `MCL_ONFAULT` leaves
+/// pages to be touched. `EINVAL` for no flag, unknown ones, or `MCL_ONFAULT` alone.
+pub fn mlockall(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const MCL_CURRENT: u64 = 1;
+    const MCL_FUTURE: u64 = 2;
+    const MCL_ONFAULT: u64 = 4;
+    let flags = a[0];
+    if flags & !(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0
+        || flags & (MCL_CURRENT | MCL_FUTURE) == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let _mm = me.process.mm.lock();
+    let vm = me.process.vm();
+    if flags & MCL_FUTURE != 0 {
+        me.process.lock_future.store(
+            flags & MCL_ONFAULT == 0,
+            core::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    if flags & MCL_CURRENT != 0 && flags & MCL_ONFAULT == 0 {
+        let mut from = 0;
+        loop {
+            let regions = vm.regions(from)?;
+            let Some(last) = regions.last() else { break };
+            from = last.end;
+            for r in &regions {
+                lock_range(me, &vm, r.start, r.end)?;
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// `munlockall()`: later mappings are no longer populated when made.
+pub fn munlockall(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
+    me.process
+        .lock_future
+        .store(false, core::sync::atomic::Ordering::Relaxed);
+    Ok(0)
 }
