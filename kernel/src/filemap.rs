@@ -290,24 +290,21 @@ pub fn truncated(ino: Ino, size: u64) {
         let p = entry.process;
         let _mm = p.mm.lock();
         let vm = p.vm();
-        let mut from = 0;
-        while let Ok(regions) = vm.regions(from) {
-            let Some(last) = regions.last() else { break };
-            from = last.end;
-            for r in &regions {
-                let RegionKind::File { file, page, .. } = r.kind else {
-                    continue;
-                };
-                let pages = r.len() / PAGE_SIZE;
-                if file != ino || page + pages <= first {
-                    continue;
-                }
-                let cut = r.start + first.saturating_sub(page) * PAGE_SIZE;
-                let kind = r.kind.advanced(cut - r.start);
-                // Made again over itself: the same region, its pages gone. Only a page table
-                // could be missing (ENOMEM), and then no page is left mapped either.
-                let _ = vm.map_fixed(cut, r.end - cut, r.prot, kind, true);
+        // Without memory for the list of regions, this address space keeps its pages.
+        let _ = vm.each_region(|r| {
+            let RegionKind::File { file, page, .. } = r.kind else {
+                return Ok(());
+            };
+            let pages = r.len() / PAGE_SIZE;
+            if file != ino || page + pages <= first {
+                return Ok(());
             }
-        }
+            let cut = r.start + first.saturating_sub(page) * PAGE_SIZE;
+            let kind = r.kind.advanced(cut - r.start);
+            // Made again over itself: the same region, its pages gone. Only a page table
+            // could be missing (ENOMEM), and then no page is left mapped either.
+            let _ = vm.map_fixed(cut, r.end - cut, r.prot, kind, true);
+            Ok(())
+        });
     }
 }

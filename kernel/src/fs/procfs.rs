@@ -722,37 +722,32 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             let p = process(pid)?;
             let vm = p.vm();
             let exe = p.exe.lock().clone();
-            let mut from = 0;
-            loop {
-                let regions = vm.regions(from)?;
-                let Some(last) = regions.last() else { break };
-                from = last.end;
-                for r in &regions {
-                    let name = match r.kind {
-                        vspace::RegionKind::Image => exe.as_str(),
-                        vspace::RegionKind::Stack => "[stack]",
-                        vspace::RegionKind::Heap => "[heap]",
-                        _ => "",
-                    };
-                    let c = |on: bool, ch: char| if on { ch } else { '-' };
-                    let (off, dev, ino) = match r.kind {
-                        vspace::RegionKind::File { file, page, .. } if file != 0 => {
-                            (page * crate::vm::PAGE_SIZE, "00:01", file)
-                        }
-                        _ => (0, "00:00", 0),
-                    };
-                    let _ = writeln!(
-                        s,
-                        "{:08x}-{:08x} {}{}{}{} {off:08x} {dev} {ino} {name}",
-                        r.start,
-                        r.end,
-                        c(r.prot.read, 'r'),
-                        c(r.prot.write, 'w'),
-                        c(r.prot.exec, 'x'),
-                        if r.kind.is_shared() { 's' } else { 'p' },
-                    );
-                }
-            }
+            vm.each_region(|r| {
+                let name = match r.kind {
+                    vspace::RegionKind::Image => exe.as_str(),
+                    vspace::RegionKind::Stack => "[stack]",
+                    vspace::RegionKind::Heap => "[heap]",
+                    _ => "",
+                };
+                let c = |on: bool, ch: char| if on { ch } else { '-' };
+                let (off, dev, ino) = match r.kind {
+                    vspace::RegionKind::File { file, page, .. } if file != 0 => {
+                        (page * crate::vm::PAGE_SIZE, "00:01", file)
+                    }
+                    _ => (0, "00:00", 0),
+                };
+                let _ = writeln!(
+                    s,
+                    "{:08x}-{:08x} {}{}{}{} {off:08x} {dev} {ino} {name}",
+                    r.start,
+                    r.end,
+                    c(r.prot.read, 'r'),
+                    c(r.prot.write, 'w'),
+                    c(r.prot.exec, 'x'),
+                    if r.kind.is_shared() { 's' } else { 'p' },
+                );
+                Ok(())
+            })?;
         }
     }
     Ok(s.into_bytes())
@@ -839,13 +834,10 @@ pub fn write(place: Place, data: &[u8]) -> Result<usize, Errno> {
 fn sizes(p: &Process) -> Result<(u64, u64), Errno> {
     let vm = p.vm();
     let mut vsize = 0;
-    let mut from = 0;
-    loop {
-        let regions = vm.regions(from)?;
-        let Some(last) = regions.last() else { break };
-        from = last.end;
-        vsize += regions.iter().map(|r| r.len()).sum::<u64>();
-    }
+    vm.each_region(|r| {
+        vsize += r.len();
+        Ok(())
+    })?;
     Ok((vsize, vm.resident_pages()))
 }
 

@@ -546,15 +546,7 @@ pub fn mlockall(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         );
     }
     if flags & MCL_CURRENT != 0 && flags & MCL_ONFAULT == 0 {
-        let mut from = 0;
-        loop {
-            let regions = vm.regions(from)?;
-            let Some(last) = regions.last() else { break };
-            from = last.end;
-            for r in &regions {
-                lock_range(me, &vm, r.start, r.end)?;
-            }
-        }
+        vm.each_region(|r| lock_range(me, &vm, r.start, r.end))?;
     }
     Ok(0)
 }

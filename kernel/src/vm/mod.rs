@@ -1024,24 +1024,39 @@ impl VSpace {
         regions.ok_or(Errno::ENOMEM)
     }
 
+    /// Calls `f` with every region in address order (copies, taken a bounded batch at a time,
+    /// so `f` may change the address space); stops at `f`'s first error.
+    pub fn each_region(
+        &self,
+        mut f: impl FnMut(&Region) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let mut from = 0;
+        loop {
+            let regions = self.regions(from)?;
+            let Some(last) = regions.last() else {
+                return Ok(());
+            };
+            from = last.end;
+            for r in &regions {
+                f(r)?;
+            }
+        }
+    }
+
     /// The steps of [`fork`](Self::fork); `flush` collects the parent's changed entries.
     fn fork_into(&self, child: &VSpace, flush: &mut FlushSet) -> Result<(), Errno> {
         // Channels stay with the process that holds their descriptors (`RegionKind::Channel`).
         let mut channels = Vec::new();
-        let mut from = 0;
-        loop {
-            let regions = self.regions(from)?;
-            let Some(last) = regions.last() else { break };
-            from = last.end;
-            for r in &regions {
-                if matches!(r.kind, RegionKind::Channel { .. }) {
-                    channels.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-                    channels.push(r.start..r.end);
-                    continue;
-                }
-                child.map_fixed(r.start, r.end - r.start, r.prot, r.kind, false)?;
+        self.each_region(|r| {
+            if matches!(r.kind, RegionKind::Channel { .. }) {
+                channels.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                channels.push(r.start..r.end);
+                return Ok(());
             }
-        }
+            child
+                .map_fixed(r.start, r.end - r.start, r.prot, r.kind, false)
+                .map(|_| ())
+        })?;
         let mut from = 0;
         let mut shared = Step::reserve(STEP_PAGES)?;
         loop {
