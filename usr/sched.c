@@ -9,7 +9,10 @@
  *   priority 0 at the start, SCHED_BATCH and SCHED_IDLE taken and reported, a priority other
  *   than 0 for them EINVAL, an unknown policy EINVAL, as user 1000 SCHED_FIFO EPERM and
  *   SCHED_IDLE not left (EPERM); sched_get_priority_max/min; sched_rr_get_interval; a negative
- *   pid EINVAL, a missing one ESRCH, bad pointers EFAULT.
+ *   pid EINVAL, a missing one ESRCH, bad pointers EFAULT;
+ * - membarrier: the query lists the global and private commands, a private barrier before
+ *   its registration is EPERM and after it succeeds (also with SYNC_CORE), the global one
+ *   succeeds while threads run on other cores, unknown commands and flags EINVAL.
  */
 #include "reef-test.h"
 
@@ -189,10 +192,51 @@ static void policies(void)
         "unprivileged: SCHED_FIFO EPERM, SCHED_IDLE not left; EINVAL, ESRCH, EFAULT");
 }
 
+static atomic_int spinning, stop_spinning;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&spinning, 1);
+    while (!atomic_load(&stop_spinning))
+        ;
+    return NULL;
+}
+
+static void barriers(void)
+{
+    long q = syscall(SYS_membarrier, 0 /* QUERY */, 0, 0);
+    CHECK(q >= 0);
+    CHECK_EQ(q & (1 | 8 | 16), 1 | 8 | 16);
+    CHECK_ERRNO(syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0), EPERM);
+    CHECK_SYS(syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0));
+    /* Threads spinning on the other cores take the barrier too. */
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, spinner, NULL), 0);
+    wait_at_least(&spinning, 2);
+    for (int i = 0; i < 100; i++)
+        CHECK_SYS(syscall(SYS_membarrier, 8, 0, 0));
+    CHECK_SYS(syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0));
+    if (q & 32) {
+        CHECK_ERRNO(syscall(SYS_membarrier, 32 /* PRIVATE_EXPEDITED_SYNC_CORE */, 0, 0), EPERM);
+        CHECK_SYS(syscall(SYS_membarrier, 64, 0, 0));
+        CHECK_SYS(syscall(SYS_membarrier, 32, 0, 0));
+    }
+    atomic_store(&stop_spinning, 1);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    CHECK_ERRNO(syscall(SYS_membarrier, 0x4000, 0, 0), EINVAL);
+    CHECK_ERRNO(syscall(SYS_membarrier, 8, 7, 0), EINVAL);
+    SAY("membarrier: query, EPERM before registering, 100 private and one global barrier with "
+        "threads spinning, SYNC_CORE, EINVAL");
+}
+
 int main(void)
 {
     test_begin("sched");
     priorities();
     policies();
+    barriers();
     PASS();
 }

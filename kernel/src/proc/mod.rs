@@ -417,6 +417,8 @@ pub struct Process {
     pub stop_told: AtomicBool,
     /// `mlockall(MCL_FUTURE)`: anonymous mappings are populated when made.
     pub lock_future: AtomicBool,
+    /// The `membarrier` commands it registered for (`MEMBARRIER_CMD_REGISTER_*` bits).
+    pub membarrier: AtomicU32,
     /// Its last stop or continue, until the parent waits for it ([`job::take_report`]).
     pub job_report: IrqMutex<Option<job::Report>>,
     /// Bumped when the process continues, is killed or exits: its stopped threads sleep on
@@ -503,6 +505,7 @@ impl Process {
             stop_signal: AtomicU32::new(0),
             stop_told: AtomicBool::new(false),
             lock_future: AtomicBool::new(false),
+            membarrier: AtomicU32::new(0),
             job_report: IrqMutex::new(None),
             resumed: WaitQueue::new(),
             grants: Arc::new(GrantBudget::default()),

@@ -558,3 +558,82 @@ pub fn munlockall(me: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysR
         .store(false, core::sync::atomic::Ordering::Relaxed);
     Ok(0)
 }
+
+/// `MEMBARRIER_CMD_GLOBAL`: a barrier on every thread of every process.
+const MEMBARRIER_GLOBAL: u64 = 1 << 0;
+/// `MEMBARRIER_CMD_GLOBAL_EXPEDITED`: the same, for processes that registered (all here).
+const MEMBARRIER_GLOBAL_EXPEDITED: u64 = 1 << 1;
+/// `MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED`.
+const MEMBARRIER_REGISTER_GLOBAL_EXPEDITED: u64 = 1 << 2;
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`: a barrier on every running thread of the caller's
+/// process (registration first).
+const MEMBARRIER_PRIVATE_EXPEDITED: u64 = 1 << 3;
+/// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`.
+const MEMBARRIER_REGISTER_PRIVATE_EXPEDITED: u64 = 1 << 4;
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE`: also a serializing instruction on each core.
+const MEMBARRIER_PRIVATE_EXPEDITED_SYNC_CORE: u64 = 1 << 5;
+/// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE`.
+const MEMBARRIER_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE: u64 = 1 << 6;
+
+/// `membarrier(cmd, flags, cpu_id)`. A barrier interrupts every other core running the kernel
+/// (an IPI, `IpiKind::Ping`) and waits until each has taken it: taking an interrupt and
+/// returning with `iretq` is a full barrier and serializes the core, so every thread running
+/// anywhere has passed one (the global commands, and the private ones for the caller's
+/// threads, which Reef does not tell apart), and the `SYNC_CORE` variant holds too. The
+/// private commands need their registration first (`EPERM`), as on Linux;
+/// `MEMBARRIER_CMD_QUERY` lists the commands; the `RSEQ` ones (no `rseq`) and other flags
+/// answer `EINVAL`.
+pub fn membarrier(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    const QUERY: u64 = 0;
+    let supported = MEMBARRIER_GLOBAL
+        | MEMBARRIER_GLOBAL_EXPEDITED
+        | MEMBARRIER_REGISTER_GLOBAL_EXPEDITED
+        | MEMBARRIER_PRIVATE_EXPEDITED
+        | MEMBARRIER_REGISTER_PRIVATE_EXPEDITED
+        | MEMBARRIER_PRIVATE_EXPEDITED_SYNC_CORE
+        | MEMBARRIER_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+    let (cmd, flags) = (a[0], a[1]);
+    if flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let registered = &me.process.membarrier;
+    match cmd {
+        QUERY => Ok(supported),
+        MEMBARRIER_REGISTER_GLOBAL_EXPEDITED
+        | MEMBARRIER_REGISTER_PRIVATE_EXPEDITED
+        | MEMBARRIER_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE => {
+            registered.fetch_or(cmd as u32, core::sync::atomic::Ordering::SeqCst);
+            Ok(0)
+        }
+        MEMBARRIER_PRIVATE_EXPEDITED | MEMBARRIER_PRIVATE_EXPEDITED_SYNC_CORE => {
+            // Each private command's registration is the next bit up.
+            let needs = (cmd << 1) as u32;
+            if registered.load(core::sync::atomic::Ordering::SeqCst) & needs == 0 {
+                return Err(Errno::EPERM);
+            }
+            barrier_everywhere(me)
+        }
+        MEMBARRIER_GLOBAL | MEMBARRIER_GLOBAL_EXPEDITED => barrier_everywhere(me),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Interrupts every other core running the kernel and waits until each has taken the
+/// interrupt (see [`membarrier`]); `EINTR` if the caller is killed meanwhile.
+fn barrier_everywhere(me: &Arc<Thread>) -> SysResult {
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    let mut tickets = Vec::new();
+    tickets
+        .try_reserve(crate::kcb::MAX_CORES)
+        .map_err(|_| Errno::ENOMEM)?;
+    crate::ipi::broadcast(crate::ipi::IpiKind::Ping, &mut tickets);
+    for t in &tickets {
+        while !crate::ipi::acknowledged(t) {
+            if me.dying() {
+                return Err(Errno::EINTR);
+            }
+            crate::arch::cpu::pause();
+        }
+    }
+    Ok(0)
+}

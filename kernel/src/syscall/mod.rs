@@ -173,6 +173,7 @@ fn handler(nr: usize) -> Option<Handler> {
         SYS_MUNLOCK => memory::munlock,
         SYS_MLOCKALL => memory::mlockall,
         SYS_MUNLOCKALL => memory::munlockall,
+        SYS_MEMBARRIER => memory::membarrier,
         SYS_MSYNC => memory::msync,
         SYS_BRK => memory::brk,
         SYS_RT_SIGACTION => signal::rt_sigaction,
