@@ -65,15 +65,16 @@ static char task_state(pid_t tid, char *name, size_t name_size, long *ticks)
     char state = close_paren[2];
     CHECK(strchr("RSDT", state) != NULL);
     if (ticks) {
-        /* Fields 14 and 15 (utime, stime); field 3 is the state. */
+        /* Fields 14 and 15 (utime, stime): v[k] is field 4 + k (p starts at field 3, the
+         * state). */
         char *p = close_paren + 2;
-        long v[13];
-        for (int i = 0; i < 13; i++) {
+        long v[12];
+        for (int i = 0; i < 12; i++) {
             p = strchr(p, ' ');
             CHECK(p != NULL);
             v[i] = strtol(++p, NULL, 10);
         }
-        *ticks = v[11] + v[12];
+        *ticks = v[10] + v[11];
     }
     return state;
 }
