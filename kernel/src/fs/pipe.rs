@@ -134,10 +134,9 @@ impl Pipe {
 
     /// Sleeps until a write end (`writer`) or a read end (not `writer`) has been opened since
     /// the count of such opens was `seen` (a peer that opened and closed again meanwhile
-    /// counts, as on Linux). EINTR when a signal is pending and no peer came: a peer that
-    /// came wins over a signal that arrived before the sleeper ran again (a shell's SIGCHLD
-    /// from a writer that opened, wrote and exited at once), as Linux's wait looks at its
-    /// condition before the signal.
+    /// counts, as on Linux). EINTR when a signal is pending and no peer came (a peer that
+    /// came wins over a signal that arrived before the sleeper ran again, `WaitQueue::wait`:
+    /// a shell's SIGCHLD from a writer that opened, wrote and exited at once).
     pub fn wait_for_peer(&self, writer: bool, seen: u64) -> Result<(), Errno> {
         // `changed` wakes both queues; a reader-to-be waits where readers wait.
         let queue = if writer {
@@ -159,7 +158,7 @@ impl Pipe {
                 return Ok(());
             }
             if queue.wait(seq, None) == Wake::Interrupted {
-                return if came() { Ok(()) } else { Err(Errno::EINTR) };
+                return Err(Errno::EINTR);
             }
         }
     }
@@ -227,12 +226,7 @@ impl Pipe {
                 return Err(Errno::EAGAIN);
             }
             if self.readable.wait(seq, None) == Wake::Interrupted {
-                // As Linux, the pipe before the signal: bytes or an end of file that came
-                // with it are read; EINTR only for a read that would still wait.
-                let s = self.state.lock();
-                if s.buf.is_empty() && s.writers != 0 {
-                    return Err(Errno::EINTR);
-                }
+                return Err(Errno::EINTR);
             }
         }
     }

@@ -72,7 +72,9 @@ impl WaitQueue {
     }
 
     /// Sleeps until the counter differs from `seq`, `deadline_ns` (absolute, [`crate::time`])
-    /// passes, or a signal is pending.
+    /// passes, or a signal is pending. An event wins over a signal that came with it (the
+    /// counter moved while the thread slept): the caller looks at its condition again, as
+    /// Linux's waits do before they look at signals, and its next wait sees the signal.
     pub fn wait(&self, seq: u64, deadline_ns: Option<u64>) -> Wake {
         let me = sched::current_thread();
         {
@@ -90,6 +92,7 @@ impl WaitQueue {
         self.inner.lock().waiters.retain(|t| !Arc::ptr_eq(t, &me));
         match outcome {
             Wake::Event if self.seq() == seq && me.signal_pending() => Wake::Interrupted,
+            Wake::Interrupted if self.seq() != seq => Wake::Event,
             other => other,
         }
     }
