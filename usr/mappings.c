@@ -562,6 +562,9 @@ static void hostile(void)
                 EINVAL);
     CHECK_ERRNO(syscall(SYS_mremap, p, PAGE, (long)1 << 62, MREMAP_MAYMOVE, 0), EINVAL);
     CHECK_ERRNO(syscall(SYS_memfd_create, kernel, 0), EFAULT);
+    CHECK_ERRNO(syscall(SYS_mlock, kernel, PAGE), ENOMEM);
+    CHECK_ERRNO(syscall(SYS_munlock, 8 * PAGE, (long)1 << 62), ENOMEM);
+    CHECK_ERRNO(syscall(SYS_fallocate, -1, 0, 0, PAGE), EBADF);
     CHECK_SYS(munmap(p, PAGE));
     for (int i = 0; i < 2000; i++) {
         int fd = CHECK_SYS(memfd_create("many", 0));

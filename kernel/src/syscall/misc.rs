@@ -230,10 +230,10 @@ pub fn personality(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
     Ok(u64::from(current.swap(persona, Ordering::Relaxed)))
 }
 
-/// `prctl`: the name (PR_SET_NAME by the main thread renames the process, as `ps` and
-/// `/proc/<pid>/stat` show it; other threads' names are not kept; PR_GET_NAME answers the
-/// process's), and the flags Reef has no use for (parent-death signal, dumpable, no new
-/// privileges) accepted or answered with their defaults. Other options: EINVAL.
+/// `prctl`: the calling thread's name (`PR_SET_NAME`, `PR_GET_NAME`; the main thread's is
+/// its process's, as `ps` and `/proc/<pid>/stat` show it), and the flags Reef has no use for
+/// (parent-death signal, dumpable, no new privileges) accepted or answered with their
+/// defaults. Other options: EINVAL.
 pub fn prctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const PR_SET_PDEATHSIG: u64 = 1;
     const PR_GET_PDEATHSIG: u64 = 2;
