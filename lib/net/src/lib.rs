@@ -11,6 +11,10 @@
 //!   of the machine; ARP for local addresses is answered by the switch itself (proxy ARP), so
 //!   every instance can own the same addresses (127.0.0.1 and the guest's address) and frames
 //!   are told apart by port, as LibrettOS's network server does.
+//! - [`ring`] and [`server`]: the network server of server mode (§3.2), a process that owns the
+//!   NIC and switches the frames of the instances in server mode, which reach it through rings
+//!   in shared pages; it checks that every frame's source is its sender's and routes by the
+//!   port map, which the kernel alone writes.
 //!
 //! Host tests drive several instances through a switch and check the Linux answers.
 
@@ -20,10 +24,12 @@
 extern crate alloc;
 
 pub mod portmap;
+pub mod ring;
+pub mod server;
 pub mod stack;
 pub mod switch;
 
-pub use portmap::{PortMap, Proto, StackId};
+pub use portmap::{Owners, PortMap, PortMirror, Proto, StackId};
 pub use stack::{SockId, Stack};
 
 pub use smoltcp::time::{Duration, Instant};

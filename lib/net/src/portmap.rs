@@ -36,13 +36,44 @@ struct Entry {
     holders: u32,
 }
 
+/// Who holds a port: the question routing asks, of the kernel's [`PortMap`] or of the copy a
+/// network server reads ([`crate::server::PortTable`]).
+pub trait Owners {
+    /// The instance holding `port`.
+    fn owner(&self, proto: Proto, port: u16) -> Option<StackId>;
+}
+
+/// Where a [`PortMap`] copies every change of owner (the table a network server maps
+/// read-only, LibrettOS §3.2: the portmap lives outside the server).
+pub trait PortMirror: Sync {
+    /// `port` is now held by `owner` (0: by nobody).
+    fn set(&self, proto: Proto, port: u16, owner: StackId);
+}
+
 /// Every held port, by protocol.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PortMap {
     /// Held ports by (protocol, port).
     ports: BTreeMap<(Proto, u16), Entry>,
     /// Where the next search for an ephemeral port starts, per protocol.
     next: [u16; 3],
+    /// Where owner changes are copied, once a network server asked for the map.
+    mirror: Option<&'static dyn PortMirror>,
+}
+
+impl core::fmt::Debug for PortMap {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PortMap")
+            .field("ports", &self.ports)
+            .field("mirrored", &self.mirror.is_some())
+            .finish()
+    }
+}
+
+impl Owners for PortMap {
+    fn owner(&self, proto: Proto, port: u16) -> Option<StackId> {
+        PortMap::owner(self, proto, port)
+    }
 }
 
 impl PortMap {
@@ -51,6 +82,22 @@ impl PortMap {
         PortMap {
             ports: BTreeMap::new(),
             next: [*EPHEMERAL.start(); 3],
+            mirror: None,
+        }
+    }
+
+    /// From now on, copies every change of owner to `mirror`, starting with the ports held now.
+    pub fn mirror_to(&mut self, mirror: &'static dyn PortMirror) {
+        for (&(proto, port), e) in &self.ports {
+            mirror.set(proto, port, e.owner);
+        }
+        self.mirror = Some(mirror);
+    }
+
+    /// Copies a change of `port`'s owner to the mirror.
+    fn mirrored(&self, proto: Proto, port: u16, owner: StackId) {
+        if let Some(m) = self.mirror {
+            m.set(proto, port, owner);
         }
     }
 
@@ -69,6 +116,7 @@ impl PortMap {
             None => {
                 self.ports
                     .insert((proto, port), Entry { owner, holders: 1 });
+                self.mirrored(proto, port, owner);
                 Ok(())
             }
         }
@@ -84,6 +132,7 @@ impl PortMap {
             let port = lo + ((u32::from(start - lo) + i) % span) as u16;
             if let btree_map::Entry::Vacant(v) = self.ports.entry((proto, port)) {
                 v.insert(Entry { owner, holders: 1 });
+                self.mirrored(proto, port, owner);
                 self.next[slot] = if port == hi { lo } else { port + 1 };
                 return Ok(port);
             }
@@ -98,6 +147,7 @@ impl PortMap {
                 e.holders -= 1;
                 if e.holders == 0 {
                     self.ports.remove(&(proto, port));
+                    self.mirrored(proto, port, 0);
                 }
             }
         }

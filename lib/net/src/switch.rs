@@ -3,7 +3,7 @@
 //! Every instance owns the same addresses (127.0.0.1 and the machine's address on its NIC), so
 //! the switch is every instance's one neighbour: it answers all their ARP requests itself with
 //! [`SWITCH_MAC`] (proxy ARP) and routes IPv4 by destination: to a local address, by the TCP
-//! or UDP destination port through the [`PortMap`]; ICMP to a local address (echo requests)
+//! or UDP destination port through the port map ([`Owners`]); ICMP to a local address (echo requests)
 //! and ports nobody holds go to the rejecting instance, whose stack answers as a host without
 //! that service does (TCP RST, ping replies); anything else leaves through the NIC, readdressed
 //! from the NIC's MAC to the gateway's ([`outbound`]). Frames arriving on the NIC go the same
@@ -11,7 +11,7 @@
 //! MAC and learns the gateway's. Frames are checked before they are read: a malformed one is
 //! dropped, never trusted.
 
-use crate::portmap::{PortMap, Proto, StackId};
+use crate::portmap::{Owners, Proto, StackId};
 use crate::SWITCH_MAC;
 use alloc::vec::Vec;
 use smoltcp::wire::{
@@ -45,7 +45,11 @@ pub enum Dropped {
 }
 
 /// Where `frame` goes; `local` tells the machine's own addresses.
-pub fn route(frame: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool) -> Route {
+pub fn route(
+    frame: &[u8],
+    ports: &(impl Owners + ?Sized),
+    local: impl Fn(Ipv4Address) -> bool,
+) -> Route {
     let Ok(eth) = EthernetFrame::new_checked(frame) else {
         return Route::Drop(Dropped::Malformed);
     };
@@ -66,19 +70,19 @@ pub fn announce(addr: Ipv4Address, to: EthernetAddress) -> Vec<u8> {
 }
 
 /// The fields of an Ethernet/IPv4 ARP packet the switch reads.
-struct Arp {
+pub(crate) struct Arp {
     /// Request or reply.
-    operation: ArpOperation,
+    pub(crate) operation: ArpOperation,
     /// The sender's MAC.
-    sender_mac: EthernetAddress,
+    pub(crate) sender_mac: EthernetAddress,
     /// The sender's address.
-    sender: Ipv4Address,
+    pub(crate) sender: Ipv4Address,
     /// The address asked about.
-    target: Ipv4Address,
+    pub(crate) target: Ipv4Address,
 }
 
 /// Parses the ARP packet in `eth`: `Malformed` if it does not parse.
-fn parse_arp(eth: &EthernetFrame<&[u8]>) -> Result<Arp, Dropped> {
+pub(crate) fn parse_arp(eth: &EthernetFrame<&[u8]>) -> Result<Arp, Dropped> {
     let packet = ArpPacket::new_checked(eth.payload()).map_err(|_| Dropped::Malformed)?;
     match ArpRepr::parse(&packet).map_err(|_| Dropped::Malformed)? {
         ArpRepr::EthernetIpv4 {
@@ -183,7 +187,7 @@ pub enum Inbound {
 /// are answered; ARP from the gateway tells its MAC; everything else is dropped.
 pub fn inbound(
     frame: &[u8],
-    ports: &PortMap,
+    ports: &(impl Owners + ?Sized),
     me: Ipv4Address,
     nic_mac: EthernetAddress,
     gateway: Ipv4Address,
@@ -227,7 +231,11 @@ pub fn outbound(frame: &mut [u8], nic_mac: EthernetAddress, gateway_mac: Etherne
 }
 
 /// An IPv4 packet to a local address goes by port; others go out.
-fn ipv4(payload: &[u8], ports: &PortMap, local: impl Fn(Ipv4Address) -> bool) -> Route {
+fn ipv4(
+    payload: &[u8],
+    ports: &(impl Owners + ?Sized),
+    local: impl Fn(Ipv4Address) -> bool,
+) -> Route {
     let Ok(ip) = Ipv4Packet::new_checked(payload) else {
         return Route::Drop(Dropped::Malformed);
     };
@@ -273,6 +281,7 @@ pub fn readdress(frame: &mut [u8], dst: EthernetAddress) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PortMap;
     use smoltcp::phy::ChecksumCapabilities;
     use smoltcp::wire::{IpAddress, Ipv4Repr, TcpControl, TcpRepr, TcpSeqNumber};
 
