@@ -115,6 +115,15 @@ impl SharedFrame {
         };
     }
 
+    /// The frame as the 64-bit words other parties share with the kernel (a network server's
+    /// rings, `net::server`).
+    pub fn words(&self) -> &[AtomicU64; 512] {
+        // SAFETY: as for `channel`: the frame is a page of RAM the kernel holds a share of
+        // while `self` lives, page-aligned in the direct map; atomics are valid for every bit
+        // pattern and made to be written by other parties at the same time.
+        unsafe { &*(self.address() as *const [AtomicU64; 512]) }
+    }
+
     /// The frame as the channel it holds.
     fn channel(&self) -> &PageChannel {
         // SAFETY: the frame is RAM the kernel holds a share of while `self` lives, mapped in

@@ -14,6 +14,9 @@ use crate::deps;
 use crate::tests::{expect, Case, Step, LIMIT};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long the host waits for the guest's side of one transfer.
@@ -101,6 +104,155 @@ fn serve_to_guest(_: u16) -> Result<Option<String>, String> {
     Ok(Some(format!("{port}\r")))
 }
 
+/// Copies of the payload in the large file of `net-server-*` (25 busyboxes: about 50 MB).
+const BIG_COPIES: usize = 25;
+/// Bytes the host reads of the large file before each of the guest's disruptions.
+const BIG_STAGE: usize = 10 << 20;
+
+/// The host's reader of the large file, between steps: it reads up to the byte count the
+/// gate gives it, then says how far it got.
+struct BigFetch {
+    /// Lets the reader go on to this many bytes (`usize::MAX`: to the end).
+    gate: SyncSender<usize>,
+    /// How far it got each time it stopped.
+    progress: Receiver<Result<usize, String>>,
+    /// The reader: the whole response.
+    thread: JoinHandle<Result<Vec<u8>, String>>,
+}
+
+/// The reader of the running `net-server-*` case.
+static BIG: Mutex<Option<BigFetch>> = Mutex::new(None);
+
+/// Host side: starts fetching `/big` through the forwarded `port` and reads its first
+/// [`BIG_STAGE`] bytes, then stops reading (the guest's sender stalls on a full window) and
+/// tells the guest to go on.
+fn big_start(port: u16) -> Result<Option<String>, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .map_err(|e| format!("connect to the forwarded port {port}: {e}"))?;
+    s.set_read_timeout(Some(TRANSFER_LIMIT))
+        .map_err(|e| e.to_string())?;
+    s.write_all(b"GET /big HTTP/1.0\r\nHost: reef\r\n\r\n")
+        .map_err(|e| format!("send the request: {e}"))?;
+    let (gate, open) = sync_channel::<usize>(1);
+    let (tell, progress) = sync_channel(1);
+    let thread = std::thread::spawn(move || {
+        let mut raw = Vec::new();
+        let mut buf = vec![0; 1 << 16];
+        while let Ok(limit) = open.recv() {
+            while raw.len() < limit {
+                match s.read(&mut buf) {
+                    Ok(0) => {
+                        let _ = tell.send(Ok(raw.len()));
+                        return Ok(raw);
+                    }
+                    Ok(n) => raw.extend_from_slice(&buf[..n]),
+                    Err(e) => {
+                        let why = format!("read the response ({} bytes so far): {e}", raw.len());
+                        let _ = tell.send(Err(why.clone()));
+                        return Err(why);
+                    }
+                }
+            }
+            let _ = tell.send(Ok(raw.len()));
+        }
+        Ok(raw)
+    });
+    *BIG.lock().map_err(|_| "poisoned")? = Some(BigFetch {
+        gate,
+        progress,
+        thread,
+    });
+    big_advance(BIG_STAGE)
+}
+
+/// Lets the reader go on to `to` bytes and waits until it got there; tells the guest to go on.
+fn big_advance(to: usize) -> Result<Option<String>, String> {
+    let guard = BIG.lock().map_err(|_| "poisoned")?;
+    let big = guard.as_ref().ok_or("no transfer started")?;
+    big.gate.send(to).map_err(|_| "the reader ended early")?;
+    let got = big
+        .progress
+        .recv_timeout(TRANSFER_LIMIT)
+        .map_err(|_| format!("the transfer did not reach {to} bytes in time"))??;
+    println!("  host: {got} bytes of /big received");
+    Ok(Some("go\r".into()))
+}
+
+/// Host side: after the guest's restart of the network server.
+fn big_second(_: u16) -> Result<Option<String>, String> {
+    big_advance(2 * BIG_STAGE)
+}
+
+/// Host side: after the guest's move of httpd's instance to the kernel's switch.
+fn big_third(_: u16) -> Result<Option<String>, String> {
+    big_advance(3 * BIG_STAGE)
+}
+
+/// Host side: after the move back to the server: reads to the end and compares with
+/// [`BIG_COPIES`] busyboxes.
+fn big_finish(_: u16) -> Result<Option<String>, String> {
+    let big = BIG
+        .lock()
+        .map_err(|_| "poisoned")?
+        .take()
+        .ok_or("no transfer started")?;
+    big.gate
+        .send(usize::MAX)
+        .map_err(|_| "the reader ended early")?;
+    let raw = big.thread.join().map_err(|_| "the reader panicked")??;
+    let (status, body) = parse_response(&raw)?;
+    if !status.contains(" 200") {
+        return Err(format!("the guest's httpd answered '{status}'"));
+    }
+    let one = payload()?;
+    let want_len = one.len() * BIG_COPIES;
+    if body.len() != want_len || body.chunks(one.len()).any(|c| c != one.as_slice()) {
+        return Err(format!(
+            "the host got {} bytes of /big, not {want_len} bytes of {BIG_COPIES} busyboxes",
+            body.len()
+        ));
+    }
+    println!("  host: /big complete, {} bytes, identical", body.len());
+    Ok(Some("done\r".into()))
+}
+
+/// `net-server-*`'s check: the server was restarted, every instance of the guest's programs
+/// was in server mode at the end, and no frame of theirs was refused as spoofed.
+fn check_server(log: &str) -> Result<(), String> {
+    let started = log.matches("netd: serving on core").count();
+    if started < 2 {
+        return Err(format!(
+            "netd attached {started} times, not twice (started, restarted)"
+        ));
+    }
+    expect(log, " spoofed 0 ")?;
+    // `netctl list` after the move to the kernel's switch, and at the end: httpd's instance
+    // (the one holding port 80) in each mode.
+    let between = |from: &str, to: &str| -> Result<String, String> {
+        let start = log.find(from).ok_or(format!("no {from}"))?;
+        let end = log[start..]
+            .find(to)
+            .ok_or(format!("no {to} after {from}"))?;
+        Ok(log[start..start + end].to_string())
+    };
+    let holds_80 = |part: &str, mode: &str| {
+        part.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 5 && w[1].starts_with(mode) && w[3].split(',').any(|p| p == "tcp/80")
+        })
+    };
+    if !holds_80(
+        &between("NET-SERVER-RESTARTED", "NET-SWITCHED-KERNEL")?,
+        "kernel",
+    ) {
+        return Err("httpd's instance is not listed in kernel mode after `netctl kernel`".into());
+    }
+    if !holds_80(&between("NET-LOOP-SAME", "NET-SERVER-DONE")?, "server/") {
+        return Err("httpd's instance is not listed in server mode at the end".into());
+    }
+    expect(log, "NET-SERVER-DONE")
+}
+
 /// The cases: one core and one node, and four cores on two nodes.
 pub fn cases() -> Result<Vec<Case>, String> {
     let guest = concat!(
@@ -135,5 +287,49 @@ pub fn cases() -> Result<Vec<Case>, String> {
             debian: false,
         });
     }
+    // Server mode (LibrettOS §3.2): netd owns the NIC; httpd's instance goes through it. The
+    // large transfer goes on across a kill -9 of the server (the fleet restarts it) and a
+    // move of httpd's instance to the kernel's switch and back.
+    let guest = concat!(
+        "fleet start net --restart --cores 1 /bin/netd && netctl wait 30 && ",
+        "for i in $(seq 25); do cat /bin/busybox; done > /tmp/big && ",
+        "httpd -p 80 -h /tmp && echo NET-SERVER-UP; ",
+        "read go; old=$(pidof netd); kill -9 $old; ",
+        "while [ \"$(pidof netd)\" = \"$old\" ] || [ -z \"$(pidof netd)\" ]; do sleep 0.1; done; ",
+        "netctl wait 30 && echo NET-SERVER-RESTARTED; ",
+        "read go; for p in $(pidof httpd); do netctl kernel $p; done; netctl list; ",
+        "echo NET-SWITCHED-KERNEL; ",
+        "read go; for p in $(pidof httpd); do netctl server $p; done; ",
+        "echo NET-SWITCHED-SERVER; ",
+        "read done; ping -c 1 10.0.2.2 && wget -q -O /tmp/got http://127.0.0.1/big ",
+        "&& cmp /tmp/got /tmp/big && echo NET-LOOP-SAME; ",
+        "netctl list; echo NET-SERVER-DONE"
+    );
+    let words = ["init=/bin/busybox", "sh", "-c", guest];
+    cases.push(Case {
+        name: "net-server-4c2n".into(),
+        cores: 4,
+        nodes: 2,
+        memory_mib: 1024,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| check_server(&o.log)),
+        script: vec![
+            Step::Expect("NET-SERVER-UP"),
+            Step::Host(big_start),
+            Step::Expect("NET-SERVER-RESTARTED"),
+            Step::Host(big_second),
+            Step::Expect("NET-SWITCHED-KERNEL"),
+            Step::Host(big_third),
+            Step::Expect("NET-SWITCHED-SERVER"),
+            Step::Host(big_finish),
+            Step::Expect("NET-LOOP-SAME"),
+            Step::Expect("NET-SERVER-DONE"),
+        ],
+        explain: None,
+        forwards: vec![(free_port()?, 80)],
+        debian: false,
+    });
     Ok(cases)
 }

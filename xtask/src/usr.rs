@@ -11,6 +11,8 @@
 //! | `/bin/fleet` (0755) | the fleet manager (`usr/fleet.c`, [`SYSTEM`]) |
 //! | `/bin/hared` (0755) | Hare's file server, a fleet member (`usr/hared.c` with lib/hare, [`SYSTEM`]) |
 //! | `/bin/corectl` (0755) | core management: list, stop and start cores (`usr/corectl.c`, [`SYSTEM`]) |
+//! | `/bin/netd` (0755) | the network server, a fleet member (`usr/netd.c` with lib/net, [`SYSTEM`]) |
+//! | `/bin/netctl` (0755) | network modes of stack instances (`usr/netctl.c`, [`SYSTEM`]) |
 //! | `/dev`, `/proc`, `/etc`, `/root`, `/test`, `/test/sh` (0755), `/tmp` (01777) | directories |
 //! | `/etc/passwd`, `/etc/group` (0644) | root only |
 //! | `/test/<name>` (0755) | the test programs |
@@ -30,8 +32,8 @@ pub struct Program {
     pub source: &'static str,
     /// Linked as a static PIE (ET_DYN, loaded at a bias) instead of a fixed-address executable.
     pub pie: bool,
-    /// Linked with lib/hare's C ABI, the static library [`HARE_LIB`] builds (`usr/hare.h`).
-    pub hare: bool,
+    /// Linked with a library crate's C ABI ([`HARE_LIB`], [`NET_LIB`]).
+    pub lib: Option<&'static RustLib>,
 }
 
 /// Every test program, in the order they go into `/test`.
@@ -40,235 +42,235 @@ pub const PROGRAMS: &[Program] = &[
         name: "hello",
         source: "hello.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "args",
         source: "args.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "args-pie",
         source: "args.c",
         pie: true,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "filemap",
         source: "filemap.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "locks",
         source: "locks.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "creds",
         source: "creds.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "jobs",
         source: "jobs.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "tasks",
         source: "tasks.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "eventfd",
         source: "eventfd.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "timers",
         source: "timers.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "sched",
         source: "sched.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "mappings",
         source: "mappings.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fifo",
         source: "fifo.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "sigqueue",
         source: "sigqueue.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "threads",
         source: "threads.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "forkexec",
         source: "forkexec.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "mman",
         source: "mman.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "shootdown",
         source: "shootdown.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "cow",
         source: "cow.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "execmap",
         source: "execmap.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "layout",
         source: "layout.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "signals",
         source: "signals.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "msgring",
         source: "msgring.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "twotier",
         source: "twotier.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "names",
         source: "names.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "mailbox",
         source: "mailbox.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "spawnloop",
         source: "spawnloop.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fsshare",
         source: "fsshare.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "pipes",
         source: "pipes.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "compat",
         source: "compat.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "net",
         source: "net.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "epoll",
         source: "epoll.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fileio",
         source: "fileio.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "devproc",
         source: "devproc.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "robust",
         source: "robust.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fleets",
         source: "fleets.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "corestop",
         source: "corestop.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "haretest",
         source: "haretest.c",
         pie: false,
-        hare: true,
+        lib: Some(&HARE_LIB),
     },
     Program {
         name: "haremount",
         source: "haremount.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
 ];
 
@@ -280,68 +282,99 @@ pub const TOOLS: &[Program] = &[
         name: "uperf",
         source: "uperf.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fsbench",
         source: "fsbench.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fuzz",
         source: "fuzz.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fleetecho",
         source: "fleetecho.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "onhare",
         source: "onhare.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "fsload",
         source: "fsload.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
 ];
 
 /// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the
 /// kernel trusts to bind cores to fleets (kernel `fleet.rs`), Hare's file server, a fleet
 /// member (`fleet start hare --cores LIST /bin/hared LIST`), and `corectl`, which lists, stops
-/// and starts cores (kernel `corectl.rs`).
+/// and starts cores (kernel `corectl.rs`), the network server `netd` (`fleet start net
+/// --cores C /bin/netd`) and `netctl`, which moves stack instances between it and the kernel's
+/// switch.
 pub const SYSTEM: &[Program] = &[
     Program {
         name: "fleet",
         source: "fleet.c",
         pie: false,
-        hare: false,
+        lib: None,
     },
     Program {
         name: "hared",
         source: "hared.c",
         pie: false,
-        hare: true,
+        lib: Some(&HARE_LIB),
     },
     Program {
         name: "corectl",
         source: "corectl.c",
         pie: false,
-        hare: false,
+        lib: None,
+    },
+    Program {
+        name: "netd",
+        source: "netd.c",
+        pie: false,
+        lib: Some(&NET_LIB),
+    },
+    Program {
+        name: "netctl",
+        source: "netctl.c",
+        pie: false,
+        lib: None,
     },
 ];
 
-/// lib/hare behind a C ABI (`usr/hare/`, a crate of its own workspace), as the static
-/// library the programs with [`Program::hare`] link.
-pub const HARE_LIB: &str = "usr/hare/target/release/libhare_c.a";
+/// A library crate behind a C ABI: a crate of its own workspace in `usr/`, built as the static
+/// library the programs with [`Program::lib`] link.
+pub struct RustLib {
+    /// Its crate's directory.
+    pub dir: &'static str,
+    /// The static library cargo builds there.
+    pub archive: &'static str,
+}
+
+/// lib/hare behind a C ABI (`usr/hare/`, `usr/hare.h`).
+pub const HARE_LIB: RustLib = RustLib {
+    dir: "usr/hare",
+    archive: "usr/hare/target/release/libhare_c.a",
+};
+
+/// lib/net's network server behind a C ABI (`usr/netd/`, for `usr/netd.c`).
+pub const NET_LIB: RustLib = RustLib {
+    dir: "usr/netd",
+    archive: "usr/netd/target/release/libnetd_c.a",
+};
 
 /// The shared headers in `usr/` (a change rebuilds every program).
 const HEADERS: &[&str] = &[
@@ -506,7 +539,15 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     let out = out_dir();
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let tool = std::env::current_exe().ok();
-    let hare_lib = build_hare_lib()?;
+    let mut libs: Vec<(&str, PathBuf)> = Vec::new();
+    for lib in [&HARE_LIB, &NET_LIB] {
+        libs.push((lib.dir, build_lib(lib)?));
+    }
+    let archive = |p: &Program| {
+        p.lib
+            .and_then(|l| libs.iter().find(|(dir, _)| *dir == l.dir))
+            .map(|(_, path)| path.clone())
+    };
     let mut built = Vec::new();
     let mut musl = None;
     for p in PROGRAMS.iter().chain(TOOLS).chain(SYSTEM) {
@@ -518,9 +559,7 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
         let mut inputs = vec![source.clone()];
         inputs.extend(HEADERS.iter().map(|h| src.join(h)));
         inputs.extend(tool.clone());
-        if p.hare {
-            inputs.push(hare_lib.clone());
-        }
+        inputs.extend(archive(p));
         if stale(&target, &inputs) {
             eprintln!("xtask: building usr/{} -> out/usr/{}", p.source, p.name);
             // A name of its own, as other xtask processes may build at the same time.
@@ -554,8 +593,8 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
             } else {
                 cc.args(["-static", "-no-pie"]).arg(&relative);
             }
-            if p.hare {
-                cc.arg(&hare_lib);
+            if let Some(lib) = archive(p) {
+                cc.arg(lib);
             }
             let status = cc
                 .status()
@@ -573,12 +612,12 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
     Ok(built)
 }
 
-/// Builds [`HARE_LIB`] (cargo decides whether anything changed); its path.
-fn build_hare_lib() -> Result<PathBuf, String> {
+/// Builds `lib` (cargo decides whether anything changed); its archive's path.
+fn build_lib(lib: &RustLib) -> Result<PathBuf, String> {
     let root = build::root();
-    build::cargo_release(&root.join("usr/hare"))
-        .map_err(|e| format!("lib/hare's C ABI (usr/hare): {e}"))?;
-    Ok(root.join(HARE_LIB))
+    build::cargo_release(&root.join(lib.dir))
+        .map_err(|e| format!("the C ABI crate {}: {e}", lib.dir))?;
+    Ok(root.join(lib.archive))
 }
 
 /// A file of the shell suite: its name in `usr/sh/` and `/test/sh/`, and its bytes.

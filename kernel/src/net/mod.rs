@@ -26,6 +26,7 @@
 //! instance's lock. Nothing holds two instances' locks; waiting happens with no lock held.
 
 pub mod nic;
+pub mod server;
 pub mod socket;
 
 use crate::fd::POLL_WAKE;
@@ -35,7 +36,7 @@ use abi::Errno;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use net::switch::{self, Inbound, Route};
 use net::{EthernetAddress, Instant, Ipv4Address, Ipv4Cidr, PortMap, Stack, StackId};
 
@@ -56,6 +57,18 @@ pub struct Instance {
     /// Threads waiting for one of its sockets to change; woken after every poll that changed
     /// something.
     waiters: WaitQueue,
+    /// Its slot in the network server's region while it is in server mode (0: its frames go
+    /// through the kernel's switch; [`server`]).
+    slot: AtomicUsize,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let s = *self.slot.get_mut();
+        if s != 0 {
+            server::release(s);
+        }
+    }
 }
 
 /// Every instance by number (the rejecting one is 0).
@@ -156,8 +169,15 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
         id,
         stack: IrqMutex::new(stack),
         waiters: WaitQueue::new(),
+        slot: AtomicUsize::new(0),
     });
     reg.stacks.insert(id, inst.clone());
+    drop(reg);
+    // While a network server is attached, an application's instance starts in server mode
+    // (the rejecting one stays with the kernel); with no slot free it stays with the kernel.
+    if id != 0 && server::serving() {
+        let _ = server::join(&inst);
+    }
     Ok(inst)
 }
 
@@ -269,15 +289,31 @@ fn pump_all(mut work: VecDeque<Arc<Instance>>) {
     }
 }
 
-/// Carries one frame `from` sent: returns the instance that got it.
+/// Carries one frame `from` sent: returns the instance that got it. An instance in server mode
+/// sends every frame to the network server; the kernel's switch sends the server what is for
+/// outside or for an instance in server mode while one is attached.
 fn forward(from: &Arc<Instance>, frame: Vec<u8>) -> Option<Arc<Instance>> {
-    let route = switch::route(&frame, &PORTS.lock(), is_local);
+    if server::sent(from, &frame) {
+        return None;
+    }
+    let route = switch::route(&frame, &*PORTS.lock(), is_local);
     let (to, reject) = match route {
-        Route::Stack(id) => (lookup(id)?, false),
+        Route::Stack(id) => {
+            let to = lookup(id)?;
+            if server::slot_of(&to) != 0 && server::serving() {
+                server::from_switch(&frame);
+                return None;
+            }
+            (to, false)
+        }
         Route::Reject => (rejecter()?, true),
         Route::Reply(answer) => {
             from.stack.lock().deliver(answer);
             return Some(from.clone());
+        }
+        Route::Outside if server::serving() => {
+            server::from_switch(&frame);
+            return None;
         }
         Route::Outside => {
             to_nic(frame);
@@ -335,6 +371,20 @@ fn to_nic(mut frame: Vec<u8>) {
     }
 }
 
+/// Sends a frame the network server put in the NIC's ring, as it is.
+fn nic_send(frame: &[u8]) {
+    let mut guard = nic::NIC.lock();
+    let Some(n) = guard.as_mut() else {
+        DROPPED_OUTSIDE.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    if n.send(frame) {
+        NIC_SENT.fetch_add(1, Ordering::Relaxed);
+    } else {
+        DROPPED_FULL.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Most frames taken from the NIC in one call (its receive queue's size).
 const NIC_BATCH: usize = 64;
 
@@ -353,7 +403,12 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
             (frame, n.mac)
         };
         NIC_RECEIVED.fetch_add(1, Ordering::Relaxed);
-        let decision = switch::inbound(&frame, &PORTS.lock(), ADDRESS.address(), mac, GATEWAY);
+        if server::serving() {
+            // The NIC is the network server's.
+            server::nic_received(&frame);
+            continue;
+        }
+        let decision = switch::inbound(&frame, &*PORTS.lock(), ADDRESS.address(), mac, GATEWAY);
         let (to, reject) = match decision {
             Inbound::To(Route::Stack(id)) => (lookup(id), false),
             Inbound::To(Route::Reject) => (rejecter(), true),
@@ -437,7 +492,7 @@ pub fn report() -> alloc::string::String {
     use core::fmt::Write;
     let mut out = alloc::string::String::new();
     let all: Vec<Arc<Instance>> = REGISTRY.lock().stacks.values().cloned().collect();
-    let _ = writeln!(out, "instance sockets ports rx_dropped");
+    let _ = writeln!(out, "instance mode sockets ports rx_dropped");
     for inst in &all {
         let (socks, dropped) = inst.peek(|s| (s.open_sockets(), s.rx_dropped));
         let ports: Vec<alloc::string::String> = PORTS
@@ -457,7 +512,11 @@ pub fn report() -> alloc::string::String {
         } else {
             ports.join(",")
         };
-        let _ = writeln!(out, "{} {socks} {ports} {dropped}", inst.id);
+        let mode = match server::slot_of(inst) {
+            0 => alloc::string::String::from("kernel"),
+            s => alloc::format!("server/{s}"),
+        };
+        let _ = writeln!(out, "{} {mode} {socks} {ports} {dropped}", inst.id);
     }
     match nic::NIC.lock().as_ref() {
         Some(n) => {
@@ -488,5 +547,6 @@ pub fn report() -> alloc::string::String {
         DROPPED_UNROUTED.load(Ordering::Relaxed),
         DROPPED_FULL.load(Ordering::Relaxed)
     );
+    server::report(&mut out);
     out
 }

@@ -800,6 +800,7 @@ fn exit_process(p: &Arc<Process>) {
         crate::names::process_gone(p.pid);
         crate::fs::hare::process_gone(p.pid);
     }
+    crate::net::server::process_gone(p.pid);
     if p.pid == 1 {
         crate::init_exited(status);
     }

@@ -276,6 +276,8 @@ fn handler(nr: usize) -> Option<Handler> {
         REEF_FLEET_BIND => msg::fleet_bind,
         REEF_CORE_INFO => misc::reef_core_info,
         REEF_CORE_CTL => misc::reef_core_ctl,
+        REEF_NETD => socket::reef_netd,
+        REEF_NET_MODE => socket::reef_net_mode,
         _ => return None,
     })
 }

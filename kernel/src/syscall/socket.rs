@@ -641,3 +641,62 @@ pub fn socketpair(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     };
     install_pair(me, [open(x), open(y)], cloexec, a[3])
 }
+
+/// `reef_netd(op, arg)`: the network server's calls (`net::server`). `REEF_NETD_ATTACH`
+/// writes `{ u64 region, region_pages, ports, port_pages; }` to `arg` (`EPERM` unless a
+/// member of `fleet/net`, `EBUSY`, `ENOMEM`, `EFAULT`: the mappings are undone);
+/// `REEF_NETD_KICK` takes what the server put in the rings of mask `arg` (`EPERM` unless the
+/// attached server, `EINVAL`). `EINVAL` for another `op`.
+pub fn reef_netd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let p = &me.process;
+    match a[0] {
+        abi::reef::REEF_NETD_ATTACH => {
+            let (region, ports) = crate::net::server::attach(p)?;
+            let info = [
+                region,
+                net::server::REGION_PAGES as u64,
+                ports,
+                net::server::PORT_PAGES as u64,
+            ];
+            let mut bytes = [0u8; 32];
+            for (chunk, v) in bytes.chunks_mut(8).zip(info) {
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+            if let Err(e) = uaccess::copy_to_user(a[1], &bytes) {
+                crate::net::server::process_gone(p.pid);
+                let vm = p.vm();
+                let _ = vm.unmap(
+                    region,
+                    net::server::REGION_PAGES as u64 * crate::vm::PAGE_SIZE,
+                );
+                let _ = vm.unmap(ports, net::server::PORT_PAGES as u64 * crate::vm::PAGE_SIZE);
+                return Err(e);
+            }
+            Ok(0)
+        }
+        abi::reef::REEF_NETD_KICK => {
+            crate::net::server::kick(p.pid, a[1])?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// `reef_net_mode(pid, mode)`: `netctl server|kernel PID` (`net::server::set_mode`). `EPERM`
+/// unless root, `ESRCH`, `EINVAL` (mode), `ENODEV` (no network server), `ENOSPC` (no free
+/// slot).
+pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    super::cred::privileged(me)?;
+    let server = match a[1] {
+        abi::reef::REEF_NET_SERVER => true,
+        abi::reef::REEF_NET_KERNEL => false,
+        _ => return Err(Errno::EINVAL),
+    };
+    let pid = u32::try_from(a[0]).map_err(|_| Errno::ESRCH)?;
+    let e = crate::proc::lookup(pid).ok_or(Errno::ESRCH)?;
+    if !matches!(e.life, crate::proc::table::Life::Alive) {
+        return Err(Errno::ESRCH);
+    }
+    crate::net::server::set_mode(&e.process, server)?;
+    Ok(0)
+}

@@ -50,8 +50,25 @@ pub const REEF_CORE_INFO: usize = REEF_BASE + 12;
 /// `reef_core_ctl(op, core)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`]) core
 /// `core`, returning once it is stopped or online.
 pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
+/// `reef_netd(op, arg)`: the network server's calls (LibrettOS §3.2): [`REEF_NETD_ATTACH`]
+/// (`arg`: where to write `struct { u64 region, region_pages, ports, port_pages; }`) and
+/// [`REEF_NETD_KICK`] (`arg`: a mask of the rings whose kernel side to wake).
+pub const REEF_NETD: usize = REEF_BASE + 14;
+/// `reef_net_mode(pid, mode)`: moves process `pid`'s stack instance to the network server
+/// ([`REEF_NET_SERVER`]) or to the kernel's switch ([`REEF_NET_KERNEL`]); root only.
+pub const REEF_NET_MODE: usize = REEF_BASE + 15;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_CORE_CTL;
+pub const REEF_LAST: usize = REEF_NET_MODE;
+
+/// `reef_netd`'s `op`: the caller, a member of `fleet/net`, becomes the network server and
+/// gets the shared region and the port table mapped.
+pub const REEF_NETD_ATTACH: u64 = 0;
+/// `reef_netd`'s `op`: the server put frames in the rings of `arg`'s bits.
+pub const REEF_NETD_KICK: u64 = 1;
+/// `reef_net_mode`'s `mode`: the kernel's switch.
+pub const REEF_NET_KERNEL: u64 = 0;
+/// `reef_net_mode`'s `mode`: the network server.
+pub const REEF_NET_SERVER: u64 = 1;
 
 /// `reef_core_ctl`'s `op`: stop the core (its threads that may run elsewhere move; those that
 /// may run only there wait for it).

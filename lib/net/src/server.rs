@@ -52,6 +52,9 @@ const W_NIC_MAC: usize = 2;
 const W_ADDRESS: usize = 3;
 /// Control word: the gateway's address.
 const W_GATEWAY: usize = 4;
+/// Control word: the gateway's MAC once known (as [`W_NIC_MAC`]), written by the kernel when
+/// it knew it first and by the server when it learns it, so a restarted server need not ask.
+const W_GATEWAY_MAC: usize = 5;
 /// Control word: the server's wake-up word (its low 32 bits are a futex): the kernel adds one
 /// and wakes it after a frame found a ring of the server's asleep.
 pub const W_EVENTS: usize = 8;
@@ -152,12 +155,7 @@ impl<'a, P: Pages + ?Sized> Control<'a, P> {
     /// The kernel, once: writes the layout's marks and the machine's addresses, and empties
     /// every ring.
     pub fn init(&self, nic: Option<EthernetAddress>, address: Ipv4Address, gateway: Ipv4Address) {
-        let mac = nic.map_or(0, |m| {
-            let mut b = [0u8; 8];
-            b[..6].copy_from_slice(&m.0);
-            u64::from_le_bytes(b) | 1 << 63
-        });
-        self.set(W_NIC_MAC, mac);
+        self.set_mac(W_NIC_MAC, nic);
         self.set(W_ADDRESS, u64::from(u32::from(address)));
         self.set(W_GATEWAY, u64::from(u32::from(gateway)));
         for s in 0..=SLOTS {
@@ -168,11 +166,36 @@ impl<'a, P: Pages + ?Sized> Control<'a, P> {
         self.set(W_MAGIC, MAGIC);
     }
 
-    /// The NIC's MAC, if the machine has one.
-    pub fn nic_mac(&self) -> Option<EthernetAddress> {
-        let w = self.get(W_NIC_MAC);
+    /// The MAC in word `i` (bit 63: present).
+    fn mac(&self, i: usize) -> Option<EthernetAddress> {
+        let w = self.get(i);
         let b = w.to_le_bytes();
         (w >> 63 != 0).then(|| EthernetAddress([b[0], b[1], b[2], b[3], b[4], b[5]]))
+    }
+
+    /// Writes `mac` into word `i`.
+    fn set_mac(&self, i: usize, mac: Option<EthernetAddress>) {
+        let w = mac.map_or(0, |m| {
+            let mut b = [0u8; 8];
+            b[..6].copy_from_slice(&m.0);
+            u64::from_le_bytes(b) | 1 << 63
+        });
+        self.set(i, w);
+    }
+
+    /// The NIC's MAC, if the machine has one.
+    pub fn nic_mac(&self) -> Option<EthernetAddress> {
+        self.mac(W_NIC_MAC)
+    }
+
+    /// The gateway's MAC, if it is known.
+    pub fn gateway_mac(&self) -> Option<EthernetAddress> {
+        self.mac(W_GATEWAY_MAC)
+    }
+
+    /// The gateway is at `mac`.
+    pub fn set_gateway_mac(&self, mac: EthernetAddress) {
+        self.set_mac(W_GATEWAY_MAC, Some(mac));
     }
 
     /// The machine's address and its gateway's.
@@ -425,13 +448,24 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
             nic_mac: ctl.nic_mac(),
             address,
             gateway,
-            gateway_mac: None,
+            gateway_mac: ctl.gateway_mac(),
         })
     }
 
     /// The control page.
     pub fn control(&self) -> Control<'a, P> {
         Control::new(self.region)
+    }
+
+    /// Asks the gateway for its MAC unless it is known (a server that knows none drops the
+    /// frames for outside while it asks).
+    pub fn hello(&mut self) -> Step {
+        let mut step = Step::default();
+        if let (Some(nic), None) = (self.nic_mac, self.gateway_mac) {
+            let ask = switch::ask_gateway(nic, self.address, self.gateway);
+            self.put(NIC, &ask, &mut step);
+        }
+        step
     }
 
     /// The slot of instance `id` in server mode.
@@ -575,6 +609,14 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
         }
     }
 
+    /// The gateway is at `mac`: kept, and told to the control page for a server started later.
+    fn learn_gateway(&mut self, mac: EthernetAddress) {
+        if self.gateway_mac != Some(mac) {
+            self.gateway_mac = Some(mac);
+            self.control().set_gateway_mac(mac);
+        }
+    }
+
     /// Routes a frame the NIC received.
     fn route_received(&mut self, frame: &[u8], step: &mut Step) {
         let ctl = self.control();
@@ -593,12 +635,12 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
             }
             Inbound::To(_) | Inbound::Drop(Dropped::Unrouted) => ctl.count(Counter::Unrouted),
             Inbound::Answer { reply, gateway } => {
-                if gateway.is_some() {
-                    self.gateway_mac = gateway;
+                if let Some(mac) = gateway {
+                    self.learn_gateway(mac);
                 }
                 self.put(NIC, &reply, step);
             }
-            Inbound::Gateway(mac) => self.gateway_mac = Some(mac),
+            Inbound::Gateway(mac) => self.learn_gateway(mac),
         }
     }
 }

@@ -264,6 +264,13 @@ fn frames_from_the_nic_go_by_port_and_the_gateway_is_learned() {
     assert_eq!(m.counter(Counter::NoGateway), 1);
     let ask = m.wire.pop().expect("an ARP request on the wire");
     assert_eq!(&ask[12..14], &[0x08, 0x06]);
+    // A server started again asks at once (it knows no MAC yet).
+    m.server = Some(Server::attach(m.region, m.table).unwrap());
+    m.server.as_mut().unwrap().hello();
+    m.settle();
+    let ask = m.wire.pop().expect("the new server's ARP request");
+    assert_eq!(&ask[12..14], &[0x08, 0x06]);
+    assert_eq!(Control::new(m.region).gateway_mac(), None);
     // The gateway answers with a request of its own for the machine's address.
     let gw_mac = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
     let question = net::switch::ask_gateway(gw_mac, GW, ME);
@@ -271,6 +278,13 @@ fn frames_from_the_nic_go_by_port_and_the_gateway_is_learned() {
     m.settle();
     let answer = m.wire.pop().expect("the machine's ARP answer");
     assert_eq!(&answer[6..12], &NIC_MAC.0);
+    // Learned, and kept for the next server, which does not ask.
+    assert_eq!(Control::new(m.region).gateway_mac(), Some(gw_mac));
+    let sent = m.wire.len();
+    m.server = Some(Server::attach(m.region, m.table).unwrap());
+    m.server.as_mut().unwrap().hello();
+    m.settle();
+    assert_eq!(m.wire.len(), sent);
     // The retransmitted SYN now goes out to the gateway's MAC.
     m.now += net::Duration::from_millis(1500);
     m.settle();

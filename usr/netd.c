@@ -1,0 +1,71 @@
+/*
+ * netd: Reef's network server (LibrettOS §3.2, server mode). It owns the shared NIC and
+ * switches the frames of every stack instance in server mode, which reach it through rings in
+ * pages it shares with the kernel; it checks that each frame's source MAC, address and port
+ * belong to the instance that sent it (spoofed frames are dropped and counted) and routes by
+ * the port map, which the kernel alone writes and maps read-only here. The logic is
+ * lib/net's `server` (usr/netd/, a static library); this file attaches and serves.
+ *
+ * It runs as the fleet "net", a fos fleet of one bound to a core:
+ *
+ *   fleet start net [--restart] [--timeshare] --cores C /bin/netd
+ *
+ * Killed and started again (--restart), it maps the same region and goes on; connections
+ * survive (TCP retransmits what was lost). /proc/reef/net and `netctl list` show its counters.
+ * Exit status: 1 when it cannot attach (the message says why).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SYS_reef_netd 1038
+#define FUTEX_WAIT 0 /* <linux/futex.h>, which musl's headers lack */
+#define REEF_NETD_ATTACH 0
+#define REEF_NETD_KICK 1
+
+struct netd_attach {
+    uint64_t region, region_pages, ports, port_pages;
+};
+
+int netd_serve(const void *region, const void *ports, long (*kick)(unsigned mask),
+               long (*wait)(const uint32_t *word, uint32_t value));
+
+static long kick(unsigned mask)
+{
+    return syscall(SYS_reef_netd, (long)REEF_NETD_KICK, (long)mask);
+}
+
+static long wait_word(const uint32_t *word, uint32_t value)
+{
+    /* Not FUTEX_PRIVATE: the kernel wakes the word by its frame. */
+    return syscall(SYS_futex, word, FUTEX_WAIT, value, NULL, NULL, 0);
+}
+
+int main(void)
+{
+    struct netd_attach a;
+    if (syscall(SYS_reef_netd, (long)REEF_NETD_ATTACH, &a) != 0) {
+        int e = errno;
+        if (e == EPERM)
+            fprintf(stderr, "netd: not a member of fleet/net: start it with "
+                            "`fleet start net --cores CORE /bin/netd`\n");
+        else if (e == EBUSY)
+            fprintf(stderr, "netd: another network server is attached\n");
+        else
+            fprintf(stderr, "netd: cannot attach: %s\n", strerror(e));
+        return 1;
+    }
+    const char *core = getenv("FLEET_CORE");
+    fprintf(stderr, "netd: serving on core %s (%llu region pages, %llu port-table pages)\n",
+            core ? core : "?", (unsigned long long)a.region_pages,
+            (unsigned long long)a.port_pages);
+    int r = netd_serve((const void *)(uintptr_t)a.region, (const void *)(uintptr_t)a.ports,
+                       kick, wait_word);
+    fprintf(stderr, "netd: the kernel's region is not one this netd serves (%d)\n", r);
+    return 1;
+}

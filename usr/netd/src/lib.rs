@@ -1,0 +1,161 @@
+//! `lib/net`'s network server behind a C ABI, for `netd` (`usr/netd.c`), the process that owns
+//! the shared NIC in server mode (LibrettOS §3.2). The C side attaches (`reef_netd`), which
+//! maps the kernel's region and port table, and calls [`netd_serve`]; everything the server
+//! decides is `net::server::Server`'s, the code the host tests run.
+
+#![no_std]
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+extern crate alloc;
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ffi::{c_int, c_void};
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+use net::ring::Page;
+use net::server::{AttachError, Server, PORT_PAGES, REGION_PAGES};
+
+/// Frames taken from each ring per step.
+const BUDGET: usize = 32;
+/// Empty steps before the server marks its rings and sleeps: a frame that comes within that
+/// time costs the kernel no wake-up (UMP's receivers poll the same way).
+const SPINS: u32 = 2000;
+
+/// Serves the region at `region` and the port table at `ports`, as `reef_netd(ATTACH)` mapped
+/// them, until the process ends. `kick(mask)` asks the kernel to look at the rings of `mask`;
+/// `wait(word, value)` sleeps while the 32-bit word at `word` holds `value` (a futex wait).
+/// Returns only if the region is not one it can serve: -1 pages missing, -2 not a region,
+/// -3 another layout version.
+///
+/// # Safety
+/// `region` and `ports` must be the mappings `reef_netd(ATTACH)` made ([`REGION_PAGES`] and
+/// [`PORT_PAGES`] pages), kept for the rest of the process.
+#[no_mangle]
+pub unsafe extern "C" fn netd_serve(
+    region: *const Page,
+    ports: *const Page,
+    kick: extern "C" fn(u32) -> i64,
+    wait: extern "C" fn(*const u32, u32) -> i64,
+) -> c_int {
+    // SAFETY: the caller hands the kernel's mappings of that many pages, which stay for the
+    // process's life; a page is atomics, valid for any bytes and made to be shared.
+    let region: &'static [Page] = unsafe { core::slice::from_raw_parts(region, REGION_PAGES) };
+    // SAFETY: as above, for the port table (read-only: the server only loads from it).
+    let ports: &'static [Page] = unsafe { core::slice::from_raw_parts(ports, PORT_PAGES) };
+    let mut server = match Server::attach(region, ports) {
+        Ok(s) => s,
+        Err(AttachError::Short) => return -1,
+        Err(AttachError::Magic) => return -2,
+        Err(AttachError::Version) => return -3,
+    };
+    let Some(events) = server.control().events() else {
+        return -1;
+    };
+    let hello = server.hello();
+    if hello.kick != 0 {
+        kick(hello.kick);
+    }
+    let mut idle = 0;
+    loop {
+        let step = server.step(BUDGET);
+        if step.kick != 0 {
+            kick(step.kick);
+        }
+        if step.moved > 0 {
+            idle = 0;
+            continue;
+        }
+        idle += 1;
+        if idle < SPINS {
+            core::hint::spin_loop();
+            continue;
+        }
+        idle = 0;
+        let seen = events.load(Ordering::Acquire) as u32;
+        if server.may_sleep() {
+            // The word's low half (x86 is little-endian) is the futex.
+            wait(events.as_ptr().cast::<u32>(), seen);
+        }
+    }
+}
+
+extern "C" {
+    fn malloc(size: usize) -> *mut c_void;
+    fn aligned_alloc(align: usize, size: usize) -> *mut c_void;
+    fn free(p: *mut c_void);
+    fn write(fd: c_int, buf: *const c_void, n: usize) -> isize;
+    fn abort() -> !;
+}
+
+/// musl's allocator (the switch builds ARP answers in vectors).
+struct Libc;
+
+// SAFETY: malloc and aligned_alloc return memory of at least `size` bytes aligned as asked
+// (malloc: 16, enough for any layout of alignment 16 or less), or null; free takes what they
+// returned.
+unsafe impl GlobalAlloc for Libc {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: plain C calls; aligned_alloc's size is rounded up to its alignment, as C11
+        // asks.
+        unsafe {
+            if l.align() <= 16 {
+                malloc(l.size()).cast()
+            } else {
+                aligned_alloc(l.align(), l.size().next_multiple_of(l.align())).cast()
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, _: Layout) {
+        // SAFETY: `p` came from `alloc`.
+        unsafe { free(p.cast()) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Libc = Libc;
+
+/// A panic message, cut to fit.
+struct Line {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    let mut line = Line {
+        buf: [0; 256],
+        len: 0,
+    };
+    let _ = writeln!(line, "netd: bug: {info}");
+    // SAFETY: `line.buf` holds `line.len` initialized bytes; abort ends the process.
+    unsafe {
+        write(2, line.buf.as_ptr().cast(), line.len);
+        abort()
+    }
+}
+
+/// Referenced by the prebuilt `alloc` for unwinding; this library aborts on panic, so it is
+/// never called.
+#[no_mangle]
+pub extern "C" fn rust_eh_personality() {}
+
+/// Referenced by the prebuilt `core` and `alloc` for unwinding; never called with
+/// `panic = "abort"`. Defined here so that the link does not take libgcc's unwinder, which
+/// needs glibc.
+#[no_mangle]
+pub extern "C" fn _Unwind_Resume() -> ! {
+    // SAFETY: ends the process.
+    unsafe { abort() }
+}
