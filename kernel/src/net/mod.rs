@@ -116,6 +116,8 @@ fn dropped(why: switch::Dropped) {
         switch::Dropped::Unrouted => DROPPED_UNROUTED.fetch_add(1, Ordering::Relaxed),
     };
 }
+/// Frames dropped: an instance sent them with a source MAC, address or port not its own.
+static DROPPED_SPOOFED: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: the receiving instance's queue was full.
 static DROPPED_FULL: AtomicU64 = AtomicU64::new(0);
 
@@ -295,6 +297,21 @@ fn pump_all(mut work: VecDeque<Arc<Instance>>) {
 fn forward(from: &Arc<Instance>, frame: Vec<u8>) -> Option<Arc<Instance>> {
     if server::sent(from, &frame) {
         return None;
+    }
+    if from.id != 0 {
+        // The check the network server makes (LibrettOS §3.2), made by the kernel's switch
+        // too: a frame whose source is not its instance's goes nowhere.
+        let machine = has_nic().then(|| ADDRESS.address());
+        if let Err(why) = net::server::verify(&frame, from.id, &*PORTS.lock(), machine) {
+            match why {
+                net::server::Refused::Spoofed => DROPPED_SPOOFED.fetch_add(1, Ordering::Relaxed),
+                net::server::Refused::Malformed => {
+                    DROPPED_MALFORMED.fetch_add(1, Ordering::Relaxed)
+                }
+                net::server::Refused::Unrouted => DROPPED_UNROUTED.fetch_add(1, Ordering::Relaxed),
+            };
+            return None;
+        }
     }
     let route = switch::route(&frame, &*PORTS.lock(), is_local);
     let (to, reject) = match route {
@@ -540,12 +557,13 @@ pub fn report() -> alloc::string::String {
     }
     let _ = writeln!(
         out,
-        "forwarded {} dropped_outside {} dropped_malformed {} dropped_unrouted {} dropped_full {}",
+        "forwarded {} dropped_outside {} dropped_malformed {} dropped_unrouted {} dropped_full {} dropped_spoofed {}",
         FORWARDED.load(Ordering::Relaxed),
         DROPPED_OUTSIDE.load(Ordering::Relaxed),
         DROPPED_MALFORMED.load(Ordering::Relaxed),
         DROPPED_UNROUTED.load(Ordering::Relaxed),
-        DROPPED_FULL.load(Ordering::Relaxed)
+        DROPPED_FULL.load(Ordering::Relaxed),
+        DROPPED_SPOOFED.load(Ordering::Relaxed)
     );
     server::report(&mut out);
     out
