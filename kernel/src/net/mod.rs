@@ -147,10 +147,11 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
     let id = match id {
         Some(id) => id,
         None => {
-            // A number no live instance has (0 is the rejecting one's).
-            let mut n = reg.next;
+            // A number no live instance has (0 is the rejecting one's), below 2^31 (the
+            // network server's port table keeps a flag in the top bit).
+            let mut n = reg.next & net::server::ID_MASK;
             while n == 0 || reg.stacks.contains_key(&n) {
-                n = n.wrapping_add(1);
+                n = n.wrapping_add(1) & net::server::ID_MASK;
             }
             reg.next = n.wrapping_add(1);
             n
@@ -302,7 +303,8 @@ fn forward(from: &Arc<Instance>, frame: Vec<u8>) -> Option<Arc<Instance>> {
         // The check the network server makes (LibrettOS §3.2), made by the kernel's switch
         // too: a frame whose source is not its instance's goes nowhere.
         let machine = has_nic().then(|| ADDRESS.address());
-        if let Err(why) = net::server::verify(&frame, from.id, &*PORTS.lock(), machine) {
+        let own = |a: Ipv4Address| a.is_loopback() || Some(a) == machine;
+        if let Err(why) = net::server::verify(&frame, from.id, &*PORTS.lock(), own) {
             match why {
                 net::server::Refused::Spoofed => DROPPED_SPOOFED.fetch_add(1, Ordering::Relaxed),
                 net::server::Refused::Malformed => {
@@ -425,7 +427,8 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
             server::nic_received(&frame);
             continue;
         }
-        let decision = switch::inbound(&frame, &*PORTS.lock(), ADDRESS.address(), mac, GATEWAY);
+        let me = |a| a == ADDRESS.address();
+        let decision = switch::inbound(&frame, &*PORTS.lock(), me, mac, GATEWAY);
         let (to, reject) = match decision {
             Inbound::To(Route::Stack(id)) => (lookup(id), false),
             Inbound::To(Route::Reject) => (rejecter(), true),

@@ -255,7 +255,7 @@ pub fn join(inst: &Arc<Instance>) -> Result<(), Errno> {
     // What the server left for the last instance of the slot is not this one's.
     n.from_server[s] = Consumer::skip_all(&n.ring(shared::from_server(s)));
     n.to_server[s] = Producer::resume(&n.ring(shared::to_server(s)));
-    ctl.join(s, inst.id);
+    ctl.join(s, inst.id, None);
     n.slots[s] = Some(Arc::downgrade(inst));
     inst.slot.store(s, Ordering::Release);
     Ok(())

@@ -2,8 +2,13 @@
 //!
 //! Ports are one name space for the whole machine, as on Linux: a port belongs to one instance
 //! at a time, which may use it for several sockets (a listener and the connections it accepted
-//! share its port), so an entry counts its holders and is freed when the last lets go. The
+//! share its port), so an entry counts its holders and is free when the last lets go. The
 //! switch routes an inbound frame to the instance holding its destination port.
+//!
+//! A free port remembers its last holder until another instance claims it: the checks of
+//! outbound frames (`server::verify`) let that instance still send from it, since the reset of
+//! an aborted connection leaves after its socket let the port go. Nobody else holds the port,
+//! so such a frame can disturb no one's connection.
 
 use abi::Errno;
 use alloc::collections::{btree_map, BTreeMap};
@@ -27,12 +32,12 @@ pub enum Proto {
 /// `ip_local_port_range`).
 pub const EPHEMERAL: core::ops::RangeInclusive<u16> = 32768..=60999;
 
-/// One held port.
+/// One port that is held, or was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
-    /// The instance holding it.
+    /// The instance holding it (or that held it last).
     owner: StackId,
-    /// Its sockets using it (at least 1).
+    /// Its sockets using it (0: free, remembered for [`Owners::last_holder`]).
     holders: u32,
 }
 
@@ -41,13 +46,15 @@ struct Entry {
 pub trait Owners {
     /// The instance holding `port`.
     fn owner(&self, proto: Proto, port: u16) -> Option<StackId>;
+    /// The instance holding `port`, or the last one that held it if it is free.
+    fn last_holder(&self, proto: Proto, port: u16) -> Option<StackId>;
 }
 
-/// Where a [`PortMap`] copies every change of owner (the table a network server maps
+/// Where a [`PortMap`] copies every change of a port (the table a network server maps
 /// read-only, LibrettOS §3.2: the portmap lives outside the server).
 pub trait PortMirror: Sync {
-    /// `port` is now held by `owner` (0: by nobody).
-    fn set(&self, proto: Proto, port: u16, owner: StackId);
+    /// `port`'s holder (or last holder) is now `owner`, holding it or not (`held`).
+    fn set(&self, proto: Proto, port: u16, owner: StackId, held: bool);
 }
 
 /// Every held port, by protocol.
@@ -74,6 +81,10 @@ impl Owners for PortMap {
     fn owner(&self, proto: Proto, port: u16) -> Option<StackId> {
         PortMap::owner(self, proto, port)
     }
+
+    fn last_holder(&self, proto: Proto, port: u16) -> Option<StackId> {
+        self.ports.get(&(proto, port)).map(|e| e.owner)
+    }
 }
 
 impl PortMap {
@@ -89,15 +100,15 @@ impl PortMap {
     /// From now on, copies every change of owner to `mirror`, starting with the ports held now.
     pub fn mirror_to(&mut self, mirror: &'static dyn PortMirror) {
         for (&(proto, port), e) in &self.ports {
-            mirror.set(proto, port, e.owner);
+            mirror.set(proto, port, e.owner, e.holders > 0);
         }
         self.mirror = Some(mirror);
     }
 
-    /// Copies a change of `port`'s owner to the mirror.
-    fn mirrored(&self, proto: Proto, port: u16, owner: StackId) {
+    /// Copies a change of `port` to the mirror.
+    fn mirrored(&self, proto: Proto, port: u16, owner: StackId, held: bool) {
         if let Some(m) = self.mirror {
-            m.set(proto, port, owner);
+            m.set(proto, port, owner, held);
         }
     }
 
@@ -108,15 +119,15 @@ impl PortMap {
             return Err(Errno::EINVAL);
         }
         match self.ports.get_mut(&(proto, port)) {
-            Some(e) if e.owner != owner => Err(Errno::EADDRINUSE),
-            Some(e) => {
+            Some(e) if e.holders > 0 && e.owner != owner => Err(Errno::EADDRINUSE),
+            Some(e) if e.holders > 0 => {
                 e.holders += 1;
                 Ok(())
             }
-            None => {
+            _ => {
                 self.ports
                     .insert((proto, port), Entry { owner, holders: 1 });
-                self.mirrored(proto, port, owner);
+                self.mirrored(proto, port, owner, true);
                 Ok(())
             }
         }
@@ -130,9 +141,19 @@ impl PortMap {
         let start = self.next[slot].clamp(lo, hi);
         for i in 0..span {
             let port = lo + ((u32::from(start - lo) + i) % span) as u16;
-            if let btree_map::Entry::Vacant(v) = self.ports.entry((proto, port)) {
-                v.insert(Entry { owner, holders: 1 });
-                self.mirrored(proto, port, owner);
+            let free = match self.ports.entry((proto, port)) {
+                btree_map::Entry::Vacant(v) => {
+                    v.insert(Entry { owner, holders: 1 });
+                    true
+                }
+                btree_map::Entry::Occupied(mut o) if o.get().holders == 0 => {
+                    *o.get_mut() = Entry { owner, holders: 1 };
+                    true
+                }
+                btree_map::Entry::Occupied(_) => false,
+            };
+            if free {
+                self.mirrored(proto, port, owner, true);
                 self.next[slot] = if port == hi { lo } else { port + 1 };
                 return Ok(port);
             }
@@ -143,11 +164,10 @@ impl PortMap {
     /// One socket of `owner` stopped using `port` (nothing if `owner` does not hold it).
     pub fn release(&mut self, proto: Proto, port: u16, owner: StackId) {
         if let Some(e) = self.ports.get_mut(&(proto, port)) {
-            if e.owner == owner {
+            if e.owner == owner && e.holders > 0 {
                 e.holders -= 1;
                 if e.holders == 0 {
-                    self.ports.remove(&(proto, port));
-                    self.mirrored(proto, port, 0);
+                    self.mirrored(proto, port, owner, false);
                 }
             }
         }
@@ -155,25 +175,28 @@ impl PortMap {
 
     /// The instance holding `port`.
     pub fn owner(&self, proto: Proto, port: u16) -> Option<StackId> {
-        self.ports.get(&(proto, port)).map(|e| e.owner)
+        self.ports
+            .get(&(proto, port))
+            .filter(|e| e.holders > 0)
+            .map(|e| e.owner)
     }
 
     /// The ports `owner` holds, with their protocols, in order.
     pub fn ports_of(&self, owner: StackId) -> impl Iterator<Item = (Proto, u16)> + '_ {
         self.ports
             .iter()
-            .filter(move |(_, e)| e.owner == owner)
+            .filter(move |(_, e)| e.owner == owner && e.holders > 0)
             .map(|(k, _)| *k)
     }
 
     /// Ports held, all protocols.
     pub fn len(&self) -> usize {
-        self.ports.len()
+        self.ports.values().filter(|e| e.holders > 0).count()
     }
 
     /// Nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.ports.is_empty()
+        self.len() == 0
     }
 }
 
@@ -195,6 +218,12 @@ mod tests {
         assert_eq!(m.owner(Proto::Tcp, 80), Some(1));
         m.release(Proto::Tcp, 80, 1);
         assert_eq!(m.owner(Proto::Tcp, 80), None);
+        // Free, it remembers its last holder until someone claims it.
+        assert_eq!(m.last_holder(Proto::Tcp, 80), Some(1));
+        m.release(Proto::Tcp, 80, 1);
+        m.claim(Proto::Tcp, 80, 3).unwrap();
+        assert_eq!(m.last_holder(Proto::Tcp, 80), Some(3));
+        m.release(Proto::Tcp, 80, 3);
         assert_eq!(m.claim(Proto::Tcp, 0, 1), Err(Errno::EINVAL));
     }
 

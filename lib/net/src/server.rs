@@ -55,6 +55,15 @@ const W_GATEWAY: usize = 4;
 /// Control word: the gateway's MAC once known (as [`W_NIC_MAC`]), written by the kernel when
 /// it knew it first and by the server when it learns it, so a restarted server need not ask.
 const W_GATEWAY_MAC: usize = 5;
+/// Control word: the first address of the pool instances get their own addresses from
+/// (LibrettOS §3.3: an instance that may move to its own NIC keeps one address in every mode).
+const W_POOL_BASE: usize = 6;
+/// Control word: bit `i` set while pool address `i` is some instance's (local to the machine).
+const W_POOL_ASSIGNED: usize = 7;
+/// Control word: bit `i` set while pool address `i` is reached through the shared NIC (its
+/// instance is not on a NIC of its own): the server answers ARP for it, and announces it with
+/// a gratuitous ARP when the bit comes on.
+const W_POOL_SERVED: usize = 9;
 /// Control word: the server's wake-up word (its low 32 bits are a futex): the kernel adds one
 /// and wakes it after a frame found a ring of the server's asleep.
 pub const W_EVENTS: usize = 8;
@@ -63,7 +72,7 @@ const W_COUNTERS: usize = 24;
 /// Control words: the slot table, [`APP_WORDS`] per slot.
 const W_APPS: usize = 64;
 /// Words of a slot: its state (generation << 1 | active), its instance, the state the server
-/// last acted on.
+/// last acted on, the instance's own address (0: none).
 const APP_WORDS: usize = 4;
 
 /// The server's counters (in the control page, so the kernel reports them and a restarted
@@ -204,6 +213,37 @@ impl<'a, P: Pages + ?Sized> Control<'a, P> {
         (a(W_ADDRESS), a(W_GATEWAY))
     }
 
+    /// The pool's first address, and the bitmaps of its assigned and served addresses.
+    pub fn pool(&self) -> (Ipv4Address, u64, u64) {
+        (
+            Ipv4Address::from(self.get(W_POOL_BASE) as u32),
+            self.get(W_POOL_ASSIGNED),
+            self.get(W_POOL_SERVED),
+        )
+    }
+
+    /// The kernel: the pool starts at `base`; `assigned` and `served` are its bitmaps.
+    pub fn set_pool(&self, base: Ipv4Address, assigned: u64, served: u64) {
+        self.set(W_POOL_BASE, u64::from(u32::from(base)));
+        self.set(W_POOL_ASSIGNED, assigned);
+        self.set(W_POOL_SERVED, served);
+    }
+
+    /// Whether `a` is a pool address whose bit is set in `bits`.
+    fn in_pool(&self, a: Ipv4Address, bits: u64) -> bool {
+        let base = self.get(W_POOL_BASE) as u32;
+        let i = u32::from(a).wrapping_sub(base);
+        base != 0 && i < 64 && bits >> i & 1 != 0
+    }
+
+    /// The own address of the instance in slot `s`.
+    fn slot_address(&self, s: usize) -> Option<Ipv4Address> {
+        match self.get(W_APPS + s * APP_WORDS + 3) as u32 {
+            0 => None,
+            a => Some(Ipv4Address::from(a)),
+        }
+    }
+
     /// The server's wake-up word.
     pub fn events(&self) -> Option<&'a AtomicU64> {
         self.word(W_EVENTS)
@@ -243,10 +283,15 @@ impl<'a, P: Pages + ?Sized> Control<'a, P> {
         !active(state) && self.seen(s) == state
     }
 
-    /// The kernel: slot `s` is instance `id`'s from now on (a new generation).
-    pub fn join(&self, s: usize, id: StackId) {
+    /// The kernel: slot `s` is instance `id`'s from now on (a new generation); `address` is
+    /// its own address, if it has one.
+    pub fn join(&self, s: usize, id: StackId, address: Option<Ipv4Address>) {
         let next = (self.state(s) | 1).wrapping_add(2);
         self.set(W_APPS + s * APP_WORDS + 1, u64::from(id));
+        self.set(
+            W_APPS + s * APP_WORDS + 3,
+            address.map_or(0, |a| u64::from(u32::from(a))),
+        );
         self.set(W_APPS + s * APP_WORDS, next);
     }
 
@@ -277,30 +322,45 @@ impl<'a, P: Pages + ?Sized> PortTable<'a, P> {
         Some((&page[i / 2 % PAGE_WORDS], (i % 2) as u32 * 32))
     }
 
-    /// Writes `port`'s owner (0: nobody). One writer at a time (the kernel, under its port
-    /// map's lock).
-    pub fn write(&self, proto: Proto, port: u16, owner: StackId) {
+    /// Writes `port`'s holder (or last holder, not `held`). One writer at a time (the kernel,
+    /// under its port map's lock). Instance numbers are below 2^31 (the top bit is `held`).
+    pub fn write(&self, proto: Proto, port: u16, owner: StackId, held: bool) {
         if let Some((w, shift)) = self.slot(proto, port) {
+            let entry = (owner & ID_MASK) | if held { HELD } else { 0 };
             let old = w.load(Ordering::Relaxed);
-            let new = (old & !(0xffff_ffff << shift)) | u64::from(owner) << shift;
+            let new = (old & !(0xffff_ffff << shift)) | u64::from(entry) << shift;
             w.store(new, Ordering::Release);
         }
     }
+
+    /// `port`'s entry: its (last) holder's number and [`HELD`].
+    fn entry(&self, proto: Proto, port: u16) -> u32 {
+        self.slot(proto, port)
+            .map_or(0, |(w, shift)| (w.load(Ordering::Acquire) >> shift) as u32)
+    }
 }
+
+/// A [`PortTable`] entry's bit: the port is held (else its last holder is remembered).
+const HELD: u32 = 1 << 31;
+/// The bits of an instance number a [`PortTable`] keeps (the kernel numbers instances below
+/// 2^31).
+pub const ID_MASK: StackId = !HELD;
 
 impl<P: Pages + ?Sized> Owners for PortTable<'_, P> {
     fn owner(&self, proto: Proto, port: u16) -> Option<StackId> {
-        let (w, shift) = self.slot(proto, port)?;
-        match (w.load(Ordering::Acquire) >> shift) as u32 {
-            0 => None,
-            id => Some(id),
-        }
+        let e = self.entry(proto, port);
+        (e & HELD != 0).then_some(e & ID_MASK)
+    }
+
+    fn last_holder(&self, proto: Proto, port: u16) -> Option<StackId> {
+        let e = self.entry(proto, port);
+        (e != 0).then_some(e & ID_MASK)
     }
 }
 
 impl<P: Pages + ?Sized + Sync> PortMirror for PortTable<'static, P> {
-    fn set(&self, proto: Proto, port: u16, owner: StackId) {
-        self.write(proto, port, owner);
+    fn set(&self, proto: Proto, port: u16, owner: StackId, held: bool) {
+        self.write(proto, port, owner, held);
     }
 }
 
@@ -316,22 +376,23 @@ pub enum Refused {
 }
 
 /// Checks a frame instance `id` sent (LibrettOS §3.2's verification): its source MAC must be
-/// the instance's, and for ARP its sender's too; an IPv4 source must be one of the machine's
-/// addresses (loopback, or `machine`); a TCP or UDP source port, or an echo request's
-/// identifier, must be held by the instance in `ports`. Any other ICMP message is refused (an
-/// instance in server mode answers none: the rejecting instance, in slot 0, does).
+/// the instance's, and for ARP its sender's too; an IPv4 source must be one of the instance's
+/// addresses (`own`: loopback, the machine's, its own if it has one); a TCP or UDP source
+/// port, or an echo request's identifier, must be held by the instance in `ports` (or have
+/// been, with nobody holding it since: the reset of an aborted connection). Any other
+/// ICMP message is refused (an application's instance answers none: the rejecting instance,
+/// the kernel's, does).
 pub fn verify(
     frame: &[u8],
     id: StackId,
     ports: &(impl Owners + ?Sized),
-    machine: Option<Ipv4Address>,
+    own: impl Fn(Ipv4Address) -> bool,
 ) -> Result<(), Refused> {
     let eth = EthernetFrame::new_checked(frame).map_err(|_| Refused::Malformed)?;
     let mac = crate::stack_mac(id);
     if eth.src_addr() != mac {
         return Err(Refused::Spoofed);
     }
-    let own = |a: Ipv4Address| a.is_loopback() || Some(a) == machine;
     match eth.ethertype() {
         EthernetProtocol::Arp => {
             let a = switch::parse_arp(&eth).map_err(|why| match why {
@@ -371,7 +432,7 @@ pub fn verify(
                 }
                 _ => return Err(Refused::Spoofed),
             };
-            if ports.owner(proto, port) != Some(id) {
+            if ports.last_holder(proto, port) != Some(id) {
                 return Err(Refused::Spoofed);
             }
             Ok(())
@@ -421,6 +482,8 @@ pub struct Server<'a, P: Pages + ?Sized, T: Pages + ?Sized> {
     gateway: Ipv4Address,
     /// The gateway's MAC, once it spoke.
     gateway_mac: Option<EthernetAddress>,
+    /// The pool addresses it announced as the shared NIC's.
+    announced: u64,
 }
 
 impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
@@ -449,6 +512,7 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
             address,
             gateway,
             gateway_mac: ctl.gateway_mac(),
+            announced: 0,
         })
     }
 
@@ -481,10 +545,22 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
         s == 0 || active(state) || self.seen[s] != state
     }
 
-    /// Takes up to `budget` frames from each ring and routes them.
+    /// Takes up to `budget` frames from each ring and routes them; first announces the pool
+    /// addresses that came to the shared NIC (an instance came back from a NIC of its own).
     pub fn step(&mut self, budget: usize) -> Step {
         let mut step = Step::default();
         let ctl = self.control();
+        let (base, _, served) = ctl.pool();
+        if served != self.announced {
+            let new = served & !self.announced;
+            self.announced = served;
+            if let Some(nic) = self.nic_mac {
+                for i in (0..64).filter(|i| new >> i & 1 != 0) {
+                    let a = Ipv4Address::from(u32::from(base).wrapping_add(i));
+                    self.put(NIC, &switch::gratuitous(nic, a), &mut step);
+                }
+            }
+        }
         let mut frame = [0u8; CELL_DATA];
         for s in 0..SLOTS {
             let state = ctl.state(s);
@@ -571,15 +647,19 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
     fn route_sent(&mut self, s: usize, id: StackId, frame: &mut [u8], step: &mut Step) {
         let ctl = self.control();
         let machine = self.nic_mac.map(|_| self.address);
+        let (_, assigned, _) = ctl.pool();
         if s > 0 {
-            match verify(frame, id, &self.ports, machine) {
+            let mine = ctl.slot_address(s);
+            let own = |a: Ipv4Address| a.is_loopback() || Some(a) == machine || Some(a) == mine;
+            match verify(frame, id, &self.ports, own) {
                 Ok(()) => {}
                 Err(Refused::Spoofed) => return ctl.count(Counter::Spoofed),
                 Err(Refused::Malformed) => return ctl.count(Counter::Malformed),
                 Err(Refused::Unrouted) => return ctl.count(Counter::Unrouted),
             }
         }
-        let local = |a: Ipv4Address| a.is_loopback() || Some(a) == machine;
+        let local =
+            |a: Ipv4Address| a.is_loopback() || Some(a) == machine || ctl.in_pool(a, assigned);
         match switch::route(frame, &self.ports, local) {
             Route::Stack(to) => self.deliver_to(to, frame, step),
             Route::Reject => self.put(0, frame, step),
@@ -623,7 +703,9 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
         let Some(nic) = self.nic_mac else {
             return ctl.count(Counter::Unrouted);
         };
-        match switch::inbound(frame, &self.ports, self.address, nic, self.gateway) {
+        let (_, _, served) = ctl.pool();
+        let me = |a: Ipv4Address| a == self.address || ctl.in_pool(a, served);
+        match switch::inbound(frame, &self.ports, me, nic, self.gateway) {
             Inbound::To(Route::Stack(id)) => {
                 let mut own = [0u8; CELL_DATA];
                 own[..frame.len()].copy_from_slice(frame);

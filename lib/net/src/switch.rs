@@ -182,13 +182,15 @@ pub enum Inbound {
     Drop(Dropped),
 }
 
-/// Where a frame from the NIC goes: the machine's address is `me` (the NIC's `nic_mac`), its
-/// gateway `gateway`. IPv4 for `me` goes by port as [`route`] sends it; ARP requests for `me`
-/// are answered; ARP from the gateway tells its MAC; everything else is dropped.
+/// Where a frame from the NIC goes: the addresses the NIC answers for are those `me` accepts
+/// (the machine's address, and the addresses of instances with their own that the shared NIC
+/// serves), the NIC's MAC is `nic_mac`, the gateway `gateway`. IPv4 for them goes by port as
+/// [`route`] sends it; ARP requests for them are answered; ARP from the gateway tells its
+/// MAC; everything else is dropped.
 pub fn inbound(
     frame: &[u8],
     ports: &(impl Owners + ?Sized),
-    me: Ipv4Address,
+    me: impl Fn(Ipv4Address) -> bool,
     nic_mac: EthernetAddress,
     gateway: Ipv4Address,
 ) -> Inbound {
@@ -202,9 +204,9 @@ pub fn inbound(
                 Err(why) => return Inbound::Drop(why),
             };
             let from_gateway = a.sender == gateway && a.sender_mac.is_unicast();
-            if a.operation == ArpOperation::Request && a.target == me {
+            if a.operation == ArpOperation::Request && me(a.target) {
                 return Inbound::Answer {
-                    reply: arp_reply(nic_mac, me, a.sender_mac, a.sender),
+                    reply: arp_reply(nic_mac, a.target, a.sender_mac, a.sender),
                     gateway: from_gateway.then_some(a.sender_mac),
                 };
             }
@@ -213,11 +215,65 @@ pub fn inbound(
             }
             Inbound::Drop(Dropped::Unrouted)
         }
-        EthernetProtocol::Ipv4 => match route(frame, ports, |a| a == me) {
+        EthernetProtocol::Ipv4 => match route(frame, ports, me) {
             Route::Outside => Inbound::Drop(Dropped::Unrouted),
             r => Inbound::To(r),
         },
         _ => Inbound::Drop(Dropped::Unrouted),
+    }
+}
+
+/// A gratuitous ARP request: `addr` is at `mac` now (the neighbours update their caches; an
+/// instance moving between its own NIC and the shared one announces its address so).
+pub fn gratuitous(mac: EthernetAddress, addr: Ipv4Address) -> Vec<u8> {
+    arp_frame(
+        ArpOperation::Request,
+        mac,
+        addr,
+        EthernetAddress([0; 6]),
+        addr,
+        EthernetAddress::BROADCAST,
+    )
+}
+
+/// Library mode's virtual interface (LibrettOS §3.3's thin VIF), outbound: a frame an instance
+/// sends out of its own NIC carries the NIC's MAC `nic` instead of the instance's `stack`, in
+/// the Ethernet header and as an ARP sender.
+pub fn vif_out(frame: &mut [u8], stack: EthernetAddress, nic: EthernetAddress) {
+    swap_mac(frame, stack, nic, true);
+}
+
+/// Library mode's virtual interface, inbound: a frame the instance's NIC received for `nic`
+/// is for the instance's `stack` MAC (Ethernet destination, ARP target).
+pub fn vif_in(frame: &mut [u8], nic: EthernetAddress, stack: EthernetAddress) {
+    swap_mac(frame, nic, stack, false);
+}
+
+/// Replaces MAC `from` with `to` in the source (`source`) or destination of the Ethernet
+/// header and, in an ARP packet, as its sender or target hardware address.
+fn swap_mac(frame: &mut [u8], from: EthernetAddress, to: EthernetAddress, source: bool) {
+    let Ok(mut eth) = EthernetFrame::new_checked(&mut frame[..]) else {
+        return;
+    };
+    if source && eth.src_addr() == from {
+        eth.set_src_addr(to);
+    }
+    if !source && eth.dst_addr() == from {
+        eth.set_dst_addr(to);
+    }
+    if eth.ethertype() != EthernetProtocol::Arp {
+        return;
+    }
+    if let Ok(mut arp) = ArpPacket::new_checked(eth.payload_mut()) {
+        if arp.hardware_len() != 6 {
+            return;
+        }
+        if source && arp.source_hardware_addr() == from.as_bytes() {
+            arp.set_source_hardware_addr(to.as_bytes());
+        }
+        if !source && arp.target_hardware_addr() == from.as_bytes() {
+            arp.set_target_hardware_addr(to.as_bytes());
+        }
     }
 }
 
@@ -371,21 +427,21 @@ mod tests {
         let nic = EthernetAddress([0x52, 0x54, 0, 0x12, 0x34, 0x56]);
         let gw_mac = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
         assert_eq!(
-            inbound(&tcp_frame(me, 80), &ports, me, nic, gw),
+            inbound(&tcp_frame(me, 80), &ports, |a| a == me, nic, gw),
             Inbound::To(Route::Stack(4))
         );
         assert_eq!(
-            inbound(&tcp_frame(me, 81), &ports, me, nic, gw),
+            inbound(&tcp_frame(me, 81), &ports, |a| a == me, nic, gw),
             Inbound::To(Route::Reject)
         );
         // Loopback traffic never comes from the wire.
         let lo = Ipv4Address::new(127, 0, 0, 1);
         assert_eq!(
-            inbound(&tcp_frame(lo, 80), &ports, me, nic, gw),
+            inbound(&tcp_frame(lo, 80), &ports, |a| a == me, nic, gw),
             Inbound::Drop(Dropped::Unrouted)
         );
         let ask = ask_gateway(gw_mac, gw, me);
-        let Inbound::Answer { gateway, .. } = inbound(&ask, &ports, me, nic, gw) else {
+        let Inbound::Answer { gateway, .. } = inbound(&ask, &ports, |a| a == me, nic, gw) else {
             panic!("the gateway's request is answered");
         };
         assert_eq!(gateway, Some(gw_mac), "and teaches its MAC");
@@ -397,7 +453,7 @@ mod tests {
         let Inbound::Answer {
             reply: answer,
             gateway: None,
-        } = inbound(&other, &ports, me, nic, gw)
+        } = inbound(&other, &ports, |a| a == me, nic, gw)
         else {
             panic!("a request for the machine's address is answered");
         };

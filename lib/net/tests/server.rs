@@ -58,7 +58,7 @@ impl Machine {
         ports.mirror_to(Box::leak(Box::new(PortTable::new(table))));
         for s in 1..=n {
             assert!(ctl.is_free(s));
-            ctl.join(s, s as StackId);
+            ctl.join(s, s as StackId, None);
         }
         let kout = (0..=NIC)
             .map(|s| Producer::resume(&Ring::new(region, server::to_server(s))))
@@ -322,3 +322,42 @@ fn fix_checksums(f: &mut [u8]) {
     let mut tcp = TcpPacket::new_checked(ip.payload_mut()).unwrap();
     tcp.fill_checksum(&IpAddress::Ipv4(src), &IpAddress::Ipv4(dst));
 }
+
+#[test]
+fn pool_addresses_on_the_shared_nic_are_announced_and_answered() {
+    let mut m = Machine::new(1);
+    let own = Ipv4Address::new(10, 0, 2, 16);
+    let ctl = Control::new(m.region);
+    ctl.set_pool(own, 1, 1);
+    m.settle();
+    let garp = m.wire.pop().expect("a gratuitous ARP for the pool address");
+    assert_eq!(garp, net::switch::gratuitous(NIC_MAC, own));
+    // The gateway asks for it: the shared NIC answers.
+    let gw_mac = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
+    m.push(NIC, &net::switch::ask_gateway(gw_mac, GW, own));
+    m.settle();
+    let answer = m.wire.pop().expect("an answer for the pool address");
+    assert_eq!(&answer[6..12], &NIC_MAC.0);
+    assert_eq!(&answer[14 + 14..14 + 18], &own.octets());
+    // On a NIC of its own, the address is not the shared NIC's to answer for.
+    ctl.set_pool(own, 1, 0);
+    m.push(NIC, &net::switch::ask_gateway(gw_mac, GW, own));
+    m.settle();
+    assert!(m.wire.is_empty());
+}
+
+#[test]
+fn the_vif_swaps_macs_in_headers_and_arp_both_ways() {
+    let stack = net::stack_mac(7);
+    let own = Ipv4Address::new(10, 0, 2, 16);
+    let mut f = net::switch::gratuitous(stack, own);
+    net::switch::vif_out(&mut f, stack, NIC_MAC);
+    assert_eq!(f, net::switch::gratuitous(NIC_MAC, own));
+    let mut answer = net::switch::ask_gateway(GW_MAC_FOR_TEST, GW, own);
+    // A reply-like frame to the NIC's MAC comes in for the instance's.
+    answer[0..6].copy_from_slice(&NIC_MAC.0);
+    net::switch::vif_in(&mut answer, NIC_MAC, stack);
+    assert_eq!(&answer[0..6], &stack.0);
+}
+
+const GW_MAC_FOR_TEST: EthernetAddress = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
