@@ -5,10 +5,15 @@
  *                            and network server's counters (/proc/reef/net)
  *   netctl server PID        moves PID's instance to the network server (netd)
  *   netctl kernel PID        moves PID's instance to the kernel's switch
+ *   netctl direct PID        gives PID's instance a NIC of its own (library mode; the machine
+ *                            needs more than one NIC: `cargo xtask run --nics 2`), with an
+ *                            address of its own from 10.0.2.16 up, which it keeps in every mode
  *   netctl wait [SECONDS]    waits until a network server is attached (default 30 s)
  *
- * A move keeps the instance's sockets, addresses and connections: only the path of its
- * frames changes. Exit status: 0 done, 1 the operation failed (the message says why), 2 bad
+ * PID's instances are those of the sockets it holds (a forked server's live in the process
+ * that made them), or its own. A move keeps the instances' sockets, addresses and
+ * connections: only the path of their frames changes, and a gratuitous ARP tells the network
+ * the address's new MAC. Exit status: 0 done, 1 the operation failed (the message says why), 2 bad
  * usage.
  */
 #define _GNU_SOURCE
@@ -23,10 +28,11 @@
 #define SYS_reef_net_mode 1039
 #define REEF_NET_KERNEL 0
 #define REEF_NET_SERVER 1
+#define REEF_NET_DIRECT 2
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: netctl list | server PID | kernel PID | wait [SECONDS]\n");
+    fprintf(stderr, "usage: netctl list | server PID | kernel PID | direct PID | wait [SECONDS]\n");
     return 2;
 }
 
@@ -84,18 +90,31 @@ int main(int argc, char **argv)
         fprintf(stderr, "netctl: no network server attached after %ld s\n", secs);
         return 1;
     }
-    int server = strcmp(argv[1], "server") == 0;
-    if ((!server && strcmp(argv[1], "kernel") != 0) || argc != 3)
+    long mode;
+    if (strcmp(argv[1], "server") == 0)
+        mode = REEF_NET_SERVER;
+    else if (strcmp(argv[1], "kernel") == 0)
+        mode = REEF_NET_KERNEL;
+    else if (strcmp(argv[1], "direct") == 0)
+        mode = REEF_NET_DIRECT;
+    else
+        return usage();
+    if (argc != 3)
         return usage();
     long pid;
     if (parse_pid(argv[2], &pid) != 0) {
         fprintf(stderr, "netctl: not a process id: %s\n", argv[2]);
         return 2;
     }
-    if (syscall(SYS_reef_net_mode, pid, (long)(server ? REEF_NET_SERVER : REEF_NET_KERNEL))) {
+    if (syscall(SYS_reef_net_mode, pid, mode)) {
         int e = errno;
-        const char *why = e == ENODEV   ? "no network server is attached (start netd)"
+        const char *why = e == ENODEV && mode == REEF_NET_DIRECT
+                              ? "the machine has no NIC for library mode (boot with --nics 2)"
+                          : e == ENODEV ? "no network server is attached (start netd)"
+                          : e == ENOSPC && mode == REEF_NET_DIRECT
+                              ? "every library-mode NIC is taken"
                           : e == ENOSPC ? "every server slot is taken"
+                          : e == EADDRNOTAVAIL ? "no address of its own is left"
                           : e == ESRCH  ? "no such process"
                           : e == EPERM  ? "only root may move instances"
                                         : strerror(e);

@@ -1589,6 +1589,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             memory_mib: MEMORY_MIB,
             accel,
             forwards: Vec::new(),
+            nics: 1,
             pcap: None,
         };
         let system = job.variant.system;
@@ -1653,6 +1654,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         memory_mib: MEMORY_MIB,
         accel,
         forwards: Vec::new(),
+        nics: 1,
         pcap: None,
     };
     let text = summary(
@@ -1946,6 +1948,7 @@ mod tests {
                 memory_mib: MEMORY_MIB,
                 accel: Accel::Tcg,
                 forwards: Vec::new(),
+                nics: 1,
                 pcap: None,
             };
             m.validate().unwrap();

@@ -97,6 +97,7 @@ pub fn parse(args: &[String], default_seed: u64) -> Result<Options, String> {
             memory_mib: 1024,
             accel: Accel::detect(),
             forwards: Vec::new(),
+            nics: 1,
             pcap: None,
         },
         workers: None,

@@ -38,7 +38,8 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:
   cargo xtask run [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--gdb]
-                  [--forward HOSTPORT:GUESTPORT]... [--pcap FILE] [-- WORD...]
+                  [--forward HOSTPORT:[GUESTADDR:]GUESTPORT]... [--nics N] [--pcap FILE]
+                  [-- WORD...]
   cargo xtask test [--host-only | --linux-only | --qemu-only] [FILTER]
   cargo xtask boottime [--runs N]
   cargo xtask initramfs [--list]
@@ -48,8 +49,11 @@ const USAGE: &str = "usage:
   cargo xtask profile [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm] [--skip SECS]
                       [--interval MS] [--top N] [-- WORD...]
 
-defaults: --cores 4 --nodes 2 --memory 1024 (profile: --cores 1 --nodes 1), accelerator: KVM
-where real hardware virtualization exists, else TCG.
+defaults: --cores 4 --nodes 2 --memory 1024 --nics 1 (profile: --cores 1 --nodes 1),
+accelerator: KVM where real hardware virtualization exists, else TCG.
+run: the guest is 10.0.2.15 on QEMU user networking; --nics N adds N - 1 NICs for library
+mode on the same network (`netctl direct PID` gives one to a program, with an address of its
+own from 10.0.2.16 up, which --forward HOSTPORT:10.0.2.16:PORT reaches).
 run: each WORD is one kernel command-line word, e.g.
   cargo xtask run -- init=/bin/busybox sh -c 'echo a; echo b'";
 
@@ -93,6 +97,7 @@ fn parse_run(args: &[String]) -> Result<(Machine, bool, Vec<String>), String> {
         memory_mib: 1024,
         accel: Accel::detect(),
         forwards: Vec::new(),
+        nics: 1,
         pcap: None,
     };
     parse_machine(args, m)
@@ -114,6 +119,10 @@ fn parse_machine(args: &[String], mut m: Machine) -> Result<(Machine, bool, Vec<
             }
             "--memory" => {
                 m.memory_mib = number("--memory", args.get(i + 1))?;
+                i += 1;
+            }
+            "--nics" => {
+                m.nics = number("--nics", args.get(i + 1))?;
                 i += 1;
             }
             "--accel" => {
@@ -146,11 +155,19 @@ fn parse_machine(args: &[String], mut m: Machine) -> Result<(Machine, bool, Vec<
 }
 
 /// `HOSTPORT:GUESTPORT` of `--forward`.
-fn parse_forward(v: &str) -> Result<(u16, u16), String> {
-    let bad = || format!("--forward: '{v}' is not HOSTPORT:GUESTPORT (ports 1-65535)");
-    let (h, g) = v.split_once(':').ok_or_else(bad)?;
+fn parse_forward(v: &str) -> Result<qemu::Forward, String> {
+    let bad = || format!("--forward: '{v}' is not HOSTPORT:[GUESTADDR:]GUESTPORT (ports 1-65535)");
+    let (h, rest) = v.split_once(':').ok_or_else(bad)?;
+    let (addr, g) = match rest.split_once(':') {
+        Some((a, g)) => (Some(a.parse().map_err(|_| bad())?), g),
+        None => (None, rest),
+    };
     let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(bad);
-    Ok((port(h)?, port(g)?))
+    Ok(qemu::Forward {
+        host: port(h)?,
+        addr,
+        guest: port(g)?,
+    })
 }
 
 fn run(args: &[String]) -> Result<u8, String> {
@@ -174,8 +191,18 @@ fn run(args: &[String]) -> Result<u8, String> {
         machine.cores, machine.nodes, machine.memory_mib, machine.accel
     );
     eprintln!("xtask: network: the guest is 10.0.2.15 on QEMU user networking (gateway 10.0.2.2)");
-    for (host, guest) in &machine.forwards {
-        eprintln!("xtask: 127.0.0.1:{host} on this host reaches the guest's port {guest}");
+    for f in &machine.forwards {
+        let addr = f.addr.map_or("10.0.2.15".into(), |a| a.to_string());
+        eprintln!(
+            "xtask: 127.0.0.1:{} on this host reaches the guest's {addr}:{}",
+            f.host, f.guest
+        );
+    }
+    if machine.nics > 1 {
+        eprintln!(
+            "xtask: {} more NICs for library mode (netctl direct PID)",
+            machine.nics - 1
+        );
     }
     let status = cmd
         .status()

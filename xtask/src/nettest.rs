@@ -11,6 +11,7 @@
 //! nothing needs installing.
 
 use crate::deps;
+use crate::qemu::Forward;
 use crate::tests::{expect, Case, Step, LIMIT};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -216,6 +217,54 @@ fn big_finish(_: u16) -> Result<Option<String>, String> {
     Ok(Some("done\r".into()))
 }
 
+/// Whether a `netctl list` in `part` shows the instance holding TCP port 80 in `mode` (its
+/// column starts so).
+fn holds_80(part: &str, mode: &str) -> bool {
+    part.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.len() == 5 && w[1].starts_with(mode) && w[3].split(',').any(|p| p == "tcp/80")
+    })
+}
+
+/// The part of `log` from `from` to the next `to`.
+fn between<'a>(log: &'a str, from: &str, to: &str) -> Result<&'a str, String> {
+    let start = log.find(from).ok_or(format!("no {from}"))?;
+    let end = log[start..]
+        .find(to)
+        .ok_or(format!("no {to} after {from}"))?;
+    Ok(&log[start..start + end])
+}
+
+/// `net-direct-*`'s check: httpd's instance was listed on its own NIC with its own address,
+/// then with the server, and on its NIC again at the end; frames went out of its NIC.
+fn check_direct(log: &str) -> Result<(), String> {
+    if !holds_80(log, "direct/1@10.0.2.16") {
+        return Err("httpd's instance is not listed on library NIC 1 with 10.0.2.16".into());
+    }
+    if !holds_80(
+        between(log, "NET-DIRECT-UP", "NET-MOVED-SERVER")?,
+        "server/",
+    ) {
+        return Err("httpd's instance is not listed with the server after `netctl server`".into());
+    }
+    if !holds_80(
+        between(log, "NET-MOVED-DIRECT", "NET-DIRECT-DONE")?,
+        "direct/1@",
+    ) {
+        return Err("httpd's instance is not on its NIC again at the end".into());
+    }
+    let sent = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("library sent "))
+        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    if sent < 1000 {
+        return Err(format!("only {sent} frames left by the library-mode NIC"));
+    }
+    expect(log, " spoofed 0 ")
+}
+
 /// `net-server-*`'s check: the server was restarted, every instance of the guest's programs
 /// was in server mode at the end, and no frame of theirs was refused as spoofed.
 fn check_server(log: &str) -> Result<(), String> {
@@ -283,7 +332,12 @@ pub fn cases() -> Result<Vec<Case>, String> {
                 Step::Expect("NET-PING-OK"),
             ],
             explain: None,
-            forwards: vec![(free_port()?, 80)],
+            forwards: vec![Forward {
+                host: free_port()?,
+                addr: None,
+                guest: 80,
+            }],
+            nics: 1,
             debian: false,
         });
     }
@@ -328,7 +382,54 @@ pub fn cases() -> Result<Vec<Case>, String> {
             Step::Expect("NET-SERVER-DONE"),
         ],
         explain: None,
-        forwards: vec![(free_port()?, 80)],
+        forwards: vec![Forward {
+            host: free_port()?,
+            addr: None,
+            guest: 80,
+        }],
+        nics: 1,
+        debian: false,
+    });
+    // Library mode (LibrettOS §3.1, §3.3): httpd's instance on a NIC of its own with its own
+    // address (the pool's first, 10.0.2.16, which the host's forward reaches); the large
+    // transfer goes on across its moves to the network server and back.
+    let guest = concat!(
+        "fleet start net --restart --cores 1 /bin/netd && netctl wait 30 && ",
+        "for i in $(seq 25); do cat /bin/busybox; done > /tmp/big && ",
+        "httpd -p 80 -h /tmp && for p in $(pidof httpd); do netctl direct $p; done && ",
+        "netctl list && echo NET-DIRECT-UP; ",
+        "read go; for p in $(pidof httpd); do netctl server $p; done; netctl list; ",
+        "echo NET-MOVED-SERVER; ",
+        "read go; for p in $(pidof httpd); do netctl direct $p; done; ",
+        "echo NET-MOVED-DIRECT; ",
+        "read done; netctl list; echo NET-DIRECT-DONE"
+    );
+    let words = ["init=/bin/busybox", "sh", "-c", guest];
+    cases.push(Case {
+        name: "net-direct-4c2n".into(),
+        cores: 4,
+        nodes: 2,
+        memory_mib: 1024,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| check_direct(&o.log)),
+        script: vec![
+            Step::Expect("NET-DIRECT-UP"),
+            Step::Host(big_start),
+            Step::Expect("NET-MOVED-SERVER"),
+            Step::Host(big_second),
+            Step::Expect("NET-MOVED-DIRECT"),
+            Step::Host(big_finish),
+            Step::Expect("NET-DIRECT-DONE"),
+        ],
+        explain: None,
+        forwards: vec![Forward {
+            host: free_port()?,
+            addr: Some(std::net::Ipv4Addr::new(10, 0, 2, 16)),
+            guest: 80,
+        }],
+        nics: 2,
         debian: false,
     });
     Ok(cases)

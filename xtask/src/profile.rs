@@ -71,6 +71,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             memory_mib: 1024,
             accel: crate::qemu::Accel::detect(),
             forwards: Vec::new(),
+            nics: 1,
             pcap: None,
         },
         skip: Duration::from_secs(3),

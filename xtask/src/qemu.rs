@@ -14,10 +14,24 @@ pub struct Machine {
     pub memory_mib: u32,
     /// Accelerator.
     pub accel: Accel,
-    /// TCP ports of the host's 127.0.0.1 forwarded to the guest: (host port, guest port).
-    pub forwards: Vec<(u16, u16)>,
+    /// TCP ports of the host's 127.0.0.1 forwarded to the guest.
+    pub forwards: Vec<Forward>,
+    /// virtio-net devices: the shared NIC and `nics - 1` more for library mode, all on one
+    /// QEMU user network (a hub).
+    pub nics: u32,
     /// Where QEMU writes every frame of the NIC (pcap), for debugging (`run --pcap`).
     pub pcap: Option<std::path::PathBuf>,
+}
+
+/// A TCP port of the host's 127.0.0.1 forwarded to the guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forward {
+    /// The host's port.
+    pub host: u16,
+    /// The guest's address (`None`: 10.0.2.15, the shared NIC's).
+    pub addr: Option<std::net::Ipv4Addr>,
+    /// The guest's port.
+    pub guest: u16,
 }
 
 /// How QEMU runs the guest.
@@ -66,6 +80,9 @@ impl Machine {
                 "--memory {} MiB does not split evenly over {} nodes",
                 self.memory_mib, self.nodes
             ));
+        }
+        if self.nics == 0 || self.nics > 8 {
+            return Err(format!("--nics must be 1..=8, not {}", self.nics));
         }
         if self.memory_mib / self.nodes < 64 {
             return Err(format!(
@@ -126,17 +143,33 @@ impl Machine {
             }
         }
         // The NIC: virtio-net on QEMU user networking (the guest is 10.0.2.15, the host side
-        // 10.0.2.2); it takes the place of the machine's default NIC.
+        // 10.0.2.2); it takes the place of the machine's default NIC. More NICs (library mode)
+        // share the user network through a hub, so that an address can move between them.
         let mut netdev = String::from("user,id=n0");
-        for (host, guest) in &self.forwards {
-            netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
+        for f in &self.forwards {
+            let addr = f.addr.map_or(String::new(), |a| a.to_string());
+            netdev.push_str(&format!(
+                ",hostfwd=tcp:127.0.0.1:{}-{addr}:{}",
+                f.host, f.guest
+            ));
         }
-        a.extend([
-            "-netdev".into(),
-            netdev,
-            "-device".into(),
-            "virtio-net-pci,netdev=n0".into(),
-        ]);
+        a.extend(["-netdev".into(), netdev]);
+        if self.nics <= 1 {
+            a.extend(["-device".into(), "virtio-net-pci,netdev=n0".into()]);
+        } else {
+            a.extend(["-netdev".into(), "hubport,id=up,hubid=0,netdev=n0".into()]);
+            for k in 0..self.nics {
+                a.extend([
+                    "-netdev".into(),
+                    format!("hubport,id=h{k},hubid=0"),
+                    "-device".into(),
+                    format!(
+                        "virtio-net-pci,netdev=h{k},mac=52:54:00:12:34:{:02x}",
+                        0x56 + k
+                    ),
+                ]);
+            }
+        }
         if let Some(file) = &self.pcap {
             a.extend([
                 "-object".into(),

@@ -306,8 +306,10 @@ pub(crate) struct Case {
     pub(crate) script: Vec<Step>,
     /// Explains a failure from the log and QEMU's status (the fuzzer's seed and last calls).
     pub(crate) explain: Option<Explain>,
-    /// TCP ports of the host's 127.0.0.1 forwarded to the guest (host, guest).
-    pub(crate) forwards: Vec<(u16, u16)>,
+    /// TCP ports of the host's 127.0.0.1 forwarded to the guest.
+    pub(crate) forwards: Vec<crate::qemu::Forward>,
+    /// NICs (`Machine::nics`).
+    pub(crate) nics: u32,
     /// Boots the image with Debian's packages (`out/initramfs-debian.cpio`, see `debian.rs`).
     pub(crate) debian: bool,
 }
@@ -481,6 +483,7 @@ fn kernel_case(
         script: Vec::new(),
         explain: None,
         forwards: Vec::new(),
+        nics: 1,
         debian: false,
     }
 }
@@ -922,6 +925,7 @@ fn user_case(
         script: Vec::new(),
         explain: t.explain,
         forwards: Vec::new(),
+        nics: 1,
         debian: t.debian,
     })
 }
@@ -1062,6 +1066,7 @@ fn tty_cases() -> Vec<Case> {
         script,
         explain: None,
         forwards: Vec::new(),
+        nics: 1,
         debian: false,
     }]
 }
@@ -1082,6 +1087,7 @@ fn machine(c: &Case) -> Machine {
         memory_mib: c.memory_mib,
         accel: Accel::detect(),
         forwards: c.forwards.clone(),
+        nics: c.nics,
         pcap: None,
     }
 }
@@ -1303,7 +1309,7 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             (o, Ok(()))
         } else {
             let cmd = m.command(&kernel.image, initrd, &case.cmdline, false);
-            let host_port = case.forwards.first().map_or(0, |f| f.0);
+            let host_port = case.forwards.first().map_or(0, |f| f.host);
             converse(cmd, &case.script, case.limit, host_port)?
         };
         let verdict = script.and_then(|()| match o.end {
@@ -1404,6 +1410,7 @@ pub fn boottime(args: &[String]) -> Result<u8, String> {
             memory_mib,
             accel: Accel::detect(),
             forwards: Vec::new(),
+            nics: 1,
             pcap: None,
         };
         let mut kernel_ms = Vec::new();

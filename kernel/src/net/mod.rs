@@ -25,6 +25,7 @@
 //! operation or poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an
 //! instance's lock. Nothing holds two instances' locks; waiting happens with no lock held.
 
+pub mod library;
 pub mod nic;
 pub mod server;
 pub mod socket;
@@ -36,7 +37,7 @@ use abi::Errno;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use net::switch::{self, Inbound, Route};
 use net::{EthernetAddress, Instant, Ipv4Address, Ipv4Cidr, PortMap, Stack, StackId};
 
@@ -60,6 +61,10 @@ pub struct Instance {
     /// Its slot in the network server's region while it is in server mode (0: its frames go
     /// through the kernel's switch; [`server`]).
     slot: AtomicUsize,
+    /// Its NIC while it is in library mode (`k`: `nic::LIBRARY[k - 1]`; 0: none; [`library`]).
+    direct: AtomicUsize,
+    /// Its own address from the pool, once it has one (0: none; [`library`]).
+    address: AtomicU32,
 }
 
 impl Drop for Instance {
@@ -67,6 +72,13 @@ impl Drop for Instance {
         let s = *self.slot.get_mut();
         if s != 0 {
             server::release(s);
+        }
+        let k = *self.direct.get_mut();
+        if k != 0 {
+            library::nic_gone(k);
+        }
+        if let Some(a) = self.address() {
+            library::address_gone(a);
         }
     }
 }
@@ -134,9 +146,10 @@ fn has_nic() -> bool {
     nic::NIC.lock().is_some()
 }
 
-/// The addresses local to the machine: the loopback network, and its address if it has a NIC.
+/// The addresses local to the machine: the loopback network, its address if it has a NIC, and
+/// the addresses instances have of their own ([`library`]).
 fn is_local(a: Ipv4Address) -> bool {
-    a.is_loopback() || (a == ADDRESS.address() && has_nic())
+    a.is_loopback() || (a == ADDRESS.address() && has_nic()) || library::is_assigned(a)
 }
 
 /// A new instance, registered.
@@ -173,6 +186,8 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
         stack: IrqMutex::new(stack),
         waiters: WaitQueue::new(),
         slot: AtomicUsize::new(0),
+        direct: AtomicUsize::new(0),
+        address: AtomicU32::new(0),
     });
     reg.stacks.insert(id, inst.clone());
     drop(reg);
@@ -242,6 +257,14 @@ impl Instance {
         f(&mut self.stack.lock())
     }
 
+    /// Its own address, if it has one ([`library`]).
+    pub fn address(&self) -> Option<Ipv4Address> {
+        match self.address.load(Ordering::Acquire) {
+            0 => None,
+            a => Some(Ipv4Address::from(a)),
+        }
+    }
+
     /// The key its changes are announced under to `poll` and `select`.
     pub fn poll_key(&self) -> PollKey {
         PollKey::Net(self.id)
@@ -282,7 +305,19 @@ fn pump_all(mut work: VecDeque<Arc<Instance>>) {
             inst.waiters.notify_all();
             POLL_WAKE.notify(inst.poll_key());
         }
-        for frame in frames {
+        let mut frames = frames.into_iter();
+        while let Some(frame) = frames.next() {
+            match server::sent(&inst, &frame) {
+                server::Sent::Queued => continue,
+                server::Sent::Full => {
+                    // The instance keeps them until the server makes room (it kicks).
+                    inst.stack
+                        .lock()
+                        .give_back(core::iter::once(frame).chain(frames));
+                    break;
+                }
+                server::Sent::NotServer => {}
+            }
             if let Some(to) = forward(&inst, frame) {
                 if !work.iter().any(|w| Arc::ptr_eq(w, &to)) {
                     work.push_back(to);
@@ -295,15 +330,16 @@ fn pump_all(mut work: VecDeque<Arc<Instance>>) {
 /// Carries one frame `from` sent: returns the instance that got it. An instance in server mode
 /// sends every frame to the network server; the kernel's switch sends the server what is for
 /// outside or for an instance in server mode while one is attached.
-fn forward(from: &Arc<Instance>, frame: Vec<u8>) -> Option<Arc<Instance>> {
-    if server::sent(from, &frame) {
+fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
+    if library::sent(from, &mut frame) {
         return None;
     }
     if from.id != 0 {
         // The check the network server makes (LibrettOS §3.2), made by the kernel's switch
         // too: a frame whose source is not its instance's goes nowhere.
         let machine = has_nic().then(|| ADDRESS.address());
-        let own = |a: Ipv4Address| a.is_loopback() || Some(a) == machine;
+        let mine = from.address();
+        let own = |a: Ipv4Address| a.is_loopback() || Some(a) == machine || Some(a) == mine;
         if let Err(why) = net::server::verify(&frame, from.id, &*PORTS.lock(), own) {
             match why {
                 net::server::Refused::Spoofed => DROPPED_SPOOFED.fetch_add(1, Ordering::Relaxed),
@@ -427,7 +463,7 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
             server::nic_received(&frame);
             continue;
         }
-        let me = |a| a == ADDRESS.address();
+        let me = |a| a == ADDRESS.address() || library::is_served(a);
         let decision = switch::inbound(&frame, &*PORTS.lock(), me, mac, GATEWAY);
         let (to, reject) = match decision {
             Inbound::To(Route::Stack(id)) => (lookup(id), false),
@@ -469,7 +505,7 @@ pub fn tick() {
         TIMERS_DUE.store(true, Ordering::Release);
     }
     // A safety net for a lost interrupt: frames left on the NIC are taken at the next pass.
-    if nic::NIC.lock().as_ref().is_some_and(nic::Nic::can_receive) {
+    if nic::NIC.lock().as_ref().is_some_and(nic::Nic::can_receive) || library::waiting() {
         NIC_DUE.store(true, Ordering::Release);
     }
 }
@@ -492,6 +528,7 @@ pub fn run_due() {
     if NIC_DUE.swap(false, Ordering::AcqRel) {
         let mut work = VecDeque::new();
         from_nic(&mut work);
+        library::receive(&mut work);
         pump_all(work);
     }
     if !TIMERS_DUE.swap(false, Ordering::AcqRel) {
@@ -532,9 +569,14 @@ pub fn report() -> alloc::string::String {
         } else {
             ports.join(",")
         };
-        let mode = match server::slot_of(inst) {
-            0 => alloc::string::String::from("kernel"),
-            s => alloc::format!("server/{s}"),
+        let mode = match (inst.direct.load(Ordering::Acquire), server::slot_of(inst)) {
+            (0, 0) => alloc::string::String::from("kernel"),
+            (0, s) => alloc::format!("server/{s}"),
+            (k, _) => alloc::format!("direct/{k}"),
+        };
+        let mode = match inst.address() {
+            Some(a) => alloc::format!("{mode}@{a}"),
+            None => mode,
         };
         let _ = writeln!(out, "{} {mode} {socks} {ports} {dropped}", inst.id);
     }
@@ -568,6 +610,7 @@ pub fn report() -> alloc::string::String {
         DROPPED_FULL.load(Ordering::Relaxed),
         DROPPED_SPOOFED.load(Ordering::Relaxed)
     );
+    library::report(&mut out);
     server::report(&mut out);
     out
 }

@@ -7,7 +7,12 @@
 //! frame allocator, heap buffers by their direct-map addresses: the heap's arenas are
 //! contiguous 2 MiB frames and x86 DMA is coherent, so sharing needs no bounce buffer).
 //!
-//! The NIC interrupts the boot core by MSI-X (the INTx line through the I/O APIC delivered
+//! The first virtio-net device is the machine's shared NIC ([`NIC`]: the kernel's switch or the
+//! network server drives it); every further one ([`LIBRARY`], `xtask run --nics N`) is free to
+//! be given to one stack instance in library mode (LibrettOS §3.1: QEMU's extra NICs stand in
+//! for SR-IOV virtual functions), `super::library`.
+//!
+//! Every NIC interrupts the boot core by MSI-X (the INTx line through the I/O APIC delivered
 //! nothing under QEMU's `pc` machine with qboot, though the device asserted it): the handler
 //! acknowledges and marks the network due, and the boot core runs
 //! [`super::run_due`] as soon as it leaves the interrupt (to user mode or its idle loop). It is
@@ -119,12 +124,17 @@ type Device = VirtIONetRaw<KernelHal, PciTransport, QUEUE_SIZE>;
 /// A buffer lent to the device, by the token its queue gave it.
 type Lent = Vec<Option<Box<[u8]>>>;
 
-/// The NIC, once found.
+/// A NIC, once found.
 pub struct Nic {
     /// The device.
     dev: Device,
     /// Its MAC address.
     pub mac: EthernetAddress,
+    /// The stack instance it is given to (library mode; the shared NIC has none).
+    pub owner: Option<net::StackId>,
+    /// Frames it received that were for another MAC (QEMU's virtio-net hears everything on
+    /// its segment) and were dropped.
+    pub foreign: u64,
     /// Receive buffers the device holds, by token.
     rx: Lent,
     /// Frames the device has not sent yet, by token.
@@ -140,8 +150,10 @@ fn lend(lent: &mut Lent, token: u16, buf: Box<[u8]>) {
     lent[i] = Some(buf);
 }
 
-/// The NIC (`None` until [`init`] found one, or if the machine has none).
+/// The shared NIC (`None` until [`init`] found one, or if the machine has none).
 pub static NIC: IrqMutex<Option<Nic>> = IrqMutex::new(None);
+/// The NICs for library mode: the virtio-net devices after the first.
+pub static LIBRARY: IrqMutex<Vec<Nic>> = IrqMutex::new(Vec::new());
 
 /// Gives every unassigned memory BAR of `df` an address in [`BAR_WINDOW`] and turns memory
 /// decoding and bus mastering on.
@@ -171,9 +183,13 @@ fn assign_bars(root: &mut PciRoot<PortAccess>, df: DeviceFunction, next: &mut u6
     );
 }
 
-/// Acknowledges the NIC's interrupt and marks the network due (the `irq::bind_device` hook).
+/// Acknowledges the NICs' interrupts and marks the network due (the `irq::bind_device` hook,
+/// shared by every NIC).
 fn interrupt() {
     if let Some(n) = NIC.lock().as_mut() {
+        n.dev.ack_interrupt();
+    }
+    for n in LIBRARY.lock().iter_mut() {
         n.dev.ack_interrupt();
     }
     super::interrupted();
@@ -292,30 +308,44 @@ fn route_interrupt(df: DeviceFunction) {
     kprintln!("reef: net: NIC interrupt: MSI-X -> vector {vector:#x} on core 0");
 }
 
-/// Looks for a virtio-net device on PCI bus 0 and sets it up (its interrupt by MSI-X); says
-/// what it found.
+/// Most NICs set up (the shared one and the library-mode ones).
+const NICS_MAX: usize = 8;
+
+/// Looks for the virtio-net devices on PCI bus 0 and sets each up (its interrupt by MSI-X);
+/// says what it found. The first is the shared NIC, the others go to [`LIBRARY`].
 pub fn init() {
     let mut root = PciRoot::new(PortAccess);
     let mut next = BAR_WINDOW;
-    let found = root
+    let found: Vec<DeviceFunction> = root
         .enumerate_bus(0)
-        .find(|(_, info)| virtio_device_type(info) == Some(DeviceType::Network));
-    let Some((df, _)) = found else {
+        .filter(|(_, info)| virtio_device_type(info) == Some(DeviceType::Network))
+        .map(|(df, _)| df)
+        .take(NICS_MAX)
+        .collect();
+    if found.is_empty() {
         kprintln!("reef: net: no virtio-net device: only the machine's own addresses work");
         return;
-    };
-    assign_bars(&mut root, df, &mut next);
-    let transport = match PciTransport::new::<KernelHal, _>(&mut root, df) {
-        Ok(t) => t,
-        Err(e) => {
-            kprintln!("reef: net: virtio-net at {df}: {e}");
-            return;
-        }
-    };
-    match Device::new(transport) {
-        Ok(dev) => {
-            let mut nic = Nic::new(dev);
-            let mac = nic.mac;
+    }
+    for df in found {
+        assign_bars(&mut root, df, &mut next);
+        let transport = match PciTransport::new::<KernelHal, _>(&mut root, df) {
+            Ok(t) => t,
+            Err(e) => {
+                kprintln!("reef: net: virtio-net at {df}: {e}");
+                continue;
+            }
+        };
+        let dev = match Device::new(transport) {
+            Ok(dev) => dev,
+            Err(e) => {
+                kprintln!("reef: net: virtio-net at {df}: {e:?}");
+                continue;
+            }
+        };
+        let mut nic = Nic::new(dev);
+        let mac = nic.mac;
+        let mut shared = NIC.lock();
+        if shared.is_none() {
             kprintln!("reef: net: virtio-net at {df}, MAC {mac}");
             // Learn the gateway's MAC before the first frame needs it.
             nic.send(&net::switch::ask_gateway(
@@ -323,10 +353,17 @@ pub fn init() {
                 super::ADDRESS.address(),
                 super::GATEWAY,
             ));
-            *NIC.lock() = Some(nic);
-            route_interrupt(df);
+            *shared = Some(nic);
+        } else {
+            let mut library = LIBRARY.lock();
+            kprintln!(
+                "reef: net: virtio-net at {df}, MAC {mac}: library-mode NIC {}",
+                library.len() + 1
+            );
+            library.push(nic);
         }
-        Err(e) => kprintln!("reef: net: virtio-net at {df}: {e:?}"),
+        drop(shared);
+        route_interrupt(df);
     }
 }
 
@@ -337,6 +374,8 @@ impl Nic {
         let mut nic = Nic {
             dev,
             mac,
+            owner: None,
+            foreign: 0,
             rx: Vec::new(),
             tx: Vec::new(),
         };
@@ -389,8 +428,23 @@ impl Nic {
         }
     }
 
-    /// The next frame received, if any (its buffer goes back to the device).
+    /// The next frame received for this NIC's MAC or for everyone (broadcast, multicast),
+    /// if any: a frame for another MAC is dropped and counted ([`Nic::foreign`]).
     pub fn receive(&mut self) -> Option<Vec<u8>> {
+        loop {
+            let frame = self.receive_any()?;
+            let ours = frame
+                .get(..6)
+                .is_some_and(|dst| dst == self.mac.as_bytes() || dst[0] & 1 != 0);
+            if ours {
+                return Some(frame);
+            }
+            self.foreign += 1;
+        }
+    }
+
+    /// The next frame the device received, whatever its destination.
+    fn receive_any(&mut self) -> Option<Vec<u8>> {
         let token = self.dev.poll_receive()?;
         let mut buf = self.rx.get_mut(usize::from(token)).and_then(Option::take)?;
         // SAFETY: `buf` is the buffer lent under `token` by `new` or an earlier `receive`.

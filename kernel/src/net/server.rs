@@ -132,14 +132,15 @@ impl Netd {
         Control::new(&self.shared.region)
     }
 
-    /// Puts `frame` in slot `s`'s ring to the server: whether the server must be woken.
-    fn push(&mut self, s: usize, frame: &[u8]) -> bool {
+    /// Puts `frame` in slot `s`'s ring to the server: whether the server must be woken, or
+    /// `None` if the frame is not in (the ring is full).
+    fn push(&mut self, s: usize, frame: &[u8]) -> Option<bool> {
         let ring = self.ring(shared::to_server(s));
         match self.to_server[s].push(&ring, frame) {
-            Ok(wake) => wake,
+            Ok(wake) => Some(wake),
             Err(_) => {
                 RING_FULL.fetch_add(1, Ordering::Relaxed);
-                false
+                None
             }
         }
     }
@@ -161,18 +162,22 @@ fn wake(bell: Option<u64>) {
     }
 }
 
-/// Puts `frame` in slot `s`'s ring and wakes the server if it sleeps.
-fn push(s: usize, frame: &[u8]) {
-    let bell = {
+/// Puts `frame` in slot `s`'s ring and wakes the server if it sleeps; false if the ring is
+/// full (the server kicks the slot once it has room).
+fn push(s: usize, frame: &[u8]) -> bool {
+    let (pushed, bell) = {
         let mut guard = NETD.lock();
-        let Some(n) = guard.as_mut() else { return };
-        if n.push(s, frame) {
-            n.ring_bell()
-        } else {
-            None
+        let Some(n) = guard.as_mut() else {
+            return false;
+        };
+        match n.push(s, frame) {
+            Some(true) => (true, n.ring_bell()),
+            Some(false) => (true, None),
+            None => (false, None),
         }
     };
     wake(bell);
+    pushed
 }
 
 /// `reef_netd(ATTACH)`: process `p`, a member of `fleet/net`, becomes the network server. The
@@ -212,6 +217,8 @@ pub fn attach(p: &Process) -> Result<(u64, u64), Errno> {
     if let Some(mac) = *super::GATEWAY_MAC.lock() {
         n.control().set_gateway_mac(mac);
     }
+    let (base, assigned, served) = super::library::pool();
+    n.control().set_pool(base, assigned, served);
     let region = n.shared.region.frames()?;
     let table = n.shared.table_pages.frames()?;
     let vm = p.vm();
@@ -225,6 +232,12 @@ pub fn attach(p: &Process) -> Result<(u64, u64), Errno> {
     };
     n.server = Some(p.pid);
     SERVING.store(true, Ordering::Release);
+    drop(guard);
+    // A server killed between filling a ring and its kick left the ring's kernel side marked
+    // awake with nobody draining it: take what waits and mark every ring asleep again.
+    for s in 0..=NIC {
+        drain(s);
+    }
     Ok((region_addr, table_addr))
 }
 
@@ -252,10 +265,13 @@ pub fn join(inst: &Arc<Instance>) -> Result<(), Errno> {
     let s = (1..SLOTS)
         .find(|&s| n.slots[s].is_none() && ctl.is_free(s))
         .ok_or(Errno::ENOSPC)?;
-    // What the server left for the last instance of the slot is not this one's.
-    n.from_server[s] = Consumer::skip_all(&n.ring(shared::from_server(s)));
+    // What the server left for the last instance of the slot is not this one's; the ring
+    // starts asleep, so that the server's first frame asks for the kernel.
+    let back = n.ring(shared::from_server(s));
+    n.from_server[s] = Consumer::skip_all(&back);
+    n.from_server[s].sleep(&back);
     n.to_server[s] = Producer::resume(&n.ring(shared::to_server(s)));
-    ctl.join(s, inst.id, None);
+    ctl.join(s, inst.id, inst.address());
     n.slots[s] = Some(Arc::downgrade(inst));
     inst.slot.store(s, Ordering::Release);
     Ok(())
@@ -263,7 +279,7 @@ pub fn join(inst: &Arc<Instance>) -> Result<(), Errno> {
 
 /// An instance in server mode goes back to the kernel's switch: what the server has put in
 /// its ring back is delivered to it first, and the server routes what it sent still.
-fn leave(inst: &Arc<Instance>) {
+pub fn leave(inst: &Arc<Instance>) {
     let s = inst.slot.load(Ordering::Acquire);
     if s == 0 {
         return;
@@ -283,13 +299,25 @@ pub fn release(s: usize) {
     }
 }
 
-/// `netctl server|kernel PID`: moves the instances of process `p` to server mode (`server`) or
-/// to the kernel's switch: its own (made now if it has none) and those of the sockets its
-/// descriptors hold (a forked server's sockets live in the instance of the process that made
-/// them). Their sockets, addresses and connections stay; only the path of their frames
-/// changes. `ENODEV` (no server attached), `ENOSPC` (no free slot).
-pub fn set_mode(p: &Process, server: bool) -> Result<(), Errno> {
-    let mut all = alloc::vec![super::instance_of(p)?];
+/// The paths an instance's frames may take (LibrettOS §3.3's modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Through the kernel's switch.
+    Kernel,
+    /// Through the network server.
+    Server,
+    /// Through a NIC of its own (library mode, `super::library`).
+    Direct,
+}
+
+/// `netctl server|kernel|direct PID`: moves the instances of process `p` to `mode`: those of
+/// the sockets its descriptors hold (a forked server's sockets live in the instance of the
+/// process that made them), or its own if it holds none (made now if it has none). Their
+/// sockets, addresses and connections stay; only the path of their frames changes. `ENODEV`
+/// (no server attached, or no NIC for library mode), `ENOSPC` (no free slot or NIC),
+/// `EADDRNOTAVAIL` (no address left for library mode).
+pub fn set_mode(p: &Process, mode: Mode) -> Result<(), Errno> {
+    let mut all: Vec<Arc<Instance>> = Vec::new();
     for (_, fd) in p.files.lock().iter() {
         if let crate::fd::Node::Inet(s) = &fd.file.node {
             if !all.iter().any(|i| Arc::ptr_eq(i, &s.inst)) {
@@ -298,34 +326,65 @@ pub fn set_mode(p: &Process, server: bool) -> Result<(), Errno> {
             }
         }
     }
+    if all.is_empty() {
+        all.push(super::instance_of(p)?);
+    }
     for inst in &all {
-        if server {
-            join(inst)?;
-        } else {
-            leave(inst);
+        match mode {
+            Mode::Direct => super::library::go_direct(inst)?,
+            Mode::Server => {
+                if !serving() {
+                    return Err(Errno::ENODEV);
+                }
+                super::library::go_shared(inst);
+                join(inst)?;
+            }
+            Mode::Kernel => {
+                super::library::go_shared(inst);
+                leave(inst);
+            }
         }
     }
     Ok(())
 }
 
-/// A frame instance `inst` sent: `true` if it went to the server (the instance is in server
-/// mode), `false` if the kernel's switch routes it.
-pub fn sent(inst: &Instance, frame: &[u8]) -> bool {
-    let s = inst.slot.load(Ordering::Acquire);
-    if s == 0 {
-        return false;
+/// The pool of instances' own addresses changed (`super::library`): tells the server which
+/// it answers for.
+pub fn set_pool(base: net::Ipv4Address, assigned: u64, served: u64) {
+    if let Some(n) = NETD.lock().as_ref() {
+        n.control().set_pool(base, assigned, served);
     }
-    push(s, frame);
-    true
+}
+
+/// What became of a frame an instance sent, for [`sent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The instance is not in server mode: the kernel's switch routes the frame.
+    NotServer,
+    /// It is in the ring to the server.
+    Queued,
+    /// The ring is full: the instance keeps the frame (`Stack::give_back`) until the server
+    /// makes room and kicks the slot.
+    Full,
+}
+
+/// A frame instance `inst` sent, to the server if the instance is in server mode.
+pub fn sent(inst: &Instance, frame: &[u8]) -> Sent {
+    match inst.slot.load(Ordering::Acquire) {
+        0 => Sent::NotServer,
+        s if push(s, frame) => Sent::Queued,
+        _ => Sent::Full,
+    }
 }
 
 /// A frame of the kernel's switch for outside or for an instance in server mode: to the
-/// server through slot 0.
+/// server through slot 0 (dropped and counted if the ring is full).
 pub fn from_switch(frame: &[u8]) {
     push(0, frame);
 }
 
-/// A frame the NIC received: to the server.
+/// A frame the NIC received: to the server (dropped and counted if the ring is full, as a
+/// NIC's receive ring drops).
 pub fn nic_received(frame: &[u8]) {
     push(NIC, frame);
 }
@@ -344,6 +403,7 @@ fn take(s: usize) -> (Vec<Vec<u8>>, Option<Arc<Instance>>) {
         let Some(got) = n.from_server[s].pop(&ring, &mut buf) else {
             break;
         };
+        n.from_server[s].commit(&ring);
         let Ok(len) = got else {
             super::dropped(switch::Dropped::Malformed);
             continue;
@@ -412,7 +472,8 @@ fn deliver(s: usize, frames: Vec<Vec<u8>>, inst: Option<Arc<Instance>>) {
 }
 
 /// `reef_netd(KICK, mask)` from the server: takes what it put in the rings back of the slots
-/// in `mask` (bit [`NIC`]: the NIC's). `EPERM` unless `pid` is the attached server, `EINVAL`
+/// in `mask` (bit [`NIC`]: the NIC's) and runs their instances, which send what they kept
+/// while their rings to the server were full. `EPERM` unless `pid` is the attached server, `EINVAL`
 /// for bits past the rings.
 pub fn kick(pid: u32, mask: u64) -> Result<(), Errno> {
     if mask >> (NIC + 1) != 0 {
@@ -424,6 +485,14 @@ pub fn kick(pid: u32, mask: u64) -> Result<(), Errno> {
     for s in 0..=NIC {
         if mask & 1 << s != 0 {
             drain(s);
+            // The ring to the server may have room for frames the instance kept.
+            let inst = NETD
+                .lock()
+                .as_ref()
+                .and_then(|n| n.slots.get(s)?.as_ref()?.upgrade());
+            if let Some(inst) = inst {
+                super::pump(&inst);
+            }
         }
     }
     Ok(())
@@ -452,10 +521,27 @@ pub fn report(out: &mut alloc::string::String) {
         let _ = write!(out, " {} {}", c.name(), ctl.counter(c));
     }
     let _ = writeln!(out);
-    for s in 1..SLOTS {
-        if let Some(id) = ctl.instance(s) {
-            let _ = writeln!(out, "slot {s} instance {id}");
-        }
+    let ring = |first| {
+        let (head, tail, asleep, waiting) = n.ring(first).state();
+        alloc::format!(
+            "{head}/{tail}{}{}",
+            if asleep { " asleep" } else { "" },
+            if waiting { " waiting" } else { "" }
+        )
+    };
+    for s in 0..=NIC {
+        let who = match (s, ctl.instance(s)) {
+            (0, _) => alloc::string::String::from("kernel"),
+            (NIC, _) => alloc::string::String::from("nic"),
+            (_, Some(id)) => alloc::format!("instance {id}"),
+            (_, None) => continue,
+        };
+        let _ = writeln!(
+            out,
+            "slot {s} {who} to_server {} from_server {}",
+            ring(shared::to_server(s)),
+            ring(shared::from_server(s))
+        );
     }
 }
 

@@ -682,14 +682,16 @@ pub fn reef_netd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     }
 }
 
-/// `reef_net_mode(pid, mode)`: `netctl server|kernel PID` (`net::server::set_mode`). `EPERM`
-/// unless root, `ESRCH`, `EINVAL` (mode), `ENODEV` (no network server), `ENOSPC` (no free
-/// slot).
+/// `reef_net_mode(pid, mode)`: `netctl server|kernel|direct PID` (`net::server::set_mode`).
+/// `EPERM` unless root, `ESRCH`, `EINVAL` (mode), `ENODEV` (no network server, or no NIC for
+/// library mode), `ENOSPC` (no free slot or NIC), `EADDRNOTAVAIL`.
 pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     super::cred::privileged(me)?;
-    let server = match a[1] {
-        abi::reef::REEF_NET_SERVER => true,
-        abi::reef::REEF_NET_KERNEL => false,
+    use crate::net::server::Mode;
+    let mode = match a[1] {
+        abi::reef::REEF_NET_SERVER => Mode::Server,
+        abi::reef::REEF_NET_KERNEL => Mode::Kernel,
+        abi::reef::REEF_NET_DIRECT => Mode::Direct,
         _ => return Err(Errno::EINVAL),
     };
     let pid = u32::try_from(a[0]).map_err(|_| Errno::ESRCH)?;
@@ -697,6 +699,6 @@ pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
     if !matches!(e.life, crate::proc::table::Life::Alive) {
         return Err(Errno::ESRCH);
     }
-    crate::net::server::set_mode(&e.process, server)?;
+    crate::net::server::set_mode(&e.process, mode)?;
     Ok(0)
 }

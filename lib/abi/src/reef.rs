@@ -54,8 +54,9 @@ pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
 /// (`arg`: where to write `struct { u64 region, region_pages, ports, port_pages; }`) and
 /// [`REEF_NETD_KICK`] (`arg`: a mask of the rings whose kernel side to wake).
 pub const REEF_NETD: usize = REEF_BASE + 14;
-/// `reef_net_mode(pid, mode)`: moves process `pid`'s stack instance to the network server
-/// ([`REEF_NET_SERVER`]) or to the kernel's switch ([`REEF_NET_KERNEL`]); root only.
+/// `reef_net_mode(pid, mode)`: moves process `pid`'s stack instances to the network server
+/// ([`REEF_NET_SERVER`]), to the kernel's switch ([`REEF_NET_KERNEL`]) or to a NIC of their
+/// own ([`REEF_NET_DIRECT`]); root only.
 pub const REEF_NET_MODE: usize = REEF_BASE + 15;
 /// The last Reef call.
 pub const REEF_LAST: usize = REEF_NET_MODE;
@@ -69,6 +70,8 @@ pub const REEF_NETD_KICK: u64 = 1;
 pub const REEF_NET_KERNEL: u64 = 0;
 /// `reef_net_mode`'s `mode`: the network server.
 pub const REEF_NET_SERVER: u64 = 1;
+/// `reef_net_mode`'s `mode`: a NIC of its own (library mode).
+pub const REEF_NET_DIRECT: u64 = 2;
 
 /// `reef_core_ctl`'s `op`: stop the core (its threads that may run elsewhere move; those that
 /// may run only there wait for it).

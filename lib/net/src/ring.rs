@@ -54,14 +54,17 @@ const HEAD: usize = 0;
 const ASLEEP: usize = 8;
 /// The producer's count.
 const TAIL: usize = 16;
-/// Frames the producer dropped: the ring was full.
+/// Frames the producer found no room for.
 const FULL: usize = 24;
+/// Nonzero while the producer waits for room (it found the ring full and kept its frame).
+const WAITING: usize = 32;
 
 /// Why [`Producer::push`] did not put a frame in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PushError {
-    /// The ring is full (or the consumer's count is impossible): the frame is dropped and
-    /// counted in the ring.
+    /// The ring is full (or the consumer's count is impossible): the frame is not in, the
+    /// ring counts it, and the producer is marked waiting for room ([`Consumer::pop`]'s caller
+    /// learns it from [`Consumer::producer_waits`]).
     Full,
     /// The frame is larger than a cell.
     TooBig,
@@ -123,6 +126,13 @@ impl<'a, P: Pages + ?Sized> Ring<'a, P> {
         self.header(HEAD).map_or(0, |w| w.load(Ordering::Acquire))
     }
 
+    /// The ring's state for reports: the published counts and the consumer's and producer's
+    /// marks (asleep, waiting for room).
+    pub fn state(&self) -> (u64, u64, bool, bool) {
+        let get = |i| self.header(i).map_or(0, |w| w.load(Ordering::Acquire));
+        (get(HEAD), get(TAIL), get(ASLEEP) != 0, get(WAITING) != 0)
+    }
+
     /// Frames the producer dropped because the ring was full.
     pub fn full_drops(&self) -> u64 {
         self.header(FULL).map_or(0, |w| w.load(Ordering::Relaxed))
@@ -131,7 +141,7 @@ impl<'a, P: Pages + ?Sized> Ring<'a, P> {
     /// Zeroes the header: an empty ring whose consumer sleeps (the state a new ring starts
     /// in, so that the first frame asks for a wake-up).
     pub fn reset(&self) {
-        for w in [HEAD, TAIL, FULL] {
+        for w in [HEAD, TAIL, FULL, WAITING] {
             if let Some(w) = self.header(w) {
                 w.store(0, Ordering::Release);
             }
@@ -168,12 +178,19 @@ impl Producer {
         if !ring.whole() {
             return Err(PushError::Missing);
         }
-        let used = self.tail.wrapping_sub(ring.head());
-        if used >= CELLS {
-            if let Some(w) = ring.header(FULL) {
-                w.fetch_add(1, Ordering::Relaxed);
+        if self.tail.wrapping_sub(ring.head()) >= CELLS {
+            // Marked waiting, then a second look (the consumer frees a cell, then looks at
+            // the mark): either the consumer sees the mark or this sees the room.
+            if let Some(w) = ring.header(WAITING) {
+                w.store(1, Ordering::SeqCst);
             }
-            return Err(PushError::Full);
+            fence(Ordering::SeqCst);
+            if self.tail.wrapping_sub(ring.head()) >= CELLS {
+                if let Some(w) = ring.header(FULL) {
+                    w.fetch_add(1, Ordering::Relaxed);
+                }
+                return Err(PushError::Full);
+            }
         }
         let cell = self.tail % CELLS;
         for (i, chunk) in frame.chunks(8).enumerate() {
@@ -229,7 +246,8 @@ impl Consumer {
         ring.tail() != self.head
     }
 
-    /// Takes the next frame into `out`: its length, `None` if the ring is empty.
+    /// Takes the next frame into `out`: its length, `None` if the ring is empty. Its cell stays
+    /// the consumer's until [`Consumer::commit`].
     pub fn pop<P: Pages + ?Sized>(
         &mut self,
         ring: &Ring<'_, P>,
@@ -265,8 +283,24 @@ impl Consumer {
             _ => Err(PopError::Malformed),
         };
         self.head = self.head.wrapping_add(1);
-        self.publish(ring);
         Some(result)
+    }
+
+    /// Publishes that the frames taken so far are done with, freeing their cells. A consumer
+    /// that may die between taking a frame and acting on it (the server) commits after
+    /// acting, so that the one after it takes the frame again: a frame is then acted on at
+    /// least once (TCP takes a duplicate in its stride, not a loss: smoltcp does not probe a
+    /// zero window, so a lost window update stalls a connection for good).
+    pub fn commit<P: Pages + ?Sized>(&mut self, ring: &Ring<'_, P>) {
+        self.publish(ring);
+    }
+
+    /// Whether the producer waits for room (it found the ring full): the mark is taken, so the
+    /// caller tells the producer once.
+    pub fn producer_waits<P: Pages + ?Sized>(&self, ring: &Ring<'_, P>) -> bool {
+        fence(Ordering::SeqCst);
+        ring.header(WAITING)
+            .is_some_and(|w| w.load(Ordering::SeqCst) != 0 && w.swap(0, Ordering::AcqRel) != 0)
     }
 
     /// Marks the consumer asleep and looks once more: `true` if the ring is still empty (it
@@ -291,6 +325,17 @@ mod tests {
     use super::*;
     use alloc::vec::Vec;
 
+    /// Takes and commits one frame.
+    fn take<P: Pages + ?Sized>(
+        c: &mut Consumer,
+        ring: &Ring<'_, P>,
+        out: &mut [u8; CELL_DATA],
+    ) -> Option<Result<usize, PopError>> {
+        let got = c.pop(ring, out);
+        c.commit(ring);
+        got
+    }
+
     fn pages(n: usize) -> Vec<Page> {
         (0..n)
             .map(|_| core::array::from_fn(|_| AtomicU64::new(0)))
@@ -305,12 +350,12 @@ mod tests {
         let mut p = Producer::resume(&ring);
         let mut c = Consumer::resume(&ring);
         let mut out = [0u8; CELL_DATA];
-        assert_eq!(c.pop(&ring, &mut out), None);
+        assert_eq!(take(&mut c, &ring, &mut out), None);
         assert_eq!(p.push(&ring, b"first frame"), Ok(true), "it started asleep");
         assert_eq!(p.push(&ring, &[7; 1514]), Ok(false), "woken once");
-        assert_eq!(c.pop(&ring, &mut out), Some(Ok(11)));
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(11)));
         assert_eq!(&out[..11], b"first frame");
-        assert_eq!(c.pop(&ring, &mut out), Some(Ok(1514)));
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(1514)));
         assert!(out[..1514].iter().all(|&b| b == 7));
         assert!(c.sleep(&ring));
         assert_eq!(p.push(&ring, b""), Ok(true));
@@ -320,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_ring_drops_and_counts() {
+    fn a_full_ring_refuses_counts_and_marks_the_producer_waiting() {
         let mem = pages(RING_PAGES);
         let ring = Ring::new(&mem[..], 0);
         ring.reset();
@@ -331,12 +376,14 @@ mod tests {
         }
         assert_eq!(p.push(&ring, b"no room"), Err(PushError::Full));
         assert_eq!(ring.full_drops(), 1);
+        assert!(c.producer_waits(&ring), "the producer waits for room");
+        assert!(!c.producer_waits(&ring), "told once");
         let mut out = [0u8; CELL_DATA];
         for i in 0..CELLS {
-            assert_eq!(c.pop(&ring, &mut out), Some(Ok(8)));
+            assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(8)));
             assert_eq!(out[..8], i.to_le_bytes());
         }
-        assert_eq!(c.pop(&ring, &mut out), None);
+        assert_eq!(take(&mut c, &ring, &mut out), None);
     }
 
     #[test]
@@ -355,13 +402,13 @@ mod tests {
         p.push(&ring, b"def").unwrap();
         mem[1][0].store(u64::MAX, Ordering::Relaxed);
         let mut out = [0u8; CELL_DATA];
-        assert_eq!(c.pop(&ring, &mut out), Some(Err(PopError::Malformed)));
-        assert_eq!(c.pop(&ring, &mut out), Some(Ok(3)));
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Err(PopError::Malformed)));
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(3)));
         assert_eq!(&out[..3], b"def");
         // A producer count far ahead: skipped, once.
         mem[0][TAIL].store(1 << 40, Ordering::Relaxed);
-        assert_eq!(c.pop(&ring, &mut out), Some(Err(PopError::Corrupt)));
-        assert_eq!(c.pop(&ring, &mut out), None);
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Err(PopError::Corrupt)));
+        assert_eq!(take(&mut c, &ring, &mut out), None);
         // Missing pages: nothing is touched.
         let short = pages(3);
         let ring = Ring::new(&short[..], 0);
@@ -369,6 +416,26 @@ mod tests {
             Producer::default().push(&ring, b"x"),
             Err(PushError::Missing)
         );
+    }
+
+    #[test]
+    fn a_frame_taken_and_not_committed_is_taken_again_by_the_next_consumer() {
+        let mem = pages(RING_PAGES);
+        let ring = Ring::new(&mem[..], 0);
+        ring.reset();
+        let mut p = Producer::resume(&ring);
+        p.push(&ring, b"one").unwrap();
+        p.push(&ring, b"two").unwrap();
+        let mut out = [0u8; CELL_DATA];
+        let mut c = Consumer::resume(&ring);
+        assert_eq!(c.pop(&ring, &mut out), Some(Ok(3)));
+        c.commit(&ring);
+        assert_eq!(c.pop(&ring, &mut out), Some(Ok(3)));
+        // It dies here: the next one takes "two" again.
+        let mut c = Consumer::resume(&ring);
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(3)));
+        assert_eq!(&out[..3], b"two");
+        assert_eq!(take(&mut c, &ring, &mut out), None);
     }
 
     #[test]
@@ -384,7 +451,7 @@ mod tests {
             if i % 3 == 0 {
                 p = Producer::resume(&ring);
             }
-            assert_eq!(c.pop(&ring, &mut out), Some(Ok(8)));
+            assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(8)));
             assert_eq!(out[..8], i.to_le_bytes());
             if i % 5 == 0 {
                 c = Consumer::resume(&ring);

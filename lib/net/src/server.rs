@@ -457,8 +457,9 @@ pub enum AttachError {
 pub struct Step {
     /// Frames it took from the rings.
     pub moved: usize,
-    /// The kernel's rings it put frames in while the kernel slept: bit `s` for slot `s`'s,
-    /// bit [`NIC`] for the NIC's (the server asks the kernel to look at them).
+    /// The kernel's rings it put frames in while the kernel slept, or whose ring to it had
+    /// filled and has room again: bit `s` for slot `s`, bit [`NIC`] for the NIC (the server
+    /// asks the kernel to look at them).
     pub kick: u32,
 }
 
@@ -587,6 +588,13 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
                         ctl.count(Counter::Malformed)
                     }
                 }
+                // Done with it: a server killed before this line routes it again when
+                // started again.
+                self.inbox[s].commit(&ring);
+            }
+            if s > 0 && self.inbox[s].producer_waits(&ring) {
+                // The kernel kept frames for want of room: there is room now.
+                step.kick |= 1 << s;
             }
             if s > 0 && !active(state) && !self.inbox[s].ready(&ring) {
                 // Its last frames are routed: the slot is free.
@@ -604,16 +612,17 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
                 Ok(len) => self.route_received(&frame[..len], &mut step),
                 Err(_) => ctl.count(Counter::Malformed),
             }
+            self.inbox[NIC].commit(&ring);
         }
         step
     }
 
-    /// Marks every ring it reads asleep and looks once more: `true` if all are empty (it may
-    /// sleep on [`W_EVENTS`] until the kernel adds to it), `false` if a frame came.
+    /// Marks every ring to it asleep, those of free slots too (the kernel may give one to an
+    /// instance while it sleeps, and that instance's first frame must wake it), and looks once
+    /// more: `true` if all are empty (it may sleep on [`W_EVENTS`] until the kernel adds to
+    /// it), `false` if a frame came.
     pub fn may_sleep(&self) -> bool {
-        (0..=SLOTS)
-            .filter(|&s| s == NIC || self.live(s))
-            .all(|s| self.inbox[s].sleep(&Ring::new(self.region, to_server(s))))
+        (0..=SLOTS).all(|s| self.inbox[s].sleep(&Ring::new(self.region, to_server(s))))
     }
 
     /// Puts `frame` in the ring to slot `s` (or [`NIC`]).

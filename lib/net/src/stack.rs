@@ -409,12 +409,27 @@ impl Stack {
         if dst.is_loopback() {
             return loopback;
         }
+        // The last one given: an address of its own, if it has one ([`Stack::add_address`]).
         self.iface
             .ip_addrs()
             .iter()
             .map(|&IpCidr::Ipv4(c)| c.address())
-            .find(|a| !a.is_loopback())
+            .rfind(|a| !a.is_loopback())
             .unwrap_or(loopback)
+    }
+
+    /// Gives the instance one more address (LibrettOS §3.3: an address of its own, kept in
+    /// every mode), which new connections to outside use from now on. False if the interface
+    /// holds no more.
+    pub fn add_address(&mut self, cidr: Ipv4Cidr) -> bool {
+        let mut added = false;
+        self.iface.update_ip_addrs(|a| {
+            added = a.contains(&IpCidr::Ipv4(cidr)) || a.push(IpCidr::Ipv4(cidr)).is_ok();
+        });
+        if added {
+            self.learn_switch();
+        }
+        added
     }
 
     /// Its number.
@@ -435,6 +450,15 @@ impl Stack {
         }
         self.dev.rx.push_back(frame);
         true
+    }
+
+    /// Gives back frames taken with [`Stack::take_frame`] that could not leave yet (the ring
+    /// to the network server was full): they leave first next time, in their order, and
+    /// while they wait the stack's own queue holds them (smoltcp sends no more than it holds).
+    pub fn give_back(&mut self, frames: impl DoubleEndedIterator<Item = Vec<u8>>) {
+        for f in frames.rev() {
+            self.dev.tx.push_front(f);
+        }
     }
 
     /// The oldest frame it sent, if any.

@@ -249,6 +249,54 @@ pub fn vif_in(frame: &mut [u8], nic: EthernetAddress, stack: EthernetAddress) {
     swap_mac(frame, nic, stack, false);
 }
 
+/// Library mode: whether a frame an instance on its own NIC sent is for one of the machine's
+/// addresses (`local`), which the switch reaches, rather than for its NIC: an ARP request for
+/// a local address, IPv4 to one, and anything that is neither ARP nor IPv4.
+pub fn for_machine(frame: &[u8], local: impl Fn(Ipv4Address) -> bool) -> bool {
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return true;
+    };
+    match eth.ethertype() {
+        EthernetProtocol::Arp => match parse_arp(&eth) {
+            Ok(a) if a.operation == ArpOperation::Request => local(a.target),
+            Ok(_) => false,
+            Err(_) => true,
+        },
+        EthernetProtocol::Ipv4 => {
+            Ipv4Packet::new_checked(eth.payload()).map_or(true, |ip| local(ip.dst_addr()))
+        }
+        _ => true,
+    }
+}
+
+/// Library mode: whether a frame an instance's own NIC received is the instance's: IPv4, ARP
+/// replies, and ARP requests for its own address `own` (not for the machine's shared address,
+/// which only the shared NIC answers for).
+pub fn for_own_nic(frame: &[u8], own: Option<Ipv4Address>) -> bool {
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return false;
+    };
+    match eth.ethertype() {
+        EthernetProtocol::Ipv4 => true,
+        EthernetProtocol::Arp => match parse_arp(&eth) {
+            Ok(a) if a.operation == ArpOperation::Request => Some(a.target) == own,
+            Ok(_) => true,
+            Err(_) => false,
+        },
+        _ => false,
+    }
+}
+
+/// Library mode: a frame for [`SWITCH_MAC`] goes to `gateway` instead (the instance learned
+/// its neighbours while the switch answered for them).
+pub fn past_switch(frame: &mut [u8], gateway: EthernetAddress) {
+    if let Ok(mut eth) = EthernetFrame::new_checked(frame) {
+        if eth.dst_addr() == SWITCH_MAC {
+            eth.set_dst_addr(gateway);
+        }
+    }
+}
+
 /// Replaces MAC `from` with `to` in the source (`source`) or destination of the Ethernet
 /// header and, in an ARP packet, as its sender or target hardware address.
 fn swap_mac(frame: &mut [u8], from: EthernetAddress, to: EthernetAddress, source: bool) {

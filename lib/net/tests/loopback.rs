@@ -353,3 +353,26 @@ fn a_raw_icmp_socket_pings_a_local_address_and_gets_the_reply() {
     m.close(1, s);
     assert!(m.ports.is_empty(), "the identifier is given back");
 }
+
+#[test]
+fn an_added_address_is_local_and_the_source_of_new_connections_outside() {
+    let now = Instant::from_millis(1000);
+    let me = Ipv4Address::new(10, 0, 2, 15);
+    let own = Ipv4Address::new(10, 0, 2, 16);
+    let mut s = Stack::new(
+        1,
+        &[LOOPBACK, net::Ipv4Cidr::new(me, 24)],
+        Some(Ipv4Address::new(10, 0, 2, 2)),
+        1,
+        now,
+    );
+    assert!(!s.is_local(own));
+    assert!(s.add_address(net::Ipv4Cidr::new(own, 24)));
+    assert!(s.add_address(net::Ipv4Cidr::new(own, 24)), "twice is once");
+    assert!(s.is_local(own) && s.is_local(me));
+    let mut ports = PortMap::new();
+    let c = s.socket(Proto::Tcp).unwrap();
+    s.connect(c, Ipv4Address::new(10, 0, 2, 2), 80, &mut ports, now)
+        .unwrap();
+    assert_eq!(s.local_addr(c).unwrap().0, own);
+}

@@ -125,6 +125,7 @@ impl Machine {
             for s in 0..=NIC {
                 let ring = Ring::new(self.region, server::from_server(s));
                 while let Some(got) = self.kin[s].pop(&ring, &mut buf) {
+                    self.kin[s].commit(&ring);
                     moved = true;
                     let f = buf[..got.unwrap()].to_vec();
                     match s {
@@ -361,3 +362,23 @@ fn the_vif_swaps_macs_in_headers_and_arp_both_ways() {
 }
 
 const GW_MAC_FOR_TEST: EthernetAddress = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
+
+#[test]
+fn a_sleeping_server_is_woken_by_the_first_frame_of_a_slot_given_meanwhile() {
+    let mut m = Machine::new(1);
+    let ctl = Control::new(m.region);
+    let ring = Ring::new(m.region, server::to_server(5));
+    // Slot 5 served an instance that left: its ring's mark was used up.
+    ctl.join(5, 8, None);
+    m.kout[5].push(&ring, b"frame").unwrap();
+    let server = m.server.as_mut().unwrap();
+    server.step(64);
+    ctl.leave(5);
+    server.step(64);
+    assert!(ctl.is_free(5));
+    assert!(server.may_sleep());
+    // The kernel gives slot 5 to another instance while the server sleeps.
+    ctl.join(5, 9, None);
+    let woke = m.kout[5].push(&ring, b"frame").unwrap();
+    assert!(woke, "the push asks for a wake-up");
+}
