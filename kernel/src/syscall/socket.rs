@@ -9,6 +9,9 @@
 //! ("ping") sockets, `SO_LINGER` and the
 //! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
 //! comes back empty), out-of-band data.
+//!
+//! The interface and route requests of `ioctl` on a socket (`SIOCGIF*`, `SIOCADDRT`, ...) are
+//! decoded here too ([`interface_ioctl`]); `net::ifaces` has the interfaces.
 
 use super::file::{file, install_pair, iovecs, sigpipe, IOV_MAX, MAX_IO};
 use super::SysResult;
