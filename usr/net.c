@@ -30,15 +30,28 @@
  *   closed first and is in TIME_WAIT (without it EADDRINUSE);
  * - sendmsg/recvmsg with two iovecs on TCP and UDP (msg_name, MSG_TRUNC), read/write on TCP;
  * - close: after the peer's shutdown(SHUT_WR) or close(), poll says POLLIN (no POLLHUP) and recv
- *   0; POLLIN|POLLHUP once both directions are shut.
+ *   0; POLLIN|POLLHUP once both directions are shut;
+ * - interfaces: the SIOCGIF* ioctls on lo (struct ifreq 40 bytes, ifconf 16): SIOCGIFCONF with a
+ *   null buffer gives the length, a buffer for one entry gets one, lo is listed with
+ *   127.0.0.1; index and name both ways; flags UP|LOOPBACK|RUNNING; address, destination,
+ *   netmask; hardware family ARPHRD_LOOPBACK; MTU, metric, queue length, map; ENODEV for an
+ *   unknown name or index, EFAULT for bad pointers; on an AF_UNIX socket the device requests
+ *   work and the address ones are ENOTTY; setting flags or the MTU is EPERM without privilege
+ *   (on Reef EOPNOTSUPP for root; Linux's root is not asked to change lo); /proc/net/dev's
+ *   headers and lo's packet counts grow with a datagram over 127.0.0.1; /proc/net/tcp shows a
+ *   listener (0A) and both ends of a connection (01), /proc/net/udp a bound socket (07), by
+ *   their addresses and ports; /proc/net/route has Linux's header.
  */
 #include "reef-test.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <net/if.h>
+#include <net/if_arp.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -853,6 +866,206 @@ static void nothing_kept(void)
         before >> 10, after >> 10);
 }
 
+/* An ifreq for interface `name`. */
+static struct ifreq ifreq_of(const char *name)
+{
+    struct ifreq r;
+    memset(&r, 0, sizeof r);
+    strncpy(r.ifr_name, name, sizeof r.ifr_name - 1);
+    return r;
+}
+
+/* The IPv4 address of a sockaddr an ioctl filled (family AF_INET checked). */
+static uint32_t in_addr_of(const struct sockaddr *sa)
+{
+    CHECK_EQ(sa->sa_family, AF_INET);
+    return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+}
+
+/* lo's received packets in /proc/net/dev (its two header lines checked). */
+static unsigned long long lo_rx_packets(void)
+{
+    FILE *f = fopen("/proc/net/dev", "r");
+    CHECK(f != NULL);
+    char line[512];
+    CHECK(fgets(line, sizeof line, f) && strncmp(line, "Inter-|   Receive", 17) == 0);
+    CHECK(fgets(line, sizeof line, f) && strstr(line, " face |bytes    packets errs drop") &&
+          strstr(line, "|bytes    packets errs drop fifo colls carrier compressed"));
+    unsigned long long bytes = 0, packets = 0;
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, " lo: %llu %llu", &bytes, &packets) == 2)
+            found = 1;
+    fclose(f);
+    CHECK(found);
+    return packets;
+}
+
+/* Whether /proc/net/`file` has a socket line with these addresses, ports and state. */
+static int proc_net_has(const char *file, const struct sockaddr_in *local,
+                        const struct sockaddr_in *remote, unsigned state)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/net/%s", file);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[512];
+    CHECK(fgets(line, sizeof line, f) && strstr(line, "sl  local_address rem_address   st "
+                                                      "tx_queue rx_queue tr tm->when"));
+    unsigned la, lp, ra, rp, st;
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, " %*d: %8X:%4X %8X:%4X %2X", &la, &lp, &ra, &rp, &st) == 5 &&
+            la == local->sin_addr.s_addr && lp == ntohs(local->sin_port) &&
+            ra == remote->sin_addr.s_addr && rp == ntohs(remote->sin_port) && st == state)
+            found = 1;
+    fclose(f);
+    return found;
+}
+
+static void interfaces(void)
+{
+    CHECK_EQ(sizeof(struct ifreq), 40);
+    CHECK_EQ(sizeof(struct ifconf), 16);
+    int s = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
+
+    /* SIOCGIFCONF: the length alone, one entry, all of them. */
+    struct ifconf c = {.ifc_len = 0, .ifc_buf = NULL};
+    CHECK_SYS(ioctl(s, SIOCGIFCONF, &c));
+    CHECK(c.ifc_len >= (int)sizeof(struct ifreq) && c.ifc_len % sizeof(struct ifreq) == 0);
+    int n = c.ifc_len / (int)sizeof(struct ifreq);
+    struct ifreq list[16];
+    CHECK(n <= 16);
+    c.ifc_len = sizeof(struct ifreq) + 10;
+    c.ifc_req = list;
+    CHECK_SYS(ioctl(s, SIOCGIFCONF, &c));
+    CHECK_EQ(c.ifc_len, sizeof(struct ifreq));
+    c.ifc_len = sizeof list;
+    CHECK_SYS(ioctl(s, SIOCGIFCONF, &c));
+    CHECK_EQ(c.ifc_len, n * (int)sizeof(struct ifreq));
+    int lo_listed = 0;
+    for (int i = 0; i < n; i++)
+        lo_listed |= strcmp(list[i].ifr_name, "lo") == 0 &&
+                     in_addr_of(&list[i].ifr_addr) == INADDR_LOOPBACK;
+    CHECK(lo_listed);
+    if (on_reef())
+        CHECK(strcmp(list[0].ifr_name, "lo") == 0 &&
+              (n == 1 || (n == 2 && strcmp(list[1].ifr_name, "eth0") == 0)));
+    c.ifc_len = sizeof list;
+    c.ifc_req = (struct ifreq *)1;
+    CHECK_ERRNO(ioctl(s, SIOCGIFCONF, &c), EFAULT);
+    CHECK_ERRNO(ioctl(s, SIOCGIFCONF, (void *)1), EFAULT);
+
+    /* lo, request by request. */
+    struct ifreq r = ifreq_of("lo");
+    CHECK_SYS(ioctl(s, SIOCGIFINDEX, &r));
+    int index = r.ifr_ifindex;
+    CHECK(index >= 1);
+    if (on_reef())
+        CHECK_EQ(index, 1);
+    r = ifreq_of("");
+    r.ifr_ifindex = index;
+    CHECK_SYS(ioctl(s, SIOCGIFNAME, &r));
+    CHECK(strcmp(r.ifr_name, "lo") == 0);
+    r = ifreq_of("lo");
+    CHECK_SYS(ioctl(s, SIOCGIFFLAGS, &r));
+    short flags = r.ifr_flags;
+    CHECK_EQ(flags & (IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_BROADCAST),
+             IFF_UP | IFF_LOOPBACK | IFF_RUNNING);
+    CHECK_SYS(ioctl(s, SIOCGIFADDR, &r));
+    CHECK_EQ(in_addr_of(&r.ifr_addr), INADDR_LOOPBACK);
+    CHECK_SYS(ioctl(s, SIOCGIFDSTADDR, &r));
+    CHECK_EQ(in_addr_of(&r.ifr_dstaddr), INADDR_LOOPBACK);
+    CHECK_SYS(ioctl(s, SIOCGIFNETMASK, &r));
+    CHECK_EQ(in_addr_of(&r.ifr_netmask), 0xff000000u);
+    CHECK_SYS(ioctl(s, SIOCGIFHWADDR, &r));
+    CHECK_EQ(r.ifr_hwaddr.sa_family, ARPHRD_LOOPBACK);
+    static const char zeros[6];
+    CHECK(memcmp(r.ifr_hwaddr.sa_data, zeros, 6) == 0);
+    CHECK_SYS(ioctl(s, SIOCGIFMTU, &r));
+    int mtu = r.ifr_mtu;
+    CHECK(mtu >= 576);
+    if (on_reef())
+        CHECK_EQ(mtu, 1500);
+    CHECK_SYS(ioctl(s, SIOCGIFMETRIC, &r));
+    CHECK_EQ(r.ifr_metric, 0);
+    CHECK_SYS(ioctl(s, SIOCGIFTXQLEN, &r));
+    CHECK(r.ifr_qlen >= 0);
+    CHECK_SYS(ioctl(s, SIOCGIFMAP, &r));
+    /* A name ends at its NUL. */
+    memcpy(r.ifr_name, "lo\0garbage", 10);
+    CHECK_SYS(ioctl(s, SIOCGIFINDEX, &r));
+    CHECK_EQ(r.ifr_ifindex, index);
+
+    /* Unknown interfaces, bad pointers. */
+    r = ifreq_of("nosuch0");
+    CHECK_ERRNO(ioctl(s, SIOCGIFFLAGS, &r), ENODEV);
+    CHECK_ERRNO(ioctl(s, SIOCGIFADDR, &r), ENODEV);
+    CHECK_ERRNO(ioctl(s, SIOCGIFINDEX, &r), ENODEV);
+    r.ifr_ifindex = 12345;
+    CHECK_ERRNO(ioctl(s, SIOCGIFNAME, &r), ENODEV);
+    CHECK_ERRNO(ioctl(s, SIOCGIFFLAGS, (void *)1), EFAULT);
+    CHECK_ERRNO(ioctl(s, SIOCGIFADDR, NULL), EFAULT);
+
+    /* An AF_UNIX socket: the device's requests, not the addresses. */
+    int pair[2];
+    CHECK_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, pair));
+    r = ifreq_of("lo");
+    CHECK_SYS(ioctl(pair[0], SIOCGIFFLAGS, &r));
+    CHECK_EQ(r.ifr_flags, flags);
+    CHECK_ERRNO(ioctl(pair[0], SIOCGIFADDR, &r), ENOTTY);
+    CLOSE(pair[0], pair[1]);
+
+    /* Changes: only with privilege, and Reef's interfaces are fixed. */
+    r = ifreq_of("lo");
+    r.ifr_flags = flags;
+    struct ifreq m = ifreq_of("lo");
+    m.ifr_mtu = mtu;
+    if (geteuid() != 0) {
+        CHECK_ERRNO(ioctl(s, SIOCSIFFLAGS, &r), EPERM);
+        CHECK_ERRNO(ioctl(s, SIOCSIFMTU, &m), EPERM);
+    } else if (on_reef()) {
+        CHECK_ERRNO(ioctl(s, SIOCSIFFLAGS, &r), EOPNOTSUPP);
+        CHECK_ERRNO(ioctl(s, SIOCSIFMTU, &m), EOPNOTSUPP);
+        r = ifreq_of("nosuch0");
+        CHECK_ERRNO(ioctl(s, SIOCSIFFLAGS, &r), ENODEV);
+    }
+    CHECK_ERRNO(ioctl(s, SIOCSIFFLAGS, (void *)1), EFAULT);
+    CHECK_SYS(close(s));
+
+    /* /proc/net/dev: lo's counts grow with a datagram over 127.0.0.1. */
+    unsigned long long before = lo_rx_packets();
+    struct sockaddr_in ua;
+    int u = bound(SOCK_DGRAM, &ua);
+    int v = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
+    CHECK_EQ(sendto(v, "x", 1, 0, (struct sockaddr *)&ua, sizeof ua), 1);
+    char byte;
+    CHECK_EQ(recv(u, &byte, 1, 0), 1);
+    CHECK(lo_rx_packets() > before);
+
+    /* /proc/net/udp and tcp: the sockets by address, port and state. */
+    struct sockaddr_in none = {.sin_family = AF_INET};
+    CHECK(proc_net_has("udp", &ua, &none, 0x07));
+    struct sockaddr_in la;
+    int l = listener(4, &la);
+    CHECK(proc_net_has("tcp", &la, &none, 0x0A));
+    int k = connect_to(&la);
+    int a = CHECK_SYS(accept(l, NULL, NULL));
+    struct sockaddr_in ka = addr_of(k, 0);
+    CHECK(proc_net_has("tcp", &ka, &la, 0x01));
+    CHECK(proc_net_has("tcp", &la, &ka, 0x01));
+    CLOSE(u, v, k, a, l);
+
+    FILE *f = fopen("/proc/net/route", "r");
+    CHECK(f != NULL);
+    char line[256];
+    CHECK(fgets(line, sizeof line, f) &&
+          strncmp(line, "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask", 52) == 0);
+    fclose(f);
+    SAY("interfaces: %d listed, lo index %d mtu %d; /proc/net/dev, tcp, udp, route", n, index,
+        mtu);
+}
+
 int main(void)
 {
     test_begin("net");
@@ -867,6 +1080,7 @@ int main(void)
     options();
     messages();
     closing();
+    interfaces();
     nothing_kept();
     PASS();
 }

@@ -4,6 +4,8 @@
 //! /proc/cpuinfo  meminfo  mounts  uptime  version  loadavg  stat   system information
 //! /proc/self -> <pid>                                the caller's directory
 //! /proc/thread-self -> <pid>/task/<tid>              the calling thread's directory
+//! /proc/net/dev  route  tcp  udp  tcp6  udp6         interfaces, routes, sockets (`net::ifaces`);
+//!             `/proc/<pid>/net` is the same directory (one network name space)
 //! /proc/<pid>/exe -> program path, fd/<n> -> open file, status, stat, cmdline, environ,
 //!             maps, mounts, mountinfo, comm (the main thread's name, writable)
 //! /proc/<pid>/task/<tid>/stat  status  comm  cmdline  environ  maps   one thread
@@ -70,6 +72,18 @@ pub enum File {
     Net,
     /// `/proc/reef/tlb`.
     Tlb,
+    /// `/proc/net/dev`.
+    NetDev,
+    /// `/proc/net/route`.
+    NetRoute,
+    /// `/proc/net/tcp`.
+    NetTcp,
+    /// `/proc/net/udp`.
+    NetUdp,
+    /// `/proc/net/tcp6`.
+    NetTcp6,
+    /// `/proc/net/udp6`.
+    NetUdp6,
     /// `/proc/<pid>/status`.
     Status(Pid),
     /// `/proc/<pid>/stat`.
@@ -114,6 +128,8 @@ pub enum Place {
     Root,
     /// `/proc/reef`.
     Reef,
+    /// `/proc/net` (also reached as `/proc/<pid>/net`).
+    Net,
     /// `/proc/<pid>`.
     Pid(Pid),
     /// `/proc/<pid>/fd`.
@@ -155,6 +171,16 @@ const ROOT_FILES: &[(&[u8], File)] = &[
     (b"version", File::Version),
     (b"loadavg", File::LoadAvg),
     (b"stat", File::SysStat),
+];
+
+/// The files of `/proc/net`, by name.
+const NET_FILES: &[(&[u8], File)] = &[
+    (b"dev", File::NetDev),
+    (b"route", File::NetRoute),
+    (b"tcp", File::NetTcp),
+    (b"udp", File::NetUdp),
+    (b"tcp6", File::NetTcp6),
+    (b"udp6", File::NetUdp6),
 ];
 
 /// The entries of `/sys`'s directories: directory, name, place.
@@ -222,6 +248,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
                     Ok(Place::ThreadSelf(me.pid, tid))
                 }
                 b"reef" => Ok(Place::Reef),
+                b"net" => Ok(Place::Net),
                 _ => {
                     let pid = parse_num(name).ok_or(Errno::ENOENT)?;
                     process(pid)?;
@@ -240,6 +267,11 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"net" => Ok(Place::File(File::Net)),
             _ => Err(Errno::ENOENT),
         },
+        Place::Net => NET_FILES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, f)| Place::File(f))
+            .ok_or(Errno::ENOENT),
         Place::Pid(pid) => match name {
             b"exe" => Ok(Place::Exe(pid)),
             b"fd" => Ok(Place::Fds(pid)),
@@ -252,6 +284,7 @@ fn child(me: &Process, dir: Place, name: &[u8]) -> Result<Place, Errno> {
             b"mountinfo" => Ok(Place::File(File::MountInfo(pid))),
             b"comm" => Ok(Place::File(File::Comm(pid, pid))),
             b"task" => Ok(Place::Tasks(pid)),
+            b"net" => Ok(Place::Net),
             _ => Err(Errno::ENOENT),
         },
         Place::Tasks(pid) => {
@@ -345,6 +378,7 @@ fn is_dir(place: Place) -> bool {
         place,
         Place::Root
             | Place::Reef
+            | Place::Net
             | Place::Pid(_)
             | Place::Fds(_)
             | Place::Tasks(_)
@@ -358,6 +392,7 @@ fn ino_of(place: Place) -> u64 {
     let (kind, pid, n) = match place {
         Place::Root => (1, 0, 0),
         Place::Reef => (2, 0, 0),
+        Place::Net => (2, 0, 1),
         Place::Pid(p) => (3, p, 0),
         Place::Fds(p) => (4, p, 0),
         Place::SelfLink(_) => (5, 0, 0),
@@ -386,6 +421,12 @@ fn ino_of(place: Place) -> u64 {
             File::SysStat => (8, 0, 14),
             File::CpuOnline => (8, 0, 15),
             File::CpuPresent => (8, 0, 16),
+            File::NetDev => (8, 0, 17),
+            File::NetRoute => (8, 0, 18),
+            File::NetTcp => (8, 0, 19),
+            File::NetUdp => (8, 0, 20),
+            File::NetTcp6 => (8, 0, 21),
+            File::NetUdp6 => (8, 0, 22),
             File::Environ(p) => (9, p, 4),
             File::MountInfo(p) => (9, p, 5),
             File::Status(p) => (9, p, 0),
@@ -482,6 +523,7 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
                 out.push((ino_of(Place::File(*file)), f, name.to_vec()));
             }
             out.push((ino_of(Place::Reef), d, b"reef".to_vec()));
+            out.push((ino_of(Place::Net), d, b"net".to_vec()));
             out.push((ino_of(Place::SelfLink(0)), l, b"self".to_vec()));
             out.push((ino_of(Place::ThreadSelf(0, 0)), l, b"thread-self".to_vec()));
             for pid in proc::all_pids() {
@@ -498,9 +540,15 @@ pub fn list(dir: Place) -> Result<Vec<Entry>, Errno> {
             out.push((ino_of(Place::File(File::Hare)), f, b"hare".to_vec()));
             out.push((ino_of(Place::File(File::Net)), f, b"net".to_vec()));
         }
+        Place::Net => {
+            for (name, file) in NET_FILES {
+                out.push((ino_of(Place::File(*file)), f, name.to_vec()));
+            }
+        }
         Place::Pid(pid) => {
             process(pid)?;
             out.push((ino_of(Place::Exe(pid)), l, b"exe".to_vec()));
+            out.push((ino_of(Place::Net), d, b"net".to_vec()));
             out.push((ino_of(Place::Fds(pid)), d, b"fd".to_vec()));
             out.push((ino_of(Place::Tasks(pid)), d, b"task".to_vec()));
             for (name, file) in [
@@ -642,6 +690,12 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Tlb => s = crate::ipi::shootdown_report(),
         File::Hare => s = super::hare::report(),
         File::Net => s = crate::net::report(),
+        File::NetDev => s = crate::net::ifaces::dev(),
+        File::NetRoute => s = crate::net::ifaces::route(),
+        File::NetTcp => s = crate::net::ifaces::sockets(net::Proto::Tcp),
+        File::NetUdp => s = crate::net::ifaces::sockets(net::Proto::Udp),
+        File::NetTcp6 => s = crate::net::ifaces::sockets6(false),
+        File::NetUdp6 => s = crate::net::ifaces::sockets6(true),
         File::Status(pid) => {
             let e = proc::lookup(pid).ok_or(Errno::ENOENT)?;
             status(&mut s, &e, pid, e.process.comm(), state_letter(&e).1)?;

@@ -25,6 +25,7 @@
 //! operation or poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an
 //! instance's lock. Nothing holds two instances' locks; waiting happens with no lock held.
 
+pub mod ifaces;
 pub mod library;
 pub mod nic;
 pub mod server;
@@ -210,6 +211,11 @@ pub fn instance_of(p: &crate::proc::Process) -> Result<Arc<Instance>, Errno> {
     Ok(i)
 }
 
+/// Every instance (`/proc/net/tcp` and `udp`: [`ifaces`]).
+pub fn instances() -> Vec<Arc<Instance>> {
+    REGISTRY.lock().stacks.values().cloned().collect()
+}
+
 /// The instance numbered `id`.
 fn lookup(id: StackId) -> Option<Arc<Instance>> {
     REGISTRY.lock().stacks.get(&id).cloned()
@@ -379,7 +385,12 @@ fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
             return None;
         }
     };
-    deliver(&to, frame, reject).then_some(to)
+    let len = frame.len();
+    let delivered = deliver(&to, frame, reject);
+    if delivered {
+        ifaces::looped(len);
+    }
+    delivered.then_some(to)
 }
 
 /// Hands `frame` to instance `to` (`reject`: the rejecting instance, which must know the

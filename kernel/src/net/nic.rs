@@ -35,8 +35,8 @@ use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
 use virtio_drivers::transport::DeviceType;
 use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 
-/// Receive and send queue entries.
-const QUEUE_SIZE: usize = 64;
+/// Receive and send queue entries (`ifconfig`'s `txqueuelen` of `eth0`).
+pub const QUEUE_SIZE: usize = 64;
 /// Bytes of each receive buffer (a frame and virtio's header).
 const BUFFER_LEN: usize = 2048;
 /// The largest virtio-net header (`struct virtio_net_hdr` with `num_buffers`).
@@ -139,6 +139,23 @@ pub struct Nic {
     rx: Lent,
     /// Frames the device has not sent yet, by token.
     tx: Lent,
+    /// What it sent and received (`/proc/net/dev`'s `eth0`).
+    pub counts: Counts,
+}
+
+/// A NIC's frame and byte counts (whole Ethernet frames, as Linux counts them).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Frames not sent: the device's queue was full.
+    pub tx_dropped: u64,
 }
 
 /// Keeps `buf` in `lent` under `token` (a token is below the queue's size).
@@ -378,6 +395,7 @@ impl Nic {
             foreign: 0,
             rx: Vec::new(),
             tx: Vec::new(),
+            counts: Counts::default(),
         };
         for _ in 0..QUEUE_SIZE {
             let mut buf: Box<[u8]> = alloc::vec![0; BUFFER_LEN].into_boxed_slice();
@@ -407,6 +425,7 @@ impl Nic {
     pub fn send(&mut self, frame: &[u8]) -> bool {
         self.reclaim();
         if !self.dev.can_send() {
+            self.counts.tx_dropped += 1;
             return false;
         }
         // virtio's header comes first (its size depends on the features agreed on).
@@ -422,9 +441,14 @@ impl Nic {
         match unsafe { self.dev.transmit_begin(&buf) } {
             Ok(token) => {
                 lend(&mut self.tx, token, buf);
+                self.counts.tx_packets += 1;
+                self.counts.tx_bytes += frame.len() as u64;
                 true
             }
-            Err(_) => false,
+            Err(_) => {
+                self.counts.tx_dropped += 1;
+                false
+            }
         }
     }
 
@@ -458,6 +482,10 @@ impl Nic {
         // SAFETY: as in `new`.
         if let Ok(token) = unsafe { self.dev.receive_begin(&mut buf) } {
             lend(&mut self.rx, token, buf);
+        }
+        if let Some(f) = &frame {
+            self.counts.rx_packets += 1;
+            self.counts.rx_bytes += f.len() as u64;
         }
         frame
     }

@@ -491,7 +491,9 @@ pub fn fcntl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 
 /// `ioctl(fd, request, arg)`: `FIOCLEX`, `FIONCLEX` and `FIONBIO` on any descriptor; a
 /// terminal's requests go to [`crate::tty::ioctl`]; `FIONREAD` on a pipe's read end, a socket
-/// or an NR-FS file (the bytes after the offset); anything else is `ENOTTY`.
+/// or an NR-FS file (the bytes after the offset); the interface and route requests
+/// (`SIOCGIF*`, ...) on a socket go to [`super::socket::interface_ioctl`]; anything else is
+/// `ENOTTY`.
 pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const FIONREAD: u64 = 0x541b;
     const FIONBIO: u64 = 0x5421;
@@ -521,6 +523,10 @@ pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         return crate::tty::ioctl(me, a[1], a[2]);
     }
     match (&f.node, a[1]) {
+        (Node::Inet(_) | Node::Socket(_), cmd) if super::socket::is_interface_request(cmd) => {
+            let inet = matches!(f.node, Node::Inet(_));
+            super::socket::interface_ioctl(me, inet, cmd, a[2])
+        }
         (Node::PipeRead(p), FIONREAD) => {
             write_user(a[2], &(p.available() as i32))?;
             Ok(0)

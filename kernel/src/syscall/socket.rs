@@ -9,6 +9,9 @@
 //! ("ping") sockets, `SO_LINGER` and the
 //! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
 //! comes back empty), out-of-band data.
+//!
+//! The interface and route requests of `ioctl` on a socket (`SIOCGIF*`, `SIOCADDRT`, ...) are
+//! decoded here too ([`interface_ioctl`]); `net::ifaces` has the interfaces.
 
 use super::file::{file, install_pair, iovecs, sigpipe, IOV_MAX, MAX_IO};
 use super::SysResult;
@@ -700,5 +703,202 @@ pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
         return Err(Errno::ESRCH);
     }
     crate::net::server::set_mode(&e.process, mode)?;
+    Ok(0)
+}
+
+/// Size of `struct ifreq`: a name of [`IFNAMSIZ`] bytes and a 24-byte union.
+const IFREQ: usize = 40;
+/// Size of an interface name, its NUL included.
+const IFNAMSIZ: usize = 16;
+/// Size of `struct ifconf`: `ifc_len`, padding, the buffer's address.
+const IFCONF: usize = 16;
+/// Size of `struct rtentry` (`SIOCADDRT`, `SIOCDELRT`).
+const RTENTRY: usize = 120;
+/// `ARPHRD_ETHER`.
+const ARPHRD_ETHER: u16 = 1;
+/// `ARPHRD_LOOPBACK`.
+const ARPHRD_LOOPBACK: u16 = 772;
+
+/// `SIOCGIFNAME`.
+const SIOCGIFNAME: u64 = 0x8910;
+/// `SIOCGIFCONF`.
+const SIOCGIFCONF: u64 = 0x8912;
+/// `SIOCGIFFLAGS`.
+const SIOCGIFFLAGS: u64 = 0x8913;
+/// `SIOCGIFADDR`.
+const SIOCGIFADDR: u64 = 0x8915;
+/// `SIOCGIFDSTADDR`.
+const SIOCGIFDSTADDR: u64 = 0x8917;
+/// `SIOCGIFBRDADDR`.
+const SIOCGIFBRDADDR: u64 = 0x8919;
+/// `SIOCGIFNETMASK`.
+const SIOCGIFNETMASK: u64 = 0x891b;
+/// `SIOCGIFMETRIC`.
+const SIOCGIFMETRIC: u64 = 0x891d;
+/// `SIOCGIFMTU`.
+const SIOCGIFMTU: u64 = 0x8921;
+/// `SIOCGIFHWADDR`.
+const SIOCGIFHWADDR: u64 = 0x8927;
+/// `SIOCGIFINDEX`.
+const SIOCGIFINDEX: u64 = 0x8933;
+/// `SIOCGIFTXQLEN`.
+const SIOCGIFTXQLEN: u64 = 0x8942;
+/// `SIOCGIFMAP`.
+const SIOCGIFMAP: u64 = 0x8970;
+/// `SIOCADDRT`.
+const SIOCADDRT: u64 = 0x890b;
+/// `SIOCDELRT`.
+const SIOCDELRT: u64 = 0x890c;
+/// The requests that change an interface (`SIOCSIFFLAGS`, `SIOCSIFADDR`, `SIOCSIFDSTADDR`,
+/// `SIOCSIFBRDADDR`, `SIOCSIFNETMASK`, `SIOCSIFMETRIC`, `SIOCSIFMTU`, `SIOCSIFNAME`,
+/// `SIOCSIFHWADDR`, `SIOCADDMULTI`, `SIOCDELMULTI`, `SIOCDIFADDR`, `SIOCSIFHWBROADCAST`,
+/// `SIOCSIFTXQLEN`, `SIOCSIFMAP`), each with a `struct ifreq`.
+const SETTERS: [u64; 15] = [
+    0x8914, 0x8916, 0x8918, 0x891a, 0x891c, 0x891e, 0x8922, 0x8923, 0x8924, 0x8931, 0x8932, 0x8936,
+    0x8937, 0x8943, 0x8971,
+];
+/// Requests Linux answers only on an `AF_INET` socket (`inet_ioctl`; on another socket they
+/// are `ENOTTY`): the address getters and setters (`SIOCSIFADDR`, `SIOCSIFDSTADDR`,
+/// `SIOCSIFBRDADDR`, `SIOCSIFNETMASK`, `SIOCDIFADDR`) and the routes. (`SIOCSIFFLAGS` reaches
+/// `devinet_ioctl` too, but `dev_ioctl` answers it on any socket.)
+const INET_ONLY: [u64; 11] = [
+    SIOCGIFADDR,
+    SIOCGIFDSTADDR,
+    SIOCGIFBRDADDR,
+    SIOCGIFNETMASK,
+    0x8916,
+    0x8918,
+    0x891a,
+    0x891c,
+    0x8936,
+    SIOCADDRT,
+    SIOCDELRT,
+];
+
+/// Whether `cmd` is one of the interface and route requests [`interface_ioctl`] answers.
+pub fn is_interface_request(cmd: u64) -> bool {
+    matches!(
+        cmd,
+        SIOCGIFNAME
+            | SIOCGIFCONF
+            | SIOCGIFFLAGS
+            | SIOCGIFADDR
+            | SIOCGIFDSTADDR
+            | SIOCGIFBRDADDR
+            | SIOCGIFNETMASK
+            | SIOCGIFMETRIC
+            | SIOCGIFMTU
+            | SIOCGIFHWADDR
+            | SIOCGIFINDEX
+            | SIOCGIFTXQLEN
+            | SIOCGIFMAP
+            | SIOCADDRT
+            | SIOCDELRT
+    ) || SETTERS.contains(&cmd)
+}
+
+/// Writes `a` as a `struct sockaddr_in` at the start of `out`.
+fn put_sockaddr(out: &mut [u8], a: Ipv4Address) {
+    out[..16].fill(0);
+    out[..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
+    out[4..8].copy_from_slice(&a.octets());
+}
+
+/// `ioctl` of an interface or route request (`is_interface_request`) on a socket (`inet`: an
+/// `AF_INET` one), as Linux answers them for Reef's interfaces (`net::ifaces`): the getters
+/// fill the caller's `struct ifreq` (`ENODEV` for an unknown name or index), `SIOCGIFCONF`
+/// lists the interfaces with their addresses (a null buffer: the length needed). The setters
+/// and route changes are `EPERM` for a caller without privilege and `EOPNOTSUPP` for root
+/// (`ENODEV` first for an unknown name): Reef's interfaces and routes are fixed.
+pub fn interface_ioctl(me: &Arc<Thread>, inet: bool, cmd: u64, arg: u64) -> SysResult {
+    use crate::net::ifaces;
+    if !inet && INET_ONLY.contains(&cmd) {
+        return Err(Errno::ENOTTY);
+    }
+    match cmd {
+        SIOCGIFCONF => return interface_list(arg),
+        SIOCADDRT | SIOCDELRT => {
+            super::cred::privileged(me)?;
+            let mut rt = [0u8; RTENTRY];
+            uaccess::copy_from_user(arg, &mut rt)?;
+            return Err(Errno::EOPNOTSUPP);
+        }
+        _ => {}
+    }
+    let mut req = [0u8; IFREQ];
+    uaccess::copy_from_user(arg, &mut req)?;
+    // As Linux: the name ends at its first NUL or at its 16th byte.
+    req[IFNAMSIZ - 1] = 0;
+    let name_len = req.iter().position(|&b| b == 0).unwrap_or(0);
+    let named = || ifaces::by_name(&req[..name_len]).ok_or(Errno::ENODEV);
+    if SETTERS.contains(&cmd) {
+        super::cred::privileged(me)?;
+        named()?;
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let (head, data) = req.split_at_mut(IFNAMSIZ);
+    if cmd == SIOCGIFNAME {
+        let index = i32::from_ne_bytes([data[0], data[1], data[2], data[3]]);
+        let i = ifaces::by_index(index).ok_or(Errno::ENODEV)?;
+        head.fill(0);
+        head[..i.name.len()].copy_from_slice(i.name.as_bytes());
+    } else {
+        let i = ifaces::by_name(&head[..name_len]).ok_or(Errno::ENODEV)?;
+        let int = |data: &mut [u8], v: i32| data[..4].copy_from_slice(&v.to_ne_bytes());
+        match cmd {
+            SIOCGIFFLAGS => data[..2].copy_from_slice(&i.flags.to_ne_bytes()),
+            // Not a point-to-point link: the destination is the interface's own address.
+            SIOCGIFADDR | SIOCGIFDSTADDR => put_sockaddr(data, i.addr.address()),
+            SIOCGIFBRDADDR => put_sockaddr(data, i.broadcast),
+            SIOCGIFNETMASK => put_sockaddr(data, i.addr.netmask()),
+            SIOCGIFMETRIC => int(data, 0),
+            SIOCGIFMTU => int(data, i.mtu),
+            SIOCGIFINDEX => int(data, i.index),
+            SIOCGIFTXQLEN => int(data, i.txqueuelen),
+            // No memory window, I/O port, IRQ line or DMA channel (the NIC interrupts by
+            // MSI-X).
+            SIOCGIFMAP => data.fill(0),
+            SIOCGIFHWADDR => {
+                data[..16].fill(0);
+                let (family, mac) = match i.mac {
+                    Some(m) => (ARPHRD_ETHER, m.0),
+                    None => (ARPHRD_LOOPBACK, [0; 6]),
+                };
+                data[..2].copy_from_slice(&family.to_ne_bytes());
+                data[2..8].copy_from_slice(&mac);
+            }
+            _ => return Err(Errno::ENOTTY),
+        }
+    }
+    uaccess::copy_to_user(arg, &req)?;
+    Ok(0)
+}
+
+/// `SIOCGIFCONF`: a `struct ifreq` with the name and address of each interface, as many as fit
+/// in `ifc_len` bytes, and the bytes written in `ifc_len`; with a null buffer, the bytes all
+/// would take.
+fn interface_list(arg: u64) -> SysResult {
+    let mut conf = [0u8; IFCONF];
+    uaccess::copy_from_user(arg, &mut conf)?;
+    let room = i32::from_ne_bytes([conf[0], conf[1], conf[2], conf[3]]);
+    let buf = u64::from_ne_bytes([
+        conf[8], conf[9], conf[10], conf[11], conf[12], conf[13], conf[14], conf[15],
+    ]);
+    let all = crate::net::ifaces::all();
+    let mut done = 0usize;
+    for i in &all {
+        if buf != 0 {
+            if (room as i64) < (done + IFREQ) as i64 {
+                break;
+            }
+            let mut req = [0u8; IFREQ];
+            req[..i.name.len()].copy_from_slice(i.name.as_bytes());
+            put_sockaddr(&mut req[IFNAMSIZ..], i.addr.address());
+            let at = buf.checked_add(done as u64).ok_or(Errno::EFAULT)?;
+            uaccess::copy_to_user(at, &req)?;
+        }
+        done += IFREQ;
+    }
+    write_user(arg, &(done as i32))?;
     Ok(0)
 }

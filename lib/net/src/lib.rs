@@ -30,7 +30,7 @@ pub mod stack;
 pub mod switch;
 
 pub use portmap::{Owners, PortMap, PortMirror, Proto, StackId};
-pub use stack::{SockId, Stack};
+pub use stack::{Connection, SockId, Stack};
 
 pub use smoltcp::time::{Duration, Instant};
 pub use smoltcp::wire::{EthernetAddress, Ipv4Address, Ipv4Cidr};

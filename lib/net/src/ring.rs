@@ -402,7 +402,10 @@ mod tests {
         p.push(&ring, b"def").unwrap();
         mem[1][0].store(u64::MAX, Ordering::Relaxed);
         let mut out = [0u8; CELL_DATA];
-        assert_eq!(take(&mut c, &ring, &mut out), Some(Err(PopError::Malformed)));
+        assert_eq!(
+            take(&mut c, &ring, &mut out),
+            Some(Err(PopError::Malformed))
+        );
         assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(3)));
         assert_eq!(&out[..3], b"def");
         // A producer count far ahead: skipped, once.

@@ -268,6 +268,40 @@ struct Lingering {
     since: Instant,
 }
 
+/// One line of Linux's `/proc/net/tcp` or `/proc/net/udp`: a socket of an instance as the
+/// machine's tables show it ([`Stack::connections`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Connection {
+    /// The local address and port (0.0.0.0: any local address).
+    pub local: (Ipv4Address, u16),
+    /// The peer's address and port (0.0.0.0:0: none).
+    pub remote: (Ipv4Address, u16),
+    /// Linux's state number (`TCP_ESTABLISHED` 1 ... `TCP_LISTEN` 10, `TCP_CLOSING` 11; a
+    /// UDP socket is 1 when connected, else 7, `TCP_CLOSE`).
+    pub state: u8,
+    /// Bytes queued to send (a listener: 0).
+    pub tx_queue: usize,
+    /// Bytes received not yet read (a listener: connections waiting for `accept`).
+    pub rx_queue: usize,
+}
+
+/// Linux's number for a TCP state (`include/net/tcp_states.h`).
+fn linux_state(s: tcp::State) -> u8 {
+    match s {
+        tcp::State::Established => 1,
+        tcp::State::SynSent => 2,
+        tcp::State::SynReceived => 3,
+        tcp::State::FinWait1 => 4,
+        tcp::State::FinWait2 => 5,
+        tcp::State::TimeWait => 6,
+        tcp::State::Closed => 7,
+        tcp::State::CloseWait => 8,
+        tcp::State::LastAck => 9,
+        tcp::State::Listen => 10,
+        tcp::State::Closing => 11,
+    }
+}
+
 /// One application's stack instance.
 pub struct Stack {
     /// Its number (its ports' owner in the port map).
@@ -494,6 +528,59 @@ impl Stack {
     /// Sockets the program has open.
     pub fn open_sockets(&self) -> usize {
         self.socks.iter().flatten().count()
+    }
+
+    /// Its TCP (`proto` [`Proto::Tcp`]) or UDP sockets as Linux's `/proc/net/tcp` and
+    /// `/proc/net/udp` list them: listeners, connections in the handshake (a listener's pool
+    /// in `SYN-RECV`), established ones (accepted or not), closed ones still closing
+    /// (`FIN-WAIT`, `TIME-WAIT`, ...) and bound UDP sockets. As on Linux, a TCP socket only
+    /// bound, or one whose connection is over (`CLOSED`), is not listed.
+    pub fn connections(&self, proto: Proto) -> Vec<Connection> {
+        let mut out = Vec::new();
+        let tcp_line = |h: SocketHandle| {
+            let s = self.set.get::<tcp::Socket>(h);
+            let unspecified = (Ipv4Address::UNSPECIFIED, 0);
+            (s.state() != tcp::State::Closed).then(|| Connection {
+                local: s.local_endpoint().map_or(unspecified, v4),
+                remote: s.remote_endpoint().map_or(unspecified, v4),
+                state: linux_state(s.state()),
+                tx_queue: s.send_queue(),
+                rx_queue: s.recv_queue(),
+            })
+        };
+        for sock in self.socks.iter().flatten().filter(|s| s.proto == proto) {
+            match &sock.role {
+                Role::Listening { pool, ready, .. } => {
+                    out.push(Connection {
+                        local: endpoint(sock.addr, sock.port),
+                        remote: (Ipv4Address::UNSPECIFIED, 0),
+                        state: linux_state(tcp::State::Listen),
+                        tx_queue: 0,
+                        rx_queue: ready.len(),
+                    });
+                    let handshakes = pool.iter().copied().filter(|&h| {
+                        self.set.get::<tcp::Socket>(h).state() == tcp::State::SynReceived
+                    });
+                    out.extend(handshakes.chain(ready.iter().copied()).filter_map(tcp_line));
+                }
+                Role::Stream(c) => out.extend(tcp_line(c.handle)),
+                Role::Dgram { handle, peer } if sock.port != 0 => {
+                    let s = self.set.get::<udp::Socket>(*handle);
+                    out.push(Connection {
+                        local: endpoint(sock.addr, sock.port),
+                        remote: peer.map_or((Ipv4Address::UNSPECIFIED, 0), v4),
+                        state: if peer.is_some() { 1 } else { 7 },
+                        tx_queue: s.send_queue(),
+                        rx_queue: s.recv_queue(),
+                    });
+                }
+                Role::Fresh | Role::Dgram { .. } | Role::Raw { .. } => {}
+            }
+        }
+        if proto == Proto::Tcp {
+            out.extend(self.lingering.iter().filter_map(|l| tcp_line(l.handle)));
+        }
+        out
     }
 
     /// Moves sockets along after a poll: listeners' established connections to their accept

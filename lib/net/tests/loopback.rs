@@ -376,3 +376,97 @@ fn an_added_address_is_local_and_the_source_of_new_connections_outside() {
         .unwrap();
     assert_eq!(s.local_addr(c).unwrap().0, own);
 }
+
+#[test]
+fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
+    use net::Connection;
+    const ANY: (Ipv4Address, u16) = (Ipv4Address::UNSPECIFIED, 0);
+    let mut m = Machine::new(2);
+    // A fresh or only bound TCP socket is not listed (as on Linux).
+    let fresh = m.s(1).socket(Proto::Tcp).unwrap();
+    m.stacks[1]
+        .bind(fresh, Ipv4Address::UNSPECIFIED, 0, &mut m.ports)
+        .unwrap();
+    assert_eq!(m.s(1).connections(Proto::Tcp), vec![]);
+    let (l, port) = m.listener(1, 4);
+    let listening = Connection {
+        local: (LO, port),
+        remote: ANY,
+        state: 10,
+        tx_queue: 0,
+        rx_queue: 0,
+    };
+    assert_eq!(m.s(1).connections(Proto::Tcp), vec![listening]);
+    // A connection: the client's side established, with 3 bytes unread on the server's.
+    let c = m.connect(2, port);
+    let client = m.s(2).local_addr(c).unwrap();
+    assert_eq!(m.send(2, c, b"abc"), Ok(3));
+    let mut server = m.s(1).connections(Proto::Tcp);
+    assert_eq!(server.len(), 2, "{server:?}");
+    assert_eq!(
+        server.remove(0),
+        Connection {
+            rx_queue: 1,
+            ..listening
+        },
+        "the listener counts one connection to accept"
+    );
+    assert_eq!(
+        server[0],
+        Connection {
+            local: (LO, port),
+            remote: client,
+            state: 1,
+            tx_queue: 0,
+            rx_queue: 3,
+        }
+    );
+    assert_eq!(
+        m.s(2).connections(Proto::Tcp),
+        vec![Connection {
+            local: client,
+            remote: (LO, port),
+            state: 1,
+            tx_queue: 0,
+            rx_queue: 0,
+        }]
+    );
+    // Accepted, read and closed by the client first: the client's side in TIME-WAIT (6).
+    let a = m.s(1).accept(l).unwrap();
+    assert_eq!(m.recv(1, a, 10).unwrap(), b"abc");
+    m.close(2, c);
+    m.close(1, a);
+    let states: Vec<u8> = m
+        .s(2)
+        .connections(Proto::Tcp)
+        .iter()
+        .map(|c| c.state)
+        .collect();
+    assert_eq!(states, vec![6]);
+    m.wait(11_000);
+    assert_eq!(m.s(2).connections(Proto::Tcp), vec![]);
+    // UDP: unbound is not listed; bound is CLOSE (7), connected ESTABLISHED (1); no TCP line.
+    let u = m.s(2).socket(Proto::Udp).unwrap();
+    assert_eq!(m.s(2).connections(Proto::Udp), vec![]);
+    m.stacks[2].bind(u, LO, 0, &mut m.ports).unwrap();
+    let uport = m.s(2).local_addr(u).unwrap().1;
+    let bound = Connection {
+        local: (LO, uport),
+        remote: ANY,
+        state: 7,
+        tx_queue: 0,
+        rx_queue: 0,
+    };
+    assert_eq!(m.s(2).connections(Proto::Udp), vec![bound]);
+    let now = m.now;
+    m.stacks[2].connect(u, LO, 9, &mut m.ports, now).unwrap();
+    assert_eq!(
+        m.s(2).connections(Proto::Udp),
+        vec![Connection {
+            remote: (LO, 9),
+            state: 1,
+            ..bound
+        }]
+    );
+    assert_eq!(m.s(2).connections(Proto::Tcp), vec![]);
+}
