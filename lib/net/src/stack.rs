@@ -1410,11 +1410,8 @@ impl Stack {
         frame: &[u8],
         ifindex: Option<i32>,
     ) -> Result<usize, Errno> {
-        let ifindex = match ifindex {
-            Some(i) => i,
-            None => self.tap(id)?.name().1,
-        };
-        self.tap(id)?;
+        let bound = self.tap(id)?.name().1;
+        let ifindex = ifindex.unwrap_or(bound);
         if !self.has_interface(ifindex) {
             return Err(Errno::ENXIO);
         }
