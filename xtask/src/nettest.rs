@@ -9,6 +9,9 @@
 //! answer each from 127.0.0.1, the guest's own 10.0.2.15 and the gateway (QEMU user
 //! networking answers pings to its own addresses). The host's side is plain `std::net`, so
 //! nothing needs installing.
+//!
+//! Also here, though the host takes no part, the network server's case of `usr/spoof.c`
+//! (`net-spoof-server-4c2n`): packet sockets' spoofed frames refused by netd.
 
 use crate::deps;
 use crate::qemu::Forward;
@@ -430,6 +433,27 @@ pub fn cases() -> Result<Vec<Case>, String> {
             guest: 80,
         }],
         nics: 2,
+        debian: false,
+    });
+    // Packet sockets in server mode: the spoofed frames are refused by netd (usr/spoof.c; the
+    // kernel-mode case is the user test `net-spoof-kernel-1c1n`).
+    let guest = "fleet start net --cores 1 /bin/netd && netctl wait 30 && /test/spoof";
+    let words = ["init=/bin/busybox", "sh", "-c", guest];
+    cases.push(Case {
+        name: "net-spoof-server-4c2n".into(),
+        cores: 4,
+        nodes: 2,
+        memory_mib: 512,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| {
+            expect(&o.log, "spoof: source check: instance in server/")?;
+            expect(&o.log, "PASS spoof")
+        }),
+        script: vec![],
+        explain: None,
+        forwards: vec![],
         debian: false,
     });
     Ok(cases)

@@ -669,6 +669,8 @@ impl UserTest {
             "sigqueue" => "compat-signals".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
+            // Kernel mode; nettest.rs has the server-mode case, `net-spoof-server-*`.
+            "spoof" => "net-spoof-kernel".into(),
             n => format!("user-{n}"),
         }
     }
@@ -713,6 +715,8 @@ fn user_tests() -> Vec<UserTest> {
                 "fleets" | "mailbox" | "names" | "msgring" | "twotier" | "haretest" | "haremount"
             ) {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
+            } else if name == "spoof" {
+                &[ONE_CORE]
             } else {
                 &[ONE_CORE, FOUR_CORES]
             },
@@ -1474,7 +1478,14 @@ mod unit {
         let tests = user_tests();
         for p in usr::PROGRAMS {
             let t = tests.iter().find(|t| t.name == p.name).unwrap();
-            for cfg in ["1c1n", "4c2n"] {
+            // Every program on one core; all but spoof (whose server-mode case is on four
+            // cores, nettest.rs) on four cores too.
+            let cfgs: &[&str] = if p.name == "spoof" {
+                &["1c1n"]
+            } else {
+                &["1c1n", "4c2n"]
+            };
+            for cfg in cfgs {
                 let name = format!("{}-{cfg}", t.case());
                 let case = cases.iter().find(|c| c.name == name);
                 let case = case.unwrap_or_else(|| panic!("no case {name}"));
@@ -1503,6 +1514,7 @@ mod unit {
                 "corectl-stop",
                 "compat-",
                 "net-sockets",
+                "net-spoof-kernel",
                 "debian-",
             ]
             .iter()

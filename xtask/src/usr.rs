@@ -231,6 +231,12 @@ pub const PROGRAMS: &[Program] = &[
         lib: None,
     },
     Program {
+        name: "spoof",
+        source: "spoof.c",
+        pie: false,
+        lib: None,
+    },
+    Program {
         name: "fileio",
         source: "fileio.c",
         pie: false,

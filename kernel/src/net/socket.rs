@@ -1,7 +1,9 @@
-//! An `AF_INET` socket as a descriptor sees it: a socket of a stack instance.
+//! An `AF_INET` or `AF_PACKET` socket as a descriptor sees it: a socket of a stack instance.
 //!
 //! `read`, `write`, `poll` and the last `close` of the descriptor come here (`fd::Node::Inet`);
-//! the socket calls (`syscall::socket`) use the instance directly.
+//! the socket calls (`syscall::socket`) use the instance directly. A packet socket
+//! (`net::packet`) is one of its instance's taps: it sends frames into that instance's
+//! outgoing queue and sees that instance's frames only, not the machine's.
 
 use super::Instance;
 use crate::proc::wait::PollKey;
@@ -13,29 +15,56 @@ use net::SockId;
 /// The number of the next socket (shown as `socket:[n]`).
 static NEXT_INO: AtomicU64 = AtomicU64::new(1);
 
-/// One `AF_INET` socket.
+/// Which of its instance's socket tables a [`Socket`]'s number is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An `AF_INET` socket (TCP, UDP, raw ICMP).
+    Inet,
+    /// An `AF_PACKET` socket.
+    Packet,
+}
+
+/// One `AF_INET` or `AF_PACKET` socket.
 pub struct Socket {
     /// The instance it lives in.
     pub inst: Arc<Instance>,
-    /// Its number there.
+    /// Its number there, among the sockets of its kind.
     pub id: SockId,
+    /// Its kind.
+    pub kind: Kind,
     /// The number shown as `socket:[n]` and in `st_ino`.
     pub ino: u64,
 }
 
 impl Socket {
-    /// Wraps socket `id` of `inst`.
+    /// Wraps `AF_INET` socket `id` of `inst`.
     pub fn new(inst: Arc<Instance>, id: SockId) -> Arc<Socket> {
+        Self::of_kind(inst, id, Kind::Inet)
+    }
+
+    /// Wraps socket `id` of `inst` of kind `kind`.
+    pub fn of_kind(inst: Arc<Instance>, id: SockId, kind: Kind) -> Arc<Socket> {
         Arc::new(Socket {
             inst,
             id,
+            kind,
             ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
         })
     }
 
+    /// Whether it is a packet socket.
+    pub fn is_packet(&self) -> bool {
+        self.kind == Kind::Packet
+    }
+
     /// `read`/`recv`: at least one byte, 0 at the end of the stream, or waits (`EAGAIN` with
-    /// `nonblock`). A datagram longer than `out` is cut.
+    /// `nonblock`). A datagram (a packet socket's frame) longer than `out` is cut.
     pub fn read(&self, out: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        if self.is_packet() {
+            return self.inst.wait_for(nonblock, |s, _, _| {
+                s.packet_recv(self.id, out, false).map(|r| r.0)
+            });
+        }
         if out.is_empty() && !self.inst.peek(|s| s.is_dgram(self.id)) {
             return Ok(0);
         }
@@ -47,7 +76,19 @@ impl Socket {
     /// bytes only when a signal or `nonblock` stops it after some went), `EPIPE` when the
     /// connection cannot send (the caller raises SIGPIPE).
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        if self.is_packet() {
+            return self.send_frame(data, None);
+        }
         self.send(data, None, nonblock)
+    }
+
+    /// A packet socket's `write`/`sendto`: the whole frame `data` into its instance's outgoing
+    /// queue as given, on interface `ifindex` (`None`: the bound one), and from there through
+    /// the kernel's switch or the network server like any frame the instance sends (both
+    /// check its source). Never waits.
+    pub fn send_frame(&self, data: &[u8], ifindex: Option<i32>) -> Result<usize, Errno> {
+        self.inst
+            .run(|s, _, _| s.send_frame(self.id, data, ifindex))
     }
 
     /// `sendto`: as [`Socket::write`], to `to` for a datagram socket.
@@ -77,7 +118,10 @@ impl Socket {
 
     /// The `poll` events that hold now.
     pub fn poll(&self) -> u16 {
-        self.inst.peek(|s| s.poll_events(self.id))
+        match self.kind {
+            Kind::Inet => self.inst.peek(|s| s.poll_events(self.id)),
+            Kind::Packet => self.inst.peek(|s| s.packet_events(self.id)),
+        }
     }
 
     /// The key its changes are announced under.
@@ -87,7 +131,10 @@ impl Socket {
 
     /// Bytes waiting to be read (`FIONREAD`).
     pub fn available(&self) -> usize {
-        self.inst.peek(|s| s.available(self.id))
+        match self.kind {
+            Kind::Inet => self.inst.peek(|s| s.available(self.id)),
+            Kind::Packet => self.inst.peek(|s| s.packet_available(self.id)),
+        }
     }
 }
 
@@ -96,6 +143,9 @@ impl Drop for Socket {
     /// until its close handshake ends).
     fn drop(&mut self) {
         let id = self.id;
-        self.inst.run(|s, ports, now| s.close(id, ports, now));
+        match self.kind {
+            Kind::Inet => self.inst.run(|s, ports, now| s.close(id, ports, now)),
+            Kind::Packet => self.inst.peek(|s| s.packet_close(id)),
+        }
     }
 }

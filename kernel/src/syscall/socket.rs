@@ -1,12 +1,14 @@
 //! The socket calls: `AF_INET` stream and datagram sockets (`net`: each process's own stack
-//! instance) and `AF_UNIX` stream pairs (`fs::unix`).
+//! instance), `AF_PACKET` raw sockets (whole Ethernet frames of the caller's own instance,
+//! `net::packet`; root only) and `AF_UNIX` stream pairs (`fs::unix`).
 //!
 //! Arguments are decoded and checked here (addresses, lengths, flags, user pointers); the
 //! instance does the rest. Linux's answers where they are specific: `EAFNOSUPPORT` for a
 //! family Reef lacks (`AF_INET6`, named `AF_UNIX` sockets, netlink), `EINVAL` for a short
 //! address, `EFAULT` for a bad pointer (a `recv` into one leaves the data queued), SIGPIPE with
 //! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw sockets but ICMP ones, ICMP datagram
-//! ("ping") sockets, `SO_LINGER` and the
+//! ("ping") sockets, `SOCK_DGRAM` packet sockets (`ESOCKTNOSUPPORT`) and the packet socket
+//! options but `PACKET_STATISTICS`, `SO_LINGER` and the
 //! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
 //! comes back empty), out-of-band data.
 //!
@@ -18,7 +20,7 @@ use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::unix;
-use crate::net::socket::Socket;
+use crate::net::socket::{Kind, Socket};
 use crate::proc::Thread;
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
@@ -32,6 +34,22 @@ const AF_UNIX: u64 = 1;
 const AF_INET: u64 = 2;
 /// `AF_INET6`: not built.
 const AF_INET6: u64 = 10;
+/// `AF_PACKET`: raw Ethernet frames.
+const AF_PACKET: u64 = 17;
+/// `SOL_PACKET`: the packet sockets' option level.
+const SOL_PACKET: i32 = 263;
+/// `PACKET_STATISTICS`: frames received and dropped (`struct tpacket_stats`).
+const PACKET_STATISTICS: i32 = 6;
+/// Size of `struct sockaddr_ll`.
+const SOCKADDR_LL: usize = 20;
+/// Offset of `sll_addr` in `struct sockaddr_ll`.
+const SLL_ADDR: usize = 12;
+/// Largest socket address (`struct sockaddr_storage`).
+const SOCKADDR_MAX: u64 = 128;
+/// `ARPHRD_ETHER`: `eth0`'s hardware type.
+const ARPHRD_ETHER: u16 = 1;
+/// `ARPHRD_LOOPBACK`: `lo`'s hardware type.
+const ARPHRD_LOOPBACK: u16 = 772;
 /// A byte stream.
 const SOCK_STREAM: u64 = 1;
 /// Datagrams.
@@ -79,6 +97,8 @@ enum Sock {
     Pair(Arc<unix::SocketEnd>),
     /// An `AF_INET` socket.
     Inet(Arc<Socket>),
+    /// An `AF_PACKET` socket.
+    Packet(Arc<Socket>),
 }
 
 /// The socket `fd` names: `EBADF`, or `ENOTSOCK` for another kind of file.
@@ -86,18 +106,77 @@ fn sock_of(me: &Thread, fd: u64) -> Result<(Arc<OpenFile>, Sock), Errno> {
     let f = file(me, fd)?;
     let s = match &f.node {
         Node::Socket(e) => Sock::Pair(e.clone()),
+        Node::Inet(s) if s.is_packet() => Sock::Packet(s.clone()),
         Node::Inet(s) => Sock::Inet(s.clone()),
         _ => return Err(Errno::ENOTSOCK),
     };
     Ok((f, s))
 }
 
-/// The `AF_INET` socket `fd` names; `pair` is the answer for an `AF_UNIX` pair's end.
+/// The `AF_INET` socket `fd` names; `pair` is the answer for an `AF_UNIX` pair's end,
+/// `EOPNOTSUPP` for a packet socket's (Linux's for `listen`, `connect`, `accept`).
 fn inet_of(me: &Thread, fd: u64, pair: Errno) -> Result<(Arc<OpenFile>, Arc<Socket>), Errno> {
     match sock_of(me, fd)? {
         (f, Sock::Inet(s)) => Ok((f, s)),
         (_, Sock::Pair(_)) => Err(pair),
+        (_, Sock::Packet(_)) => Err(Errno::EOPNOTSUPP),
     }
+}
+
+/// Reads a `struct sockaddr_ll` of `len` bytes at `addr`: its protocol (host order) and
+/// interface. `EINVAL` if short or too long, `EFAULT` if unreadable; `family` (bind's check)
+/// asks for `AF_PACKET` (`EINVAL` otherwise).
+fn read_ll(addr: u64, len: u64, family: bool) -> Result<(u16, i32), Errno> {
+    if len > SOCKADDR_MAX || (len as usize) < SOCKADDR_LL {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; SOCKADDR_LL];
+    uaccess::copy_from_user(addr, &mut raw)?;
+    if family && u64::from(u16::from_ne_bytes([raw[0], raw[1]])) != AF_PACKET {
+        return Err(Errno::EINVAL);
+    }
+    // `sll_halen` must fit the length given (Linux's check on a send).
+    if usize::from(raw[11]) + SLL_ADDR > len as usize {
+        return Err(Errno::EINVAL);
+    }
+    let proto = u16::from_be_bytes([raw[2], raw[3]]);
+    let ifindex = i32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]);
+    Ok((proto, ifindex))
+}
+
+/// A `struct sockaddr_ll` of `proto` on `ifindex` with the MAC `mac` (none: `sll_halen` 0),
+/// and its length as Linux reports it (up to the MAC's end).
+fn sockaddr_ll(
+    proto: u16,
+    ifindex: i32,
+    pkttype: u8,
+    mac: Option<[u8; 6]>,
+) -> ([u8; SOCKADDR_LL], usize) {
+    let mut raw = [0u8; SOCKADDR_LL];
+    raw[..2].copy_from_slice(&(AF_PACKET as u16).to_ne_bytes());
+    raw[2..4].copy_from_slice(&proto.to_be_bytes());
+    raw[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    let hatype = match ifindex {
+        net::packet::IF_LO => ARPHRD_LOOPBACK,
+        net::packet::IF_ETH => ARPHRD_ETHER,
+        _ => 0,
+    };
+    raw[8..10].copy_from_slice(&hatype.to_ne_bytes());
+    raw[10] = pkttype;
+    match mac {
+        Some(m) => {
+            raw[11] = 6;
+            raw[SLL_ADDR..SLL_ADDR + 6].copy_from_slice(&m);
+            (raw, SLL_ADDR + 6)
+        }
+        None => (raw, SLL_ADDR),
+    }
+}
+
+/// The `sockaddr_ll` `recvfrom` gives for a frame a packet socket received (its whole size,
+/// as Linux reports it).
+fn link_addr(l: &net::stack::LinkInfo) -> [u8; SOCKADDR_LL] {
+    sockaddr_ll(l.protocol, l.ifindex, l.pkttype, Some(l.source)).0
 }
 
 /// Reads a `struct sockaddr_in` of `len` bytes at `addr`: `EINVAL` if short, `EFAULT` if
@@ -120,6 +199,16 @@ fn read_addr(addr: u64, len: u64) -> Result<(Ipv4Address, u16), Errno> {
 /// Writes `a` as a `struct sockaddr_in` to `addr` (at most `*lenp` bytes, as Linux cuts it)
 /// and the full length to `*lenp`; nothing when `addr` is 0.
 fn write_addr(addr: u64, lenp: u64, a: (Ipv4Address, u16)) -> Result<(), Errno> {
+    let mut raw = [0u8; SOCKADDR_IN];
+    raw[..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
+    raw[2..4].copy_from_slice(&a.1.to_be_bytes());
+    raw[4..8].copy_from_slice(&a.0.octets());
+    write_sockaddr(addr, lenp, &raw)
+}
+
+/// Writes the socket address `raw` to `addr` (at most `*lenp` bytes, as Linux cuts it) and
+/// its full length to `*lenp`; nothing when `addr` is 0.
+fn write_sockaddr(addr: u64, lenp: u64, raw: &[u8]) -> Result<(), Errno> {
     if addr == 0 {
         return Ok(());
     }
@@ -127,13 +216,9 @@ fn write_addr(addr: u64, lenp: u64, a: (Ipv4Address, u16)) -> Result<(), Errno> 
     if room < 0 {
         return Err(Errno::EINVAL);
     }
-    let mut raw = [0u8; SOCKADDR_IN];
-    raw[..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
-    raw[2..4].copy_from_slice(&a.1.to_be_bytes());
-    raw[4..8].copy_from_slice(&a.0.octets());
-    let n = (room as usize).min(SOCKADDR_IN);
+    let n = (room as usize).min(raw.len());
     uaccess::copy_to_user(addr, &raw[..n])?;
-    write_user(lenp, &(SOCKADDR_IN as u32))
+    write_user(lenp, &(raw.len() as u32))
 }
 
 /// Writes an `AF_UNIX` address without a name (a pair's ends have none) as Linux does.
@@ -149,7 +234,9 @@ fn write_unnamed(addr: u64, lenp: u64) -> Result<(), Errno> {
 }
 
 /// `socket(domain, type, protocol)`: `AF_INET` streams (TCP), datagrams (UDP) and raw ICMP
-/// sockets (`ping`; Reef's processes all have Linux's `CAP_NET_RAW`: there are no users).
+/// sockets (`ping`: any process may open one), and `AF_PACKET` raw sockets of protocol
+/// `htons(ethertype)` (`EPERM` unless privileged, as Linux without `CAP_NET_RAW`;
+/// `ESOCKTNOSUPPORT` for other types).
 pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let flags = a[1] & !0xf;
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
@@ -158,6 +245,9 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     let kind = a[1] & 0xf;
     if kind == 0 || kind >= SOCK_MAX {
         return Err(Errno::EINVAL);
+    }
+    if a[0] == AF_PACKET {
+        return packet_socket(me, kind, a[2], flags);
     }
     if a[0] != AF_INET {
         return Err(Errno::EAFNOSUPPORT);
@@ -175,6 +265,22 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     let inst = crate::net::instance_of(&me.process)?;
     let id = inst.run(|s, _, _| s.socket(proto))?;
     install(me, Socket::new(inst, id), flags)
+}
+
+/// `socket(AF_PACKET, kind, protocol)`: a packet socket of the caller's instance receiving the
+/// ethertype `protocol` names in network order (only its low 16 bits count, as Linux's).
+fn packet_socket(me: &Arc<Thread>, kind: u64, protocol: u64, flags: u64) -> SysResult {
+    super::cred::privileged(me)?;
+    if kind != SOCK_RAW {
+        return Err(Errno::ESOCKTNOSUPPORT);
+    }
+    if !me.process.files.lock().has_room() {
+        return Err(Errno::EMFILE);
+    }
+    let proto = u16::from_be(protocol as u16);
+    let inst = crate::net::instance_of(&me.process)?;
+    let id = inst.peek(|s| s.packet_socket(proto))?;
+    install(me, Socket::of_kind(inst, id, Kind::Packet), flags)
 }
 
 /// Gives socket `s` a descriptor (`SOCK_NONBLOCK`, `SOCK_CLOEXEC` from `flags`).
@@ -195,8 +301,14 @@ fn install(me: &Arc<Thread>, s: Arc<Socket>, flags: u64) -> SysResult {
     r.map(|fd| fd as u64)
 }
 
-/// `bind(fd, addr, addrlen)`.
+/// `bind(fd, addr, addrlen)`; a packet socket's to a `struct sockaddr_ll` (`ENODEV` for an
+/// interface the instance does not have).
 pub fn bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if let (_, Sock::Packet(s)) = sock_of(me, a[0])? {
+        let (proto, ifindex) = read_ll(a[1], a[2], true)?;
+        s.inst.peek(|st| st.packet_bind(s.id, proto, ifindex))?;
+        return Ok(0);
+    }
     let (_, s) = inet_of(me, a[0], Errno::EINVAL)?;
     let (ip, port) = read_addr(a[1], a[2])?;
     s.inst.run(|st, ports, _| st.bind(s.id, ip, port, ports))?;
@@ -267,20 +379,31 @@ pub fn accept4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     Ok(fd)
 }
 
-/// `getsockname(fd, addr, addrlen)`.
+/// `getsockname(fd, addr, addrlen)`; a packet socket's protocol, interface and the
+/// instance's MAC (none while bound to no interface).
 pub fn getsockname(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     match sock_of(me, a[0])?.1 {
         Sock::Pair(_) => write_unnamed(a[1], a[2])?,
         Sock::Inet(s) => write_addr(a[1], a[2], s.inst.peek(|st| st.local_addr(s.id))?)?,
+        Sock::Packet(s) => {
+            let ((proto, ifindex), mac) = s
+                .inst
+                .peek(|st| st.packet_name(s.id).map(|n| (n, st.mac())))?;
+            let mac = (ifindex != 0).then_some(mac.0);
+            let (raw, len) = sockaddr_ll(proto, ifindex, 0, mac);
+            write_sockaddr(a[1], a[2], &raw[..len])?
+        }
     }
     Ok(0)
 }
 
-/// `getpeername(fd, addr, addrlen)`: `ENOTCONN` unless connected.
+/// `getpeername(fd, addr, addrlen)`: `ENOTCONN` unless connected (`EOPNOTSUPP` for a packet
+/// socket).
 pub fn getpeername(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     match sock_of(me, a[0])?.1 {
         Sock::Pair(_) => write_unnamed(a[1], a[2])?,
         Sock::Inet(s) => write_addr(a[1], a[2], s.inst.peek(|st| st.peer_addr(s.id))?)?,
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
     }
     Ok(0)
 }
@@ -294,7 +417,7 @@ pub fn setsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     }
     let value: i32 = read_user(a[3])?;
     match s {
-        Sock::Pair(_) => Err(Errno::ENOPROTOOPT),
+        Sock::Pair(_) | Sock::Packet(_) => Err(Errno::ENOPROTOOPT),
         Sock::Inet(s) => {
             s.inst
                 .peek(|st| st.set_option(s.id, a[1] as i32, a[2] as i32, value))?;
@@ -312,9 +435,12 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
         return Err(Errno::EINVAL);
     }
     let level = a[1] as i32;
+    if let Sock::Packet(s) = &s {
+        return packet_getsockopt(s, level, a[2] as i32, a[3], a[4], room);
+    }
     // The levels a socket has: the socket's, IP's (an `AF_INET` one) and its protocol's.
     let own = match &s {
-        Sock::Pair(_) => net::stack::SOL_SOCKET,
+        Sock::Pair(_) | Sock::Packet(_) => net::stack::SOL_SOCKET,
         Sock::Inet(s) => match s
             .inst
             .peek(|st| st.option(s.id, net::stack::SOL_SOCKET, net::stack::SO_TYPE))
@@ -333,7 +459,7 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
         return Err(Errno::EOPNOTSUPP);
     }
     let value = match s {
-        Sock::Pair(_) => match (level, a[2] as i32) {
+        Sock::Pair(_) | Sock::Packet(_) => match (level, a[2] as i32) {
             (net::stack::SOL_SOCKET, net::stack::SO_TYPE) => net::stack::SOCK_STREAM,
             (net::stack::SOL_SOCKET, net::stack::SO_ERROR) => 0,
             _ => return Err(Errno::ENOPROTOOPT),
@@ -346,10 +472,43 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     Ok(0)
 }
 
+/// A packet socket's `getsockopt`: `SO_TYPE`, `SO_ERROR` and `PACKET_STATISTICS` (which
+/// starts the counts again), cut to `room` bytes; `ENOPROTOOPT` for the rest.
+fn packet_getsockopt(
+    s: &Socket,
+    level: i32,
+    name: i32,
+    value: u64,
+    lenp: u64,
+    room: i32,
+) -> SysResult {
+    let mut raw = [0u8; 8];
+    let len = match (level, name) {
+        (net::stack::SOL_SOCKET, net::stack::SO_TYPE) => {
+            raw[..4].copy_from_slice(&net::stack::SOCK_RAW.to_ne_bytes());
+            4
+        }
+        (net::stack::SOL_SOCKET, net::stack::SO_ERROR) => 4,
+        (SOL_PACKET, PACKET_STATISTICS) => {
+            uaccess::check_range(value, (room as usize).min(8))?;
+            let (packets, drops) = s.inst.peek(|st| st.packet_stats(s.id))?;
+            raw[..4].copy_from_slice(&packets.to_ne_bytes());
+            raw[4..].copy_from_slice(&drops.to_ne_bytes());
+            8
+        }
+        _ => return Err(Errno::ENOPROTOOPT),
+    };
+    let n = (room as usize).min(len);
+    uaccess::copy_to_user(value, &raw[..n])?;
+    write_user(lenp, &(n as u32))?;
+    Ok(0)
+}
+
 /// `shutdown(fd, how)`: `SHUT_RD`, `SHUT_WR` or `SHUT_RDWR`, else `EINVAL`.
 pub fn shutdown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     match sock_of(me, a[0])?.1 {
         Sock::Pair(end) => end.shutdown(a[1])?,
+        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
         Sock::Inet(s) => {
             let how = match a[1] {
                 0 => net::stack::Shut::Read,
@@ -363,24 +522,29 @@ pub fn shutdown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     Ok(0)
 }
 
-/// Sends `data` on `fd` (to `to` for a datagram socket) with `flags`; SIGPIPE with `EPIPE`
-/// unless `MSG_NOSIGNAL`.
-fn send(
-    me: &Arc<Thread>,
-    fd: u64,
-    data: &[u8],
-    to: Option<(Ipv4Address, u16)>,
-    flags: u64,
-) -> SysResult {
+/// Sends `data` on `fd` (to the address of `to`'s length at its pointer, for a datagram or
+/// packet socket) with `flags`; SIGPIPE with `EPIPE` unless `MSG_NOSIGNAL`.
+fn send(me: &Arc<Thread>, fd: u64, data: &[u8], to: Option<(u64, u64)>, flags: u64) -> SysResult {
     if flags & !(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     let (f, s) = sock_of(me, fd)?;
     let nonblock = f.nonblock() || flags & MSG_DONTWAIT != 0;
+    let inet_to = match (&s, to) {
+        (Sock::Pair(_) | Sock::Inet(_), Some((addr, len))) => Some(read_addr(addr, len)?),
+        _ => None,
+    };
     let r = match s {
         Sock::Pair(_) if to.is_some() => return Err(Errno::EISCONN),
         Sock::Pair(end) => end.write(data, nonblock),
-        Sock::Inet(s) => s.send(data, to, nonblock),
+        Sock::Inet(s) => s.send(data, inet_to, nonblock),
+        Sock::Packet(s) => {
+            let ifindex = match to {
+                Some((addr, len)) => Some(read_ll(addr, len, false)?.1),
+                None => None,
+            };
+            s.send_frame(data, ifindex)
+        }
     };
     if flags & MSG_NOSIGNAL != 0 {
         r.map(|n| n as u64)
@@ -397,6 +561,8 @@ struct Got {
     full: usize,
     /// The source (datagrams).
     from: Option<(Ipv4Address, u16)>,
+    /// A packet socket's frame: its `sockaddr_ll`.
+    link: Option<[u8; SOCKADDR_LL]>,
 }
 
 /// Receives up to `len` bytes from `fd` with `flags`, then hands them to `deliver` (which
@@ -419,6 +585,7 @@ fn recv(
     let mut buf = crate::mm::zeroed_buffer(len.min(MAX_IO))?;
     // What was received: its length, the datagram's whole length and source, and the socket
     // whose queue still holds it (a peek to be taken once delivered).
+    let mut link = None;
     let (n, full, from, held) = match s {
         Sock::Pair(end) => {
             if flags & MSG_PEEK != 0 {
@@ -426,6 +593,13 @@ fn recv(
             }
             let n = end.read(&mut buf, nonblock)?;
             (n, n, None, None)
+        }
+        Sock::Packet(s) => {
+            let (n, full, info) = s
+                .inst
+                .wait_for(nonblock, |st, _, _| st.packet_recv(s.id, &mut buf, true))?;
+            link = Some(link_addr(&info));
+            (n, full, None, (flags & MSG_PEEK == 0).then_some(s))
         }
         Sock::Inet(s)
             if flags & MSG_WAITALL != 0
@@ -459,12 +633,17 @@ fn recv(
         data: buf,
         full,
         from,
+        link,
     };
     deliver(&got)?;
     if let Some(s) = held {
-        // Take what was looked at (a stream: the same bytes; a datagram: all of it).
-        let mut sink = crate::mm::zeroed_buffer(n)?;
-        s.inst.run(|st, _, _| st.recv(s.id, &mut sink, false))?;
+        // Take what was looked at (a stream: the same bytes; a datagram or frame: all of it).
+        if s.is_packet() {
+            s.inst.peek(|st| st.packet_recv(s.id, &mut [], false))?;
+        } else {
+            let mut sink = crate::mm::zeroed_buffer(n)?;
+            s.inst.run(|st, _, _| st.recv(s.id, &mut sink, false))?;
+        }
     }
     Ok(got)
 }
@@ -473,11 +652,7 @@ fn recv(
 pub fn sendto(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let len = (a[2] as usize).min(MAX_IO);
     uaccess::check_range(a[1], len)?;
-    let to = if a[4] != 0 {
-        Some(read_addr(a[4], a[5])?)
-    } else {
-        None
-    };
+    let to = (a[4] != 0).then_some((a[4], a[5]));
     let mut buf = crate::mm::zeroed_buffer(len)?;
     uaccess::copy_from_user(a[1], &mut buf)?;
     send(me, a[0], &buf, to, a[3])
@@ -499,12 +674,13 @@ pub fn recvfrom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         uaccess::copy_to_user(a[1], &g.data)
     })?;
     if a[4] != 0 {
-        match got.from {
-            Some(from) => write_addr(a[4], a[5], from)?,
-            None if sock_of(me, a[0]).is_ok_and(|(_, s)| matches!(s, Sock::Pair(_))) => {
+        match (got.from, &got.link) {
+            (Some(from), _) => write_addr(a[4], a[5], from)?,
+            (None, Some(link)) => write_sockaddr(a[4], a[5], link)?,
+            (None, None) if sock_of(me, a[0]).is_ok_and(|(_, s)| matches!(s, Sock::Pair(_))) => {
                 write_user(a[5], &0u32)?
             }
-            None => {}
+            (None, None) => {}
         }
     }
     Ok(if a[3] & MSG_TRUNC != 0 {
@@ -550,11 +726,7 @@ fn read_msghdr(addr: u64) -> Result<MsgHdr, Errno> {
 /// `sendmsg(fd, msg, flags)`: the gathered buffers (at most 1 MiB) as one send.
 pub fn sendmsg(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let m = read_msghdr(a[1])?;
-    let to = if m.name != 0 {
-        Some(read_addr(m.name, u64::from(m.namelen))?)
-    } else {
-        None
-    };
+    let to = (m.name != 0).then_some((m.name, u64::from(m.namelen)));
     let mut data = Vec::new();
     for [base, len] in iovecs(m.iov, m.iovlen)? {
         let len = (len as usize).min(MAX_IO - data.len());
@@ -589,9 +761,10 @@ pub fn recvmsg(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
         Ok(())
     })?;
     if m.name != 0 {
-        match got.from {
-            Some(from) => write_addr(m.name, a[1] + MSG_NAMELEN, from)?,
-            None => write_user(a[1] + MSG_NAMELEN, &0u32)?,
+        match (got.from, got.link) {
+            (Some(from), _) => write_addr(m.name, a[1] + MSG_NAMELEN, from)?,
+            (None, Some(link)) => write_sockaddr(m.name, a[1] + MSG_NAMELEN, &link)?,
+            (None, None) => write_user(a[1] + MSG_NAMELEN, &0u32)?,
         }
     }
     write_user(a[1] + MSG_CONTROLLEN, &0u64)?;
@@ -714,10 +887,6 @@ const IFNAMSIZ: usize = 16;
 const IFCONF: usize = 16;
 /// Size of `struct rtentry` (`SIOCADDRT`, `SIOCDELRT`).
 const RTENTRY: usize = 120;
-/// `ARPHRD_ETHER`.
-const ARPHRD_ETHER: u16 = 1;
-/// `ARPHRD_LOOPBACK`.
-const ARPHRD_LOOPBACK: u16 = 772;
 
 /// `SIOCGIFNAME`.
 const SIOCGIFNAME: u64 = 0x8910;

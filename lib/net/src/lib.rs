@@ -11,6 +11,9 @@
 //!   of the machine; ARP for local addresses is answered by the switch itself (proxy ARP), so
 //!   every instance can own the same addresses (127.0.0.1 and the guest's address) and frames
 //!   are told apart by port, as LibrettOS's network server does.
+//! - [`packet`]: packet sockets (`AF_PACKET`), whole Ethernet frames a program sends and
+//!   receives on its own instance (and only its own: it sees its instance's frames, not the
+//!   machine's).
 //! - [`ring`] and [`server`]: the network server of server mode (§3.2), a process that owns the
 //!   NIC and switches the frames of the instances in server mode, which reach it through rings
 //!   in shared pages; it checks that every frame's source is its sender's and routes by the
@@ -23,6 +26,7 @@
 
 extern crate alloc;
 
+pub mod packet;
 pub mod portmap;
 pub mod ring;
 pub mod server;

@@ -25,6 +25,7 @@
 //! fragmentation is off: `EMSGSIZE`), broadcast, multicast. Socket buffers are fixed
 //! ([`TCP_BUFFER`]): `SO_RCVBUF`/`SO_SNDBUF` are kept and reported as Linux reports them.
 
+use crate::packet::{self, Captured, Tap, ETH_HEADER, IF_ETH, IF_LO, PACKET_OUTGOING};
 use crate::portmap::{PortMap, Proto, StackId};
 use abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP};
 use abi::Errno;
@@ -36,8 +37,8 @@ use smoltcp::socket::{raw, tcp, udp};
 use smoltcp::storage::{PacketBuffer, PacketMetadata};
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{
-    HardwareAddress, IpAddress, IpCidr, IpEndpoint, IpListenEndpoint, IpProtocol, IpVersion,
-    Ipv4Address, Ipv4Cidr,
+    EthernetAddress, HardwareAddress, IpAddress, IpCidr, IpEndpoint, IpListenEndpoint, IpProtocol,
+    IpVersion, Ipv4Address, Ipv4Cidr,
 };
 
 /// A socket's number in its instance.
@@ -316,6 +317,10 @@ pub struct Stack {
     socks: Vec<Option<Sock>>,
     /// Closed connections still closing.
     lingering: Vec<Lingering>,
+    /// The program's packet sockets by number (their own numbers); `None`: a free number.
+    taps: Vec<Option<Tap>>,
+    /// A packet socket got a frame since the last poll.
+    tapped: bool,
     /// Inbound frames dropped because the queue was full.
     pub rx_dropped: u64,
 }
@@ -363,6 +368,23 @@ fn udp_socket() -> Result<udp::Socket<'static>, Errno> {
 fn raw_socket() -> Result<raw::Socket<'static>, Errno> {
     let (rx, tx) = (packet_buffer()?, packet_buffer()?);
     Ok(raw::Socket::new(IpVersion::Ipv4, IpProtocol::Icmp, rx, tx))
+}
+
+/// Offers `frame` to every packet socket in `taps` but `except`: true if one took it.
+fn capture(
+    taps: &mut [Option<Tap>],
+    frame: &[u8],
+    ifindex: i32,
+    pkttype: u8,
+    except: Option<SockId>,
+) -> bool {
+    let mut took = false;
+    for (i, tap) in taps.iter_mut().enumerate() {
+        if let Some(t) = tap.as_mut().filter(|_| Some(i) != except) {
+            took |= t.offer(frame, ifindex, pkttype);
+        }
+    }
+    took
 }
 
 /// A datagram socket's `poll` events: `POLLIN` with a datagram waiting, `POLLOUT` with room.
@@ -415,6 +437,8 @@ impl Stack {
             set: SocketSet::new(Vec::new()),
             socks: Vec::new(),
             lingering: Vec::new(),
+            taps: Vec::new(),
+            tapped: false,
             rx_dropped: 0,
         };
         stack.learn_switch();
@@ -476,11 +500,17 @@ impl Stack {
         a.is_loopback() || self.iface.has_ip_addr(a)
     }
 
-    /// Queues an inbound frame; false (and counted) when the queue is full.
+    /// Queues an inbound frame; false (and counted) when the queue is full. Packet sockets
+    /// of its protocol get a copy.
     pub fn deliver(&mut self, frame: Vec<u8>) -> bool {
         if self.dev.rx.len() >= QUEUE_FRAMES {
             self.rx_dropped += 1;
             return false;
+        }
+        if !self.taps.is_empty() {
+            let ifindex = packet::ifindex_of(&frame, self.has_eth());
+            let pkttype = packet::pkttype_of(&frame, self.mac());
+            self.tapped |= capture(&mut self.taps, &frame, ifindex, pkttype, None);
         }
         self.dev.rx.push_back(frame);
         true
@@ -507,7 +537,16 @@ impl Stack {
         let before = self.dev.tx.len();
         let changed = self.iface.poll(now, &mut self.dev, &mut self.set);
         self.observe(now, ports);
-        changed != smoltcp::iface::PollResult::None || self.dev.tx.len() != before
+        if !self.taps.is_empty() {
+            // What smoltcp sent (poll only adds to the queue): for the `ETH_P_ALL` sockets.
+            let eth = self.has_eth();
+            for frame in self.dev.tx.range(before..) {
+                let ifindex = packet::ifindex_of(frame, eth);
+                capture(&mut self.taps, frame, ifindex, PACKET_OUTGOING, None);
+            }
+        }
+        let tapped = core::mem::take(&mut self.tapped);
+        changed != smoltcp::iface::PollResult::None || self.dev.tx.len() != before || tapped
     }
 
     /// When it must be polled next without a frame arriving (`None`: not until then).
@@ -522,12 +561,14 @@ impl Stack {
 
     /// No socket is open or closing: the instance may go.
     pub fn is_idle(&self) -> bool {
-        self.lingering.is_empty() && self.socks.iter().all(Option::is_none)
+        self.lingering.is_empty()
+            && self.socks.iter().all(Option::is_none)
+            && self.taps.iter().all(Option::is_none)
     }
 
-    /// Sockets the program has open.
+    /// Sockets the program has open (packet sockets included).
     pub fn open_sockets(&self) -> usize {
-        self.socks.iter().flatten().count()
+        self.socks.iter().flatten().count() + self.taps.iter().flatten().count()
     }
 
     /// Its TCP (`proto` [`Proto::Tcp`]) or UDP sockets as Linux's `/proc/net/tcp` and
@@ -1409,6 +1450,172 @@ impl Stack {
         match self.set.get_mut::<raw::Socket>(handle).send_slice(&packet) {
             Ok(()) => Ok(data.len()),
             Err(_) => Err(Errno::EAGAIN),
+        }
+    }
+}
+
+/// Packet sockets (`AF_PACKET`, [`crate::packet`]): numbered apart from the other sockets.
+impl Stack {
+    /// Its MAC address.
+    pub fn mac(&self) -> EthernetAddress {
+        crate::stack_mac(self.id)
+    }
+
+    /// Whether it has an address besides the loopback network's (the machine has a NIC, and
+    /// `eth0` exists).
+    pub fn has_eth(&self) -> bool {
+        self.iface
+            .ip_addrs()
+            .iter()
+            .any(|&IpCidr::Ipv4(c)| !c.address().is_loopback())
+    }
+
+    /// Whether `ifindex` names one of its interfaces.
+    fn has_interface(&self, ifindex: i32) -> bool {
+        ifindex == IF_LO || (ifindex == IF_ETH && self.has_eth())
+    }
+
+    /// A new packet socket receiving `proto` (an ethertype, `ETH_P_ALL`, or 0: nothing until
+    /// `bind` names one).
+    pub fn packet_socket(&mut self, proto: u16) -> Result<SockId, Errno> {
+        if let Some(i) = self.taps.iter().position(Option::is_none) {
+            self.taps[i] = Some(Tap::new(proto));
+            return Ok(i);
+        }
+        self.taps.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        self.taps.push(Some(Tap::new(proto)));
+        Ok(self.taps.len() - 1)
+    }
+
+    /// Packet socket `id`.
+    fn tap(&mut self, id: SockId) -> Result<&mut Tap, Errno> {
+        self.taps
+            .get_mut(id)
+            .and_then(Option::as_mut)
+            .ok_or(Errno::EBADF)
+    }
+
+    /// `bind` of packet socket `id` to interface `ifindex` (0: any) and protocol `proto` (0:
+    /// the one it has): `ENODEV` for an interface it does not have.
+    pub fn packet_bind(&mut self, id: SockId, proto: u16, ifindex: i32) -> Result<(), Errno> {
+        if ifindex != 0 && !self.has_interface(ifindex) {
+            return Err(Errno::ENODEV);
+        }
+        self.tap(id)?.bind(proto, ifindex);
+        Ok(())
+    }
+
+    /// `getsockname` of packet socket `id`: its protocol and interface.
+    pub fn packet_name(&mut self, id: SockId) -> Result<(u16, i32), Errno> {
+        Ok(self.tap(id)?.name())
+    }
+
+    /// Packet socket `id` sends `frame`, a whole Ethernet frame, on interface `ifindex` (the
+    /// one it is bound to when `None`): the frame goes into the outgoing queue exactly as given,
+    /// and the instance's other `ETH_P_ALL` sockets see it. `ENXIO` without an interface (or
+    /// with one it does not have), `EINVAL` shorter than an Ethernet header, `EMSGSIZE` longer
+    /// than [`FRAME_MAX`], `ENOBUFS` with the queue full, `ENOMEM`.
+    pub fn send_frame(
+        &mut self,
+        id: SockId,
+        frame: &[u8],
+        ifindex: Option<i32>,
+    ) -> Result<usize, Errno> {
+        let bound = self.tap(id)?.name().1;
+        let ifindex = ifindex.unwrap_or(bound);
+        if !self.has_interface(ifindex) {
+            return Err(Errno::ENXIO);
+        }
+        if frame.len() < ETH_HEADER {
+            return Err(Errno::EINVAL);
+        }
+        if frame.len() > FRAME_MAX {
+            return Err(Errno::EMSGSIZE);
+        }
+        if self.dev.tx.len() >= QUEUE_FRAMES {
+            return Err(Errno::ENOBUFS);
+        }
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(frame.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        copy.extend_from_slice(frame);
+        self.dev.tx.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        self.tapped |= capture(&mut self.taps, frame, ifindex, PACKET_OUTGOING, Some(id));
+        self.dev.tx.push_back(copy);
+        Ok(frame.len())
+    }
+
+    /// Packet socket `id` receives one frame into `out` (`peek`: it stays queued): the bytes
+    /// copied, the frame's whole length, and the frame's `sockaddr_ll` facts (its bytes past
+    /// `out` are dropped). `EAGAIN` while none waits.
+    pub fn packet_recv(
+        &mut self,
+        id: SockId,
+        out: &mut [u8],
+        peek: bool,
+    ) -> Result<(usize, usize, LinkInfo), Errno> {
+        let tap = self.tap(id)?;
+        let c = tap.front().ok_or(Errno::EAGAIN)?;
+        let n = c.frame.len().min(out.len());
+        out[..n].copy_from_slice(&c.frame[..n]);
+        let r = (n, c.frame.len(), LinkInfo::of(c));
+        if !peek {
+            tap.pop();
+        }
+        Ok(r)
+    }
+
+    /// The `poll` events of packet socket `id`: `POLLIN` with a frame waiting; `POLLOUT`
+    /// always (a send never waits).
+    pub fn packet_events(&mut self, id: SockId) -> u16 {
+        match self.tap(id) {
+            Ok(t) => POLLOUT | if t.front().is_some() { POLLIN } else { 0 },
+            Err(_) => POLLERR,
+        }
+    }
+
+    /// The length of the frame packet socket `id` would receive next (`FIONREAD`).
+    pub fn packet_available(&mut self, id: SockId) -> usize {
+        self.tap(id)
+            .ok()
+            .and_then(|t| t.front())
+            .map_or(0, |c| c.frame.len())
+    }
+
+    /// `PACKET_STATISTICS` of packet socket `id` (and starts them again).
+    pub fn packet_stats(&mut self, id: SockId) -> Result<(u32, u32), Errno> {
+        Ok(self.tap(id)?.stats())
+    }
+
+    /// The program closed packet socket `id`: its queued frames go.
+    pub fn packet_close(&mut self, id: SockId) {
+        if let Some(t) = self.taps.get_mut(id) {
+            *t = None;
+        }
+    }
+}
+
+/// What `recvfrom` tells of a frame a packet socket received (its `sockaddr_ll`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// Its ethertype.
+    pub protocol: u16,
+    /// The interface it was on.
+    pub ifindex: i32,
+    /// `PACKET_HOST`, ..., `PACKET_OUTGOING`.
+    pub pkttype: u8,
+    /// Its source MAC.
+    pub source: [u8; 6],
+}
+
+impl LinkInfo {
+    /// The facts of `c`.
+    fn of(c: &Captured) -> LinkInfo {
+        LinkInfo {
+            protocol: c.protocol(),
+            ifindex: c.ifindex,
+            pkttype: c.pkttype,
+            source: c.source(),
         }
     }
 }
