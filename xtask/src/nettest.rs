@@ -454,6 +454,7 @@ pub fn cases() -> Result<Vec<Case>, String> {
         script: vec![],
         explain: None,
         forwards: vec![],
+        nics: 1,
         debian: false,
     });
     Ok(cases)
