@@ -21,9 +21,13 @@
 //! no process or descriptor holds them. Frames arriving on the NIC are routed by [`run_due`]
 //! after its interrupt, running only the instances they reach.
 //!
-//! Locks: an instance's lock, then [`PORTS`] (both interrupts off, each held for one bounded
+//! Locks: an instance's `sending` lock (held while its frames are taken and handed on, so they
+//! leave in order), then an instance's stack lock (its own or the receiver's), then [`PORTS`]
+//! or the network server's and the NICs' locks (all interrupts off, each held for one bounded
 //! operation or poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an
-//! instance's lock. Nothing holds two instances' locks; waiting happens with no lock held.
+//! instance's lock. Nothing holds two instances' stack locks or two `sending` locks; waiting
+//! happens with no lock held. `server::DRAINING` (a sleeping lock, threads only) comes before
+//! all of them.
 
 pub mod ifaces;
 pub mod library;
@@ -66,6 +70,11 @@ pub struct Instance {
     direct: AtomicUsize,
     /// Its own address from the pool, once it has one (0: none; [`library`]).
     address: AtomicU32,
+    /// Held from taking its frames to handing each on ([`pump_all`]), so that two cores
+    /// pumping it never interleave its frames: smoltcp takes the window of every segment it
+    /// accepts, so an older ACK overtaking a newer one closes the peer's window for good (it
+    /// does not probe a zero window).
+    sending: IrqMutex<()>,
 }
 
 impl Drop for Instance {
@@ -106,6 +115,8 @@ static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 static TIMERS_DUE: AtomicBool = AtomicBool::new(false);
 /// Frames wait on the NIC (its interrupt, or the tick's look): [`run_due`] routes them.
 static NIC_DUE: AtomicBool = AtomicBool::new(false);
+/// A core is taking the NICs' frames ([`run_due`]).
+static RECEIVING: AtomicBool = AtomicBool::new(false);
 /// Frames the switch carried between instances.
 static FORWARDED: AtomicU64 = AtomicU64::new(0);
 /// Frames dropped: for outside addresses with no NIC, or before the gateway's MAC was known.
@@ -189,6 +200,7 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
         slot: AtomicUsize::new(0),
         direct: AtomicUsize::new(0),
         address: AtomicU32::new(0),
+        sending: IrqMutex::new(()),
     });
     reg.stacks.insert(id, inst.clone());
     drop(reg);
@@ -294,6 +306,7 @@ fn pump_all(mut work: VecDeque<Arc<Instance>>) {
             TIMERS_DUE.store(true, Ordering::Release);
             return;
         }
+        let _sending = inst.sending.lock();
         let t = now();
         let (changed, frames, deadline) = {
             let mut s = inst.stack.lock();
@@ -536,11 +549,18 @@ pub fn pending() -> bool {
 /// passed, polls every instance (their timers) and lets go of the idle ones nothing else
 /// holds. A frame's arrival runs only the instances it reaches.
 pub fn run_due() {
+    // One core at a time takes the NICs' frames, so that they are delivered in the order they
+    // came (see `Instance::sending`); another finds them taken or marks them due again.
     if NIC_DUE.swap(false, Ordering::AcqRel) {
-        let mut work = VecDeque::new();
-        from_nic(&mut work);
-        library::receive(&mut work);
-        pump_all(work);
+        if RECEIVING.swap(true, Ordering::AcqRel) {
+            NIC_DUE.store(true, Ordering::Release);
+        } else {
+            let mut work = VecDeque::new();
+            from_nic(&mut work);
+            library::receive(&mut work);
+            pump_all(work);
+            RECEIVING.store(false, Ordering::Release);
+        }
     }
     if !TIMERS_DUE.swap(false, Ordering::AcqRel) {
         return;

@@ -37,6 +37,7 @@
 
 use super::{lookup, rejecter, Instance, ADDRESS, GATEWAY, PORTS};
 use crate::mailbox::SharedFrame;
+use crate::proc::wait::SleepLock;
 use crate::proc::Process;
 use crate::sync::IrqMutex;
 use crate::vm::PAGE_SIZE;
@@ -427,8 +428,15 @@ fn sleep(s: usize) -> bool {
         .is_none_or(|n| n.from_server[s].sleep(&n.ring(shared::from_server(s))))
 }
 
+/// Held while a ring back is drained: the server's kick, an attach and an instance's move
+/// may drain at once, and two drains delivering one ring's frames side by side would reorder
+/// them (see `Instance::sending`).
+static DRAINING: SleepLock<()> = SleepLock::new(());
+
 /// Takes and delivers everything in slot `s`'s ring back, until it is empty and marked asleep.
+/// A thread's call (it may sleep for [`DRAINING`]), with no spin lock held.
 fn drain(s: usize) {
+    let _draining = DRAINING.lock();
     loop {
         let (frames, inst) = take(s);
         if !frames.is_empty() {
