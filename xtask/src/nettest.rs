@@ -225,7 +225,7 @@ fn big_finish(_: u16) -> Result<Option<String>, String> {
 fn holds_80(part: &str, mode: &str) -> bool {
     part.lines().any(|l| {
         let w: Vec<&str> = l.split_whitespace().collect();
-        w.len() == 5 && w[1].starts_with(mode) && w[3].split(',').any(|p| p == "tcp/80")
+        w.len() == 7 && w[1].starts_with(mode) && w[3].split(',').any(|p| p == "tcp/80")
     })
 }
 
@@ -280,26 +280,13 @@ fn check_server(log: &str) -> Result<(), String> {
     expect(log, " spoofed 0 ")?;
     // `netctl list` after the move to the kernel's switch, and at the end: httpd's instance
     // (the one holding port 80) in each mode.
-    let between = |from: &str, to: &str| -> Result<String, String> {
-        let start = log.find(from).ok_or(format!("no {from}"))?;
-        let end = log[start..]
-            .find(to)
-            .ok_or(format!("no {to} after {from}"))?;
-        Ok(log[start..start + end].to_string())
-    };
-    let holds_80 = |part: &str, mode: &str| {
-        part.lines().any(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            w.len() == 5 && w[1].starts_with(mode) && w[3].split(',').any(|p| p == "tcp/80")
-        })
-    };
     if !holds_80(
-        &between("NET-SERVER-RESTARTED", "NET-SWITCHED-KERNEL")?,
+        between(log, "NET-SERVER-RESTARTED", "NET-SWITCHED-KERNEL")?,
         "kernel",
     ) {
         return Err("httpd's instance is not listed in kernel mode after `netctl kernel`".into());
     }
-    if !holds_80(&between("NET-LOOP-SAME", "NET-SERVER-DONE")?, "server/") {
+    if !holds_80(between(log, "NET-LOOP-SAME", "NET-SERVER-DONE")?, "server/") {
         return Err("httpd's instance is not listed in server mode at the end".into());
     }
     expect(log, "NET-SERVER-DONE")

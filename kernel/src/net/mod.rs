@@ -75,6 +75,10 @@ pub struct Instance {
     /// accepts, so an older ACK overtaking a newer one closes the peer's window for good (it
     /// does not probe a zero window).
     sending: IrqMutex<()>,
+    /// Frames it sent (taken from its stack and handed on).
+    frames_sent: AtomicU64,
+    /// Frames delivered to it.
+    frames_received: AtomicU64,
 }
 
 impl Drop for Instance {
@@ -201,6 +205,8 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
         direct: AtomicUsize::new(0),
         address: AtomicU32::new(0),
         sending: IrqMutex::new(()),
+        frames_sent: AtomicU64::new(0),
+        frames_received: AtomicU64::new(0),
     });
     reg.stacks.insert(id, inst.clone());
     drop(reg);
@@ -324,6 +330,8 @@ fn pump_all(mut work: VecDeque<Arc<Instance>>) {
             inst.waiters.notify_all();
             POLL_WAKE.notify(inst.poll_key());
         }
+        inst.frames_sent
+            .fetch_add(frames.len() as u64, Ordering::Relaxed);
         let mut frames = frames.into_iter();
         while let Some(frame) = frames.next() {
             match server::sent(&inst, &frame) {
@@ -420,6 +428,7 @@ fn deliver(to: &Arc<Instance>, mut frame: Vec<u8>, reject: bool) -> bool {
             return false;
         }
     }
+    to.frames_received.fetch_add(1, Ordering::Relaxed);
     FORWARDED.fetch_add(1, Ordering::Relaxed);
     true
 }
@@ -580,7 +589,7 @@ pub fn report() -> alloc::string::String {
     use core::fmt::Write;
     let mut out = alloc::string::String::new();
     let all: Vec<Arc<Instance>> = REGISTRY.lock().stacks.values().cloned().collect();
-    let _ = writeln!(out, "instance mode sockets ports rx_dropped");
+    let _ = writeln!(out, "instance mode sockets ports sent received rx_dropped");
     for inst in &all {
         let (socks, dropped) = inst.peek(|s| (s.open_sockets(), s.rx_dropped));
         let ports: Vec<alloc::string::String> = PORTS
@@ -609,7 +618,13 @@ pub fn report() -> alloc::string::String {
             Some(a) => alloc::format!("{mode}@{a}"),
             None => mode,
         };
-        let _ = writeln!(out, "{} {mode} {socks} {ports} {dropped}", inst.id);
+        let _ = writeln!(
+            out,
+            "{} {mode} {socks} {ports} {} {} {dropped}",
+            inst.id,
+            inst.frames_sent.load(Ordering::Relaxed),
+            inst.frames_received.load(Ordering::Relaxed)
+        );
     }
     match nic::NIC.lock().as_ref() {
         Some(n) => {
