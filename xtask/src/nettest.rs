@@ -292,6 +292,38 @@ fn check_server(log: &str) -> Result<(), String> {
     expect(log, "NET-SERVER-DONE")
 }
 
+/// A case of the large transfer on 4 cores and 2 nodes: `guest` is the shell's command line,
+/// `script` the conversation, the host's forward goes to port 80 of `addr` (`None`: 10.0.2.15)
+/// on a machine with `nics` NICs.
+fn big_case(
+    name: &str,
+    guest: &str,
+    script: Vec<Step>,
+    check: crate::tests::Check,
+    (addr, nics): (Option<std::net::Ipv4Addr>, u32),
+) -> Result<Case, String> {
+    let words = ["init=/bin/busybox", "sh", "-c", guest];
+    Ok(Case {
+        name: name.into(),
+        cores: 4,
+        nodes: 2,
+        memory_mib: 1024,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check,
+        script,
+        explain: None,
+        forwards: vec![Forward {
+            host: free_port()?,
+            addr,
+            guest: 80,
+        }],
+        nics,
+        debian: false,
+    })
+}
+
 /// The cases: one core and one node, and four cores on two nodes.
 pub fn cases() -> Result<Vec<Case>, String> {
     let guest = concat!(
@@ -349,17 +381,10 @@ pub fn cases() -> Result<Vec<Case>, String> {
         "&& cmp /tmp/got /tmp/big && echo NET-LOOP-SAME; ",
         "netctl list; echo NET-SERVER-DONE"
     );
-    let words = ["init=/bin/busybox", "sh", "-c", guest];
-    cases.push(Case {
-        name: "net-server-4c2n".into(),
-        cores: 4,
-        nodes: 2,
-        memory_mib: 1024,
-        cmdline: crate::cmdline::join(&words)?,
-        status: 0,
-        limit: LIMIT,
-        check: Box::new(|_, o| check_server(&o.log)),
-        script: vec![
+    cases.push(big_case(
+        "net-server-4c2n",
+        guest,
+        vec![
             Step::Expect("NET-SERVER-UP"),
             Step::Host(big_start),
             Step::Expect("NET-SERVER-RESTARTED"),
@@ -371,15 +396,9 @@ pub fn cases() -> Result<Vec<Case>, String> {
             Step::Expect("NET-LOOP-SAME"),
             Step::Expect("NET-SERVER-DONE"),
         ],
-        explain: None,
-        forwards: vec![Forward {
-            host: free_port()?,
-            addr: None,
-            guest: 80,
-        }],
-        nics: 1,
-        debian: false,
-    });
+        Box::new(|_, o| check_server(&o.log)),
+        (None, 1),
+    )?);
     // Library mode (LibrettOS §3.1, §3.3): httpd's instance on a NIC of its own with its own
     // address (the pool's first, 10.0.2.16, which the host's forward reaches); the large
     // transfer goes on across its moves to the network server and back.
@@ -394,17 +413,10 @@ pub fn cases() -> Result<Vec<Case>, String> {
         "echo NET-MOVED-DIRECT; ",
         "read done; netctl list; echo NET-DIRECT-DONE"
     );
-    let words = ["init=/bin/busybox", "sh", "-c", guest];
-    cases.push(Case {
-        name: "net-direct-4c2n".into(),
-        cores: 4,
-        nodes: 2,
-        memory_mib: 1024,
-        cmdline: crate::cmdline::join(&words)?,
-        status: 0,
-        limit: LIMIT,
-        check: Box::new(|_, o| check_direct(&o.log)),
-        script: vec![
+    cases.push(big_case(
+        "net-direct-4c2n",
+        guest,
+        vec![
             Step::Expect("NET-DIRECT-UP"),
             Step::Host(big_start),
             Step::Expect("NET-MOVED-SERVER"),
@@ -413,36 +425,8 @@ pub fn cases() -> Result<Vec<Case>, String> {
             Step::Host(big_finish),
             Step::Expect("NET-DIRECT-DONE"),
         ],
-        explain: None,
-        forwards: vec![Forward {
-            host: free_port()?,
-            addr: Some(std::net::Ipv4Addr::new(10, 0, 2, 16)),
-            guest: 80,
-        }],
-        nics: 2,
-        debian: false,
-    });
-    // Packet sockets in server mode: the spoofed frames are refused by netd (usr/spoof.c; the
-    // kernel-mode case is the user test `net-spoof-kernel-1c1n`).
-    let guest = "fleet start net --cores 1 /bin/netd && netctl wait 30 && /test/spoof";
-    let words = ["init=/bin/busybox", "sh", "-c", guest];
-    cases.push(Case {
-        name: "net-spoof-server-4c2n".into(),
-        cores: 4,
-        nodes: 2,
-        memory_mib: 512,
-        cmdline: crate::cmdline::join(&words)?,
-        status: 0,
-        limit: LIMIT,
-        check: Box::new(|_, o| {
-            expect(&o.log, "spoof: source check: instance in server/")?;
-            expect(&o.log, "PASS spoof")
-        }),
-        script: vec![],
-        explain: None,
-        forwards: vec![],
-        nics: 1,
-        debian: false,
-    });
+        Box::new(|_, o| check_direct(&o.log)),
+        (Some(std::net::Ipv4Addr::new(10, 0, 2, 16)), 2),
+    )?);
     Ok(cases)
 }

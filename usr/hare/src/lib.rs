@@ -14,6 +14,9 @@
 
 extern crate alloc;
 
+// The C allocator, the panic handler and the unwinding symbols.
+use reef_cabi as _;
+
 mod cabi;
 mod client;
 mod server;
