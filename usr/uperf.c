@@ -2,7 +2,7 @@
  * uperf: user-level micro-benchmarks for Reef (a measurement program, not a test: it prints
  * numbers, never PASS/FAIL). One mode per run:
  *
- *   uperf [-b SECONDS] MODE ARGS...
+ *   uperf [-b SECONDS] [-n kernel|server|direct] MODE ARGS...
  *
  *   uperf null  [ITERS [REPS]]      syscall(SYS_getppid) in a loop: ns per call
  *   uperf spawn [ITERS [REPS]]      fork + execve(self, "noop") + waitpid: us per round
@@ -39,7 +39,21 @@
  *                                   NetPIPE's ping-pong through the NIC: SIZE bytes sent to an
  *                                   echo server at ADDR:PORT (cargo xtask bench runs one on the
  *                                   host, 10.0.2.2 from the guest) over one TCP connection
- *                                   (TCP_NODELAY) and read back: ns per round trip
+ *                                   (TCP_NODELAY) and read back: ns per round trip. With
+ *                                   `-n NETMODE`, on Reef the connection's stack instance is in
+ *                                   that network mode (LibrettOS): `kernel` (the kernel's
+ *                                   switch, as without -n), `server` (uperf starts the network
+ *                                   server first: `fleet start net --cores 1 /bin/netd`, on one
+ *                                   core `--timeshare --cores 0`, then `netctl wait 30`, so the
+ *                                   instance joins server mode) or `direct` (library mode: the
+ *                                   instance is moved to a NIC of its own with
+ *                                   reef_net_mode(getpid(), REEF_NET_DIRECT) after socket() and
+ *                                   before connect(), so the connection has the instance's own
+ *                                   address; the machine needs a second NIC). After the
+ *                                   measurement uperf prints its instance's line of
+ *                                   /proc/reef/net (`uperf: net instance mode=...`) and fails
+ *                                   unless the mode is NETMODE's. Elsewhere (Linux's own stack)
+ *                                   -n changes nothing and the line says mode=linux
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -110,6 +124,10 @@
 
 /* Timed repetitions of one mode should take at most about this long (seconds; `-b`). */
 static double budget_s = 15.0;
+/* Whether the kernel is Reef's (uname's release ends in -reef). */
+static int on_reef;
+/* `-n`: the network mode echortt's stack instance must be in on Reef (NULL: not checked). */
+static const char *net_mode;
 #define MAX_REPS 64
 #define MAX_THREADS 256
 
@@ -998,6 +1016,98 @@ static void mode_msg(int argc, char **argv, const char *name)
     report(name, 2, tput ? "msgs/s" : "ns/rt", "%.1f", v, reps, iters);
 }
 
+/* ---- network modes (-n) ----------------------------------------------------------------- */
+
+#define SYS_reef_net_mode 1039 /* usr/netctl.c */
+#define REEF_NET_DIRECT 2
+
+/* Runs `argv` (an absolute path) and waits for it: it must exit 0. */
+static void run_system(char *const *argv)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        execve(argv[0], argv, environment);
+        _exit(127);
+    }
+    int st;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) == -1 && errno == EINTR)
+        ;
+    if (w != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("%s %s did not exit 0 (wait status 0x%x; 127: execve failed)", argv[0], argv[1],
+            st);
+}
+
+/* Before the socket: on Reef with `-n server`, starts the network server and waits until it
+ * has attached, so that the instance made by the next socket() joins server mode. */
+static void net_prepare(void)
+{
+    if (!net_mode || !on_reef || strcmp(net_mode, "server") != 0)
+        return;
+    int one = sysconf(_SC_NPROCESSORS_ONLN) == 1;
+    char *shared[] = {"/bin/fleet", "start", "net", "--timeshare", "--cores", "0", "/bin/netd",
+                      NULL};
+    char *owned[] = {"/bin/fleet", "start", "net", "--cores", "1", "/bin/netd", NULL};
+    char *wait[] = {"/bin/netctl", "wait", "30", NULL};
+    run_system(one ? shared : owned);
+    run_system(wait);
+    printf("uperf: network server started (%s)\n", one ? "--timeshare --cores 0" : "--cores 1");
+}
+
+/* After socket(), before connect(): on Reef with `-n direct`, moves this process's instance to
+ * a NIC of its own (library mode), where it gets an address of its own. */
+static void net_move(void)
+{
+    if (!net_mode || !on_reef || strcmp(net_mode, "direct") != 0)
+        return;
+    if (syscall(SYS_reef_net_mode, (long)getpid(), (long)REEF_NET_DIRECT) != 0)
+        die("reef_net_mode(%d, REEF_NET_DIRECT): %s (does the machine have a second NIC?)",
+            (int)getpid(), strerror(errno));
+}
+
+/* After the measurement, while `fd` is connected: prints the line of /proc/reef/net of the
+ * instance holding fd's local TCP port, and fails unless its mode is `-n`'s. */
+static void net_check(int fd)
+{
+    if (!net_mode)
+        return;
+    if (!on_reef) {
+        printf("uperf: net instance mode=linux (Linux's own stack; -n %s not applied)\n",
+               net_mode);
+        return;
+    }
+    struct sockaddr_in me;
+    socklen_t len = sizeof me;
+    if (getsockname(fd, (struct sockaddr *)&me, &len) != 0)
+        die("getsockname: %s", strerror(errno));
+    char port[32];
+    snprintf(port, sizeof port, "tcp/%u", ntohs(me.sin_port));
+    FILE *f = fopen("/proc/reef/net", "r");
+    if (!f)
+        die("/proc/reef/net: %s", strerror(errno));
+    /* Instance lines: `ID MODE SOCKETS PORTS RX_DROPPED`, PORTS comma-separated. */
+    char line[512], mode[128] = "", ports[256];
+    while (!*mode && fgets(line, sizeof line, f)) {
+        char m[128];
+        unsigned id, socks;
+        if (sscanf(line, "%u %127s %u %255s", &id, m, &socks, ports) != 4)
+            continue;
+        for (char *p = strtok(ports, ","); p; p = strtok(NULL, ","))
+            if (strcmp(p, port) == 0)
+                snprintf(mode, sizeof mode, "%s", m);
+    }
+    fclose(f);
+    if (!*mode)
+        die("no instance holds %s in /proc/reef/net", port);
+    printf("uperf: net instance mode=%s port=%s address=%s\n", mode, port,
+           inet_ntoa(me.sin_addr));
+    size_t n = strlen(net_mode);
+    if (strncmp(mode, net_mode, n) != 0 || (mode[n] && mode[n] != '/' && mode[n] != '@'))
+        die("the connection's stack instance is in mode %s, not %s", mode, net_mode);
+}
+
 /* ---- echortt ---------------------------------------------------------------------------- */
 
 static int echo_fd;
@@ -1054,8 +1164,12 @@ static void mode_echortt(int argc, char **argv)
         die("out of memory");
     for (size_t i = 0; i < echo_size; i++)
         echo_out[i] = (char)(i * 7);
+    net_prepare();
     echo_fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (echo_fd < 0 || connect(echo_fd, (struct sockaddr *)&to, sizeof to) != 0)
+    if (echo_fd < 0)
+        die("socket: %s", strerror(errno));
+    net_move();
+    if (connect(echo_fd, (struct sockaddr *)&to, sizeof to) != 0)
         die("connect to %s: %s", argv[2], strerror(errno));
     no_delay(echo_fd);
     long warm = iters < 200 ? iters : 200;
@@ -1068,13 +1182,12 @@ static void mode_echortt(int argc, char **argv)
     double v[MAX_REPS];
     for (int r = 0; r < reps; r++)
         v[r] = echortt_loop(iters) / iters * 1e9;
+    net_check(echo_fd);
     close(echo_fd);
     report("echortt", 1, "ns/rt", "%.1f", v, reps, iters);
 }
 
 /* ---- corectl ---------------------------------------------------------------------------- */
-
-static int on_reef;
 
 /* Linux CPU hotplug: writes `state` ("0" or "1") to core `core`'s online file. */
 static void hotplug(int core, const char *state)
@@ -1263,12 +1376,19 @@ int main(int argc, char **argv, char **envp)
     if (argc == 2 && strcmp(argv[1], "noop") == 0)
         return 0;
     setvbuf(stdout, NULL, _IONBF, 0);
-    if (argc >= 3 && strcmp(argv[1], "-b") == 0) {
-        char *end;
-        budget_s = strtod(argv[2], &end);
-        if (*end || end == argv[2] || !(budget_s > 0))
-            die("bad budget -b %s (seconds, more than 0)", argv[2]);
-        /* Drop `-b SECONDS`, keeping argv[0] in front of the mode. */
+    while (argc >= 3 && (strcmp(argv[1], "-b") == 0 || strcmp(argv[1], "-n") == 0)) {
+        if (argv[1][1] == 'b') {
+            char *end;
+            budget_s = strtod(argv[2], &end);
+            if (*end || end == argv[2] || !(budget_s > 0))
+                die("bad budget -b %s (seconds, more than 0)", argv[2]);
+        } else {
+            net_mode = argv[2];
+            if (strcmp(net_mode, "kernel") && strcmp(net_mode, "server") &&
+                strcmp(net_mode, "direct"))
+                die("bad network mode -n %s (kernel, server or direct)", net_mode);
+        }
+        /* Drop the option and its value, keeping argv[0] in front of the mode. */
         argv[2] = argv[0];
         argv += 2;
         argc -= 2;
@@ -1277,6 +1397,7 @@ int main(int argc, char **argv, char **envp)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
             "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|sockrtt|grantrtt|granttput "
+            "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] echortt ADDR:PORT SIZE "
             "[ITERS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
