@@ -54,6 +54,14 @@
  *                                   /proc/reef/net (`uperf: net instance mode=...`) and fails
  *                                   unless the mode is NETMODE's. Elsewhere (Linux's own stack)
  *                                   -n changes nothing and the line says mode=linux
+ *   uperf sinktput ADDR:PORT [CHUNKS [REPS]]
+ *                                   bulk TCP throughput through the NIC: per repetition, the
+ *                                   byte count (8 bytes, big-endian) then CHUNKS x 64 KiB sent
+ *                                   over one connection (TCP_NODELAY) to a sink server at
+ *                                   ADDR:PORT (cargo xtask bench runs one on the host), which
+ *                                   answers the count once it has read them all: MB/s
+ *                                   (10^6 bytes) from the first byte sent to the answer. `-n`
+ *                                   as for echortt
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -83,8 +91,8 @@
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
  * per thread, msgrtt, mboxrtt, pipertt, sockrtt, tcprtt and grantrtt 20000 x 5, msgtput, mboxtput and
- * granttput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
- * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
+ * granttput 200000 x 5, echortt 2000 x 5, sinktput 1024 chunks (64 MiB) x 5. Unless ITERS/OPS
+ * is given, a warm-up run estimates the cost and the count is scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
  * or vmlat repetition that runs past twice its share of the budget stops early and reports the
  * operations done (its line says "cut short").
@@ -97,6 +105,7 @@
  * Times come from clock_gettime(CLOCK_MONOTONIC). Errors print `uperf: error: ...` and exit 1.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
@@ -1108,11 +1117,39 @@ static void net_check(int fd)
         die("the connection's stack instance is in mode %s, not %s", mode, net_mode);
 }
 
-/* ---- echortt ---------------------------------------------------------------------------- */
+/* ---- echortt and sinktput -------------------------------------------------------------- */
 
 static int echo_fd;
 static char *echo_out, *echo_in;
 static size_t echo_size;
+
+static struct sockaddr_in parse_addr(const char *arg)
+{
+    char host[64];
+    snprintf(host, sizeof host, "%s", arg);
+    char *colon = strchr(host, ':');
+    if (!colon)
+        die("'%s' is not ADDR:PORT", arg);
+    *colon = 0;
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)parse_count(colon + 1, "port"))};
+    if (inet_pton(AF_INET, host, &to.sin_addr) != 1)
+        die("'%s' is not an IPv4 address", host);
+    return to;
+}
+
+/* echo_fd: a TCP connection (TCP_NODELAY) to `to` from a stack instance in `-n`'s mode. */
+static void net_connect(const struct sockaddr_in *to, const char *name)
+{
+    net_prepare();
+    echo_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (echo_fd < 0)
+        die("socket: %s", strerror(errno));
+    net_move();
+    if (connect(echo_fd, (const struct sockaddr *)to, sizeof *to) != 0)
+        die("connect to %s: %s", name, strerror(errno));
+    no_delay(echo_fd);
+}
 
 /* `iters` round trips of echo_size bytes: seconds taken. */
 static double echortt_loop(long iters)
@@ -1142,16 +1179,7 @@ static void mode_echortt(int argc, char **argv)
 {
     if (argc < 4)
         die("usage: uperf echortt ADDR:PORT SIZE [ITERS [REPS]]");
-    char host[64];
-    snprintf(host, sizeof host, "%s", argv[2]);
-    char *colon = strchr(host, ':');
-    if (!colon)
-        die("'%s' is not ADDR:PORT", argv[2]);
-    *colon = 0;
-    struct sockaddr_in to = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)parse_count(colon + 1, "port"))};
-    if (inet_pton(AF_INET, host, &to.sin_addr) != 1)
-        die("'%s' is not an IPv4 address", host);
+    struct sockaddr_in to = parse_addr(argv[2]);
     echo_size = (size_t)parse_count(argv[3], "size");
     if (echo_size < 1 || echo_size > (1 << 24))
         die("SIZE is 1 to 16 MiB");
@@ -1164,14 +1192,7 @@ static void mode_echortt(int argc, char **argv)
         die("out of memory");
     for (size_t i = 0; i < echo_size; i++)
         echo_out[i] = (char)(i * 7);
-    net_prepare();
-    echo_fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (echo_fd < 0)
-        die("socket: %s", strerror(errno));
-    net_move();
-    if (connect(echo_fd, (struct sockaddr *)&to, sizeof to) != 0)
-        die("connect to %s: %s", argv[2], strerror(errno));
-    no_delay(echo_fd);
+    net_connect(&to, argv[2]);
     long warm = iters < 200 ? iters : 200;
     double w = echortt_loop(warm);
     printf("uperf: echortt %zu B warm-up: %ld round trips, %.1f us each\n", echo_size, warm,
@@ -1185,6 +1206,67 @@ static void mode_echortt(int argc, char **argv)
     net_check(echo_fd);
     close(echo_fd);
     report("echortt", 1, "ns/rt", "%.1f", v, reps, iters);
+}
+
+/* ---- sinktput --------------------------------------------------------------------------- */
+
+#define SINK_CHUNK 65536
+
+/* `chunks` of SINK_CHUNK bytes sent to the sink after their count (8 bytes, big-endian),
+ * until the sink answers the count it received: seconds taken. */
+static double sinktput_loop(long chunks)
+{
+    uint64_t be = htobe64((uint64_t)chunks * SINK_CHUNK);
+    double t0 = now_s();
+    if (write(echo_fd, &be, 8) != 8)
+        die("write to the sink: %s", strerror(errno));
+    for (long c = 0; c < chunks; c++)
+        for (size_t done = 0; done < SINK_CHUNK;) {
+            ssize_t n = write(echo_fd, echo_out + done, SINK_CHUNK - done);
+            if (n <= 0)
+                die("write to the sink: %s", n < 0 ? strerror(errno) : "closed");
+            done += (size_t)n;
+        }
+    uint64_t got;
+    for (size_t done = 0; done < 8;) {
+        ssize_t n = read(echo_fd, (char *)&got + done, 8 - done);
+        if (n <= 0)
+            die("read from the sink: %s", n < 0 ? strerror(errno) : "closed");
+        done += (size_t)n;
+    }
+    double t = now_s() - t0;
+    if (got != be)
+        die("the sink did not answer the count sent");
+    return t;
+}
+
+static void mode_sinktput(int argc, char **argv)
+{
+    if (argc < 3)
+        die("usage: uperf sinktput ADDR:PORT [CHUNKS [REPS]]");
+    struct sockaddr_in to = parse_addr(argv[2]);
+    long chunks = 1024;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 3, &chunks, &reps, &explicit_);
+    echo_out = malloc(SINK_CHUNK);
+    if (!echo_out)
+        die("out of memory");
+    for (size_t i = 0; i < SINK_CHUNK; i++)
+        echo_out[i] = (char)(i * 7);
+    net_connect(&to, argv[2]);
+    long warm = chunks < 16 ? chunks : 16;
+    double w = sinktput_loop(warm);
+    printf("uperf: sinktput warm-up: %ld KiB, %.1f MB/s\n", warm * (SINK_CHUNK / 1024),
+           warm * SINK_CHUNK / w / 1e6);
+    if (!explicit_)
+        chunks = scaled(chunks, reps, w / warm, 16);
+    printf("uperf: sinktput: %ld KiB x %d repetitions\n", chunks * (SINK_CHUNK / 1024), reps);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++)
+        v[r] = chunks * SINK_CHUNK / sinktput_loop(chunks) / 1e6;
+    net_check(echo_fd);
+    close(echo_fd);
+    report("sinktput", 1, "MB/s", "%.2f", v, reps, chunks);
 }
 
 /* ---- corectl ---------------------------------------------------------------------------- */
@@ -1398,7 +1480,8 @@ int main(int argc, char **argv, char **envp)
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
             "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|sockrtt|grantrtt|granttput "
             "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] echortt ADDR:PORT SIZE "
-            "[ITERS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
+            "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] sinktput ADDR:PORT "
+            "[CHUNKS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -1429,6 +1512,8 @@ int main(int argc, char **argv, char **envp)
         mode_jitter(argc, argv);
     else if (strcmp(argv[1], "echortt") == 0)
         mode_echortt(argc, argv);
+    else if (strcmp(argv[1], "sinktput") == 0)
+        mode_sinktput(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "sockrtt") ||

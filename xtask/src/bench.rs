@@ -38,7 +38,8 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
            core (core-busy core-jitter) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
            net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k,
-           net-server-rtt-SIZE and net-direct-rtt-SIZE for the same sizes)
+           net-server-rtt-SIZE and net-direct-rtt-SIZE for the same sizes, net-nic-tput
+           net-server-tput net-direct-tput)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
            hare-rename-latency) nr-bench";
@@ -231,6 +232,8 @@ impl Variant {
                     config.cores.to_string()
                 } else if w == "{echo}" {
                     format!("10.0.2.2:{}", echo_port())
+                } else if w == "{sink}" {
+                    format!("10.0.2.2:{}", sink_port())
                 } else {
                     w.clone()
                 }
@@ -260,6 +263,45 @@ fn echo_port() -> u16 {
         });
         port
     })
+}
+
+/// The port of the host's TCP sink on 127.0.0.1 (the `net-*-tput` benchmarks' peer, `uperf
+/// sinktput`), started at the first call: on each connection, over and over, it reads a byte
+/// count (8 bytes, big-endian), reads that many bytes and answers the count.
+fn sink_port() -> u16 {
+    static PORT: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *PORT.get_or_init(|| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a host port for the sink");
+        let port = l.local_addr().expect("the sink's address").port();
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let _ = c.set_nodelay(true);
+                    let _ = sink(&c);
+                });
+            }
+        });
+        port
+    })
+}
+
+/// One connection of [`sink_port`], until the peer closes it.
+fn sink(mut c: &std::net::TcpStream) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut count = [0u8; 8];
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        c.read_exact(&mut count)?;
+        let mut left = u64::from_be_bytes(count);
+        while left > 0 {
+            let n = c.read(&mut buf[..left.min(1 << 16) as usize])?;
+            if n == 0 {
+                return Ok(());
+            }
+            left -= n as u64;
+        }
+        c.write_all(&count)?;
+    }
 }
 
 /// Reef and Linux, each running the command as it is.
@@ -470,8 +512,8 @@ fn benches(effort: Effort) -> Vec<Bench> {
         ));
     }
     // LibrettOS (issue 15): NetPIPE's ping-pong through the NIC (virtio-net on QEMU user
-    // networking) with an echo server on the host, 64 B to 256 KiB per message, in each of
-    // Reef's network modes: `nic` the kernel's switch, `server` through netd (which uperf
+    // networking) with an echo server on the host, 64 B to 256 KiB per message, and bulk
+    // throughput to a sink on the host, in each of Reef's network modes: `nic` the kernel's switch, `server` through netd (which uperf
     // starts first), `direct` library mode on a second NIC (both systems get it). Linux runs
     // the same command with its one stack.
     for (kind, mode) in [
@@ -501,6 +543,22 @@ fn benches(effort: Effort) -> Vec<Bench> {
             bench.net_mode = Some(mode);
             b.push(bench);
         }
+        // Bulk throughput in the same mode: 64 KiB writes to a sink on the host.
+        let name = format!("net-{kind}-tput");
+        let mut bench = uperf(
+            effort,
+            &name,
+            &["-n", mode, "sinktput", "{sink}"],
+            vec![result_metric(
+                &name,
+                "MB/s",
+                true,
+                "uperf sinktput ",
+                "median",
+            )],
+        );
+        bench.net_mode = Some(mode);
+        b.push(bench);
     }
     // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux
     // CPU hotplug, with the other cores idle and with each of them busy; two cores at least.
@@ -2052,6 +2110,19 @@ mod tests {
     }
 
     #[test]
+    fn the_sink_answers_each_count() {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", sink_port())).unwrap();
+        for n in [100_000u64, 0, 3] {
+            c.write_all(&n.to_be_bytes()).unwrap();
+            c.write_all(&vec![7u8; n as usize]).unwrap();
+            let mut got = [0u8; 8];
+            c.read_exact(&mut got).unwrap();
+            assert_eq!(u64::from_be_bytes(got), n);
+        }
+    }
+
+    #[test]
     fn network_modes() {
         let all = benches(FULL);
         for (kind, mode, nics) in [
@@ -2067,6 +2138,12 @@ mod tests {
                 let argv = b.variants[0].argv(b, FULL_CONFIGS[0]);
                 assert_eq!(argv[3..6], ["-n", mode, "echortt"], "{name}");
             }
+            let name = format!("net-{kind}-tput");
+            let b = all.iter().find(|b| b.name == name).expect(&name);
+            assert_eq!((b.net_mode, b.nics()), (Some(mode), nics), "{name}");
+            let argv = b.variants[1].argv(b, FULL_CONFIGS[3]);
+            assert_eq!(argv[3..6], ["-n", mode, "sinktput"], "{name}");
+            assert!(argv[6].starts_with("10.0.2.2:"), "{argv:?}");
         }
         let lo = all.iter().find(|b| b.name == "net-lo-rtt").unwrap();
         assert_eq!((lo.net_mode, lo.nics()), (None, 1));
