@@ -2,7 +2,7 @@
  * uperf: user-level micro-benchmarks for Reef (a measurement program, not a test: it prints
  * numbers, never PASS/FAIL). One mode per run:
  *
- *   uperf [-b SECONDS] MODE ARGS...
+ *   uperf [-b SECONDS] [-n kernel|server|direct] MODE ARGS...
  *
  *   uperf null  [ITERS [REPS]]      syscall(SYS_getppid) in a loop: ns per call
  *   uperf spawn [ITERS [REPS]]      fork + execve(self, "noop") + waitpid: us per round
@@ -39,7 +39,29 @@
  *                                   NetPIPE's ping-pong through the NIC: SIZE bytes sent to an
  *                                   echo server at ADDR:PORT (cargo xtask bench runs one on the
  *                                   host, 10.0.2.2 from the guest) over one TCP connection
- *                                   (TCP_NODELAY) and read back: ns per round trip
+ *                                   (TCP_NODELAY) and read back: ns per round trip. With
+ *                                   `-n NETMODE`, on Reef the connection's stack instance is in
+ *                                   that network mode (LibrettOS): `kernel` (the kernel's
+ *                                   switch, as without -n), `server` (uperf starts the network
+ *                                   server first: `fleet start net --cores 1 /bin/netd`, on one
+ *                                   core `--timeshare --cores 0`, then `netctl wait 30`, so the
+ *                                   instance joins server mode) or `direct` (library mode: the
+ *                                   instance is moved to a NIC of its own with
+ *                                   reef_net_mode(getpid(), REEF_NET_DIRECT) after socket() and
+ *                                   before connect(), so the connection has the instance's own
+ *                                   address; the machine needs a second NIC). After the
+ *                                   measurement uperf prints its instance's line of
+ *                                   /proc/reef/net (`uperf: net instance mode=...`) and fails
+ *                                   unless the mode is NETMODE's. Elsewhere (Linux's own stack)
+ *                                   -n changes nothing and the line says mode=linux
+ *   uperf sinktput ADDR:PORT [CHUNKS [REPS]]
+ *                                   bulk TCP throughput through the NIC: per repetition, the
+ *                                   byte count (8 bytes, big-endian) then CHUNKS x 64 KiB sent
+ *                                   over one connection (TCP_NODELAY) to a sink server at
+ *                                   ADDR:PORT (cargo xtask bench runs one on the host), which
+ *                                   answers the count once it has read them all: MB/s
+ *                                   (10^6 bytes) from the first byte sent to the answer. `-n`
+ *                                   as for echortt
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -69,8 +91,8 @@
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
  * per thread, msgrtt, mboxrtt, pipertt, sockrtt, tcprtt and grantrtt 20000 x 5, msgtput, mboxtput and
- * granttput 200000 x 5. Unless ITERS/OPS is given, a warm-up run estimates the cost and the count is
- * scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
+ * granttput 200000 x 5, echortt 2000 x 5, sinktput 1024 chunks (64 MiB) x 5. Unless ITERS/OPS
+ * is given, a warm-up run estimates the cost and the count is scaled down so that the timed repetitions of a mode take about the budget at most (15 s, or
  * `-b SECONDS`; Reef under TCG is much slower than Linux); the counts used are printed. A vmops
  * or vmlat repetition that runs past twice its share of the budget stops early and reports the
  * operations done (its line says "cut short").
@@ -83,6 +105,7 @@
  * Times come from clock_gettime(CLOCK_MONOTONIC). Errors print `uperf: error: ...` and exit 1.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
@@ -110,6 +133,10 @@
 
 /* Timed repetitions of one mode should take at most about this long (seconds; `-b`). */
 static double budget_s = 15.0;
+/* Whether the kernel is Reef's (uname's release ends in -reef). */
+static int on_reef;
+/* `-n`: the network mode echortt's stack instance must be in on Reef (NULL: not checked). */
+static const char *net_mode;
 #define MAX_REPS 64
 #define MAX_THREADS 256
 
@@ -998,11 +1025,131 @@ static void mode_msg(int argc, char **argv, const char *name)
     report(name, 2, tput ? "msgs/s" : "ns/rt", "%.1f", v, reps, iters);
 }
 
-/* ---- echortt ---------------------------------------------------------------------------- */
+/* ---- network modes (-n) ----------------------------------------------------------------- */
+
+#define SYS_reef_net_mode 1039 /* usr/netctl.c */
+#define REEF_NET_DIRECT 2
+
+/* Runs `argv` (an absolute path) and waits for it: it must exit 0. */
+static void run_system(char *const *argv)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        execve(argv[0], argv, environment);
+        _exit(127);
+    }
+    int st;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) == -1 && errno == EINTR)
+        ;
+    if (w != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("%s %s did not exit 0 (wait status 0x%x; 127: execve failed)", argv[0], argv[1],
+            st);
+}
+
+/* Before the socket: on Reef with `-n server`, starts the network server and waits until it
+ * has attached, so that the instance made by the next socket() joins server mode. */
+static void net_prepare(void)
+{
+    if (!net_mode || !on_reef || strcmp(net_mode, "server") != 0)
+        return;
+    int one = sysconf(_SC_NPROCESSORS_ONLN) == 1;
+    char *shared[] = {"/bin/fleet", "start", "net", "--timeshare", "--cores", "0", "/bin/netd",
+                      NULL};
+    char *owned[] = {"/bin/fleet", "start", "net", "--cores", "1", "/bin/netd", NULL};
+    char *wait[] = {"/bin/netctl", "wait", "30", NULL};
+    run_system(one ? shared : owned);
+    run_system(wait);
+    printf("uperf: network server started (%s)\n", one ? "--timeshare --cores 0" : "--cores 1");
+}
+
+/* After socket(), before connect(): on Reef with `-n direct`, moves this process's instance to
+ * a NIC of its own (library mode), where it gets an address of its own. */
+static void net_move(void)
+{
+    if (!net_mode || !on_reef || strcmp(net_mode, "direct") != 0)
+        return;
+    if (syscall(SYS_reef_net_mode, (long)getpid(), (long)REEF_NET_DIRECT) != 0)
+        die("reef_net_mode(%d, REEF_NET_DIRECT): %s (does the machine have a second NIC?)",
+            (int)getpid(), strerror(errno));
+}
+
+/* After the measurement, while `fd` is connected: prints the line of /proc/reef/net of the
+ * instance holding fd's local TCP port, and fails unless its mode is `-n`'s. */
+static void net_check(int fd)
+{
+    if (!net_mode)
+        return;
+    if (!on_reef) {
+        printf("uperf: net instance mode=linux (Linux's own stack; -n %s not applied)\n",
+               net_mode);
+        return;
+    }
+    struct sockaddr_in me;
+    socklen_t len = sizeof me;
+    if (getsockname(fd, (struct sockaddr *)&me, &len) != 0)
+        die("getsockname: %s", strerror(errno));
+    char port[32];
+    snprintf(port, sizeof port, "tcp/%u", ntohs(me.sin_port));
+    FILE *f = fopen("/proc/reef/net", "r");
+    if (!f)
+        die("/proc/reef/net: %s", strerror(errno));
+    /* Instance lines: `ID MODE SOCKETS PORTS RX_DROPPED`, PORTS comma-separated. */
+    char line[512], mode[128] = "", ports[256];
+    while (!*mode && fgets(line, sizeof line, f)) {
+        char m[128];
+        unsigned id, socks;
+        if (sscanf(line, "%u %127s %u %255s", &id, m, &socks, ports) != 4)
+            continue;
+        for (char *p = strtok(ports, ","); p; p = strtok(NULL, ","))
+            if (strcmp(p, port) == 0)
+                snprintf(mode, sizeof mode, "%s", m);
+    }
+    fclose(f);
+    if (!*mode)
+        die("no instance holds %s in /proc/reef/net", port);
+    printf("uperf: net instance mode=%s port=%s address=%s\n", mode, port,
+           inet_ntoa(me.sin_addr));
+    size_t n = strlen(net_mode);
+    if (strncmp(mode, net_mode, n) != 0 || (mode[n] && mode[n] != '/' && mode[n] != '@'))
+        die("the connection's stack instance is in mode %s, not %s", mode, net_mode);
+}
+
+/* ---- echortt and sinktput -------------------------------------------------------------- */
 
 static int echo_fd;
 static char *echo_out, *echo_in;
 static size_t echo_size;
+
+static struct sockaddr_in parse_addr(const char *arg)
+{
+    char host[64];
+    snprintf(host, sizeof host, "%s", arg);
+    char *colon = strchr(host, ':');
+    if (!colon)
+        die("'%s' is not ADDR:PORT", arg);
+    *colon = 0;
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)parse_count(colon + 1, "port"))};
+    if (inet_pton(AF_INET, host, &to.sin_addr) != 1)
+        die("'%s' is not an IPv4 address", host);
+    return to;
+}
+
+/* echo_fd: a TCP connection (TCP_NODELAY) to `to` from a stack instance in `-n`'s mode. */
+static void net_connect(const struct sockaddr_in *to, const char *name)
+{
+    net_prepare();
+    echo_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (echo_fd < 0)
+        die("socket: %s", strerror(errno));
+    net_move();
+    if (connect(echo_fd, (const struct sockaddr *)to, sizeof *to) != 0)
+        die("connect to %s: %s", name, strerror(errno));
+    no_delay(echo_fd);
+}
 
 /* `iters` round trips of echo_size bytes: seconds taken. */
 static double echortt_loop(long iters)
@@ -1032,16 +1179,7 @@ static void mode_echortt(int argc, char **argv)
 {
     if (argc < 4)
         die("usage: uperf echortt ADDR:PORT SIZE [ITERS [REPS]]");
-    char host[64];
-    snprintf(host, sizeof host, "%s", argv[2]);
-    char *colon = strchr(host, ':');
-    if (!colon)
-        die("'%s' is not ADDR:PORT", argv[2]);
-    *colon = 0;
-    struct sockaddr_in to = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)parse_count(colon + 1, "port"))};
-    if (inet_pton(AF_INET, host, &to.sin_addr) != 1)
-        die("'%s' is not an IPv4 address", host);
+    struct sockaddr_in to = parse_addr(argv[2]);
     echo_size = (size_t)parse_count(argv[3], "size");
     if (echo_size < 1 || echo_size > (1 << 24))
         die("SIZE is 1 to 16 MiB");
@@ -1054,10 +1192,7 @@ static void mode_echortt(int argc, char **argv)
         die("out of memory");
     for (size_t i = 0; i < echo_size; i++)
         echo_out[i] = (char)(i * 7);
-    echo_fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (echo_fd < 0 || connect(echo_fd, (struct sockaddr *)&to, sizeof to) != 0)
-        die("connect to %s: %s", argv[2], strerror(errno));
-    no_delay(echo_fd);
+    net_connect(&to, argv[2]);
     long warm = iters < 200 ? iters : 200;
     double w = echortt_loop(warm);
     printf("uperf: echortt %zu B warm-up: %ld round trips, %.1f us each\n", echo_size, warm,
@@ -1068,13 +1203,73 @@ static void mode_echortt(int argc, char **argv)
     double v[MAX_REPS];
     for (int r = 0; r < reps; r++)
         v[r] = echortt_loop(iters) / iters * 1e9;
+    net_check(echo_fd);
     close(echo_fd);
     report("echortt", 1, "ns/rt", "%.1f", v, reps, iters);
 }
 
-/* ---- corectl ---------------------------------------------------------------------------- */
+/* ---- sinktput --------------------------------------------------------------------------- */
 
-static int on_reef;
+#define SINK_CHUNK 65536
+
+/* `chunks` of SINK_CHUNK bytes sent to the sink after their count (8 bytes, big-endian),
+ * until the sink answers the count it received: seconds taken. */
+static double sinktput_loop(long chunks)
+{
+    uint64_t be = htobe64((uint64_t)chunks * SINK_CHUNK);
+    double t0 = now_s();
+    if (write(echo_fd, &be, 8) != 8)
+        die("write to the sink: %s", strerror(errno));
+    for (long c = 0; c < chunks; c++)
+        for (size_t done = 0; done < SINK_CHUNK;) {
+            ssize_t n = write(echo_fd, echo_out + done, SINK_CHUNK - done);
+            if (n <= 0)
+                die("write to the sink: %s", n < 0 ? strerror(errno) : "closed");
+            done += (size_t)n;
+        }
+    uint64_t got;
+    for (size_t done = 0; done < 8;) {
+        ssize_t n = read(echo_fd, (char *)&got + done, 8 - done);
+        if (n <= 0)
+            die("read from the sink: %s", n < 0 ? strerror(errno) : "closed");
+        done += (size_t)n;
+    }
+    double t = now_s() - t0;
+    if (got != be)
+        die("the sink did not answer the count sent");
+    return t;
+}
+
+static void mode_sinktput(int argc, char **argv)
+{
+    if (argc < 3)
+        die("usage: uperf sinktput ADDR:PORT [CHUNKS [REPS]]");
+    struct sockaddr_in to = parse_addr(argv[2]);
+    long chunks = 1024;
+    int reps = 5, explicit_;
+    get_counts(argc, argv, 3, &chunks, &reps, &explicit_);
+    echo_out = malloc(SINK_CHUNK);
+    if (!echo_out)
+        die("out of memory");
+    for (size_t i = 0; i < SINK_CHUNK; i++)
+        echo_out[i] = (char)(i * 7);
+    net_connect(&to, argv[2]);
+    long warm = chunks < 16 ? chunks : 16;
+    double w = sinktput_loop(warm);
+    printf("uperf: sinktput warm-up: %ld KiB, %.1f MB/s\n", warm * (SINK_CHUNK / 1024),
+           warm * SINK_CHUNK / w / 1e6);
+    if (!explicit_)
+        chunks = scaled(chunks, reps, w / warm, 16);
+    printf("uperf: sinktput: %ld KiB x %d repetitions\n", chunks * (SINK_CHUNK / 1024), reps);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++)
+        v[r] = chunks * SINK_CHUNK / sinktput_loop(chunks) / 1e6;
+    net_check(echo_fd);
+    close(echo_fd);
+    report("sinktput", 1, "MB/s", "%.2f", v, reps, chunks);
+}
+
+/* ---- corectl ---------------------------------------------------------------------------- */
 
 /* Linux CPU hotplug: writes `state` ("0" or "1") to core `core`'s online file. */
 static void hotplug(int core, const char *state)
@@ -1263,12 +1458,19 @@ int main(int argc, char **argv, char **envp)
     if (argc == 2 && strcmp(argv[1], "noop") == 0)
         return 0;
     setvbuf(stdout, NULL, _IONBF, 0);
-    if (argc >= 3 && strcmp(argv[1], "-b") == 0) {
-        char *end;
-        budget_s = strtod(argv[2], &end);
-        if (*end || end == argv[2] || !(budget_s > 0))
-            die("bad budget -b %s (seconds, more than 0)", argv[2]);
-        /* Drop `-b SECONDS`, keeping argv[0] in front of the mode. */
+    while (argc >= 3 && (strcmp(argv[1], "-b") == 0 || strcmp(argv[1], "-n") == 0)) {
+        if (argv[1][1] == 'b') {
+            char *end;
+            budget_s = strtod(argv[2], &end);
+            if (*end || end == argv[2] || !(budget_s > 0))
+                die("bad budget -b %s (seconds, more than 0)", argv[2]);
+        } else {
+            net_mode = argv[2];
+            if (strcmp(net_mode, "kernel") && strcmp(net_mode, "server") &&
+                strcmp(net_mode, "direct"))
+                die("bad network mode -n %s (kernel, server or direct)", net_mode);
+        }
+        /* Drop the option and its value, keeping argv[0] in front of the mode. */
         argv[2] = argv[0];
         argv += 2;
         argc -= 2;
@@ -1277,7 +1479,9 @@ int main(int argc, char **argv, char **envp)
         die("usage: uperf [-b SECONDS] null|spawn|pspawn [ITERS [REPS]] | "
             "uperf [-b SECONDS] vmops N [OPS [REPS]] | uperf [-b SECONDS] vmlat N [OPS] | "
             "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|sockrtt|grantrtt|granttput "
-            "[ITERS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
+            "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] echortt ADDR:PORT SIZE "
+            "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] sinktput ADDR:PORT "
+            "[CHUNKS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -1308,6 +1512,8 @@ int main(int argc, char **argv, char **envp)
         mode_jitter(argc, argv);
     else if (strcmp(argv[1], "echortt") == 0)
         mode_echortt(argc, argv);
+    else if (strcmp(argv[1], "sinktput") == 0)
+        mode_sinktput(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "sockrtt") ||

@@ -37,7 +37,9 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
            core (core-busy core-jitter) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
-           net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k)
+           net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k,
+           net-server-rtt-SIZE and net-direct-rtt-SIZE for the same sizes, net-nic-tput
+           net-server-tput net-direct-tput)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
            hare-rename-latency) nr-bench";
@@ -150,6 +152,9 @@ struct Bench {
     metrics: Vec<Metric>,
     /// The ways it runs (Reef and Linux for most).
     variants: Vec<Variant>,
+    /// The network mode (LibrettOS) that uperf's stack instance must be in on Reef
+    /// (`uperf -n MODE`, whose `uperf: net instance mode=...` line is checked), if any.
+    net_mode: Option<&'static str>,
 }
 
 impl Bench {
@@ -157,6 +162,15 @@ impl Bench {
     /// Debian's packages, `debian.rs`).
     fn debian(&self) -> bool {
         self.name.starts_with("debian-")
+    }
+
+    /// The machine's NICs, the same for both systems: library mode needs a second one.
+    fn nics(&self) -> u32 {
+        if self.net_mode == Some("direct") {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -218,6 +232,8 @@ impl Variant {
                     config.cores.to_string()
                 } else if w == "{echo}" {
                     format!("10.0.2.2:{}", echo_port())
+                } else if w == "{sink}" {
+                    format!("10.0.2.2:{}", sink_port())
                 } else {
                     w.clone()
                 }
@@ -247,6 +263,45 @@ fn echo_port() -> u16 {
         });
         port
     })
+}
+
+/// The port of the host's TCP sink on 127.0.0.1 (the `net-*-tput` benchmarks' peer, `uperf
+/// sinktput`), started at the first call: on each connection, over and over, it reads a byte
+/// count (8 bytes, big-endian), reads that many bytes and answers the count.
+fn sink_port() -> u16 {
+    static PORT: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *PORT.get_or_init(|| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a host port for the sink");
+        let port = l.local_addr().expect("the sink's address").port();
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let _ = c.set_nodelay(true);
+                    let _ = sink(&c);
+                });
+            }
+        });
+        port
+    })
+}
+
+/// One connection of [`sink_port`], until the peer closes it.
+fn sink(mut c: &std::net::TcpStream) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut count = [0u8; 8];
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        c.read_exact(&mut count)?;
+        let mut left = u64::from_be_bytes(count);
+        while left > 0 {
+            let n = c.read(&mut buf[..left.min(1 << 16) as usize])?;
+            if n == 0 {
+                return Ok(());
+            }
+            left -= n as u64;
+        }
+        c.write_all(&count)?;
+    }
 }
 
 /// Reef and Linux, each running the command as it is.
@@ -319,6 +374,7 @@ fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Ben
         argv,
         metrics,
         variants: reef_and_linux(),
+        net_mode: None,
     }
 }
 
@@ -360,6 +416,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
                 },
             ],
             variants: reef_and_linux(),
+            net_mode: None,
         },
         uperf(
             effort,
@@ -455,25 +512,53 @@ fn benches(effort: Effort) -> Vec<Bench> {
         ));
     }
     // LibrettOS (issue 15): NetPIPE's ping-pong through the NIC (virtio-net on QEMU user
-    // networking) with an echo server on the host, 64 B to 256 KiB per message.
-    for (name, size) in [
-        ("net-nic-rtt-64", "64"),
-        ("net-nic-rtt-1k", "1024"),
-        ("net-nic-rtt-64k", "65536"),
-        ("net-nic-rtt-256k", "262144"),
+    // networking) with an echo server on the host, 64 B to 256 KiB per message, and bulk
+    // throughput to a sink on the host, in each of Reef's network modes: `nic` the kernel's switch, `server` through netd (which uperf
+    // starts first), `direct` library mode on a second NIC (both systems get it). Linux runs
+    // the same command with its one stack.
+    for (kind, mode) in [
+        ("nic", "kernel"),
+        ("server", "server"),
+        ("direct", "direct"),
     ] {
-        b.push(uperf(
+        for (size_name, size) in [
+            ("64", "64"),
+            ("1k", "1024"),
+            ("64k", "65536"),
+            ("256k", "262144"),
+        ] {
+            let name = format!("net-{kind}-rtt-{size_name}");
+            let mut bench = uperf(
+                effort,
+                &name,
+                &["-n", mode, "echortt", "{echo}", size],
+                vec![result_metric(
+                    &name,
+                    "ns/rt",
+                    false,
+                    "uperf echortt ",
+                    "median",
+                )],
+            );
+            bench.net_mode = Some(mode);
+            b.push(bench);
+        }
+        // Bulk throughput in the same mode: 64 KiB writes to a sink on the host.
+        let name = format!("net-{kind}-tput");
+        let mut bench = uperf(
             effort,
-            name,
-            &["echortt", "{echo}", size],
+            &name,
+            &["-n", mode, "sinktput", "{sink}"],
             vec![result_metric(
-                name,
-                "ns/rt",
-                false,
-                "uperf echortt ",
+                &name,
+                "MB/s",
+                true,
+                "uperf sinktput ",
                 "median",
             )],
-        ));
+        );
+        bench.net_mode = Some(mode);
+        b.push(bench);
     }
     // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux
     // CPU hotplug, with the other cores idle and with each of them busy; two cores at least.
@@ -541,6 +626,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
                     "ops_per_sec",
                 )],
                 variants: reef_and_linux(),
+                net_mode: None,
             });
         }
     }
@@ -553,6 +639,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             argv: fsload(effort, workload, "{cores}"),
             metrics: vec![result_metric(&name, "ops/s", true, prefix, "ops_per_sec")],
             variants: hare_variants(),
+            net_mode: None,
         });
     }
     // The latency of one rename by one process (the thesis's 7.2 us on one core, 4.2 us with
@@ -571,6 +658,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             .into_iter()
             .filter(|v| !v.largest_only)
             .collect(),
+        net_mode: None,
     });
     // Debian's programs (issue 16), from the Debian image on both systems: Python's start-up,
     // an SQLite run (usr/debian/sqlite.sh: 100 000 rows in ten transactions, queries) and
@@ -592,6 +680,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
                 "median",
             )],
             variants: reef_and_linux(),
+            net_mode: None,
         }
     };
     let quick = effort.jitter_s < FULL.jitter_s;
@@ -778,6 +867,23 @@ pub fn failure_line(log: &str) -> String {
         .map_or_else(|| "no output".to_string(), |l| l.to_string())
 }
 
+/// Whether uperf's `uperf: net instance mode=MODE...` line in `log` shows its stack instance
+/// in network mode `mode` (`server` is `server/SLOT`, `direct` is `direct/NIC@ADDRESS`): a
+/// run that measured another mode is a failure, not a value.
+fn net_mode_shown(log: &str, mode: &str) -> Result<(), String> {
+    let shown = log
+        .lines()
+        .find_map(|l| l.strip_prefix("uperf: net instance mode="))
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or("uperf did not show its stack instance's network mode")?;
+    match shown.strip_prefix(mode) {
+        Some(rest) if rest.is_empty() || rest.starts_with(['/', '@']) => Ok(()),
+        _ => Err(format!(
+            "uperf's stack instance was in mode {shown}, not {mode}"
+        )),
+    }
+}
+
 /// The values of `bench`'s metrics from one run on `system`, or why there are none.
 fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<f64>, String> {
     let log = run.log();
@@ -801,6 +907,9 @@ fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<f64>, String
                 failure_line(&log)
             ))
         }
+    }
+    if let (System::Reef, Some(mode)) = (system, bench.net_mode) {
+        net_mode_shown(&log, mode)?;
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     bench
@@ -1589,7 +1698,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             memory_mib: MEMORY_MIB,
             accel,
             forwards: Vec::new(),
-            nics: 1,
+            nics: job.bench.nics(),
             pcap: None,
         };
         let system = job.variant.system;
@@ -1998,6 +2107,54 @@ mod tests {
             ["/test/onhare", "split", "/tmp", "/test/fsload", "creates"]
         );
         assert_eq!(argv[5..7], ["-p", "4"]);
+    }
+
+    #[test]
+    fn the_sink_answers_each_count() {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", sink_port())).unwrap();
+        for n in [100_000u64, 0, 3] {
+            c.write_all(&n.to_be_bytes()).unwrap();
+            c.write_all(&vec![7u8; n as usize]).unwrap();
+            let mut got = [0u8; 8];
+            c.read_exact(&mut got).unwrap();
+            assert_eq!(u64::from_be_bytes(got), n);
+        }
+    }
+
+    #[test]
+    fn network_modes() {
+        let all = benches(FULL);
+        for (kind, mode, nics) in [
+            ("nic", "kernel", 1),
+            ("server", "server", 1),
+            ("direct", "direct", 2),
+        ] {
+            for size in ["64", "1k", "64k", "256k"] {
+                let name = format!("net-{kind}-rtt-{size}");
+                let b = all.iter().find(|b| b.name == name).expect(&name);
+                assert_eq!(b.net_mode, Some(mode), "{name}");
+                assert_eq!(b.nics(), nics, "{name}: the same machine for both systems");
+                let argv = b.variants[0].argv(b, FULL_CONFIGS[0]);
+                assert_eq!(argv[3..6], ["-n", mode, "echortt"], "{name}");
+            }
+            let name = format!("net-{kind}-tput");
+            let b = all.iter().find(|b| b.name == name).expect(&name);
+            assert_eq!((b.net_mode, b.nics()), (Some(mode), nics), "{name}");
+            let argv = b.variants[1].argv(b, FULL_CONFIGS[3]);
+            assert_eq!(argv[3..6], ["-n", mode, "sinktput"], "{name}");
+            assert!(argv[6].starts_with("10.0.2.2:"), "{argv:?}");
+        }
+        let lo = all.iter().find(|b| b.name == "net-lo-rtt").unwrap();
+        assert_eq!((lo.net_mode, lo.nics()), (None, 1));
+        let line = |m: &str| format!("uperf: x\nuperf: net instance mode={m} port=tcp/49152\n");
+        assert!(net_mode_shown(&line("server/1"), "server").is_ok());
+        assert!(net_mode_shown(&line("direct/1@10.0.2.16"), "direct").is_ok());
+        assert!(net_mode_shown(&line("kernel"), "kernel").is_ok());
+        let e = net_mode_shown(&line("kernel"), "server").unwrap_err();
+        assert!(e.contains("mode kernel, not server"), "{e}");
+        assert!(net_mode_shown(&line("kernelx"), "kernel").is_err());
+        assert!(net_mode_shown("uperf echortt threads=1 5 ns/rt\n", "direct").is_err());
     }
 
     #[test]
