@@ -33,7 +33,11 @@ struct netd_attach {
 };
 
 int netd_serve(const void *region, const void *ports, long (*kick)(unsigned mask),
-               long (*wait)(const uint32_t *word, uint32_t value));
+               long (*wait)(const uint32_t *word, uint32_t value), unsigned spins);
+
+/* Empty passes netd polls before it sleeps when it owns its core; none when it time-shares
+ * one (fleet --timeshare: FLEET_SHARED=1), where polling takes the other programs' time. */
+#define SPINS_OWNED 2000
 
 static long kick(unsigned mask)
 {
@@ -61,11 +65,14 @@ int main(void)
         return 1;
     }
     const char *core = getenv("FLEET_CORE");
-    fprintf(stderr, "netd: serving on core %s (%llu region pages, %llu port-table pages)\n",
+    const char *shared = getenv("FLEET_SHARED");
+    unsigned spins = shared && strcmp(shared, "1") == 0 ? 0 : SPINS_OWNED;
+    fprintf(stderr,
+            "netd: serving on core %s (%llu region pages, %llu port-table pages, %s)\n",
             core ? core : "?", (unsigned long long)a.region_pages,
-            (unsigned long long)a.port_pages);
+            (unsigned long long)a.port_pages, spins ? "polling before it sleeps" : "time-shared");
     int r = netd_serve((const void *)(uintptr_t)a.region, (const void *)(uintptr_t)a.ports,
-                       kick, wait_word);
+                       kick, wait_word, spins);
     fprintf(stderr, "netd: the kernel's region is not one this netd serves (%d)\n", r);
     return 1;
 }

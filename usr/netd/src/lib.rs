@@ -20,12 +20,12 @@ use net::server::{AttachError, Server, PORT_PAGES, REGION_PAGES};
 
 /// Frames taken from each ring per step.
 const BUDGET: usize = 32;
-/// Empty steps before the server marks its rings and sleeps: a frame that comes within that
-/// time costs the kernel no wake-up (UMP's receivers poll the same way).
-const SPINS: u32 = 2000;
 
 /// Serves the region at `region` and the port table at `ports`, as `reef_netd(ATTACH)` mapped
-/// them, until the process ends. `kick(mask)` asks the kernel to look at the rings of `mask`;
+/// them, until the process ends. It polls `spins` empty passes before it marks its rings and
+/// sleeps: a frame that comes within that time costs the kernel no wake-up (UMP's receivers
+/// poll the same way), which pays on a core of its own and costs the others' time on a
+/// shared one. `kick(mask)` asks the kernel to look at the rings of `mask`;
 /// `wait(word, value)` sleeps while the 32-bit word at `word` holds `value` (a futex wait).
 /// Returns only if the region is not one it can serve: -1 pages missing, -2 not a region,
 /// -3 another layout version.
@@ -39,6 +39,7 @@ pub unsafe extern "C" fn netd_serve(
     ports: *const Page,
     kick: extern "C" fn(u32) -> i64,
     wait: extern "C" fn(*const u32, u32) -> i64,
+    spins: u32,
 ) -> c_int {
     // SAFETY: the caller hands the kernel's mappings of that many pages, which stay for the
     // process's life; a page is atomics, valid for any bytes and made to be shared.
@@ -69,7 +70,7 @@ pub unsafe extern "C" fn netd_serve(
             continue;
         }
         idle += 1;
-        if idle < SPINS {
+        if idle < spins {
             core::hint::spin_loop();
             continue;
         }
