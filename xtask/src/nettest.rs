@@ -428,5 +428,27 @@ pub fn cases() -> Result<Vec<Case>, String> {
         Box::new(|_, o| check_direct(&o.log)),
         (Some(std::net::Ipv4Addr::new(10, 0, 2, 16)), 2),
     )?);
+    // Packet sockets in server mode: the spoofed frames are refused by netd (usr/spoof.c; the
+    // kernel-mode case is the user test `net-spoof-kernel-1c1n`).
+    let guest = "fleet start net --cores 1 /bin/netd && netctl wait 30 && /test/spoof";
+    let words = ["init=/bin/busybox", "sh", "-c", guest];
+    cases.push(Case {
+        name: "net-spoof-server-4c2n".into(),
+        cores: 4,
+        nodes: 2,
+        memory_mib: 512,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| {
+            expect(&o.log, "spoof: source check: instance in server/")?;
+            expect(&o.log, "PASS spoof")
+        }),
+        script: vec![],
+        explain: None,
+        forwards: vec![],
+        nics: 1,
+        debian: false,
+    });
     Ok(cases)
 }
