@@ -487,9 +487,9 @@ pub struct SignalState {
     /// `RLIMIT_SIGPENDING` (soft, hard): how many real-time signals may be queued for the
     /// process and its threads. Inherited by `fork`, kept by `execve`.
     pub limit: [u64; 2],
-    /// How many times what the `SIGCHLD` action makes of children's exits has changed: the
-    /// number of the latest change, which the process table's record of it carries
-    /// ([`UpdateOp::SetChildExit`]).
+    /// How many times the `SIGCHLD` action was set (what it makes of children's exits may
+    /// have changed): the number of the latest time, which the process table's record of it
+    /// carries ([`UpdateOp::SetChildExit`]).
     child_exit_changes: u64,
 }
 
@@ -532,20 +532,17 @@ impl SignalState {
         }
     }
 
-    /// After its actions changed from ones that made `before` of children's exits: the
-    /// numbered change for the process table if that changed too ([`publish_child_exit`]).
-    fn child_exit_change(&mut self, before: OnChildExit) -> Option<(u64, OnChildExit)> {
-        let now = self.on_child_exit();
-        (now != before).then(|| {
-            self.child_exit_changes += 1;
-            (self.child_exit_changes, now)
-        })
+    /// Numbers what its `SIGCHLD` action now makes of children's exits as a new change, for
+    /// the process table ([`publish_child_exit`]).
+    fn child_exit_change(&mut self) -> (u64, OnChildExit) {
+        self.child_exit_changes += 1;
+        (self.child_exit_changes, self.on_child_exit())
     }
 }
 
-/// Records a change of what `p` makes of its children's exits in the process table
-/// ([`SignalState::child_exit_change`], taken under the signal lock, which is released by
-/// now). It is there when this returns: an exit the table orders after it follows it; one
+/// Records what `p` makes of its children's exits in the process table, if `change` (from
+/// [`SignalState::child_exit_change`], taken under the signal lock, which is released by
+/// now) says. It is there when this returns: an exit the table orders after it follows it; one
 /// ordered before it happened, in the table's order, before the change. Of two changes that
 /// reach the log in the other order than they were made, the older is ignored.
 fn publish_child_exit(p: &Process, change: Option<(u64, OnChildExit)>) {
@@ -569,7 +566,7 @@ pub fn exec(p: &Process) {
                 *a = SigAction::default();
             }
         }
-        s.child_exit_change(before)
+        (s.on_child_exit() != before).then(|| s.child_exit_change())
     };
     publish_child_exit(p, change);
 }
@@ -1162,9 +1159,11 @@ pub fn set_action(p: &Process, sig: u32, new: Option<SigAction>) -> Result<SigAc
         }
         a.flags &= SUPPORTED_FLAGS;
         a.mask &= !UNBLOCKABLE;
-        let before = s.on_child_exit();
         s.actions[(sig - 1) as usize] = a;
-        let change = s.child_exit_change(before);
+        // Every new SIGCHLD action goes to the table, even one that changes nothing there: a
+        // change another thread made may still be on its way to the log, and this call must
+        // not return before the table has what the action it leaves makes of exits.
+        let change = (sig == SIGCHLD).then(|| s.child_exit_change());
         drop(s);
         publish_child_exit(p, change);
         // As Linux: a signal now ignored is no longer pending, for the process or any thread.

@@ -10,9 +10,10 @@
 //! action is `SIG_IGN` or has `SA_NOCLDWAIT`, Linux's `do_notify_parent`) is decided inside
 //! `Exit`, from the parent's [`OnChildExit`] as the table records it: every replica decides
 //! alike, and a wait, which reads the table, never sees a zombie that is to be reaped.
-//! `rt_sigaction` and `execve` record a change of it with `SetChildExit` before they return
-//! (`signal::set_action`), numbered under the signal lock so that the last change made is the
-//! one the table keeps whatever order two threads' operations reach the log in.
+//! `rt_sigaction` (every new `SIGCHLD` action) and `execve` (a change of it) record it with
+//! `SetChildExit` before they return (`signal::set_action`), numbered under the signal lock so
+//! that the last one set is the one the table keeps whatever order two threads' operations
+//! reach the log in.
 //!
 //! Each entry also holds an `Arc` of the process's kernel object (threads, address space,
 //! files), shared by all replicas; it is dropped when the last replica has applied the `Reap`.
