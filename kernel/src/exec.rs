@@ -338,7 +338,7 @@ pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &
     *p.exe.lock() = alloc::string::String::from_utf8_lossy(exe).into_owned();
     *p.args.lock() = Arc::new(image.args);
     crate::proc::itimer::exec(p);
-    p.signals.lock().exec();
+    crate::proc::signal::exec(p);
     // `mlockall(MCL_FUTURE)` does not outlive the program, as on Linux.
     p.lock_future.store(false, Ordering::Relaxed);
     me.signals.lock().alt_stack = None;

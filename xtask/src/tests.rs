@@ -667,6 +667,7 @@ impl UserTest {
             "sched" => "compat-sched".into(),
             "fifo" => "compat-fifo".into(),
             "sigqueue" => "compat-signals".into(),
+            "reap" => "compat-reap".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
             // Kernel mode; nettest.rs has the server-mode case, `net-spoof-server-*`.

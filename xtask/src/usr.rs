@@ -123,6 +123,12 @@ pub const PROGRAMS: &[Program] = &[
         lib: None,
     },
     Program {
+        name: "reap",
+        source: "reap.c",
+        pie: false,
+        lib: None,
+    },
+    Program {
         name: "threads",
         source: "threads.c",
         pie: false,

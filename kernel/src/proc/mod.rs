@@ -742,7 +742,8 @@ pub fn out_of_memory(me: &Arc<Thread>, addr: u64) {
 /// Ends the current thread (called on its way back to user mode, holding the only reference
 /// on this stack: a reference left in a frame of a stack that never returns would leak the
 /// thread). The last thread of a process ends the process: it releases the address space and
-/// files, becomes a zombie in the process table, and notifies its parent.
+/// files, becomes a zombie in the process table (or is removed from it at once, if its
+/// parent's `SIGCHLD` action says so), and notifies its parent.
 fn exit_thread(me: Arc<Thread>) -> ! {
     {
         let p = me.process.clone();
@@ -774,7 +775,9 @@ pub fn request_exit(me: &Thread) {
     me.exit_requested.store(true, Ordering::Release);
 }
 
-/// The last thread of `p` has ended: free what the process holds and make it a zombie.
+/// The last thread of `p` has ended: free what the process holds and make it a zombie, or
+/// remove it at once if its parent ignores `SIGCHLD` or set `SA_NOCLDWAIT` (Linux's
+/// `do_notify_parent`; the process table decides, `table::UpdateOp::Exit`).
 fn exit_process(p: &Arc<Process>) {
     let status = p.exit_status.load(Ordering::Acquire);
     let files = p.files.lock().take_all();
@@ -805,25 +808,42 @@ fn exit_process(p: &Arc<Process>) {
         crate::init_exited(status);
     }
     let before = lookup(p.pid);
-    let parent = match table().execute_mut(table::UpdateOp::Exit { pid: p.pid, status }) {
-        table::Resp::Exited(parent, orphans) => {
-            for o in &orphans {
-                o.ppid.store(1, Ordering::Release);
-            }
-            if let Some(before) = before {
-                job::exit_orphans(&before, &orphans);
-            }
-            parent
-        }
-        _ => None,
+    let table::Resp::Exited(exited) =
+        table().execute_mut(table::UpdateOp::Exit { pid: p.pid, status })
+    else {
+        return;
     };
-    if let Some(parent) = parent {
-        signal::send_process(
-            &parent,
-            signal::SIGCHLD,
-            signal::SigInfo::child(p.pid, status),
-        );
+    for o in &exited.adopted {
+        o.ppid.store(1, Ordering::Release);
+    }
+    if let Some(before) = before {
+        job::exit_orphans(&before, &exited.adopted);
+    }
+    if let Some(parent) = exited.parent {
+        // Reaped at once with `SIG_IGN`: no signal (Linux's `do_notify_parent`). Its time is
+        // not added to the parent's children's, as Linux adds it only when a wait reaps.
+        if exited.outcome != table::OnChildExit::ReapQuietly {
+            signal::send_process(
+                &parent,
+                signal::SIGCHLD,
+                signal::SigInfo::child(p.pid, status),
+            );
+        }
+        // A wait wakes to find the zombie, or, reaped, maybe no child left (`ECHILD`).
         parent.child_events.notify_all();
+    }
+    if !exited.adopted_zombies.is_empty() {
+        // Init is told of the zombies it adopted, as their parent would have been.
+        if let Some(init) = lookup(1) {
+            for &(pid, status) in &exited.adopted_zombies {
+                signal::send_process(
+                    &init.process,
+                    signal::SIGCHLD,
+                    signal::SigInfo::child(pid, status),
+                );
+            }
+            init.process.child_events.notify_all();
+        }
     }
 }
 
@@ -885,6 +905,7 @@ pub fn spawn_init(argv: &[String]) -> Result<(), abi::Errno> {
         pid,
         ppid: 0,
         process: nr::Payload::new(p, table().replica_count()),
+        on_child_exit: table::OnChildExit::Zombie,
     });
     crate::tty::attach_init(pid);
     sched::start(t);

@@ -11,6 +11,7 @@
 //! signal that a fault raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE) while blocked or ignored kills
 //! the process, as Linux does.
 
+use super::table::{OnChildExit, UpdateOp};
 use super::{sched, Pid, Process, Thread};
 use crate::arch::idt::InterruptFrame;
 use crate::arch::user::{self, FPU_AREA, USER_CS, USER_END, USER_SS};
@@ -108,8 +109,7 @@ const SA_NODEFER: u64 = 0x4000_0000;
 const SA_RESETHAND: u64 = 0x8000_0000;
 /// `SA_RESTORER`: `sa_restorer` holds the return trampoline the handler returns to.
 const SA_RESTORER: u64 = 0x0400_0000;
-/// The `sa_flags` bits `rt_sigaction` keeps (the others are cleared); 1 and 2 are
-/// `SA_NOCLDSTOP` and `SA_NOCLDWAIT`.
+/// The `sa_flags` bits `rt_sigaction` keeps (the others are cleared).
 const SUPPORTED_FLAGS: u64 = SA_SIGINFO
     | SA_ONSTACK
     | SA_RESTART
@@ -117,7 +117,7 @@ const SUPPORTED_FLAGS: u64 = SA_SIGINFO
     | SA_RESETHAND
     | SA_RESTORER
     | SA_NOCLDSTOP
-    | 2;
+    | SA_NOCLDWAIT;
 
 /// `si_code` values.
 pub const SI_USER: i32 = 0;
@@ -144,6 +144,9 @@ pub const CLD_STOPPED: i32 = 5;
 pub const CLD_CONTINUED: i32 = 6;
 /// `SA_NOCLDSTOP`: no SIGCHLD when a child stops or continues.
 const SA_NOCLDSTOP: u64 = 1;
+/// `SA_NOCLDWAIT` (of `SIGCHLD`'s action): children are reaped when they exit, not left as
+/// zombies.
+const SA_NOCLDWAIT: u64 = 2;
 
 /// The bit of signal `sig` in a signal set (bit `sig - 1`).
 fn bit(sig: u32) -> u64 {
@@ -484,6 +487,10 @@ pub struct SignalState {
     /// `RLIMIT_SIGPENDING` (soft, hard): how many real-time signals may be queued for the
     /// process and its threads. Inherited by `fork`, kept by `execve`.
     pub limit: [u64; 2],
+    /// How many times the `SIGCHLD` action was set (what it makes of children's exits may
+    /// have changed): the number of the latest time, which the process table's record of it
+    /// carries ([`UpdateOp::SetChildExit`]).
+    child_exit_changes: u64,
 }
 
 impl SignalState {
@@ -494,27 +501,74 @@ impl SignalState {
             pending: 0,
             queue: Queue::new(),
             limit: [SIGPENDING_DEFAULT; 2],
+            child_exit_changes: 0,
         }
     }
 
-    /// The state a child of `fork` inherits: the same actions and limit, nothing pending.
+    /// The state a child of `fork` inherits: the same actions and limit, nothing pending
+    /// (its process table entry starts with its [`SignalState::on_child_exit`], as change 0).
     pub fn forked(&self) -> Self {
         SignalState {
             actions: self.actions,
             pending: 0,
             queue: Queue::new(),
             limit: self.limit,
+            child_exit_changes: 0,
         }
     }
 
-    /// The state after `execve`: handled signals revert to default, ignored stay ignored.
-    pub fn exec(&mut self) {
-        for a in self.actions.iter_mut() {
+    /// What its `SIGCHLD` action makes of its children's exits, as Linux's
+    /// `do_notify_parent`: `SIG_IGN` reaps them without a signal, `SA_NOCLDWAIT` (with a
+    /// handler or `SIG_DFL`) reaps them and still sends `SIGCHLD`; otherwise (`SIG_DFL`, whose
+    /// default action ignores the signal, included) they become zombies.
+    pub fn on_child_exit(&self) -> OnChildExit {
+        let a = self.actions[(SIGCHLD - 1) as usize];
+        if a.handler == SIG_IGN {
+            OnChildExit::ReapQuietly
+        } else if a.flags & SA_NOCLDWAIT != 0 {
+            OnChildExit::Reap
+        } else {
+            OnChildExit::Zombie
+        }
+    }
+
+    /// Numbers what its `SIGCHLD` action now makes of children's exits as a new change, for
+    /// the process table ([`publish_child_exit`]).
+    fn child_exit_change(&mut self) -> (u64, OnChildExit) {
+        self.child_exit_changes += 1;
+        (self.child_exit_changes, self.on_child_exit())
+    }
+}
+
+/// Records what `p` makes of its children's exits in the process table, if `change` (from
+/// [`SignalState::child_exit_change`], taken under the signal lock, which is released by
+/// now) says. It is there when this returns: an exit the table orders after it follows it; one
+/// ordered before it happened, in the table's order, before the change. Of two changes that
+/// reach the log in the other order than they were made, the older is ignored.
+fn publish_child_exit(p: &Process, change: Option<(u64, OnChildExit)>) {
+    if let Some((seq, on_child_exit)) = change {
+        super::table().execute_mut(UpdateOp::SetChildExit {
+            pid: p.pid,
+            seq,
+            on_child_exit,
+        });
+    }
+}
+
+/// `execve`'s signal actions: handled signals revert to the default, ignored ones stay
+/// ignored.
+pub fn exec(p: &Process) {
+    let change = {
+        let mut s = p.signals.lock();
+        let before = s.on_child_exit();
+        for a in s.actions.iter_mut() {
             if a.handler != SIG_IGN {
                 *a = SigAction::default();
             }
         }
-    }
+        (s.on_child_exit() != before).then(|| s.child_exit_change())
+    };
+    publish_child_exit(p, change);
 }
 
 impl Default for SignalState {
@@ -1106,7 +1160,12 @@ pub fn set_action(p: &Process, sig: u32, new: Option<SigAction>) -> Result<SigAc
         a.flags &= SUPPORTED_FLAGS;
         a.mask &= !UNBLOCKABLE;
         s.actions[(sig - 1) as usize] = a;
+        // Every new SIGCHLD action goes to the table, even one that changes nothing there: a
+        // change another thread made may still be on its way to the log, and this call must
+        // not return before the table has what the action it leaves makes of exits.
+        let change = (sig == SIGCHLD).then(|| s.child_exit_change());
         drop(s);
+        publish_child_exit(p, change);
         // As Linux: a signal now ignored is no longer pending, for the process or any thread.
         if a.handler == SIG_IGN || (a.handler == SIG_DFL && !default_kills(sig)) {
             discard(p, bit(sig));

@@ -2,9 +2,18 @@
 //!
 //! [`ProcessTable`] is a sequential structure: the parent/child tree, process groups and
 //! sessions, and each process's life state (alive, or a zombie with its wait status). Every
-//! change (`Spawn`, `Exit`, `Reap`, `SetPgid`, `SetSid`) goes through the log; lookups (`kill`
-//! targets, `wait4` candidates, `getppid`) run on the local replica. Process ids are drawn
-//! before an operation enters the log, so every replica records the same ids.
+//! change (`Spawn`, `Exit`, `Reap`, `SetPgid`, `SetSid`, `SetChildExit`) goes through the log;
+//! lookups (`kill` targets, `wait4` candidates, `getppid`) run on the local replica. Process ids
+//! are drawn before an operation enters the log, so every replica records the same ids.
+//!
+//! Whether an exiting child becomes a zombie or is reaped at once (its parent's `SIGCHLD`
+//! action is `SIG_IGN` or has `SA_NOCLDWAIT`, Linux's `do_notify_parent`) is decided inside
+//! `Exit`, from the parent's [`OnChildExit`] as the table records it: every replica decides
+//! alike, and a wait, which reads the table, never sees a zombie that is to be reaped.
+//! `rt_sigaction` (every new `SIGCHLD` action) and `execve` (a change of it) record it with
+//! `SetChildExit` before they return (`signal::set_action`), numbered under the signal lock so
+//! that the last one set is the one the table keeps whatever order two threads' operations
+//! reach the log in.
 //!
 //! Each entry also holds an `Arc` of the process's kernel object (threads, address space,
 //! files), shared by all replicas; it is dropped when the last replica has applied the `Reap`.
@@ -25,6 +34,19 @@ pub enum Life {
     Zombie(i32),
 }
 
+/// What a process's `SIGCHLD` action makes of its children's exits (Linux's
+/// `do_notify_parent`; [`super::signal::SignalState::on_child_exit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnChildExit {
+    /// A child becomes a zombie until waited for (`SIG_DFL`, or a handler, without
+    /// `SA_NOCLDWAIT`).
+    Zombie,
+    /// A child is reaped at once and `SIGCHLD` is still sent (`SA_NOCLDWAIT`).
+    Reap,
+    /// A child is reaped at once and no `SIGCHLD` is sent (`SIG_IGN`).
+    ReapQuietly,
+}
+
 /// One process in the table.
 #[derive(Clone)]
 pub struct Entry {
@@ -36,6 +58,11 @@ pub struct Entry {
     pub sid: Pid,
     /// Life state.
     pub life: Life,
+    /// What its `SIGCHLD` action makes of its children's exits.
+    pub on_child_exit: OnChildExit,
+    /// The number of the change that set `on_child_exit` (0: inherited at `Spawn`); an older
+    /// change that reaches the log later is ignored.
+    pub on_child_exit_seq: u64,
     /// The kernel object.
     pub process: Arc<Process>,
 }
@@ -91,8 +118,13 @@ pub enum UpdateOp {
         /// The kernel object, held outside the log entry (a `Payload`), so that the entry does
         /// not keep the process alive after every replica has taken its reference.
         process: nr::Payload<Arc<Process>>,
+        /// What its `SIGCHLD` action (inherited from its parent) makes of its children's
+        /// exits.
+        on_child_exit: OnChildExit,
     },
-    /// A process exited with a wait status; its children go to init (pid 1).
+    /// A process exited with a wait status: it becomes a zombie, or is removed at once if its
+    /// parent's `on_child_exit` says so; its children go to init (pid 1), and those of them
+    /// that are zombies are removed if init's says so.
     Exit {
         /// Who exited.
         pid: Pid,
@@ -103,6 +135,15 @@ pub enum UpdateOp {
     Reap {
         /// The zombie.
         pid: Pid,
+    },
+    /// A process's `SIGCHLD` action changed what it makes of its children's exits.
+    SetChildExit {
+        /// The process.
+        pid: Pid,
+        /// The change's number (`SignalState`'s count of them).
+        seq: u64,
+        /// What its action now makes of them.
+        on_child_exit: OnChildExit,
     },
     /// `setpgid(pid, pgid)` on behalf of `caller`.
     SetPgid {
@@ -132,8 +173,35 @@ pub enum Resp {
     Done(Result<Pid, abi::Errno>),
     /// `Orphaned`: the answer.
     Flag(bool),
-    /// `Exit`: the parent to notify, if it is alive, and the children init adopted.
-    Exited(Option<Arc<Process>>, Vec<Arc<Process>>),
+    /// `Exit`: what happened.
+    Exited(Exited),
+}
+
+/// What an `Exit` did.
+pub struct Exited {
+    /// The parent to notify, if it is alive.
+    pub parent: Option<Arc<Process>>,
+    /// What became of the process: a zombie, or removed at once (its parent's action;
+    /// `Zombie` without a live parent).
+    pub outcome: OnChildExit,
+    /// The children init adopted (those of them that were zombies init may have reaped).
+    pub adopted: Vec<Arc<Process>>,
+    /// The adopted children that were zombies and of which init is to be told with
+    /// `SIGCHLD` (all of them unless init's action is `SIG_IGN`), with their wait statuses,
+    /// as Linux's `reparent_leader` notifies the new parent.
+    pub adopted_zombies: Vec<(Pid, i32)>,
+}
+
+impl Exited {
+    /// An `Exit` of a process not in the table: nothing happened.
+    fn nothing() -> Exited {
+        Exited {
+            parent: None,
+            outcome: OnChildExit::Zombie,
+            adopted: Vec::new(),
+            adopted_zombies: Vec::new(),
+        }
+    }
 }
 
 impl ProcessTable {
@@ -143,6 +211,24 @@ impl ProcessTable {
             WaitFor::Any => true,
             WaitFor::Pid(p) => p == pid,
             WaitFor::Group(g) => e.pgid == g,
+        }
+    }
+
+    /// Removes process `pid` (a reaped zombie, or a child reaped at its exit) from the table
+    /// and from its parent's children.
+    fn remove(&mut self, pid: Pid) {
+        if let Some(e) = self.entries.remove(&pid) {
+            if let Some(set) = self.children.get_mut(&e.ppid) {
+                set.remove(&pid);
+            }
+        }
+    }
+
+    /// What a live process `pid` makes of its children's exits (`Zombie` if it is not alive).
+    fn on_child_exit(&self, pid: Pid) -> (Option<Arc<Process>>, OnChildExit) {
+        match self.entries.get(&pid) {
+            Some(e) if e.life == Life::Alive => (Some(e.process.clone()), e.on_child_exit),
+            _ => (None, OnChildExit::Zombie),
         }
     }
 }
@@ -211,7 +297,12 @@ impl nr::Dispatch for ProcessTable {
 
     fn dispatch_mut(&mut self, op: UpdateOp) -> Resp {
         match op {
-            UpdateOp::Spawn { pid, ppid, process } => {
+            UpdateOp::Spawn {
+                pid,
+                ppid,
+                process,
+                on_child_exit,
+            } => {
                 let Some(process) = process.apply().map(|p| p.clone()) else {
                     return Resp::Done(Err(abi::Errno::EINVAL));
                 };
@@ -227,6 +318,8 @@ impl nr::Dispatch for ProcessTable {
                         pgid,
                         sid,
                         life: Life::Alive,
+                        on_child_exit,
+                        on_child_exit_seq: 0,
                         process,
                     },
                 );
@@ -234,38 +327,64 @@ impl nr::Dispatch for ProcessTable {
                 Resp::Done(Ok(pid))
             }
             UpdateOp::Exit { pid, status } => {
-                let Some(e) = self.entries.get_mut(&pid) else {
-                    return Resp::Exited(None, Vec::new());
+                let Some(ppid) = self.entries.get(&pid).map(|e| e.ppid) else {
+                    return Resp::Exited(Exited::nothing());
                 };
-                e.life = Life::Zombie(status);
-                let ppid = e.ppid;
+                let (parent, outcome) = self.on_child_exit(ppid);
+                if outcome == OnChildExit::Zombie {
+                    if let Some(e) = self.entries.get_mut(&pid) {
+                        e.life = Life::Zombie(status);
+                    }
+                } else {
+                    self.remove(pid);
+                }
+                // After the exit: init exiting keeps its zombie children.
+                let (_, init) = self.on_child_exit(1);
                 let mut adopted = Vec::new();
-                if let Some(orphans) = self.children.remove(&pid) {
-                    for c in &orphans {
-                        if let Some(ce) = self.entries.get_mut(c) {
-                            ce.ppid = 1;
-                            adopted.push(ce.process.clone());
+                let mut adopted_zombies = Vec::new();
+                for c in self.children.remove(&pid).unwrap_or_default() {
+                    let Some(ce) = self.entries.get_mut(&c) else {
+                        continue;
+                    };
+                    ce.ppid = 1;
+                    adopted.push(ce.process.clone());
+                    if let Life::Zombie(status) = ce.life {
+                        if init != OnChildExit::ReapQuietly {
+                            adopted_zombies.push((c, status));
+                        }
+                        if init != OnChildExit::Zombie {
+                            self.entries.remove(&c);
+                            continue;
                         }
                     }
-                    self.children.entry(1).or_default().extend(orphans);
+                    self.children.entry(1).or_default().insert(c);
                 }
-                let parent = self
-                    .entries
-                    .get(&ppid)
-                    .filter(|p| p.life == Life::Alive)
-                    .map(|p| p.process.clone());
-                Resp::Exited(parent, adopted)
+                Resp::Exited(Exited {
+                    parent,
+                    outcome,
+                    adopted,
+                    adopted_zombies,
+                })
             }
             UpdateOp::Reap { pid } => match self.entries.get(&pid) {
                 Some(e) if matches!(e.life, Life::Zombie(_)) => {
-                    let ppid = e.ppid;
-                    self.entries.remove(&pid);
-                    if let Some(set) = self.children.get_mut(&ppid) {
-                        set.remove(&pid);
-                    }
+                    self.remove(pid);
                     Resp::Done(Ok(pid))
                 }
                 _ => Resp::Done(Err(abi::Errno::ECHILD)),
+            },
+            UpdateOp::SetChildExit {
+                pid,
+                seq,
+                on_child_exit,
+            } => match self.entries.get_mut(&pid) {
+                Some(e) if seq > e.on_child_exit_seq => {
+                    e.on_child_exit = on_child_exit;
+                    e.on_child_exit_seq = seq;
+                    Resp::Done(Ok(pid))
+                }
+                Some(_) => Resp::Done(Ok(pid)),
+                None => Resp::Done(Err(abi::Errno::ESRCH)),
             },
             UpdateOp::SetPgid { caller, pid, pgid } => {
                 let target = if pid == 0 { caller } else { pid };

@@ -154,7 +154,9 @@ fn fork_process(
     // way; see docs/architecture.md).
     let files = parent.files.lock().for_child();
     let cwd = parent.cwd.lock().clone();
-    let child = Process::new(pid, vm, files, parent.signals.lock().forked(), cwd);
+    let signals = parent.signals.lock().forked();
+    let on_child_exit = signals.on_child_exit();
+    let child = Process::new(pid, vm, files, signals, cwd);
     *child.mm.lock() = brk;
     *child.exe.lock() = parent.exe.lock().clone();
     *child.args.lock() = parent.args.lock().clone();
@@ -197,6 +199,7 @@ fn fork_process(
         pid,
         ppid: parent.pid,
         process: nr::Payload::new(child, proc::table().replica_count()),
+        on_child_exit,
     });
     sched::start(t);
     if let Some(done) = vfork {
@@ -357,7 +360,9 @@ impl WaitWhat {
 /// Waits for a child matching `which` that exited (reaped unless `nowait`), stopped or
 /// continued, as `what` asks: its pid, wait status and user and system time in ticks (its
 /// reaped children's included; a reaping parent adds them to its own children's time).
-/// `Ok(None)`: `nohang` and none yet.
+/// `Ok(None)`: `nohang` and none yet. `ECHILD` once no child matches: children reaped at
+/// their exit (the parent ignores `SIGCHLD` or set `SA_NOCLDWAIT`) are never zombies here,
+/// and the exit of the last wakes the wait to answer so.
 fn wait_child(
     p: &Process,
     which: WaitFor,
