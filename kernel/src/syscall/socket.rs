@@ -287,7 +287,7 @@ fn write_unnamed(addr: u64, lenp: u64) -> Result<(), Errno> {
 /// `socket(domain, type, protocol)`: `AF_INET` streams (TCP), datagrams (UDP) and raw ICMP
 /// sockets (`ping`: any process may open one), and `AF_PACKET` raw sockets of protocol
 /// `htons(ethertype)` (`EPERM` unless privileged, as Linux without `CAP_NET_RAW`;
-/// `ESOCKTNOSUPPORT` for other types).
+/// `ESOCKTNOSUPPORT` for other types), and `AF_NETLINK` route sockets.
 pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let flags = a[1] & !0xf;
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
