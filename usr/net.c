@@ -51,8 +51,10 @@
  *   default via 10.0.2.2 and 10.0.2.0/24 src 10.0.2.15 on index 2; answers come from port 0
  *   with the request's sequence and the socket's port; GETLINK of index 1 with NLM_F_ACK
  *   answers lo, then an ack; RTM_DELADDR is EPERM without privilege; malformed sends are
- *   taken and answered with nothing; a cut answer sets MSG_TRUNC; poll and epoll see POLLIN
- *   only while an answer waits; a non-blocking receive of nothing is EAGAIN.
+ *   taken and answered with nothing; a cut answer sets MSG_TRUNC; two requests in one send get
+ *   two answers; poll and epoll see POLLIN only while an answer waits; a non-blocking receive
+ *   of nothing is EAGAIN; on Reef, answers past the receive buffer are dropped (POLLERR, then
+ *   ENOBUFS once).
  */
 #include "reef-test.h"
 #include <arpa/inet.h>
@@ -1353,6 +1355,40 @@ static void netlink(void)
     while (recv(fd2, nl_buf, sizeof nl_buf, 0) > 0)
         ;
     CHECK_EQ(errno, EAGAIN);
+
+    /* Two requests in one send: two answers, in order. */
+    uint8_t two[2][32] = {{0}};
+    for (int i = 0; i < 2; i++) {
+        struct nl_hdr r = {.len = 32, .type = RT_GETLINK, .flags = NL_REQUEST, .seq = 500u + i};
+        memcpy(two[i], &r, sizeof r);
+        memcpy(two[i] + sizeof r + 4, &one, 4);
+    }
+    CHECK_EQ(send(fd2, two, sizeof two, 0), (ssize_t)sizeof two);
+    for (uint32_t i = 0; i < 2; i++) {
+        n = CHECK_SYS(recv(fd2, nl_buf, sizeof nl_buf, 0));
+        memcpy(&h, nl_buf, sizeof h);
+        CHECK(n >= h.len && h.type == RT_NEWLINK && h.seq == 500u + i);
+    }
+    CHECK_ERRNO(recv(fd2, nl_buf, sizeof nl_buf, 0), EAGAIN);
+
+    if (on_reef()) {
+        /* Answers past the receive buffer are dropped: POLLERR, then ENOBUFS once, then the
+         * answers that fit. (Linux holds a dump back until it is read instead.) */
+        setopt_int(fd2, SOL_SOCKET, SO_RCVBUF, 1);
+        uint8_t many[20][24] = {{0}};
+        for (int i = 0; i < 20; i++) {
+            struct nl_hdr r = {.len = 24, .type = RT_GETADDR, .flags = NL_REQUEST | NL_DUMP};
+            memcpy(many[i], &r, sizeof r);
+            many[i][sizeof r] = AF_INET;
+        }
+        CHECK_EQ(send(fd2, many, sizeof many, 0), (ssize_t)sizeof many);
+        CHECK(poll_now(fd2, POLLIN) & POLLERR);
+        CHECK_ERRNO(recv(fd2, nl_buf, sizeof nl_buf, 0), ENOBUFS);
+        int taken = 0;
+        while (recv(fd2, nl_buf, sizeof nl_buf, 0) > 0)
+            taken++;
+        CHECK(errno == EAGAIN && taken >= 1 && taken < 20);
+    }
     CHECK_SYS(close(ep));
     CHECK_SYS(close(fd2));
     CHECK_SYS(close(fd));
