@@ -331,8 +331,9 @@ impl Netlink {
         PollKey::Event(self.poll_id)
     }
 
-    /// `setsockopt`: the buffer sizes (kept doubled, within Linux's bounds; the `FORCE` ones
-    /// privileged only), the `SOL_NETLINK` flags and memberships; `ENOPROTOOPT` for the rest.
+    /// `setsockopt`: the buffer sizes (kept doubled, within Linux's default bounds, which the
+    /// `FORCE` ones, privileged only, do not pass here), the `SOL_NETLINK` flags and
+    /// memberships; `ENOPROTOOPT` for the rest.
     pub fn set_option(
         &self,
         level: i32,
@@ -341,10 +342,13 @@ impl Netlink {
         privileged: bool,
     ) -> Result<(), Errno> {
         let mut s = self.state.lock();
+        // Doubled, from 2304 bytes to twice Linux's largest default (212992), which bounds the
+        // answers a socket holds; a negative size is a huge one to Linux (unsigned).
         let size = |v: i32| v.clamp(BUF_MIN / 2, BUF_MAX) * 2;
+        let unsigned = |v: i32| if v < 0 { BUF_MAX } else { v };
         match (level, name) {
-            (net::stack::SOL_SOCKET, SO_RCVBUF) => s.rcvbuf = size(value.min(BUF_MAX)),
-            (net::stack::SOL_SOCKET, SO_SNDBUF) => s.sndbuf = size(value.min(BUF_MAX)),
+            (net::stack::SOL_SOCKET, SO_RCVBUF) => s.rcvbuf = size(unsigned(value)),
+            (net::stack::SOL_SOCKET, SO_SNDBUF) => s.sndbuf = size(unsigned(value)),
             (net::stack::SOL_SOCKET, SO_RCVBUFFORCE | SO_SNDBUFFORCE) if !privileged => {
                 return Err(Errno::EPERM)
             }
