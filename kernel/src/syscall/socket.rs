@@ -40,8 +40,6 @@ const AF_INET6: u64 = 10;
 const AF_PACKET: u64 = 17;
 /// `AF_NETLINK`: route netlink only.
 const AF_NETLINK: u64 = net::netlink::AF_NETLINK as u64;
-/// The first netlink protocol number Linux does not know (`MAX_LINKS`).
-const NETLINK_MAX: u64 = 32;
 /// `SOL_PACKET`: the packet sockets' option level.
 const SOL_PACKET: i32 = 263;
 /// `PACKET_STATISTICS`: frames received and dropped (`struct tpacket_stats`).
@@ -343,7 +341,7 @@ fn netlink_socket(me: &Arc<Thread>, kind: u64, protocol: u64, flags: u64) -> Sys
     if kind != SOCK_RAW && kind != SOCK_DGRAM {
         return Err(Errno::ESOCKTNOSUPPORT);
     }
-    if protocol >= NETLINK_MAX || protocol != net::netlink::NETLINK_ROUTE {
+    if protocol != net::netlink::NETLINK_ROUTE {
         return Err(Errno::EPROTONOSUPPORT);
     }
     if !me.process.files.lock().has_room() {
