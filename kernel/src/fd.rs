@@ -82,6 +82,8 @@ pub enum Node {
     Socket(Arc<SocketEnd>),
     /// An `AF_INET` socket (its instance closes it when the last description goes).
     Inet(Arc<crate::net::socket::Socket>),
+    /// A route netlink socket (`AF_NETLINK`).
+    Netlink(Arc<crate::net::socket::netlink::Netlink>),
     /// An epoll instance.
     Epoll(Arc<crate::fs::epoll::Epoll>),
     /// An event counter (`eventfd2`).
@@ -217,6 +219,7 @@ impl Drop for OpenFile {
             | Node::ProcDir(_)
             | Node::Hare(_)
             | Node::Inet(_)
+            | Node::Netlink(_)
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
@@ -296,6 +299,7 @@ impl OpenFile {
             Node::SignalFd(s) => s.read(buf, self.nonblock()),
             Node::Socket(e) => e.read(buf, self.nonblock()),
             Node::Inet(s) => s.read(buf, self.nonblock()),
+            Node::Netlink(s) => s.recv(buf, false, self.nonblock()).map(|r| r.0),
             // Messages go through the mapped channels, not read and write; epoll through its
             // calls.
             Node::Mailbox(_) | Node::Conn(..) | Node::Epoll(_) => Err(Errno::EINVAL),
@@ -369,6 +373,7 @@ impl OpenFile {
             | Node::Fifo(_)
             | Node::Socket(_)
             | Node::Inet(_)
+            | Node::Netlink(_)
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
@@ -414,6 +419,11 @@ impl OpenFile {
             Node::TimerFd(_) | Node::SignalFd(_) => Err(Errno::EINVAL),
             Node::Socket(e) => e.write(&data, self.nonblock()),
             Node::Inet(s) => s.write(&data, self.nonblock()),
+            Node::Netlink(s) => {
+                let me = crate::proc::sched::current_thread();
+                let privileged = me.process.creds.lock().is_privileged();
+                s.send(&data, privileged, me.process.pid)
+            }
             Node::Mailbox(_) | Node::Conn(..) | Node::Epoll(_) => Err(Errno::EINVAL),
         }
     }
@@ -445,6 +455,7 @@ impl OpenFile {
             | Node::Fifo(_)
             | Node::Socket(_)
             | Node::Inet(_)
+            | Node::Netlink(_)
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
@@ -480,6 +491,7 @@ impl OpenFile {
             | Node::Fifo(_)
             | Node::Socket(_)
             | Node::Inet(_)
+            | Node::Netlink(_)
             | Node::Epoll(_)
             | Node::EventFd(_)
             | Node::TimerFd(_)
@@ -527,6 +539,7 @@ impl OpenFile {
             }
             Node::Socket(e) => Ok(KStat::synthetic(DEV_PIPE, e.id, 0o140777, 0)),
             Node::Inet(s) => Ok(KStat::synthetic(DEV_NET, s.ino, 0o140777, 0)),
+            Node::Netlink(s) => Ok(KStat::synthetic(DEV_NET, s.ino, 0o140777, 0)),
             Node::Epoll(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
             Node::EventFd(e) => Ok(KStat::synthetic(DEV_ANON, e.id, 0o600, 0)),
             Node::TimerFd(t) => Ok(KStat::synthetic(DEV_ANON, t.id, 0o600, 0)),
@@ -616,6 +629,7 @@ impl OpenFile {
             Node::Conn(c, end) => c.poll(*end),
             Node::Socket(e) => e.poll(),
             Node::Inet(s) => s.poll(),
+            Node::Netlink(s) => s.poll(),
             Node::Epoll(e) => e.poll(),
             Node::EventFd(e) => e.poll(),
             Node::TimerFd(t) => t.poll(),
@@ -635,6 +649,7 @@ impl OpenFile {
             Node::Conn(c, _) => c.poll_keys().map(Some),
             Node::Socket(e) => e.poll_keys().map(Some),
             Node::Inet(s) => [Some(s.poll_key()), None],
+            Node::Netlink(s) => [Some(s.poll_key()), None],
             Node::Epoll(e) => return e.poll_keys(out),
             Node::EventFd(e) => [Some(PollKey::Event(e.id)), None],
             Node::TimerFd(t) => [Some(PollKey::Event(t.id)), None],

@@ -20,7 +20,7 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// The id of the next counter or timer (`st_ino`, its [`PollKey::Event`]).
+/// The id of the next counter, timer or netlink socket (`st_ino`, its [`PollKey::Event`]).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The largest value an event counter holds.
@@ -45,6 +45,11 @@ fn retry<R>(
             return Err(Errno::EINTR);
         }
     }
+}
+
+/// A new number for a [`PollKey::Event`] (also a route netlink socket's, `net::socket::netlink`).
+pub fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 /// An event counter.

@@ -361,6 +361,7 @@ pub fn readlink(place: Place) -> Result<Vec<u8>, Errno> {
                 Node::PipeRead(p) | Node::PipeWrite(p) => format!("pipe:[{}]", p.id).into_bytes(),
                 Node::Socket(e) => format!("socket:[{}]", e.id).into_bytes(),
                 Node::Inet(s) => format!("socket:[{}]", s.ino).into_bytes(),
+                Node::Netlink(s) => format!("socket:[{}]", s.ino).into_bytes(),
                 Node::Epoll(_) => b"anon_inode:[eventpoll]".to_vec(),
                 Node::EventFd(_) => b"anon_inode:[eventfd]".to_vec(),
                 Node::TimerFd(_) => b"anon_inode:[timerfd]".to_vec(),

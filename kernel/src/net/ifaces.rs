@@ -114,7 +114,7 @@ pub fn by_index(index: i32) -> Option<Iface> {
 }
 
 /// An interface's counters: received bytes and frames, sent bytes, frames and drops.
-fn counts(i: &Iface) -> [u64; 5] {
+pub fn counts(i: &Iface) -> [u64; 5] {
     if i.mac.is_none() {
         let (p, b) = (
             LO_PACKETS.load(Ordering::Relaxed),

@@ -5,6 +5,8 @@
 //! (`net::packet`) is one of its instance's taps: it sends frames into that instance's
 //! outgoing queue and sees that instance's frames only, not the machine's.
 
+pub mod netlink;
+
 use super::Instance;
 use crate::proc::wait::PollKey;
 use abi::Errno;
@@ -12,7 +14,7 @@ use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 use net::SockId;
 
-/// The number of the next socket (shown as `socket:[n]`).
+/// The number of the next socket (shown as `socket:[n]`; netlink sockets' too).
 static NEXT_INO: AtomicU64 = AtomicU64::new(1);
 
 /// Which of its instance's socket tables a [`Socket`]'s number is in.

@@ -523,7 +523,9 @@ pub fn ioctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         return crate::tty::ioctl(me, a[1], a[2]);
     }
     match (&f.node, a[1]) {
-        (Node::Inet(_) | Node::Socket(_), cmd) if super::socket::is_interface_request(cmd) => {
+        (Node::Inet(_) | Node::Socket(_) | Node::Netlink(_), cmd)
+            if super::socket::is_interface_request(cmd) =>
+        {
             let inet = matches!(f.node, Node::Inet(_));
             super::socket::interface_ioctl(me, inet, cmd, a[2])
         }
@@ -891,7 +893,12 @@ pub fn fadvise64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     let f = file(me, a[0])?;
     if matches!(
         f.node,
-        Node::PipeRead(_) | Node::PipeWrite(_) | Node::Fifo(_) | Node::Socket(_) | Node::Inet(_)
+        Node::PipeRead(_)
+            | Node::PipeWrite(_)
+            | Node::Fifo(_)
+            | Node::Socket(_)
+            | Node::Inet(_)
+            | Node::Netlink(_)
     ) {
         return Err(Errno::ESPIPE);
     }

@@ -1,10 +1,11 @@
 //! The socket calls: `AF_INET` stream and datagram sockets (`net`: each process's own stack
 //! instance), `AF_PACKET` raw sockets (whole Ethernet frames of the caller's own instance,
-//! `net::packet`; root only) and `AF_UNIX` stream pairs (`fs::unix`).
+//! `net::packet`; root only), `AF_NETLINK` route sockets (`net::socket::netlink`, read-only)
+//! and `AF_UNIX` stream pairs (`fs::unix`).
 //!
 //! Arguments are decoded and checked here (addresses, lengths, flags, user pointers); the
 //! instance does the rest. Linux's answers where they are specific: `EAFNOSUPPORT` for a
-//! family Reef lacks (`AF_INET6`, named `AF_UNIX` sockets, netlink), `EINVAL` for a short
+//! family Reef lacks (`AF_INET6`, named `AF_UNIX` sockets), `EINVAL` for a short
 //! address, `EFAULT` for a bad pointer (a `recv` into one leaves the data queued), SIGPIPE with
 //! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw sockets but ICMP ones, ICMP datagram
 //! ("ping") sockets, `SOCK_DGRAM` packet sockets (`ESOCKTNOSUPPORT`) and the packet socket
@@ -20,6 +21,7 @@ use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::unix;
+use crate::net::socket::netlink::Netlink;
 use crate::net::socket::{Kind, Socket};
 use crate::proc::Thread;
 use crate::uaccess::{self, read_user, write_user};
@@ -36,6 +38,8 @@ const AF_INET: u64 = 2;
 const AF_INET6: u64 = 10;
 /// `AF_PACKET`: raw Ethernet frames.
 const AF_PACKET: u64 = 17;
+/// `AF_NETLINK`: route netlink only.
+const AF_NETLINK: u64 = net::netlink::AF_NETLINK as u64;
 /// `SOL_PACKET`: the packet sockets' option level.
 const SOL_PACKET: i32 = 263;
 /// `PACKET_STATISTICS`: frames received and dropped (`struct tpacket_stats`).
@@ -99,6 +103,8 @@ enum Sock {
     Inet(Arc<Socket>),
     /// An `AF_PACKET` socket.
     Packet(Arc<Socket>),
+    /// An `AF_NETLINK` socket.
+    Netlink(Arc<Netlink>),
 }
 
 /// The socket `fd` names: `EBADF`, or `ENOTSOCK` for another kind of file.
@@ -108,19 +114,62 @@ fn sock_of(me: &Thread, fd: u64) -> Result<(Arc<OpenFile>, Sock), Errno> {
         Node::Socket(e) => Sock::Pair(e.clone()),
         Node::Inet(s) if s.is_packet() => Sock::Packet(s.clone()),
         Node::Inet(s) => Sock::Inet(s.clone()),
+        Node::Netlink(s) => Sock::Netlink(s.clone()),
         _ => return Err(Errno::ENOTSOCK),
     };
     Ok((f, s))
 }
 
 /// The `AF_INET` socket `fd` names; `pair` is the answer for an `AF_UNIX` pair's end,
-/// `EOPNOTSUPP` for a packet socket's (Linux's for `listen`, `connect`, `accept`).
+/// `EOPNOTSUPP` for a packet or netlink socket's (Linux's for `listen`, `connect`, `accept`).
 fn inet_of(me: &Thread, fd: u64, pair: Errno) -> Result<(Arc<OpenFile>, Arc<Socket>), Errno> {
     match sock_of(me, fd)? {
         (f, Sock::Inet(s)) => Ok((f, s)),
         (_, Sock::Pair(_)) => Err(pair),
-        (_, Sock::Packet(_)) => Err(Errno::EOPNOTSUPP),
+        (_, Sock::Packet(_) | Sock::Netlink(_)) => Err(Errno::EOPNOTSUPP),
     }
+}
+
+/// Reads a `struct sockaddr_nl` of `len` bytes at `addr`: its port id and groups. `EINVAL`
+/// if short or of another family, `EFAULT` if unreadable.
+fn read_nl(addr: u64, len: u64) -> Result<(u32, u32), Errno> {
+    if len > SOCKADDR_MAX || (len as usize) < net::netlink::SOCKADDR_NL {
+        return Err(Errno::EINVAL);
+    }
+    let raw: [u32; 3] = read_user(addr)?;
+    if raw[0] as u16 != net::netlink::AF_NETLINK {
+        return Err(Errno::EINVAL);
+    }
+    Ok((raw[1], raw[2]))
+}
+
+/// A `struct sockaddr_nl` of port id `pid` (0: the kernel's).
+fn sockaddr_nl(pid: u32) -> [u8; net::netlink::SOCKADDR_NL] {
+    let mut raw = [0u8; net::netlink::SOCKADDR_NL];
+    raw[..2].copy_from_slice(&net::netlink::AF_NETLINK.to_ne_bytes());
+    raw[4..8].copy_from_slice(&pid.to_ne_bytes());
+    raw
+}
+
+/// Checks where a netlink send goes (`to`: its `sockaddr_nl`): the kernel only
+/// (`ECONNREFUSED`: no program's port can be sent to), multicast groups only from a
+/// privileged sender (`EPERM`, and nothing is delivered to them).
+fn netlink_to(me: &Arc<Thread>, to: Option<(u64, u64)>) -> Result<(), Errno> {
+    if let Some((addr, len)) = to {
+        let (pid, groups) = read_nl(addr, len)?;
+        if groups != 0 {
+            super::cred::privileged(me)?;
+        }
+        if pid != 0 {
+            return Err(Errno::ECONNREFUSED);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the caller is privileged (a netlink request that changes something needs it).
+fn is_privileged(me: &Arc<Thread>) -> bool {
+    super::cred::privileged(me).is_ok()
 }
 
 /// Reads a `struct sockaddr_ll` of `len` bytes at `addr`: its protocol (host order) and
@@ -236,7 +285,7 @@ fn write_unnamed(addr: u64, lenp: u64) -> Result<(), Errno> {
 /// `socket(domain, type, protocol)`: `AF_INET` streams (TCP), datagrams (UDP) and raw ICMP
 /// sockets (`ping`: any process may open one), and `AF_PACKET` raw sockets of protocol
 /// `htons(ethertype)` (`EPERM` unless privileged, as Linux without `CAP_NET_RAW`;
-/// `ESOCKTNOSUPPORT` for other types).
+/// `ESOCKTNOSUPPORT` for other types), and `AF_NETLINK` route sockets.
 pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let flags = a[1] & !0xf;
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
@@ -248,6 +297,9 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     }
     if a[0] == AF_PACKET {
         return packet_socket(me, kind, a[2], flags);
+    }
+    if a[0] == AF_NETLINK {
+        return netlink_socket(me, kind, a[2], flags);
     }
     if a[0] != AF_INET {
         return Err(Errno::EAFNOSUPPORT);
@@ -283,15 +335,38 @@ fn packet_socket(me: &Arc<Thread>, kind: u64, protocol: u64, flags: u64) -> SysR
     install(me, Socket::of_kind(inst, id, Kind::Packet), flags)
 }
 
+/// `socket(AF_NETLINK, kind, protocol)`: a route netlink socket (`SOCK_RAW` or `SOCK_DGRAM`,
+/// else `ESOCKTNOSUPPORT`; `EPROTONOSUPPORT` for another protocol than `NETLINK_ROUTE`).
+fn netlink_socket(me: &Arc<Thread>, kind: u64, protocol: u64, flags: u64) -> SysResult {
+    if kind != SOCK_RAW && kind != SOCK_DGRAM {
+        return Err(Errno::ESOCKTNOSUPPORT);
+    }
+    if protocol != net::netlink::NETLINK_ROUTE {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    if !me.process.files.lock().has_room() {
+        return Err(Errno::EMFILE);
+    }
+    let s = Netlink::new(kind as i32, is_privileged(me));
+    let name = alloc::format!("socket:[{}]", s.ino).into_bytes();
+    install_node(me, Node::Netlink(s), name, flags)
+}
+
 /// Gives socket `s` a descriptor (`SOCK_NONBLOCK`, `SOCK_CLOEXEC` from `flags`).
 fn install(me: &Arc<Thread>, s: Arc<Socket>, flags: u64) -> SysResult {
+    let name = alloc::format!("socket:[{}]", s.ino).into_bytes();
+    install_node(me, Node::Inet(s), name, flags)
+}
+
+/// Gives socket `node`, named `name`, a descriptor (`SOCK_NONBLOCK`, `SOCK_CLOEXEC` from
+/// `flags`).
+fn install_node(me: &Arc<Thread>, node: Node, name: Vec<u8>, flags: u64) -> SysResult {
     let nonblock = if flags & SOCK_NONBLOCK != 0 {
         O_NONBLOCK
     } else {
         0
     };
-    let name = alloc::format!("socket:[{}]", s.ino).into_bytes();
-    let f = OpenFile::new(Node::Inet(s), O_RDWR | nonblock, name);
+    let f = OpenFile::new(node, O_RDWR | nonblock, name);
     let r = me
         .process
         .files
@@ -302,12 +377,21 @@ fn install(me: &Arc<Thread>, s: Arc<Socket>, flags: u64) -> SysResult {
 }
 
 /// `bind(fd, addr, addrlen)`; a packet socket's to a `struct sockaddr_ll` (`ENODEV` for an
-/// interface the instance does not have).
+/// interface the instance does not have), a netlink socket's to a `struct sockaddr_nl`
+/// (groups are accepted and deliver nothing).
 pub fn bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    if let (_, Sock::Packet(s)) = sock_of(me, a[0])? {
-        let (proto, ifindex) = read_ll(a[1], a[2], true)?;
-        s.inst.peek(|st| st.packet_bind(s.id, proto, ifindex))?;
-        return Ok(0);
+    match sock_of(me, a[0])? {
+        (_, Sock::Packet(s)) => {
+            let (proto, ifindex) = read_ll(a[1], a[2], true)?;
+            s.inst.peek(|st| st.packet_bind(s.id, proto, ifindex))?;
+            return Ok(0);
+        }
+        (_, Sock::Netlink(s)) => {
+            let (pid, _groups) = read_nl(a[1], a[2])?;
+            s.bind(pid, me.process.pid)?;
+            return Ok(0);
+        }
+        _ => {}
     }
     let (_, s) = inet_of(me, a[0], Errno::EINVAL)?;
     let (ip, port) = read_addr(a[1], a[2])?;
@@ -327,6 +411,12 @@ pub fn listen(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
 /// waiting when `O_NONBLOCK`: `poll` for `POLLOUT`, then `SO_ERROR`); a datagram socket
 /// only records its peer.
 pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    if let (_, Sock::Netlink(s)) = sock_of(me, a[0])? {
+        // Only to the kernel, which every send goes to anyway; binds as Linux does.
+        netlink_to(me, Some((a[1], a[2])))?;
+        s.bind(0, me.process.pid)?;
+        return Ok(0);
+    }
     let (f, s) = inet_of(me, a[0], Errno::EISCONN)?;
     let (ip, port) = read_addr(a[1], a[2])?;
     let id = s.id;
@@ -393,6 +483,7 @@ pub fn getsockname(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
             let (raw, len) = sockaddr_ll(proto, ifindex, 0, mac);
             write_sockaddr(a[1], a[2], &raw[..len])?
         }
+        Sock::Netlink(s) => write_sockaddr(a[1], a[2], &sockaddr_nl(s.port()))?,
     }
     Ok(0)
 }
@@ -404,6 +495,7 @@ pub fn getpeername(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
         Sock::Pair(_) => write_unnamed(a[1], a[2])?,
         Sock::Inet(s) => write_addr(a[1], a[2], s.inst.peek(|st| st.peer_addr(s.id))?)?,
         Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        Sock::Netlink(_) => write_sockaddr(a[1], a[2], &sockaddr_nl(0))?,
     }
     Ok(0)
 }
@@ -418,6 +510,10 @@ pub fn setsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let value: i32 = read_user(a[3])?;
     match s {
         Sock::Pair(_) | Sock::Packet(_) => Err(Errno::ENOPROTOOPT),
+        Sock::Netlink(s) => {
+            s.set_option(a[1] as i32, a[2] as i32, value, is_privileged(me))?;
+            Ok(0)
+        }
         Sock::Inet(s) => {
             s.inst
                 .peek(|st| st.set_option(s.id, a[1] as i32, a[2] as i32, value))?;
@@ -438,9 +534,16 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     if let Sock::Packet(s) = &s {
         return packet_getsockopt(s, level, a[2] as i32, a[3], a[4], room);
     }
+    if let Sock::Netlink(s) = &s {
+        let value = s.option(level, a[2] as i32)?;
+        let n = (room as usize).min(4);
+        uaccess::copy_to_user(a[3], &value.to_ne_bytes()[..n])?;
+        write_user(a[4], &(n as u32))?;
+        return Ok(0);
+    }
     // The levels a socket has: the socket's, IP's (an `AF_INET` one) and its protocol's.
     let own = match &s {
-        Sock::Pair(_) | Sock::Packet(_) => net::stack::SOL_SOCKET,
+        Sock::Pair(_) | Sock::Packet(_) | Sock::Netlink(_) => net::stack::SOL_SOCKET,
         Sock::Inet(s) => match s
             .inst
             .peek(|st| st.option(s.id, net::stack::SOL_SOCKET, net::stack::SO_TYPE))
@@ -459,7 +562,7 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
         return Err(Errno::EOPNOTSUPP);
     }
     let value = match s {
-        Sock::Pair(_) | Sock::Packet(_) => match (level, a[2] as i32) {
+        Sock::Pair(_) | Sock::Packet(_) | Sock::Netlink(_) => match (level, a[2] as i32) {
             (net::stack::SOL_SOCKET, net::stack::SO_TYPE) => net::stack::SOCK_STREAM,
             (net::stack::SOL_SOCKET, net::stack::SO_ERROR) => 0,
             _ => return Err(Errno::ENOPROTOOPT),
@@ -508,7 +611,7 @@ fn packet_getsockopt(
 pub fn shutdown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     match sock_of(me, a[0])?.1 {
         Sock::Pair(end) => end.shutdown(a[1])?,
-        Sock::Packet(_) => return Err(Errno::EOPNOTSUPP),
+        Sock::Packet(_) | Sock::Netlink(_) => return Err(Errno::EOPNOTSUPP),
         Sock::Inet(s) => {
             let how = match a[1] {
                 0 => net::stack::Shut::Read,
@@ -545,6 +648,10 @@ fn send(me: &Arc<Thread>, fd: u64, data: &[u8], to: Option<(u64, u64)>, flags: u
             };
             s.send_frame(data, ifindex)
         }
+        Sock::Netlink(s) => {
+            netlink_to(me, to)?;
+            s.send(data, is_privileged(me), me.process.pid)
+        }
     };
     if flags & MSG_NOSIGNAL != 0 {
         r.map(|n| n as u64)
@@ -563,6 +670,8 @@ struct Got {
     from: Option<(Ipv4Address, u16)>,
     /// A packet socket's frame: its `sockaddr_ll`.
     link: Option<[u8; SOCKADDR_LL]>,
+    /// A netlink answer: from the kernel.
+    kernel: bool,
 }
 
 /// Receives up to `len` bytes from `fd` with `flags`, then hands them to `deliver` (which
@@ -586,7 +695,13 @@ fn recv(
     // What was received: its length, the datagram's whole length and source, and the socket
     // whose queue still holds it (a peek to be taken once delivered).
     let mut link = None;
+    let mut answer = None;
     let (n, full, from, held) = match s {
+        Sock::Netlink(s) => {
+            let (n, full) = s.recv(&mut buf, true, nonblock)?;
+            answer = Some(s);
+            (n, full, None, None)
+        }
         Sock::Pair(end) => {
             if flags & MSG_PEEK != 0 {
                 return Err(Errno::EOPNOTSUPP);
@@ -634,8 +749,12 @@ fn recv(
         full,
         from,
         link,
+        kernel: answer.is_some(),
     };
     deliver(&got)?;
+    if let Some(s) = answer.filter(|_| flags & MSG_PEEK == 0) {
+        s.take();
+    }
     if let Some(s) = held {
         // Take what was looked at (a stream: the same bytes; a datagram or frame: all of it).
         if s.is_packet() {
@@ -677,6 +796,7 @@ pub fn recvfrom(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         match (got.from, &got.link) {
             (Some(from), _) => write_addr(a[4], a[5], from)?,
             (None, Some(link)) => write_sockaddr(a[4], a[5], link)?,
+            (None, None) if got.kernel => write_sockaddr(a[4], a[5], &sockaddr_nl(0))?,
             (None, None) if sock_of(me, a[0]).is_ok_and(|(_, s)| matches!(s, Sock::Pair(_))) => {
                 write_user(a[5], &0u32)?
             }
@@ -764,6 +884,9 @@ pub fn recvmsg(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
         match (got.from, got.link) {
             (Some(from), _) => write_addr(m.name, a[1] + MSG_NAMELEN, from)?,
             (None, Some(link)) => write_sockaddr(m.name, a[1] + MSG_NAMELEN, &link)?,
+            (None, None) if got.kernel => {
+                write_sockaddr(m.name, a[1] + MSG_NAMELEN, &sockaddr_nl(0))?
+            }
             (None, None) => write_user(a[1] + MSG_NAMELEN, &0u32)?,
         }
     }

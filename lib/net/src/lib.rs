@@ -14,6 +14,8 @@
 //! - [`packet`]: packet sockets (`AF_PACKET`), whole Ethernet frames a program sends and
 //!   receives on its own instance (and only its own: it sees its instance's frames, not the
 //!   machine's).
+//! - [`netlink`]: route netlink's answers (`ip addr`, `ip link`, `ip route`), read-only, from
+//!   the machine's interfaces, addresses and routes.
 //! - [`ring`] and [`server`]: the network server of server mode (§3.2), a process that owns the
 //!   NIC and switches the frames of the instances in server mode, which reach it through rings
 //!   in shared pages; it checks that every frame's source is its sender's and routes by the
@@ -26,6 +28,7 @@
 
 extern crate alloc;
 
+pub mod netlink;
 pub mod packet;
 pub mod portmap;
 pub mod ring;
