@@ -234,6 +234,55 @@ pub fn instances() -> Vec<Arc<Instance>> {
     REGISTRY.lock().stacks.values().cloned().collect()
 }
 
+/// The paths an instance's frames may take (LibrettOS §3.3's modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Through the kernel's switch.
+    Kernel,
+    /// Through the network server.
+    Server,
+    /// Through a NIC of its own (library mode, `super::library`).
+    Direct,
+}
+
+/// `netctl server|kernel|direct PID`: moves the instances of process `p` to `mode`: those of
+/// the sockets its descriptors hold (a forked server's sockets live in the instance of the
+/// process that made them), or its own if it holds none (made now if it has none). Their
+/// sockets, addresses and connections stay; only the path of their frames changes. `ENODEV`
+/// (no server attached, or no NIC for library mode), `ENOSPC` (no free slot or NIC),
+/// `EADDRNOTAVAIL` (no address left for library mode).
+pub fn set_mode(p: &crate::proc::Process, mode: Mode) -> Result<(), Errno> {
+    let mut all: Vec<Arc<Instance>> = Vec::new();
+    for (_, fd) in p.files.lock().iter() {
+        if let crate::fd::Node::Inet(s) = &fd.file.node {
+            if !all.iter().any(|i| Arc::ptr_eq(i, &s.inst)) {
+                all.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                all.push(s.inst.clone());
+            }
+        }
+    }
+    if all.is_empty() {
+        all.push(instance_of(p)?);
+    }
+    for inst in &all {
+        match mode {
+            Mode::Direct => library::go_direct(inst)?,
+            Mode::Server => {
+                if !server::serving() {
+                    return Err(Errno::ENODEV);
+                }
+                library::go_shared(inst);
+                server::join(inst)?;
+            }
+            Mode::Kernel => {
+                library::go_shared(inst);
+                server::leave(inst);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The instance numbered `id`.
 fn lookup(id: StackId) -> Option<Arc<Instance>> {
     REGISTRY.lock().stacks.get(&id).cloned()

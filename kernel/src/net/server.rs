@@ -16,7 +16,7 @@
 //! - a new stack instance goes into server mode in a free slot ([`join`]): every frame it
 //!   sends goes to its slot's ring ([`sent`]), and what the server puts in the ring back is
 //!   delivered to it; `netctl kernel|server PID` moves a running instance between the modes
-//!   ([`set_mode`]);
+//!   (`super::set_mode`);
 //! - the other instances stay with the kernel's switch; their frames for outside or for an
 //!   instance in server mode go to the server through slot 0, and the server's frames in slot
 //!   0's ring back are routed by the kernel's switch ([`kick`]).
@@ -298,55 +298,6 @@ pub fn release(s: usize) {
             n.control().leave(s);
         }
     }
-}
-
-/// The paths an instance's frames may take (LibrettOS §3.3's modes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Through the kernel's switch.
-    Kernel,
-    /// Through the network server.
-    Server,
-    /// Through a NIC of its own (library mode, `super::library`).
-    Direct,
-}
-
-/// `netctl server|kernel|direct PID`: moves the instances of process `p` to `mode`: those of
-/// the sockets its descriptors hold (a forked server's sockets live in the instance of the
-/// process that made them), or its own if it holds none (made now if it has none). Their
-/// sockets, addresses and connections stay; only the path of their frames changes. `ENODEV`
-/// (no server attached, or no NIC for library mode), `ENOSPC` (no free slot or NIC),
-/// `EADDRNOTAVAIL` (no address left for library mode).
-pub fn set_mode(p: &Process, mode: Mode) -> Result<(), Errno> {
-    let mut all: Vec<Arc<Instance>> = Vec::new();
-    for (_, fd) in p.files.lock().iter() {
-        if let crate::fd::Node::Inet(s) = &fd.file.node {
-            if !all.iter().any(|i| Arc::ptr_eq(i, &s.inst)) {
-                all.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-                all.push(s.inst.clone());
-            }
-        }
-    }
-    if all.is_empty() {
-        all.push(super::instance_of(p)?);
-    }
-    for inst in &all {
-        match mode {
-            Mode::Direct => super::library::go_direct(inst)?,
-            Mode::Server => {
-                if !serving() {
-                    return Err(Errno::ENODEV);
-                }
-                super::library::go_shared(inst);
-                join(inst)?;
-            }
-            Mode::Kernel => {
-                super::library::go_shared(inst);
-                leave(inst);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The pool of instances' own addresses changed (`super::library`): tells the server which

@@ -981,12 +981,12 @@ pub fn reef_netd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     }
 }
 
-/// `reef_net_mode(pid, mode)`: `netctl server|kernel|direct PID` (`net::server::set_mode`).
+/// `reef_net_mode(pid, mode)`: `netctl server|kernel|direct PID` (`net::set_mode`).
 /// `EPERM` unless root, `ESRCH`, `EINVAL` (mode), `ENODEV` (no network server, or no NIC for
 /// library mode), `ENOSPC` (no free slot or NIC), `EADDRNOTAVAIL`.
 pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     super::cred::privileged(me)?;
-    use crate::net::server::Mode;
+    use crate::net::Mode;
     let mode = match a[1] {
         abi::reef::REEF_NET_SERVER => Mode::Server,
         abi::reef::REEF_NET_KERNEL => Mode::Kernel,
@@ -998,7 +998,7 @@ pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
     if !matches!(e.life, crate::proc::table::Life::Alive) {
         return Err(Errno::ESRCH);
     }
-    crate::net::server::set_mode(&e.process, mode)?;
+    crate::net::set_mode(&e.process, mode)?;
     Ok(0)
 }
 
