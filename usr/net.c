@@ -816,9 +816,39 @@ static void closing(void)
  * add some 13 MiB to the 10 MiB of kernel heap arenas that a few live allocations keep here,
  * /proc/reef/memory's heap-held against heap-used). Closed connections hold their instance
  * through TIME_WAIT (10 s), so the count is waited for (at most 60 s), not taken at once. */
+/* Reef's network-server calls (1038 reef_netd, 1039 reef_net_mode) from a program that is not
+ * the server: refused, whatever the pointers, masks, modes and process ids; ENOSYS natively. */
+static void reef_net_calls(void)
+{
+    int reef = on_reef();
+    /* Not a member of fleet/net: no region is mapped, good pointer or bad. */
+    CHECK_ERRNO(syscall(1038, 0L, (void *)1), reef ? EPERM : ENOSYS);
+    CHECK_ERRNO(syscall(1038, 0L, NULL), reef ? EPERM : ENOSYS);
+    /* Not the attached server: no kick; a mask past the rings and an unknown op are EINVAL. */
+    CHECK_ERRNO(syscall(1038, 1L, 1L), reef ? EPERM : ENOSYS);
+    CHECK_ERRNO(syscall(1038, 1L, -1L), reef ? EINVAL : ENOSYS);
+    CHECK_ERRNO(syscall(1038, 99L, 0L), reef ? EINVAL : ENOSYS);
+    if (geteuid() != 0) {
+        CHECK_ERRNO(syscall(1039, (long)getpid(), 0L), reef ? EPERM : ENOSYS);
+        return;
+    }
+    CHECK_ERRNO(syscall(1039, (long)getpid(), 7L), reef ? EINVAL : ENOSYS);
+    CHECK_ERRNO(syscall(1039, -1L, 0L), reef ? ESRCH : ENOSYS);
+    CHECK_ERRNO(syscall(1039, 1L << 40, 0L), reef ? ESRCH : ENOSYS);
+    CHECK_ERRNO(syscall(1039, 0x7ffffff0L, 0L), reef ? ESRCH : ENOSYS);
+    /* No network server here and no NIC for library mode; the kernel's switch is where it is. */
+    CHECK_ERRNO(syscall(1039, (long)getpid(), 1L), reef ? ENODEV : ENOSYS);
+    CHECK_ERRNO(syscall(1039, (long)getpid(), 2L), reef ? ENODEV : ENOSYS);
+    if (reef)
+        CHECK_EQ(syscall(1039, (long)getpid(), 0L), 0);
+    printf("net: reef calls: reef_netd and reef_net_mode refuse a program that is not the server "
+           "(EPERM, EINVAL, ESRCH, ENODEV)\n");
+}
+
 static void nothing_kept(void)
 {
     long before = reef_free_bytes();
+    reef_net_calls();
     int u = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
     struct sockaddr_in lo = loopback(9);
     /* A huge length is cut to what one send takes (1 MiB on Reef); a datagram that large is
