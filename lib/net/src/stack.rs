@@ -9,8 +9,9 @@
 //!
 //! What smoltcp does not have and Linux programs need is built here:
 //! - listen backlogs: a listening socket keeps a pool of smoltcp sockets listening on its port
-//!   (one per connection it may accept, at most [`LISTEN_POOL`] at once), and an established
-//!   one moves to the accept queue;
+//!   (one per connection it may accept, at most [`LISTEN_POOL`] listening at once), and an
+//!   established one moves to the accept queue; a SYN that finds no socket listening waits
+//!   for the pool's refill, or is dropped when the backlog is full (smoltcp would reset it);
 //! - connect and error outcomes: a connection that closes before it was established was refused
 //!   (`ECONNREFUSED`, or `ETIMEDOUT` after [`CONNECT_TIMEOUT`]); one that closes without the
 //!   peer's FIN was reset (`ECONNRESET`; `EPIPE` after the FIN, as Linux); the error is
@@ -61,10 +62,12 @@ pub const UDP_MAX: usize = FRAME_MAX - 14 - 20 - 8;
 /// Frames each direction's queue holds; more inbound are dropped (TCP sends them again).
 pub const QUEUE_FRAMES: usize = 256;
 /// Most smoltcp sockets a listener keeps listening at once (each holds its two 64 KiB buffers
-/// from the start: four keep a listener near 512 KiB). Established connections wait in the
-/// accept queue up to the backlog; more handshakes than this in flight at once are refused
-/// (Linux would drop the SYN and let the client retry).
+/// from the start: four keep a listener near 512 KiB); the pool is refilled after every poll.
+/// Established connections wait in the accept queue up to the backlog.
 pub const LISTEN_POOL: usize = 4;
+/// Most handshakes under way at once for one listener (Linux's SYN queue); a SYN that finds
+/// the backlog or this full is dropped, as Linux drops it, and the client sends it again.
+pub const HANDSHAKES_MAX: usize = 64;
 /// Largest backlog (Linux's `somaxconn`).
 pub const MAX_BACKLOG: usize = 4096;
 /// A connection not established by then fails with `ETIMEDOUT`.
@@ -321,8 +324,29 @@ pub struct Stack {
     taps: Vec<Option<Tap>>,
     /// A packet socket got a frame since the last poll.
     tapped: bool,
-    /// Inbound frames dropped because the queue was full.
+    /// Inbound frames dropped: the queue was full, or a SYN found its listener's backlog full.
     pub rx_dropped: u64,
+}
+
+/// The destination and the source of Ethernet frame `frame` if it is a TCP SYN without ACK:
+/// the first segment of a connection.
+fn syn_of(frame: &[u8]) -> Option<(IpEndpoint, IpEndpoint)> {
+    use smoltcp::wire::{EthernetFrame, EthernetProtocol, Ipv4Packet, TcpPacket};
+    let e = EthernetFrame::new_checked(frame).ok()?;
+    if e.ethertype() != EthernetProtocol::Ipv4 {
+        return None;
+    }
+    let p = Ipv4Packet::new_checked(e.payload()).ok()?;
+    if p.next_header() != IpProtocol::Tcp || p.frag_offset() != 0 || p.more_frags() {
+        return None;
+    }
+    let t = TcpPacket::new_checked(p.payload()).ok()?;
+    (t.syn() && !t.ack()).then(|| {
+        (
+            IpEndpoint::new(IpAddress::Ipv4(p.dst_addr()), t.dst_port()),
+            IpEndpoint::new(IpAddress::Ipv4(p.src_addr()), t.src_port()),
+        )
+    })
 }
 
 /// A buffer of `n` zero bytes, or `ENOMEM`.
@@ -535,8 +559,28 @@ impl Stack {
     /// have changed or a frame went out.
     pub fn poll(&mut self, now: Instant, ports: &mut PortMap) -> bool {
         let before = self.dev.tx.len();
-        let changed = self.iface.poll(now, &mut self.dev, &mut self.set);
-        self.observe(now, ports);
+        let mut changed = false;
+        loop {
+            // smoltcp answers a SYN that finds no socket listening with a reset, though the
+            // listener takes it once its pool is refilled (observe): it waits for that.
+            let held = match self.first_unready_syn() {
+                Some(at) => self.dev.rx.split_off(at),
+                None => VecDeque::new(),
+            };
+            changed |= self.iface.poll(now, &mut self.dev, &mut self.set)
+                != smoltcp::iface::PollResult::None;
+            self.observe(now, ports);
+            if held.is_empty() {
+                break;
+            }
+            self.dev.rx.extend(held);
+            if self.first_unready_syn() == Some(0) {
+                // Still no socket: the backlog is full. Dropped, as Linux drops it (its
+                // ListenDrops); the client sends it again.
+                self.dev.rx.pop_front();
+                self.rx_dropped += 1;
+            }
+        }
         if !self.taps.is_empty() {
             // What smoltcp sent (poll only adds to the queue): for the `ETH_P_ALL` sockets.
             let eth = self.has_eth();
@@ -546,7 +590,66 @@ impl Stack {
             }
         }
         let tapped = core::mem::take(&mut self.tapped);
-        changed != smoltcp::iface::PollResult::None || self.dev.tx.len() != before || tapped
+        changed || self.dev.tx.len() != before || tapped
+    }
+
+    /// The position in the inbound queue of the first SYN that would find none of its
+    /// listener's sockets listening: the listener's pool has fewer free sockets than SYNs
+    /// before it in the queue (a SYN sent again for a handshake under way does not count).
+    fn first_unready_syn(&self) -> Option<usize> {
+        // (listener's number, SYNs before this one that took one of its sockets)
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        for (at, frame) in self.dev.rx.iter().enumerate() {
+            let Some((to, from)) = syn_of(frame) else {
+                continue;
+            };
+            let listener = self.socks.iter().enumerate().find_map(|(i, s)| {
+                let s = s.as_ref()?;
+                match &s.role {
+                    Role::Listening { pool, .. }
+                        if s.port == to.port
+                            && s.addr.map_or(true, |a| IpAddress::Ipv4(a) == to.addr) =>
+                    {
+                        Some((i, pool))
+                    }
+                    _ => None,
+                }
+            });
+            let Some((i, pool)) = listener else {
+                continue;
+            };
+            let state = |h: &SocketHandle| {
+                let s = self.set.get::<tcp::Socket>(*h);
+                (s.state(), s.remote_endpoint())
+            };
+            if pool
+                .iter()
+                .any(|h| state(h) == (tcp::State::SynReceived, Some(from)))
+            {
+                continue;
+            }
+            let free = pool
+                .iter()
+                .filter(|h| state(h).0 == tcp::State::Listen)
+                .count();
+            let used = match taken.iter_mut().find(|(l, _)| *l == i) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    if taken.try_reserve(1).is_err() {
+                        return None;
+                    }
+                    taken.push((i, 1));
+                    1
+                }
+            };
+            if used > free {
+                return Some(at);
+            }
+        }
+        None
     }
 
     /// When it must be polled next without a frame arriving (`None`: not until then).
@@ -750,7 +853,15 @@ impl Stack {
             else {
                 continue;
             };
-            while pool.len() < LISTEN_POOL && pool.len() + ready.len() < *backlog + 1 {
+            let listening = |pool: &Vec<SocketHandle>, set: &SocketSet| {
+                let is_listen =
+                    |h: &&SocketHandle| set.get::<tcp::Socket>(**h).state() == tcp::State::Listen;
+                pool.iter().filter(is_listen).count()
+            };
+            while listening(pool, &self.set) < LISTEN_POOL
+                && pool.len() < HANDSHAKES_MAX
+                && pool.len() + ready.len() < *backlog + 1
+            {
                 let Ok(mut s) = tcp_socket(&sock.opts) else {
                     // Out of memory: fewer connections wait; a later poll tries again.
                     break;

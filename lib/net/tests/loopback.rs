@@ -210,6 +210,74 @@ fn a_backlog_holds_several_connections_before_accept() {
     assert_eq!(m.s(1).accept(l), Err(Errno::EAGAIN));
 }
 
+/// Starts a connection from each of `clients` to `port` without moving a frame: their SYNs
+/// reach the listener together at the next settle.
+fn connect_all(
+    m: &mut Machine,
+    clients: std::ops::Range<usize>,
+    port: u16,
+) -> Vec<(usize, SockId)> {
+    let now = m.now;
+    clients
+        .map(|i| {
+            let c = m.stacks[i].socket(Proto::Tcp).unwrap();
+            m.stacks[i].connect(c, LO, port, &mut m.ports, now).unwrap();
+            (i, c)
+        })
+        .collect()
+}
+
+#[test]
+fn a_burst_of_syns_waits_for_the_listeners_sockets_instead_of_being_reset() {
+    let mut m = Machine::new(13);
+    let (l, port) = m.listener(1, 16);
+    // Twelve SYNs in one queue, more than the pool's listening sockets (smoltcp would reset
+    // the others): each waits for the pool's refill.
+    let cs = connect_all(&mut m, 2..14, port);
+    m.settle();
+    for &(i, c) in &cs {
+        assert_eq!(m.s(i).connect_outcome(c), Some(Ok(())), "client {i}");
+    }
+    for _ in &cs {
+        m.s(1).accept(l).unwrap();
+    }
+    assert_eq!(m.s(1).accept(l), Err(Errno::EAGAIN));
+}
+
+#[test]
+fn a_syn_beyond_a_full_backlog_is_dropped_and_sent_again_not_refused() {
+    let mut m = Machine::new(7);
+    let (l, port) = m.listener(1, 2);
+    let cs = connect_all(&mut m, 2..8, port);
+    m.settle();
+    let connected = |m: &mut Machine| {
+        cs.iter()
+            .filter(|&&(i, c)| m.s(i).connect_outcome(c) == Some(Ok(())))
+            .count()
+    };
+    // The backlog (2) and the one being accepted: three; the others wait, none refused.
+    assert_eq!(connected(&mut m), 3);
+    for &(i, c) in &cs {
+        assert_ne!(m.s(i).connect_outcome(c), Some(Err(Errno::ECONNREFUSED)));
+    }
+    assert!(
+        m.s(1).rx_dropped >= 3,
+        "the SYNs beyond the backlog are dropped"
+    );
+    let mut accepted = 0;
+    for _ in 0..20 {
+        while m.s(1).accept(l).is_ok() {
+            accepted += 1;
+        }
+        if accepted == cs.len() {
+            break;
+        }
+        m.wait(1000);
+    }
+    assert_eq!(accepted, cs.len(), "the clients' SYNs sent again are taken");
+    assert_eq!(connected(&mut m), cs.len());
+}
+
 #[test]
 fn writing_to_a_closed_peer_resets_then_fails_with_epipe() {
     let mut m = Machine::new(2);
