@@ -62,6 +62,28 @@
  *                                   answers the count once it has read them all: MB/s
  *                                   (10^6 bytes) from the first byte sent to the answer. `-n`
  *                                   as for echortt
+ *   uperf httpd PORT                busybox httpd (`-f -p PORT -h /tmp/www`, serving a 1 KiB
+ *                                   /index.html that uperf writes) for load from outside:
+ *                                   once it accepts on 127.0.0.1:PORT, uperf prints
+ *                                   `uperf: httpd ready ...` and waits for a line `done` on
+ *                                   stdin (cargo xtask bench runs ab from the host through a
+ *                                   forwarded port meanwhile, then types it), then stops it.
+ *                                   `-n` as for echortt, applied to httpd's stack instance (for
+ *                                   `direct`: moved with reef_net_mode(httpd's pid) once it
+ *                                   listens); its /proc/reef/net line is printed and checked
+ *                                   before and after the load. No result line: the figures
+ *                                   are the host's
+ *   uperf -n server switch ADDR:PORT [SWITCHES]
+ *                                   LibrettOS's dynamic switch (Reef only): a 64-byte
+ *                                   ping-pong with the echo server at ADDR:PORT (as echortt)
+ *                                   runs while a second thread moves uperf's stack instance
+ *                                   to library mode and back to server mode, SWITCHES moves in
+ *                                   all (default 20), 20 ms apart. The instance gets its own
+ *                                   address before connecting (moved to library mode and back
+ *                                   once). Result lines: switch-to-direct and switch-to-server
+ *                                   (each reef_net_mode call, us) and switch-pause (per move,
+ *                                   the longest round trip in flight during the call or the
+ *                                   first one after it, us)
  *   uperf grantrtt [ITERS [REPS]]   msgrtt with 4 KiB by reference: the parent fills a page of a
  *                                   128-page MAP_SHARED pool and sends a grant message naming
  *                                   it; the child sums the page's words and answers the sum,
@@ -122,6 +144,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -1028,6 +1051,7 @@ static void mode_msg(int argc, char **argv, const char *name)
 /* ---- network modes (-n) ----------------------------------------------------------------- */
 
 #define SYS_reef_net_mode 1039 /* usr/netctl.c */
+#define REEF_NET_SERVER 1
 #define REEF_NET_DIRECT 2
 
 /* Runs `argv` (an absolute path) and waits for it: it must exit 0. */
@@ -1065,20 +1089,27 @@ static void net_prepare(void)
     printf("uperf: network server started (%s)\n", one ? "--timeshare --cores 0" : "--cores 1");
 }
 
+/* On Reef, moves the stack instances holding process `pid`'s sockets to network mode `mode`
+ * (REEF_NET_*). */
+static void net_set_mode(pid_t pid, int mode)
+{
+    static const char *const names[] = {"REEF_NET_KERNEL", "REEF_NET_SERVER", "REEF_NET_DIRECT"};
+    if (syscall(SYS_reef_net_mode, (long)pid, (long)mode) != 0)
+        die("reef_net_mode(%d, %s): %s%s", (int)pid, names[mode], strerror(errno),
+            mode == REEF_NET_DIRECT ? " (does the machine have a second NIC?)" : "");
+}
+
 /* After socket(), before connect(): on Reef with `-n direct`, moves this process's instance to
  * a NIC of its own (library mode), where it gets an address of its own. */
 static void net_move(void)
 {
-    if (!net_mode || !on_reef || strcmp(net_mode, "direct") != 0)
-        return;
-    if (syscall(SYS_reef_net_mode, (long)getpid(), (long)REEF_NET_DIRECT) != 0)
-        die("reef_net_mode(%d, REEF_NET_DIRECT): %s (does the machine have a second NIC?)",
-            (int)getpid(), strerror(errno));
+    if (net_mode && on_reef && strcmp(net_mode, "direct") == 0)
+        net_set_mode(getpid(), REEF_NET_DIRECT);
 }
 
-/* After the measurement, while `fd` is connected: prints the line of /proc/reef/net of the
- * instance holding fd's local TCP port, and fails unless its mode is `-n`'s. */
-static void net_check(int fd)
+/* The mode of the stack instance holding local TCP port `port` in /proc/reef/net, printed
+ * (`uperf: net instance mode=...`); fails unless it is `-n`'s. */
+static void net_check_port(unsigned port, const char *address)
 {
     if (!net_mode)
         return;
@@ -1087,16 +1118,12 @@ static void net_check(int fd)
                net_mode);
         return;
     }
-    struct sockaddr_in me;
-    socklen_t len = sizeof me;
-    if (getsockname(fd, (struct sockaddr *)&me, &len) != 0)
-        die("getsockname: %s", strerror(errno));
-    char port[32];
-    snprintf(port, sizeof port, "tcp/%u", ntohs(me.sin_port));
+    char name[32];
+    snprintf(name, sizeof name, "tcp/%u", port);
     FILE *f = fopen("/proc/reef/net", "r");
     if (!f)
         die("/proc/reef/net: %s", strerror(errno));
-    /* Instance lines: `ID MODE SOCKETS PORTS RX_DROPPED`, PORTS comma-separated. */
+    /* Instance lines: `ID MODE SOCKETS PORTS ...`, PORTS comma-separated. */
     char line[512], mode[128] = "", ports[256];
     while (!*mode && fgets(line, sizeof line, f)) {
         char m[128];
@@ -1104,17 +1131,26 @@ static void net_check(int fd)
         if (sscanf(line, "%u %127s %u %255s", &id, m, &socks, ports) != 4)
             continue;
         for (char *p = strtok(ports, ","); p; p = strtok(NULL, ","))
-            if (strcmp(p, port) == 0)
+            if (strcmp(p, name) == 0)
                 snprintf(mode, sizeof mode, "%s", m);
     }
     fclose(f);
     if (!*mode)
-        die("no instance holds %s in /proc/reef/net", port);
-    printf("uperf: net instance mode=%s port=%s address=%s\n", mode, port,
-           inet_ntoa(me.sin_addr));
+        die("no instance holds %s in /proc/reef/net", name);
+    printf("uperf: net instance mode=%s port=%s address=%s\n", mode, name, address);
     size_t n = strlen(net_mode);
     if (strncmp(mode, net_mode, n) != 0 || (mode[n] && mode[n] != '/' && mode[n] != '@'))
-        die("the connection's stack instance is in mode %s, not %s", mode, net_mode);
+        die("the stack instance of %s is in mode %s, not %s", name, mode, net_mode);
+}
+
+/* After the measurement, while `fd` is connected: net_check_port of its local port. */
+static void net_check(int fd)
+{
+    struct sockaddr_in me;
+    socklen_t len = sizeof me;
+    if (getsockname(fd, (struct sockaddr *)&me, &len) != 0)
+        die("getsockname: %s", strerror(errno));
+    net_check_port(ntohs(me.sin_port), inet_ntoa(me.sin_addr));
 }
 
 /* ---- echortt and sinktput -------------------------------------------------------------- */
@@ -1267,6 +1303,194 @@ static void mode_sinktput(int argc, char **argv)
     net_check(echo_fd);
     close(echo_fd);
     report("sinktput", 1, "MB/s", "%.2f", v, reps, chunks);
+}
+
+/* ---- httpd ------------------------------------------------------------------------------ */
+
+#define HTTPD_ROOT "/tmp/www"
+#define HTTPD_PAGE 1024
+
+/* Writes HTTPD_ROOT/index.html: HTTPD_PAGE bytes of text. */
+static void httpd_page(void)
+{
+    if (mkdir(HTTPD_ROOT, 0755) != 0 && errno != EEXIST)
+        die("mkdir %s: %s", HTTPD_ROOT, strerror(errno));
+    int fd = open(HTTPD_ROOT "/index.html", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        die("open %s/index.html: %s", HTTPD_ROOT, strerror(errno));
+    char page[HTTPD_PAGE];
+    for (int i = 0; i < HTTPD_PAGE; i++)
+        page[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
+    if (write(fd, page, sizeof page) != (ssize_t)sizeof page)
+        die("write %s/index.html: %s", HTTPD_ROOT, strerror(errno));
+    close(fd);
+}
+
+/* Whether a TCP connection to 127.0.0.1:port is accepted (closed again at once). */
+static int tcp_accepts(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        die("socket: %s", strerror(errno));
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = connect(fd, (struct sockaddr *)&to, sizeof to) == 0;
+    close(fd);
+    return ok;
+}
+
+static void mode_httpd(int argc, char **argv)
+{
+    if (argc != 3)
+        die("usage: uperf [-n kernel|server|direct] httpd PORT");
+    long port = parse_count(argv[2], "port");
+    if (port < 1 || port > 65535)
+        die("PORT is 1 to 65535");
+    httpd_page();
+    net_prepare();
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        char *args[] = {"/bin/busybox", "httpd", "-f", "-p", argv[2], "-h", HTTPD_ROOT, NULL};
+        execve(args[0], args, environment);
+        _exit(127);
+    }
+    for (int tries = 0; !tcp_accepts((unsigned)port); tries++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            die("busybox httpd exited before listening (wait status 0x%x)", st);
+        if (tries == 200)
+            die("busybox httpd does not accept on 127.0.0.1:%ld after 10 s", port);
+        usleep(50000);
+    }
+    if (net_mode && on_reef && strcmp(net_mode, "direct") == 0)
+        net_set_mode(pid, REEF_NET_DIRECT);
+    net_check_port((unsigned)port, "*");
+    printf("uperf: httpd ready on port %ld (busybox httpd, pid %d, %d-byte /index.html); "
+           "type done when finished\n",
+           port, (int)pid, HTTPD_PAGE);
+    char line[64];
+    do
+        if (!fgets(line, sizeof line, stdin))
+            die("stdin ended before done");
+    while (strncmp(line, "done", 4) != 0);
+    net_check_port((unsigned)port, "*");
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    printf("uperf: httpd stopped\n");
+}
+
+/* ---- switch ----------------------------------------------------------------------------- */
+
+/* Round trips of the ping-pong, and the switches made meanwhile: start and length (s). */
+struct span {
+    double start, len;
+};
+static struct span *trips;
+static long ntrips, trips_cap;
+static struct span switches[MAX_REPS];
+static long nswitches;
+static volatile int switching;
+
+/* The switcher thread: every 20 ms moves this process's instance, to library mode first,
+ * then back to server mode, nswitches times in all. */
+static void *switcher(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < nswitches; i++) {
+        struct timespec gap = {0, 20 * 1000 * 1000};
+        nanosleep(&gap, NULL);
+        double t0 = now_s();
+        net_set_mode(getpid(), i % 2 ? REEF_NET_SERVER : REEF_NET_DIRECT);
+        switches[i] = (struct span){t0, now_s() - t0};
+    }
+    switching = 0;
+    return NULL;
+}
+
+static void trip_record(double start, double len)
+{
+    if (ntrips == trips_cap) {
+        trips_cap = trips_cap ? 2 * trips_cap : 4096;
+        trips = realloc(trips, (size_t)trips_cap * sizeof *trips);
+        if (!trips)
+            die("out of memory for %ld round trips", trips_cap);
+    }
+    trips[ntrips++] = (struct span){start, len};
+}
+
+/* The pause switch `s` caused: the longest round trip in flight during its call, or the first
+ * one begun after it (the first on the new path), in us. */
+static double switch_pause(const struct span *s)
+{
+    double end = s->start + s->len, longest = 0;
+    for (long i = 0; i < ntrips; i++) {
+        const struct span *t = &trips[i];
+        int overlaps = t->start <= end && t->start + t->len >= s->start;
+        if (overlaps || t->start > end) {
+            if (t->len > longest)
+                longest = t->len;
+            if (!overlaps)
+                break;
+        }
+    }
+    return longest * 1e6;
+}
+
+static void mode_switch(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        die("usage: uperf -n server switch ADDR:PORT [SWITCHES]");
+    if (!on_reef || !net_mode || strcmp(net_mode, "server") != 0)
+        die("switch measures Reef's mode switch: on Reef, with -n server");
+    struct sockaddr_in to = parse_addr(argv[2]);
+    nswitches = argc > 3 ? parse_count(argv[3], "count") : 20;
+    if (nswitches < 2 || nswitches > MAX_REPS || nswitches % 2)
+        die("SWITCHES is even, 2 to %d", MAX_REPS);
+    echo_size = 64;
+    echo_out = calloc(1, echo_size);
+    echo_in = malloc(echo_size);
+    if (!echo_out || !echo_in)
+        die("out of memory");
+    net_prepare();
+    echo_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (echo_fd < 0)
+        die("socket: %s", strerror(errno));
+    /* As in LibrettOS, an application that will switch gets its own address at launch: the
+     * first move to library mode gives the instance one, which it keeps in server mode. */
+    net_set_mode(getpid(), REEF_NET_DIRECT);
+    net_set_mode(getpid(), REEF_NET_SERVER);
+    if (connect(echo_fd, (const struct sockaddr *)&to, sizeof to) != 0)
+        die("connect to %s: %s", argv[2], strerror(errno));
+    no_delay(echo_fd);
+    double base[200];
+    for (int i = 0; i < 200; i++)
+        base[i] = echortt_loop(1) * 1e6;
+    qsort(base, 200, sizeof(double), cmp_double);
+    printf("uperf: switch: 64-byte round trips in server mode before switching: median %.1f us, "
+           "max %.1f us; %ld switches, 20 ms apart\n",
+           base[100], base[199], nswitches);
+    switching = 1;
+    pthread_t t;
+    if (pthread_create(&t, NULL, switcher, NULL) != 0)
+        die("pthread_create failed");
+    while (switching) {
+        double t0 = now_s();
+        echortt_loop(1);
+        trip_record(t0, now_s() - t0);
+    }
+    pthread_join(t, NULL);
+    double to_direct[MAX_REPS / 2], to_server[MAX_REPS / 2], pause[MAX_REPS];
+    for (long i = 0; i < nswitches; i++) {
+        (i % 2 ? to_server : to_direct)[i / 2] = switches[i].len * 1e6;
+        pause[i] = switch_pause(&switches[i]);
+    }
+    net_check(echo_fd);
+    close(echo_fd);
+    report("switch-to-direct", 1, "us", "%.1f", to_direct, (int)nswitches / 2, 1);
+    report("switch-to-server", 1, "us", "%.1f", to_server, (int)nswitches / 2, 1);
+    report("switch-pause", 1, "us", "%.1f", pause, (int)nswitches, ntrips);
 }
 
 /* ---- corectl ---------------------------------------------------------------------------- */
@@ -1481,7 +1705,9 @@ int main(int argc, char **argv, char **envp)
             "uperf [-b SECONDS] msgrtt|msgtput|mboxrtt|mboxtput|pipertt|sockrtt|grantrtt|granttput "
             "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] echortt ADDR:PORT SIZE "
             "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] sinktput ADDR:PORT "
-            "[CHUNKS [REPS]] | uperf corectl BUSY [ITERS] | uperf jitter [SECONDS]");
+            "[CHUNKS [REPS]] | uperf [-n kernel|server|direct] httpd PORT | "
+            "uperf -n server switch ADDR:PORT [SWITCHES] | uperf corectl BUSY [ITERS] | "
+            "uperf jitter [SECONDS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -1514,6 +1740,10 @@ int main(int argc, char **argv, char **envp)
         mode_echortt(argc, argv);
     else if (strcmp(argv[1], "sinktput") == 0)
         mode_sinktput(argc, argv);
+    else if (strcmp(argv[1], "httpd") == 0)
+        mode_httpd(argc, argv);
+    else if (strcmp(argv[1], "switch") == 0)
+        mode_switch(argc, argv);
     else if (!strcmp(argv[1], "msgrtt") || !strcmp(argv[1], "msgtput") ||
              !strcmp(argv[1], "mboxrtt") || !strcmp(argv[1], "mboxtput") ||
              !strcmp(argv[1], "pipertt") || !strcmp(argv[1], "sockrtt") ||

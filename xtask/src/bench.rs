@@ -19,7 +19,8 @@
 //! one `<metric>.svg` per metric, and `nr-bench/` (the host benchmark's own output).
 
 use crate::linux;
-use crate::qemu::{Accel, Machine};
+use crate::nettest::free_port;
+use crate::qemu::{Accel, Forward, Machine};
 use crate::tests::{spawn_piped, wait_for_exit, End};
 use crate::{build, cmdline, deps, usr};
 use std::fmt::Write as _;
@@ -39,7 +40,8 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
            net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k,
            net-server-rtt-SIZE and net-direct-rtt-SIZE for the same sizes, net-nic-tput
-           net-server-tput net-direct-tput)
+           net-server-tput net-direct-tput, net-nic-http net-server-http net-direct-http
+           (ab from the host; apache2-utils is installed if missing), net-switch)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
            hare-rename-latency) nr-bench";
@@ -131,6 +133,8 @@ enum Source {
     InitLine { reef: &'static str },
     /// The time from QEMU's start to its exit (after the power-off).
     Exit,
+    /// The host's measurement number `i` while the guest ran ([`HostLoad`]).
+    Host(usize),
 }
 
 /// One measured quantity of a benchmark.
@@ -155,7 +159,29 @@ struct Bench {
     /// The network mode (LibrettOS) that uperf's stack instance must be in on Reef
     /// (`uperf -n MODE`, whose `uperf: net instance mode=...` line is checked), if any.
     net_mode: Option<&'static str>,
+    /// What the host does while the guest runs, if anything.
+    host_load: Option<HostLoad>,
 }
+
+/// The host's part of a benchmark, done while the guest waits: its figures are the metrics
+/// with [`Source::Host`].
+#[derive(Clone, Debug)]
+enum HostLoad {
+    /// `ab` (ApacheBench) against `uperf httpd HTTP_PORT` through a forwarded port, once the
+    /// guest prints `uperf: httpd ready`: after 20 requests to warm up, `requests` requests at
+    /// each concurrency (one metric each: requests per second; a failed or non-2xx request
+    /// fails the value); then the host types `done` on the serial console.
+    Http {
+        requests: u32,
+        concurrency: &'static [u32],
+    },
+}
+
+/// The guest's port of `uperf httpd`.
+const HTTP_PORT: u16 = 8080;
+/// The concurrency levels of the HTTP benchmarks (busybox httpd listens with a backlog of 9:
+/// beyond that both systems drop SYNs, and the clients' retries dominate).
+const HTTP_CONCURRENCY: [u32; 3] = [1, 4, 8];
 
 impl Bench {
     /// Whether it runs Debian's programs (`debian-*`: both systems boot the image with
@@ -164,13 +190,30 @@ impl Bench {
         self.name.starts_with("debian-")
     }
 
-    /// The machine's NICs, the same for both systems: library mode needs a second one.
+    /// The machine's NICs, the same for both systems: library mode (and the switch to it)
+    /// needs a second one.
     fn nics(&self) -> u32 {
-        if self.net_mode == Some("direct") {
+        if self.net_mode == Some("direct") || self.name == "net-switch" {
             2
         } else {
             1
         }
+    }
+
+    /// The ports forwarded from the host for `system`: the HTTP benchmarks' server, at the
+    /// guest's address (on Reef in library mode, 10.0.2.16: the address of its own that the
+    /// pool gives httpd's instance, the first one; elsewhere 10.0.2.15).
+    fn forwards(&self, system: System) -> Result<Vec<Forward>, String> {
+        if self.host_load.is_none() {
+            return Ok(Vec::new());
+        }
+        let addr = (system == System::Reef && self.net_mode == Some("direct"))
+            .then_some(std::net::Ipv4Addr::new(10, 0, 2, 16));
+        Ok(vec![Forward {
+            host: free_port()?,
+            addr,
+            guest: HTTP_PORT,
+        }])
     }
 }
 
@@ -345,6 +388,8 @@ struct Effort {
     fsload_s: f64,
     /// `uperf jitter`'s busy loop, seconds.
     jitter_s: u32,
+    /// Requests per concurrency level of the HTTP benchmarks.
+    http_requests: u32,
 }
 
 const FULL: Effort = Effort {
@@ -353,6 +398,7 @@ const FULL: Effort = Effort {
     write_pcts: &WRITE_PCTS,
     fsload_s: 1.0,
     jitter_s: 10,
+    http_requests: 1000,
 };
 const QUICK: Effort = Effort {
     uperf_budget_s: 0.5,
@@ -360,6 +406,7 @@ const QUICK: Effort = Effort {
     write_pcts: &[0, 100],
     fsload_s: 0.5,
     jitter_s: 2,
+    http_requests: 300,
 };
 
 fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Bench {
@@ -375,6 +422,7 @@ fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Ben
         metrics,
         variants: reef_and_linux(),
         net_mode: None,
+        host_load: None,
     }
 }
 
@@ -417,6 +465,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             ],
             variants: reef_and_linux(),
             net_mode: None,
+            host_load: None,
         },
         uperf(
             effort,
@@ -559,7 +608,72 @@ fn benches(effort: Effort) -> Vec<Bench> {
         );
         bench.net_mode = Some(mode);
         b.push(bench);
+        // The request rate of busybox httpd in the same mode, under `ab` from the host.
+        let name = format!("net-{kind}-http");
+        b.push(Bench {
+            argv: ["/test/uperf", "-n", mode, "httpd", &HTTP_PORT.to_string()]
+                .map(String::from)
+                .to_vec(),
+            metrics: HTTP_CONCURRENCY
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Metric {
+                    name: format!("{name}-c{c}"),
+                    unit: "req/s",
+                    higher_is_better: true,
+                    source: Source::Host(i),
+                })
+                .collect(),
+            name,
+            variants: reef_and_linux(),
+            net_mode: Some(mode),
+            host_load: Some(HostLoad::Http {
+                requests: effort.http_requests,
+                concurrency: &HTTP_CONCURRENCY,
+            }),
+        });
     }
+    // LibrettOS's dynamic switch (Reef only): a 64-byte ping-pong with the host's echo server
+    // while another thread moves the instance between server and library mode.
+    b.push(Bench {
+        name: "net-switch".into(),
+        argv: ["/test/uperf", "-n", "server", "switch", "{echo}", "20"]
+            .map(String::from)
+            .to_vec(),
+        metrics: vec![
+            result_metric(
+                "net-switch-to-direct",
+                "us",
+                false,
+                "uperf switch-to-direct ",
+                "median",
+            ),
+            result_metric(
+                "net-switch-to-server",
+                "us",
+                false,
+                "uperf switch-to-server ",
+                "median",
+            ),
+            result_metric(
+                "net-switch-pause",
+                "us",
+                false,
+                "uperf switch-pause ",
+                "median",
+            ),
+            result_metric(
+                "net-switch-pause-max",
+                "us",
+                false,
+                "uperf switch-pause ",
+                "max",
+            ),
+        ],
+        variants: vec![Variant::plain(System::Reef)],
+        net_mode: Some("server"),
+        host_load: None,
+    });
     // Barrelfish/DC (issue 14): stopping and starting a core (reef_core_ctl) against Linux
     // CPU hotplug, with the other cores idle and with each of them busy; two cores at least.
     for (name, busy) in [("core", "0"), ("core-busy", "1")] {
@@ -627,6 +741,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
                 )],
                 variants: reef_and_linux(),
                 net_mode: None,
+                host_load: None,
             });
         }
     }
@@ -640,6 +755,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             metrics: vec![result_metric(&name, "ops/s", true, prefix, "ops_per_sec")],
             variants: hare_variants(),
             net_mode: None,
+            host_load: None,
         });
     }
     // The latency of one rename by one process (the thesis's 7.2 us on one core, 4.2 us with
@@ -659,6 +775,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             .filter(|v| !v.largest_only)
             .collect(),
         net_mode: None,
+        host_load: None,
     });
     // Debian's programs (issue 16), from the Debian image on both systems: Python's start-up,
     // an SQLite run (usr/debian/sqlite.sh: 100 000 rows in ten transactions, queries) and
@@ -681,6 +798,7 @@ fn benches(effort: Effort) -> Vec<Bench> {
             )],
             variants: reef_and_linux(),
             net_mode: None,
+            host_load: None,
         }
     };
     let quick = effort.jitter_s < FULL.jitter_s;
@@ -765,6 +883,8 @@ struct Timed {
     end: End,
     /// Time from QEMU's start to its exit.
     wall: Duration,
+    /// The host's measurements ([`HostLoad`]), or why there are none.
+    host: Result<Vec<Result<f64, String>>, String>,
 }
 
 /// The time at which the byte at `offset` (exclusive end) had arrived.
@@ -791,10 +911,23 @@ impl Timed {
     }
 }
 
-/// Runs `cmd`, recording when each piece of its stdout arrives.
-fn run_timed(cmd: Command, limit: Duration) -> Result<Timed, String> {
-    let (mut child, start) = spawn_piped(cmd, Stdio::null())?;
-    let out = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+/// What the output reader has gathered: the bytes, and (length, time) of every read.
+type Output = Arc<Mutex<(Vec<u8>, Vec<(usize, Duration)>)>>;
+
+/// Runs `cmd`, recording when each piece of its stdout arrives; with a `load`, the host runs
+/// it against `port` (the forwarded port) meanwhile.
+fn run_timed(
+    cmd: Command,
+    limit: Duration,
+    load: Option<(&HostLoad, u16)>,
+) -> Result<Timed, String> {
+    let stdin = if load.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let (mut child, start) = spawn_piped(cmd, stdin)?;
+    let out: Output = Arc::new(Mutex::new((Vec::new(), Vec::new())));
     let mut stdout = child.stdout.take().expect("piped");
     let reader = {
         let out = Arc::clone(&out);
@@ -818,7 +951,21 @@ fn run_timed(cmd: Command, limit: Duration) -> Result<Timed, String> {
         let _ = stderr.read_to_end(&mut s);
         String::from_utf8_lossy(&s).into_owned()
     });
-    let end = wait_for_exit(&mut child, start, limit)?;
+    let exited = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let driver = load.map(|(load, port)| {
+        let (load, out, exited) = (load.clone(), Arc::clone(&out), Arc::clone(&exited));
+        let stdin = child.stdin.take().expect("piped");
+        std::thread::spawn(move || drive(&load, port, &out, &exited, stdin))
+    });
+    let end = wait_for_exit(&mut child, start, limit);
+    exited.store(true, std::sync::atomic::Ordering::Relaxed);
+    let host = match driver {
+        None => Ok(Vec::new()),
+        Some(d) => d
+            .join()
+            .unwrap_or_else(|_| Err("the host's load panicked".into())),
+    };
+    let end = end?;
     let wall = start.elapsed();
     let _ = reader.join();
     let stderr = err_reader.join().unwrap_or_default();
@@ -829,7 +976,95 @@ fn run_timed(cmd: Command, limit: Duration) -> Result<Timed, String> {
         stderr,
         end,
         wall,
+        host,
     })
+}
+
+/// The host's side of a run with a [`HostLoad`]: waits until the guest's output shows that it
+/// is ready (or QEMU has exited), measures, and types `done` on the serial console.
+fn drive(
+    load: &HostLoad,
+    port: u16,
+    out: &Output,
+    exited: &std::sync::atomic::AtomicBool,
+    mut stdin: std::process::ChildStdin,
+) -> Result<Vec<Result<f64, String>>, String> {
+    use std::io::Write;
+    let HostLoad::Http {
+        requests,
+        concurrency,
+    } = load;
+    let ready = b"uperf: httpd ready";
+    while !out
+        .lock()
+        .expect("output lock")
+        .0
+        .windows(ready.len())
+        .any(|w| w == ready)
+    {
+        if exited.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("the guest never said `uperf: httpd ready`".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/index.html");
+    let warm = ab(&url, 20, 1).map(|_| ());
+    let values = concurrency
+        .iter()
+        .map(|&c| {
+            warm.clone()
+                .map_err(|e| format!("warm-up: {e}"))
+                .and_then(|()| ab(&url, *requests, c))
+        })
+        .collect();
+    stdin
+        .write_all(b"done\r")
+        .map_err(|e| format!("cannot type done on the guest's console: {e}"))?;
+    Ok(values)
+}
+
+/// `ab -n requests -c concurrency url`: requests per second, an error if any request failed
+/// or was not answered with a 2xx status.
+fn ab(url: &str, requests: u32, concurrency: u32) -> Result<f64, String> {
+    let out = Command::new(deps::AB.program)
+        .args(["-q", "-s", "30", "-n", &requests.to_string()])
+        .args(["-c", &concurrency.to_string(), url])
+        .output()
+        .map_err(|e| format!("cannot run ab: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "ab -c {concurrency} failed: {}",
+            err.lines().last().unwrap_or("no message")
+        ));
+    }
+    ab_rate(&text, requests).map_err(|e| format!("ab -c {concurrency}: {e}"))
+}
+
+/// Requests per second from `ab`'s report, checking that all `requests` completed, none
+/// failed and none had a non-2xx status.
+pub fn ab_rate(report: &str, requests: u32) -> Result<f64, String> {
+    let field = |name: &str| {
+        report
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+    };
+    let complete = field("Complete requests:").ok_or("no `Complete requests` line")?;
+    if complete != requests.to_string() {
+        return Err(format!("{complete} of {requests} requests completed"));
+    }
+    if let Some(n) = field("Failed requests:").filter(|&n| n != "0") {
+        return Err(format!("{n} failed requests"));
+    }
+    if let Some(n) = field("Non-2xx responses:") {
+        return Err(format!("{n} non-2xx responses"));
+    }
+    field("Requests per second:")
+        .ok_or("no `Requests per second` line")?
+        .parse()
+        .map_err(|_| "`Requests per second` is not a number".to_string())
 }
 
 /// `key=VALUE` of the first line of `log` that starts with `prefix`.
@@ -884,8 +1119,9 @@ fn net_mode_shown(log: &str, mode: &str) -> Result<(), String> {
     }
 }
 
-/// The values of `bench`'s metrics from one run on `system`, or why there are none.
-fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<f64>, String> {
+/// The values of `bench`'s metrics from one run on `system` (each, or why it has none), or
+/// why the run gave none.
+fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<Result<f64, String>>, String> {
     let log = run.log();
     match run.end {
         End::TimedOut => {
@@ -912,7 +1148,7 @@ fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<f64>, String
         net_mode_shown(&log, mode)?;
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    bench
+    Ok(bench
         .metrics
         .iter()
         .map(|m| match &m.source {
@@ -927,8 +1163,15 @@ fn values(bench: &Bench, system: System, run: &Timed) -> Result<Vec<f64>, String
                     .ok_or_else(|| format!("init's first line {marker:?} never appeared"))
             }
             Source::Exit => Ok(ms(run.wall)),
+            Source::Host(i) => match &run.host {
+                Ok(v) => v
+                    .get(*i)
+                    .cloned()
+                    .unwrap_or_else(|| Err("the host measured nothing".into())),
+                Err(e) => Err(e.clone()),
+            },
         })
-        .collect()
+        .collect())
 }
 
 // ---- results ----
@@ -1636,6 +1879,9 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         .join(" ");
 
     deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
+    if benches.iter().any(|b| b.host_load.is_some()) {
+        deps::ensure(&[deps::AB])?;
+    }
     let reef_kernel = build::kernel()?.image;
     let reef_initrd = usr::initramfs()?;
     let linux_kernel = linux::kernel()?;
@@ -1710,14 +1956,28 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         };
         let line = system.cmdline(&job.variant.argv(job.bench, job.config))?;
         let t0 = Instant::now();
-        let result = run_timed(machine.command(kernel, initrd, &line, false), LIMIT)
-            .and_then(|timed| values(job.bench, system, &timed));
+        let result = job.bench.forwards(system).and_then(|forwards| {
+            let load = job
+                .bench
+                .host_load
+                .as_ref()
+                .zip(forwards.first().map(|f| f.host));
+            let machine = Machine {
+                forwards,
+                ..machine
+            };
+            run_timed(machine.command(kernel, initrd, &line, false), LIMIT, load)
+                .and_then(|timed| values(job.bench, system, &timed))
+        });
         done.push((job.key(), t0.elapsed().as_secs_f64()));
         let shown = match &result {
             Ok(v) => v
                 .iter()
                 .zip(&job.bench.metrics)
-                .map(|(v, m)| format!("{} {} {}", m.name, num(*v), m.unit))
+                .map(|(v, m)| match v {
+                    Ok(v) => format!("{} {} {}", m.name, num(*v), m.unit),
+                    Err(e) => format!("{} FAILED: {e}", m.name),
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
             Err(e) => format!("FAILED: {e}"),
@@ -1742,7 +2002,10 @@ pub fn main(args: &[String]) -> Result<u8, String> {
                 bench: m.name.clone(),
                 config: job.config.label(),
                 run: job.run,
-                value: result.as_ref().map(|v| v[k]).map_err(Clone::clone),
+                value: result
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|v| v[k].clone()),
                 unit: m.unit.into(),
                 higher_is_better: m.higher_is_better,
             });
@@ -2155,6 +2418,54 @@ mod tests {
         assert!(e.contains("mode kernel, not server"), "{e}");
         assert!(net_mode_shown(&line("kernelx"), "kernel").is_err());
         assert!(net_mode_shown("uperf echortt threads=1 5 ns/rt\n", "direct").is_err());
+    }
+
+    #[test]
+    fn http_benchmarks_and_the_switch() {
+        let all = benches(QUICK);
+        for (kind, mode) in [
+            ("nic", "kernel"),
+            ("server", "server"),
+            ("direct", "direct"),
+        ] {
+            let name = format!("net-{kind}-http");
+            let b = all.iter().find(|b| b.name == name).expect(&name);
+            assert_eq!(b.net_mode, Some(mode));
+            let argv = b.variants[0].argv(b, QUICK_CONFIGS[0]);
+            assert_eq!(argv, ["/test/uperf", "-n", mode, "httpd", "8080"]);
+            let names: Vec<&str> = b.metrics.iter().map(|m| m.name.as_str()).collect();
+            let want: Vec<String> = HTTP_CONCURRENCY
+                .iter()
+                .map(|c| format!("{name}-c{c}"))
+                .collect();
+            assert_eq!(names, want);
+            let reef = b.forwards(System::Reef).unwrap();
+            let linux = b.forwards(System::Linux).unwrap();
+            assert_eq!((reef.len(), linux.len()), (1, 1));
+            assert_eq!(reef[0].guest, HTTP_PORT);
+            let own = (mode == "direct").then_some(std::net::Ipv4Addr::new(10, 0, 2, 16));
+            assert_eq!(reef[0].addr, own, "{name}");
+            assert_eq!(linux[0].addr, None, "{name}: Linux has one address");
+        }
+        let s = all.iter().find(|b| b.name == "net-switch").unwrap();
+        assert_eq!((s.nics(), s.net_mode), (2, Some("server")));
+        assert_eq!(s.variants.len(), 1, "Reef only");
+        assert!(s.forwards(System::Reef).unwrap().is_empty());
+    }
+
+    #[test]
+    fn ab_reports() {
+        let report = "Concurrency Level:      4\nTime taken for tests:   1.2 seconds\n\
+                      Complete requests:      300\nFailed requests:        0\n\
+                      Requests per second:    250.12 [#/sec] (mean)\n";
+        assert_eq!(ab_rate(report, 300), Ok(250.12));
+        let e = ab_rate(report, 500).unwrap_err();
+        assert!(e.contains("300 of 500"), "{e}");
+        let failed = report.replace("Failed requests:        0", "Failed requests:        3");
+        assert!(ab_rate(&failed, 300).unwrap_err().contains("3 failed"));
+        let non2xx = format!("{report}Non-2xx responses:      300\n");
+        assert!(ab_rate(&non2xx, 300).unwrap_err().contains("non-2xx"));
+        assert!(ab_rate("nothing\n", 1).is_err());
     }
 
     #[test]

@@ -32,6 +32,13 @@ pub const OBJCOPY: Need = Need {
     purpose: "making the kernel's boot image",
 };
 
+/// ApacheBench, the load of the HTTP request-rate benchmarks (`net-*-http`).
+pub const AB: Need = Need {
+    program: "ab",
+    package: "apache2-utils",
+    purpose: "the HTTP request-rate benchmarks (ApacheBench)",
+};
+
 /// musl-gcc, to build the user test programs in `usr/` as static musl binaries.
 pub const MUSL_GCC: Need = Need {
     program: "musl-gcc",

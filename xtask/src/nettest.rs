@@ -33,7 +33,7 @@ fn payload() -> Result<Vec<u8>, String> {
 }
 
 /// A free TCP port on the host's 127.0.0.1 (free when asked: QEMU binds it a moment later).
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free host port: {e}"))?;
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
