@@ -1546,6 +1546,7 @@ mod unit {
                 "compat-",
                 "net-sockets",
                 "net-spoof-kernel",
+                "net-udhcpc",
                 "debian-",
             ]
             .iter()

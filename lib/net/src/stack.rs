@@ -1535,8 +1535,9 @@ impl Stack {
 
     /// `SOCK_DGRAM` packet socket `id` sends `payload` (what follows the Ethernet header) to
     /// `to`: the protocol (an ethertype), interface and destination MAC of the `sockaddr_ll`
-    /// given, or with none to the interface it is bound to, which is `ENXIO` unbound and
-    /// `EINVAL` bound (there is no destination MAC: Linux's `dev_hard_header` fails). The
+    /// given, or with none to the interface it is bound to with its protocol: `ENXIO`
+    /// unbound, a zero destination MAC on `lo` and `EINVAL` on `eth0` (there is no
+    /// destination: Linux's `dev_hard_header` fails). The
     /// instance writes the header with its own MAC as the source and queues the frame as
     /// [`Stack::send_frame`] does; `EMSGSIZE` for a payload longer than the MTU.
     pub fn send_datagram(
@@ -1548,6 +1549,8 @@ impl Stack {
         let bound = self.tap(id)?.name().1;
         let (proto, ifindex, dst) = match to {
             Some(to) => to,
+            // Linux's `eth_header` sends a loopback device's frame to a zero MAC.
+            None if bound == IF_LO => (self.tap(id)?.name().0, IF_LO, [0; 6]),
             None if self.has_interface(bound) => return Err(Errno::EINVAL),
             None => return Err(Errno::ENXIO),
         };

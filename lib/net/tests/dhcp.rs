@@ -143,7 +143,14 @@ fn a_datagram_packet_socket_sends_with_a_header_it_writes_and_receives_without_o
     let raw = s.packet_socket(ETH_P_IP, false).unwrap();
     assert_eq!(s.packet_is_dgram(raw), Ok(false));
     s.packet_bind(raw, 0, IF_LO).unwrap();
-    assert_eq!(s.send_datagram(raw, b"x", None), Err(Errno::EINVAL));
+    assert_eq!(s.send_frame(raw, &r, None), Ok(r.len()));
+    assert_eq!(s.take_frame(), Some(r.clone()));
+    // On lo a datagram needs no destination: it goes to a zero MAC.
+    s.packet_bind(p, 0, IF_LO).unwrap();
+    assert_eq!(s.send_datagram(p, b"x", None), Ok(1));
+    let mut want = header([0; 6], net::stack_mac(3), ETH_P_IP).to_vec();
+    want.push(b'x');
+    assert_eq!(s.take_frame(), Some(want));
 }
 
 #[test]
