@@ -62,6 +62,7 @@
 #include <netinet/in.h>
 #include <net/if.h>
 #include <net/if_arp.h>
+#include <netpacket/packet.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -1426,6 +1427,96 @@ static void netlink(void)
         routes);
 }
 
+/* Packet sockets of type SOCK_DGRAM (what busybox udhcpc opens) and IPPROTO_RAW sockets, with
+ * Linux's answers to hostile addresses: both root's only (EPERM); a send with no address on an
+ * unbound socket ENXIO, bind with a short address or another family EINVAL, an unknown
+ * interface ENODEV, a send with a short address or an sll_halen past it EINVAL; on lo a
+ * datagram needs no destination; a UDP datagram over 127.0.0.1 arrives without its Ethernet
+ * header, with its sockaddr_ll. */
+static void packet_dgram(void)
+{
+    if (geteuid() != 0) {
+        CHECK_ERRNO(socket(AF_PACKET, SOCK_DGRAM, htons(0x0800)), EPERM);
+        CHECK_ERRNO(socket(AF_INET, SOCK_RAW, IPPROTO_RAW), EPERM);
+        SAY("packet_dgram: EPERM unprivileged");
+        return;
+    }
+    int raw = CHECK_SYS(socket(AF_INET, SOCK_RAW, IPPROTO_RAW));
+    struct ifreq r;
+    memset(&r, 0, sizeof r);
+    strcpy(r.ifr_name, "lo");
+    CHECK_SYS(ioctl(raw, SIOCGIFINDEX, &r));
+    int lo = r.ifr_ifindex;
+    CHECK_SYS(close(raw));
+
+    int d = CHECK_SYS(socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK, htons(0x0800)));
+    int type = 0;
+    socklen_t tl = sizeof type;
+    CHECK_SYS(getsockopt(d, SOL_SOCKET, SO_TYPE, &type, &tl));
+    CHECK_EQ(type, SOCK_DGRAM);
+    CHECK_ERRNO(send(d, "x", 1, 0), ENXIO);
+    struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(0x0800)};
+    ll.sll_ifindex = lo;
+    CHECK_ERRNO(bind(d, (struct sockaddr *)&ll, sizeof ll - 1), EINVAL);
+    ll.sll_family = AF_INET;
+    CHECK_ERRNO(bind(d, (struct sockaddr *)&ll, sizeof ll), EINVAL);
+    ll.sll_family = AF_PACKET;
+    ll.sll_ifindex = 12345;
+    CHECK_ERRNO(bind(d, (struct sockaddr *)&ll, sizeof ll), ENODEV);
+    ll.sll_ifindex = lo;
+    CHECK_SYS(bind(d, (struct sockaddr *)&ll, sizeof ll));
+    CHECK_ERRNO(bind(d, (struct sockaddr *)1, sizeof ll), EFAULT);
+
+    /* Sends: the address's length and sll_halen checked, a bad pointer EFAULT. */
+    struct sockaddr_ll to = ll;
+    to.sll_halen = 6;
+    CHECK_ERRNO(sendto(d, "x", 1, 0, (struct sockaddr *)&to, sizeof to - 1), EINVAL);
+    to.sll_halen = 9;
+    CHECK_ERRNO(sendto(d, "x", 1, 0, (struct sockaddr *)&to, sizeof to), EINVAL);
+    to.sll_halen = 255;
+    CHECK_ERRNO(sendto(d, "x", 1, 0, (struct sockaddr *)&to, sizeof to), EINVAL);
+    to.sll_halen = 8;
+    CHECK_ERRNO(sendto(d, "x", 1, 0, (struct sockaddr *)1, sizeof to), EFAULT);
+    /* Not an IPv4 packet: sent, and dropped by whoever reads it. */
+    CHECK_EQ(sendto(d, "hello", 5, 0, (struct sockaddr *)&to, sizeof to), 5);
+    CHECK_EQ(send(d, "hello", 5, 0), 5);
+
+    /* Receiving: a datagram over 127.0.0.1, found among lo's IPv4 packets. */
+    struct sockaddr_in ua;
+    int u = bound(SOCK_DGRAM, &ua);
+    int v = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
+    const char mark[] = "packet-dgram-mark";
+    CHECK_EQ(sendto(v, mark, sizeof mark, 0, (struct sockaddr *)&ua, sizeof ua),
+             (ssize_t)sizeof mark);
+    char byte[sizeof mark];
+    CHECK_EQ(recv(u, byte, sizeof byte, 0), (ssize_t)sizeof mark);
+    int found = 0;
+    for (int i = 0; i < 1000 && !found; i++) {
+        unsigned char buf[2048];
+        struct sockaddr_ll from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(d, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+        if (n < 0) {
+            CHECK_EQ(errno, EAGAIN);
+            break;
+        }
+        if (n < 28 + (ssize_t)sizeof mark || memcmp(buf + 28, mark, sizeof mark) != 0)
+            continue;
+        found = 1;
+        CHECK_EQ(buf[0], 0x45);
+        CHECK_EQ(buf[9], IPPROTO_UDP);
+        CHECK_EQ(fl, (socklen_t)sizeof from);
+        CHECK_EQ(from.sll_family, AF_PACKET);
+        CHECK_EQ(from.sll_protocol, htons(0x0800));
+        CHECK_EQ(from.sll_ifindex, lo);
+        CHECK_EQ(from.sll_hatype, ARPHRD_LOOPBACK);
+        CHECK_EQ(from.sll_halen, 6);
+    }
+    CHECK(found);
+    CLOSE(u, v, d);
+    SAY("packet_dgram: SOCK_DGRAM packet sockets on lo, Linux's errors");
+}
+
 int main(void)
 {
     test_begin("net");
@@ -1442,6 +1533,7 @@ int main(void)
     closing();
     interfaces();
     netlink();
+    packet_dgram();
     nothing_kept();
     PASS();
 }

@@ -20,10 +20,11 @@
  *   (PACKET_STATISTICS);
  * - spoof: with a TCP listener on 127.0.0.1 holding port P, it sends (a) a segment from P
  *   with another instance's MAC, (b) one from a port it does not hold, (c) one from an
- *   address that is not the machine's, and (d) a reset from its own MAC, 127.0.0.1 and P to
- *   P, which nothing can refuse: (d) comes back to its instance (the socket sees it
- *   delivered) and the spoofed counter of its mode (dropped_spoofed of the kernel's switch,
- *   or the server's spoofed) rose by exactly 3, the other's not at all.
+ *   address that is not the machine's, (d) one from 0.0.0.0 (which only a DHCP client's
+ *   request may come from), and (e) a reset from its own MAC, 127.0.0.1 and P to P, which
+ *   nothing can refuse: (e) comes back to its instance (the socket sees it delivered) and the
+ *   spoofed counter of its mode (dropped_spoofed of the kernel's switch, or the server's
+ *   spoofed) rose by exactly 4, the other's not at all.
  */
 #include "reef-test.h"
 #include <arpa/inet.h>
@@ -281,7 +282,7 @@ static void errors(void)
     int status;
     CHECK_SYS(waitpid(pid, &status, 0));
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_ERRNO(socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL)), ESOCKTNOSUPPORT);
+    CHECK_ERRNO(socket(AF_PACKET, SOCK_SEQPACKET, htons(ETH_P_ALL)), ESOCKTNOSUPPORT);
     CHECK_ERRNO(socket(AF_PACKET, SOCK_STREAM, 0), ESOCKTNOSUPPORT);
 
     int s = CHECK_SYS(socket(AF_PACKET, SOCK_RAW, 0));
@@ -503,16 +504,18 @@ static void spoof(void)
     (void)drain(all, seen, 4 * QUEUE);
     long k0 = counter("forwarded ", "dropped_spoofed"), s0 = counter("server ", "spoofed");
     CHECK(k0 >= 0);
-    uint8_t f[4][54], other[6];
+    uint8_t f[5][54], other[6];
     memcpy(other, own_mac, 6);
     other[5] ^= 1;
     tcp_frame(f[0], other, INADDR_LOOPBACK, port, port, 1);
     tcp_frame(f[1], own_mac, INADDR_LOOPBACK, 9, port, 2);
     tcp_frame(f[2], own_mac, 0x0a090909, port, port, 3); /* 10.9.9.9 */
-    tcp_frame(f[3], own_mac, INADDR_LOOPBACK, port, port, 4);
-    for (int i = 0; i < 4; i++)
+    /* From 0.0.0.0, which only a DHCP client's request may come from (net::dhcp). */
+    tcp_frame(f[3], own_mac, INADDR_ANY, port, port, 4);
+    tcp_frame(f[4], own_mac, INADDR_LOOPBACK, port, port, 5);
+    for (int i = 0; i < 5; i++)
         CHECK_EQ(send(tx, f[i], 54, 0), 54);
-    /* (d) comes back: delivered to this instance, which holds the port. */
+    /* (e) comes back: delivered to this instance, which holds the port. */
     int back = 0, outgoing = 0;
     for (int tries = 0; !back && tries < 100; tries++) {
         struct pollfd p = {.fd = all, .events = POLLIN};
@@ -520,9 +523,9 @@ static void spoof(void)
         int n = drain(all, seen, 4 * QUEUE);
         for (int i = 0; i < n && i < 4 * QUEUE; i++) {
             int j = 0;
-            while (j < 4 && (seen[i].len != 54 || memcmp(seen[i].data + 12, f[j] + 12, 42) != 0))
+            while (j < 5 && (seen[i].len != 54 || memcmp(seen[i].data + 12, f[j] + 12, 42) != 0))
                 j++;
-            if (j == 4)
+            if (j == 5)
                 continue;
             if (seen[i].from.sll_pkttype == PACKET_OUTGOING) {
                 /* Sent exactly as given. */
@@ -530,26 +533,26 @@ static void spoof(void)
                 outgoing++;
             } else {
                 /* Only the proper one is delivered. */
-                CHECK_EQ(j, 3);
+                CHECK_EQ(j, 4);
                 back = 1;
             }
         }
     }
     CHECK(back);
-    CHECK_EQ(outgoing, 4);
+    CHECK_EQ(outgoing, 5);
     long k1 = counter("forwarded ", "dropped_spoofed"), s1 = counter("server ", "spoofed");
     SAY("source check: instance in %s mode; dropped_spoofed %ld -> %ld, "
         "server spoofed %ld -> %ld",
         mode, k0, k1, s0, s1);
     if (server) {
-        CHECK_EQ(s1 - s0, 3);
+        CHECK_EQ(s1 - s0, 4);
         CHECK_EQ(k1, k0);
     } else {
-        CHECK_EQ(k1 - k0, 3);
+        CHECK_EQ(k1 - k0, 4);
         CHECK_EQ(s1, s0);
     }
-    SAY("source check: (a) another MAC, (b) a port not held, (c) a foreign address refused "
-        "and counted; (d) from its own MAC, address and port delivered");
+    SAY("source check: (a) another MAC, (b) a port not held, (c) a foreign address, (d) "
+        "0.0.0.0 refused and counted; (e) from its own MAC, address and port delivered");
     close(tx);
     close(all);
     close(l);

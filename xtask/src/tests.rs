@@ -670,12 +670,24 @@ impl UserTest {
             "reap" => "compat-reap".into(),
             n if n.starts_with("debian-") => n.into(),
             "net" => "net-sockets".into(),
+            "udhcpc" => "net-udhcpc".into(),
             // Kernel mode; nettest.rs has the server-mode case, `net-spoof-server-*`.
             "spoof" => "net-spoof-kernel".into(),
             n => format!("user-{n}"),
         }
     }
 }
+
+/// `qemu::net-udhcpc-1c1n`: busybox `udhcpc` asks QEMU's user network for a lease on `eth0`
+/// (a packet socket's DHCP exchange through the kernel's switch, `net::dhcp`) and its script
+/// prints what the lease says. The values come over the wire from QEMU's DHCP server: Reef
+/// builds no DHCP message, the switch only routes the client's request out and the server's
+/// reply back, and the script reads nothing but udhcpc's variables (the expected line is what
+/// QEMU's server gives the first MAC that asks).
+const UDHCPC: &str =
+    "printf '#!/bin/sh\\n[ \"$1\" = bound ] && echo \"lease: ip=$ip subnet=$subnet \
+router=$router dns=$dns interface=$interface\"\\nexit 0\\n' > /tmp/lease.sh && \
+chmod 755 /tmp/lease.sh && udhcpc -i eth0 -n -q -f -s /tmp/lease.sh";
 
 fn words(w: &[&str]) -> Vec<String> {
     w.iter().map(|s| s.to_string()).collect()
@@ -798,6 +810,24 @@ fn user_tests() -> Vec<UserTest> {
         status: 0,
         signal: None,
         expect: Box::new(|_| vec![Expect::LineStart("Linux reef 6.1.0-reef".into())]),
+        configs: &[ONE_CORE],
+        native: false,
+        limit: LIMIT,
+        explain: None,
+        debian: false,
+    });
+    tests.push(UserTest {
+        name: "udhcpc",
+        argv: words(&["/bin/sh", "-c", UDHCPC]),
+        status: 0,
+        signal: None,
+        expect: Box::new(|_| {
+            vec![Expect::Line(
+                "lease: ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.3 \
+                 interface=eth0"
+                    .into(),
+            )]
+        }),
         configs: &[ONE_CORE],
         native: false,
         limit: LIMIT,
@@ -1516,6 +1546,7 @@ mod unit {
                 "compat-",
                 "net-sockets",
                 "net-spoof-kernel",
+                "net-udhcpc",
                 "debian-",
             ]
             .iter()

@@ -54,6 +54,16 @@ pub const GATEWAY: Ipv4Address = Ipv4Address::new(10, 0, 2, 2);
 /// The gateway's MAC address, once it answered (or spoke).
 static GATEWAY_MAC: IrqMutex<Option<EthernetAddress>> = IrqMutex::new(None);
 
+/// The DHCP requests the kernel's switch let out, for their replies (`net::dhcp`).
+static DHCP: IrqMutex<net::dhcp::Clients> = IrqMutex::new(net::dhcp::Clients::new());
+
+/// The instance a DHCP server's reply that nobody's port 68 takes goes to: the one whose
+/// request through the kernel's switch had its transaction id.
+fn dhcp_client(xid: u32) -> Option<Arc<Instance>> {
+    let id = DHCP.lock().client(xid);
+    id.and_then(lookup)
+}
+
 /// One stack instance and the threads waiting on its sockets.
 pub struct Instance {
     /// Its number (its ports' owner).
@@ -426,6 +436,9 @@ fn forward(from: &Arc<Instance>, mut frame: Vec<u8>) -> Option<Arc<Instance>> {
             };
             return None;
         }
+        if let Some(xid) = net::dhcp::client_request(&frame) {
+            DHCP.lock().asked(from.id, xid);
+        }
     }
     let route = switch::route(&frame, &*PORTS.lock(), is_local);
     let (to, reject) = match route {
@@ -491,20 +504,14 @@ fn to_nic(mut frame: Vec<u8>) {
         return;
     };
     let gateway = *GATEWAY_MAC.lock();
-    match gateway {
-        Some(mac) => {
-            switch::outbound(&mut frame, n.mac, mac);
-            if n.send(&frame) {
-                NIC_SENT.fetch_add(1, Ordering::Relaxed);
-            } else {
-                DROPPED_FULL.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        None => {
-            DROPPED_OUTSIDE.fetch_add(1, Ordering::Relaxed);
-            let ask = switch::ask_gateway(n.mac, ADDRESS.address(), GATEWAY);
-            n.send(&ask);
-        }
+    if !switch::outbound(&mut frame, n.mac, gateway) {
+        DROPPED_OUTSIDE.fetch_add(1, Ordering::Relaxed);
+        let ask = switch::ask_gateway(n.mac, ADDRESS.address(), GATEWAY);
+        n.send(&ask);
+    } else if n.send(&frame) {
+        NIC_SENT.fetch_add(1, Ordering::Relaxed);
+    } else {
+        DROPPED_FULL.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -571,6 +578,13 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
                 *GATEWAY_MAC.lock() = Some(gw);
                 continue;
             }
+            Inbound::DhcpReply(xid) => match dhcp_client(xid) {
+                Some(to) => (Some(to), false),
+                None => {
+                    dropped(switch::Dropped::Unrouted);
+                    continue;
+                }
+            },
         };
         if let Some(to) = to {
             if deliver(&to, frame, reject) && !work.iter().any(|w| Arc::ptr_eq(w, &to)) {

@@ -410,7 +410,18 @@ fn deliver(s: usize, frames: Vec<Vec<u8>>, inst: Option<Arc<Instance>>) {
     }
     let mut work: VecDeque<Arc<Instance>> = VecDeque::new();
     for f in frames {
-        let (to, reject) = if s == 0 {
+        let reply = (s == 0)
+            .then(|| net::dhcp::server_reply(&f, |a| a == super::ADDRESS.address()))
+            .flatten();
+        let (to, reject) = if let Some(xid) = reply {
+            // A DHCP reply for an instance not in server mode: to the holder of port 68, or
+            // to the instance whose request the kernel's switch let out.
+            let holder = PORTS.lock().owner(net::Proto::Udp, net::dhcp::CLIENT_PORT);
+            (
+                holder.and_then(lookup).or_else(|| super::dhcp_client(xid)),
+                false,
+            )
+        } else if s == 0 {
             match switch::route(&f, &*PORTS.lock(), super::is_local) {
                 Route::Stack(id) => (lookup(id), false),
                 Route::Reject => (rejecter(), true),

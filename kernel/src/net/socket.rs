@@ -3,7 +3,8 @@
 //! `read`, `write`, `poll` and the last `close` of the descriptor come here (`fd::Node::Inet`);
 //! the socket calls (`syscall::socket`) use the instance directly. A packet socket
 //! (`net::packet`) is one of its instance's taps: it sends frames into that instance's
-//! outgoing queue and sees that instance's frames only, not the machine's.
+//! outgoing queue and sees that instance's frames only, not the machine's. An `IPPROTO_RAW`
+//! socket ([`Kind::RawIp`]) is a handle for the interface `ioctl`s only.
 
 pub mod netlink;
 
@@ -24,13 +25,18 @@ pub enum Kind {
     Inet,
     /// An `AF_PACKET` socket.
     Packet,
+    /// An `AF_INET` `SOCK_RAW` socket of protocol `IPPROTO_RAW` (root's), which programs open
+    /// to make the interface `ioctl`s on (busybox `udhcpc`). Like Linux's it receives nothing;
+    /// sending whole IPv4 packets on it is not built: every call but `ioctl` and `close`
+    /// answers `EOPNOTSUPP`. It has no socket in its instance.
+    RawIp,
 }
 
 /// One `AF_INET` or `AF_PACKET` socket.
 pub struct Socket {
     /// The instance it lives in.
     pub inst: Arc<Instance>,
-    /// Its number there, among the sockets of its kind.
+    /// Its number there, among the sockets of its kind (0 for [`Kind::RawIp`], which has none).
     pub id: SockId,
     /// Its kind.
     pub kind: Kind,
@@ -62,6 +68,9 @@ impl Socket {
     /// `read`/`recv`: at least one byte, 0 at the end of the stream, or waits (`EAGAIN` with
     /// `nonblock`). A datagram (a packet socket's frame) longer than `out` is cut.
     pub fn read(&self, out: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        if self.kind == Kind::RawIp {
+            return Err(Errno::EOPNOTSUPP);
+        }
         if self.is_packet() {
             return self.inst.wait_for(nonblock, |s, _, _| {
                 s.packet_recv(self.id, out, false).map(|r| r.0)
@@ -78,10 +87,25 @@ impl Socket {
     /// bytes only when a signal or `nonblock` stops it after some went), `EPIPE` when the
     /// connection cannot send (the caller raises SIGPIPE).
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
-        if self.is_packet() {
-            return self.send_frame(data, None);
+        match self.kind {
+            Kind::RawIp => Err(Errno::EOPNOTSUPP),
+            Kind::Packet if self.inst.peek(|s| s.packet_is_dgram(self.id))? => {
+                self.send_datagram(data, None)
+            }
+            Kind::Packet => self.send_frame(data, None),
+            Kind::Inet => self.send(data, None, nonblock),
         }
-        self.send(data, None, nonblock)
+    }
+
+    /// A `SOCK_DGRAM` packet socket's `write`/`sendto`: `data` after an Ethernet header the
+    /// instance writes (its own MAC as the source) to `to`'s protocol, interface and MAC (`None`:
+    /// the bound interface, which has no destination), then as [`Socket::send_frame`].
+    pub fn send_datagram(
+        &self,
+        data: &[u8],
+        to: Option<(u16, i32, [u8; 6])>,
+    ) -> Result<usize, Errno> {
+        self.inst.run(|s, _, _| s.send_datagram(self.id, data, to))
     }
 
     /// A packet socket's `write`/`sendto`: the whole frame `data` into its instance's outgoing
@@ -123,6 +147,7 @@ impl Socket {
         match self.kind {
             Kind::Inet => self.inst.peek(|s| s.poll_events(self.id)),
             Kind::Packet => self.inst.peek(|s| s.packet_events(self.id)),
+            Kind::RawIp => 0,
         }
     }
 
@@ -136,6 +161,7 @@ impl Socket {
         match self.kind {
             Kind::Inet => self.inst.peek(|s| s.available(self.id)),
             Kind::Packet => self.inst.peek(|s| s.packet_available(self.id)),
+            Kind::RawIp => 0,
         }
     }
 }
@@ -148,6 +174,7 @@ impl Drop for Socket {
         match self.kind {
             Kind::Inet => self.inst.run(|s, ports, now| s.close(id, ports, now)),
             Kind::Packet => self.inst.peek(|s| s.packet_close(id)),
+            Kind::RawIp => {}
         }
     }
 }

@@ -1,15 +1,16 @@
 //! The socket calls: `AF_INET` stream and datagram sockets (`net`: each process's own stack
-//! instance), `AF_PACKET` raw sockets (whole Ethernet frames of the caller's own instance,
-//! `net::packet`; root only), `AF_NETLINK` route sockets (`net::socket::netlink`, read-only)
-//! and `AF_UNIX` stream pairs (`fs::unix`).
+//! instance), `AF_PACKET` raw and datagram sockets (Ethernet frames of the caller's own
+//! instance, `net::packet`; root only), `AF_NETLINK` route sockets (`net::socket::netlink`,
+//! read-only) and `AF_UNIX` stream pairs (`fs::unix`).
 //!
 //! Arguments are decoded and checked here (addresses, lengths, flags, user pointers); the
 //! instance does the rest. Linux's answers where they are specific: `EAFNOSUPPORT` for a
 //! family Reef lacks (`AF_INET6`, named `AF_UNIX` sockets), `EINVAL` for a short
 //! address, `EFAULT` for a bad pointer (a `recv` into one leaves the data queued), SIGPIPE with
-//! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw sockets but ICMP ones, ICMP datagram
-//! ("ping") sockets, `SOCK_DGRAM` packet sockets (`ESOCKTNOSUPPORT`) and the packet socket
-//! options but `PACKET_STATISTICS`, `SO_LINGER` and the
+//! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw sockets but ICMP ones (an
+//! `IPPROTO_RAW` one is a handle for interface `ioctl`s only), ICMP datagram ("ping")
+//! sockets, the packet socket options but `PACKET_STATISTICS` (socket filters and
+//! `PACKET_AUXDATA` too: `ENOPROTOOPT`), `SO_LINGER` and the
 //! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
 //! comes back empty), out-of-band data.
 //!
@@ -76,6 +77,8 @@ const IPPROTO_ICMP: u64 = 1;
 const IPPROTO_TCP: u64 = 6;
 /// `IPPROTO_UDP`.
 const IPPROTO_UDP: u64 = 17;
+/// `IPPROTO_RAW`: raw IPv4 packets with their header (`Kind::RawIp`).
+const IPPROTO_RAW: u64 = 255;
 /// Flag: out-of-band data (not built).
 const MSG_OOB: u64 = 0x1;
 /// Flag: look at the data without taking it.
@@ -107,11 +110,13 @@ enum Sock {
     Netlink(Arc<Netlink>),
 }
 
-/// The socket `fd` names: `EBADF`, or `ENOTSOCK` for another kind of file.
+/// The socket `fd` names: `EBADF`, or `ENOTSOCK` for another kind of file; `EOPNOTSUPP`
+/// for an `IPPROTO_RAW` socket, which only answers `ioctl`s.
 fn sock_of(me: &Thread, fd: u64) -> Result<(Arc<OpenFile>, Sock), Errno> {
     let f = file(me, fd)?;
     let s = match &f.node {
         Node::Socket(e) => Sock::Pair(e.clone()),
+        Node::Inet(s) if s.kind == Kind::RawIp => return Err(Errno::EOPNOTSUPP),
         Node::Inet(s) if s.is_packet() => Sock::Packet(s.clone()),
         Node::Inet(s) => Sock::Inet(s.clone()),
         Node::Netlink(s) => Sock::Netlink(s.clone()),
@@ -172,25 +177,27 @@ fn is_privileged(me: &Arc<Thread>) -> bool {
     super::cred::privileged(me).is_ok()
 }
 
-/// Reads a `struct sockaddr_ll` of `len` bytes at `addr`: its protocol (host order) and
-/// interface. `EINVAL` if short or too long, `EFAULT` if unreadable; `family` (bind's check)
-/// asks for `AF_PACKET` (`EINVAL` otherwise).
-fn read_ll(addr: u64, len: u64, family: bool) -> Result<(u16, i32), Errno> {
+/// Reads a `struct sockaddr_ll` of `len` bytes at `addr`: its protocol (host order),
+/// interface and the first six bytes of `sll_addr` (a MAC). `EINVAL` if short or too long,
+/// `EFAULT` if unreadable; as Linux, `bind` asks for `AF_PACKET` (`EINVAL` otherwise) and a
+/// send (`!bind`) for an `sll_halen` that fits the length given (`EINVAL`, so above 8 too).
+fn read_ll(addr: u64, len: u64, bind: bool) -> Result<(u16, i32, [u8; 6]), Errno> {
     if len > SOCKADDR_MAX || (len as usize) < SOCKADDR_LL {
         return Err(Errno::EINVAL);
     }
     let mut raw = [0u8; SOCKADDR_LL];
     uaccess::copy_from_user(addr, &mut raw)?;
-    if family && u64::from(u16::from_ne_bytes([raw[0], raw[1]])) != AF_PACKET {
+    if bind && u64::from(u16::from_ne_bytes([raw[0], raw[1]])) != AF_PACKET {
         return Err(Errno::EINVAL);
     }
-    // `sll_halen` must fit the length given (Linux's check on a send).
-    if usize::from(raw[11]) + SLL_ADDR > len as usize {
+    if !bind && usize::from(raw[11]) + SLL_ADDR > len as usize {
         return Err(Errno::EINVAL);
     }
     let proto = u16::from_be_bytes([raw[2], raw[3]]);
     let ifindex = i32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]);
-    Ok((proto, ifindex))
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&raw[SLL_ADDR..SLL_ADDR + 6]);
+    Ok((proto, ifindex, mac))
 }
 
 /// A `struct sockaddr_ll` of `proto` on `ifindex` with the MAC `mac` (none: `sll_halen` 0),
@@ -283,9 +290,10 @@ fn write_unnamed(addr: u64, lenp: u64) -> Result<(), Errno> {
 }
 
 /// `socket(domain, type, protocol)`: `AF_INET` streams (TCP), datagrams (UDP) and raw ICMP
-/// sockets (`ping`: any process may open one), and `AF_PACKET` raw sockets of protocol
-/// `htons(ethertype)` (`EPERM` unless privileged, as Linux without `CAP_NET_RAW`;
-/// `ESOCKTNOSUPPORT` for other types), and `AF_NETLINK` route sockets.
+/// sockets (`ping`: any process may open one), `IPPROTO_RAW` ones for root (`EPERM`
+/// otherwise; `Kind::RawIp`: for `ioctl`s only), and `AF_PACKET` raw and datagram sockets
+/// of protocol `htons(ethertype)` (`EPERM` unless privileged, as Linux without
+/// `CAP_NET_RAW`; `ESOCKTNOSUPPORT` for other types), and `AF_NETLINK` route sockets.
 pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let flags = a[1] & !0xf;
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
@@ -304,6 +312,14 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     if a[0] != AF_INET {
         return Err(Errno::EAFNOSUPPORT);
     }
+    if (kind, a[2]) == (SOCK_RAW, IPPROTO_RAW) {
+        super::cred::privileged(me)?;
+        if !me.process.files.lock().has_room() {
+            return Err(Errno::EMFILE);
+        }
+        let inst = crate::net::instance_of(&me.process)?;
+        return install(me, Socket::of_kind(inst, 0, Kind::RawIp), flags);
+    }
     let proto = match (kind, a[2]) {
         (SOCK_STREAM, 0 | IPPROTO_TCP) => Proto::Tcp,
         (SOCK_DGRAM, 0 | IPPROTO_UDP) => Proto::Udp,
@@ -320,10 +336,11 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
 }
 
 /// `socket(AF_PACKET, kind, protocol)`: a packet socket of the caller's instance receiving the
-/// ethertype `protocol` names in network order (only its low 16 bits count, as Linux's).
+/// ethertype `protocol` names in network order (only its low 16 bits count, as Linux's),
+/// whole frames (`SOCK_RAW`) or without their Ethernet header (`SOCK_DGRAM`).
 fn packet_socket(me: &Arc<Thread>, kind: u64, protocol: u64, flags: u64) -> SysResult {
     super::cred::privileged(me)?;
-    if kind != SOCK_RAW {
+    if kind != SOCK_RAW && kind != SOCK_DGRAM {
         return Err(Errno::ESOCKTNOSUPPORT);
     }
     if !me.process.files.lock().has_room() {
@@ -331,7 +348,7 @@ fn packet_socket(me: &Arc<Thread>, kind: u64, protocol: u64, flags: u64) -> SysR
     }
     let proto = u16::from_be(protocol as u16);
     let inst = crate::net::instance_of(&me.process)?;
-    let id = inst.peek(|s| s.packet_socket(proto))?;
+    let id = inst.peek(|s| s.packet_socket(proto, kind == SOCK_DGRAM))?;
     install(me, Socket::of_kind(inst, id, Kind::Packet), flags)
 }
 
@@ -382,7 +399,7 @@ fn install_node(me: &Arc<Thread>, node: Node, name: Vec<u8>, flags: u64) -> SysR
 pub fn bind(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     match sock_of(me, a[0])? {
         (_, Sock::Packet(s)) => {
-            let (proto, ifindex) = read_ll(a[1], a[2], true)?;
+            let (proto, ifindex, _) = read_ll(a[1], a[2], true)?;
             s.inst.peek(|st| st.packet_bind(s.id, proto, ifindex))?;
             return Ok(0);
         }
@@ -588,7 +605,12 @@ fn packet_getsockopt(
     let mut raw = [0u8; 8];
     let len = match (level, name) {
         (net::stack::SOL_SOCKET, net::stack::SO_TYPE) => {
-            raw[..4].copy_from_slice(&net::stack::SOCK_RAW.to_ne_bytes());
+            let kind = if s.inst.peek(|st| st.packet_is_dgram(s.id))? {
+                net::stack::SOCK_DGRAM
+            } else {
+                net::stack::SOCK_RAW
+            };
+            raw[..4].copy_from_slice(&kind.to_ne_bytes());
             4
         }
         (net::stack::SOL_SOCKET, net::stack::SO_ERROR) => 4,
@@ -642,11 +664,15 @@ fn send(me: &Arc<Thread>, fd: u64, data: &[u8], to: Option<(u64, u64)>, flags: u
         Sock::Pair(end) => end.write(data, nonblock),
         Sock::Inet(s) => s.send(data, inet_to, nonblock),
         Sock::Packet(s) => {
-            let ifindex = match to {
-                Some((addr, len)) => Some(read_ll(addr, len, false)?.1),
+            let to = match to {
+                Some((addr, len)) => Some(read_ll(addr, len, false)?),
                 None => None,
             };
-            s.send_frame(data, ifindex)
+            if s.inst.peek(|st| st.packet_is_dgram(s.id))? {
+                s.send_datagram(data, to)
+            } else {
+                s.send_frame(data, to.map(|t| t.1))
+            }
         }
         Sock::Netlink(s) => {
             netlink_to(me, to)?;

@@ -14,6 +14,9 @@
 //! - [`packet`]: packet sockets (`AF_PACKET`), whole Ethernet frames a program sends and
 //!   receives on its own instance (and only its own: it sees its instance's frames, not the
 //!   machine's).
+//! - [`dhcp`]: the two narrow exceptions that let a DHCP client behind the switch ask for a
+//!   lease (its request from 0.0.0.0 passes the source check, the reply reaches the instance
+//!   that asked).
 //! - [`netlink`]: route netlink's answers (`ip addr`, `ip link`, `ip route`), read-only, from
 //!   the machine's interfaces, addresses and routes.
 //! - [`ring`] and [`server`]: the network server of server mode (§3.2), a process that owns the
@@ -28,6 +31,7 @@
 
 extern crate alloc;
 
+pub mod dhcp;
 pub mod netlink;
 pub mod packet;
 pub mod portmap;

@@ -1,5 +1,6 @@
-//! Packet sockets (Linux packet(7): `AF_PACKET`, `SOCK_RAW`): whole Ethernet frames that a
-//! program sends and receives on its own stack instance.
+//! Packet sockets (Linux packet(7): `AF_PACKET`, `SOCK_RAW` and `SOCK_DGRAM`): Ethernet
+//! frames that a program sends and receives on its own stack instance, whole (`SOCK_RAW`) or
+//! without their link-layer header (`SOCK_DGRAM`: the instance writes it, [`header`]).
 //!
 //! A packet socket is a [`Tap`] of one instance ([`crate::Stack::packet_socket`]). What it
 //! sends goes into the instance's outgoing frame queue exactly as given
@@ -14,9 +15,8 @@
 //! An instance has one Ethernet link that carries both its loopback network and, with a NIC,
 //! the machine's address; a frame is on `lo` ([`IF_LO`]) when an IPv4 (or ARP) address in it
 //! is a loopback one, else on `eth0` ([`IF_ETH`], only with a NIC). A socket bound to an
-//! interface sees that interface's frames. Not built: `SOCK_DGRAM` packet sockets, socket
-//! filters, multicast and promiscuous membership, the ring buffers (`PACKET_RX_RING`),
-//! auxiliary data.
+//! interface sees that interface's frames. Not built: socket filters, multicast and
+//! promiscuous membership, the ring buffers (`PACKET_RX_RING`), auxiliary data.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -73,6 +73,8 @@ impl Captured {
 /// One packet socket's receiving side.
 #[derive(Debug)]
 pub struct Tap {
+    /// `SOCK_DGRAM`: it receives frames without their Ethernet header.
+    dgram: bool,
     /// The protocol it receives (an ethertype, [`ETH_P_ALL`], or 0: none).
     proto: u16,
     /// The interface it is bound to (0: any).
@@ -86,9 +88,10 @@ pub struct Tap {
 }
 
 impl Tap {
-    /// A socket receiving `proto`, on any interface.
-    pub fn new(proto: u16) -> Tap {
+    /// A socket receiving `proto`, on any interface; `dgram`: a `SOCK_DGRAM` one.
+    pub fn new(proto: u16, dgram: bool) -> Tap {
         Tap {
+            dgram,
             proto,
             ifindex: 0,
             queue: VecDeque::new(),
@@ -103,6 +106,20 @@ impl Tap {
             self.proto = proto;
         }
         self.ifindex = ifindex;
+    }
+
+    /// Whether it is a `SOCK_DGRAM` socket.
+    pub fn is_dgram(&self) -> bool {
+        self.dgram
+    }
+
+    /// Where what it receives starts in a frame: past the Ethernet header for `SOCK_DGRAM`.
+    pub fn skip(&self) -> usize {
+        if self.dgram {
+            ETH_HEADER
+        } else {
+            0
+        }
     }
 
     /// Its protocol and interface (`getsockname`).
@@ -162,6 +179,16 @@ impl Tap {
         self.drops = 0;
         r
     }
+}
+
+/// The Ethernet header a `SOCK_DGRAM` packet socket's send gets: to `dst`, from `src`, of
+/// ethertype `proto` (Linux's `dev_hard_header` for an Ethernet device).
+pub fn header(dst: [u8; 6], src: EthernetAddress, proto: u16) -> [u8; ETH_HEADER] {
+    let mut h = [0u8; ETH_HEADER];
+    h[..6].copy_from_slice(&dst);
+    h[6..12].copy_from_slice(src.as_bytes());
+    h[12..].copy_from_slice(&proto.to_be_bytes());
+    h
 }
 
 /// The interface a frame is on: `lo` when an IPv4 address in it (or, for ARP, a protocol

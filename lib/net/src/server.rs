@@ -19,6 +19,7 @@
 //! the instance holding the destination port, to slot 0 for the others, back for the proxy ARP
 //! answers, or out of the NIC to the gateway. Frames from the NIC go by port the same way.
 
+use crate::dhcp;
 use crate::portmap::{Owners, PortMirror, Proto, StackId};
 use crate::ring::{Consumer, Pages, PopError, Producer, PushError, Ring, CELL_DATA};
 use crate::ring::{PAGE_WORDS, RING_PAGES};
@@ -381,7 +382,9 @@ pub enum Refused {
 /// port, or an echo request's identifier, must be held by the instance in `ports` (or have
 /// been, with nobody holding it since: the reset of an aborted connection). Any other
 /// ICMP message is refused (an application's instance answers none: the rejecting instance,
-/// the kernel's, does).
+/// the kernel's, does). The one frame from an address the instance does not own that passes
+/// is a DHCP client's request from 0.0.0.0 ([`crate::dhcp::client_request`]) while no other
+/// instance holds UDP port 68.
 pub fn verify(
     frame: &[u8],
     id: StackId,
@@ -407,6 +410,12 @@ pub fn verify(
         EthernetProtocol::Ipv4 => {
             let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|_| Refused::Malformed)?;
             if !own(ip.src_addr()) {
+                let port_free = ports
+                    .owner(Proto::Udp, dhcp::CLIENT_PORT)
+                    .map_or(true, |o| o == id);
+                if dhcp::client_request(frame).is_some() && port_free {
+                    return Ok(());
+                }
                 return Err(Refused::Spoofed);
             }
             let malformed = |_| Refused::Malformed;
@@ -485,6 +494,8 @@ pub struct Server<'a, P: Pages + ?Sized, T: Pages + ?Sized> {
     gateway_mac: Option<EthernetAddress>,
     /// The pool addresses it announced as the shared NIC's.
     announced: u64,
+    /// The DHCP requests of instances in server mode, for their replies ([`crate::dhcp`]).
+    dhcp: dhcp::Clients,
 }
 
 impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
@@ -514,6 +525,7 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
             gateway,
             gateway_mac: ctl.gateway_mac(),
             announced: 0,
+            dhcp: dhcp::Clients::new(),
         })
     }
 
@@ -666,6 +678,9 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
                 Err(Refused::Malformed) => return ctl.count(Counter::Malformed),
                 Err(Refused::Unrouted) => return ctl.count(Counter::Unrouted),
             }
+            if let Some(xid) = dhcp::client_request(frame) {
+                self.dhcp.asked(id, xid);
+            }
         }
         let local =
             |a: Ipv4Address| a.is_loopback() || Some(a) == machine || ctl.in_pool(a, assigned);
@@ -685,16 +700,12 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
         let Some(nic) = self.nic_mac else {
             return self.control().count(Counter::Unrouted);
         };
-        match self.gateway_mac {
-            Some(gw) => {
-                switch::outbound(frame, nic, gw);
-                self.put(NIC, frame, step);
-            }
-            None => {
-                self.control().count(Counter::NoGateway);
-                let ask = switch::ask_gateway(nic, self.address, self.gateway);
-                self.put(NIC, &ask, step);
-            }
+        if switch::outbound(frame, nic, self.gateway_mac) {
+            self.put(NIC, frame, step);
+        } else {
+            self.control().count(Counter::NoGateway);
+            let ask = switch::ask_gateway(nic, self.address, self.gateway);
+            self.put(NIC, &ask, step);
         }
     }
 
@@ -732,6 +743,15 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
                 self.put(NIC, &reply, step);
             }
             Inbound::Gateway(mac) => self.learn_gateway(mac),
+            // An instance in server mode asked; else the kernel's switch may know who did.
+            Inbound::DhcpReply(xid) => match self.dhcp.client(xid) {
+                Some(id) => {
+                    let mut own = [0u8; CELL_DATA];
+                    own[..frame.len()].copy_from_slice(frame);
+                    self.deliver_to(id, &mut own[..frame.len()], step);
+                }
+                None => self.put(0, frame, step),
+            },
         }
     }
 }

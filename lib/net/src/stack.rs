@@ -1587,14 +1587,15 @@ impl Stack {
     }
 
     /// A new packet socket receiving `proto` (an ethertype, `ETH_P_ALL`, or 0: nothing until
-    /// `bind` names one).
-    pub fn packet_socket(&mut self, proto: u16) -> Result<SockId, Errno> {
+    /// `bind` names one); `dgram`: a `SOCK_DGRAM` one, whose frames come and go without their
+    /// Ethernet header.
+    pub fn packet_socket(&mut self, proto: u16, dgram: bool) -> Result<SockId, Errno> {
         if let Some(i) = self.taps.iter().position(Option::is_none) {
-            self.taps[i] = Some(Tap::new(proto));
+            self.taps[i] = Some(Tap::new(proto, dgram));
             return Ok(i);
         }
         self.taps.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        self.taps.push(Some(Tap::new(proto)));
+        self.taps.push(Some(Tap::new(proto, dgram)));
         Ok(self.taps.len() - 1)
     }
 
@@ -1640,25 +1641,69 @@ impl Stack {
         if frame.len() < ETH_HEADER {
             return Err(Errno::EINVAL);
         }
-        if frame.len() > FRAME_MAX {
+        self.queue_frame(id, &[], frame, ifindex)
+    }
+
+    /// `SOCK_DGRAM` packet socket `id` sends `payload` (what follows the Ethernet header) to
+    /// `to`: the protocol (an ethertype), interface and destination MAC of the `sockaddr_ll`
+    /// given, or with none to the interface it is bound to with its protocol: `ENXIO`
+    /// unbound, a zero destination MAC on `lo` and `EINVAL` on `eth0` (there is no
+    /// destination: Linux's `dev_hard_header` fails). The
+    /// instance writes the header with its own MAC as the source and queues the frame as
+    /// [`Stack::send_frame`] does; `EMSGSIZE` for a payload longer than the MTU.
+    pub fn send_datagram(
+        &mut self,
+        id: SockId,
+        payload: &[u8],
+        to: Option<(u16, i32, [u8; 6])>,
+    ) -> Result<usize, Errno> {
+        let bound = self.tap(id)?.name().1;
+        let (proto, ifindex, dst) = match to {
+            Some(to) => to,
+            // Linux's `eth_header` sends a loopback device's frame to a zero MAC.
+            None if bound == IF_LO => (self.tap(id)?.name().0, IF_LO, [0; 6]),
+            None if self.has_interface(bound) => return Err(Errno::EINVAL),
+            None => return Err(Errno::ENXIO),
+        };
+        if !self.has_interface(ifindex) {
+            return Err(Errno::ENXIO);
+        }
+        let header = packet::header(dst, self.mac(), proto);
+        self.queue_frame(id, &header, payload, ifindex)
+            .map(|n| n - ETH_HEADER)
+    }
+
+    /// Queues the frame `header` followed by `body` that packet socket `id` sends on
+    /// `ifindex`, shown to the instance's other `ETH_P_ALL` sockets: its length, or
+    /// `EMSGSIZE` longer than [`FRAME_MAX`], `ENOBUFS` with the queue full, `ENOMEM`.
+    fn queue_frame(
+        &mut self,
+        id: SockId,
+        header: &[u8],
+        body: &[u8],
+        ifindex: i32,
+    ) -> Result<usize, Errno> {
+        let len = header.len() + body.len();
+        if len > FRAME_MAX {
             return Err(Errno::EMSGSIZE);
         }
         if self.dev.tx.len() >= QUEUE_FRAMES {
             return Err(Errno::ENOBUFS);
         }
         let mut copy = Vec::new();
-        copy.try_reserve_exact(frame.len())
-            .map_err(|_| Errno::ENOMEM)?;
-        copy.extend_from_slice(frame);
+        copy.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+        copy.extend_from_slice(header);
+        copy.extend_from_slice(body);
         self.dev.tx.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        self.tapped |= capture(&mut self.taps, frame, ifindex, PACKET_OUTGOING, Some(id));
+        self.tapped |= capture(&mut self.taps, &copy, ifindex, PACKET_OUTGOING, Some(id));
         self.dev.tx.push_back(copy);
-        Ok(frame.len())
+        Ok(len)
     }
 
     /// Packet socket `id` receives one frame into `out` (`peek`: it stays queued): the bytes
     /// copied, the frame's whole length, and the frame's `sockaddr_ll` facts (its bytes past
-    /// `out` are dropped). `EAGAIN` while none waits.
+    /// `out` are dropped). A `SOCK_DGRAM` socket gets what follows the Ethernet header, and
+    /// its length. `EAGAIN` while none waits.
     pub fn packet_recv(
         &mut self,
         id: SockId,
@@ -1666,10 +1711,12 @@ impl Stack {
         peek: bool,
     ) -> Result<(usize, usize, LinkInfo), Errno> {
         let tap = self.tap(id)?;
+        let skip = tap.skip();
         let c = tap.front().ok_or(Errno::EAGAIN)?;
-        let n = c.frame.len().min(out.len());
-        out[..n].copy_from_slice(&c.frame[..n]);
-        let r = (n, c.frame.len(), LinkInfo::of(c));
+        let data = c.frame.get(skip..).unwrap_or_default();
+        let n = data.len().min(out.len());
+        out[..n].copy_from_slice(&data[..n]);
+        let r = (n, data.len(), LinkInfo::of(c));
         if !peek {
             tap.pop();
         }
@@ -1685,12 +1732,17 @@ impl Stack {
         }
     }
 
-    /// The length of the frame packet socket `id` would receive next (`FIONREAD`).
+    /// The length of what packet socket `id` would receive next (`FIONREAD`).
     pub fn packet_available(&mut self, id: SockId) -> usize {
-        self.tap(id)
-            .ok()
-            .and_then(|t| t.front())
-            .map_or(0, |c| c.frame.len())
+        self.tap(id).ok().map_or(0, |t| {
+            t.front()
+                .map_or(0, |c| c.frame.len().saturating_sub(t.skip()))
+        })
+    }
+
+    /// Whether packet socket `id` is a `SOCK_DGRAM` one.
+    pub fn packet_is_dgram(&mut self, id: SockId) -> Result<bool, Errno> {
+        Ok(self.tap(id)?.is_dgram())
     }
 
     /// `PACKET_STATISTICS` of packet socket `id` (and starts them again).

@@ -11,6 +11,7 @@
 //! MAC and learns the gateway's. Frames are checked before they are read: a malformed one is
 //! dropped, never trusted.
 
+use crate::dhcp;
 use crate::portmap::{Owners, Proto, StackId};
 use crate::SWITCH_MAC;
 use alloc::vec::Vec;
@@ -178,6 +179,9 @@ pub enum Inbound {
     },
     /// An ARP packet from the gateway: it is at this MAC.
     Gateway(EthernetAddress),
+    /// A DHCP server's reply to port 68, which nobody holds: to the instance that asked with
+    /// this transaction id ([`crate::dhcp`]), which the caller remembers.
+    DhcpReply(u32),
     /// Nowhere (counted by the caller).
     Drop(Dropped),
 }
@@ -186,7 +190,8 @@ pub enum Inbound {
 /// (the machine's address, and the addresses of instances with their own that the shared NIC
 /// serves), the NIC's MAC is `nic_mac`, the gateway `gateway`. IPv4 for them goes by port as
 /// [`route`] sends it; ARP requests for them are answered; ARP from the gateway tells its
-/// MAC; everything else is dropped.
+/// MAC; a DHCP server's reply goes to the holder of port 68 or, with none, by its transaction
+/// id ([`Inbound::DhcpReply`]); everything else is dropped.
 pub fn inbound(
     frame: &[u8],
     ports: &(impl Owners + ?Sized),
@@ -215,10 +220,18 @@ pub fn inbound(
             }
             Inbound::Drop(Dropped::Unrouted)
         }
-        EthernetProtocol::Ipv4 => match route(frame, ports, me) {
-            Route::Outside => Inbound::Drop(Dropped::Unrouted),
-            r => Inbound::To(r),
-        },
+        EthernetProtocol::Ipv4 => {
+            if let Some(xid) = dhcp::server_reply(frame, &me) {
+                return match ports.owner(Proto::Udp, dhcp::CLIENT_PORT) {
+                    Some(id) => Inbound::To(Route::Stack(id)),
+                    None => Inbound::DhcpReply(xid),
+                };
+            }
+            match route(frame, ports, me) {
+                Route::Outside => Inbound::Drop(Dropped::Unrouted),
+                r => Inbound::To(r),
+            }
+        }
         _ => Inbound::Drop(Dropped::Unrouted),
     }
 }
@@ -326,12 +339,25 @@ fn swap_mac(frame: &mut [u8], from: EthernetAddress, to: EthernetAddress, source
 }
 
 /// Readdresses a frame an instance sends out of the machine: from the NIC's MAC to the
-/// gateway's (every outside address is reached through it).
-pub fn outbound(frame: &mut [u8], nic_mac: EthernetAddress, gateway_mac: EthernetAddress) {
-    if let Ok(mut eth) = EthernetFrame::new_checked(frame) {
-        eth.set_src_addr(nic_mac);
-        eth.set_dst_addr(gateway_mac);
+/// gateway's (every outside address is reached through it), or to everyone on the link when
+/// the instance sent it to the broadcast MAC (a DHCP client's request). False if it needs the
+/// gateway's MAC and `gateway_mac` is unknown (the frame is not sent).
+pub fn outbound(
+    frame: &mut [u8],
+    nic_mac: EthernetAddress,
+    gateway_mac: Option<EthernetAddress>,
+) -> bool {
+    let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
+        return false;
+    };
+    if !eth.dst_addr().is_broadcast() {
+        let Some(gateway) = gateway_mac else {
+            return false;
+        };
+        eth.set_dst_addr(gateway);
     }
+    eth.set_src_addr(nic_mac);
+    true
 }
 
 /// An IPv4 packet to a local address goes by port; others go out.
@@ -508,7 +534,7 @@ mod tests {
         let f = EthernetFrame::new_checked(&answer[..]).unwrap();
         assert_eq!(f.src_addr(), nic);
         let mut out = tcp_frame(gw, 80);
-        outbound(&mut out, nic, gw_mac);
+        assert!(outbound(&mut out, nic, Some(gw_mac)));
         let f = EthernetFrame::new_checked(&out[..]).unwrap();
         assert_eq!((f.src_addr(), f.dst_addr()), (nic, gw_mac));
     }

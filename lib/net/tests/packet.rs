@@ -167,7 +167,7 @@ fn is_tcp(f: &[u8], sport: u16, dport: u16) -> bool {
 #[test]
 fn a_frame_goes_out_exactly_as_given_or_is_refused_as_linux_refuses_it() {
     let mut s = Stack::new(1, &[LOOPBACK], None, 1, Instant::from_millis(0));
-    let p = s.packet_socket(ETH_P_ALL).unwrap();
+    let p = s.packet_socket(ETH_P_ALL, false).unwrap();
     let frame = tcp_frame(net::stack_mac(9), Ipv4Address::new(1, 2, 3, 4), 7, LO, 8);
     // No interface yet; eth0 needs a NIC.
     assert_eq!(s.send_frame(p, &frame, None), Err(Errno::ENXIO));
@@ -192,7 +192,7 @@ fn a_frame_goes_out_exactly_as_given_or_is_refused_as_linux_refuses_it() {
     // With a NIC, eth0 exists.
     let me = Ipv4Cidr::new(Ipv4Address::new(10, 0, 2, 15), 24);
     let mut s = Stack::new(2, &[LOOPBACK, me], None, 1, Instant::from_millis(0));
-    let p = s.packet_socket(0).unwrap();
+    let p = s.packet_socket(0, false).unwrap();
     assert_eq!(s.packet_bind(p, 0, IF_ETH), Ok(()));
     assert_eq!(s.packet_name(p), Ok((0, IF_ETH)));
     assert_eq!(s.send_frame(p, &frame, None), Ok(frame.len()));
@@ -204,7 +204,7 @@ fn a_frame_goes_out_exactly_as_given_or_is_refused_as_linux_refuses_it() {
 fn spoofed_frames_are_refused_and_a_proper_one_passes() {
     let mut m = Machine::new(2);
     let (_, port) = m.listener(1);
-    let p = m.stacks[1].packet_socket(ETH_P_ALL).unwrap();
+    let p = m.stacks[1].packet_socket(ETH_P_ALL, false).unwrap();
     m.stacks[1].packet_bind(p, 0, IF_LO).unwrap();
     let own = net::stack_mac(1);
     let spoofed = [
@@ -236,12 +236,12 @@ fn spoofed_frames_are_refused_and_a_proper_one_passes() {
 #[test]
 fn packet_sockets_see_their_instance_s_connection_by_protocol() {
     let mut m = Machine::new(2);
-    let all = m.stacks[1].packet_socket(ETH_P_ALL).unwrap();
+    let all = m.stacks[1].packet_socket(ETH_P_ALL, false).unwrap();
     m.stacks[1].packet_bind(all, 0, IF_LO).unwrap();
-    let ip = m.stacks[1].packet_socket(ETH_P_IP).unwrap();
-    let arp = m.stacks[1].packet_socket(ETH_P_ARP).unwrap();
-    let none = m.stacks[1].packet_socket(0).unwrap();
-    let other = m.stacks[2].packet_socket(ETH_P_ALL).unwrap();
+    let ip = m.stacks[1].packet_socket(ETH_P_IP, false).unwrap();
+    let arp = m.stacks[1].packet_socket(ETH_P_ARP, false).unwrap();
+    let none = m.stacks[1].packet_socket(0, false).unwrap();
+    let other = m.stacks[2].packet_socket(ETH_P_ALL, false).unwrap();
     let (l, port) = m.listener(1);
     let c = m.stacks[1].socket(Proto::Tcp).unwrap();
     let now = m.now;
@@ -291,9 +291,9 @@ fn packet_sockets_see_their_instance_s_connection_by_protocol() {
 #[test]
 fn a_full_queue_drops_and_counts() {
     let mut s = Stack::new(1, &[LOOPBACK], None, 1, Instant::from_millis(0));
-    let tx = s.packet_socket(ETH_P_ALL).unwrap();
+    let tx = s.packet_socket(ETH_P_ALL, false).unwrap();
     s.packet_bind(tx, 0, IF_LO).unwrap();
-    let rx = s.packet_socket(ETH_P_ALL).unwrap();
+    let rx = s.packet_socket(ETH_P_ALL, false).unwrap();
     let frame = tcp_frame(net::stack_mac(1), LO, 1, LO, 2);
     for _ in 0..PACKET_QUEUE + 10 {
         s.send_frame(tx, &frame, None).unwrap();
