@@ -40,9 +40,12 @@ static SERVED: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
 /// Frames their NICs received for them.
 static RECEIVED: AtomicU64 = AtomicU64::new(0);
-/// Frames a library-mode NIC received and nobody took: no instance has the NIC, it is ARP for
-/// an address not the instance's, or the instance's queue was full.
+/// Frames a library-mode NIC received and nobody took: not IPv4 and not the instance's (ARP
+/// for an address not its own; no instance has the NIC), or the instance's queue was full.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// IPv4 frames a library-mode NIC got for an address not (or no longer) on it, handed to the
+/// shared NIC's routing (`super::left_nic`).
+static MOVED: AtomicU64 = AtomicU64::new(0);
 
 /// The pool index of `a`.
 fn index(a: Ipv4Address) -> Option<u32> {
@@ -158,7 +161,7 @@ pub fn go_direct(inst: &Arc<Instance>) -> Result<(), Errno> {
 
 /// `netctl server|kernel PID` of an instance in library mode: its NIC is free again and its
 /// address is the shared NIC's, announced there (by the network server if one is attached,
-/// `net::server::Server::step`, else here).
+/// asked through `server::announce`, else here).
 pub fn go_shared(inst: &Arc<Instance>) {
     let k = inst.direct.swap(0, Ordering::AcqRel);
     if k == 0 {
@@ -170,11 +173,11 @@ pub fn go_shared(inst: &Arc<Instance>) {
         SERVED.fetch_or(1 << i, Ordering::AcqRel);
     }
     publish();
-    if !server::serving() {
-        if let Some(n) = nic::NIC.lock().as_mut() {
-            let garp = net::switch::gratuitous(n.mac, a);
-            n.send(&garp);
-        }
+    if server::serving() {
+        server::announce();
+    } else if let Some(n) = nic::NIC.lock().as_mut() {
+        let garp = net::switch::gratuitous(n.mac, a);
+        n.send(&garp);
     }
 }
 
@@ -220,14 +223,17 @@ pub fn receive(work: &mut VecDeque<Arc<Instance>>) {
             let Some((mut frame, mac, owner)) = got else {
                 break;
             };
-            let Some(inst) = owner.and_then(super::lookup) else {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
+            let inst = owner.and_then(super::lookup);
+            let Some(inst) = inst.filter(|i| net::switch::for_own_nic(&frame, i.address())) else {
+                if net::switch::is_ipv4(&frame) {
+                    // For an address that left this NIC (or never was on it).
+                    MOVED.fetch_add(1, Ordering::Relaxed);
+                    super::left_nic(frame, work);
+                } else {
+                    DROPPED.fetch_add(1, Ordering::Relaxed);
+                }
                 continue;
             };
-            if !net::switch::for_own_nic(&frame, inst.address()) {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
             net::switch::vif_in(&mut frame, mac, net::stack_mac(inst.id));
             RECEIVED.fetch_add(1, Ordering::Relaxed);
             if super::deliver(&inst, frame, false) && !work.iter().any(|w| Arc::ptr_eq(w, &inst)) {
@@ -259,10 +265,11 @@ pub fn report(out: &mut alloc::string::String) {
     }
     let _ = writeln!(
         out,
-        "library sent {} received {} dropped {} pool {}/{} assigned {:#x} served {:#x}",
+        "library sent {} received {} dropped {} moved {} pool {}/{} assigned {:#x} served {:#x}",
         SENT.load(Ordering::Relaxed),
         RECEIVED.load(Ordering::Relaxed),
         DROPPED.load(Ordering::Relaxed),
+        MOVED.load(Ordering::Relaxed),
         POOL_BASE,
         POOL_SIZE,
         ASSIGNED.load(Ordering::Relaxed),

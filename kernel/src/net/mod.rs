@@ -547,49 +547,74 @@ fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
             (frame, n.mac)
         };
         NIC_RECEIVED.fetch_add(1, Ordering::Relaxed);
-        if server::serving() {
-            // The NIC is the network server's.
-            server::nic_received(&frame);
-            continue;
+        shared_nic_frame(frame, mac, work);
+    }
+}
+
+/// A frame a library-mode NIC got for an address that has left it (its instance moved, and
+/// the neighbours sent before they heard the gratuitous ARP): routed as a frame of the shared
+/// NIC, which reaches the instance wherever it is now, so a move loses nothing.
+pub(super) fn left_nic(frame: Vec<u8>, work: &mut VecDeque<Arc<Instance>>) {
+    let Some(mac) = nic::NIC.lock().as_ref().map(|n| n.mac) else {
+        dropped(switch::Dropped::Unrouted);
+        return;
+    };
+    shared_nic_frame(frame, mac, work);
+}
+
+/// Routes a frame of the shared NIC (whose MAC is `mac`): the network server's if one is
+/// attached, else the kernel's switch's. An instance's own address counts as the machine's
+/// for IPv4 even while it is on a NIC of its own (see [`left_nic`]).
+fn shared_nic_frame(frame: Vec<u8>, mac: EthernetAddress, work: &mut VecDeque<Arc<Instance>>) {
+    if server::serving() {
+        // The NIC is the network server's.
+        server::nic_received(&frame);
+        return;
+    }
+    let me = |a| a == ADDRESS.address() || library::is_served(a);
+    let decision = switch::inbound(
+        &frame,
+        &*PORTS.lock(),
+        me,
+        library::is_assigned,
+        mac,
+        GATEWAY,
+    );
+    let (to, reject) = match decision {
+        Inbound::To(Route::Stack(id)) => (lookup(id), false),
+        Inbound::To(Route::Reject) => (rejecter(), true),
+        Inbound::To(Route::Drop(why)) | Inbound::Drop(why) => {
+            dropped(why);
+            return;
         }
-        let me = |a| a == ADDRESS.address() || library::is_served(a);
-        let decision = switch::inbound(&frame, &*PORTS.lock(), me, mac, GATEWAY);
-        let (to, reject) = match decision {
-            Inbound::To(Route::Stack(id)) => (lookup(id), false),
-            Inbound::To(Route::Reject) => (rejecter(), true),
-            Inbound::To(Route::Drop(why)) | Inbound::Drop(why) => {
-                dropped(why);
-                continue;
-            }
-            Inbound::To(_) => {
-                dropped(switch::Dropped::Unrouted);
-                continue;
-            }
-            Inbound::Answer { reply, gateway } => {
-                if let Some(gw) = gateway {
-                    *GATEWAY_MAC.lock() = Some(gw);
-                }
-                if let Some(n) = nic::NIC.lock().as_mut() {
-                    n.send(&reply);
-                }
-                continue;
-            }
-            Inbound::Gateway(gw) => {
+        Inbound::To(_) => {
+            dropped(switch::Dropped::Unrouted);
+            return;
+        }
+        Inbound::Answer { reply, gateway } => {
+            if let Some(gw) = gateway {
                 *GATEWAY_MAC.lock() = Some(gw);
-                continue;
             }
-            Inbound::DhcpReply(xid) => match dhcp_client(xid) {
-                Some(to) => (Some(to), false),
-                None => {
-                    dropped(switch::Dropped::Unrouted);
-                    continue;
-                }
-            },
-        };
-        if let Some(to) = to {
-            if deliver(&to, frame, reject) && !work.iter().any(|w| Arc::ptr_eq(w, &to)) {
-                work.push_back(to);
+            if let Some(n) = nic::NIC.lock().as_mut() {
+                n.send(&reply);
             }
+            return;
+        }
+        Inbound::Gateway(gw) => {
+            *GATEWAY_MAC.lock() = Some(gw);
+            return;
+        }
+        Inbound::DhcpReply(xid) => match dhcp_client(xid) {
+            Some(to) => (Some(to), false),
+            None => {
+                dropped(switch::Dropped::Unrouted);
+                return;
+            }
+        },
+    };
+    if let Some(to) = to {
+        if deliver(&to, frame, reject) && !work.iter().any(|w| Arc::ptr_eq(w, &to)) {
+            work.push_back(to);
         }
     }
 }

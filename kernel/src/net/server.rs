@@ -308,6 +308,20 @@ pub fn set_pool(base: net::Ipv4Address, assigned: u64, served: u64) {
     }
 }
 
+/// A pool address came back to the shared NIC (`super::library`): the server announces the
+/// served addresses with gratuitous ARPs, woken for it.
+pub fn announce() {
+    let bell = {
+        let guard = NETD.lock();
+        let Some(n) = guard.as_ref() else {
+            return;
+        };
+        n.control().announce();
+        n.ring_bell()
+    };
+    wake(bell);
+}
+
 /// What became of a frame an instance sent, for [`sent`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sent {

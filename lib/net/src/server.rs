@@ -33,7 +33,7 @@ use smoltcp::wire::{
 /// The control page's first word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"ReefNetd");
 /// The layout's version: the server refuses a region of another.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 /// Slots: the kernel's switch (0) and up to `SLOTS - 1` instances in server mode.
 pub const SLOTS: usize = 16;
 /// The ring pair of the NIC (after the slots').
@@ -62,9 +62,14 @@ const W_POOL_BASE: usize = 6;
 /// Control word: bit `i` set while pool address `i` is some instance's (local to the machine).
 const W_POOL_ASSIGNED: usize = 7;
 /// Control word: bit `i` set while pool address `i` is reached through the shared NIC (its
-/// instance is not on a NIC of its own): the server answers ARP for it, and announces it with
-/// a gratuitous ARP when the bit comes on.
+/// instance is not on a NIC of its own): the server answers ARP for it (and announces it, see
+/// [`W_POOL_ANNOUNCE`]).
 const W_POOL_SERVED: usize = 9;
+/// Control word: how many times an address came back to the shared NIC (the kernel adds one,
+/// then wakes the server): the server announces every served address with a gratuitous ARP
+/// when it changed. A count, not the bitmap's edges: an address that left and came back
+/// between two of the server's steps is announced too.
+const W_POOL_ANNOUNCE: usize = 10;
 /// Control word: the server's wake-up word (its low 32 bits are a futex): the kernel adds one
 /// and wakes it after a frame found a ring of the server's asleep.
 pub const W_EVENTS: usize = 8;
@@ -228,6 +233,14 @@ impl<'a, P: Pages + ?Sized> Control<'a, P> {
         self.set(W_POOL_BASE, u64::from(u32::from(base)));
         self.set(W_POOL_ASSIGNED, assigned);
         self.set(W_POOL_SERVED, served);
+    }
+
+    /// The kernel: an address came back to the shared NIC; the server is to announce the
+    /// served ones (the caller wakes it).
+    pub fn announce(&self) {
+        if let Some(w) = self.word(W_POOL_ANNOUNCE) {
+            w.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// Whether `a` is a pool address whose bit is set in `bits`.
@@ -492,7 +505,7 @@ pub struct Server<'a, P: Pages + ?Sized, T: Pages + ?Sized> {
     gateway: Ipv4Address,
     /// The gateway's MAC, once it spoke.
     gateway_mac: Option<EthernetAddress>,
-    /// The pool addresses it announced as the shared NIC's.
+    /// The count of [`W_POOL_ANNOUNCE`] it last acted on.
     announced: u64,
     /// The DHCP requests of instances in server mode, for their replies ([`crate::dhcp`]).
     dhcp: dhcp::Clients,
@@ -559,16 +572,17 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
     }
 
     /// Takes up to `budget` frames from each ring and routes them; first announces the pool
-    /// addresses that came to the shared NIC (an instance came back from a NIC of its own).
+    /// addresses the shared NIC serves if the kernel asked (an instance came back from a NIC of
+    /// its own; a server attached anew announces them too).
     pub fn step(&mut self, budget: usize) -> Step {
         let mut step = Step::default();
         let ctl = self.control();
         let (base, _, served) = ctl.pool();
-        if served != self.announced {
-            let new = served & !self.announced;
-            self.announced = served;
+        let requests = ctl.get(W_POOL_ANNOUNCE);
+        if requests != self.announced {
+            self.announced = requests;
             if let Some(nic) = self.nic_mac {
-                for i in (0..64).filter(|i| new >> i & 1 != 0) {
+                for i in (0..64).filter(|i| served >> i & 1 != 0) {
                     let a = Ipv4Address::from(u32::from(base).wrapping_add(i));
                     self.put(NIC, &switch::gratuitous(nic, a), &mut step);
                 }
@@ -723,9 +737,10 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
         let Some(nic) = self.nic_mac else {
             return ctl.count(Counter::Unrouted);
         };
-        let (_, _, served) = ctl.pool();
+        let (_, assigned, served) = ctl.pool();
         let me = |a: Ipv4Address| a == self.address || ctl.in_pool(a, served);
-        match switch::inbound(frame, &self.ports, me, nic, self.gateway) {
+        let moved = |a: Ipv4Address| ctl.in_pool(a, assigned);
+        match switch::inbound(frame, &self.ports, me, moved, nic, self.gateway) {
             Inbound::To(Route::Stack(id)) => {
                 let mut own = [0u8; CELL_DATA];
                 own[..frame.len()].copy_from_slice(frame);

@@ -188,14 +188,17 @@ pub enum Inbound {
 
 /// Where a frame from the NIC goes: the addresses the NIC answers for are those `me` accepts
 /// (the machine's address, and the addresses of instances with their own that the shared NIC
-/// serves), the NIC's MAC is `nic_mac`, the gateway `gateway`. IPv4 for them goes by port as
-/// [`route`] sends it; ARP requests for them are answered; ARP from the gateway tells its
-/// MAC; a DHCP server's reply goes to the holder of port 68 or, with none, by its transaction
-/// id ([`Inbound::DhcpReply`]); everything else is dropped.
+/// serves), the NIC's MAC is `nic_mac`, the gateway `gateway`. IPv4 for them, or for an
+/// address `moved` accepts (an instance's own address on another NIC now: sent here before the
+/// neighbours learnt of the move), goes by port as [`route`] sends it; ARP requests for `me`'s
+/// are answered; ARP from the gateway tells its MAC; a DHCP server's reply goes to the holder
+/// of port 68 or, with none, by its transaction id ([`Inbound::DhcpReply`]); everything else
+/// is dropped.
 pub fn inbound(
     frame: &[u8],
     ports: &(impl Owners + ?Sized),
     me: impl Fn(Ipv4Address) -> bool,
+    moved: impl Fn(Ipv4Address) -> bool,
     nic_mac: EthernetAddress,
     gateway: Ipv4Address,
 ) -> Inbound {
@@ -227,7 +230,7 @@ pub fn inbound(
                     None => Inbound::DhcpReply(xid),
                 };
             }
-            match route(frame, ports, me) {
+            match route(frame, ports, |a| me(a) || moved(a)) {
                 Route::Outside => Inbound::Drop(Dropped::Unrouted),
                 r => Inbound::To(r),
             }
@@ -282,15 +285,23 @@ pub fn for_machine(frame: &[u8], local: impl Fn(Ipv4Address) -> bool) -> bool {
     }
 }
 
-/// Library mode: whether a frame an instance's own NIC received is the instance's: IPv4, ARP
-/// replies, and ARP requests for its own address `own` (not for the machine's shared address,
-/// which only the shared NIC answers for).
+/// Whether `frame` is an IPv4 Ethernet frame.
+pub fn is_ipv4(frame: &[u8]) -> bool {
+    EthernetFrame::new_checked(frame).is_ok_and(|e| e.ethertype() == EthernetProtocol::Ipv4)
+}
+
+/// Library mode: whether a frame an instance's own NIC received is the instance's: IPv4 for
+/// its own address `own` (or broadcast or multicast), ARP replies, and ARP requests for `own`
+/// (not for the machine's shared address, which only the shared NIC answers for).
 pub fn for_own_nic(frame: &[u8], own: Option<Ipv4Address>) -> bool {
     let Ok(eth) = EthernetFrame::new_checked(frame) else {
         return false;
     };
     match eth.ethertype() {
-        EthernetProtocol::Ipv4 => true,
+        EthernetProtocol::Ipv4 => Ipv4Packet::new_checked(eth.payload()).is_ok_and(|p| {
+            let to = p.dst_addr();
+            Some(to) == own || to.is_broadcast() || to.is_multicast()
+        }),
         EthernetProtocol::Arp => match parse_arp(&eth) {
             Ok(a) if a.operation == ArpOperation::Request => Some(a.target) == own,
             Ok(_) => true,
@@ -501,24 +512,43 @@ mod tests {
         let nic = EthernetAddress([0x52, 0x54, 0, 0x12, 0x34, 0x56]);
         let gw_mac = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
         assert_eq!(
-            inbound(&tcp_frame(me, 80), &ports, |a| a == me, nic, gw),
+            inbound(&tcp_frame(me, 80), &ports, |a| a == me, |_| false, nic, gw),
             Inbound::To(Route::Stack(4))
         );
         assert_eq!(
-            inbound(&tcp_frame(me, 81), &ports, |a| a == me, nic, gw),
+            inbound(&tcp_frame(me, 81), &ports, |a| a == me, |_| false, nic, gw),
             Inbound::To(Route::Reject)
         );
         // Loopback traffic never comes from the wire.
         let lo = Ipv4Address::new(127, 0, 0, 1);
         assert_eq!(
-            inbound(&tcp_frame(lo, 80), &ports, |a| a == me, nic, gw),
+            inbound(&tcp_frame(lo, 80), &ports, |a| a == me, |_| false, nic, gw),
             Inbound::Drop(Dropped::Unrouted)
         );
         let ask = ask_gateway(gw_mac, gw, me);
-        let Inbound::Answer { gateway, .. } = inbound(&ask, &ports, |a| a == me, nic, gw) else {
+        let Inbound::Answer { gateway, .. } =
+            inbound(&ask, &ports, |a| a == me, |_| false, nic, gw)
+        else {
             panic!("the gateway's request is answered");
         };
         assert_eq!(gateway, Some(gw_mac), "and teaches its MAC");
+        // An instance's own address on another NIC now: its IPv4 is routed, its ARP not
+        // answered here.
+        let own = Ipv4Address::new(10, 0, 2, 16);
+        let moved = |a| a == own;
+        assert_eq!(
+            inbound(&tcp_frame(own, 80), &ports, |a| a == me, moved, nic, gw),
+            Inbound::To(Route::Stack(4))
+        );
+        assert_eq!(
+            inbound(&tcp_frame(own, 80), &ports, |a| a == me, |_| false, nic, gw),
+            Inbound::Drop(Dropped::Unrouted)
+        );
+        let ask_own = ask_gateway(gw_mac, gw, own);
+        assert_eq!(
+            inbound(&ask_own, &ports, |a| a == me, moved, nic, gw),
+            Inbound::Gateway(gw_mac)
+        );
         let other = ask_gateway(
             EthernetAddress([2, 0, 0, 0, 0, 9]),
             Ipv4Address::new(10, 0, 2, 9),
@@ -527,7 +557,7 @@ mod tests {
         let Inbound::Answer {
             reply: answer,
             gateway: None,
-        } = inbound(&other, &ports, |a| a == me, nic, gw)
+        } = inbound(&other, &ports, |a| a == me, |_| false, nic, gw)
         else {
             panic!("a request for the machine's address is answered");
         };

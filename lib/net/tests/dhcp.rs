@@ -201,7 +201,7 @@ fn the_reply_goes_to_the_instance_that_asked_or_to_port_68_s_holder() {
     clients.asked(3, 7);
     clients.asked(4, 8);
     for to in [BCAST, ME] {
-        let Inbound::DhcpReply(xid) = inbound(&reply(to, 7), &ports, me, NIC, GW) else {
+        let Inbound::DhcpReply(xid) = inbound(&reply(to, 7), &ports, me, |_| false, NIC, GW) else {
             panic!("a reply to {to}");
         };
         assert_eq!(clients.client(xid), Some(3));
@@ -210,23 +210,23 @@ fn the_reply_goes_to_the_instance_that_asked_or_to_port_68_s_holder() {
     // To another host, or not from port 67, or a request: not for this machine's clients.
     let other = reply(Ipv4Address::new(10, 0, 2, 99), 7);
     assert_eq!(
-        inbound(&other, &ports, me, NIC, GW),
+        inbound(&other, &ports, me, |_| false, NIC, GW),
         Inbound::Drop(net::switch::Dropped::Unrouted)
     );
     let bcast = EthernetAddress::BROADCAST;
     let wrong = udp_frame(GW_MAC, bcast, (GW, 99), (BCAST, 68), &bootp(2, 7));
     assert!(!matches!(
-        inbound(&wrong, &ports, me, NIC, GW),
+        inbound(&wrong, &ports, me, |_| false, NIC, GW),
         Inbound::DhcpReply(_)
     ));
     assert!(!matches!(
-        inbound(&request(3, 7), &ports, me, NIC, GW),
+        inbound(&request(3, 7), &ports, me, |_| false, NIC, GW),
         Inbound::DhcpReply(_)
     ));
     // A client listening on port 68 with a UDP socket gets it by port.
     ports.claim(Proto::Udp, 68, 5).unwrap();
     assert_eq!(
-        inbound(&reply(BCAST, 7), &ports, me, NIC, GW),
+        inbound(&reply(BCAST, 7), &ports, me, |_| false, NIC, GW),
         Inbound::To(Route::Stack(5))
     );
     // The newest requests are remembered; an older one is forgotten.

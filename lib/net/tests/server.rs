@@ -330,9 +330,12 @@ fn pool_addresses_on_the_shared_nic_are_announced_and_answered() {
     let own = Ipv4Address::new(10, 0, 2, 16);
     let ctl = Control::new(m.region);
     ctl.set_pool(own, 1, 1);
+    ctl.announce();
     m.settle();
     let garp = m.wire.pop().expect("a gratuitous ARP for the pool address");
     assert_eq!(garp, net::switch::gratuitous(NIC_MAC, own));
+    m.settle();
+    assert!(m.wire.is_empty(), "announced once per request");
     // The gateway asks for it: the shared NIC answers.
     let gw_mac = EthernetAddress([0x52, 0x55, 10, 0, 2, 2]);
     m.push(NIC, &net::switch::ask_gateway(gw_mac, GW, own));
@@ -345,6 +348,17 @@ fn pool_addresses_on_the_shared_nic_are_announced_and_answered() {
     m.push(NIC, &net::switch::ask_gateway(gw_mac, GW, own));
     m.settle();
     assert!(m.wire.is_empty());
+    // It went to its own NIC and came back between two of the server's steps: the served
+    // bitmap looks unchanged, the request is not.
+    ctl.set_pool(own, 1, 1);
+    ctl.announce();
+    m.settle();
+    assert_eq!(m.wire.pop(), Some(net::switch::gratuitous(NIC_MAC, own)));
+    ctl.set_pool(own, 1, 0);
+    ctl.set_pool(own, 1, 1);
+    ctl.announce();
+    m.settle();
+    assert_eq!(m.wire.pop(), Some(net::switch::gratuitous(NIC_MAC, own)));
 }
 
 #[test]
