@@ -71,8 +71,9 @@
  *                                   `-n` as for echortt, applied to httpd's stack instance (for
  *                                   `direct`: moved with reef_net_mode(httpd's pid) once it
  *                                   listens); its /proc/reef/net line is printed and checked
- *                                   before and after the load. No result line: the figures
- *                                   are the host's
+ *                                   before and after the load, then (on Reef) the counters
+ *                                   of /proc/reef/net. No result line: the figures are the
+ *                                   host's
  *   uperf -n server switch ADDR:PORT [SWITCHES]
  *                                   LibrettOS's dynamic switch (Reef only): a 64-byte
  *                                   ping-pong with the echo server at ADDR:PORT (as echortt)
@@ -1143,6 +1144,22 @@ static void net_check_port(unsigned port, const char *address)
         die("the stack instance of %s is in mode %s, not %s", name, mode, net_mode);
 }
 
+/* On Reef, the counters of /proc/reef/net (instances, NICs, switch, server; not the rings),
+ * each line printed after `uperf: net: `, to tell what bounded a figure. */
+static void net_counters(void)
+{
+    if (!on_reef)
+        return;
+    FILE *f = fopen("/proc/reef/net", "r");
+    if (!f)
+        die("/proc/reef/net: %s", strerror(errno));
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "slot ", 5) != 0)
+            printf("uperf: net: %s", line);
+    fclose(f);
+}
+
 /* After the measurement, while `fd` is connected: net_check_port of its local port. */
 static void net_check(int fd)
 {
@@ -1376,6 +1393,7 @@ static void mode_httpd(int argc, char **argv)
             die("stdin ended before done");
     while (strncmp(line, "done", 4) != 0);
     net_check_port((unsigned)port, "*");
+    net_counters();
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     printf("uperf: httpd stopped\n");
@@ -1487,6 +1505,7 @@ static void mode_switch(int argc, char **argv)
         pause[i] = switch_pause(&switches[i]);
     }
     net_check(echo_fd);
+    net_counters();
     close(echo_fd);
     report("switch-to-direct", 1, "us", "%.1f", to_direct, (int)nswitches / 2, 1);
     report("switch-to-server", 1, "us", "%.1f", to_server, (int)nswitches / 2, 1);
