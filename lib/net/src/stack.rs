@@ -72,6 +72,10 @@ pub const HANDSHAKES_MAX: usize = 64;
 pub const MAX_BACKLOG: usize = 4096;
 /// A connection not established by then fails with `ETIMEDOUT`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a connection stays in TIME-WAIT, holding its port (smoltcp's own delay; Linux
+/// waits 60 s). Its socket is freed when TIME-WAIT begins: a segment that arrives for it
+/// meanwhile is answered with a reset, where Linux would acknowledge a resent FIN again.
+pub const TIME_WAIT: Duration = Duration::from_secs(10);
 /// A closed socket still closing after this is reset (Linux's `tcp_fin_timeout`).
 pub const LINGER_LIMIT: Duration = Duration::from_secs(60);
 /// Idle time before keep-alive probes (Linux's `tcp_keepalive_time`).
@@ -264,12 +268,36 @@ struct Sock {
 /// A closed TCP connection finishing its close.
 #[derive(Clone, Copy, Debug)]
 struct Lingering {
-    /// Its smoltcp socket.
-    handle: SocketHandle,
+    /// Its smoltcp socket, until TIME-WAIT (then freed with its buffers: a busy server's
+    /// thousands of connections in TIME-WAIT would hold 128 KiB each).
+    handle: Option<SocketHandle>,
     /// The port it holds.
     port: u16,
-    /// When the program closed it.
+    /// When the program closed it; in TIME-WAIT, when that began.
     since: Instant,
+    /// In TIME-WAIT: its local and remote ends (for `/proc/net/tcp`).
+    ends: ((Ipv4Address, u16), (Ipv4Address, u16)),
+}
+
+impl Lingering {
+    /// A connection closed at `now`, still closing in smoltcp socket `handle`.
+    fn closing(handle: SocketHandle, port: u16, now: Instant) -> Self {
+        let none = (Ipv4Address::UNSPECIFIED, 0);
+        Lingering {
+            handle: Some(handle),
+            port,
+            since: now,
+            ends: (none, none),
+        }
+    }
+
+    /// When it must be looked at next: the end of TIME-WAIT, or the limit of closing.
+    fn deadline(&self) -> Instant {
+        match self.handle {
+            Some(_) => self.since + LINGER_LIMIT,
+            None => self.since + TIME_WAIT,
+        }
+    }
 }
 
 /// One line of Linux's `/proc/net/tcp` or `/proc/net/udp`: a socket of an instance as the
@@ -655,7 +683,7 @@ impl Stack {
     /// When it must be polled next without a frame arriving (`None`: not until then).
     pub fn next_deadline(&mut self, now: Instant) -> Option<Instant> {
         let timers = self.iface.poll_at(now, &self.set);
-        let linger = self.lingering.iter().map(|l| l.since + LINGER_LIMIT).min();
+        let linger = self.lingering.iter().map(Lingering::deadline).min();
         match (timers, linger) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -722,7 +750,16 @@ impl Stack {
             }
         }
         if proto == Proto::Tcp {
-            out.extend(self.lingering.iter().filter_map(|l| tcp_line(l.handle)));
+            out.extend(self.lingering.iter().filter_map(|l| match l.handle {
+                Some(h) => tcp_line(h),
+                None => Some(Connection {
+                    local: l.ends.0,
+                    remote: l.ends.1,
+                    state: linux_state(tcp::State::TimeWait),
+                    tx_queue: 0,
+                    rx_queue: 0,
+                }),
+            }));
         }
         out
     }
@@ -755,11 +792,7 @@ impl Stack {
                                     ready.push_back(h);
                                 } else {
                                     self.set.get_mut::<tcp::Socket>(h).abort();
-                                    self.lingering.push(Lingering {
-                                        handle: h,
-                                        port: 0,
-                                        since: now,
-                                    });
+                                    self.lingering.push(Lingering::closing(h, 0, now));
                                 }
                             }
                         }
@@ -818,19 +851,40 @@ impl Stack {
         self.refill_listeners();
         let mut j = 0;
         while j < self.lingering.len() {
-            let l = self.lingering[j];
-            let s = self.set.get_mut::<tcp::Socket>(l.handle);
+            let l = &mut self.lingering[j];
+            let Some(handle) = l.handle else {
+                // TIME-WAIT keeps the port: a new listener needs `SO_REUSEADDR` meanwhile, as
+                // on Linux.
+                if now >= l.since + TIME_WAIT {
+                    if l.port != 0 {
+                        ports.release(Proto::Tcp, l.port, self.id);
+                    }
+                    self.lingering.swap_remove(j);
+                } else {
+                    j += 1;
+                }
+                continue;
+            };
+            let s = self.set.get_mut::<tcp::Socket>(handle);
             match s.state() {
-                // TIME-WAIT keeps the port (smoltcp ends it after 10 s): a new listener
-                // needs `SO_REUSEADDR` meanwhile, as on Linux.
                 tcp::State::Closed => {
-                    self.set.remove(l.handle);
+                    self.set.remove(handle);
                     if l.port != 0 {
                         ports.release(Proto::Tcp, l.port, self.id);
                     }
                     self.lingering.swap_remove(j);
                 }
-                tcp::State::TimeWait => j += 1,
+                tcp::State::TimeWait => {
+                    let none = (Ipv4Address::UNSPECIFIED, 0);
+                    l.ends = (
+                        s.local_endpoint().map_or(none, v4),
+                        s.remote_endpoint().map_or(none, v4),
+                    );
+                    l.handle = None;
+                    l.since = now;
+                    self.set.remove(handle);
+                    j += 1;
+                }
                 _ => {
                     if s.can_recv() || now >= l.since + LINGER_LIMIT {
                         // Data for a closed socket, or a peer that never finishes: reset.
@@ -1319,11 +1373,7 @@ impl Stack {
                 }
                 for h in ready {
                     self.set.get_mut::<tcp::Socket>(h).abort();
-                    self.lingering.push(Lingering {
-                        handle: h,
-                        port: sock.port,
-                        since: now,
-                    });
+                    self.lingering.push(Lingering::closing(h, sock.port, now));
                 }
                 release(ports, sock.port);
             }
@@ -1334,22 +1384,17 @@ impl Stack {
                         self.set.remove(c.handle);
                         release(ports, sock.port);
                     }
-                    tcp::State::TimeWait => self.lingering.push(Lingering {
-                        handle: c.handle,
-                        port: sock.port,
-                        since: now,
-                    }),
+                    tcp::State::TimeWait => self
+                        .lingering
+                        .push(Lingering::closing(c.handle, sock.port, now)),
                     _ => {
                         if s.can_recv() || s.state() == tcp::State::SynSent {
                             s.abort();
                         } else {
                             s.close();
                         }
-                        self.lingering.push(Lingering {
-                            handle: c.handle,
-                            port: sock.port,
-                            since: now,
-                        });
+                        self.lingering
+                            .push(Lingering::closing(c.handle, sock.port, now));
                     }
                 }
             }
