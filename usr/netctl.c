@@ -8,6 +8,11 @@
  *   netctl direct PID        gives PID's instance a NIC of its own (library mode; the machine
  *                            needs more than one NIC: `cargo xtask run --nics 2`), with an
  *                            address of its own from 10.0.2.16 up, which it keeps in every mode
+ *   netctl address PID       gives PID's instance an address of its own now, where it is (as
+ *                            LibrettOS does at launch for an application that may switch):
+ *                            its new connections outside go from it, so they keep their
+ *                            address when it moves (a move to library mode gives one too, but
+ *                            connections made before go on from 10.0.2.15)
  *   netctl wait [SECONDS]    waits until a network server is attached (default 30 s)
  *
  * PID's instances are those of the sockets it holds (a forked server's live in the process
@@ -29,10 +34,12 @@
 #define REEF_NET_KERNEL 0
 #define REEF_NET_SERVER 1
 #define REEF_NET_DIRECT 2
+#define REEF_NET_ADDRESS 3
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: netctl list | server PID | kernel PID | direct PID | wait [SECONDS]\n");
+    fprintf(stderr, "usage: netctl list | server PID | kernel PID | direct PID | address PID | "
+                    "wait [SECONDS]\n");
     return 2;
 }
 
@@ -97,6 +104,8 @@ int main(int argc, char **argv)
         mode = REEF_NET_KERNEL;
     else if (strcmp(argv[1], "direct") == 0)
         mode = REEF_NET_DIRECT;
+    else if (strcmp(argv[1], "address") == 0)
+        mode = REEF_NET_ADDRESS;
     else
         return usage();
     if (argc != 3)
@@ -110,6 +119,8 @@ int main(int argc, char **argv)
         int e = errno;
         const char *why = e == ENODEV && mode == REEF_NET_DIRECT
                               ? "the machine has no NIC for library mode (boot with --nics 2)"
+                          : e == ENODEV && mode == REEF_NET_ADDRESS
+                              ? "the machine has no NIC"
                           : e == ENODEV ? "no network server is attached (start netd)"
                           : e == ENOSPC && mode == REEF_NET_DIRECT
                               ? "every library-mode NIC is taken"

@@ -80,8 +80,8 @@
  *                                   runs while a second thread moves uperf's stack instance
  *                                   to library mode and back to server mode, SWITCHES moves in
  *                                   all (default 20), 20 ms apart. The instance gets its own
- *                                   address before connecting (moved to library mode and back
- *                                   once). Result lines: switch-to-direct and switch-to-server
+ *                                   address before connecting (reef_net_mode's
+ *                                   REEF_NET_ADDRESS). Result lines: switch-to-direct and switch-to-server
  *                                   (each reef_net_mode call, us) and switch-pause (per move,
  *                                   the longest round trip in flight during the call or the
  *                                   first one after it, us)
@@ -1054,6 +1054,7 @@ static void mode_msg(int argc, char **argv, const char *name)
 #define SYS_reef_net_mode 1039 /* usr/netctl.c */
 #define REEF_NET_SERVER 1
 #define REEF_NET_DIRECT 2
+#define REEF_NET_ADDRESS 3
 
 /* Runs `argv` (an absolute path) and waits for it: it must exit 0. */
 static void run_system(char *const *argv)
@@ -1094,7 +1095,8 @@ static void net_prepare(void)
  * (REEF_NET_*). */
 static void net_set_mode(pid_t pid, int mode)
 {
-    static const char *const names[] = {"REEF_NET_KERNEL", "REEF_NET_SERVER", "REEF_NET_DIRECT"};
+    static const char *const names[] = {"REEF_NET_KERNEL", "REEF_NET_SERVER", "REEF_NET_DIRECT",
+                                        "REEF_NET_ADDRESS"};
     if (syscall(SYS_reef_net_mode, (long)pid, (long)mode) != 0)
         die("reef_net_mode(%d, %s): %s%s", (int)pid, names[mode], strerror(errno),
             mode == REEF_NET_DIRECT ? " (does the machine have a second NIC?)" : "");
@@ -1475,10 +1477,8 @@ static void mode_switch(int argc, char **argv)
     echo_fd = socket(AF_INET, SOCK_STREAM, 0);
     if (echo_fd < 0)
         die("socket: %s", strerror(errno));
-    /* As in LibrettOS, an application that will switch gets its own address at launch: the
-     * first move to library mode gives the instance one, which it keeps in server mode. */
-    net_set_mode(getpid(), REEF_NET_DIRECT);
-    net_set_mode(getpid(), REEF_NET_SERVER);
+    /* As in LibrettOS, an application that will switch gets its own address at launch. */
+    net_set_mode(getpid(), REEF_NET_ADDRESS);
     if (connect(echo_fd, (const struct sockaddr *)&to, sizeof to) != 0)
         die("connect to %s: %s", argv[2], strerror(errno));
     no_delay(echo_fd);

@@ -238,9 +238,25 @@ fn between<'a>(log: &'a str, from: &str, to: &str) -> Result<&'a str, String> {
     Ok(&log[start..start + end])
 }
 
-/// `net-direct-*`'s check: httpd's instance was listed on its own NIC with its own address,
-/// then with the server, and on its NIC again at the end; frames went out of its NIC.
+/// `net-direct-*`'s check: httpd's instance was listed with the server and its own address
+/// after `netctl address`, on its own NIC with it, then with the server, and on its NIC again
+/// at the end; frames went out of its NIC.
 fn check_direct(log: &str) -> Result<(), String> {
+    let addressed = log.split("NET-ADDRESSED").next().unwrap_or("");
+    let served_with_own = addressed.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.len() == 7
+            && w[1].starts_with("server/")
+            && w[1].ends_with("@10.0.2.16")
+            && w[3].split(',').any(|p| p == "tcp/80")
+    });
+    if !served_with_own {
+        return Err(
+            "httpd's instance is not listed in server mode with 10.0.2.16 after \
+                    `netctl address`"
+                .into(),
+        );
+    }
     if !holds_80(log, "direct/1@10.0.2.16") {
         return Err("httpd's instance is not listed on library NIC 1 with 10.0.2.16".into());
     }
@@ -399,13 +415,16 @@ pub fn cases() -> Result<Vec<Case>, String> {
         Box::new(|_, o| check_server(&o.log)),
         (None, 1),
     )?);
-    // Library mode (LibrettOS §3.1, §3.3): httpd's instance on a NIC of its own with its own
-    // address (the pool's first, 10.0.2.16, which the host's forward reaches); the large
-    // transfer goes on across its moves to the network server and back.
+    // Library mode (LibrettOS §3.1, §3.3): httpd's instance gets its own address in server
+    // mode (`netctl address`, the pool's first, 10.0.2.16, which the host's forward reaches),
+    // then goes on a NIC of its own; the large transfer goes on across its moves to the
+    // network server and back.
     let guest = concat!(
         "fleet start net --restart --cores 1 /bin/netd && netctl wait 30 && ",
         "for i in $(seq 25); do cat /bin/busybox; done > /tmp/big && ",
-        "httpd -p 80 -h /tmp && for p in $(pidof httpd); do netctl direct $p; done && ",
+        "httpd -p 80 -h /tmp && for p in $(pidof httpd); do netctl address $p; done && ",
+        "netctl list && echo NET-ADDRESSED && ",
+        "for p in $(pidof httpd); do netctl direct $p; done && ",
         "netctl list && echo NET-DIRECT-UP; ",
         "read go; for p in $(pidof httpd); do netctl server $p; done; netctl list; ",
         "echo NET-MOVED-SERVER; ",

@@ -160,8 +160,7 @@ pub fn go_direct(inst: &Arc<Instance>) -> Result<(), Errno> {
 }
 
 /// `netctl server|kernel PID` of an instance in library mode: its NIC is free again and its
-/// address is the shared NIC's, announced there (by the network server if one is attached,
-/// asked through `server::announce`, else here).
+/// address is the shared NIC's, announced there ([`announce_shared`]).
 pub fn go_shared(inst: &Arc<Instance>) {
     let k = inst.direct.swap(0, Ordering::AcqRel);
     if k == 0 {
@@ -173,12 +172,35 @@ pub fn go_shared(inst: &Arc<Instance>) {
         SERVED.fetch_or(1 << i, Ordering::AcqRel);
     }
     publish();
+    announce_shared(a);
+}
+
+/// Announces pool address `a` as the shared NIC's: by the network server if one is attached
+/// (asked through `server::announce`), else here.
+fn announce_shared(a: Ipv4Address) {
     if server::serving() {
         server::announce();
     } else if let Some(n) = nic::NIC.lock().as_mut() {
         let garp = net::switch::gratuitous(n.mac, a);
         n.send(&garp);
     }
+}
+
+/// `netctl address PID`: `inst` gets an address of its own now, where it is (LibrettOS gives
+/// one at launch to an application that may switch), announced on the shared NIC; its new
+/// connections outside go from it, so that they keep their path's address across moves.
+/// `ENODEV` without a NIC, `EADDRNOTAVAIL` when the pool is used up; nothing if it has one.
+pub fn give_address(inst: &Arc<Instance>) -> Result<(), Errno> {
+    if inst.address().is_some() {
+        return Ok(());
+    }
+    if !super::has_nic() {
+        return Err(Errno::ENODEV);
+    }
+    let a = own_address(inst)?;
+    server::address_given(inst);
+    announce_shared(a);
+    Ok(())
 }
 
 /// A frame `inst` sent: `true` if it left by the instance's own NIC (library mode, and not for

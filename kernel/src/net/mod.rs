@@ -253,6 +253,8 @@ pub enum Mode {
     Server,
     /// Through a NIC of its own (library mode, `super::library`).
     Direct,
+    /// Where it is, with an address of its own from now (`netctl address`).
+    Address,
 }
 
 /// `netctl server|kernel|direct PID`: moves the instances of process `p` to `mode`: those of
@@ -288,6 +290,7 @@ pub fn set_mode(p: &crate::proc::Process, mode: Mode) -> Result<(), Errno> {
                 library::go_shared(inst);
                 server::leave(inst);
             }
+            Mode::Address => library::give_address(inst)?,
         }
     }
     Ok(())

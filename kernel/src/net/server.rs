@@ -278,6 +278,17 @@ pub fn join(inst: &Arc<Instance>) -> Result<(), Errno> {
     Ok(())
 }
 
+/// `inst` got its own address: if it is in server mode, the server accepts it as its frames'
+/// source from now.
+pub fn address_given(inst: &Instance) {
+    let s = inst.slot.load(Ordering::Acquire);
+    if let (Some(n), Some(a)) = (NETD.lock().as_ref(), inst.address()) {
+        if s != 0 {
+            n.control().set_slot_address(s, a);
+        }
+    }
+}
+
 /// An instance in server mode goes back to the kernel's switch: what the server has put in
 /// its ring back is delivered to it first, and the server routes what it sent still.
 pub fn leave(inst: &Arc<Instance>) {

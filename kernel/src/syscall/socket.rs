@@ -1007,7 +1007,7 @@ pub fn reef_netd(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     }
 }
 
-/// `reef_net_mode(pid, mode)`: `netctl server|kernel|direct PID` (`net::set_mode`).
+/// `reef_net_mode(pid, mode)`: `netctl server|kernel|direct|address PID` (`net::set_mode`).
 /// `EPERM` unless root, `ESRCH`, `EINVAL` (mode), `ENODEV` (no network server, or no NIC for
 /// library mode), `ENOSPC` (no free slot or NIC), `EADDRNOTAVAIL`.
 pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -1017,6 +1017,7 @@ pub fn reef_net_mode(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
         abi::reef::REEF_NET_SERVER => Mode::Server,
         abi::reef::REEF_NET_KERNEL => Mode::Kernel,
         abi::reef::REEF_NET_DIRECT => Mode::Direct,
+        abi::reef::REEF_NET_ADDRESS => Mode::Address,
         _ => return Err(Errno::EINVAL),
     };
     let pid = u32::try_from(a[0]).map_err(|_| Errno::ESRCH)?;

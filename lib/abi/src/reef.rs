@@ -56,7 +56,8 @@ pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
 pub const REEF_NETD: usize = REEF_BASE + 14;
 /// `reef_net_mode(pid, mode)`: moves process `pid`'s stack instances to the network server
 /// ([`REEF_NET_SERVER`]), to the kernel's switch ([`REEF_NET_KERNEL`]) or to a NIC of their
-/// own ([`REEF_NET_DIRECT`]); root only.
+/// own ([`REEF_NET_DIRECT`]), or gives them an address of their own where they are
+/// ([`REEF_NET_ADDRESS`]); root only.
 pub const REEF_NET_MODE: usize = REEF_BASE + 15;
 /// The last Reef call.
 pub const REEF_LAST: usize = REEF_NET_MODE;
@@ -72,6 +73,9 @@ pub const REEF_NET_KERNEL: u64 = 0;
 pub const REEF_NET_SERVER: u64 = 1;
 /// `reef_net_mode`'s `mode`: a NIC of its own (library mode).
 pub const REEF_NET_DIRECT: u64 = 2;
+/// `reef_net_mode`'s `mode`: no move, an address of the instance's own now (LibrettOS gives
+/// one at launch to an application that may switch), which its new connections outside use.
+pub const REEF_NET_ADDRESS: u64 = 3;
 
 /// `reef_core_ctl`'s `op`: stop the core (its threads that may run elsewhere move; those that
 /// may run only there wait for it).

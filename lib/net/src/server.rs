@@ -309,6 +309,12 @@ impl<'a, P: Pages + ?Sized> Control<'a, P> {
         self.set(W_APPS + s * APP_WORDS, next);
     }
 
+    /// The kernel: slot `s`'s instance got its own address `a` while in server mode (the
+    /// server checks its frames' sources against it from now).
+    pub fn set_slot_address(&self, s: usize, a: Ipv4Address) {
+        self.set(W_APPS + s * APP_WORDS + 3, u64::from(u32::from(a)));
+    }
+
     /// The kernel: slot `s`'s instance left server mode; the server routes what it sent
     /// still, then frees the slot.
     pub fn leave(&self, s: usize) {

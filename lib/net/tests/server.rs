@@ -240,6 +240,17 @@ fn spoofed_and_malformed_frames_are_dropped_and_counted() {
     m.settle();
     assert_eq!(m.counter(Counter::Spoofed), 3);
     assert_eq!(m.counter(Counter::Malformed), 1);
+    // A pool address: not instance 1's until the kernel says it got it in server mode.
+    let own = [10, 0, 2, 16];
+    let mut from_own = syn.clone();
+    from_own[14 + 12..14 + 16].copy_from_slice(&own);
+    m.push(1, &from_own);
+    m.settle();
+    assert_eq!(m.counter(Counter::Spoofed), 4);
+    Control::new(m.region).set_slot_address(1, Ipv4Address::from(own));
+    m.push(1, &from_own);
+    m.settle();
+    assert_eq!(m.counter(Counter::Spoofed), 4, "its own address now");
     assert_eq!(m.stacks[2].accept(l), Err(abi::Errno::EAGAIN));
     // The real SYN goes through.
     m.push(1, &syn);
