@@ -424,8 +424,8 @@ fn drain(s: usize) {
     }
 }
 
-/// Delivers frames the server sent to slot `s`: to its instance, through the kernel's switch
-/// (slot 0), or out of the NIC.
+/// Delivers frames the server sent to slot `s`: to its instance (through the kernel's switch
+/// if it has left the slot), through the kernel's switch (slot 0), or out of the NIC.
 fn deliver(s: usize, frames: Vec<Vec<u8>>, inst: Option<Arc<Instance>>) {
     if s == NIC {
         for f in frames {
@@ -446,7 +446,9 @@ fn deliver(s: usize, frames: Vec<Vec<u8>>, inst: Option<Arc<Instance>>) {
                 holder.and_then(lookup).or_else(|| super::dhcp_client(xid)),
                 false,
             )
-        } else if s == 0 {
+        } else if s == 0 || inst.is_none() {
+            // Slot 0's, or frames the server routed to a slot whose instance left before the
+            // server saw it leave: the kernel's switch finds their instance wherever it is.
             match switch::route(&f, &*PORTS.lock(), super::is_local) {
                 Route::Stack(id) => (lookup(id), false),
                 Route::Reject => (rejecter(), true),
