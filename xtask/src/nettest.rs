@@ -11,7 +11,8 @@
 //! nothing needs installing.
 //!
 //! Also here, though the host takes no part, the network server's case of `usr/spoof.c`
-//! (`net-spoof-server-4c2n`): packet sockets' spoofed frames refused by netd.
+//! (`net-spoof-server-4c2n`): packet sockets' spoofed frames refused by netd; and busybox
+//! `udhcpc` with its instance in server mode (`net-udhcpc-server-2c1n`).
 
 use crate::deps;
 use crate::qemu::Forward;
@@ -462,6 +463,45 @@ pub fn cases() -> Result<Vec<Case>, String> {
         check: Box::new(|_, o| {
             expect(&o.log, "spoof: source check: instance in server/")?;
             expect(&o.log, "PASS spoof")
+        }),
+        script: vec![],
+        explain: None,
+        forwards: vec![],
+        nics: 1,
+        debian: false,
+    });
+    // busybox udhcpc with its instance in server mode: netd lets the request from 0.0.0.0 out
+    // and routes QEMU's reply back by its transaction id (`Server`'s DHCP table).
+    let guest = format!(
+        "fleet start net --cores 1 /bin/netd && netctl wait 30 && {}; netctl list",
+        crate::tests::UDHCPC
+    );
+    let words = ["init=/bin/busybox", "sh", "-c", &guest];
+    cases.push(Case {
+        name: "net-udhcpc-server-2c1n".into(),
+        cores: 2,
+        nodes: 1,
+        memory_mib: 512,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| {
+            expect(
+                &o.log,
+                "lease: ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.3 \
+                 interface=eth0",
+            )?;
+            // udhcpc's instance, listed after it exited: in server mode, with the replies.
+            let served = o.log.lines().any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() == 7
+                    && w[1].starts_with("server/")
+                    && w[5].parse::<u64>().is_ok_and(|n| n >= 2)
+            });
+            if !served {
+                return Err("no instance in server mode received the DHCP replies".into());
+            }
+            expect(&o.log, " spoofed 0 ")
         }),
         script: vec![],
         explain: None,

@@ -684,7 +684,7 @@ impl UserTest {
 /// builds no DHCP message, the switch only routes the client's request out and the server's
 /// reply back, and the script reads nothing but udhcpc's variables (the expected line is what
 /// QEMU's server gives the first MAC that asks).
-const UDHCPC: &str =
+pub(crate) const UDHCPC: &str =
     "printf '#!/bin/sh\\n[ \"$1\" = bound ] && echo \"lease: ip=$ip subnet=$subnet \
 router=$router dns=$dns interface=$interface\"\\nexit 0\\n' > /tmp/lease.sh && \
 chmod 755 /tmp/lease.sh && udhcpc -i eth0 -n -q -f -s /tmp/lease.sh";
@@ -1546,7 +1546,7 @@ mod unit {
                 "compat-",
                 "net-sockets",
                 "net-spoof-kernel",
-                "net-udhcpc",
+                "net-udhcpc-1c1n",
                 "debian-",
             ]
             .iter()
