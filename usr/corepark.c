@@ -12,7 +12,8 @@
  * that `/bin/corectl list` says so; after the unpark that the core is online again. At the
  * end every worker must have computed right, never seen the clock go back, never seen another
  * core than its own, and gone on after the last unpark. A process pinned to a parked core
- * runs and dies at once when killed. Every error case answers its error and changes nothing.
+ * runs and dies at once when killed. Every error case answers its error and changes nothing,
+ * and parking keeps no memory.
  *
  * On Linux the calls do not exist (ENOSYS) and the test passes after saying so.
  */
@@ -238,6 +239,15 @@ int main(int argc, char **argv)
     CHECK(!corectl_lists("parked"));
     SAY("errors answered: ENODEV, EINVAL, EBUSY, EALREADY, EDEADLK; corectl park, unpark and "
         "list done, refused and bad command lines answered");
+
+    /* Parking and unparking keep no memory. */
+    long free_before = reef_free_bytes();
+    for (int i = 0; i < 50; i++) {
+        CHECK_EQ(reef_core_park(1, 0), 0);
+        CHECK_EQ(reef_core_unpark(1), 0);
+    }
+    CHECK(reef_free_bytes() >= free_before - (1 << 20));
+    SAY("50 parks and unparks of cpu 1 on 0 kept no memory");
 
     /* A process pinned to a parked core runs on its host, and dies at once when killed. */
     atomic_int *count = shared_page(4096);
