@@ -12,8 +12,9 @@
  * that `/bin/corectl list` says so; after the unpark that the core is online again. At the
  * end every worker must have computed right, never seen the clock go back, never seen another
  * core than its own, and gone on after the last unpark. A process pinned to a parked core
- * runs and dies at once when killed. Every error case answers its error and changes nothing,
- * and parking keeps no memory.
+ * runs and dies at once when killed. Every error case answers its error and changes nothing;
+ * two cores are parked at once (the second by a thread running on the first's parked KCB), a
+ * thread of the host parks and unparks, and parking keeps no memory.
  *
  * On Linux the calls do not exist (ENOSYS) and the test passes after saying so.
  */
@@ -199,8 +200,12 @@ int main(int argc, char **argv)
     struct call pinned;
     call_prepare(&pinned, 1, REEF_CORE_PARK, 1, 0);
     CHECK_EQ(call_result(&pinned), -EDEADLK);
-    /* Pinned to cpu 1 before it is parked, to unpark it from its parked KCB. */
+    /* Pinned to cpu 1 before it is parked: to unpark it from its parked KCB, and to park
+     * another core from there. */
     call_prepare(&pinned, 1, REEF_CORE_UNPARK, 1, 0);
+    struct call other;
+    if (ncores >= 4)
+        call_prepare(&other, 1, REEF_CORE_PARK, 2, 3);
     CHECK_EQ(reef_core_stop(1), 0);
     CHECK_EQ(reef_core_park(1, 0), -EALREADY);
     if (ncores >= 3)
@@ -224,6 +229,13 @@ int main(int argc, char **argv)
         CHECK_EQ(reef_core_park(2, 1), -EINVAL); /* 1 is parked */
     }
     if (ncores >= 4) {
+        /* Two cores parked at once, the second by a thread of the first's KCB. */
+        CHECK_EQ(call_result(&other), 0);
+        CHECK_EQ(info_of(2).state, REEF_CORE_PARKED);
+        CHECK_EQ(info_of(3).guest, 2);
+        CHECK_EQ(info_of(1).state, REEF_CORE_PARKED);
+        CHECK_EQ(sysconf(_SC_NPROCESSORS_ONLN), ncores - 2);
+        CHECK_EQ(reef_core_unpark(2), 0);
         /* A host cannot be stopped or parked. */
         CHECK_EQ(reef_core_unpark(1), 0);
         CHECK_EQ(reef_core_park(1, 2), 0);
@@ -239,6 +251,14 @@ int main(int argc, char **argv)
     CHECK(!corectl_lists("parked"));
     SAY("errors answered: ENODEV, EINVAL, EBUSY, EALREADY, EDEADLK; corectl park, unpark and "
         "list done, refused and bad command lines answered");
+
+    /* Parked and unparked by a thread of the host itself. */
+    call_prepare(&pinned, 0, REEF_CORE_PARK, 1, 0);
+    CHECK_EQ(call_result(&pinned), 0);
+    CHECK_EQ(info_of(1).state, REEF_CORE_PARKED);
+    call_prepare(&pinned, 0, REEF_CORE_UNPARK, 1, 0);
+    CHECK_EQ(call_result(&pinned), 0);
+    check_all_online(ncores);
 
     /* Parking and unparking keep no memory. */
     long free_before = reef_free_bytes();

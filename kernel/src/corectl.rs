@@ -103,9 +103,11 @@ fn check_stoppable(me: &Arc<Thread>, k: &Kcb) -> Result<(), Errno> {
     {
         return Err(Errno::EBUSY);
     }
-    let elsewhere = kcb::online_cores()
-        .into_iter()
-        .any(|c| c != k.core_id && sched::may_run(me, c));
+    // Online, or parked (a thread pinned to a parked core goes on on its host).
+    let runs = |c: usize| {
+        kcb::get(c).is_some_and(|o| matches!(o.state(), CoreState::Online | CoreState::Parked))
+    };
+    let elsewhere = (0..kcb::MAX_CORES).any(|c| c != k.core_id && runs(c) && sched::may_run(me, c));
     if !elsewhere {
         return Err(Errno::EDEADLK);
     }
