@@ -732,6 +732,10 @@ fn user_tests() -> Vec<UserTest> {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else if name == "spoof" {
                 &[ONE_CORE]
+            } else if name == "corepark" {
+                // Also two nodes of one core each: core 1 parked on core 0 of the other node,
+                // which is then the only online core.
+                &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else {
                 &[ONE_CORE, FOUR_CORES]
             },
