@@ -7,10 +7,13 @@
  *   corectl stop N          stops core N: its threads that may run elsewhere move there,
  *                           those pinned to it wait until it starts again
  *   corectl start N         starts stopped core N again with its KCB
+ *   corectl park N M        parks core N on core M: N stops, and M runs N's KCB (the threads
+ *                           that may run only on N) by turns with its own
+ *   corectl unpark N        M gives N's KCB back and N starts again with it
  *
  * Errors change nothing and say why (exit status 1); a bad command line exits 2. Core 0 takes
- * the console's interrupts and cannot be stopped yet (docs/architecture.md, "Core
- * management").
+ * the console's interrupts and cannot be stopped or parked yet (docs/architecture.md, "Cores as
+ * devices").
  */
 #include "reef_core.h"
 #include <stdio.h>
@@ -22,7 +25,9 @@ static int usage(void)
     fprintf(stderr, "usage: corectl list\n"
                     "       corectl lskcb\n"
                     "       corectl stop N\n"
-                    "       corectl start N\n");
+                    "       corectl start N\n"
+                    "       corectl park N M\n"
+                    "       corectl unpark N\n");
     return 2;
 }
 
@@ -44,35 +49,51 @@ static int list(int kcbs)
         return 1;
     }
     if (kcbs)
-        printf("%-5s %-18s %-7s %-12s\n", "core", "kcb", "starts", "stopped_at_ns");
+        printf("%-5s %-18s %-7s %-14s %s\n", "core", "kcb", "starts", "stopped_at_ns", "run_by");
     else
         printf("%-5s %-5s %-5s %-9s %-18s %-8s %-8s %s\n", "core", "node", "apic", "state", "kcb",
                "image", "threads", "fleet");
     for (unsigned c = 0; reef_core_info(c, &info) == 0; c++) {
         if (kcbs) {
-            printf("%-5u 0x%-16llx %-7llu %llu\n", info.core, (unsigned long long)info.kcb,
-                   (unsigned long long)info.starts, (unsigned long long)info.shutdown_ns);
+            char run_by[16] = "-";
+            if (info.parked_on != REEF_CORE_NONE)
+                snprintf(run_by, sizeof run_by, "core %u", info.parked_on);
+            else if (info.state == REEF_CORE_ONLINE || info.state == REEF_CORE_STOPPING)
+                snprintf(run_by, sizeof run_by, "core %u", info.core);
+            printf("%-5u 0x%-16llx %-7llu %-14llu %s\n", info.core, (unsigned long long)info.kcb,
+                   (unsigned long long)info.starts, (unsigned long long)info.shutdown_ns, run_by);
             continue;
         }
-        char fleet[16] = "-";
+        char fleet[16] = "-", parking[32] = "";
         if (info.fleet_owner)
             snprintf(fleet, sizeof fleet, "pid %u", info.fleet_owner);
-        printf("%-5u %-5u %-5u %-9s 0x%-16llx %-8.16s %-8u %s\n", info.core, info.node,
+        if (info.parked_on != REEF_CORE_NONE)
+            snprintf(parking, sizeof parking, " (parked on %u)", info.parked_on);
+        else if (info.guest != REEF_CORE_NONE)
+            snprintf(parking, sizeof parking, " (hosts %u)", info.guest);
+        printf("%-5u %-5u %-5u %-9s 0x%-16llx %-8.16s %-8u %s%s\n", info.core, info.node,
                info.apic_id, reef_core_state_name(info.state), (unsigned long long)info.kcb,
-               info.image, info.threads, fleet);
+               info.image, info.threads, fleet, parking);
     }
     return 0;
 }
 
 static const char *why(const char *what, int e)
 {
+    int park = strcmp(what, "park") == 0, unpark = strcmp(what, "unpark") == 0;
     switch (-e) {
     case ENODEV:
-        return "no such core";
+        return park ? "no such core or host" : "no such core";
     case EALREADY:
-        return strcmp(what, "stop") == 0 ? "the core is not online" : "the core is not stopped";
+        return strcmp(what, "start") == 0 ? "the core is not stopped" : "the core is not online";
     case EBUSY:
-        return "the core cannot be stopped (core 0, the last online core, or a fleet's core)";
+        return park ? "the core cannot be stopped (core 0, the last online core, a fleet's core "
+                      "or a host), or the host hosts a core already or is a fleet's"
+                    : "the core cannot be stopped (core 0, the last online core, a fleet's "
+                      "core, or it hosts a parked core)";
+    case EINVAL:
+        return park ? "the host must be another core, online" : unpark ? "the core is not parked"
+                                                                      : strerror(-e);
     case EDEADLK:
         return "this process may run only on that core";
     case EIO:
@@ -103,6 +124,26 @@ int main(int argc, char **argv)
             return 1;
         }
         printf("corectl: core %ld %s\n", core, stop ? "stopped" : "started");
+        return 0;
+    }
+    if ((argc == 4 && strcmp(argv[1], "park") == 0) ||
+        (argc == 3 && strcmp(argv[1], "unpark") == 0)) {
+        int park = argc == 4;
+        long core = core_arg(argv[2]), host = park ? core_arg(argv[3]) : 0;
+        if (core < 0 || host < 0) {
+            fprintf(stderr, "corectl: %s: not a core number\n", core < 0 ? argv[2] : argv[3]);
+            return 2;
+        }
+        int e = park ? reef_core_park((unsigned)core, (unsigned)host)
+                     : reef_core_unpark((unsigned)core);
+        if (e) {
+            fprintf(stderr, "corectl: %s %ld: %s\n", argv[1], core, why(argv[1], e));
+            return 1;
+        }
+        if (park)
+            printf("corectl: core %ld parked on core %ld\n", core, host);
+        else
+            printf("corectl: core %ld unparked\n", core);
         return 0;
     }
     return usage();

@@ -162,7 +162,7 @@ int main(int argc, char **argv)
     CHECK_EQ(run_program("/bin/corectl", "start", "0", NULL), 1);
     CHECK_EQ(run_program("/bin/corectl", "stop", "9999", NULL), 1);
     CHECK_EQ(run_program("/bin/corectl", "stop", "x", NULL), 2);
-    CHECK_EQ(run_program("/bin/corectl", "park", "1", "0", NULL), 2);
+    CHECK_EQ(run_program("/bin/corectl", "park", "1", NULL), 2);
     CHECK_EQ(run_program("/bin/corectl", NULL), 2);
     if (ncores >= 2) {
         CHECK_EQ(run_program("/bin/corectl", "stop", "1", NULL), 0);

@@ -18,6 +18,9 @@
 
 #define REEF_CORE_STOP 0
 #define REEF_CORE_START 1
+#define REEF_CORE_PARK 2
+#define REEF_CORE_UNPARK 3
+#define REEF_CORE_NONE 0xffffffffu /* parked_on, guest: no core */
 
 enum reef_core_state {
     REEF_CORE_CREATED = 0,
@@ -25,6 +28,7 @@ enum reef_core_state {
     REEF_CORE_ONLINE = 2,
     REEF_CORE_STOPPING = 3,
     REEF_CORE_STOPPED = 4,
+    REEF_CORE_PARKED = 5,
 };
 
 struct reef_core_info {
@@ -35,13 +39,16 @@ struct reef_core_info {
     uint32_t threads;     /* threads whose run queue is this core's (ready or running) */
     uint32_t fleet_owner; /* pid of the fleet member owning the core, 0: none */
     char image[16];       /* kernel image running it, NUL-padded */
+    uint32_t parked_on;   /* the core running its KCB while it is parked, or REEF_CORE_NONE */
+    uint32_t guest;       /* the core whose KCB it runs parked, or REEF_CORE_NONE */
 };
 
-_Static_assert(sizeof(struct reef_core_info) == 64, "lib/abi's CORE_INFO_SIZE");
+_Static_assert(sizeof(struct reef_core_info) == 72, "lib/abi's CORE_INFO_SIZE");
 
 static inline const char *reef_core_state_name(uint32_t state)
 {
-    static const char *const names[] = {"created", "starting", "online", "stopping", "stopped"};
+    static const char *const names[] = {"created",  "starting", "online",
+                                        "stopping", "stopped",  "parked"};
     return state < sizeof names / sizeof names[0] ? names[state] : "?";
 }
 
@@ -53,8 +60,8 @@ static inline int reef_core_info(unsigned core, struct reef_core_info *out)
 }
 
 /* Stops core `core` (returns once it has stopped): 0, -ENODEV, -EALREADY (not online),
- * -EBUSY (core 0, the last online core, a fleet's core), -EDEADLK (the caller may run only
- * there), -EINTR (a signal came first; the core still stops). */
+ * -EBUSY (core 0, the last online core, a fleet's core, a host of a parked core), -EDEADLK (the
+ * caller may run only there), -EINTR (a signal came first; the core still stops). */
 static inline int reef_core_stop(unsigned core)
 {
     return syscall(SYS_reef_core_ctl, (long)REEF_CORE_STOP, (long)core) < 0 ? -errno : 0;
@@ -65,6 +72,25 @@ static inline int reef_core_stop(unsigned core)
 static inline int reef_core_start(unsigned core)
 {
     return syscall(SYS_reef_core_ctl, (long)REEF_CORE_START, (long)core) < 0 ? -errno : 0;
+}
+
+/* Parks core `core` on core `host` (returns once `host` runs its KCB): it stops as for
+ * reef_core_stop, and `host` runs the threads that may run only on `core` by turns with its
+ * own. 0, -ENODEV (no such core or host), -EINVAL (`core` is `host`, `host` not online),
+ * -EALREADY (`core` not online: stopped or parked), -EBUSY (as for a stop, or `host` hosts a
+ * parked core already or is a fleet's), -EDEADLK (the caller may run only on `core`). */
+static inline int reef_core_park(unsigned core, unsigned host)
+{
+    return syscall(SYS_reef_core_ctl, (long)REEF_CORE_PARK, (long)core, (long)host) < 0 ? -errno
+                                                                                        : 0;
+}
+
+/* Unparks core `core` (returns once it is online again, running its KCB): 0, -ENODEV, -EINVAL
+ * (not parked), -EDEADLK (the caller runs on that core's KCB), -EIO (it did not come up; it
+ * stays stopped). */
+static inline int reef_core_unpark(unsigned core)
+{
+    return syscall(SYS_reef_core_ctl, (long)REEF_CORE_UNPARK, (long)core) < 0 ? -errno : 0;
 }
 
 #endif

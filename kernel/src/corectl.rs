@@ -12,7 +12,14 @@
 //! Core 0 cannot be stopped: it is the bootstrap processor, which an INIT sends back to the
 //! firmware's reset vector instead of into wait-for-SIPI as it does an application processor
 //! (Linux 6.1 keeps CPU 0 online by default too), and its timer tick polls the console.
-//! Left for later (issue 14): `update`, `park` and `unpark` do not exist yet.
+//!
+//! Parking (§4.6): [`park`] stops a core as [`stop`] does and has another online core, its
+//! host, run its KCB (the threads that may run only there) by turns with its own (see
+//! `smp::host_guest`, `proc::sched`); [`unpark`] has the host give it back and starts the core
+//! again with it. A host runs at most one parked KCB, cannot be stopped or parked while it does,
+//! and is not given to a fleet member. Park and unpark run to the end once begun (a signal
+//! does not cut them short: each waits a few milliseconds at most for the cores involved).
+//! Left for later (issue 14): `update` does not exist yet.
 
 use crate::kcb::{self, CoreState, Kcb};
 use crate::proc::wait::{self, SleepLock, Wake};
@@ -21,7 +28,7 @@ use abi::Errno;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
-/// Held across each stop and start.
+/// Held across each stop, start, park and unpark.
 static CORE_CTL: SleepLock<()> = SleepLock::new(());
 
 /// How long a stop polls the core's state before it sleeps: a stop that needs longer waits for
@@ -56,43 +63,142 @@ pub fn info(core: u64) -> Result<[u8; abi::reef::CORE_INFO_SIZE], Errno> {
     out[40..44].copy_from_slice(&(sched::queued_threads(k) as u32).to_le_bytes());
     out[44..48].copy_from_slice(&k.fleet_owner.load(Ordering::Acquire).to_le_bytes());
     out[48..48 + IMAGE.len()].copy_from_slice(IMAGE);
+    let parked_on = match k.state() {
+        CoreState::Parked => k.host().map_or(abi::reef::CORE_NONE, |h| h.core_id as u32),
+        _ => abi::reef::CORE_NONE,
+    };
+    let guest = k
+        .hosted()
+        .map_or(abi::reef::CORE_NONE, |g| g.core_id as u32);
+    out[64..68].copy_from_slice(&parked_on.to_le_bytes());
+    out[68..72].copy_from_slice(&guest.to_le_bytes());
     Ok(out)
 }
 
 /// Stops core `core` for thread `me` and waits until it has stopped. Errors, which change
 /// nothing: `ENODEV` (no such core), `EALREADY` (not online), `EBUSY` (the last online core;
-/// core 0; a fleet member owns it), `EDEADLK` (`me` may run only there, so it could not go on
-/// to see the stop). `EINTR` if a signal comes while waiting: the core still stops.
+/// core 0; a fleet member owns it; it hosts a parked core), `EDEADLK` (`me` may run only there,
+/// so it could not go on to see the stop). `EINTR` if a signal comes while waiting: the core
+/// still stops.
 pub fn stop(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let _one = CORE_CTL.lock();
+    check_stoppable(me, k)?;
+    let driver = crate::smp::driver();
+    driver.request_stop(k).map_err(|_| Errno::EALREADY)?;
+    wait_until(me, || k.state() == CoreState::Stopped, true)?;
+    driver.finish_stop(k);
+    Ok(())
+}
+
+/// Whether `me` may stop core `k` now (see [`stop`] for the errors). Called under [`CORE_CTL`].
+fn check_stoppable(me: &Arc<Thread>, k: &Kcb) -> Result<(), Errno> {
     if k.state() != CoreState::Online {
         return Err(Errno::EALREADY);
     }
     if k.core_id == 0 || kcb::online_cores().len() < 2 {
         return Err(Errno::EBUSY);
     }
-    if k.fleet_owner.load(Ordering::Acquire) != 0 {
+    if k.fleet_owner.load(Ordering::Acquire) != 0 || k.guest.load(Ordering::Acquire) != kcb::NO_CORE
+    {
         return Err(Errno::EBUSY);
     }
-    let elsewhere = kcb::online_cores()
-        .into_iter()
-        .any(|c| c != k.core_id && sched::may_run(me, c));
+    // Online, or parked (a thread pinned to a parked core goes on on its host).
+    let runs = |c: usize| {
+        kcb::get(c).is_some_and(|o| matches!(o.state(), CoreState::Online | CoreState::Parked))
+    };
+    let elsewhere = (0..kcb::MAX_CORES).any(|c| c != k.core_id && runs(c) && sched::may_run(me, c));
     if !elsewhere {
         return Err(Errno::EDEADLK);
     }
-    let driver = crate::smp::driver();
-    driver.request_stop(k).map_err(|_| Errno::EALREADY)?;
+    Ok(())
+}
+
+/// Waits until `done` holds: polls for up to [`STOP_SPIN_NS`], then sleeps a millisecond at a
+/// time. `EINTR` if a signal comes and `interruptible`; otherwise a signal only turns the
+/// sleeps into polling.
+fn wait_until(me: &Arc<Thread>, done: impl Fn() -> bool, interruptible: bool) -> Result<(), Errno> {
     let spin_until = crate::time::now_ns() + STOP_SPIN_NS;
-    while k.state() != CoreState::Stopped {
+    while !done() {
         if crate::time::now_ns() < spin_until {
             crate::arch::cpu::pause();
         } else if wait::sleep_until(me, crate::time::now_ns() + 1_000_000) == Wake::Interrupted {
-            return Err(Errno::EINTR);
+            if interruptible {
+                return Err(Errno::EINTR);
+            }
+            crate::arch::cpu::pause();
         }
     }
-    driver.finish_stop(k);
     Ok(())
+}
+
+/// Parks core `core` on core `host` for thread `me`: stops it as [`stop`] does (its threads
+/// that may run elsewhere move there), then has `host` run its KCB by turns with its own, and
+/// returns once it does. Errors, which change nothing: `ENODEV` (no such core or host),
+/// `EINVAL` (the core is the host; the host is not online), `EALREADY` (the core is not
+/// online: stopped, or parked already), `EBUSY` (as for [`stop`]: core 0, the last online core,
+/// a fleet's core, a core hosting another; or the host hosts a parked core already or a fleet
+/// member owns it), `EDEADLK` (`me` may run only on the core).
+pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
+    let k = core_kcb(core)?;
+    let h = core_kcb(host)?;
+    let _one = CORE_CTL.lock();
+    if k.core_id == h.core_id || h.state() != CoreState::Online {
+        return Err(Errno::EINVAL);
+    }
+    check_stoppable(me, k)?;
+    // Claimed before the fleet owner is checked, as `fleet::bind` takes the owner before it
+    // checks for a guest: one of the two sees the other.
+    h.guest
+        .compare_exchange(kcb::NO_CORE, k.core_id, Ordering::SeqCst, Ordering::SeqCst)
+        .map_err(|_| Errno::EBUSY)?;
+    if h.fleet_owner.load(Ordering::SeqCst) != 0 {
+        h.guest.store(kcb::NO_CORE, Ordering::SeqCst);
+        return Err(Errno::EBUSY);
+    }
+    let driver = crate::smp::driver();
+    if driver.request_stop(k).is_err() {
+        h.guest.store(kcb::NO_CORE, Ordering::SeqCst);
+        return Err(Errno::EALREADY);
+    }
+    wait_until(me, || k.state() == CoreState::Stopped, false)?;
+    driver.finish_stop(k);
+    k.own_tsc_offset
+        .store(k.tsc_offset.load(Ordering::Acquire), Ordering::Release);
+    k.parked_on.store(h.core_id, Ordering::SeqCst);
+    // The host is online and cannot stop meanwhile (stops take `CORE_CTL`), so it answers.
+    let _ = crate::ipi::send(h.core_id, crate::ipi::IpiKind::Host);
+    wait_until(me, || k.state() == CoreState::Parked, false)
+}
+
+/// Unparks core `core`: its host gives its KCB back, and the core starts again with it; returns
+/// once it is online. Errors, which change nothing: `ENODEV`, `EINVAL` (not parked), `EDEADLK`
+/// (the caller runs on that KCB: it may run only on that core); `EIO` if the core did not come
+/// up (it stays stopped, with its KCB, and can be started).
+pub fn unpark(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
+    let k = core_kcb(core)?;
+    let _one = CORE_CTL.lock();
+    if k.state() != CoreState::Parked {
+        return Err(Errno::EINVAL);
+    }
+    // The caller's sleeps below would be on the parked KCB's timers, which stop with it.
+    if kcb::current().core_id == k.core_id {
+        return Err(Errno::EDEADLK);
+    }
+    let h = k.host().ok_or(Errno::EINVAL)?;
+    h.sched.release_guest.store(true, Ordering::SeqCst);
+    let _ = crate::ipi::send(h.core_id, crate::ipi::IpiKind::Host);
+    wait_until(
+        me,
+        || k.state() == CoreState::Stopped && k.parked_on.load(Ordering::Acquire) == kcb::NO_CORE,
+        false,
+    )?;
+    crate::smp::driver()
+        .start(k, crate::smp::core_main)
+        .map_err(|e| {
+            crate::kprintln!("reef: corectl: {e}");
+            Errno::EIO
+        })
 }
 
 /// Starts stopped core `core` again with its KCB, and returns once it is online: `ENODEV`,

@@ -68,7 +68,7 @@ fn online(core: u64) -> Result<&'static kcb::Kcb, Errno> {
 /// (Hare's timeshare placement), it owns the core, which then runs nothing else. `EPERM` (not
 /// the manager), `EINVAL` (core, or a name outside `fleet/`), `ESRCH` (no such live process),
 /// `EBUSY` (the process is a member already, the core is owned, or, to own it, it is the last
-/// free online core).
+/// free online core or runs a parked KCB).
 pub fn bind(me: &Process, pid: u32, core: u64, name: Name, shared: bool) -> Result<(), Errno> {
     manager(me)?;
     let k = online(core)?;
@@ -100,8 +100,14 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name, shared: bool) -> Resu
         }
         if !shared {
             k.fleet_owner
-                .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(0, pid, Ordering::SeqCst, Ordering::SeqCst)
                 .map_err(|_| Errno::EBUSY)?;
+            // A core that runs a parked KCB is not the member's alone: taken before the guest
+            // is checked, as `corectl::park` claims the guest before it checks the owner.
+            if k.guest.load(Ordering::SeqCst) != kcb::NO_CORE {
+                k.fleet_owner.store(0, Ordering::SeqCst);
+                return Err(Errno::EBUSY);
+            }
         }
         *fleet = Some(Membership {
             name,

@@ -14,6 +14,11 @@
 //! from the interrupt handler, and the handler touches no user memory. A target vCPU that the
 //! host has descheduled is not interrupted at all: the host flushes its TLB before it runs
 //! again (`arch::kvm`).
+//!
+//! An IPI goes to the core that runs the target KCB ([`Kcb::ipi_apic_id`]): the core itself,
+//! or its host while it is parked (Barrelfish/DC §4.8). The handler takes the requests of every
+//! KCB its core runs (its own and the one parked on it), and every timer tick takes those whose
+//! interrupt went astray while a KCB was moving between cores ([`poll`]).
 
 use crate::arch::{apic, cpu};
 use crate::kcb::{self, CoreState, Kcb};
@@ -38,6 +43,9 @@ pub enum IpiKind {
     TlbFlush = 2,
     /// Bring this node's replicas up to date at the next safe point (NR log GC, §4.5).
     NrSync = 3,
+    /// Take the KCB claimed for parking on this core, or give back the one parked here, as
+    /// its fields say (`proc::sched::host_request`).
+    Host = 4,
 }
 
 /// A sent request, to wait on.
@@ -96,22 +104,22 @@ pub fn send(core: usize, kind: IpiKind) -> Result<Ticket, IpiError> {
     Ok(send_to(target, kind))
 }
 
-/// Posts `kind` to an online core's mailbox and interrupts it.
+/// Posts `kind` to a running KCB's mailbox and interrupts the core that runs it.
 fn send_to(target: &Kcb, kind: IpiKind) -> Ticket {
     let ticket = post(target, kind);
-    apic::send_ipi(target.apic_id, IPI_VECTOR);
+    apic::send_ipi(target.ipi_apic_id(), IPI_VECTOR);
     ticket
 }
 
-/// Sends `kind` to every other online core with one broadcast IPI; `tickets` receives one ticket
-/// per target (up to its capacity, which should be the number of cores).
+/// Sends `kind` to every KCB that another core runs with one broadcast IPI; `tickets` receives
+/// one ticket per target (up to its capacity, which should be the number of cores). KCBs this
+/// core runs (its own and the one parked here, or its host) get nothing: the broadcast does
+/// not interrupt the sender.
 pub fn broadcast(kind: IpiKind, tickets: &mut alloc::vec::Vec<Ticket>) {
-    let me = kcb::current().core_id;
+    let here = kcb::current().ipi_apic_id();
     for core in 0..kcb::MAX_CORES {
-        if core == me {
-            continue;
-        }
-        if let Some(target) = kcb::get(core).filter(|k| k.runs_kernel()) {
+        if let Some(target) = kcb::get(core).filter(|k| k.runs_kernel() && k.ipi_apic_id() != here)
+        {
             tickets.push(post(target, kind));
         }
     }
@@ -138,18 +146,46 @@ pub fn wait(t: &Ticket, timeout_ns: u64) -> Result<(), IpiError> {
     Ok(())
 }
 
-/// Handles the IPI vector on the current core (called from the interrupt path).
+/// Handles the IPI vector on the current core (called from the interrupt path): the requests
+/// to each KCB the core runs.
 pub fn handle() {
-    let kcb = kcb::current();
+    let own = kcb::current().runner();
+    own.ipi.received.fetch_add(1, Ordering::Relaxed);
+    // Before the requests are read: a request posted after this interrupts again.
+    apic::eoi();
+    take_requests(own);
+    if let Some(guest) = own.hosted() {
+        take_requests(guest);
+    }
+}
+
+/// Takes the requests of the KCBs this core runs whose tickets are not all handled (called by
+/// every timer tick): an IPI sent while a KCB moved between cores (parked, given back) may have
+/// reached the core that no longer runs it.
+pub fn poll() {
+    let Some(here) = kcb::try_current() else {
+        return;
+    };
+    let own = here.runner();
+    for k in [Some(own), own.hosted()].into_iter().flatten() {
+        if k.ipi.requested.load(Ordering::SeqCst) > k.ipi.handled.load(Ordering::SeqCst) {
+            take_requests(k);
+        }
+    }
+}
+
+/// Handles the pending requests of `kcb`, one of the KCBs this core runs, with interrupts off.
+fn take_requests(kcb: &Kcb) {
     let requested = kcb.ipi.requested.load(Ordering::SeqCst);
     let pending = kcb.ipi.pending.swap(0, Ordering::SeqCst);
-    kcb.ipi.received.fetch_add(1, Ordering::Relaxed);
-    apic::eoi();
     if pending & (1 << IpiKind::Stop as u32) != 0 {
         crate::proc::sched::request_stop(kcb);
     }
     if pending & (1 << IpiKind::NrSync as u32) != 0 {
         kcb.sched.nr_sync.store(true, Ordering::Release);
+    }
+    if pending & (1 << IpiKind::Host as u32) != 0 {
+        crate::proc::sched::host_request(kcb);
     }
     if pending & (1 << IpiKind::TlbFlush as u32) != 0 {
         let set = kcb.ipi.flush.lock().take();
@@ -161,6 +197,17 @@ pub fn handle() {
     kcb.ipi.handled.fetch_max(requested, Ordering::SeqCst);
 }
 
+/// Takes the last requests to a parked KCB that its host gives back (with interrupts off, once
+/// it reads `Stopped` so that no more come) and voids any that come later: the core starts
+/// again with an empty TLB.
+pub fn drain(kcb: &Kcb) {
+    take_requests(kcb);
+    kcb.ipi.pending.store(0, Ordering::SeqCst);
+    kcb.ipi
+        .handled
+        .fetch_max(kcb.ipi.requested.load(Ordering::SeqCst), Ordering::SeqCst);
+}
+
 /// Interrupts the initiators that asked for a wake-up and halted (see [`shoot_down`]).
 fn wake_halted_initiators(kcb: &Kcb) {
     for (word, bits) in kcb.ipi.wake_after_ack.iter().enumerate() {
@@ -170,7 +217,7 @@ fn wake_halted_initiators(kcb: &Kcb) {
             bits &= bits - 1;
             if let Some(k) = kcb::get(core) {
                 if k.ipi.halted_for_acks.load(Ordering::SeqCst) {
-                    apic::send_ipi(k.apic_id, IPI_VECTOR);
+                    apic::send_ipi(k.ipi_apic_id(), IPI_VECTOR);
                 }
             }
         }
@@ -242,7 +289,13 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
         let Some(target) = kcb::get(core).filter(|k| k.runs_kernel()) else {
             continue;
         };
-        if target.steal.defer_flush() {
+        // A KCB this core runs too (parked here, or this core's host) has its translations in
+        // this core's TLB: no interrupt, which could not be taken while the caller waits.
+        if target.ipi_apic_id() == me.ipi_apic_id() {
+            invalidate(set);
+            continue;
+        }
+        if target.runner().steal.defer_flush() {
             deferred += 1;
             continue;
         }
@@ -271,7 +324,7 @@ pub fn shoot_down(targets: impl Iterator<Item = usize>, set: &FlushSet) {
                 break;
             }
             // A target the host descheduled after the IPI was sent is flushed by the host.
-            if target.steal.defer_flush() {
+            if target.runner().steal.defer_flush() {
                 deferred += 1;
                 break;
             }

@@ -201,7 +201,9 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             }
             apic::eoi();
             crate::proc::sched::timer_tick(frame.cs & 3 == 3);
-            if kcb::try_current().is_some_and(|k| k.core_id == 0) {
+            crate::ipi::poll();
+            // Core 0's duties, also during the turn of a KCB parked on it.
+            if kcb::try_current().is_some_and(|k| k.runner().core_id == 0) {
                 crate::tty::receive_input();
                 crate::proc::itimer::tick();
                 crate::fs::eventfd::tick();

@@ -9,6 +9,11 @@
 //! The KCB of core `c` and that core's stacks live in one 2 MiB frame of `c`'s NUMA node
 //! ([`CoreMemory`]). The only global is [`KCBS`], a directory of pointers that other cores use
 //! to reach a KCB (to send it an IPI, read its clock offset, or stop it).
+//!
+//! Parking (Barrelfish/DC §4.6): a stopped core's KCB can be run by another core, its host,
+//! which then takes turns between its own KCB and the parked one (`proc::sched`, "Parked
+//! KCBs"). [`Kcb::parked_on`] names the host and is the indirection IPIs go through (§4.8):
+//! [`Kcb::ipi_apic_id`] is the host's APIC id while the KCB is parked on it.
 
 use crate::arch::gdt::CpuTables;
 use crate::arch::kvm::StealTime;
@@ -25,9 +30,11 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 8;
+pub const KCB_LAYOUT_VERSION: u32 = 9;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
+/// [`Kcb::parked_on`] and [`Kcb::guest`] when they name no core.
+pub const NO_CORE: usize = usize::MAX;
 
 /// Lifecycle of a core, as the BootDriver sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,16 +50,21 @@ pub enum CoreState {
     Stopping = 3,
     /// Halted and reset with INIT; can be started again.
     Stopped = 4,
+    /// Halted and reset with INIT, its KCB run by another core (its host, `Kcb::parked_on`)
+    /// by turns with the host's own (Barrelfish/DC §4.6); unparked, it is `Stopped` again and
+    /// then started.
+    Parked = 5,
 }
 
 impl CoreState {
-    /// The state stored as `v` (any value past `Stopping` reads as `Stopped`).
+    /// The state stored as `v` (values past `Parked` read as `Stopped`).
     fn from_u8(v: u8) -> CoreState {
         match v {
             0 => CoreState::Created,
             1 => CoreState::Starting,
             2 => CoreState::Online,
             3 => CoreState::Stopping,
+            5 => CoreState::Parked,
             _ => CoreState::Stopped,
         }
     }
@@ -122,7 +134,8 @@ pub struct Kcb {
     pub core_id: usize,
     /// NUMA node of the core.
     pub node_id: usize,
-    /// Local APIC id of the core currently running this KCB.
+    /// Local APIC id of this core (the BootDriver's INIT and startup IPIs go there; other
+    /// IPIs go to [`Kcb::ipi_apic_id`]).
     pub apic_id: u32,
     /// Lifecycle state ([`CoreState`]).
     state: AtomicU8,
@@ -130,8 +143,18 @@ pub struct Kcb {
     /// Barrelfish/DC §4.7).
     pub tsc_offset: AtomicI64,
     /// The core's clock (`time::now_ns`) when it last stopped, 0 if it never did: a restarted
-    /// core's clock must not read less (§4.7).
+    /// core's clock must not read less (§4.7). A parked KCB's clock when its host gave it back.
     pub shutdown_ns: AtomicU64,
+    /// The core's own `tsc_offset`, kept here while the KCB is parked (`tsc_offset` then
+    /// applies to the host's TSC) and put back when the host gives the KCB back.
+    pub own_tsc_offset: AtomicI64,
+    /// The core whose kernel runs this KCB while it is parked ([`NO_CORE`]: none). Set before
+    /// the host takes the KCB and cleared after it gave it back; IPIs to this KCB go to that
+    /// core ([`Kcb::ipi_apic_id`], Barrelfish/DC §4.8's indirection).
+    pub parked_on: AtomicUsize,
+    /// The core whose KCB is parked on this one, or claimed for parking here ([`NO_CORE`]:
+    /// none). A core hosts at most one other KCB.
+    pub guest: AtomicUsize,
     /// Times the core was started (1 after boot).
     pub starts: AtomicU64,
     /// Per-core frame cache (NrOS TCache), refilled from this node's NCache.
@@ -272,6 +295,9 @@ impl Kcb {
             state: AtomicU8::new(CoreState::Created as u8),
             tsc_offset: AtomicI64::new(0),
             shutdown_ns: AtomicU64::new(0),
+            own_tsc_offset: AtomicI64::new(0),
+            parked_on: AtomicUsize::new(NO_CORE),
+            guest: AtomicUsize::new(NO_CORE),
             starts: AtomicU64::new(0),
             tcache: IrqMutex::new(TCache::new(node_id)),
             heap_override: AtomicUsize::new(usize::MAX),
@@ -304,7 +330,8 @@ impl Kcb {
         }
     }
 
-    /// Makes this KCB the current core's: GS base, GDT/TSS.
+    /// Makes this KCB the current core's: GS base, GDT/TSS. A host also adopts the KCB parked
+    /// on it for each of its turns, and its own KCB again after it.
     ///
     /// # Safety
     /// Must be called on the core that will run this KCB, and no other core may run it.
@@ -363,10 +390,43 @@ impl Kcb {
         CoreState::from_u8(self.state.load(Ordering::Acquire))
     }
 
-    /// Whether the core runs kernel code and answers IPIs: online, or stopping (it still runs
-    /// until its next scheduling point).
+    /// Whether the KCB runs and answers IPIs: online, stopping (it still runs until its next
+    /// scheduling point), or parked (its host runs it and answers for it).
     pub fn runs_kernel(&self) -> bool {
-        matches!(self.state(), CoreState::Online | CoreState::Stopping)
+        matches!(
+            self.state(),
+            CoreState::Online | CoreState::Stopping | CoreState::Parked
+        )
+    }
+
+    /// The host this KCB is parked on (or being parked on, or given back by), if any.
+    pub fn host(&self) -> Option<&'static Kcb> {
+        get(self.parked_on.load(Ordering::Acquire))
+    }
+
+    /// The KCB parked on this core, once its host has taken it (it reads `Parked`).
+    pub fn hosted(&self) -> Option<&'static Kcb> {
+        get(self.guest.load(Ordering::Acquire)).filter(|g| g.state() == CoreState::Parked)
+    }
+
+    /// The KCB of the core that runs this one: its host while parked, else itself.
+    pub fn runner(&self) -> &Kcb {
+        match self.host() {
+            Some(h) => h,
+            None => self,
+        }
+    }
+
+    /// The other KCB that the core running this one takes turns with: its host while this one
+    /// is parked, the parked KCB while this core hosts one.
+    pub fn partner(&self) -> Option<&'static Kcb> {
+        self.host().or_else(|| self.hosted())
+    }
+
+    /// Where IPIs to this KCB go (Barrelfish/DC §4.8's indirection from KCB to APIC id): the
+    /// APIC id of the core that runs it.
+    pub fn ipi_apic_id(&self) -> u32 {
+        self.runner().apic_id
     }
 
     /// Sets the lifecycle state.
@@ -396,7 +456,8 @@ pub fn online_cores() -> Vec<usize> {
         .collect()
 }
 
-/// The KCB of `core_id`, if one was created.
+/// The KCB of `core_id`, if one was created ([`NO_CORE`] and other ids past the last core give
+/// `None`).
 pub fn get(core_id: usize) -> Option<&'static Kcb> {
     let ptr = KCBS.get(core_id)?.load(Ordering::Acquire);
     // SAFETY: non-null directory entries point at live KCBs (`Kcb::create`).

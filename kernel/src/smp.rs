@@ -20,6 +20,14 @@
 //! threads that may run only there, so a later [`BootDriver::start`] resumes the core with all
 //! its per-core state; the restarted core keeps its TSC offset and never reads an earlier time
 //! than when it stopped (§4.7, `time::resume_clock`).
+//!
+//! Parking (§4.6): a core stopped this way can have its KCB run by another core, its host,
+//! which takes turns between its own KCB and the parked one (`proc::sched`, "Parked KCBs").
+//! [`host_guest`] takes the KCB on the host: its clock reads the host's TSC from then on
+//! (the KCB's own offset is kept aside) and never less than when it stopped, and IPIs to it go
+//! to the host. [`release_guest`] gives it back from the host's idle context: the KCB records
+//! its clock and reads `Stopped` again, with its own offset, and the BootDriver starts its core
+//! with it as after a stop.
 
 use crate::arch::{self, apic, cpu, paging::phys_to_virt};
 use crate::kcb::{self, CoreState, Kcb};
@@ -287,6 +295,44 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     }
     time::start_timer();
     crate::proc::idle_loop()
+}
+
+/// Takes the KCB `guest`, whose core has stopped, to run it on this core, the host (its own KCB
+/// `host`), by turns with its own: from the `Host` IPI, with interrupts off. The guest's clock
+/// reads this core's TSC with this core's offset from now on, moved forward should it read less
+/// than when the guest stopped (§4.7); then the guest reads `Parked`, so that IPIs reach it
+/// here (its `parked_on`, which names this core, was set before the IPI).
+pub fn host_guest(host: &Kcb, guest: &Kcb) {
+    guest
+        .tsc_offset
+        .store(host.tsc_offset.load(Ordering::Acquire), Ordering::Release);
+    time::resume_clock(guest);
+    guest.sched.turn_over.store(false, Ordering::Release);
+    guest.set_state(CoreState::Parked);
+}
+
+/// Gives back the KCB `guest` parked on this core (its own KCB `host`), from the host's idle
+/// context with interrupts off (the guest's turn is not running): records the guest's clock,
+/// marks it `Stopped` (from then on no IPI is sent to it, and shootdowns stop waiting for it),
+/// takes the requests posted to it until then (its threads ran here, so their flushes are this
+/// core's) and voids later ones, restores its own TSC offset and clears the indirection last.
+/// The BootDriver may then start the guest's core with it.
+pub fn release_guest(host: &Kcb, guest: &Kcb) {
+    guest
+        .shutdown_ns
+        .store(time::now_ns_of(guest), Ordering::Release);
+    guest.set_state(CoreState::Stopped);
+    crate::ipi::drain(guest);
+    guest.tsc_offset.store(
+        guest.own_tsc_offset.load(Ordering::Acquire),
+        Ordering::Release,
+    );
+    guest.sched.idle.store(false, Ordering::Release);
+    guest.sched.turn_over.store(false, Ordering::Release);
+    host.sched.release_guest.store(false, Ordering::Release);
+    host.guest.store(kcb::NO_CORE, Ordering::Release);
+    // Last: the unparking thread waits for this before it starts the guest's core.
+    guest.parked_on.store(kcb::NO_CORE, Ordering::Release);
 }
 
 /// Stops the current core, asked to by [`crate::proc::sched::request_stop`], from its idle

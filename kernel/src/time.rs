@@ -120,6 +120,17 @@ pub fn now_ns() -> u64 {
     let offset = kcb::try_current()
         .map(|k| k.tsc_offset.load(Ordering::Relaxed))
         .unwrap_or(0);
+    clock_with(offset)
+}
+
+/// The clock of KCB `k` read on this core: [`now_ns`] with `k`'s offset (for a KCB that this
+/// core runs, its own or one parked on it, without making it the current one).
+pub fn now_ns_of(k: &crate::kcb::Kcb) -> u64 {
+    clock_with(k.tsc_offset.load(Ordering::Relaxed))
+}
+
+/// This core's TSC with `offset` subtracted, in nanoseconds since clock zero.
+fn clock_with(offset: i64) -> u64 {
     let tsc = cpu::rdtsc().wrapping_sub(offset as u64);
     ticks_to_ns(tsc.saturating_sub(BOOT_TSC.load(Ordering::Relaxed)))
 }
@@ -127,10 +138,10 @@ pub fn now_ns() -> u64 {
 /// Keeps a restarted core's clock monotonic (Barrelfish/DC §4.7). The core keeps the TSC offset
 /// measured at its first start (INIT leaves the TSC running); should its clock read less than
 /// when it stopped (a TSC reset), the offset moves so that it reads that time. Runs on the
-/// restarted core.
+/// restarted core, or on the host of a KCB being parked, whose TSC the KCB's clock then reads.
 pub fn resume_clock(k: &crate::kcb::Kcb) {
     let stopped_at = k.shutdown_ns.load(Ordering::Acquire);
-    let now = now_ns();
+    let now = now_ns_of(k);
     if now < stopped_at {
         let ticks = u128::from(stopped_at - now) * u128::from(tsc_hz()) / 1_000_000_000;
         let ticks = i64::try_from(ticks).unwrap_or(i64::MAX);

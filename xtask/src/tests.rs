@@ -645,11 +645,13 @@ struct UserTest {
 impl UserTest {
     /// The name of its cases (the QEMU cases add the configuration): `user-NAME`, except fos's
     /// messaging and fleet tests (issue 12), named `msg-*` and `fleet-*`, the cores' stop and
-    /// start under load (issue 14), `corectl-*` as the kernel's self-test of it, and the Linux
-    /// behaviours of issue 16, `compat-*`, and the socket semantics of issue 15, `net-*`.
+    /// start, park and unpark under load (issue 14), `corectl-*` as the kernel's self-test of
+    /// it, and the Linux behaviours of issue 16, `compat-*`, and the socket semantics of issue
+    /// 15, `net-*`.
     fn case(&self) -> String {
         match self.name {
             "corestop" => "corectl-stop-start".into(),
+            "corepark" => "corectl-park".into(),
             "msgring" => "msg-ring".into(),
             "mailbox" => "msg-mailbox".into(),
             "names" => "msg-names".into(),
@@ -730,12 +732,17 @@ fn user_tests() -> Vec<UserTest> {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else if name == "spoof" {
                 &[ONE_CORE]
+            } else if name == "corepark" {
+                // Also two nodes of one core each: core 1 parked on core 0 of the other node,
+                // which is then the only online core.
+                &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else {
                 &[ONE_CORE, FOUR_CORES]
             },
             native: true,
-            // corestop: 300 core starts, each with a 10 ms INIT wait, under emulation.
-            limit: if matches!(name, "spawnloop" | "corestop") {
+            // corestop: 300 core starts, each with a 10 ms INIT wait, under emulation;
+            // corepark: 60 parks and unparks with workers sharing the hosts.
+            limit: if matches!(name, "spawnloop" | "corestop" | "corepark") {
                 LONG_LIMIT
             } else {
                 LIMIT
@@ -1543,6 +1550,7 @@ mod unit {
                 "msg-",
                 "fleet-",
                 "corectl-stop",
+                "corectl-park",
                 "compat-",
                 "net-sockets",
                 "net-spoof-kernel",
@@ -1562,6 +1570,7 @@ mod unit {
             "msg-names-1c1n",
             "fleet-cores-2c2n",
             "corectl-stop-start-4c2n",
+            "corectl-park-4c2n",
         ] {
             assert!(cases.iter().any(|c| c.name == n), "no case {n}");
         }

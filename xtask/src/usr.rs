@@ -10,7 +10,7 @@
 //! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
 //! | `/bin/fleet` (0755) | the fleet manager (`usr/fleet.c`, [`SYSTEM`]) |
 //! | `/bin/hared` (0755) | Hare's file server, a fleet member (`usr/hared.c` with lib/hare, [`SYSTEM`]) |
-//! | `/bin/corectl` (0755) | core management: list, stop and start cores (`usr/corectl.c`, [`SYSTEM`]) |
+//! | `/bin/corectl` (0755) | core management: list, stop, start, park and unpark cores (`usr/corectl.c`, [`SYSTEM`]) |
 //! | `/bin/netd` (0755) | the network server, a fleet member (`usr/netd.c` with lib/net, [`SYSTEM`]) |
 //! | `/bin/netctl` (0755) | network modes of stack instances (`usr/netctl.c`, [`SYSTEM`]) |
 //! | `/dev`, `/proc`, `/etc`, `/root`, `/test`, `/test/sh` (0755), `/tmp` (01777) | directories |
@@ -273,6 +273,12 @@ pub const PROGRAMS: &[Program] = &[
         lib: None,
     },
     Program {
+        name: "corepark",
+        source: "corepark.c",
+        pie: false,
+        lib: None,
+    },
+    Program {
         name: "haretest",
         source: "haretest.c",
         pie: false,
@@ -330,8 +336,8 @@ pub const TOOLS: &[Program] = &[
 
 /// Reef's own system programs, installed in `/bin`: the fleet manager, the one executable the
 /// kernel trusts to bind cores to fleets (kernel `fleet.rs`), Hare's file server, a fleet
-/// member (`fleet start hare --cores LIST /bin/hared LIST`), and `corectl`, which lists, stops
-/// and starts cores (kernel `corectl.rs`), the network server `netd` (`fleet start net
+/// member (`fleet start hare --cores LIST /bin/hared LIST`), and `corectl`, which lists, stops,
+/// starts, parks and unparks cores (kernel `corectl.rs`), the network server `netd` (`fleet start net
 /// --cores C /bin/netd`) and `netctl`, which moves stack instances between it and the kernel's
 /// switch.
 pub const SYSTEM: &[Program] = &[

@@ -10,6 +10,18 @@
 //!
 //! A core with nothing to run returns to its idle context (its boot stack), which halts until an
 //! interrupt and brings its node's replicas up to date when asked to (NrOS §4.5).
+//!
+//! Parked KCBs (Barrelfish/DC §4.6). A core may host the KCB of a stopped core besides its
+//! own, and then takes turns between the two, best effort as the paper's multi-KCB kernel: a
+//! turn lasts at least [`KCB_TURN_TICKS`] timer ticks and ends at the next tick after that when
+//! the other KCB has a thread ready (or a replica sync asked for), at the turned-out thread's
+//! next scheduling point. Turns change only in the host's idle context ([`idle_loop`]): it
+//! adopts the parked KCB (GS base, GDT and TSS), runs [`schedule`] on it, which goes on with
+//! that KCB's threads until the turn ends or none is ready and then returns to the idle
+//! context, and adopts its own KCB again. While its turn lasts the parked KCB is the current
+//! one: its threads run with its run queue, timers, clock and core id (so `getcpu` answers the
+//! parked core), exactly as on their own core. The host's timer tick also fires the other KCB's
+//! timers, and its IPI handler takes both KCBs' requests (`ipi::handle`).
 
 use super::{Process, Thread, ThreadState};
 use crate::arch::{cpu, user};
@@ -23,6 +35,10 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering
 
 /// Timer ticks a thread runs before it yields to another ready thread.
 pub const TIME_SLICE_TICKS: u64 = 2;
+
+/// Timer ticks a KCB's turn lasts at least on a core that hosts a parked KCB (20 ms, as the
+/// naive multi-KCB kernel of Barrelfish/DC §5.2).
+pub const KCB_TURN_TICKS: u64 = 2;
 
 /// Per-core scheduler state (part of the KCB).
 pub struct CoreScheduler {
@@ -51,6 +67,14 @@ pub struct CoreScheduler {
     pub stop_requested: AtomicBool,
     /// An `NrSync` IPI asked this core to bring its node's replicas up to date.
     pub nr_sync: AtomicBool,
+    /// This KCB's turn on a core that runs two (see "Parked KCBs" above) is over: the next
+    /// scheduling point returns to the idle context, which gives the other KCB its turn.
+    pub turn_over: AtomicBool,
+    /// Timer ticks of this KCB's current turn.
+    turn_ticks: AtomicU64,
+    /// Unpark asked this core to give back the KCB parked on it (`smp::release_guest`, from
+    /// its idle context).
+    pub release_guest: AtomicBool,
     /// Timer tick at which the idle loop last synced this node's replicas.
     last_idle_sync: AtomicU64,
     /// Id of the address space whose page tables are loaded (0: the kernel's).
@@ -74,6 +98,9 @@ impl CoreScheduler {
             timers: IrqMutex::new(Vec::new()),
             stop_requested: AtomicBool::new(false),
             nr_sync: AtomicBool::new(false),
+            turn_over: AtomicBool::new(false),
+            turn_ticks: AtomicU64::new(0),
+            release_guest: AtomicBool::new(false),
             last_idle_sync: AtomicU64::new(0),
             active_vspace: AtomicUsize::new(0),
             switches: AtomicU64::new(0),
@@ -225,7 +252,8 @@ pub fn choose_core(thread: &Thread, preferred: usize) -> usize {
 }
 
 /// Appends a ready thread to `core`'s run queue and wakes the core if it idles. A core that is
-/// stopping or stopped takes only threads that may run nowhere else (they wait for it); others
+/// stopping, stopped or parked takes only threads that may run nowhere else (they wait for it,
+/// or run on its host); others
 /// go to the core [`choose_core`] picks. The state is read under the queue's lock, which the
 /// stopping core takes to change it (`request_stop`), so a thread is either queued before and
 /// moved by `evacuate`, or sees the stop here.
@@ -247,6 +275,11 @@ pub fn enqueue(core: usize, thread: Arc<Thread>) {
     if other == core {
         thread.core.store(core, Ordering::Release);
         k.sched.ready.lock().push_back(thread);
+        // A parked core's host runs it: wake the host if it idles and is another core (a
+        // stopped core answers no IPI and takes the thread when it starts).
+        if k.sched.idle.load(Ordering::Acquire) && k.ipi_apic_id() != kcb::current().ipi_apic_id() {
+            let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
+        }
     } else {
         enqueue(other, thread);
     }
@@ -274,7 +307,7 @@ pub fn wake(thread: &Arc<Thread>) -> bool {
 /// Takes the next thread this core may run; threads whose affinity no longer allows this core
 /// move to one that is allowed.
 fn pick_next(k: &Kcb, prev: Option<&Arc<Thread>>) -> Option<Arc<Thread>> {
-    if k.sched.stop_requested.load(Ordering::Acquire) {
+    if leaving(k) {
         return None;
     }
     loop {
@@ -303,8 +336,9 @@ pub fn schedule() {
     let prev = k.sched.current.lock().clone();
     // A thread whose affinity no longer allows this core must leave it (`finish_switch` then
     // queues it on an allowed core), even if nothing else is ready here.
-    // So must every thread of a core that is stopping.
-    let stopping = k.sched.stop_requested.load(Ordering::Acquire);
+    // So must every thread of a core that is stopping, and of a KCB whose turn is over (it
+    // goes back to this KCB's queue).
+    let stopping = leaving(k);
     let prev_runnable = !stopping
         && prev.as_ref().is_some_and(|p| {
             matches!(p.state(), ThreadState::Running | ThreadState::Ready) && may_run(p, k.core_id)
@@ -374,6 +408,12 @@ pub fn schedule() {
     cpu::restore_interrupts(were);
 }
 
+/// Whether `k` runs no more threads now: its core is stopping, or its turn on a core that runs
+/// two KCBs is over.
+fn leaving(k: &Kcb) -> bool {
+    k.sched.stop_requested.load(Ordering::Acquire) || k.sched.turn_over.load(Ordering::Acquire)
+}
+
 /// Runs on the new context right after a switch: re-queues the previous thread if it was
 /// preempted, and drops it if it exited (freeing its stack, which is no longer in use).
 pub fn finish_switch() {
@@ -420,12 +460,35 @@ pub fn keep_going(me: &Thread) -> bool {
 }
 
 /// Called on every timer interrupt (`user`: it interrupted user mode): counts the tick
-/// ([`account_tick`]), wakes sleepers whose deadline passed and asks for a switch when the
-/// time slice is used up and another thread is ready.
+/// ([`account_tick`]), wakes sleepers whose deadline passed (also the other KCB's, on a core
+/// that runs two) and asks for a switch when the time slice is used up and another thread is
+/// ready, or when this KCB's turn is used up and the other KCB has work.
 pub fn timer_tick(user: bool) {
     let Some(k) = kcb::try_current() else { return };
     account_tick(k, user);
-    let now = crate::time::now_ns();
+    fire_timers(k, crate::time::now_ns());
+    let partner = k.partner();
+    if let Some(p) = partner {
+        fire_timers(p, crate::time::now_ns_of(p));
+    }
+    let left = k.sched.slice.load(Ordering::Relaxed).saturating_sub(1);
+    k.sched.slice.store(left, Ordering::Relaxed);
+    if left == 0 && !k.sched.ready.lock().is_empty() {
+        k.sched.need_resched.store(true, Ordering::Relaxed);
+    }
+    if let Some(p) = partner {
+        let turn = k.sched.turn_ticks.load(Ordering::Relaxed) + 1;
+        k.sched.turn_ticks.store(turn, Ordering::Relaxed);
+        let waiting = !p.sched.ready.lock().is_empty() || p.sched.nr_sync.load(Ordering::Acquire);
+        if turn >= KCB_TURN_TICKS && waiting {
+            k.sched.turn_over.store(true, Ordering::Release);
+            k.sched.need_resched.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Wakes the sleepers on `k`'s timer list whose deadline is past `now` (`k`'s clock).
+fn fire_timers(k: &Kcb, now: u64) {
     let expired: Vec<(u64, Arc<Thread>)> = {
         let mut timers = k.sched.timers.lock();
         let mut out = Vec::new();
@@ -444,11 +507,6 @@ pub fn timer_tick(user: bool) {
             t.timed_out.store(true, Ordering::Release);
             wake(&t);
         }
-    }
-    let left = k.sched.slice.load(Ordering::Relaxed).saturating_sub(1);
-    k.sched.slice.store(left, Ordering::Relaxed);
-    if left == 0 && !k.sched.ready.lock().is_empty() {
-        k.sched.need_resched.store(true, Ordering::Relaxed);
     }
 }
 
@@ -487,6 +545,41 @@ pub fn request_stop(k: &Kcb) {
     }
     k.sched.stop_requested.store(true, Ordering::Release);
     k.sched.need_resched.store(true, Ordering::Release);
+}
+
+/// The `Host` IPI on core `own` (its own KCB): takes the KCB claimed for parking here once its
+/// core has stopped (`smp::host_guest`), and when asked to give back the parked one, ends the
+/// current turn so that the idle context does it (`smp::release_guest`).
+pub fn host_request(own: &Kcb) {
+    let claimed = kcb::get(own.guest.load(Ordering::Acquire));
+    if let Some(g) = claimed.filter(|g| g.state() == kcb::CoreState::Stopped) {
+        if g.parked_on.load(Ordering::Acquire) == own.core_id {
+            crate::smp::host_guest(own, g);
+        }
+    }
+    if own.sched.release_guest.load(Ordering::Acquire) {
+        let turn = kcb::current();
+        turn.sched.turn_over.store(true, Ordering::Release);
+        turn.sched.need_resched.store(true, Ordering::Release);
+    }
+}
+
+/// One turn of the KCB parked on this core (see "Parked KCBs" above), from the idle context of
+/// `own`, this core's KCB, with interrupts off: runs the parked KCB's threads until its turn is
+/// over or none is ready, then makes `own` current again.
+fn run_guest(own: &'static Kcb, guest: &'static Kcb) {
+    guest.sched.idle.store(false, Ordering::Release);
+    guest.sched.turn_ticks.store(0, Ordering::Relaxed);
+    // SAFETY: this core runs on its own boot stack in its idle context, with interrupts off;
+    // the guest's core is stopped (held in wait-for-SIPI since its stop) and only its host, this
+    // core, runs its KCB, from here only.
+    unsafe { guest.adopt() };
+    schedule();
+    guest.sched.turn_over.store(false, Ordering::Release);
+    // SAFETY: back in this core's idle context with interrupts off (`schedule` returns with
+    // them as they were); the KCB is this core's own.
+    unsafe { own.adopt() };
+    own.sched.turn_ticks.store(0, Ordering::Relaxed);
 }
 
 /// Moves everything a stopping core holds that may run elsewhere (ready threads, and the
@@ -549,17 +642,31 @@ fn idle_sync_due(k: &Kcb) -> bool {
     k.sched.last_idle_sync.load(Ordering::Relaxed) != k.timer_ticks.load(Ordering::Relaxed)
 }
 
-/// The idle loop of every core: runs ready threads, brings the node's replicas up to date when
-/// asked to, sends the console's pending Ctrl-C (and similar) signals and the SIGALRMs of
+/// The idle loop of every core: runs ready threads (and gives the KCB parked here its turns,
+/// and gives it back when asked to), brings the node's replicas up to date when asked to, sends the console's pending Ctrl-C (and similar) signals and the SIGALRMs of
 /// expired interval timers, runs pending self-test work, and otherwise halts until an
 /// interrupt.
 pub fn idle_loop() -> ! {
+    // This core's own KCB: the current one here, except inside a parked KCB's turn.
     let k = kcb::current();
     loop {
         cpu::disable_interrupts();
+        let guest = k.hosted();
+        // This KCB's turn ended (the guest asked for one), or it has nothing to run: the
+        // guest's turn, if it has a thread ready.
+        let turn_ended = k.sched.turn_over.load(Ordering::Relaxed)
+            && k.sched.turn_over.swap(false, Ordering::AcqRel);
+        let guest_due = guest.filter(|g| {
+            !g.sched.ready.lock().is_empty() && (turn_ended || k.sched.ready.lock().is_empty())
+        });
         if k.sched.stop_requested.load(Ordering::Acquire) {
             evacuate(k);
             crate::smp::stop_this_core(k);
+        } else if let Some(g) = guest.filter(|_| k.sched.release_guest.load(Ordering::Acquire)) {
+            crate::smp::release_guest(k, g);
+        } else if let Some(g) = guest_due {
+            k.sched.idle.store(false, Ordering::Release);
+            run_guest(k, g);
         } else if !k.sched.ready.lock().is_empty() {
             k.sched.idle.store(false, Ordering::Release);
             schedule();
@@ -591,7 +698,15 @@ pub fn idle_loop() -> ! {
             crate::selftest::run_pending();
         } else {
             k.sched.idle.store(true, Ordering::Release);
-            if k.sched.ready.lock().is_empty() && !k.sched.nr_sync.load(Ordering::Acquire) {
+            if let Some(g) = guest {
+                g.sched.idle.store(true, Ordering::Release);
+            }
+            let guest_idle = guest.is_none_or(|g| g.sched.ready.lock().is_empty());
+            if k.sched.ready.lock().is_empty()
+                && guest_idle
+                && !k.sched.nr_sync.load(Ordering::Acquire)
+                && !k.sched.release_guest.load(Ordering::Acquire)
+            {
                 cpu::enable_and_halt();
             }
         }

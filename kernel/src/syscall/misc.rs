@@ -177,13 +177,16 @@ pub fn reef_core_info(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
     Ok(0)
 }
 
-/// `reef_core_ctl(op, core)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`] and
-/// [`crate::corectl::start`]; `EINVAL` for an unknown `op`.
+/// `reef_core_ctl(op, core, host)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`],
+/// [`crate::corectl::start`], [`crate::corectl::park`] and [`crate::corectl::unpark`];
+/// `EINVAL` for an unknown `op`.
 pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     super::cred::privileged(me)?;
     match a[0] {
         abi::reef::REEF_CORE_STOP => crate::corectl::stop(me, a[1])?,
         abi::reef::REEF_CORE_START => crate::corectl::start(a[1])?,
+        abi::reef::REEF_CORE_PARK => crate::corectl::park(me, a[1], a[2])?,
+        abi::reef::REEF_CORE_UNPARK => crate::corectl::unpark(me, a[1])?,
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)

@@ -47,8 +47,9 @@ pub const REEF_FLEET_BIND: usize = REEF_BASE + 11;
 /// devices), into `out` (a `struct reef_core_info`, [`CORE_INFO_SIZE`] bytes): `ENODEV` past
 /// the last core.
 pub const REEF_CORE_INFO: usize = REEF_BASE + 12;
-/// `reef_core_ctl(op, core)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`]) core
-/// `core`, returning once it is stopped or online.
+/// `reef_core_ctl(op, core, host)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`])
+/// core `core`, parks it on core `host` ([`REEF_CORE_PARK`]) or unparks it
+/// ([`REEF_CORE_UNPARK`]), returning once it is stopped, online or parked; root only.
 pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
 /// `reef_netd(op, arg)`: the network server's calls (LibrettOS §3.2): [`REEF_NETD_ATTACH`]
 /// (`arg`: where to write `struct { u64 region, region_pages, ports, port_pages; }`) and
@@ -82,15 +83,24 @@ pub const REEF_NET_ADDRESS: u64 = 3;
 pub const REEF_CORE_STOP: u64 = 0;
 /// `reef_core_ctl`'s `op`: start a stopped core again with its KCB.
 pub const REEF_CORE_START: u64 = 1;
+/// `reef_core_ctl`'s `op`: park the core on core `host` (Barrelfish/DC §4.6): it stops, and
+/// `host` runs its KCB (the threads that may run only on it) by turns with its own.
+pub const REEF_CORE_PARK: u64 = 2;
+/// `reef_core_ctl`'s `op`: unpark the core: its host gives its KCB back and it starts again.
+pub const REEF_CORE_UNPARK: u64 = 3;
+/// `struct reef_core_info`'s `parked_on` and `guest` when they name no core.
+pub const CORE_NONE: u32 = u32::MAX;
 
 /// Size of what `reef_core_info` writes: `struct reef_core_info { u32 core, node, apic_id,
-/// state; u64 kcb, starts, shutdown_ns; u32 threads, fleet_owner; char image[16]; }`: `state`
-/// is 0 created, 1 starting, 2 online, 3 stopping, 4 stopped; `kcb` the KCB's physical
-/// address; `starts` the times the core was started; `shutdown_ns` its clock when it last
-/// stopped (0: never); `threads` the threads whose run queue is the core's (ready or
-/// running); `fleet_owner` the fleet member owning it (0: none); `image` the name of the kernel
-/// image running it, NUL-padded.
-pub const CORE_INFO_SIZE: usize = 64;
+/// state; u64 kcb, starts, shutdown_ns; u32 threads, fleet_owner; char image[16]; u32
+/// parked_on, guest; }`: `state` is 0 created, 1 starting, 2 online, 3 stopping, 4 stopped, 5
+/// parked; `kcb` the KCB's physical address; `starts` the times the core was started;
+/// `shutdown_ns` its clock when it last stopped or was given back by its host (0: never);
+/// `threads` the threads whose run queue is the core's (ready or running); `fleet_owner` the
+/// fleet member owning it (0: none); `image` the name of the kernel image running it,
+/// NUL-padded; `parked_on` the core running its KCB while it is parked, `guest` the core whose
+/// KCB it runs parked ([`CORE_NONE`]: none).
+pub const CORE_INFO_SIZE: usize = 72;
 
 /// `reef_fleet_bind`'s flag: the member time-shares its core with other programs (Hare's
 /// timeshare placement) instead of owning it (split placement).
