@@ -218,7 +218,19 @@ static void reconnect(struct conn *c, const int *fleet_cores)
 
 /* REQUESTS requests over CONNS connections, WINDOW outstanding on each; the answers may come
  * from any core in fleet_cores. Returns how many connections ended under the stream. */
-static int stream(const int *fleet_cores)
+/* How many requests the stream may have sent by now: with a controller (`gated`), it waits
+ * for the controller's steps, so that each part of it runs under the fleet that step makes
+ * (the shrunk fleet serves the third quarter, the restarted member the last), however fast
+ * either side is. */
+static int sendable(int gated)
+{
+    if (!gated)
+        return REQUESTS;
+    int step = atomic_load(&sh->step);
+    return step < 2 ? REQUESTS / 2 : step < 3 ? REQUESTS * 3 / 4 : REQUESTS;
+}
+
+static int stream(const int *fleet_cores, int gated)
 {
     static struct conn conns[CONNS];
     int broken = 0;
@@ -232,7 +244,7 @@ static int stream(const int *fleet_cores)
         int progress = 0;
         for (int i = 0; i < CONNS; i++) {
             struct conn *c = &conns[i];
-            while (c->nout < WINDOW && (nresend > 0 || next_seq < REQUESTS)) {
+            while (c->nout < WINDOW && (nresend > 0 || next_seq < sendable(gated))) {
                 uint32_t seq = nresend > 0 ? resend[nresend - 1] : (uint32_t)next_seq;
                 struct reef_msg m;
                 uint64_t word = seq;
@@ -332,7 +344,7 @@ static void timeshare(int cpu)
     int fleet_cores[64] = {0};
     fleet_cores[cpu] = 1;
     stream_to = "fleet/ts";
-    int broken = stream(fleet_cores);
+    int broken = stream(fleet_cores, 0);
     CHECK_EQ(broken, 0);
     CHECK_EQ(run_program("/bin/fleet", "stop", "ts", NULL), 0);
     await_manager((pid_t)ctl.pid);
@@ -420,7 +432,7 @@ int main(void)
     fleet_cores[f] = 1;
     if (ncpus >= 3)
         fleet_cores[g] = 1;
-    int broken = stream(fleet_cores);
+    int broken = stream(fleet_cores, 1);
     CHECK_CHILD_EXIT(controller, 0);
     int victim = ncpus >= 3 ? g : f;
     pid_t again;
