@@ -831,12 +831,16 @@ static void reef_net_calls(void)
     CHECK_ERRNO(syscall(1038, 99L, 0L), reef ? EINVAL : ENOSYS);
     if (geteuid() != 0) {
         CHECK_ERRNO(syscall(1039, (long)getpid(), 0L), reef ? EPERM : ENOSYS);
+        CHECK_ERRNO(syscall(1039, (long)getpid(), 3L), reef ? EPERM : ENOSYS);
         return;
     }
     CHECK_ERRNO(syscall(1039, (long)getpid(), 7L), reef ? EINVAL : ENOSYS);
     CHECK_ERRNO(syscall(1039, -1L, 0L), reef ? ESRCH : ENOSYS);
     CHECK_ERRNO(syscall(1039, 1L << 40, 0L), reef ? ESRCH : ENOSYS);
     CHECK_ERRNO(syscall(1039, 0x7ffffff0L, 0L), reef ? ESRCH : ENOSYS);
+    /* REEF_NET_ADDRESS (3) for a process that does not exist. */
+    CHECK_ERRNO(syscall(1039, -1L, 3L), reef ? ESRCH : ENOSYS);
+    CHECK_ERRNO(syscall(1039, 0x7ffffff0L, 3L), reef ? ESRCH : ENOSYS);
     /* No network server here and no NIC for library mode; the kernel's switch is where it is. */
     CHECK_ERRNO(syscall(1039, (long)getpid(), 1L), reef ? ENODEV : ENOSYS);
     CHECK_ERRNO(syscall(1039, (long)getpid(), 2L), reef ? ENODEV : ENOSYS);
