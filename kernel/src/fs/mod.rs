@@ -336,10 +336,7 @@ impl MappedFile {
         if let Some(p) = me {
             perm::lookup(p, start, &path, true)?;
         }
-        let (ino, st) = with_client(|c| {
-            let ino = c.resolve(start, &path, true)?;
-            Ok((ino, c.stat(ino)?))
-        })?;
+        let (ino, st) = with_client(|c| c.stat_path(start, &path, true))?;
         let owner = perm::owner(&st);
         if st.kind != nrfs::Kind::File {
             return Err(Errno::EACCES);

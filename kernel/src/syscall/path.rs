@@ -95,10 +95,7 @@ fn stat_path(p: &Process, dir: i32, path: &[u8], follow: bool) -> Result<KStat, 
     match path::locate(p, dir, path)? {
         Place::Fs { start, path } => {
             perm::lookup(p, start, &path, follow)?;
-            let s = with_client(|c| {
-                let ino = c.resolve(start, &path, follow)?;
-                c.stat(ino)
-            })?;
+            let (_, s) = with_client(|c| c.stat_path(start, &path, follow))?;
             Ok(KStat::from_nrfs(&s))
         }
         Place::Hare(h) => hare::stat(&h, follow),
@@ -540,16 +537,19 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     crate::fs::admit_truncate(a[1])?;
     perm::may(&me.process, start, &path, true, creds::MAY_WRITE)?;
     let t = now();
+    // Held open meanwhile, so a file renamed over the name is truncated, not lost (ENOENT).
     let ino = with_client(|c| {
-        let ino = c.resolve(start, &path, true)?;
-        match c.stat(ino)?.kind {
-            nrfs::Kind::Dir => Err(Errno::EISDIR),
-            nrfs::Kind::File => {
-                crate::fs::check_writable(ino)?;
-                c.truncate(ino, a[1], t).map(|()| ino)
+        let ino = c.open_path(start, &path, true)?;
+        let r = match c.stat(ino).map(|s| s.kind) {
+            Ok(nrfs::Kind::Dir) => Err(Errno::EISDIR),
+            Ok(nrfs::Kind::File) => {
+                crate::fs::check_writable(ino).and_then(|()| c.truncate(ino, a[1], t))
             }
-            _ => Err(Errno::EINVAL),
-        }
+            Ok(_) => Err(Errno::EINVAL),
+            Err(e) => Err(e),
+        };
+        c.close(ino)?;
+        r.map(|()| ino)
     })?;
     crate::filemap::truncated(ino, a[1]);
     Ok(0)

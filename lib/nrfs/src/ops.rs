@@ -556,6 +556,28 @@ pub(crate) fn open(s: &mut impl Store, ino: Ino) -> Result<(), FsError> {
     Ok(())
 }
 
+/// `open` of entry `name` in `dir` (planned by [`crate::walk::plan_open`]): counts one more
+/// open of the inode the entry names now, and returns it. ENOENT if the entry is gone; a
+/// symlink to follow is `Stale` (it replaced what was planned; the caller follows it and
+/// retries); ENOTDIR if `must_be_dir` and it is not a directory.
+pub(crate) fn open_entry(
+    s: &mut impl Store,
+    dir: Ino,
+    name: &[u8],
+    follow: bool,
+    must_be_dir: bool,
+) -> Result<Ino, FsError> {
+    let e = entry(s, dir, name)?.ok_or(Errno::ENOENT)?;
+    if e.kind == Kind::Symlink && (follow || must_be_dir) {
+        return Err(FsError::Stale);
+    }
+    if must_be_dir && e.kind != Kind::Dir {
+        return Err(Errno::ENOTDIR.into());
+    }
+    open(s, e.ino)?;
+    Ok(e.ino)
+}
+
 /// Drops one open file description of `ino`, freeing the inode if it was its last reference.
 pub(crate) fn close(s: &mut impl Store, ino: Ino) -> Result<(), FsError> {
     let inode = s.inode_mut(ino)?;

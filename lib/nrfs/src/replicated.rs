@@ -15,7 +15,7 @@ use spin::{Mutex, RwLock, RwLockWriteGuard};
 use crate::fs::{ns_kind, ns_link_target, ns_lookup, ns_parent, ns_read_dir, ns_stats};
 use crate::inode::Inode;
 use crate::ops::{self, NewKind, RenameArgs, Store};
-use crate::walk::{self, Namespace};
+use crate::walk::{self, Namespace, OpenTarget};
 use crate::{
     Attrs, CreateFlags, Created, DirEntry, FileSystem, FsError, FsStats, Ino, Kind, Last,
     ParentPath, Stat, Timespec, NAME_MAX, ROOT_INO,
@@ -26,9 +26,6 @@ pub const MAX_SCOPE: usize = 2;
 
 /// Stale rounds before a namespace operation falls back to a scan over all logs.
 const STALE_RETRIES: usize = 4;
-
-/// Times an `open` by path re-resolves when the inode it found is freed before the open.
-const OPEN_RETRIES: usize = 8;
 
 /// The log (and shard) of inode `ino`.
 fn log_of(ino: Ino, nlogs: usize) -> usize {
@@ -61,6 +58,23 @@ pub enum NamespaceOp {
         attrs: Attrs,
         /// `O_EXCL` and open-in-the-same-step.
         flags: CreateFlags,
+    },
+    /// [`FileSystem::open_path`] of entry `name` in `dir`, as [`walk::plan_open`] found it.
+    Open {
+        /// Directory.
+        dir: Ino,
+        /// Name of the entry.
+        name: Vec<u8>,
+        /// A symlink there is to be followed (it makes the operation stale).
+        follow: bool,
+        /// The path ended in `/`.
+        must_be_dir: bool,
+    },
+    /// [`FileSystem::open_path`] of directory `dir`, reached by `.`, `..` or `/` (no rename
+    /// can put another inode in its place).
+    OpenDir {
+        /// Directory.
+        dir: Ino,
     },
     /// [`FileSystem::mkdir`].
     Mkdir {
@@ -184,7 +198,10 @@ impl NamespaceOp {
             | NamespaceOp::Tmpfile { dir, ino, .. }
             | NamespaceOp::Mkfifo { dir, ino, .. }
             | NamespaceOp::Link { dir, ino, .. } => [Some(dir), Some(ino)],
-            NamespaceOp::Unlink { dir, .. } | NamespaceOp::Rmdir { dir, .. } => [Some(dir), None],
+            NamespaceOp::Open { dir, .. }
+            | NamespaceOp::OpenDir { dir }
+            | NamespaceOp::Unlink { dir, .. }
+            | NamespaceOp::Rmdir { dir, .. } => [Some(dir), None],
             NamespaceOp::Rename {
                 old_dir, new_dir, ..
             } => [Some(old_dir), Some(new_dir)],
@@ -625,6 +642,13 @@ fn apply_namespace(s: &mut Locked<'_>, op: NamespaceOp, now: Timespec) -> Result
             attrs,
             flags,
         } => ops::create(s, dir, &name, ino, &attrs, flags, now).map(FsValue::Created),
+        NamespaceOp::Open {
+            dir,
+            name,
+            follow,
+            must_be_dir,
+        } => ops::open_entry(s, dir, &name, follow, must_be_dir).map(FsValue::Ino),
+        NamespaceOp::OpenDir { dir } => ops::open(s, dir).map(|()| FsValue::Ino(dir)),
         NamespaceOp::Mkdir {
             dir,
             name,
@@ -1505,19 +1529,60 @@ impl FsClient {
         self.simple(FsUpdate::Open { ino })
     }
 
-    /// See [`FileSystem::open_path`]: resolves, then opens the inode found; if it was freed
-    /// in between (ENOENT), resolves again (a few times).
+    /// See [`FileSystem::open_path`]: resolves, then opens the inode found, an update on its
+    /// log alone. If that inode was freed in between (renamed over or unlinked), the open is
+    /// made again as a namespace operation on the entry the path ends in, which counts
+    /// whatever the entry names when it is applied: a file renamed over the name is opened,
+    /// never ENOENT, however fast the renames.
     pub fn open_path(&self, start: Ino, path: &[u8], follow_last: bool) -> Result<Ino, Errno> {
-        let mut last = Errno::ENOENT;
-        for _ in 0..OPEN_RETRIES {
-            let ino = self.resolve(start, path, follow_last)?;
-            match self.open(ino) {
-                Ok(()) => return Ok(ino),
-                Err(e) if e == Errno::ENOENT => last = e,
-                Err(e) => return Err(e),
-            }
+        let ino = self.resolve(start, path, follow_last)?;
+        match self.open(ino) {
+            Err(Errno::ENOENT) => {}
+            r => return r.map(|()| ino),
         }
-        Err(last)
+        let r = self.namespace(Timespec::default(), |c| {
+            Ok(match walk::plan_open(c, start, path, follow_last)? {
+                OpenTarget::Entry {
+                    dir,
+                    name,
+                    ino,
+                    must_be_dir,
+                } => (
+                    NamespaceOp::Open {
+                        dir,
+                        name,
+                        follow: follow_last,
+                        must_be_dir,
+                    },
+                    Scope::Also([Some(ino), None]),
+                ),
+                OpenTarget::Dir(dir) => (NamespaceOp::OpenDir { dir }, Scope::Also([None, None])),
+            })
+        })?;
+        match r {
+            FsValue::Ino(ino) => Ok(ino),
+            _ => Err(Errno::EIO),
+        }
+    }
+
+    /// Resolves `path` and reads the attributes of the inode found. If that inode was freed
+    /// in between (renamed over or unlinked), the attributes are read through an open of the
+    /// path ([`Self::open_path`]), so a file renamed over the name is seen, never ENOENT.
+    pub fn stat_path(
+        &self,
+        start: Ino,
+        path: &[u8],
+        follow_last: bool,
+    ) -> Result<(Ino, Stat), Errno> {
+        let ino = self.resolve(start, path, follow_last)?;
+        match self.stat(ino) {
+            Err(Errno::ENOENT) => {}
+            r => return r.map(|s| (ino, s)),
+        }
+        let ino = self.open_path(start, path, follow_last)?;
+        let st = self.stat(ino);
+        self.close(ino)?;
+        st.map(|s| (ino, s))
     }
 
     /// See [`FileSystem::close`].

@@ -332,6 +332,77 @@ pub fn plan_create(
     }
 }
 
+/// Where an `open` without `O_CREAT` acts (see [`plan_open`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenTarget {
+    /// Entry `name` of directory `dir`, which named `ino` when planned.
+    Entry {
+        /// The directory holding the entry.
+        dir: Ino,
+        /// Its name there.
+        name: Vec<u8>,
+        /// The inode it named when planned.
+        ino: Ino,
+        /// The path ended in `/` (the entry must be a directory).
+        must_be_dir: bool,
+    },
+    /// A directory reached by `.`, `..` or `/`, which no rename can replace by another.
+    Dir(Ino),
+}
+
+/// Plans `open` without `O_CREAT`: resolves all but the last component, follows symlinks in
+/// the last one (when `follow_last` or the path ends in `/`), and reports the directory and
+/// name the file was found under, so the open can re-read that entry when it is applied.
+pub fn plan_open(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+    follow_last: bool,
+) -> Result<OpenTarget, Errno> {
+    let mut links = 0;
+    let mut start = start;
+    let mut path: Cow<'_, [u8]> = Cow::Borrowed(path);
+    let mut follow_last = follow_last;
+    let mut must_be_dir = false;
+    loop {
+        let p = resolve_parent_counting(ns, start, &path, &mut links)?;
+        if p.trailing_slash {
+            // As in [`resolve`]: a trailing slash means follow, and must be a directory.
+            must_be_dir = true;
+            follow_last = true;
+        }
+        let name = match p.last {
+            Last::Name(n) => n,
+            Last::Dot | Last::Root => return Ok(OpenTarget::Dir(p.dir)),
+            Last::DotDot => return Ok(OpenTarget::Dir(ns.parent(p.dir)?)),
+        };
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        match ns.lookup(p.dir, &name)?.ok_or(Errno::ENOENT)? {
+            (ino, Kind::Symlink) if follow_last => {
+                links += 1;
+                if links > SYMLOOP_MAX {
+                    return Err(Errno::ELOOP);
+                }
+                let target = ns.link_target(ino)?;
+                check_path(&target)?;
+                start = p.dir;
+                path = Cow::Owned(target);
+            }
+            (_, kind) if must_be_dir && kind != Kind::Dir => return Err(Errno::ENOTDIR),
+            (ino, _) => {
+                return Ok(OpenTarget::Entry {
+                    dir: p.dir,
+                    name,
+                    ino,
+                    must_be_dir,
+                })
+            }
+        }
+    }
+}
+
 /// Plans an operation that adds a new name (`mkdir`, `symlink`, `mknod`, the new side of
 /// `link`): `.`, `..` and `/` are EEXIST (Linux `filename_create`).
 pub fn plan_new_name(

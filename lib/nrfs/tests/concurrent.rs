@@ -386,3 +386,55 @@ fn contended_names_stay_consistent() {
     check_invariants(&other);
     println!("stale retries: {}", fs.stale_retries());
 }
+
+/// `rename` over a name is atomic for `open`: one thread replaces `t` (directly, and through
+/// symlink `l`) by a new file as fast as it can while three others, on both replicas, open
+/// it; no open may fail, however often the inode it resolved is freed before its open.
+#[test]
+fn open_never_misses_a_name_renamed_over() {
+    nr::set_spin_hook(thread::yield_now);
+    let (fs, replicas) = NrFs::new(4, 16, 2).unwrap();
+    let main = fs.client(&replicas[0]).unwrap();
+    let d = main.mkdir(ROOT_INO, b"d", DIR, now()).unwrap();
+    main.create(d, b"t", FILE, excl(), now()).unwrap();
+    main.symlink(b"t", d, b"l", FILE, now()).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(4));
+    let renamer = {
+        let (done, start) = (done.clone(), start.clone());
+        thread::spawn(move || {
+            start.wait();
+            for _ in 0..2000 {
+                main.create(d, b"tmp", FILE, excl(), now()).unwrap();
+                main.rename(d, b"tmp", d, b"t", 0, now()).unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+            main
+        })
+    };
+    let openers: Vec<_> = (0..3)
+        .map(|o| {
+            let cl = fs.client(&replicas[(o + 1) % 2]).unwrap();
+            let (done, start) = (done.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut opens = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    let path: &[u8] = if opens % 2 == 0 { b"t" } else { b"l" };
+                    let ino = cl.open_path(d, path, true).unwrap_or_else(|e| {
+                        panic!("opener {o}: open of {path:?} failed with {e:?} after {opens}")
+                    });
+                    assert_eq!(cl.stat(ino).map(|s| s.kind), Ok(Kind::File));
+                    cl.close(ino).unwrap();
+                    opens += 1;
+                }
+                opens
+            })
+        })
+        .collect();
+    let main = renamer.join().expect("renamer failed");
+    for h in openers {
+        assert!(h.join().expect("opener failed") > 0);
+    }
+    check_invariants(&main);
+}

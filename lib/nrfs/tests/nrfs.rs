@@ -425,3 +425,69 @@ fn small_logs_wrap_around() {
     assert!(total >= 150);
     assert!(format!("{:?}", fs.logs()).contains("tail"));
 }
+
+#[test]
+fn open_of_an_entry_opens_what_it_names_when_applied() {
+    let (_fs, _r, c) = setup(4, 64, 2);
+    let open_op =
+        |name: &[u8], follow: bool, must_be_dir: bool, scope: Scope| FsUpdate::Namespace {
+            op: NamespaceOp::Open {
+                dir: ROOT_INO,
+                name: name.to_vec(),
+                follow,
+                must_be_dir,
+            },
+            scope,
+            now: t(1),
+        };
+    // Planned for inode `a`, applied after `b` was renamed over the name: `b` is opened when
+    // its log is in the scope, else the open is stale and changes nothing.
+    let a = c[0].create(ROOT_INO, b"f", FILE, NEW, t(1)).unwrap().ino;
+    let b = loop {
+        let b = c[0].create(ROOT_INO, b"g", FILE, NEW, t(1)).unwrap().ino;
+        if b % 4 != a % 4 && b % 4 != ROOT_INO % 4 {
+            break b;
+        }
+        c[0].unlink(ROOT_INO, b"g", t(1)).unwrap();
+    };
+    c[0].rename(ROOT_INO, b"g", ROOT_INO, b"f", 0, t(2))
+        .unwrap();
+    let before = snapshot(&c[1]);
+    assert_eq!(
+        c[1].update_op(open_op(b"f", true, false, Scope::Also([Some(a), None]))),
+        Err(FsError::Stale)
+    );
+    assert_eq!(snapshot(&c[1]), before);
+    assert_eq!(
+        c[1].update_op(open_op(b"f", true, false, Scope::Also([Some(b), None]))),
+        Ok(FsValue::Ino(b))
+    );
+    // Opened once: an unlink leaves it, the close frees it.
+    c[0].unlink(ROOT_INO, b"f", t(3)).unwrap();
+    assert_eq!(c[1].stat(b).map(|s| s.nlink), Ok(0));
+    c[1].close(b).unwrap();
+    assert_eq!(c[0].stat(b), Err(Errno::ENOENT));
+    // A missing entry is ENOENT; a symlink to follow is stale (the client follows it); a
+    // trailing slash wants a directory.
+    assert_eq!(
+        c[0].update_op(open_op(b"f", true, false, Scope::All)),
+        Err(FsError::Errno(Errno::ENOENT))
+    );
+    c[0].symlink(b"d", ROOT_INO, b"s", FILE, t(4)).unwrap();
+    assert_eq!(
+        c[0].update_op(open_op(b"s", true, false, Scope::All)),
+        Err(FsError::Stale)
+    );
+    c[0].create(ROOT_INO, b"h", FILE, NEW, t(4)).unwrap();
+    assert_eq!(
+        c[0].update_op(open_op(b"h", true, true, Scope::All)),
+        Err(FsError::Errno(Errno::ENOTDIR))
+    );
+    let d = c[0].mkdir(ROOT_INO, b"d", FILE, t(5)).unwrap();
+    assert_eq!(c[1].open_path(ROOT_INO, b"s/", false), Ok(d));
+    assert_eq!(c[1].open_path(ROOT_INO, b"d/..", false), Ok(ROOT_INO));
+    assert_eq!(c[1].open_path(ROOT_INO, b"h/", true), Err(Errno::ENOTDIR));
+    c[1].close(d).unwrap();
+    c[1].close(ROOT_INO).unwrap();
+    assert_eq!(snapshot(&c[0]), snapshot(&c[1]));
+}
