@@ -67,7 +67,10 @@
 //!   inode, so each is a CNR read on that inode's log: it waits until the local replica has
 //!   applied that log up to its completed tail and is linearizable, without logging. A whole
 //!   path lookup is a sequence of such reads, one per component, like Linux's path walk,
-//!   which is not atomic with respect to concurrent renames either.
+//!   which is not atomic with respect to concurrent renames either. Opening by path is: when
+//!   the inode found was freed before its open (a file renamed over the name), the open is
+//!   made again as a namespace operation on the entry, which opens what the entry names when
+//!   it is applied (Linux's `open` never fails on a name that exists throughout).
 //!
 //! # Linux semantics
 //!
