@@ -403,7 +403,7 @@ impl FileSystem {
         self.inode(ino)?.lend_pages(first, count)
     }
 
-    /// Makes the pages of file `ino` from index `first` shared ([`crate::sharing`]), each page
+    /// Makes the pages of file `ino` from index `first` shared (see [`crate::set_page_sharing`]), each page
     /// not shared yet taking the next frame of `frames` (address of a zeroed or any page: its
     /// contents become the file's page's) as far as the file goes; returns how many were taken
     /// (the caller gives back the others). Errors as [`FileSystem::write`].
