@@ -101,6 +101,17 @@
  *                                   first, not pinned further, keeps the other cores busy
  *                                   meanwhile. Two result lines, core-stop and core-start, in
  *                                   us, one value per operation (reps = ITERS)
+ *   uperf park BUSY [ROUNDS]        Reef only (Barrelfish/DC §4.6, Fig. 4b): a loop pinned to
+ *                                   the last core reads CLOCK_MONOTONIC while core 0 parks
+ *                                   that core on itself, 0.2 s later unparks it, 0.2 s later
+ *                                   again, ROUNDS times (default 10). BUSY 1: a thread pinned
+ *                                   to core 0 spins meanwhile (the host has work of its own,
+ *                                   so the parked KCB gets turns). Per round: each call's
+ *                                   time, the largest gap the loop saw overlapping each call
+ *                                   (the pause a program sees), the largest while parked and
+ *                                   while exclusive (gaps under 20 us are not kept: 0 means
+ *                                   none longer); result lines park-call, unpark-call,
+ *                                   park-pause, unpark-pause, parked-gap, exclusive-gap, in us
  *   uperf jitter [SECONDS]          a busy loop pinned to the last allowed CPU reads the TSC
  *                                   for SECONDS (default 10) and records the gap between
  *                                   consecutive reads (Barrelfish/DC §5.3's jitter): the
@@ -1592,6 +1603,186 @@ static void mode_corectl(int argc, char **argv)
     report("core-start", nspin, "us", "%.1f", start, (int)iters, 1);
 }
 
+/* ---- park ------------------------------------------------------------------------------- */
+
+/* Gaps the park loop keeps: longer than PARK_GAP_NS, at most PARK_GAPS of them. */
+#define PARK_GAP_NS 20000LL
+#define PARK_GAPS 200000
+#define PARK_ROUNDS_MAX 32
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        die("clock_gettime(CLOCK_MONOTONIC): %s", strerror(errno));
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct park_gap {
+    long long end, len;
+};
+
+static struct park_gap *park_gaps;
+static long park_ngaps, park_lost;
+static atomic_long park_iters;
+static int park_core;
+static atomic_int park_stop, park_looping, park_spin;
+
+/* The pinned loop: records every gap between consecutive clock reads past PARK_GAP_NS. */
+static void *park_loop(void *arg)
+{
+    (void)arg;
+    pin_to(park_core);
+    long long prev = mono_ns();
+    atomic_store(&park_looping, 1);
+    while (!atomic_load(&park_stop)) {
+        long long t = mono_ns();
+        if (t < prev)
+            die("park: the clock went back by %lld ns on core %d", prev - t, park_core);
+        if (t - prev > PARK_GAP_NS) {
+            if (park_ngaps < PARK_GAPS)
+                park_gaps[park_ngaps++] = (struct park_gap){t, t - prev};
+            else
+                park_lost++;
+        }
+        if (sched_getcpu() != park_core)
+            die("park: the pinned loop runs on core %d, not %d", sched_getcpu(), park_core);
+        prev = t;
+        atomic_fetch_add_explicit(&park_iters, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void *park_spinner(void *arg)
+{
+    (void)arg;
+    pin_to(0);
+    while (atomic_load(&park_spin))
+        ;
+    return NULL;
+}
+
+/* The largest kept gap overlapping [from, to] (microseconds; 0: none). */
+static double park_largest(long long from, long long to)
+{
+    long long best = 0;
+    for (long i = 0; i < park_ngaps; i++) {
+        const struct park_gap *g = &park_gaps[i];
+        if (g->end > from && g->end - g->len < to && g->len > best)
+            best = g->len;
+    }
+    return (double)best / 1e3;
+}
+
+static void park_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void mode_park(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        die("usage: uperf park BUSY [ROUNDS]");
+    int busy = (int)parse_count(argv[2], "BUSY flag");
+    long rounds = argc > 3 ? parse_count(argv[3], "count") : 10;
+    if (busy > 1 || rounds < 1 || rounds > PARK_ROUNDS_MAX)
+        die("BUSY is 0 or 1, ROUNDS 1..%d", PARK_ROUNDS_MAX);
+    if (!on_reef)
+        die("park: parking a core's KCB on another is Reef's (reef_core_park); Linux has no "
+            "counterpart");
+    int first, last;
+    cpu_ends(&first, &last);
+    if (first != 0 || last < 1)
+        die("park needs cores 0 and another (allowed: %d..%d)", first, last);
+    park_core = last;
+    park_gaps = malloc(sizeof *park_gaps * PARK_GAPS);
+    if (!park_gaps)
+        die("out of memory");
+    pin_to(0);
+    pthread_t loop, spinner;
+    if (pthread_create(&loop, NULL, park_loop, NULL) != 0)
+        die("pthread_create failed");
+    atomic_store(&park_spin, busy);
+    if (busy && pthread_create(&spinner, NULL, park_spinner, NULL) != 0)
+        die("pthread_create failed");
+    while (!atomic_load(&park_looping))
+        park_sleep_ms(1);
+    printf("uperf: park: a loop pinned to core %d; core 0 parks that core on itself and "
+           "unparks it %ld times, 0.2 s apart%s\n",
+           last, rounds, busy ? "; a thread pinned to core 0 spins" : "");
+    double park_call[PARK_ROUNDS_MAX], unpark_call[PARK_ROUNDS_MAX];
+    double park_pause[PARK_ROUNDS_MAX], unpark_pause[PARK_ROUNDS_MAX];
+    double parked_gap[PARK_ROUNDS_MAX], exclusive_gap[PARK_ROUNDS_MAX];
+    long long p0[PARK_ROUNDS_MAX], p1[PARK_ROUNDS_MAX], u0[PARK_ROUNDS_MAX], u1[PARK_ROUNDS_MAX];
+    long long start = mono_ns();
+    long iters_exclusive = 0, iters_parked = 0;
+    long long ns_exclusive = 0, ns_parked = 0;
+    for (long r = 0; r < rounds; r++) {
+        long before = atomic_load(&park_iters);
+        long long t = mono_ns();
+        park_sleep_ms(200);
+        iters_exclusive += atomic_load(&park_iters) - before;
+        p0[r] = mono_ns();
+        ns_exclusive += p0[r] - t;
+        int e = reef_core_park((unsigned)last, 0);
+        p1[r] = mono_ns();
+        if (e < 0)
+            die("reef_core_park(%d, 0): %s", last, strerror(-e));
+        before = atomic_load(&park_iters);
+        park_sleep_ms(200);
+        iters_parked += atomic_load(&park_iters) - before;
+        u0[r] = mono_ns();
+        ns_parked += u0[r] - p1[r];
+        e = reef_core_unpark((unsigned)last);
+        u1[r] = mono_ns();
+        if (e < 0)
+            die("reef_core_unpark(%d): %s", last, strerror(-e));
+    }
+    park_sleep_ms(200);
+    atomic_store(&park_stop, 1);
+    atomic_store(&park_spin, 0);
+    pthread_join(loop, NULL);
+    if (busy)
+        pthread_join(spinner, NULL);
+    if (park_lost)
+        die("park: %ld gaps past the %d kept", park_lost, PARK_GAPS);
+    for (long r = 0; r < rounds; r++) {
+        park_call[r] = (double)(p1[r] - p0[r]) / 1e3;
+        unpark_call[r] = (double)(u1[r] - u0[r]) / 1e3;
+        park_pause[r] = park_largest(p0[r], p1[r]);
+        unpark_pause[r] = park_largest(u0[r], u1[r]);
+        /* Between the calls, the gaps that overlap neither. */
+        parked_gap[r] = 0;
+        exclusive_gap[r] = 0;
+        long long from = r ? u1[r - 1] : start;
+        for (long i = 0; i < park_ngaps; i++) {
+            const struct park_gap *g = &park_gaps[i];
+            double len = (double)g->len / 1e3;
+            if (g->end - g->len >= p1[r] && g->end <= u0[r] && len > parked_gap[r])
+                parked_gap[r] = len;
+            if (g->end - g->len >= from && g->end <= p0[r] && len > exclusive_gap[r])
+                exclusive_gap[r] = len;
+        }
+        printf("uperf: park round %ld: park %.1f us (pause %.1f us), unpark %.1f us (pause "
+               "%.1f us), largest gap parked %.1f us, exclusive %.1f us\n",
+               r + 1, park_call[r], park_pause[r], unpark_call[r], unpark_pause[r],
+               parked_gap[r], exclusive_gap[r]);
+    }
+    printf("uperf: park: the loop's clock reads per ms: exclusive %.1f, parked %.1f (%ld gaps "
+           "over %lld us kept)\n",
+           iters_exclusive / (ns_exclusive / 1e6), iters_parked / (ns_parked / 1e6), park_ngaps,
+           PARK_GAP_NS / 1000);
+    int threads = busy ? 2 : 1;
+    report("park-call", threads, "us", "%.1f", park_call, (int)rounds, 1);
+    report("unpark-call", threads, "us", "%.1f", unpark_call, (int)rounds, 1);
+    report("park-pause", threads, "us", "%.1f", park_pause, (int)rounds, 1);
+    report("unpark-pause", threads, "us", "%.1f", unpark_pause, (int)rounds, 1);
+    report("parked-gap", threads, "us", "%.1f", parked_gap, (int)rounds, 1);
+    report("exclusive-gap", threads, "us", "%.1f", exclusive_gap, (int)rounds, 1);
+}
+
 /* ---- jitter ----------------------------------------------------------------------------- */
 
 static inline uint64_t read_tsc(void)
@@ -1726,7 +1917,7 @@ int main(int argc, char **argv, char **envp)
             "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] sinktput ADDR:PORT "
             "[CHUNKS [REPS]] | uperf [-n kernel|server|direct] httpd PORT | "
             "uperf -n server switch ADDR:PORT [SWITCHES] | uperf corectl BUSY [ITERS] | "
-            "uperf jitter [SECONDS]");
+            "uperf park BUSY [ROUNDS] | uperf jitter [SECONDS]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -1755,6 +1946,8 @@ int main(int argc, char **argv, char **envp)
         mode_corectl(argc, argv);
     else if (strcmp(argv[1], "jitter") == 0)
         mode_jitter(argc, argv);
+    else if (strcmp(argv[1], "park") == 0)
+        mode_park(argc, argv);
     else if (strcmp(argv[1], "echortt") == 0)
         mode_echortt(argc, argv);
     else if (strcmp(argv[1], "sinktput") == 0)

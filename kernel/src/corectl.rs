@@ -175,7 +175,7 @@ pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
 /// once it is online. Errors, which change nothing: `ENODEV`, `EINVAL` (not parked), `EDEADLK`
 /// (the caller runs on that KCB: it may run only on that core); `EIO` if the core did not come
 /// up (it stays stopped, with its KCB, and can be started).
-pub fn unpark(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
+pub fn unpark(core: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let _one = CORE_CTL.lock();
     if k.state() != CoreState::Parked {
@@ -188,11 +188,16 @@ pub fn unpark(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
     let h = k.host().ok_or(Errno::EINVAL)?;
     h.sched.release_guest.store(true, Ordering::SeqCst);
     let _ = crate::ipi::send(h.core_id, crate::ipi::IpiKind::Host);
-    wait_until(
-        me,
-        || k.state() == CoreState::Stopped && k.parked_on.load(Ordering::Acquire) == kcb::NO_CORE,
-        false,
-    )?;
+    // The host gives it back from its idle context and wakes the queue; the caller may be a
+    // thread of the host, which must sleep for that context to run. A signal does not end the
+    // wait: the unpark has been asked for and completes.
+    loop {
+        let seq = sched::GUEST_RELEASED.seq();
+        if k.state() == CoreState::Stopped && k.parked_on.load(Ordering::Acquire) == kcb::NO_CORE {
+            break;
+        }
+        sched::GUEST_RELEASED.wait_uninterruptible(seq);
+    }
     crate::smp::driver()
         .start(k, crate::smp::core_main)
         .map_err(|e| {

@@ -36,7 +36,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
-           core (core-busy core-jitter) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
+           core (core-busy core-jitter core-park core-park-busy) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
            net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k,
            net-server-rtt-SIZE and net-direct-rtt-SIZE for the same sizes, net-nic-tput
@@ -390,6 +390,8 @@ struct Effort {
     jitter_s: u32,
     /// Requests per concurrency level of the HTTP benchmarks.
     http_requests: u32,
+    /// Park and unpark rounds of `uperf park`.
+    park_rounds: u32,
 }
 
 const FULL: Effort = Effort {
@@ -399,6 +401,7 @@ const FULL: Effort = Effort {
     fsload_s: 1.0,
     jitter_s: 10,
     http_requests: 1000,
+    park_rounds: 10,
 };
 const QUICK: Effort = Effort {
     uperf_budget_s: 0.5,
@@ -407,6 +410,7 @@ const QUICK: Effort = Effort {
     fsload_s: 0.5,
     jitter_s: 2,
     http_requests: 300,
+    park_rounds: 5,
 };
 
 fn uperf(effort: Effort, name: &str, args: &[&str], metrics: Vec<Metric>) -> Bench {
@@ -698,6 +702,32 @@ fn benches(effort: Effort) -> Vec<Bench> {
                 ),
             ],
         );
+        for v in &mut bench.variants {
+            v.min_cores = 2;
+        }
+        b.push(bench);
+    }
+    // Parking (Barrelfish/DC §4.6, Fig. 4b; Reef only): the last core's KCB parked on core 0
+    // and unparked while a loop pinned there reads the clock, with core 0 idle and busy.
+    let rounds = effort.park_rounds.to_string();
+    for (name, busy) in [("core-park", "0"), ("core-park-busy", "1")] {
+        let mut bench = uperf(
+            effort,
+            name,
+            &["park", busy, &rounds],
+            [
+                ("call", "uperf park-call ", "median"),
+                ("unpark-call", "uperf unpark-call ", "median"),
+                ("pause", "uperf park-pause ", "median"),
+                ("pause-max", "uperf park-pause ", "max"),
+                ("unpark-pause", "uperf unpark-pause ", "median"),
+                ("parked-gap", "uperf parked-gap ", "median"),
+            ]
+            .into_iter()
+            .map(|(m, prefix, key)| result_metric(&format!("{name}-{m}"), "us", false, prefix, key))
+            .collect(),
+        );
+        bench.variants = vec![Variant::plain(System::Reef)];
         for v in &mut bench.variants {
             v.min_cores = 2;
         }

@@ -547,6 +547,11 @@ pub fn request_stop(k: &Kcb) {
     k.sched.need_resched.store(true, Ordering::Release);
 }
 
+/// Woken each time a host gives a parked KCB back (`smp::release_guest`), for the thread
+/// that unparks it (`corectl::unpark`), which may run on the host itself: it must sleep, not
+/// poll, for the host's idle context to run.
+pub static GUEST_RELEASED: super::wait::WaitQueue = super::wait::WaitQueue::new();
+
 /// The `Host` IPI on core `own` (its own KCB): takes the KCB claimed for parking here once its
 /// core has stopped (`smp::host_guest`), and when asked to give back the parked one, ends the
 /// current turn so that the idle context does it (`smp::release_guest`).
@@ -664,6 +669,7 @@ pub fn idle_loop() -> ! {
             crate::smp::stop_this_core(k);
         } else if let Some(g) = guest.filter(|_| k.sched.release_guest.load(Ordering::Acquire)) {
             crate::smp::release_guest(k, g);
+            GUEST_RELEASED.notify_all();
         } else if let Some(g) = guest_due {
             k.sched.idle.store(false, Ordering::Release);
             run_guest(k, g);

@@ -186,7 +186,7 @@ pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
         abi::reef::REEF_CORE_STOP => crate::corectl::stop(me, a[1])?,
         abi::reef::REEF_CORE_START => crate::corectl::start(a[1])?,
         abi::reef::REEF_CORE_PARK => crate::corectl::park(me, a[1], a[2])?,
-        abi::reef::REEF_CORE_UNPARK => crate::corectl::unpark(me, a[1])?,
+        abi::reef::REEF_CORE_UNPARK => crate::corectl::unpark(a[1])?,
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)
