@@ -252,30 +252,48 @@ pub fn process_gone(pid: u32) {
     }
 }
 
-/// A new instance: into server mode in a free slot while a server is attached.
+/// Rounds of [`join`] that deliver what a free slot's ring back still holds before it gives up
+/// on them (a server that keeps filling the ring of a slot it saw freed).
+const JOIN_DRAINS: usize = 4;
+
+/// A new instance: into server mode in a free slot while a server is attached. A free slot's
+/// ring back may still hold frames the server routed to its last instance before it saw that
+/// instance leave (a server killed between routing them and its kick): they go to that
+/// instance through the kernel's switch ([`drain`] of a slot with no instance), wherever it is
+/// now, before the slot is taken. A thread's call, with no spin lock held.
 pub fn join(inst: &Arc<Instance>) -> Result<(), Errno> {
-    let mut guard = NETD.lock();
-    let n = guard.as_mut().ok_or(Errno::ENODEV)?;
-    if n.server.is_none() {
-        return Err(Errno::ENODEV);
-    }
-    if inst.slot.load(Ordering::Acquire) != 0 {
+    let mut drains = 0;
+    loop {
+        let mut guard = NETD.lock();
+        let n = guard.as_mut().ok_or(Errno::ENODEV)?;
+        if n.server.is_none() {
+            return Err(Errno::ENODEV);
+        }
+        if inst.slot.load(Ordering::Acquire) != 0 {
+            return Ok(());
+        }
+        let ctl = n.control();
+        let s = (1..SLOTS)
+            .find(|&s| n.slots[s].is_none() && ctl.is_free(s))
+            .ok_or(Errno::ENOSPC)?;
+        let back = n.ring(shared::from_server(s));
+        if n.from_server[s].ready(&back) {
+            if drains < JOIN_DRAINS {
+                drains += 1;
+                drop(guard);
+                drain(s);
+                continue;
+            }
+            n.from_server[s] = Consumer::skip_all(&back);
+        }
+        // Asleep, so that the server's first frame for this instance asks for the kernel.
+        n.from_server[s].sleep(&back);
+        n.to_server[s] = Producer::resume(&n.ring(shared::to_server(s)));
+        ctl.join(s, inst.id, inst.address());
+        n.slots[s] = Some(Arc::downgrade(inst));
+        inst.slot.store(s, Ordering::Release);
         return Ok(());
     }
-    let ctl = n.control();
-    let s = (1..SLOTS)
-        .find(|&s| n.slots[s].is_none() && ctl.is_free(s))
-        .ok_or(Errno::ENOSPC)?;
-    // What the server left for the last instance of the slot is not this one's; the ring
-    // starts asleep, so that the server's first frame asks for the kernel.
-    let back = n.ring(shared::from_server(s));
-    n.from_server[s] = Consumer::skip_all(&back);
-    n.from_server[s].sleep(&back);
-    n.to_server[s] = Producer::resume(&n.ring(shared::to_server(s)));
-    ctl.join(s, inst.id, inst.address());
-    n.slots[s] = Some(Arc::downgrade(inst));
-    inst.slot.store(s, Ordering::Release);
-    Ok(())
 }
 
 /// `inst` got its own address: if it is in server mode, the server accepts it as its frames'
