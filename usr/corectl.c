@@ -8,7 +8,8 @@
  *                           those pinned to it wait until it starts again
  *   corectl start N         starts stopped core N again with its KCB
  *   corectl park N M        parks core N on core M: N stops, and M runs N's KCB (the threads
- *                           that may run only on N) by turns with its own
+ *                           that may run only on N) by turns with its own and any other
+ *                           parked there
  *   corectl unpark N        M gives N's KCB back and N starts again with it
  *
  * Errors change nothing and say why (exit status 1); a bad command line exits 2. Core 0 takes
@@ -39,6 +40,21 @@ static long core_arg(const char *s)
     return *s && !*end && v >= 0 && v < 65536 ? v : -1;
 }
 
+/* " (hosts A,B,...)": the cores parked on core `host` (each names it as parked_on). */
+static void hosted_by(unsigned host, char *out, size_t size)
+{
+    struct reef_core_info g;
+    size_t n = (size_t)snprintf(out, size, " (hosts");
+    char sep = ' ';
+    for (unsigned c = 0; reef_core_info(c, &g) == 0 && n < size; c++)
+        if (g.state == REEF_CORE_PARKED && g.parked_on == host) {
+            n += (size_t)snprintf(out + n, size - n, "%c%u", sep, c);
+            sep = ',';
+        }
+    if (n < size)
+        snprintf(out + n, size - n, ")");
+}
+
 static int list(int kcbs)
 {
     struct reef_core_info info;
@@ -64,13 +80,13 @@ static int list(int kcbs)
                    (unsigned long long)info.starts, (unsigned long long)info.shutdown_ns, run_by);
             continue;
         }
-        char fleet[16] = "-", parking[32] = "";
+        char fleet[16] = "-", parking[96] = "";
         if (info.fleet_owner)
             snprintf(fleet, sizeof fleet, "pid %u", info.fleet_owner);
         if (info.parked_on != REEF_CORE_NONE)
             snprintf(parking, sizeof parking, " (parked on %u)", info.parked_on);
         else if (info.guest != REEF_CORE_NONE)
-            snprintf(parking, sizeof parking, " (hosts %u)", info.guest);
+            hosted_by(c, parking, sizeof parking);
         printf("%-5u %-5u %-5u %-9s 0x%-16llx %-8.16s %-8u %s%s\n", info.core, info.node,
                info.apic_id, reef_core_state_name(info.state), (unsigned long long)info.kcb,
                info.image, info.threads, fleet, parking);

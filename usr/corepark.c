@@ -14,7 +14,9 @@
  * core than its own, and gone on after the last unpark. A process pinned to a parked core
  * runs and dies at once when killed. Every error case answers its error and changes nothing;
  * two cores are parked at once (the second by a thread running on the first's parked KCB), a
- * thread of the host parks and unparks, and parking keeps no memory.
+ * thread of the host parks and unparks, parking keeps no memory, and with three cores or more
+ * two KCBs share a host, then every core but 0 is parked on core 0 at once, which runs them
+ * all by turns while every worker goes on.
  *
  * On Linux the calls do not exist (ENOSYS) and the test passes after saying so.
  */
@@ -225,7 +227,15 @@ int main(int argc, char **argv)
     CHECK_EQ(reef_core_unpark(0), -EINVAL);
     CHECK_EQ(call_result(&pinned), -EDEADLK);
     if (ncores >= 3) {
-        CHECK_EQ(reef_core_park(2, 0), -EBUSY); /* 0 hosts 1 already */
+        /* A second KCB on the same host. */
+        CHECK_EQ(reef_core_park(2, 0), 0);
+        CHECK_EQ(info_of(2).state, REEF_CORE_PARKED);
+        CHECK_EQ(info_of(2).parked_on, 0);
+        CHECK_EQ(info_of(0).guest, 1); /* the lowest of its guests */
+        CHECK(corectl_lists("hosts 1,2"));
+        CHECK_EQ(reef_core_unpark(2), 0);
+        CHECK_EQ(info_of(2).state, REEF_CORE_ONLINE);
+        CHECK(corectl_lists("hosts 1)"));
         CHECK_EQ(reef_core_park(2, 1), -EINVAL); /* 1 is parked */
     }
     if (ncores >= 4) {
@@ -333,6 +343,27 @@ int main(int argc, char **argv)
                 wait_progress(&workers[i], atomic_load(&workers[i].iters));
             SAY("round %d: every core but 0 parked and unparked, every worker going on", r + 1);
         }
+    }
+
+    if (ncores >= 3) {
+        /* Every core but 0 parked on 0 at once: core 0 runs all the KCBs by turns (Barrelfish/DC's
+         * multi-KCB kernel), and every worker goes on. */
+        for (unsigned c = 1; c < ncores; c++)
+            CHECK_EQ(reef_core_park(c, 0), 0);
+        CHECK_EQ(sysconf(_SC_NPROCESSORS_ONLN), 1);
+        CHECK_EQ(info_of(0).guest, 1);
+        for (unsigned c = 1; c < ncores; c++) {
+            CHECK_EQ(info_of(c).state, REEF_CORE_PARKED);
+            CHECK_EQ(info_of(c).parked_on, 0);
+        }
+        CHECK(corectl_lists(ncores == 3 ? "hosts 1,2)" : "hosts 1,2,3"));
+        for (unsigned i = 0; i < nworkers; i++)
+            wait_rounds(&workers[i], atomic_load(&workers[i].iters), 130);
+        for (unsigned c = ncores - 1; c >= 1; c--)
+            CHECK_EQ(reef_core_unpark(c), 0);
+        check_all_online(ncores);
+        CHECK_EQ(info_of(0).guest, REEF_CORE_NONE);
+        SAY("cpus 1..%u parked on 0 at once: every worker went on; all unparked", ncores - 1);
     }
 
     for (unsigned i = 0; i < nworkers; i++)

@@ -16,8 +16,8 @@
 //! Parking (§4.6): [`park`] stops a core as [`stop`] does and has another online core, its
 //! host, run its KCB (the threads that may run only there) by turns with its own (see
 //! `smp::host_guest`, `proc::sched`); [`unpark`] has the host give it back and starts the core
-//! again with it. A host runs at most one parked KCB, cannot be stopped or parked while it does,
-//! and is not given to a fleet member. Park and unpark run to the end once begun (a signal
+//! again with it. A host runs any number of parked KCBs (round robin), cannot be stopped or parked
+//! while it does, and is not given to a fleet member. Park and unpark run to the end once begun (a signal
 //! does not cut them short: each waits a few milliseconds at most for the cores involved).
 //! Left for later (issue 14): `update` does not exist yet.
 
@@ -69,6 +69,7 @@ pub fn info(core: u64) -> Result<[u8; abi::reef::CORE_INFO_SIZE], Errno> {
     };
     let guest = k
         .hosted()
+        .next()
         .map_or(abi::reef::CORE_NONE, |g| g.core_id as u32);
     out[64..68].copy_from_slice(&parked_on.to_le_bytes());
     out[68..72].copy_from_slice(&guest.to_le_bytes());
@@ -99,8 +100,7 @@ fn check_stoppable(me: &Arc<Thread>, k: &Kcb) -> Result<(), Errno> {
     if k.core_id == 0 || kcb::online_cores().len() < 2 {
         return Err(Errno::EBUSY);
     }
-    if k.fleet_owner.load(Ordering::Acquire) != 0 || k.guest.load(Ordering::Acquire) != kcb::NO_CORE
-    {
+    if k.fleet_owner.load(Ordering::Acquire) != 0 || k.guests.load(Ordering::Acquire) != 0 {
         return Err(Errno::EBUSY);
     }
     // Online, or parked (a thread pinned to a parked core goes on on its host).
@@ -137,8 +137,7 @@ fn wait_until(me: &Arc<Thread>, done: impl Fn() -> bool, interruptible: bool) ->
 /// returns once it does. Errors, which change nothing: `ENODEV` (no such core or host),
 /// `EINVAL` (the core is the host; the host is not online), `EALREADY` (the core is not
 /// online: stopped, or parked already), `EBUSY` (as for [`stop`]: core 0, the last online core,
-/// a fleet's core, a core hosting another; or the host hosts a parked core already or a fleet
-/// member owns it), `EDEADLK` (`me` may run only on the core).
+/// a fleet's core, a core hosting others; or a fleet member owns the host), `EDEADLK` (`me` may run only on the core).
 pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let h = core_kcb(host)?;
@@ -149,16 +148,14 @@ pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
     check_stoppable(me, k)?;
     // Claimed before the fleet owner is checked, as `fleet::bind` takes the owner before it
     // checks for a guest: one of the two sees the other.
-    h.guest
-        .compare_exchange(kcb::NO_CORE, k.core_id, Ordering::SeqCst, Ordering::SeqCst)
-        .map_err(|_| Errno::EBUSY)?;
+    h.guests.fetch_add(1, Ordering::SeqCst);
     if h.fleet_owner.load(Ordering::SeqCst) != 0 {
-        h.guest.store(kcb::NO_CORE, Ordering::SeqCst);
+        h.guests.fetch_sub(1, Ordering::SeqCst);
         return Err(Errno::EBUSY);
     }
     let driver = crate::smp::driver();
     if driver.request_stop(k).is_err() {
-        h.guest.store(kcb::NO_CORE, Ordering::SeqCst);
+        h.guests.fetch_sub(1, Ordering::SeqCst);
         return Err(Errno::EALREADY);
     }
     wait_until(me, || k.state() == CoreState::Stopped, false)?;
@@ -186,7 +183,7 @@ pub fn unpark(core: u64) -> Result<(), Errno> {
         return Err(Errno::EDEADLK);
     }
     let h = k.host().ok_or(Errno::EINVAL)?;
-    h.sched.release_guest.store(true, Ordering::SeqCst);
+    k.sched.release_guest.store(true, Ordering::SeqCst);
     let _ = crate::ipi::send(h.core_id, crate::ipi::IpiKind::Host);
     // The host gives it back from its idle context and wakes the queue; the caller may be a
     // thread of the host, which must sleep for that context to run. A signal does not end the

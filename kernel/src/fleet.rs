@@ -104,7 +104,7 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name, shared: bool) -> Resu
                 .map_err(|_| Errno::EBUSY)?;
             // A core that runs a parked KCB is not the member's alone: taken before the guest
             // is checked, as `corectl::park` claims the guest before it checks the owner.
-            if k.guest.load(Ordering::SeqCst) != kcb::NO_CORE {
+            if k.guests.load(Ordering::SeqCst) != 0 {
                 k.fleet_owner.store(0, Ordering::SeqCst);
                 return Err(Errno::EBUSY);
             }

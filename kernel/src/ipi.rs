@@ -43,8 +43,8 @@ pub enum IpiKind {
     TlbFlush = 2,
     /// Bring this node's replicas up to date at the next safe point (NR log GC, §4.5).
     NrSync = 3,
-    /// Take the KCB claimed for parking on this core, or give back the one parked here, as
-    /// its fields say (`proc::sched::host_request`).
+    /// Take the KCBs claimed for parking on this core, or give back one parked here, as
+    /// their fields say (`proc::sched::host_request`).
     Host = 4,
 }
 
@@ -113,7 +113,7 @@ fn send_to(target: &Kcb, kind: IpiKind) -> Ticket {
 
 /// Sends `kind` to every KCB that another core runs with one broadcast IPI; `tickets` receives
 /// one ticket per target (up to its capacity, which should be the number of cores). KCBs this
-/// core runs (its own and the one parked here, or its host) get nothing: the broadcast does
+/// core runs (its own and those parked here, or its host and its other guests) get nothing: the broadcast does
 /// not interrupt the sender.
 pub fn broadcast(kind: IpiKind, tickets: &mut alloc::vec::Vec<Ticket>) {
     let here = kcb::current().ipi_apic_id();
@@ -154,7 +154,7 @@ pub fn handle() {
     // Before the requests are read: a request posted after this interrupts again.
     apic::eoi();
     take_requests(own);
-    if let Some(guest) = own.hosted() {
+    for guest in own.hosted() {
         take_requests(guest);
     }
 }
@@ -167,7 +167,7 @@ pub fn poll() {
         return;
     };
     let own = here.runner();
-    for k in [Some(own), own.hosted()].into_iter().flatten() {
+    for k in core::iter::once(own).chain(own.hosted()) {
         if k.ipi.requested.load(Ordering::SeqCst) > k.ipi.handled.load(Ordering::SeqCst) {
             take_requests(k);
         }

@@ -11,7 +11,7 @@
 //! to reach a KCB (to send it an IPI, read its clock offset, or stop it).
 //!
 //! Parking (Barrelfish/DC §4.6): a stopped core's KCB can be run by another core, its host,
-//! which then takes turns between its own KCB and the parked one (`proc::sched`, "Parked
+//! which then takes turns between its own KCB and those parked on it (`proc::sched`, "Parked
 //! KCBs"). [`Kcb::parked_on`] names the host and is the indirection IPIs go through (§4.8):
 //! [`Kcb::ipi_apic_id`] is the host's APIC id while the KCB is parked on it.
 
@@ -30,10 +30,10 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 9;
+pub const KCB_LAYOUT_VERSION: u32 = 10;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
-/// [`Kcb::parked_on`] and [`Kcb::guest`] when they name no core.
+/// [`Kcb::parked_on`] when it names no core.
 pub const NO_CORE: usize = usize::MAX;
 
 /// Lifecycle of a core, as the BootDriver sees it.
@@ -152,9 +152,10 @@ pub struct Kcb {
     /// the host takes the KCB and cleared after it gave it back; IPIs to this KCB go to that
     /// core ([`Kcb::ipi_apic_id`], Barrelfish/DC §4.8's indirection).
     pub parked_on: AtomicUsize,
-    /// The core whose KCB is parked on this one, or claimed for parking here ([`NO_CORE`]:
-    /// none). A core hosts at most one other KCB.
-    pub guest: AtomicUsize,
+    /// How many KCBs are parked on this core or claimed for parking here (each names this
+    /// core in its [`Kcb::parked_on`]); a core hosts any number (Barrelfish/DC's multi-KCB
+    /// kernel), by turns.
+    pub guests: AtomicUsize,
     /// Times the core was started (1 after boot).
     pub starts: AtomicU64,
     /// Per-core frame cache (NrOS TCache), refilled from this node's NCache.
@@ -297,7 +298,7 @@ impl Kcb {
             shutdown_ns: AtomicU64::new(0),
             own_tsc_offset: AtomicI64::new(0),
             parked_on: AtomicUsize::new(NO_CORE),
-            guest: AtomicUsize::new(NO_CORE),
+            guests: AtomicUsize::new(0),
             starts: AtomicU64::new(0),
             tcache: IrqMutex::new(TCache::new(node_id)),
             heap_override: AtomicUsize::new(usize::MAX),
@@ -404,9 +405,19 @@ impl Kcb {
         get(self.parked_on.load(Ordering::Acquire))
     }
 
-    /// The KCB parked on this core, once its host has taken it (it reads `Parked`).
-    pub fn hosted(&self) -> Option<&'static Kcb> {
-        get(self.guest.load(Ordering::Acquire)).filter(|g| g.state() == CoreState::Parked)
+    /// The KCBs that name this core as their host (parked here, or claimed for parking here
+    /// and not taken yet, or being given back), in core order.
+    pub fn claimed(&self) -> impl Iterator<Item = &'static Kcb> + '_ {
+        let any = self.guests.load(Ordering::Acquire) != 0;
+        (0..if any { MAX_CORES } else { 0 })
+            .filter_map(get)
+            .filter(|g| g.parked_on.load(Ordering::Acquire) == self.core_id)
+    }
+
+    /// The KCBs parked on this core, once it has taken them (they read `Parked`), in core
+    /// order.
+    pub fn hosted(&self) -> impl Iterator<Item = &'static Kcb> + '_ {
+        self.claimed().filter(|g| g.state() == CoreState::Parked)
     }
 
     /// The KCB of the core that runs this one: its host while parked, else itself.
@@ -417,10 +428,13 @@ impl Kcb {
         }
     }
 
-    /// The other KCB that the core running this one takes turns with: its host while this one
-    /// is parked, the parked KCB while this core hosts one.
-    pub fn partner(&self) -> Option<&'static Kcb> {
-        self.host().or_else(|| self.hosted())
+    /// The other KCBs that the core running this one takes turns with: its host and the host's
+    /// other guests while this one is parked, the KCBs parked here while this core hosts some.
+    pub fn turn_mates(&'static self) -> impl Iterator<Item = &'static Kcb> {
+        let runner: &'static Kcb = self.host().unwrap_or(self);
+        core::iter::once(runner)
+            .chain(runner.hosted())
+            .filter(move |k| !core::ptr::eq(*k, self))
     }
 
     /// Where IPIs to this KCB go (Barrelfish/DC §4.8's indirection from KCB to APIC id): the

@@ -329,8 +329,8 @@ pub fn release_guest(host: &Kcb, guest: &Kcb) {
     );
     guest.sched.idle.store(false, Ordering::Release);
     guest.sched.turn_over.store(false, Ordering::Release);
-    host.sched.release_guest.store(false, Ordering::Release);
-    host.guest.store(kcb::NO_CORE, Ordering::Release);
+    guest.sched.release_guest.store(false, Ordering::Release);
+    host.guests.fetch_sub(1, Ordering::AcqRel);
     // Last: the unparking thread waits for this before it starts the guest's core.
     guest.parked_on.store(kcb::NO_CORE, Ordering::Release);
 }

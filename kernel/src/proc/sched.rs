@@ -11,17 +11,19 @@
 //! A core with nothing to run returns to its idle context (its boot stack), which halts until an
 //! interrupt and brings its node's replicas up to date when asked to (NrOS §4.5).
 //!
-//! Parked KCBs (Barrelfish/DC §4.6). A core may host the KCB of a stopped core besides its
-//! own, and then takes turns between the two, best effort as the paper's multi-KCB kernel: a
+//! Parked KCBs (Barrelfish/DC §4.6). A core may host the KCBs of stopped cores besides its
+//! own, and then takes turns between them, best effort as the paper's multi-KCB kernel: a
 //! turn lasts at least [`KCB_TURN_TICKS`] timer ticks and ends at the next tick after that when
-//! the other KCB has a thread ready (or a replica sync asked for), at the turned-out thread's
-//! next scheduling point. Turns change only in the host's idle context ([`idle_loop`]): it
-//! adopts the parked KCB (GS base, GDT and TSS), runs [`schedule`] on it, which goes on with
+//! another KCB of the core has a thread ready (or a replica sync asked for), at the
+//! turned-out thread's next scheduling point; the core's own KCB runs whenever it has a thread
+//! ready at the end of a turn, the parked ones in round robin ([`next_guest`]). Turns change
+//! only in the host's idle context ([`idle_loop`]): it adopts a parked KCB (GS base, GDT and
+//! TSS), runs [`schedule`] on it, which goes on with
 //! that KCB's threads until the turn ends or none is ready and then returns to the idle
 //! context, and adopts its own KCB again. While its turn lasts the parked KCB is the current
 //! one: its threads run with its run queue, timers, clock and core id (so `getcpu` answers the
-//! parked core), exactly as on their own core. The host's timer tick also fires the other KCB's
-//! timers, and its IPI handler takes both KCBs' requests (`ipi::handle`).
+//! parked core), exactly as on their own core. The host's timer tick also fires the other KCBs'
+//! timers, and its IPI handler takes every KCB's requests (`ipi::handle`).
 
 use super::{Process, Thread, ThreadState};
 use crate::arch::{cpu, user};
@@ -36,7 +38,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering
 /// Timer ticks a thread runs before it yields to another ready thread.
 pub const TIME_SLICE_TICKS: u64 = 2;
 
-/// Timer ticks a KCB's turn lasts at least on a core that hosts a parked KCB (20 ms, as the
+/// Timer ticks a KCB's turn lasts at least on a core that hosts parked KCBs (20 ms, as the
 /// naive multi-KCB kernel of Barrelfish/DC §5.2).
 pub const KCB_TURN_TICKS: u64 = 2;
 
@@ -67,14 +69,17 @@ pub struct CoreScheduler {
     pub stop_requested: AtomicBool,
     /// An `NrSync` IPI asked this core to bring its node's replicas up to date.
     pub nr_sync: AtomicBool,
-    /// This KCB's turn on a core that runs two (see "Parked KCBs" above) is over: the next
-    /// scheduling point returns to the idle context, which gives the other KCB its turn.
+    /// This KCB's turn on a core that runs several (see "Parked KCBs" above) is over: the next
+    /// scheduling point returns to the idle context, which gives another KCB its turn.
     pub turn_over: AtomicBool,
     /// Timer ticks of this KCB's current turn.
     turn_ticks: AtomicU64,
-    /// Unpark asked this core to give back the KCB parked on it (`smp::release_guest`, from
-    /// its idle context).
+    /// Unpark asked this KCB's host to give it back (`smp::release_guest`, from the host's
+    /// idle context).
     pub release_guest: AtomicBool,
+    /// The core of the parked KCB whose turn came last on this core (round robin between
+    /// several, [`next_guest`]).
+    last_guest: AtomicUsize,
     /// Timer tick at which the idle loop last synced this node's replicas.
     last_idle_sync: AtomicU64,
     /// Id of the address space whose page tables are loaded (0: the kernel's).
@@ -101,6 +106,7 @@ impl CoreScheduler {
             turn_over: AtomicBool::new(false),
             turn_ticks: AtomicU64::new(0),
             release_guest: AtomicBool::new(false),
+            last_guest: AtomicUsize::new(0),
             last_idle_sync: AtomicU64::new(0),
             active_vspace: AtomicUsize::new(0),
             switches: AtomicU64::new(0),
@@ -460,26 +466,27 @@ pub fn keep_going(me: &Thread) -> bool {
 }
 
 /// Called on every timer interrupt (`user`: it interrupted user mode): counts the tick
-/// ([`account_tick`]), wakes sleepers whose deadline passed (also the other KCB's, on a core
-/// that runs two) and asks for a switch when the time slice is used up and another thread is
-/// ready, or when this KCB's turn is used up and the other KCB has work.
+/// ([`account_tick`]), wakes sleepers whose deadline passed (also the other KCBs', on a core
+/// that runs several) and asks for a switch when the time slice is used up and another thread
+/// is ready, or when this KCB's turn is used up and another KCB of the core has work.
 pub fn timer_tick(user: bool) {
     let Some(k) = kcb::try_current() else { return };
     account_tick(k, user);
     fire_timers(k, crate::time::now_ns());
-    let partner = k.partner();
-    if let Some(p) = partner {
+    let (mut mates, mut waiting) = (false, false);
+    for p in k.turn_mates() {
         fire_timers(p, crate::time::now_ns_of(p));
+        mates = true;
+        waiting |= !p.sched.ready.lock().is_empty() || p.sched.nr_sync.load(Ordering::Acquire);
     }
     let left = k.sched.slice.load(Ordering::Relaxed).saturating_sub(1);
     k.sched.slice.store(left, Ordering::Relaxed);
     if left == 0 && !k.sched.ready.lock().is_empty() {
         k.sched.need_resched.store(true, Ordering::Relaxed);
     }
-    if let Some(p) = partner {
+    if mates {
         let turn = k.sched.turn_ticks.load(Ordering::Relaxed) + 1;
         k.sched.turn_ticks.store(turn, Ordering::Relaxed);
-        let waiting = !p.sched.ready.lock().is_empty() || p.sched.nr_sync.load(Ordering::Acquire);
         if turn >= KCB_TURN_TICKS && waiting {
             k.sched.turn_over.store(true, Ordering::Release);
             k.sched.need_resched.store(true, Ordering::Relaxed);
@@ -552,27 +559,41 @@ pub fn request_stop(k: &Kcb) {
 /// poll, for the host's idle context to run.
 pub static GUEST_RELEASED: super::wait::WaitQueue = super::wait::WaitQueue::new();
 
-/// The `Host` IPI on core `own` (its own KCB): takes the KCB claimed for parking here once its
-/// core has stopped (`smp::host_guest`), and when asked to give back the parked one, ends the
-/// current turn so that the idle context does it (`smp::release_guest`).
+/// The `Host` IPI on core `own` (its own KCB): takes the KCBs claimed for parking here whose
+/// cores have stopped (`smp::host_guest`), and when asked to give one back, ends the current
+/// turn so that the idle context does it (`smp::release_guest`).
 pub fn host_request(own: &Kcb) {
-    let claimed = kcb::get(own.guest.load(Ordering::Acquire));
-    if let Some(g) = claimed.filter(|g| g.state() == kcb::CoreState::Stopped) {
-        if g.parked_on.load(Ordering::Acquire) == own.core_id {
+    for g in own.claimed() {
+        if g.state() == kcb::CoreState::Stopped {
             crate::smp::host_guest(own, g);
         }
     }
-    if own.sched.release_guest.load(Ordering::Acquire) {
+    if own
+        .hosted()
+        .any(|g| g.sched.release_guest.load(Ordering::Acquire))
+    {
         let turn = kcb::current();
         turn.sched.turn_over.store(true, Ordering::Release);
         turn.sched.need_resched.store(true, Ordering::Release);
     }
 }
 
-/// One turn of the KCB parked on this core (see "Parked KCBs" above), from the idle context of
+/// The parked KCB whose turn is next on `own`'s core: the first after the one that ran last
+/// (in core order, round robin) that has a thread ready.
+fn next_guest(own: &Kcb) -> Option<&'static Kcb> {
+    let last = own.sched.last_guest.load(Ordering::Relaxed);
+    let ready = |g: &&'static Kcb| !g.sched.ready.lock().is_empty();
+    own.hosted()
+        .filter(|g| g.core_id > last)
+        .find(ready)
+        .or_else(|| own.hosted().find(ready))
+}
+
+/// One turn of a KCB parked on this core (see "Parked KCBs" above), from the idle context of
 /// `own`, this core's KCB, with interrupts off: runs the parked KCB's threads until its turn is
 /// over or none is ready, then makes `own` current again.
 fn run_guest(own: &'static Kcb, guest: &'static Kcb) {
+    own.sched.last_guest.store(guest.core_id, Ordering::Relaxed);
     guest.sched.idle.store(false, Ordering::Release);
     guest.sched.turn_ticks.store(0, Ordering::Relaxed);
     // SAFETY: this core runs on its own boot stack in its idle context, with interrupts off;
@@ -656,18 +677,22 @@ pub fn idle_loop() -> ! {
     let k = kcb::current();
     loop {
         cpu::disable_interrupts();
-        let guest = k.hosted();
-        // This KCB's turn ended (the guest asked for one), or it has nothing to run: the
-        // guest's turn, if it has a thread ready.
+        // This KCB's turn ended (a guest asked for one), or it has nothing to run: the next
+        // guest's turn, if one has a thread ready.
         let turn_ended = k.sched.turn_over.load(Ordering::Relaxed)
             && k.sched.turn_over.swap(false, Ordering::AcqRel);
-        let guest_due = guest.filter(|g| {
-            !g.sched.ready.lock().is_empty() && (turn_ended || k.sched.ready.lock().is_empty())
-        });
+        let guest_due = if turn_ended || k.sched.ready.lock().is_empty() {
+            next_guest(k)
+        } else {
+            None
+        };
+        let releasing = k
+            .hosted()
+            .find(|g| g.sched.release_guest.load(Ordering::Acquire));
         if k.sched.stop_requested.load(Ordering::Acquire) {
             evacuate(k);
             crate::smp::stop_this_core(k);
-        } else if let Some(g) = guest.filter(|_| k.sched.release_guest.load(Ordering::Acquire)) {
+        } else if let Some(g) = releasing {
             crate::smp::release_guest(k, g);
             GUEST_RELEASED.notify_all();
         } else if let Some(g) = guest_due {
@@ -704,14 +729,15 @@ pub fn idle_loop() -> ! {
             crate::selftest::run_pending();
         } else {
             k.sched.idle.store(true, Ordering::Release);
-            if let Some(g) = guest {
+            for g in k.hosted() {
                 g.sched.idle.store(true, Ordering::Release);
             }
-            let guest_idle = guest.is_none_or(|g| g.sched.ready.lock().is_empty());
+            let guests_idle = k.hosted().all(|g| {
+                g.sched.ready.lock().is_empty() && !g.sched.release_guest.load(Ordering::Acquire)
+            });
             if k.sched.ready.lock().is_empty()
-                && guest_idle
+                && guests_idle
                 && !k.sched.nr_sync.load(Ordering::Acquire)
-                && !k.sched.release_guest.load(Ordering::Acquire)
             {
                 cpu::enable_and_halt();
             }
