@@ -68,7 +68,11 @@
  * call that writes to a regular file asks for 8 MiB at most and a file over 8 MiB is cut to 0
  * after it, at most 4 children (killed and reaped), at most 48 descriptors. As root it first
  * becomes nobody (on Reef too, where it runs as process 1: so that the file system's
- * permission checks are exercised, and so that no call needs a root-only guard). Unknown numbers are ones Linux has no call for either. Natively the
+ * permission checks are exercised, and so that no call needs a root-only guard). On Reef with
+ * two cores or more, a child that stays root (the core churner) stops, starts, parks and
+ * unparks the cores but 0 at random meanwhile (Barrelfish/DC's operations under hostile load;
+ * every answer must be success or one of the calls' documented errors), and brings every core
+ * back online before the end. Unknown numbers are ones Linux has no call for either. Natively the
  * sockets are the host's: only AF_INET ones (no protocol whose module Linux might load), and
  * before bind, connect, sendto, sendmsg and listen net_guard() checks what the kernel will
  * read, so that nothing binds or listens outside 127.0.0.0/8 and nothing is sent anywhere
@@ -77,6 +81,7 @@
  */
 #define _GNU_SOURCE
 #include "reef-test.h"
+#include "reef_core.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -255,6 +260,8 @@ static int opt_verbose;
 static long opt_hb_ms = 1000;
 static char opt_dir[200];
 static int reef;
+/* The core churner's pid (0: none; see `churn`). */
+static pid_t churner;
 
 /* The supervisor's output: one write() per line, so that lines of the workers' trace (which go
  * to the same console) never land inside one. */
@@ -439,7 +446,7 @@ enum { F_CHILD_NO = 1, F_GROWS_FD = 2 };
     X(reef_grant_revoke, 1034, 2, 20, 0)                                                           \
     X(reef_fleet_bind, 1035, 5, 20, 0)                                                             \
     X(reef_core_info, 1036, 2, 20, 0)                                                              \
-    X(reef_core_ctl, 1037, 2, 10, 0)                                                               \
+    X(reef_core_ctl, 1037, 3, 10, 0)                                                               \
     X(unknown, -1, 6, 150, 0)                                                                      \
     X(linux_extra, -2, 6, 8, 0)
 
@@ -2642,10 +2649,11 @@ static void gen_call(int id, struct rng *r, struct call_args *c)
         a[1] = pct(r, 70) ? arg_ptr(A_MISC + 160) : gen_ptr(r, NULL);
         break;
     case C_reef_core_ctl:
-        /* Stops and starts of real cores (core 0 and the last online one are refused), so
-         * every campaign runs while cores come and go under the workers. */
-        a[0] = pct(r, 85) ? below(r, 2) : gen_int(r);
+        /* Workers run as nobody: EPERM whatever they ask (the core churner, root, is the one
+         * that stops, starts, parks and unparks cores under them). */
+        a[0] = pct(r, 85) ? below(r, 4) : gen_int(r);
         a[1] = pct(r, 85) ? below(r, 6) : gen_int(r);
+        a[2] = pct(r, 85) ? below(r, 6) : gen_int(r);
         break;
     case C_reef_free_bytes:
         for (int i = 0; i < 6; i++)
@@ -3421,7 +3429,7 @@ static unsigned sweep(int all)
         long ppid, pgid;
         if (!p || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgid) != 3 || state == 'Z')
             continue;
-        int known = 0;
+        int known = churner && pid == churner;
         for (int w = 0; w < opt_workers && !all; w++)
             known |= sv[w].pgid != 0 && sv[w].pgid == pgid;
         if (!known && kill((pid_t)pid, SIGKILL) == 0)
@@ -3592,6 +3600,84 @@ static void *shared_pages(uint64_t hint, size_t n)
     return p;
 }
 
+/* ---- the core churner (Reef, two cores or more) ---- */
+
+static atomic_int *churn_stop;
+
+/* Stops, starts, parks and unparks cores 1..ncores-1 (parked on any core) at random, 2 ms
+ * apart, until told to stop; then brings every core back online. Exit status 0, or 3 after
+ * an answer no call documents (said on the console). */
+static void churn(uint64_t seed, int ncores)
+{
+    static const char *const names[] = {"stop", "start", "park", "unpark"};
+    struct rng r = {mix(seed ^ 0xc0de)};
+    unsigned long tried[4] = {0}, done[4] = {0};
+    while (!atomic_load(churn_stop)) {
+        int op = (int)below(&r, 4);
+        unsigned core = 1 + (unsigned)below(&r, (uint64_t)ncores - 1);
+        unsigned host = (unsigned)below(&r, (uint64_t)ncores);
+        long e = syscall(SYS_reef_core_ctl, (long)op, (long)core, (long)host);
+        tried[op]++;
+        if (e == 0)
+            done[op]++;
+        else if (errno != EALREADY && errno != EBUSY && errno != EINVAL && errno != EDEADLK &&
+                 errno != EINTR) {
+            say("fuzz: churn: FAIL %s of core %u (host %u): %s\n", names[op], core, host,
+                strerror(errno));
+            _exit(3);
+        }
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    for (unsigned c = 1; c < (unsigned)ncores; c++) {
+        struct reef_core_info i;
+        if (reef_core_info(c, &i) != 0)
+            continue;
+        int e = i.state == REEF_CORE_PARKED    ? reef_core_unpark(c)
+                : i.state == REEF_CORE_STOPPED ? reef_core_start(c)
+                                               : 0;
+        if (e != 0) {
+            say("fuzz: churn: FAIL bringing core %u back online: %s\n", c, strerror(-e));
+            _exit(3);
+        }
+    }
+    say("fuzz: churn: stop %lu/%lu start %lu/%lu park %lu/%lu unpark %lu/%lu (done/tried); "
+        "every core online again\n",
+        done[0], tried[0], done[1], tried[1], done[2], tried[2], done[3], tried[3]);
+    _exit(0);
+}
+
+/* Starts the core churner while still root. */
+static void start_churner(int ncores)
+{
+    if (!reef || getuid() != 0 || ncores < 2)
+        return;
+    churn_stop = shared_pages(0x134700000000ull, 1);
+    churner = fork();
+    if (churner < 0) {
+        say("fuzz: error: cannot fork the core churner: %s\n", strerror(errno));
+        exit(2);
+    }
+    if (churner == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        churn(opt_seed, ncores);
+    }
+}
+
+/* Tells the churner to stop and waits until every core is back online. */
+static void stop_churner(void)
+{
+    if (!churner)
+        return;
+    atomic_store(churn_stop, 1);
+    int st;
+    if (waitpid(churner, &st, 0) != churner || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail("the core churner ended badly (wait status 0x%x)", st);
+    churner = 0;
+}
+
 static void drop_root(void)
 {
     if (getuid() != 0)
@@ -3662,6 +3748,7 @@ int main(int argc, char **argv)
         usage();
     seed_global = opt_seed;
     reef = on_reef();
+    start_churner((int)sysconf(_SC_NPROCESSORS_ONLN));
     drop_root();
     if (!opt_dir[0])
         snprintf(opt_dir, sizeof opt_dir, reef ? "/tmp/fuzz" : "/tmp/fuzz.%d", (int)getpid());
@@ -3709,6 +3796,8 @@ int main(int argc, char **argv)
         int st;
         pid_t pid;
         while ((pid = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+            if (churner && pid == churner)
+                fail("the core churner ended before the campaign (wait status 0x%x)", st);
             int w = worker_of(pid);
             if (w < 0) {
                 strays++;
@@ -3824,6 +3913,7 @@ int main(int argc, char **argv)
     }
     /* Every worker is reaped; what is left (orphans out of their group) is killed and reaped. */
     long long end = now_ns();
+    stop_churner();
     if (reef)
         escaped += sweep(1);
     for (;;) {
