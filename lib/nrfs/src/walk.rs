@@ -277,6 +277,22 @@ pub struct CreateTarget {
     pub existing: Option<Ino>,
 }
 
+/// The target of symlink `link`, met as the last component of a path, counted in `links`
+/// (ELOOP past [`SYMLOOP_MAX`]): the path to resolve next, from the link's directory.
+fn last_link_target(
+    ns: &(impl Namespace + ?Sized),
+    link: Ino,
+    links: &mut u32,
+) -> Result<Vec<u8>, Errno> {
+    *links += 1;
+    if *links > SYMLOOP_MAX {
+        return Err(Errno::ELOOP);
+    }
+    let target = ns.link_target(link)?;
+    check_path(&target)?;
+    Ok(target)
+}
+
 /// Plans `open(O_CREAT)`: finds the parent, follows a symlink in the last component (Linux
 /// creates the target of a dangling symlink unless `O_EXCL`), and reports an existing entry.
 pub fn plan_create(
@@ -312,14 +328,8 @@ pub fn plan_create(
             Some(_) if exclusive => return Err(Errno::EEXIST),
             Some((_, Kind::Dir)) => return Err(Errno::EISDIR),
             Some((ino, Kind::Symlink)) => {
-                links += 1;
-                if links > SYMLOOP_MAX {
-                    return Err(Errno::ELOOP);
-                }
-                let target = ns.link_target(ino)?;
-                check_path(&target)?;
+                path = Cow::Owned(last_link_target(ns, ino, &mut links)?);
                 start = p.dir;
-                path = Cow::Owned(target);
             }
             Some((ino, _)) => {
                 return Ok(CreateTarget {
@@ -381,14 +391,8 @@ pub fn plan_open(
         }
         match ns.lookup(p.dir, &name)?.ok_or(Errno::ENOENT)? {
             (ino, Kind::Symlink) if follow_last => {
-                links += 1;
-                if links > SYMLOOP_MAX {
-                    return Err(Errno::ELOOP);
-                }
-                let target = ns.link_target(ino)?;
-                check_path(&target)?;
+                path = Cow::Owned(last_link_target(ns, ino, &mut links)?);
                 start = p.dir;
-                path = Cow::Owned(target);
             }
             (_, kind) if must_be_dir && kind != Kind::Dir => return Err(Errno::ENOTDIR),
             (ino, _) => {
