@@ -7,9 +7,9 @@
  *   corectl stop N          stops core N: its threads that may run elsewhere move there,
  *                           those pinned to it wait until it starts again
  *   corectl start N         starts stopped core N again with its KCB
- *   corectl park N M        parks core N on core M: N stops, and M runs N's KCB (the threads
- *                           that may run only on N) by turns with its own and any other
- *                           parked there
+ *   corectl park N M        parks core N on core M: N stops (if it runs), and M runs N's
+ *                           KCB (the threads that may run only on N) by turns with its own
+ *                           and any other parked there
  *   corectl unpark N        M gives N's KCB back and N starts again with it
  *
  * Errors change nothing and say why (exit status 1); a bad command line exits 2. Core 0 takes

@@ -132,12 +132,13 @@ fn wait_until(me: &Arc<Thread>, done: impl Fn() -> bool, interruptible: bool) ->
     Ok(())
 }
 
-/// Parks core `core` on core `host` for thread `me`: stops it as [`stop`] does (its threads
-/// that may run elsewhere move there), then has `host` run its KCB by turns with its own, and
-/// returns once it does. Errors, which change nothing: `ENODEV` (no such core or host),
-/// `EINVAL` (the core is the host; the host is not online), `EALREADY` (the core is not
-/// online: stopped, or parked already), `EBUSY` (as for [`stop`]: core 0, the last online core,
-/// a fleet's core, a core hosting others; or a fleet member owns the host), `EDEADLK` (`me` may run only on the core).
+/// Parks core `core` on core `host` for thread `me`: an online core is stopped as [`stop`]
+/// stops it (its threads that may run elsewhere move there), a stopped one is taken as it is;
+/// then `host` runs its KCB by turns with its own, and the call returns once it does. Errors,
+/// which change nothing: `ENODEV` (no such core or host), `EINVAL` (the core is the host; the
+/// host is not online), `EALREADY` (the core is parked already, or stopping or starting),
+/// `EBUSY` (as for [`stop`]: core 0, the last online core, a fleet's core, a core hosting
+/// others; or a fleet member owns the host), `EDEADLK` (`me` may run only on the core).
 pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let h = core_kcb(host)?;
@@ -145,7 +146,12 @@ pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
     if k.core_id == h.core_id || h.state() != CoreState::Online {
         return Err(Errno::EINVAL);
     }
-    check_stoppable(me, k)?;
+    let stopped = k.state() == CoreState::Stopped;
+    if !stopped {
+        check_stoppable(me, k)?;
+    } else if k.core_id == 0 || k.fleet_owner.load(Ordering::Acquire) != 0 {
+        return Err(Errno::EBUSY);
+    }
     // Claimed before the fleet owner is checked, as `fleet::bind` takes the owner before it
     // checks for a guest: one of the two sees the other.
     h.guests.fetch_add(1, Ordering::SeqCst);
@@ -153,13 +159,15 @@ pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
         h.guests.fetch_sub(1, Ordering::SeqCst);
         return Err(Errno::EBUSY);
     }
-    let driver = crate::smp::driver();
-    if driver.request_stop(k).is_err() {
-        h.guests.fetch_sub(1, Ordering::SeqCst);
-        return Err(Errno::EALREADY);
+    if !stopped {
+        let driver = crate::smp::driver();
+        if driver.request_stop(k).is_err() {
+            h.guests.fetch_sub(1, Ordering::SeqCst);
+            return Err(Errno::EALREADY);
+        }
+        wait_until(me, || k.state() == CoreState::Stopped, false)?;
+        driver.finish_stop(k);
     }
-    wait_until(me, || k.state() == CoreState::Stopped, false)?;
-    driver.finish_stop(k);
     k.own_tsc_offset
         .store(k.tsc_offset.load(Ordering::Acquire), Ordering::Release);
     k.parked_on.store(h.core_id, Ordering::SeqCst);
