@@ -34,6 +34,10 @@ pub struct Config {
     pub acpidump: bool,
     /// `norandmaps` was given.
     pub norandmaps: bool,
+    /// `nic_irq=N`: the NICs' interrupts go to core N instead of the boot core (their home,
+    /// which a stop or park of N moves them away from and a start or unpark brings them back
+    /// to: Barrelfish/DC §4.8).
+    pub nic_irq: Option<usize>,
     /// `init=PATH` and the words after it (argv of init).
     pub init: Option<Vec<String>>,
     /// Words Reef does not know.
@@ -92,6 +96,7 @@ pub fn get() -> &'static Config {
         test: None,
         acpidump: false,
         norandmaps: false,
+        nic_irq: None,
         init: None,
         unknown: Vec::new(),
         errors: Vec::new(),
@@ -114,6 +119,9 @@ pub fn init(line: &str) -> &'static Config {
                 None if word == "acpidump" => config.acpidump = true,
                 None if word == "norandmaps" => config.norandmaps = true,
                 Some(("test", name)) if !name.is_empty() => config.test = Some(name.into()),
+                Some(("nic_irq", core)) if core.parse::<usize>().is_ok() => {
+                    config.nic_irq = core.parse().ok();
+                }
                 Some(("init", path)) if !path.is_empty() => {
                     let mut argv = alloc::vec![String::from(path)];
                     argv.extend(words.by_ref());

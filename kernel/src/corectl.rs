@@ -19,7 +19,10 @@
 //! again with it. A host runs any number of parked KCBs (round robin), cannot be stopped or parked
 //! while it does, and is not given to a fleet member. Park and unpark run to the end once begun (a signal
 //! does not cut them short: each waits a few milliseconds at most for the cores involved).
-//! Left for later (issue 14): `update` does not exist yet.
+//! Device interrupts (§4.8): before a core stops, the sources bound to it move to another
+//! online core of its node, else the boot core; before it is parked, to its host; its start or
+//! unpark brings them back (`irq::move_bindings`, `irq::bring_home`), so none goes to a halted
+//! core. Left for later (issue 14): `update` does not exist yet.
 
 use crate::kcb::{self, CoreState, Kcb};
 use crate::proc::wait::{self, SleepLock, Wake};
@@ -85,11 +88,27 @@ pub fn stop(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let _one = CORE_CTL.lock();
     check_stoppable(me, k)?;
+    crate::irq::move_bindings(k, interrupt_heir(k));
     let driver = crate::smp::driver();
-    driver.request_stop(k).map_err(|_| Errno::EALREADY)?;
+    if driver.request_stop(k).is_err() {
+        crate::irq::bring_home(k);
+        return Err(Errno::EALREADY);
+    }
     wait_until(me, || k.state() == CoreState::Stopped, true)?;
     driver.finish_stop(k);
     Ok(())
+}
+
+/// The core that takes the device interrupts bound to `k` while it is stopped (§4.8): an
+/// online core of its node, else the boot core (which never stops).
+fn interrupt_heir(k: &Kcb) -> &'static Kcb {
+    let online = |o: &&'static Kcb| o.core_id != k.core_id && o.state() == CoreState::Online;
+    (0..kcb::MAX_CORES)
+        .filter_map(kcb::get)
+        .filter(online)
+        .find(|o| o.node_id == k.node_id)
+        .or_else(|| kcb::get(0))
+        .expect("the boot core's KCB exists")
 }
 
 /// Whether `me` may stop core `k` now (see [`stop`] for the errors). Called under [`CORE_CTL`].
@@ -161,7 +180,9 @@ pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
     }
     if !stopped {
         let driver = crate::smp::driver();
+        crate::irq::move_bindings(k, h);
         if driver.request_stop(k).is_err() {
+            crate::irq::bring_home(k);
             h.guests.fetch_sub(1, Ordering::SeqCst);
             return Err(Errno::EALREADY);
         }
@@ -203,12 +224,7 @@ pub fn unpark(core: u64) -> Result<(), Errno> {
         }
         sched::GUEST_RELEASED.wait_uninterruptible(seq);
     }
-    crate::smp::driver()
-        .start(k, crate::smp::core_main)
-        .map_err(|e| {
-            crate::kprintln!("reef: corectl: {e}");
-            Errno::EIO
-        })
+    start_with_kcb(k)
 }
 
 /// Starts stopped core `core` again with its KCB, and returns once it is online: `ENODEV`,
@@ -219,12 +235,20 @@ pub fn start(core: u64) -> Result<(), Errno> {
     if k.state() != CoreState::Stopped {
         return Err(Errno::EALREADY);
     }
+    start_with_kcb(k)
+}
+
+/// Starts stopped core `k` through the BootDriver with its KCB, then brings back the device
+/// interrupts bound there (§4.8): `EIO` if it did not come up (it stays stopped).
+fn start_with_kcb(k: &'static Kcb) -> Result<(), Errno> {
     crate::smp::driver()
         .start(k, crate::smp::core_main)
         .map_err(|e| {
             crate::kprintln!("reef: corectl: {e}");
             Errno::EIO
-        })
+        })?;
+    crate::irq::bring_home(k);
+    Ok(())
 }
 
 /// The KCB of core `core`: `ENODEV` if there is no such core.

@@ -9,10 +9,10 @@ use crate::arch::idt::{exception_name, InterruptFrame};
 use crate::arch::power::{self, ExitCode};
 use crate::arch::{apic, cpu};
 use crate::console::print_emergency;
-use crate::kcb::{self, FIRST_BINDABLE_VECTOR};
+use crate::kcb::{self, Kcb, FIRST_BINDABLE_VECTOR};
 use crate::sync::IrqMutex;
 use crate::time::TIMER_VECTOR;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Drivers' handlers of device interrupts, by bindable vector (`FIRST_BINDABLE_VECTOR + i`):
 /// the hook through which an interrupt reaches its driver above this layer.
@@ -24,15 +24,107 @@ type DeviceHandler = fn();
 
 /// Binds device interrupt source `gsi` (`u32::MAX` for a message-signalled one, which has
 /// none) to a free vector of the calling core, whose interrupts will run `handler` (before
-/// the EOI: a level-triggered device must be quieted there).
-/// Returns the vector, or `None` if the core has no free vector or no KCB yet.
+/// the EOI: a level-triggered device must be quieted there). Vectors are the same on every
+/// core (one IDT), so a vector is free when no core has it bound.
+/// Returns the vector, or `None` if no vector is free or the core has no KCB yet.
 pub fn bind_device(gsi: u32, handler: DeviceHandler) -> Option<u8> {
     let k = kcb::try_current()?;
     let mut bindings = k.interrupt_bindings.lock();
-    let i = bindings.gsi.iter().position(Option::is_none)?;
+    let mut handlers = DEVICE_HANDLERS.lock();
+    let i = (0..kcb::BINDABLE_VECTORS).find(|&i| handlers[i].is_none())?;
     bindings.gsi[i] = Some(gsi);
-    DEVICE_HANDLERS.lock()[i] = Some(handler);
+    handlers[i] = Some(handler);
+    HOME[i].store(k.core_id, Ordering::Release);
     Some(FIRST_BINDABLE_VECTOR + i as u8)
+}
+
+/// How a driver points a message-signalled source at another core (its MSI-X entry's
+/// destination): called with the vector and the new core's APIC id.
+pub type Retarget = fn(vector: u8, apic_id: u32);
+
+/// The drivers' [`Retarget`]s, by bindable vector: sources without one stay where they are.
+static RETARGET: IrqMutex<[Option<Retarget>; kcb::BINDABLE_VECTORS]> =
+    IrqMutex::new([None; kcb::BINDABLE_VECTORS]);
+
+/// The core each bound vector was bound to first, its home, to which a start or an unpark
+/// brings it back ([`kcb::NO_CORE`]: none).
+static HOME: [AtomicUsize; kcb::BINDABLE_VECTORS] =
+    [const { AtomicUsize::new(kcb::NO_CORE) }; kcb::BINDABLE_VECTORS];
+
+/// [`bind_device`] for a message-signalled source the driver can point at another core with
+/// `retarget` ([`move_bindings`]).
+pub fn bind_msi(handler: DeviceHandler, retarget: Retarget) -> Option<u8> {
+    let vector = bind_device(u32::MAX, handler)?;
+    RETARGET.lock()[usize::from(vector - FIRST_BINDABLE_VECTOR)] = Some(retarget);
+    Some(vector)
+}
+
+/// Moves vector index `i` from core `from` to core `to` (Barrelfish/DC §4.8: a device
+/// interrupt re-registered after a move): the driver points the source at `to`, then the
+/// binding moves between the KCBs. False if `from` does not hold it or it cannot move.
+fn move_one(i: usize, from: &Kcb, to: &Kcb) -> bool {
+    let Some(retarget) = RETARGET.lock()[i] else {
+        return false;
+    };
+    let Some(gsi) = from.interrupt_bindings.lock().gsi[i].take() else {
+        return false;
+    };
+    let vector = FIRST_BINDABLE_VECTOR + i as u8;
+    retarget(vector, to.apic_id);
+    to.interrupt_bindings.lock().gsi[i] = Some(gsi);
+    crate::kprintln!(
+        "reef: irq: vector {vector:#x} moved from core {} to core {}",
+        from.core_id,
+        to.core_id
+    );
+    true
+}
+
+/// Moves every source bound to core `from` that can move to core `to`, before `from` stops or
+/// is parked on `to`, so that no interrupt goes to a halted core. Returns how many moved.
+pub fn move_bindings(from: &Kcb, to: &Kcb) -> usize {
+    (0..kcb::BINDABLE_VECTORS)
+        .filter(|&i| move_one(i, from, to))
+        .count()
+}
+
+/// Brings back to core `home` (started or unparked again) the sources first bound there that
+/// another core holds now.
+pub fn bring_home(home: &Kcb) {
+    for (i, h) in HOME.iter().enumerate() {
+        if h.load(Ordering::Acquire) != home.core_id {
+            continue;
+        }
+        let holder = (0..kcb::MAX_CORES)
+            .filter_map(kcb::get)
+            .find(|k| k.core_id != home.core_id && k.interrupt_bindings.lock().gsi[i].is_some());
+        if let Some(h) = holder {
+            move_one(i, h, home);
+        }
+    }
+}
+
+/// Makes core `core` the home of vector `vector` and moves it there (a boot option's choice);
+/// false if the vector is not bound or cannot move, or the core is not online.
+pub fn rehome(vector: u8, core: usize) -> bool {
+    let Some(i) = vector
+        .checked_sub(FIRST_BINDABLE_VECTOR)
+        .map(usize::from)
+        .filter(|&i| i < kcb::BINDABLE_VECTORS)
+    else {
+        return false;
+    };
+    let Some(to) = kcb::get(core).filter(|k| k.state() == kcb::CoreState::Online) else {
+        return false;
+    };
+    let Some(from) = kcb::get(HOME[i].load(Ordering::Acquire)) else {
+        return false;
+    };
+    if from.core_id != core && !move_one(i, from, to) {
+        return false;
+    }
+    HOME[i].store(core, Ordering::Release);
+    true
 }
 
 /// Displays a core id without allocating (the heap may be what failed).

@@ -76,8 +76,9 @@ pub const BINDABLE_VECTORS: usize = 16;
 pub const FIRST_BINDABLE_VECTOR: u8 = 0x40;
 
 /// Device interrupt sources (global system interrupts) routed to this core, by local vector
-/// (`irq::bind_device`: the NIC's, on the boot core). Barrelfish/DC re-registers them when a
-/// KCB moves to another core; Reef does not move them yet.
+/// (`irq::bind_device`: the NICs', on the boot core or the core `nic_irq=N` names). As
+/// Barrelfish/DC re-registers them when a KCB moves (§4.8), a stop or park of this core moves
+/// them to another (`irq::move_bindings`), and its start or unpark brings them back.
 #[derive(Default)]
 pub struct InterruptBindings {
     /// `gsi[v]` is the source bound to vector `FIRST_BINDABLE_VECTOR + v`.

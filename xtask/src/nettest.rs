@@ -12,7 +12,9 @@
 //!
 //! Also here, though the host takes no part, the network server's case of `usr/spoof.c`
 //! (`net-spoof-server-4c2n`): packet sockets' spoofed frames refused by netd; and busybox
-//! `udhcpc` with its instance in server mode (`net-udhcpc-server-2c1n`).
+//! `udhcpc` with its instance in server mode (`net-udhcpc-server-2c1n`), and the NIC's
+//! interrupt moving with core 3 as it stops, starts, is parked and unparked
+//! (`corectl-irq-4c2n`).
 
 use crate::deps;
 use crate::qemu::Forward;
@@ -509,5 +511,65 @@ pub fn cases() -> Result<Vec<Case>, String> {
         nics: 1,
         debian: false,
     });
+    cases.push(irq_case()?);
     Ok(cases)
+}
+
+/// `corectl-irq-4c2n` (issue 14, Barrelfish/DC §4.8): with `nic_irq=3` the NIC interrupts core
+/// 3; busybox `udhcpc` gets a lease (frames that only arrive by the NIC's interrupt) with core 3
+/// online, stopped, started again, parked on core 2 and unparked. Each time the NIC's interrupt
+/// count must rise (the kernel counts interrupts that arrive, never the tick's polling), and
+/// the kernel must say where the interrupt moved: away from core 3 before it stops or is
+/// parked (to core 2, an online core of its node, or its host), back when it comes up again.
+fn irq_case() -> Result<Case, String> {
+    let guest = format!(
+        "count() {{ sed -n 's/^nic .* interrupts \\([0-9]*\\)$/\\1/p' /proc/reef/net; }}; \
+         lease() {{ a=$(count); {} > /dev/null || exit 1; b=$(count); \
+         [ \"$b\" -gt \"$a\" ] && echo \"irq: $1: interrupts rose\"; }}; \
+         lease online && corectl stop 3 && lease stopped && corectl start 3 && lease started \
+         && corectl park 3 2 && lease parked && corectl unpark 3 && lease unparked",
+        crate::tests::UDHCPC
+    );
+    let words = ["nic_irq=3", "init=/bin/busybox", "sh", "-c", &guest];
+    Ok(Case {
+        name: "corectl-irq-4c2n".into(),
+        cores: 4,
+        nodes: 2,
+        memory_mib: 512,
+        cmdline: crate::cmdline::join(&words)?,
+        status: 0,
+        limit: LIMIT,
+        check: Box::new(|_, o| {
+            expect(
+                &o.log,
+                "reef: net: NIC interrupt (vector 0x40) bound to core 3 (nic_irq)",
+            )?;
+            for phase in ["online", "stopped", "started", "parked", "unparked"] {
+                expect(&o.log, &format!("irq: {phase}: interrupts rose"))?;
+            }
+            let moves: Vec<&str> = o
+                .log
+                .lines()
+                .filter(|l| l.starts_with("reef: irq: vector 0x40 moved"))
+                .collect();
+            let want = [
+                "reef: irq: vector 0x40 moved from core 0 to core 3",
+                "reef: irq: vector 0x40 moved from core 3 to core 2",
+                "reef: irq: vector 0x40 moved from core 2 to core 3",
+                "reef: irq: vector 0x40 moved from core 3 to core 2",
+                "reef: irq: vector 0x40 moved from core 2 to core 3",
+            ];
+            if moves != want {
+                return Err(format!(
+                    "the NIC interrupt's moves were {moves:?}, not {want:?}"
+                ));
+            }
+            Ok(())
+        }),
+        script: vec![],
+        explain: None,
+        forwards: vec![],
+        nics: 1,
+        debian: false,
+    })
 }

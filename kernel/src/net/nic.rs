@@ -293,11 +293,16 @@ fn route_interrupt(df: DeviceFunction) {
         kprintln!("reef: net: the NIC's common configuration is not in memory");
         return;
     };
-    let Some(vector) = crate::irq::bind_device(u32::MAX, interrupt) else {
+    let entry = table_bar + u64::from(table & !7);
+    let Some(slot) = MSIX_ENTRIES.lock().iter().position(|e| e.0 == 0) else {
+        kprintln!("reef: net: no room to record the NIC's MSI-X entry: it is polled");
+        return;
+    };
+    let Some(vector) = crate::irq::bind_msi(interrupt, retarget) else {
         kprintln!("reef: net: no free interrupt vector: the NIC is polled");
         return;
     };
-    let entry = table_bar + u64::from(table & !7);
+    MSIX_ENTRIES.lock()[slot] = (vector, entry);
     let common = cfg_base + u64::from(cfg_off);
     let apic_id = crate::arch::apic::id();
     // SAFETY: `entry` is entry 0 of the NIC's MSI-X table and `common` its virtio common
@@ -323,6 +328,36 @@ fn route_interrupt(df: DeviceFunction) {
         (control & 0xffff) | ((control >> 16) | 1 << 15) << 16,
     );
     kprintln!("reef: net: NIC interrupt: MSI-X -> vector {vector:#x} on core 0");
+    if let Some(core) = crate::cmdline::get().nic_irq {
+        if crate::irq::rehome(vector, core) {
+            kprintln!(
+                "reef: net: NIC interrupt (vector {vector:#x}) bound to core {core} (nic_irq)"
+            );
+        } else {
+            kprintln!("reef: net: nic_irq={core}: no such online core; the NIC interrupts core 0");
+        }
+    }
+}
+
+/// Each NIC's MSI-X vector and the address of its table entry 0 (vector 0: a free slot), for
+/// [`retarget`].
+static MSIX_ENTRIES: IrqMutex<[(u8, u64); NICS_MAX]> = IrqMutex::new([(0, 0); NICS_MAX]);
+
+/// Points the NIC interrupting on `vector` at the core whose APIC id is `apic_id` (the
+/// `irq::bind_msi` hook: its binding moves when a core stops or is parked, Barrelfish/DC §4.8):
+/// rewrites the destination in the message address of its MSI-X table entry.
+fn retarget(vector: u8, apic_id: u32) {
+    let entry = MSIX_ENTRIES
+        .lock()
+        .iter()
+        .find(|e| e.0 == vector)
+        .map(|e| e.1);
+    if let Some(entry) = entry {
+        // SAFETY: `entry` is entry 0 of the MSI-X table of a NIC this driver owns, in a memory
+        // BAR inside the direct map (see `route_interrupt`); the message address's destination
+        // field is the documented way to point the interrupt at another local APIC.
+        unsafe { pci::mmio_write32(entry, (MSI_ADDRESS | u64::from(apic_id) << 12) as u32) };
+    }
 }
 
 /// Most NICs set up (the shared one and the library-mode ones).
