@@ -423,8 +423,8 @@ impl MappedFile {
 
     /// Makes `count` pages of the file from page index `first` (as far as the file goes) frames
     /// that every replica shares, for a `MAP_SHARED` mapping: allocates a frame per page,
-    /// which NR-FS fills with the page's bytes unless the page is shared already; NR-FS keeps
-    /// this allocation's share of each until every replica has adopted it, then gives it back. `ENOMEM` without frames, `ENODEV` for a file in Hare.
+    /// which NR-FS fills with the page's bytes unless the page is shared already, and gives
+    /// back the ones it did not take. `ENOMEM` without frames, `ENODEV` for a file in Hare.
     pub fn share_pages(&self, first: u64, count: usize) -> Result<(), Errno> {
         let FileSource::Nrfs(ino) = self.source else {
             return Err(Errno::ENODEV);
@@ -436,16 +436,18 @@ impl MappedFile {
             frames.push(crate::arch::paging::phys_to_virt(f) as usize);
             Ok(())
         });
-        if let Err(e) = made {
-            for f in frames {
-                crate::vm::free_frame(virt_to_phys(f as u64), PageSize::Base4K);
-            }
-            return Err(e);
+        let shared = made.and_then(|()| {
+            let mut list = Vec::new();
+            list.try_reserve_exact(frames.len())
+                .map_err(|_| Errno::ENOMEM)?;
+            list.extend_from_slice(&frames);
+            with_client(|c| c.share_pages(ino, first, list))
+        });
+        // The file's replicas hold the frames they took; the caller's allocation is let go.
+        for f in frames {
+            crate::vm::free_frame(virt_to_phys(f as u64), PageSize::Base4K);
         }
-        // NR-FS takes this allocation's share of each frame over and gives it back once every
-        // replica has adopted the frames (`nrfs::OfferedFrames`): a lagging replica must never
-        // adopt a frame that was freed and reused meanwhile.
-        with_client(|c| c.share_pages(ino, first, frames)).map(drop)
+        shared.map(drop)
     }
 
     /// Fills `buf` from offset `off` (short only at the end of the file).

@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{Lent, OfferedFrames};
+use crate::Lent;
 use abi::Errno;
 use nr::cnr::{Dispatch, LogMapper, LogSet, Logs, Replica, MAX_LOGS};
 use nr::{Payload, ReplicaToken, MAX_REPLICAS_PER_LOG};
@@ -248,8 +248,8 @@ pub enum FsUpdate {
         ino: Ino,
         /// First page index.
         first: u64,
-        /// The frames, with the embedder's share of each, given back after the last replica.
-        frames: Payload<OfferedFrames>,
+        /// The frames' addresses.
+        frames: Payload<Vec<usize>>,
     },
     /// [`FileSystem::truncate`].
     Truncate {
@@ -1407,11 +1407,9 @@ impl FsClient {
         }
     }
 
-    /// See [`FileSystem::share_pages`]; every replica adopts the same frames. Unlike there, the
-    /// caller's share of each frame is taken over ([`OfferedFrames`]): it is given back once
-    /// every replica has applied the operation, so the caller must not free the frames.
+    /// See [`FileSystem::share_pages`]; every replica adopts the same frames.
     pub fn share_pages(&self, ino: Ino, first: u64, frames: Vec<usize>) -> Result<usize, Errno> {
-        let frames = Payload::new(OfferedFrames::new(frames), self.fs.shared.replicas);
+        let frames = Payload::new(frames, self.fs.shared.replicas);
         match self.update_op(FsUpdate::SharePages { ino, first, frames }) {
             Ok(FsValue::Len(n)) => Ok(n),
             Ok(_) => Err(Errno::EIO),

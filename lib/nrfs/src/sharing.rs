@@ -18,7 +18,6 @@
 //! and writes the frame for the file system (its memory is changed by mapped stores at any
 //! time, which Rust code must not hold references to).
 
-use alloc::vec::Vec;
 use spin::{Mutex, MutexGuard, Once};
 
 /// How the embedder counts the mappings of a file page and reaches shared frames, by address.
@@ -62,40 +61,6 @@ pub(crate) fn write_lock() -> MutexGuard<'static, ()> {
 /// [`FsRead::LendPages`](crate::FsRead::LendPages) answers `EOPNOTSUPP`.
 pub fn set_page_sharing(sharing: PageSharing) {
     SHARING.call_once(|| sharing);
-}
-
-/// Frames an embedder offers for shared pages ([`FsUpdate::SharePages`](crate::FsUpdate)),
-/// each with the one share the embedder held of it. That share is given back
-/// ([`PageSharing::release`]) when the operation's payload is dropped, once every replica has
-/// applied the operation (or when it never enters the log): a frame a replica has still to
-/// adopt can then be neither freed nor reused, which a lagging replica would otherwise take a
-/// share of, and write into, as if it were still the file's page.
-#[derive(Debug)]
-pub struct OfferedFrames(Vec<usize>);
-
-impl OfferedFrames {
-    /// Takes over the caller's share of each frame in `frames` (addresses of zeroed or any
-    /// pages).
-    pub fn new(frames: Vec<usize>) -> Self {
-        OfferedFrames(frames)
-    }
-}
-
-impl core::ops::Deref for OfferedFrames {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        &self.0
-    }
-}
-
-impl Drop for OfferedFrames {
-    fn drop(&mut self) {
-        if let Some(s) = sharing() {
-            for &frame in &self.0 {
-                (s.release)(frame);
-            }
-        }
-    }
 }
 
 /// The installed page sharing, if any.

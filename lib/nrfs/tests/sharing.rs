@@ -267,7 +267,6 @@ fn replicas_share_one_frame_and_apply_each_write_once() {
     let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
     a.write(f, 0, &[5; 100], t(1)).unwrap();
     let shared = frame(0);
-    share(shared); // the caller's share, which NR-FS takes over
     assert_eq!(a.share_pages(f, 0, vec![shared]), Ok(1));
     let lent = b.lend_pages(f, 0, 1).unwrap()[0].unwrap();
     assert_eq!(
@@ -305,36 +304,4 @@ fn replicas_share_one_frame_and_apply_each_write_once() {
     let snap = b.replica().verify(b.token(), |d| d.snapshot());
     drop(snap);
     assert_eq!(mappings(shared), 3, "the snapshot took a share");
-}
-
-/// The frames offered for shared pages stay held (the caller's share, which NR-FS took over)
-/// until every replica has adopted them: a lagging replica must not adopt a frame that the
-/// leading replica and the mappings have let go of, and that may have been freed and reused
-/// (it would take a share of another page and write into it).
-#[test]
-fn offered_frames_live_until_every_replica_adopted_them() {
-    let _serial = install();
-    let (_nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
-    let a = _nrfs.client(&replicas[0]).unwrap();
-    let b = _nrfs.client(&replicas[1]).unwrap();
-    let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
-    a.write(f, 0, &[5; 100], t(1)).unwrap();
-    let shared = frame(0);
-    share(shared);
-    assert_eq!(a.share_pages(f, 0, vec![shared]), Ok(1));
-    assert_eq!(
-        mappings(shared),
-        2,
-        "replica A's share, and the caller's kept for replica B"
-    );
-    a.truncate(f, 0, t(2)).unwrap();
-    assert_eq!(
-        mappings(shared),
-        1,
-        "A let go; the caller's share keeps the frame for B"
-    );
-    // B catches up: adopts the frame, lets go of it at the truncation, and the payload gives
-    // the caller's share back.
-    assert_eq!(b.stat(f).map(|s| s.size), Ok(0));
-    assert_eq!(mappings(shared), 0);
 }
