@@ -453,45 +453,30 @@ pub fn cases() -> Result<Vec<Case>, String> {
     // Packet sockets in server mode: the spoofed frames are refused by netd (usr/spoof.c; the
     // kernel-mode case is the user test `net-spoof-kernel-1c1n`).
     let guest = "fleet start net --cores 1 /bin/netd && netctl wait 30 && /test/spoof";
-    let words = ["init=/bin/busybox", "sh", "-c", guest];
-    cases.push(Case {
-        name: "net-spoof-server-4c2n".into(),
-        cores: 4,
-        nodes: 2,
-        memory_mib: 512,
-        cmdline: crate::cmdline::join(&words)?,
-        status: 0,
-        limit: LIMIT,
-        check: Box::new(|_, o| {
+    cases.push(shell_case(
+        "net-spoof-server-4c2n",
+        (4, 2),
+        &["init=/bin/busybox", "sh", "-c", guest],
+        Box::new(|_, o| {
             expect(&o.log, "spoof: source check: instance in server/")?;
             expect(&o.log, "PASS spoof")
         }),
-        script: vec![],
-        explain: None,
-        forwards: vec![],
-        nics: 1,
-        debian: false,
-    });
+    )?);
     // busybox udhcpc with its instance in server mode: netd lets the request from 0.0.0.0 out
     // and routes QEMU's reply back by its transaction id (`Server`'s DHCP table).
     let guest = format!(
         "fleet start net --cores 1 /bin/netd && netctl wait 30 && {}; netctl list",
         crate::tests::UDHCPC
     );
-    let words = ["init=/bin/busybox", "sh", "-c", &guest];
-    cases.push(Case {
-        name: "net-udhcpc-server-2c1n".into(),
-        cores: 2,
-        nodes: 1,
-        memory_mib: 512,
-        cmdline: crate::cmdline::join(&words)?,
-        status: 0,
-        limit: LIMIT,
-        check: Box::new(|_, o| {
+    cases.push(shell_case(
+        "net-udhcpc-server-2c1n",
+        (2, 1),
+        &["init=/bin/busybox", "sh", "-c", &guest],
+        Box::new(|_, o| {
             expect(
                 &o.log,
                 "lease: ip=10.0.2.15 subnet=255.255.255.0 router=10.0.2.2 dns=10.0.2.3 \
-                 interface=eth0",
+             interface=eth0",
             )?;
             // udhcpc's instance, listed after it exited: in server mode, with the replies.
             let served = o.log.lines().any(|l| {
@@ -505,12 +490,7 @@ pub fn cases() -> Result<Vec<Case>, String> {
             }
             expect(&o.log, " spoofed 0 ")
         }),
-        script: vec![],
-        explain: None,
-        forwards: vec![],
-        nics: 1,
-        debian: false,
-    });
+    )?);
     cases.push(irq_case()?);
     Ok(cases)
 }
@@ -530,16 +510,11 @@ fn irq_case() -> Result<Case, String> {
          && corectl park 3 2 && lease parked && corectl unpark 3 && lease unparked",
         crate::tests::UDHCPC
     );
-    let words = ["nic_irq=3", "init=/bin/busybox", "sh", "-c", &guest];
-    Ok(Case {
-        name: "corectl-irq-4c2n".into(),
-        cores: 4,
-        nodes: 2,
-        memory_mib: 512,
-        cmdline: crate::cmdline::join(&words)?,
-        status: 0,
-        limit: LIMIT,
-        check: Box::new(|_, o| {
+    shell_case(
+        "corectl-irq-4c2n",
+        (4, 2),
+        &["nic_irq=3", "init=/bin/busybox", "sh", "-c", &guest],
+        Box::new(|_, o| {
             expect(
                 &o.log,
                 "reef: net: NIC interrupt (vector 0x40) bound to core 3 (nic_irq)",
@@ -566,6 +541,26 @@ fn irq_case() -> Result<Case, String> {
             }
             Ok(())
         }),
+    )
+}
+
+/// A case that boots the kernel command line `words` (a shell command as init, the host taking
+/// no part) on `cores` and `nodes` with one NIC, expects init to exit 0 and checks its log.
+fn shell_case(
+    name: &str,
+    (cores, nodes): (u32, u32),
+    words: &[&str],
+    check: crate::tests::Check,
+) -> Result<Case, String> {
+    Ok(Case {
+        name: name.into(),
+        cores,
+        nodes,
+        memory_mib: 512,
+        cmdline: crate::cmdline::join(words)?,
+        status: 0,
+        limit: LIMIT,
+        check,
         script: vec![],
         explain: None,
         forwards: vec![],
