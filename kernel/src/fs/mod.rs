@@ -424,7 +424,9 @@ impl MappedFile {
     /// Makes `count` pages of the file from page index `first` (as far as the file goes) frames
     /// that every replica shares, for a `MAP_SHARED` mapping: allocates a frame per page,
     /// which NR-FS fills with the page's bytes unless the page is shared already, and gives
-    /// back the ones it did not take. `ENOMEM` without frames, `ENODEV` for a file in Hare.
+    /// back this allocation's share of each once every replica has adopted them (the
+    /// replicas hold the ones they took). `ENOMEM` without frames, `ENODEV` for a file in
+    /// Hare.
     pub fn share_pages(&self, first: u64, count: usize) -> Result<(), Errno> {
         let FileSource::Nrfs(ino) = self.source else {
             return Err(Errno::ENODEV);
@@ -441,9 +443,24 @@ impl MappedFile {
             list.try_reserve_exact(frames.len())
                 .map_err(|_| Errno::ENOMEM)?;
             list.extend_from_slice(&frames);
-            with_client(|c| c.share_pages(ino, first, list))
+            let (taken, offer) = with_client(|c| Ok(c.share_pages(ino, first, list)))?;
+            // A replica of another node adopts the frames when it catches up, perhaps after a
+            // truncation and an `munmap` that made this node let them go: this allocation's
+            // share must keep them until then (`nrfs::Offer`), so that replica cannot adopt a
+            // frame freed and reused meanwhile. It is brought up to date here rather than
+            // waited for.
+            if !offer.adopted() {
+                sync_all();
+            }
+            if !offer.adopted() {
+                crate::kprintln!(
+                    "reef: fs: {} frames kept for good: a replica could not be brought up to date",
+                    frames.len()
+                );
+                frames.clear();
+            }
+            taken
         });
-        // The file's replicas hold the frames they took; the caller's allocation is let go.
         for f in frames {
             crate::vm::free_frame(virt_to_phys(f as u64), PageSize::Base4K);
         }

@@ -87,6 +87,13 @@ impl<T> Payload<T> {
     pub fn is_released(&self) -> bool {
         self.inner.users.load(Ordering::Acquire) & RELEASED != 0
     }
+
+    /// Whether no replica will apply the operation any more: every replica has (the data was
+    /// released), or this is the last handle on the payload, so the operation is in no log
+    /// (it never entered one: the log holds a clone until every replica has applied it).
+    pub fn is_settled(&self) -> bool {
+        self.is_released() || Arc::strong_count(&self.inner) == 1
+    }
 }
 
 /// One replica's borrow of a [`Payload`]; see [`Payload::apply`].

@@ -233,10 +233,22 @@ fn payload_is_released_when_the_last_replica_applied_it() {
     let payload = Payload::new(vec![0u8; 4096], 2);
     assert_eq!(r1.execute_mut(Write(payload.clone()), &t1), 4096);
     assert!(!payload.is_released(), "replica 2 has not applied it yet");
+    assert!(!payload.is_settled(), "replica 2 will still apply it");
     r2.sync(&t2);
     assert!(payload.is_released());
+    assert!(payload.is_settled());
     assert!(payload.apply().is_none());
     assert_eq!(r2.execute((), &t2), 4096);
+}
+
+#[test]
+fn a_payload_in_no_log_is_settled_once_its_other_handles_are_gone() {
+    let payload = Payload::new(vec![0u8; 16], 2);
+    let op = Write(payload.clone());
+    assert!(!payload.is_settled(), "the operation may still enter a log");
+    drop(op);
+    assert!(payload.is_settled(), "no replica can apply it any more");
+    assert!(!payload.is_released());
 }
 
 #[test]

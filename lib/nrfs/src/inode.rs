@@ -274,7 +274,10 @@ impl Pages {
     }
 
     /// Drops everything at and after byte `size` (pages past it, and the tail of its page).
-    fn cut(&mut self, size: u64) {
+    /// The tail of a shared page is zeroed only if `claim` says so, for the reason
+    /// [`Pages::write`] writes it only then: a replica applying the truncation late would
+    /// wipe what later writes and stores through mappings put there.
+    fn cut(&mut self, size: u64, claim: &dyn Fn() -> bool) {
         let first_gone = size.div_ceil(PAGE_SIZE as u64);
         let _ = self.0.split_off(&first_gone);
         let within = (size % PAGE_SIZE as u64) as usize;
@@ -285,7 +288,8 @@ impl Pages {
                     p.0[within..].fill(0);
                 }
                 Some(Slot4K::Shared(addr)) => {
-                    if let Some(s) = crate::sharing::sharing() {
+                    let _lock = crate::sharing::write_lock();
+                    if let (true, Some(s)) = (claim(), crate::sharing::sharing()) {
                         (s.write)(*addr, within, &ZEROS[within..]);
                     }
                 }
@@ -542,15 +546,21 @@ impl Inode {
         Ok(n)
     }
 
-    /// Sets the size; shrinking frees pages and zeroes the tail of the last one.
-    pub(crate) fn truncate(&mut self, size: u64, now: Timespec) -> Result<(), Errno> {
+    /// Sets the size; shrinking frees pages and zeroes the tail of the last one (of a shared
+    /// one only if `claim` says so, see [`Pages::cut`]).
+    pub(crate) fn truncate(
+        &mut self,
+        size: u64,
+        now: Timespec,
+        claim: &dyn Fn() -> bool,
+    ) -> Result<(), Errno> {
         self.pages_for_data()?;
         if size > MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
         if size != self.size {
             if size < self.size {
-                self.pages_for_data_mut()?.cut(size);
+                self.pages_for_data_mut()?.cut(size, claim);
             }
             self.size = size;
             self.mtime = now;

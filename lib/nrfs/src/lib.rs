@@ -143,7 +143,7 @@ pub use replicated::{
     FsClient, FsRead, FsReplica, FsUpdate, FsValue, LogStats, NamespaceOp, NrFs, Scope, ShardedFs,
     MAX_SCOPE,
 };
-pub use sharing::{set_page_sharing, Lent, PageSharing};
+pub use sharing::{set_page_sharing, Lent, Offer, PageSharing};
 
 /// An inode number.
 pub type Ino = u64;

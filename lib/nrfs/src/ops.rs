@@ -485,8 +485,9 @@ pub(crate) fn truncate(
     ino: Ino,
     size: u64,
     now: Timespec,
+    claim: &dyn Fn() -> bool,
 ) -> Result<(), FsError> {
-    Ok(s.inode_mut(ino)?.truncate(size, now)?)
+    Ok(s.inode_mut(ino)?.truncate(size, now, claim)?)
 }
 
 /// `chmod`: sets the permission bits (EOPNOTSUPP on a symlink, as `fchmodat(AT_SYMLINK_NOFOLLOW)`).

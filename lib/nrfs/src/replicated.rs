@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Lent;
+use crate::{Lent, Offer};
 use abi::Errno;
 use nr::cnr::{Dispatch, LogMapper, LogSet, Logs, Replica, MAX_LOGS};
 use nr::{Payload, ReplicaToken, MAX_REPLICAS_PER_LOG};
@@ -259,6 +259,9 @@ pub enum FsUpdate {
         size: u64,
         /// The time.
         now: Timespec,
+        /// Claimed by the first replica to apply it, which alone zeroes the tail of a shared
+        /// page.
+        once: Payload<()>,
     },
     /// [`FileSystem::chmod`].
     Chmod {
@@ -608,8 +611,15 @@ impl ShardedFs {
                 ops::share_pages(&mut *self.shard(ino).write(), ino, first, &frames, &claim)
                     .map(FsValue::Len)
             }
-            FsUpdate::Truncate { ino, size, now } => {
-                ops::truncate(&mut *self.shard(ino).write(), ino, size, now).map(done)
+            FsUpdate::Truncate {
+                ino,
+                size,
+                now,
+                once,
+            } => {
+                let once = once.apply().ok_or(Errno::EIO)?;
+                let claim = || once.claim();
+                ops::truncate(&mut *self.shard(ino).write(), ino, size, now, &claim).map(done)
             }
             FsUpdate::Chmod { ino, mode, now } => {
                 ops::chmod(&mut *self.shard(ino).write(), ino, mode, now).map(done)
@@ -1407,14 +1417,23 @@ impl FsClient {
         }
     }
 
-    /// See [`FileSystem::share_pages`]; every replica adopts the same frames.
-    pub fn share_pages(&self, ino: Ino, first: u64, frames: Vec<usize>) -> Result<usize, Errno> {
+    /// See [`FileSystem::share_pages`]; every replica adopts the same frames, this one before
+    /// the call returns, the others when they catch up: the caller keeps its share of each
+    /// frame until the [`Offer`] returned says they all have.
+    pub fn share_pages(
+        &self,
+        ino: Ino,
+        first: u64,
+        frames: Vec<usize>,
+    ) -> (Result<usize, Errno>, Offer) {
         let frames = Payload::new(frames, self.fs.shared.replicas);
-        match self.update_op(FsUpdate::SharePages { ino, first, frames }) {
+        let offer = Offer(frames.clone());
+        let taken = match self.update_op(FsUpdate::SharePages { ino, first, frames }) {
             Ok(FsValue::Len(n)) => Ok(n),
             Ok(_) => Err(Errno::EIO),
             Err(e) => Err(to_errno(e)),
-        }
+        };
+        (taken, offer)
     }
 
     /// See [`FileSystem::write`]; copies `data` once into a buffer shared by all replicas.
@@ -1459,7 +1478,13 @@ impl FsClient {
 
     /// See [`FileSystem::truncate`].
     pub fn truncate(&self, ino: Ino, size: u64, now: Timespec) -> Result<(), Errno> {
-        self.simple(FsUpdate::Truncate { ino, size, now })
+        let once = Payload::new((), self.fs.shared.replicas);
+        self.simple(FsUpdate::Truncate {
+            ino,
+            size,
+            now,
+            once,
+        })
     }
 
     /// See [`FileSystem::stat`].

@@ -18,6 +18,8 @@
 //! and writes the frame for the file system (its memory is changed by mapped stores at any
 //! time, which Rust code must not hold references to).
 
+use alloc::vec::Vec;
+use nr::Payload;
 use spin::{Mutex, MutexGuard, Once};
 
 /// How the embedder counts the mappings of a file page and reaches shared frames, by address.
@@ -61,6 +63,23 @@ pub(crate) fn write_lock() -> MutexGuard<'static, ()> {
 /// [`FsRead::LendPages`](crate::FsRead::LendPages) answers `EOPNOTSUPP`.
 pub fn set_page_sharing(sharing: PageSharing) {
     SHARING.call_once(|| sharing);
+}
+
+/// The frames offered to [`FsClient::share_pages`](crate::FsClient::share_pages), as long as a
+/// replica may still adopt one. The offerer must hold its own share of each frame until
+/// [`Offer::adopted`]: otherwise a replica lagging behind the operation and a later truncation
+/// (which the leading replica and the mappings have applied, giving the frame up) would take a
+/// share of a frame freed and perhaps reused meanwhile, and write the truncation's zeros into
+/// it.
+#[derive(Debug)]
+pub struct Offer(pub(crate) Payload<Vec<usize>>);
+
+impl Offer {
+    /// Whether no replica will adopt one of the frames any more (every replica has applied the
+    /// operation, or it never entered the log).
+    pub fn adopted(&self) -> bool {
+        self.0.is_settled()
+    }
 }
 
 /// The installed page sharing, if any.

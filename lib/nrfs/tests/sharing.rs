@@ -267,7 +267,9 @@ fn replicas_share_one_frame_and_apply_each_write_once() {
     let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
     a.write(f, 0, &[5; 100], t(1)).unwrap();
     let shared = frame(0);
-    assert_eq!(a.share_pages(f, 0, vec![shared]), Ok(1));
+    let (taken, offer) = a.share_pages(f, 0, vec![shared]);
+    assert_eq!(taken, Ok(1));
+    assert!(!offer.adopted(), "replica B has not applied it yet");
     let lent = b.lend_pages(f, 0, 1).unwrap()[0].unwrap();
     assert_eq!(
         lent,
@@ -281,6 +283,7 @@ fn replicas_share_one_frame_and_apply_each_write_once() {
         3,
         "each replica holds a share, and the lending one"
     );
+    assert!(offer.adopted(), "B applied it before it lent the page");
     assert!(frame_bytes(shared)[..100].iter().all(|&b| b == 5));
     // B writes; then a mapping stores over the same bytes. Replica A applies B's write only
     // when it next reads: were it to write the frame again, the store would be lost.
@@ -304,4 +307,55 @@ fn replicas_share_one_frame_and_apply_each_write_once() {
     let snap = b.replica().verify(b.token(), |d| d.snapshot());
     drop(snap);
     assert_eq!(mappings(shared), 3, "the snapshot took a share");
+}
+
+/// A replica that lags behind a `share_pages` and a truncation that gives the frame up adopts
+/// the frame only when it catches up; the [`nrfs::Offer`] says when that has happened, which is
+/// when the caller may let its own share of the frame go (had it done so at once, the frame
+/// could have been freed and reused before B took a share of it).
+#[test]
+fn an_offer_is_adopted_once_the_lagging_replica_applied_it() {
+    let _serial = install();
+    let (nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
+    let a = nrfs.client(&replicas[0]).unwrap();
+    let b = nrfs.client(&replicas[1]).unwrap();
+    let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
+    a.write(f, 0, &[5; 100], t(1)).unwrap();
+    let shared = frame(0);
+    share(shared); // the caller's share
+    let (taken, offer) = a.share_pages(f, 0, vec![shared]);
+    assert_eq!(taken, Ok(1));
+    a.truncate(f, 10, t(2)).unwrap();
+    assert!(!offer.adopted());
+    assert_eq!(
+        mappings(shared),
+        2,
+        "A's share and the caller's, which keeps the frame for B"
+    );
+    assert_eq!(b.stat(f).map(|s| s.size), Ok(10), "B catches up");
+    assert!(offer.adopted());
+    assert_eq!(mappings(shared), 3, "B's share too");
+    assert_eq!(frame_bytes(shared)[..11], [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 0]);
+}
+
+/// A replica that applies a truncation late must not zero the tail of a shared page again:
+/// the bytes written there after the truncation (here by a write the leading replica put into
+/// the frame) would be lost.
+#[test]
+fn a_late_truncation_leaves_a_shared_page_alone() {
+    let _serial = install();
+    let (nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
+    let a = nrfs.client(&replicas[0]).unwrap();
+    let b = nrfs.client(&replicas[1]).unwrap();
+    let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
+    a.write(f, 0, &[5; 100], t(1)).unwrap();
+    let shared = frame(0);
+    assert_eq!(a.share_pages(f, 0, vec![shared]).0, Ok(1));
+    a.truncate(f, 10, t(2)).unwrap();
+    assert_eq!(frame_bytes(shared)[..11], [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 0]);
+    a.write(f, 10, &[6; 4], t(3)).unwrap();
+    let mut buf = [0u8; 15];
+    assert_eq!(b.read(f, 0, &mut buf), Ok(14), "B catches up");
+    assert_eq!(buf[..14], [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6]);
+    assert_eq!(frame_bytes(shared)[10..14], [6; 4]);
 }
