@@ -11,6 +11,8 @@
  *                           KCB (the threads that may run only on N) by turns with its own
  *                           and any other parked there
  *   corectl unpark N        M gives N's KCB back and N starts again with it
+ *   corectl update N IMAGE  restarts core N in kernel image IMAGE (a file such as
+ *                           /boot/reef-trace, or `reef`: the boot image) with its KCB
  *
  * Errors change nothing and say why (exit status 1); a bad command line exits 2. Core 0 takes
  * the console's interrupts and cannot be stopped or parked yet (docs/architecture.md, "Cores as
@@ -28,7 +30,8 @@ static int usage(void)
                     "       corectl stop N\n"
                     "       corectl start N\n"
                     "       corectl park N M\n"
-                    "       corectl unpark N\n");
+                    "       corectl unpark N\n"
+                    "       corectl update N IMAGE\n");
     return 2;
 }
 
@@ -67,7 +70,7 @@ static int list(int kcbs)
     if (kcbs)
         printf("%-5s %-18s %-7s %-14s %s\n", "core", "kcb", "starts", "stopped_at_ns", "run_by");
     else
-        printf("%-5s %-5s %-5s %-9s %-18s %-8s %-8s %s\n", "core", "node", "apic", "state", "kcb",
+        printf("%-5s %-5s %-5s %-9s %-18s %-11s %-8s %s\n", "core", "node", "apic", "state", "kcb",
                "image", "threads", "fleet");
     for (unsigned c = 0; reef_core_info(c, &info) == 0; c++) {
         if (kcbs) {
@@ -87,7 +90,7 @@ static int list(int kcbs)
             snprintf(parking, sizeof parking, " (parked on %u)", info.parked_on);
         else if (info.guest != REEF_CORE_NONE)
             hosted_by(c, parking, sizeof parking);
-        printf("%-5u %-5u %-5u %-9s 0x%-16llx %-8.16s %-8u %s%s\n", info.core, info.node,
+        printf("%-5u %-5u %-5u %-9s 0x%-16llx %-11.16s %-8u %s%s\n", info.core, info.node,
                info.apic_id, reef_core_state_name(info.state), (unsigned long long)info.kcb,
                info.image, info.threads, fleet, parking);
     }
@@ -103,15 +106,23 @@ static const char *why(const char *what, int e)
     case EALREADY:
         return strcmp(what, "start") == 0 ? "the core is not stopped" : "the core is not online";
     case EBUSY:
+        if (strcmp(what, "update") == 0)
+            return "the core cannot be stopped (core 0, the last online core, a fleet's core, or "
+                   "it hosts a parked core), it is parked, or another image holds that one's "
+                   "addresses";
         return park ? "the core cannot be stopped (core 0, the last online core, a fleet's core "
                       "or a host), or the host hosts a core already or is a fleet's"
                     : "the core cannot be stopped (core 0, the last online core, a fleet's "
                       "core, or it hosts a parked core)";
     case EINVAL:
+        if (strcmp(what, "update") == 0)
+            return "the image was made for another kernel or KCB layout (see the kernel log)";
         return park ? "the host must be another core, online" : unpark ? "the core is not parked"
                                                                       : strerror(-e);
     case EDEADLK:
         return "this process may run only on that core";
+    case ENOEXEC:
+        return "not a Reef kernel image (see the kernel log)";
     case EIO:
         return "the core did not come up (see the kernel log)";
     case ENOSYS:
@@ -160,6 +171,20 @@ int main(int argc, char **argv)
             printf("corectl: core %ld parked on core %ld\n", core, host);
         else
             printf("corectl: core %ld unparked\n", core);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "update") == 0) {
+        long core = core_arg(argv[2]);
+        if (core < 0) {
+            fprintf(stderr, "corectl: %s: not a core number\n", argv[2]);
+            return 2;
+        }
+        int e = reef_core_update((unsigned)core, argv[3]);
+        if (e) {
+            fprintf(stderr, "corectl: update %ld %s: %s\n", core, argv[3], why(argv[1], e));
+            return 1;
+        }
+        printf("corectl: core %ld runs %s\n", core, argv[3]);
         return 0;
     }
     return usage();

@@ -21,8 +21,7 @@
  *
  * On Linux the calls do not exist (ENOSYS) and the test passes after saying so.
  */
-#include "reef-test.h"
-#include "reef_core.h"
+#include "core_test.h"
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -162,19 +161,8 @@ static void check_all_online(unsigned ncores)
 
 int main(int argc, char **argv)
 {
-    test_begin("corepark");
-    int rounds = argc > 1 ? atoi(argv[1]) : 20;
-    CHECK(rounds >= 1);
-    struct reef_core_info first;
-    int e = reef_core_info(0, &first);
-    if (e == -ENOSYS) {
-        SAY("no core management calls here (not Reef): nothing to test");
-        PASS();
-    }
-    CHECK_EQ(e, 0);
-    unsigned ncores = 0;
-    while (ncores < MAX_CPUS && reef_core_info(ncores, &first) == 0)
-        ncores++;
+    int rounds = core_test_begin("corepark", argc, argv, 20);
+    unsigned ncores = core_count();
     check_all_online(ncores);
     SAY("%u cores", ncores);
 

@@ -17,43 +17,9 @@
  * On Linux the calls do not exist (ENOSYS) and the test passes after saying so.
  */
 #include "reef-test.h"
-#include "reef_core.h"
-#include <pthread.h>
+#include "core_test.h"
 
 #define MAX_CPUS 64
-
-struct worker {
-    int cpu; /* pinned there, or -1 */
-    pthread_t thread;
-    atomic_long iters;
-    atomic_long bad, backwards, misplaced;
-};
-
-static atomic_int finish;
-static volatile int sum_to = 1000;
-
-static void *work(void *arg)
-{
-    struct worker *w = arg;
-    if (w->cpu >= 0)
-        pin_self(w->cpu);
-    long long prev = now_ns();
-    while (!atomic_load(&finish)) {
-        unsigned long s = 0;
-        for (int i = 1; i <= sum_to; i++)
-            s += (unsigned long)i;
-        if (s != 500500)
-            atomic_fetch_add(&w->bad, 1);
-        long long t = now_ns();
-        if (t < prev)
-            atomic_fetch_add(&w->backwards, 1);
-        prev = t;
-        if (w->cpu >= 0 && sched_getcpu() != w->cpu)
-            atomic_fetch_add(&w->misplaced, 1);
-        atomic_fetch_add(&w->iters, 1);
-    }
-    return NULL;
-}
 
 static int stop_result;
 
@@ -80,17 +46,6 @@ static int affinity_count(void)
     return CPU_COUNT(&set);
 }
 
-/* Waits (yielding) until worker `w` has made progress since `since`. */
-static void wait_progress(struct worker *w, long since)
-{
-    long long deadline = now_ns() + 60 * 1000000000LL;
-    while (atomic_load(&w->iters) == since) {
-        if (now_ns() > deadline)
-            FAIL("the worker pinned to cpu %d made no progress in 60 s", w->cpu);
-        sched_yield();
-    }
-}
-
 /* Operations on the process table and this address space, enough to wrap their NR logs. */
 static void replicated_work(void)
 {
@@ -112,16 +67,7 @@ static void replicated_work(void)
 
 int main(int argc, char **argv)
 {
-    test_begin("corestop");
-    int rounds = argc > 1 ? atoi(argv[1]) : 100;
-    CHECK(rounds >= 1);
-    struct reef_core_info first;
-    int e = reef_core_info(0, &first);
-    if (e == -ENOSYS) {
-        SAY("no core management calls here (not Reef): nothing to test");
-        PASS();
-    }
-    CHECK_EQ(e, 0);
+    int rounds = core_test_begin("corestop", argc, argv, 100);
     unsigned ncores = 0;
     struct reef_core_info info[MAX_CPUS];
     while (ncores < MAX_CPUS && reef_core_info(ncores, &info[ncores]) == 0) {
@@ -185,15 +131,15 @@ int main(int argc, char **argv)
     SAY("errors answered: ENODEV, EFAULT (user, kernel and non-canonical pointers), EINVAL, "
         "EALREADY, EBUSY, EDEADLK, with free memory kept");
 
-    struct worker workers[MAX_CPUS + 2];
+    struct core_worker workers[MAX_CPUS + 2];
     unsigned nworkers = ncores + 2;
     memset(workers, 0, sizeof workers);
     for (unsigned i = 0; i < nworkers; i++) {
         workers[i].cpu = i < ncores ? (int)i : -1;
-        CHECK_PT(pthread_create(&workers[i].thread, NULL, work, &workers[i]));
+        CHECK_PT(pthread_create(&workers[i].thread, NULL, core_work, &workers[i]));
     }
     for (unsigned i = 0; i < nworkers; i++)
-        wait_progress(&workers[i], 0);
+        core_worker_wait(&workers[i], 0);
 
     for (int r = 0; r < rounds; r++) {
         for (unsigned c = 1; c < ncores; c++) {
@@ -214,24 +160,15 @@ int main(int argc, char **argv)
         }
         if ((r + 1) % 25 == 0 || r + 1 == rounds) {
             for (unsigned i = 0; i < nworkers; i++)
-                wait_progress(&workers[i], atomic_load(&workers[i].iters));
+                core_worker_wait(&workers[i], atomic_load(&workers[i].iters));
             SAY("round %d: every core but 0 stopped and started again, every worker going on",
                 r + 1);
         }
     }
 
     for (unsigned i = 0; i < nworkers; i++)
-        wait_progress(&workers[i], atomic_load(&workers[i].iters));
-    atomic_store(&finish, 1);
-    for (unsigned i = 0; i < nworkers; i++) {
-        struct worker *w = &workers[i];
-        CHECK_PT(pthread_join(w->thread, NULL));
-        if (w->bad || w->backwards || w->misplaced)
-            FAIL("worker %u (cpu %d): %ld wrong sums, %ld clock steps back, %ld rounds off its "
-                 "core",
-                 i, w->cpu, atomic_load(&w->bad), atomic_load(&w->backwards),
-                 atomic_load(&w->misplaced));
-    }
+        core_worker_wait(&workers[i], atomic_load(&workers[i].iters));
+    core_workers_join(workers, nworkers);
     /* Killed while its core is stopped, a process pinned there still dies at once (it runs
      * elsewhere to exit): one spinning, one asleep. */
     atomic_int *pinned = shared_page(4096);

@@ -20,6 +20,7 @@
 #define REEF_CORE_START 1
 #define REEF_CORE_PARK 2
 #define REEF_CORE_UNPARK 3
+#define REEF_CORE_UPDATE 4
 #define REEF_CORE_NONE 0xffffffffu /* parked_on, guest: no core */
 
 enum reef_core_state {
@@ -91,6 +92,17 @@ static inline int reef_core_park(unsigned core, unsigned host)
 static inline int reef_core_unpark(unsigned core)
 {
     return syscall(SYS_reef_core_ctl, (long)REEF_CORE_UNPARK, (long)core) < 0 ? -errno : 0;
+}
+
+/* Restarts core `core` in the kernel image at `path` ("reef": the boot image; a variant such
+ * as "/boot/reef-trace"), with its KCB (Barrelfish/DC §4.5): an online core is stopped first as
+ * for reef_core_stop, a stopped one started in the image; returns once it is online. 0, the
+ * errors of opening and reading the file, -ENOEXEC (not a Reef kernel image), -EINVAL (made for
+ * another kernel or KCB layout), -ENODEV, -EBUSY (as for a stop; a parked core; another image
+ * holds its addresses), -EALREADY (stopping or starting), -EDEADLK, -EIO (it did not come up). */
+static inline int reef_core_update(unsigned core, const char *path)
+{
+    return syscall(SYS_reef_core_ctl, (long)REEF_CORE_UPDATE, (long)core, path) < 0 ? -errno : 0;
 }
 
 #endif

@@ -22,7 +22,8 @@
 //! Device interrupts (§4.8): before a core stops, the sources bound to it move to another
 //! online core of its node, else the boot core; before it is parked, to its host; its start or
 //! unpark brings them back (`irq::move_bindings`, `irq::bring_home`), so none goes to a halted
-//! core. Left for later (issue 14): `update` does not exist yet.
+//! core. [`update`] restarts a core in another kernel image (§4.5, `image`), which it then
+//! runs until the next update; a start or unpark starts it in the image its KCB names.
 
 use crate::kcb::{self, CoreState, Kcb};
 use crate::proc::wait::{self, SleepLock, Wake};
@@ -37,9 +38,6 @@ static CORE_CTL: SleepLock<()> = SleepLock::new(());
 /// How long a stop polls the core's state before it sleeps: a stop that needs longer waits for
 /// a thread that runs with interrupts off, and the caller's core can do other work meanwhile.
 const STOP_SPIN_NS: u64 = 2_000_000;
-
-/// The name of the kernel image every core runs (`reef_core_info`'s `image`).
-const IMAGE: &[u8] = b"reef";
 
 /// `struct reef_core_info` of core `core` (see `abi::reef::CORE_INFO_SIZE`): `ENODEV` if there
 /// is no such core.
@@ -65,7 +63,8 @@ pub fn info(core: u64) -> Result<[u8; abi::reef::CORE_INFO_SIZE], Errno> {
     }
     out[40..44].copy_from_slice(&(sched::queued_threads(k) as u32).to_le_bytes());
     out[44..48].copy_from_slice(&k.fleet_owner.load(Ordering::Acquire).to_le_bytes());
-    out[48..48 + IMAGE.len()].copy_from_slice(IMAGE);
+    let image = crate::image::get(k.image.load(Ordering::Acquire)).name();
+    out[48..48 + image.len()].copy_from_slice(image);
     let parked_on = match k.state() {
         CoreState::Parked => k.host().map_or(abi::reef::CORE_NONE, |h| h.core_id as u32),
         _ => abi::reef::CORE_NONE,
@@ -88,13 +87,20 @@ pub fn stop(me: &Arc<Thread>, core: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let _one = CORE_CTL.lock();
     check_stoppable(me, k)?;
-    crate::irq::move_bindings(k, interrupt_heir(k));
+    halt(me, k, interrupt_heir(k), true)
+}
+
+/// Moves the device interrupts bound to `k` to `heir`, has the BootDriver stop `k` and waits
+/// until it has: `EALREADY` (with the interrupts back) if `k` was not online; `EINTR` if a
+/// signal comes while waiting and `interruptible` (the core still stops).
+fn halt(me: &Arc<Thread>, k: &'static Kcb, heir: &Kcb, interruptible: bool) -> Result<(), Errno> {
+    crate::irq::move_bindings(k, heir);
     let driver = crate::smp::driver();
     if driver.request_stop(k).is_err() {
         crate::irq::bring_home(k);
         return Err(Errno::EALREADY);
     }
-    wait_until(me, || k.state() == CoreState::Stopped, true)?;
+    wait_until(me, || k.state() == CoreState::Stopped, interruptible)?;
     driver.finish_stop(k);
     Ok(())
 }
@@ -179,15 +185,10 @@ pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
         return Err(Errno::EBUSY);
     }
     if !stopped {
-        let driver = crate::smp::driver();
-        crate::irq::move_bindings(k, h);
-        if driver.request_stop(k).is_err() {
-            crate::irq::bring_home(k);
+        if let Err(e) = halt(me, k, h, false) {
             h.guests.fetch_sub(1, Ordering::SeqCst);
-            return Err(Errno::EALREADY);
+            return Err(e);
         }
-        wait_until(me, || k.state() == CoreState::Stopped, false)?;
-        driver.finish_stop(k);
     }
     k.own_tsc_offset
         .store(k.tsc_offset.load(Ordering::Acquire), Ordering::Release);
@@ -227,6 +228,37 @@ pub fn unpark(core: u64) -> Result<(), Errno> {
     start_with_kcb(k)
 }
 
+/// Restarts core `core` in the kernel image `path` names for `me` (`reef`: the boot image; a
+/// variant image's file, `/boot/reef-trace`) with its KCB (Barrelfish/DC §4.5), and returns
+/// once it is online there: an online core is stopped first as [`stop`] stops it (its threads
+/// that may run elsewhere move, those pinned there wait and resume in the new image), a
+/// stopped one is started in the image. The image is loaded and checked before anything
+/// changes (`image::load`'s errors). Errors, which change nothing: `ENODEV`, `EBUSY` (as for
+/// [`stop`]; or the core is parked), `EALREADY` (stopping or starting), `EDEADLK`; `EIO` if
+/// the core did not come up in the image (it stays stopped, set to start in it).
+pub fn update(me: &Arc<Thread>, core: u64, path: &[u8]) -> Result<(), Errno> {
+    let k = core_kcb(core)?;
+    let _one = CORE_CTL.lock();
+    let online = match k.state() {
+        CoreState::Online => {
+            check_stoppable(me, k)?;
+            true
+        }
+        CoreState::Stopped if k.core_id == 0 || k.fleet_owner.load(Ordering::Acquire) != 0 => {
+            return Err(Errno::EBUSY)
+        }
+        CoreState::Stopped => false,
+        CoreState::Parked => return Err(Errno::EBUSY),
+        _ => return Err(Errno::EALREADY),
+    };
+    let index = crate::image::load(&me.process, path, k.node_id)?;
+    if online {
+        halt(me, k, interrupt_heir(k), false)?;
+    }
+    k.image.store(index, Ordering::Release);
+    start_with_kcb(k)
+}
+
 /// Starts stopped core `core` again with its KCB, and returns once it is online: `ENODEV`,
 /// `EALREADY` (not stopped), `EIO` (it did not come up).
 pub fn start(core: u64) -> Result<(), Errno> {
@@ -241,12 +273,10 @@ pub fn start(core: u64) -> Result<(), Errno> {
 /// Starts stopped core `k` through the BootDriver with its KCB, then brings back the device
 /// interrupts bound there (§4.8): `EIO` if it did not come up (it stays stopped).
 fn start_with_kcb(k: &'static Kcb) -> Result<(), Errno> {
-    crate::smp::driver()
-        .start(k, crate::smp::core_main)
-        .map_err(|e| {
-            crate::kprintln!("reef: corectl: {e}");
-            Errno::EIO
-        })?;
+    crate::smp::driver().start(k).map_err(|e| {
+        crate::kprintln!("reef: corectl: {e}");
+        Errno::EIO
+    })?;
     crate::irq::bring_home(k);
     Ok(())
 }

@@ -30,7 +30,7 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 10;
+pub const KCB_LAYOUT_VERSION: u32 = 11;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 /// [`Kcb::parked_on`] when it names no core.
@@ -159,6 +159,9 @@ pub struct Kcb {
     pub guests: AtomicUsize,
     /// Times the core was started (1 after boot).
     pub starts: AtomicU64,
+    /// The kernel image the core runs, or starts in next (an index of `image`'s table, 0 the
+    /// boot image; Barrelfish/DC §4.5's `update` changes it).
+    pub image: AtomicUsize,
     /// Per-core frame cache (NrOS TCache), refilled from this node's NCache.
     pub tcache: IrqMutex<TCache>,
     /// Scheduler state: run queue, current thread, timers (see `proc::sched`).
@@ -298,6 +301,7 @@ impl Kcb {
             tsc_offset: AtomicI64::new(0),
             shutdown_ns: AtomicU64::new(0),
             own_tsc_offset: AtomicI64::new(0),
+            image: AtomicUsize::new(0),
             parked_on: AtomicUsize::new(NO_CORE),
             guests: AtomicUsize::new(0),
             starts: AtomicU64::new(0),

@@ -45,6 +45,7 @@ mod filemap;
 mod fleet;
 mod fs;
 mod futex;
+mod image;
 mod ipi;
 mod irq;
 mod kcb;
@@ -134,6 +135,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     mm::init(machine.node_free.clone(), machine.node_ranges.clone());
 
     let driver = smp::BootDriver::install();
+    image::init();
     let bsp_apic = {
         apic::init_local();
         apic::id()
@@ -151,7 +153,6 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
     // SAFETY: this is the boot core, and core 0's KCB is run by no other core.
     unsafe { bsp.adopt() };
     replicated::init(machine.node_ram.len(), topo.cores.len());
-    arch::idt::init();
     arch::idt::load();
     arch::user::init_core();
     if arch::kvm::register(&bsp.steal) {
@@ -180,7 +181,7 @@ extern "C" fn kmain_bsp(mbi_phys: u64, magic: u64, boot_tsc: u64) -> ! {
         let kcb = driver
             .create_kcb(core_id, core.node, core.apic_id)
             .unwrap_or_else(|e| fatal("creating a KCB", &e));
-        if let Err(e) = driver.start(kcb, smp::core_main) {
+        if let Err(e) = driver.start(kcb) {
             fatal("starting a core", &e);
         }
     }

@@ -325,7 +325,7 @@ fn corectl(driver: &BootDriver) {
             format_args!("stopped core {last} kept taking timer interrupts"),
         );
     }
-    if let Err(e) = driver.start(kcb, crate::smp::core_main) {
+    if let Err(e) = driver.start(kcb) {
         return fail("corectl", format_args!("restart: {e}"));
     }
     kprintln!(

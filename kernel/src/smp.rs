@@ -48,9 +48,6 @@ pub fn kernel_pml4() -> u64 {
     KERNEL_PML4.load(Ordering::Relaxed)
 }
 
-/// Signature of a core's entry point: it receives the address of its KCB.
-pub type CoreEntry = extern "C" fn(kcb: u64) -> !;
-
 /// Why a core could not be started or stopped.
 #[derive(Debug)]
 pub enum BootError {
@@ -97,7 +94,8 @@ struct ApParams {
     boot_cr3: u64,
     /// Physical address of the kernel's top-level page table.
     kernel_cr3: u64,
-    /// Address of the core's entry point (a [`CoreEntry`]).
+    /// Address of the core's entry point, an `extern "C" fn(kcb: u64) -> !` of a kernel image
+    /// ([`core_main`] or a variant's [`reef_image_entry`]).
     entry: u64,
     /// Top of the stack the core starts on.
     stack_top: u64,
@@ -152,9 +150,9 @@ impl BootDriver {
         Ok(unsafe { Kcb::create(phys_to_virt(frame.base()), core_id, node, apic_id) })
     }
 
-    /// Starts the core of `kcb` at `entry`, waits until it is online, and measures its TSC
-    /// offset.
-    pub fn start(&self, kcb: &'static Kcb, entry: CoreEntry) -> Result<(), BootError> {
+    /// Starts the core of `kcb` in the kernel image its KCB names (`Kcb::image`, entering at
+    /// the image's entry point), waits until it is online, and measures its TSC offset.
+    pub fn start(&self, kcb: &'static Kcb) -> Result<(), BootError> {
         match kcb.state() {
             CoreState::Created | CoreState::Stopped => {}
             state => {
@@ -167,7 +165,7 @@ impl BootDriver {
         let params = ApParams {
             boot_cr3: arch::boot_pml4_phys(),
             kernel_cr3: KERNEL_PML4.load(Ordering::Relaxed),
-            entry: entry as usize as u64,
+            entry: crate::image::get(kcb.image.load(Ordering::Acquire)).entry,
             stack_top: kcb.stacks.kernel_top,
             arg: kcb as *const Kcb as u64,
         };
@@ -264,7 +262,15 @@ fn wait_for(kcb: &Kcb, state: CoreState, timeout_ns: u64) -> bool {
 /// clock).
 static CORE_READY: AtomicU64 = AtomicU64::new(0);
 
-/// Entry point of every core the BootDriver starts.
+/// The entry point of a variant kernel image (its ELF entry, which `corectl update` starts a
+/// core at): the image's own [`core_main`]. The boot image has it too, unused.
+#[no_mangle]
+pub extern "C" fn reef_image_entry(kcb_addr: u64) -> ! {
+    core_main(kcb_addr)
+}
+
+/// Entry point of every core the BootDriver starts in this kernel image: checks and adopts the
+/// KCB, loads this image's IDT and `syscall` entry, and runs the core's idle loop.
 pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     // SAFETY: the BootDriver passes the address of a KCB it created; reading its layout fields
     // is valid for any KCB-sized readable region, and `check_layout` refuses foreign layouts.

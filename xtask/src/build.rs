@@ -37,12 +37,42 @@ pub fn cargo_release(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// Builds the kernel (release profile, with debug info) and its flat boot image.
+/// `cargo build --release` of the kernel with `feature` (a variant image's, or none for the
+/// boot image), linked by `script`, writing the link map to `map` (see `kernel/build.rs`).
+pub fn cargo_kernel(
+    dir: &Path,
+    feature: Option<&str>,
+    script: &Path,
+    map: &Path,
+) -> Result<(), String> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(dir)
+        .args(["build", "--release", "--quiet"])
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env("REEF_LINKER_SCRIPT", script)
+        .env("REEF_LINK_MAP", map);
+    if let Some(f) = feature {
+        cmd.args(["--features", f]);
+    }
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo build in {} failed", dir.display()))
+    }
+}
+
+/// Builds the kernel (release profile, with debug info), its flat boot image and the variant
+/// images linked against it (`variant`).
 pub fn kernel() -> Result<Kernel, String> {
     let root = root();
     let kernel_dir = root.join("kernel");
     eprintln!("xtask: building the kernel");
-    cargo_release(&kernel_dir).map_err(|e| format!("kernel build failed: {e}"))?;
+    let map = kernel_dir.join("target/reef.map");
+    cargo_kernel(&kernel_dir, None, &kernel_dir.join("linker.ld"), &map)
+        .map_err(|e| format!("kernel build failed: {e}"))?;
     let elf = kernel_dir.join("target/x86_64-unknown-linux-gnu/release/reef");
     let out = root.join("out");
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
@@ -56,5 +86,7 @@ pub fn kernel() -> Result<Kernel, String> {
     if !status.success() {
         return Err("objcopy failed to make the boot image".into());
     }
-    Ok(Kernel { elf, image })
+    let kernel = Kernel { elf, image };
+    crate::variant::build_all(&kernel, &map)?;
+    Ok(kernel)
 }

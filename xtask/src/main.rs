@@ -32,6 +32,7 @@ mod profile;
 mod qemu;
 mod tests;
 mod usr;
+mod variant;
 
 use qemu::{Accel, Machine};
 use std::process::ExitCode;

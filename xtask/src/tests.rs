@@ -583,6 +583,8 @@ enum Expect {
     LineStart(String),
     /// These lines, exactly, in this order (others may come between).
     InOrder(Vec<String>),
+    /// Every line starting with the first string starts with the second.
+    EveryStart(String, String),
 }
 
 fn check_expects(log: &str, expects: &[Expect]) -> Result<(), String> {
@@ -597,6 +599,16 @@ fn check_expects(log: &str, expects: &[Expect]) -> Result<(), String> {
             Expect::LineStart(s) => {
                 if !lines.iter().any(|x| x.starts_with(s.as_str())) {
                     return Err(format!("expected a line starting with: {s}"));
+                }
+            }
+            Expect::EveryStart(some, all) => {
+                if let Some(l) = lines
+                    .iter()
+                    .find(|x| x.starts_with(some.as_str()) && !x.starts_with(all.as_str()))
+                {
+                    return Err(format!(
+                        "every line starting with {some:?} must start with {all:?}: {l}"
+                    ));
                 }
             }
             Expect::InOrder(want) => {
@@ -652,6 +664,7 @@ impl UserTest {
         match self.name {
             "corestop" => "corectl-stop-start".into(),
             "corepark" => "corectl-park".into(),
+            "coreupdate" => "corectl-update".into(),
             "msgring" => "msg-ring".into(),
             "mailbox" => "msg-mailbox".into(),
             "names" => "msg-names".into(),
@@ -715,6 +728,19 @@ fn user_tests() -> Vec<UserTest> {
                     ]
                 })
             }
+            // On Reef (the program in /test) the traced system calls must all come from the
+            // core it updates to reef-trace, the last of 4c2n's.
+            "coreupdate" => Box::new(|argv0| {
+                let mut e = vec![Expect::Line("PASS coreupdate".into())];
+                if argv0.starts_with("/test/") {
+                    e.push(Expect::LineStart("reef-trace: core 3 ".into()));
+                    e.push(Expect::EveryStart(
+                        "reef-trace: ".into(),
+                        "reef-trace: core 3 ".into(),
+                    ));
+                }
+                e
+            }),
             _ => Box::new(move |_| vec![Expect::Line(format!("PASS {name}"))]),
         };
         tests.push(UserTest {
@@ -732,6 +758,8 @@ fn user_tests() -> Vec<UserTest> {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
             } else if name == "spoof" {
                 &[ONE_CORE]
+            } else if name == "coreupdate" {
+                &[FOUR_CORES]
             } else if name == "corepark" {
                 // Also two nodes of one core each: core 1 parked on core 0 of the other node,
                 // which is then the only online core.
@@ -1516,12 +1544,12 @@ mod unit {
         let tests = user_tests();
         for p in usr::PROGRAMS {
             let t = tests.iter().find(|t| t.name == p.name).unwrap();
-            // Every program on one core; all but spoof (whose server-mode case is on four
-            // cores, nettest.rs) on four cores too.
-            let cfgs: &[&str] = if p.name == "spoof" {
-                &["1c1n"]
-            } else {
-                &["1c1n", "4c2n"]
+            // Every program on one core but coreupdate (which needs another core to update);
+            // all but spoof (whose server-mode case is on four cores, nettest.rs) on four cores.
+            let cfgs: &[&str] = match p.name {
+                "spoof" => &["1c1n"],
+                "coreupdate" => &["4c2n"],
+                _ => &["1c1n", "4c2n"],
             };
             for cfg in cfgs {
                 let name = format!("{}-{cfg}", t.case());
@@ -1551,6 +1579,7 @@ mod unit {
                 "fleet-",
                 "corectl-stop",
                 "corectl-park",
+                "corectl-update",
                 "compat-",
                 "net-sockets",
                 "net-spoof-kernel",
@@ -1571,6 +1600,7 @@ mod unit {
             "fleet-cores-2c2n",
             "corectl-stop-start-4c2n",
             "corectl-park-4c2n",
+            "corectl-update-4c2n",
         ] {
             assert!(cases.iter().any(|c| c.name == n), "no case {n}");
         }

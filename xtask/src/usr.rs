@@ -279,6 +279,12 @@ pub const PROGRAMS: &[Program] = &[
         lib: None,
     },
     Program {
+        name: "coreupdate",
+        source: "coreupdate.c",
+        pie: false,
+        lib: None,
+    },
+    Program {
         name: "haretest",
         source: "haretest.c",
         pie: false,
@@ -400,6 +406,7 @@ const HEADERS: &[&str] = &[
     "reef_msg.h",
     "reef_server.h",
     "reef_core.h",
+    "core_test.h",
     "hare.h",
     "hare_fleet.h",
 ];
@@ -811,11 +818,30 @@ pub fn write_archive(path: &Path, archive: &[u8]) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))
 }
 
-/// Builds the test programs and writes `out/initramfs.cpio`; returns its absolute path.
+/// The variant kernel images under `/boot` (`variant`), as the last kernel build left them in
+/// `out/boot`: none if no kernel was built yet.
+fn boot_images() -> Result<Vec<Entry>, String> {
+    let dir = crate::variant::boot_dir();
+    let mut e = vec![Entry::dir("boot", 0o755)];
+    for v in crate::variant::VARIANTS {
+        let path = dir.join(v.name);
+        match std::fs::read(&path) {
+            Ok(bytes) => e.push(Entry::file(&format!("boot/{}", v.name), 0o644, bytes)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        }
+    }
+    Ok(e)
+}
+
+/// Builds the test programs and writes `out/initramfs.cpio` (with the variant kernel images the
+/// last kernel build made); returns its absolute path.
 pub fn initramfs() -> Result<PathBuf, String> {
     let c = contents()?;
     let suite = shell_suite()?;
-    let archive = cpio::write(&entries(c.busybox, &c.applets, &c.programs, &suite))?;
+    let mut all = entries(c.busybox, &c.applets, &c.programs, &suite);
+    all.extend(boot_images()?);
+    let archive = cpio::write(&all)?;
     let path = build::root().join("out/initramfs.cpio");
     write_archive(&path, &archive)?;
     Ok(path)

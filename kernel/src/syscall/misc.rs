@@ -177,8 +177,9 @@ pub fn reef_core_info(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
     Ok(0)
 }
 
-/// `reef_core_ctl(op, core, host)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`],
-/// [`crate::corectl::start`], [`crate::corectl::park`] and [`crate::corectl::unpark`];
+/// `reef_core_ctl(op, core, arg)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`],
+/// [`crate::corectl::start`], [`crate::corectl::park`], [`crate::corectl::unpark`] and
+/// [`crate::corectl::update`];
 /// `EINVAL` for an unknown `op`.
 pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     super::cred::privileged(me)?;
@@ -187,6 +188,10 @@ pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
         abi::reef::REEF_CORE_START => crate::corectl::start(a[1])?,
         abi::reef::REEF_CORE_PARK => crate::corectl::park(me, a[1], a[2])?,
         abi::reef::REEF_CORE_UNPARK => crate::corectl::unpark(a[1])?,
+        abi::reef::REEF_CORE_UPDATE => {
+            let path = uaccess::read_cstring(a[2], nrfs::PATH_MAX - 1)?;
+            crate::corectl::update(me, a[1], &path)?
+        }
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)

@@ -304,12 +304,34 @@ pub fn dispatch(frame: &mut InterruptFrame) {
     kcb::current()
         .syscalls
         .record(nr, crate::time::now_ns().saturating_sub(start));
+    #[cfg(feature = "trace")]
+    trace(nr, &args, &result);
     // rt_sigreturn and execve replace every register themselves.
     if !matches!(nr, SYS_RT_SIGRETURN | SYS_EXECVE) || result.is_err() {
         frame.rax = match result {
             Ok(v) => v,
             Err(e) => e.to_return() as u64,
         };
+    }
+}
+
+/// The `reef-trace` image's line for each system call its cores run (Barrelfish/DC §4.5's
+/// kernel with a distinguishing feature): core, process, call, first three arguments, result.
+#[cfg(feature = "trace")]
+fn trace(nr: usize, args: &[u64; 6], result: &SysResult) {
+    let pid = proc::sched::with_current(|me| me.process.pid);
+    let name = abi::syscalls::name(nr).unwrap_or("?");
+    let (a, b, c) = (args[0], args[1], args[2]);
+    match result {
+        Ok(v) => crate::kprintln!(
+            "reef-trace: core {} pid {pid} {name}({a:#x}, {b:#x}, {c:#x}) = {v}",
+            kcb::current().core_id
+        ),
+        Err(e) => crate::kprintln!(
+            "reef-trace: core {} pid {pid} {name}({a:#x}, {b:#x}, {c:#x}) = -{}",
+            kcb::current().core_id,
+            e.name().unwrap_or("?")
+        ),
     }
 }
 

@@ -47,9 +47,10 @@ pub const REEF_FLEET_BIND: usize = REEF_BASE + 11;
 /// devices), into `out` (a `struct reef_core_info`, [`CORE_INFO_SIZE`] bytes): `ENODEV` past
 /// the last core.
 pub const REEF_CORE_INFO: usize = REEF_BASE + 12;
-/// `reef_core_ctl(op, core, host)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`])
-/// core `core`, parks it on core `host` ([`REEF_CORE_PARK`]) or unparks it
-/// ([`REEF_CORE_UNPARK`]), returning once it is stopped, online or parked; root only.
+/// `reef_core_ctl(op, core, arg)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`])
+/// core `core`, parks it on core `arg` ([`REEF_CORE_PARK`]) or unparks it
+/// ([`REEF_CORE_UNPARK`]), or restarts it in the kernel image whose path `arg` points to
+/// ([`REEF_CORE_UPDATE`]), returning once it is stopped, online or parked; root only.
 pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
 /// `reef_netd(op, arg)`: the network server's calls (LibrettOS §3.2): [`REEF_NETD_ATTACH`]
 /// (`arg`: where to write `struct { u64 region, region_pages, ports, port_pages; }`) and
@@ -88,6 +89,9 @@ pub const REEF_CORE_START: u64 = 1;
 pub const REEF_CORE_PARK: u64 = 2;
 /// `reef_core_ctl`'s `op`: unpark the core: its host gives its KCB back and it starts again.
 pub const REEF_CORE_UNPARK: u64 = 3;
+/// `reef_core_ctl`'s `op`: restart the core in another kernel image (Barrelfish/DC §4.5):
+/// `arg` points to its path (a NUL-terminated string; `reef` names the boot image).
+pub const REEF_CORE_UPDATE: u64 = 4;
 /// `struct reef_core_info`'s `parked_on` and `guest` when they name no core.
 pub const CORE_NONE: u32 = u32::MAX;
 

@@ -1,4 +1,5 @@
-//! Loading static x86-64 Linux ELF executables, without touching memory.
+//! Loading static x86-64 Linux ELF executables, without touching memory (and, in [`kimage`],
+//! checking the variant kernel images `corectl update` loads).
 //!
 //! The kernel's `execve` reads the file, calls [`Executable::parse`] (or
 //! [`Executable::parse_at`] with a randomised base for a static-PIE), and gets back a
@@ -72,6 +73,7 @@ extern crate alloc;
 
 mod elf;
 mod error;
+pub mod kimage;
 mod stack;
 
 pub use elf::{ElfKind, Executable, Mapping, Segment, Tls, DEFAULT_PIE_BASE};

@@ -195,7 +195,10 @@ pub struct InterruptFrame {
 #[repr(C, align(16))]
 struct Idt([u128; 256]);
 
-/// The IDT all cores load, filled once by [`init`].
+/// The IDT the cores running this kernel image load, filled on first use ([`load`]). Each
+/// image has its own (the section's `.data.image.` prefix keeps a variant image from sharing
+/// the boot image's, `xtask/src/variant.rs`): its gates hold this image's handlers.
+#[link_section = ".data.image.idt"]
 static IDT: spin::Once<Idt> = spin::Once::new();
 
 /// A 64-bit interrupt gate descriptor for `handler`: present, DPL 0, kernel code segment, and
@@ -210,9 +213,8 @@ fn gate(handler: u64, ist: u8) -> u128 {
     (low as u128) | ((high as u128) << 64)
 }
 
-/// Fills the IDT. Called once, on the boot core, before any core loads it; it never changes
-/// afterwards.
-pub fn init() {
+/// This image's IDT: every vector's gate points to its stub in `interrupt_stubs`.
+fn table() -> Idt {
     let stubs = &raw const interrupt_stubs as u64;
     let mut table = [0u128; 256];
     for (vector, entry) in table.iter_mut().enumerate() {
@@ -223,19 +225,16 @@ pub fn init() {
         };
         *entry = gate(stubs + 16 * vector as u64, ist);
     }
-    IDT.call_once(|| Idt(table));
+    Idt(table)
 }
 
-/// Loads the IDT on this core.
+/// Loads this image's IDT on this core (filling it first if no core has).
 pub fn load() {
     let ptr = super::gdt::DescriptorPointer {
         limit: (core::mem::size_of::<Idt>() - 1) as u16,
-        base: IDT
-            .get()
-            .expect("idt::init runs before any core loads the IDT") as *const Idt
-            as u64,
+        base: IDT.call_once(table) as *const Idt as u64,
     };
-    // SAFETY: the IDT was filled by `init` and is never modified afterwards.
+    // SAFETY: the IDT is filled once, before any core loads it, and never modified afterwards.
     unsafe { core::arch::asm!("lidt [{}]", in(reg) &ptr, options(readonly, nostack)) };
 }
 

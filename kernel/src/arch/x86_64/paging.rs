@@ -271,3 +271,82 @@ pub fn phys_slice(start: u64, len: u64) -> &'static [u8] {
     // (`Machine::discover` reserves them), mapped by the direct map, and nothing writes them.
     unsafe { core::slice::from_raw_parts(phys_to_virt(start) as *const u8, len as usize) }
 }
+
+/// Maps the 4 KiB page at `vaddr` to the frame at `phys` in the kernel's tables (`pml4`), global,
+/// writable or executable as asked and never both: the part of a kernel image `update` loads
+/// (Barrelfish/DC §4.5), which every core and address space sees (each address space's kernel
+/// half points to the kernel's own lower-level tables). A missing table is taken from `table`
+/// (a zeroed frame's physical address); `Err` if it gives none, or if `vaddr` is mapped
+/// already or is not in the kernel image's 2 GiB above [`KERNEL_BASE`].
+pub fn map_kernel_page(
+    pml4: u64,
+    vaddr: u64,
+    phys: u64,
+    (writable, executable): (bool, bool),
+    table: &mut dyn FnMut() -> Option<u64>,
+) -> Result<(), ()> {
+    if vaddr < KERNEL_BASE
+        || !vaddr.is_multiple_of(PAGE)
+        || !phys.is_multiple_of(PAGE)
+        || (writable && executable)
+    {
+        return Err(());
+    }
+    let mut t = pml4;
+    for level in (1..=3).rev() {
+        let i = index(vaddr, level);
+        let entry = read_entry(t, i);
+        if entry & HUGE != 0 {
+            return Err(());
+        }
+        t = if entry & PRESENT != 0 {
+            entry & ADDR_MASK
+        } else {
+            let new = table().ok_or(())?;
+            write_entry(t, i, new | PRESENT | WRITABLE);
+            new
+        };
+    }
+    let i = index(vaddr, 0);
+    if read_entry(t, i) & PRESENT != 0 {
+        return Err(());
+    }
+    let mut flags = PRESENT | GLOBAL;
+    if writable {
+        flags |= WRITABLE;
+    }
+    if !executable {
+        flags |= NO_EXECUTE;
+    }
+    write_entry(t, i, phys | flags);
+    Ok(())
+}
+
+/// Unmaps the page at `vaddr` that [`map_kernel_page`] mapped (the page tables stay). No TLB is
+/// flushed: for a page no core has accessed since it was mapped.
+pub fn unmap_kernel_page(pml4: u64, vaddr: u64) {
+    let mut t = pml4;
+    for level in (1..=3).rev() {
+        let entry = read_entry(t, index(vaddr, level));
+        if entry & PRESENT == 0 || entry & HUGE != 0 {
+            return;
+        }
+        t = entry & ADDR_MASK;
+    }
+    write_entry(t, index(vaddr, 0), 0);
+}
+
+/// The bytes of the running kernel image at `[start, end)` (addresses of its text and
+/// read-only data, which nothing writes).
+///
+/// # Panics
+/// If the range is not inside the kernel image's mapping.
+pub fn kernel_bytes(start: u64, end: u64) -> &'static [u8] {
+    assert!(
+        KERNEL_BASE <= start && start <= end,
+        "not kernel image addresses"
+    );
+    // SAFETY: the range lies in the kernel image's text and read-only data, mapped for the
+    // kernel's lifetime and never written (their pages are mapped read-only).
+    unsafe { core::slice::from_raw_parts(start as *const u8, (end - start) as usize) }
+}

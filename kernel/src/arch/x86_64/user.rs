@@ -22,7 +22,7 @@ use super::cpu;
 use super::gdt::KERNEL_CS;
 use super::idt::InterruptFrame;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// User code segment selector (64-bit, RPL 3).
 pub const USER_CS: u64 = 0x2b;
@@ -148,8 +148,10 @@ const CR4_SMEP: u64 = 1 << 20;
 /// CR4.SMAP (bit 21): supervisor-mode access prevention.
 const CR4_SMAP: u64 = 1 << 21;
 
-/// Enables `syscall` and SMEP/SMAP (where the CPU has them) on this core.
+/// Enables `syscall` (entering this kernel image) and SMEP/SMAP (where the CPU has them) on
+/// this core, and records this image's user copy routine.
 pub fn init_core() {
+    register_copy_routine();
     let (_, ebx, _, _) = cpu::cpuid(7, 0);
     let mut cr4 = cpu::read_cr4();
     if ebx & (1 << 7) != 0 {
@@ -331,15 +333,56 @@ pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) -> Result<(), Fault
     }
 }
 
-/// Redirects a fault inside the user copy routine to the routine's failure exit.
-pub fn fixup_user_copy(frame: &mut InterruptFrame) {
-    debug_assert!(in_user_copy(frame));
-    frame.rip = &raw const user_copy_fixup as u64;
-}
+/// The most kernel images whose user copy routines [`COPY_ROUTINES`] keeps.
+const MAX_IMAGES: usize = 8;
 
-/// Whether a page fault at `frame.rip` came from the user copy routine.
-pub fn in_user_copy(frame: &InterruptFrame) -> bool {
+/// The user copy routine of every kernel image a core has run (`start`, `end`, `fixup`; 0:
+/// free), filled by [`init_core`]. A thread that blocked in one image's code may resume on a
+/// core that runs another (Barrelfish/DC §4.5's `update`), whose fault handler must still
+/// recognise a fault in the first image's routine.
+static COPY_ROUTINES: [[AtomicU64; 3]; MAX_IMAGES] =
+    [const { [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)] }; MAX_IMAGES];
+
+/// Records this image's user copy routine in [`COPY_ROUTINES`] (once per image).
+fn register_copy_routine() {
     let start = &raw const user_copy_start as u64;
     let end = &raw const user_copy_end as u64;
-    (start..end).contains(&frame.rip)
+    let fixup = &raw const user_copy_fixup as u64;
+    for slot in &COPY_ROUTINES {
+        match slot[0].compare_exchange(0, start, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                slot[2].store(fixup, Ordering::Release);
+                slot[1].store(end, Ordering::Release);
+                return;
+            }
+            Err(s) if s == start => return,
+            Err(_) => {}
+        }
+    }
+    // The kernel loads at most `image::MAX_IMAGES` (< MAX_IMAGES) images.
+    unreachable!("more kernel images than user copy slots");
+}
+
+/// The failure exit of the user copy routine that `rip` lies in, if any.
+fn copy_fixup(rip: u64) -> Option<u64> {
+    COPY_ROUTINES.iter().find_map(|slot| {
+        let (start, end) = (
+            slot[0].load(Ordering::Acquire),
+            slot[1].load(Ordering::Acquire),
+        );
+        (start != 0 && (start..end).contains(&rip)).then(|| slot[2].load(Ordering::Acquire))
+    })
+}
+
+/// Redirects a fault inside a user copy routine to the routine's failure exit.
+pub fn fixup_user_copy(frame: &mut InterruptFrame) {
+    debug_assert!(in_user_copy(frame));
+    if let Some(fixup) = copy_fixup(frame.rip) {
+        frame.rip = fixup;
+    }
+}
+
+/// Whether a page fault at `frame.rip` came from the user copy routine (of any kernel image).
+pub fn in_user_copy(frame: &InterruptFrame) -> bool {
+    copy_fixup(frame.rip).is_some()
 }
