@@ -31,7 +31,13 @@ else
 	echo "route -n: 10.0.2.0/24 on eth0"
 fi
 
-nc -l -p $port > $t.got &
+# The listener's input is a FIFO held open until the end: busybox nc ends at the end of its
+# input too, which from /dev/null could come before the connection's data. In /dev/shm, as
+# Hare (which the suite also runs on in /tmp) has no FIFOs.
+in=/dev/shm/ifaces.$$.in
+mkfifo $in
+nc -l -p $port < $in > $t.got &
+exec 3> $in
 i=0
 until netstat -ltn | grep -q ":$port "; do
 	i=$((i + 1))
@@ -49,8 +55,9 @@ grep -Eq "^tcp +0 +0 $any$port +$any\* +LISTEN *$" $t &&
 	echo "netstat -ltn: the listener, on any address, LISTEN, queues empty"
 echo hello | nc 127.0.0.1 $port
 wait
+exec 3>&-
 cat $t.got
 after=$(ifconfig lo | sed -n 's/^  *RX packets:\([0-9]*\) .*/\1/p')
 [ "$after" -gt "$before" ] && echo "ifconfig lo: RX packets grew with the connection"
 netstat -ltn | grep -q ":$port " || echo "netstat -ltn: the listener is gone"
-rm -f $t $t.got
+rm -f $t $t.got $in
