@@ -16,6 +16,8 @@
  * corectl's command lines. The image is loaded once: later updates take no memory. At the end
  * the workers must have computed right, never seen the clock go back nor the pinned one
  * another core, and the largest gap the pinned worker saw between two rounds is printed.
+ * Last, a child takes the last core alone in the real-time image /boot/reef-rt (reef_core_rt),
+ * runs and sleeps there, and exits, freeing it (see real_time).
  *
  * On Linux the calls do not exist (ENOSYS) and the test passes after saying so.
  */
@@ -24,6 +26,7 @@
 #include <sys/stat.h>
 
 #define IMAGE "/boot/reef-trace"
+#define RT_IMAGE "/boot/reef-rt"
 
 /* Waits until worker `w` has done `n` more rounds. */
 static void wait_rounds(struct core_worker *w, long n)
@@ -102,6 +105,52 @@ static void write_changed(const char *path, const unsigned char *buf, size_t len
     CHECK_SYS(write(fd, &b, 1));
     CHECK_SYS(write(fd, buf + at + 1, len - at - 1));
     close(fd);
+}
+
+/* The real-time image: a child takes core `last` alone in /boot/reef-rt (reef_core_rt), runs
+ * and sleeps there (the image has no periodic tick: each sleep's wake-up is its own timer
+ * interrupt) and exits; the core is then free again, still in reef-rt, and cannot host parked
+ * KCBs (they take turns on the tick). Errors: core 0, a core owned already. */
+static void real_time(unsigned last)
+{
+    CHECK_EQ(reef_core_rt(0, RT_IMAGE), -EBUSY);
+    CHECK_EQ(reef_core_rt(9999, RT_IMAGE), -EINVAL);
+    atomic_int *step = shared_page(4096);
+    pid_t child = test_fork_child("a program alone on the real-time image", 0);
+    if (child == 0) {
+        CHECK_EQ(reef_core_rt(last, RT_IMAGE), 0);
+        check_runs(last, "reef-rt");
+        CHECK_EQ(info_of(last).fleet_owner, (uint32_t)getpid());
+        for (int i = 0; i < 20; i++) {
+            struct timespec ts = {0, 1000000};
+            long long before = now_ns();
+            CHECK_SYS(nanosleep(&ts, NULL));
+            CHECK(now_ns() - before >= 1000000);
+            CHECK_EQ(sched_getcpu(), (int)last);
+        }
+        atomic_store(step, 1);
+        while (atomic_load(step) != 2)
+            ;
+        _exit(0);
+    }
+    while (atomic_load(step) != 1)
+        sched_yield();
+    /* The core is the child's alone: another process cannot have it nor be placed there. */
+    CHECK_EQ(reef_core_rt(last, RT_IMAGE), -EBUSY);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(last, &set);
+    CHECK_ERRNO(sched_setaffinity(0, sizeof set, &set), EBUSY);
+    atomic_store(step, 2);
+    CHECK_CHILD_EXIT(child, 0);
+    test_nkids = 0;
+    CHECK_EQ(info_of(last).fleet_owner, 0u);
+    check_runs(last, "reef-rt");
+    CHECK_EQ(reef_core_park(1, last), -EBUSY);
+    CHECK_EQ(reef_core_update(last, "reef"), 0);
+    check_runs(last, "reef");
+    SAY("a program ran and slept alone on core %u in %s, which had no other owner meanwhile",
+        last, RT_IMAGE);
 }
 
 int main(int argc, char **argv)
@@ -193,5 +242,6 @@ int main(int argc, char **argv)
         atomic_load(&workers[0].max_gap_ns) / 1000);
     for (unsigned c = 0; c < ncores; c++)
         check_runs(c, "reef");
+    real_time(last);
     PASS();
 }

@@ -21,6 +21,7 @@
 #define REEF_CORE_PARK 2
 #define REEF_CORE_UNPARK 3
 #define REEF_CORE_UPDATE 4
+#define REEF_CORE_RT 5
 #define REEF_CORE_NONE 0xffffffffu /* parked_on, guest: no core */
 
 enum reef_core_state {
@@ -103,6 +104,17 @@ static inline int reef_core_unpark(unsigned core)
 static inline int reef_core_update(unsigned core, const char *path)
 {
     return syscall(SYS_reef_core_ctl, (long)REEF_CORE_UPDATE, (long)core, path) < 0 ? -errno : 0;
+}
+
+/* Restarts online core `core` in the kernel image at `path` as reef_core_update does and makes
+ * the calling process its owner: its threads are pinned there and the core runs nothing else
+ * until it exits (Barrelfish/DC §5.3: one program alone on the real-time image
+ * "/boot/reef-rt"). 0, -EINVAL (not online), -EBUSY (owned already, the last free online
+ * core, a host of parked cores, or the caller owns a core already), reef_core_update's
+ * errors. */
+static inline int reef_core_rt(unsigned core, const char *path)
+{
+    return syscall(SYS_reef_core_ctl, (long)REEF_CORE_RT, (long)core, path) < 0 ? -errno : 0;
 }
 
 #endif

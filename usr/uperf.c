@@ -112,7 +112,14 @@
  *                                   while exclusive (gaps under 20 us are not kept: 0 means
  *                                   none longer); result lines park-call, unpark-call,
  *                                   park-pause, unpark-pause, parked-gap, exclusive-gap, in us
- *   uperf jitter [SECONDS]          a busy loop pinned to the last allowed CPU reads the TSC
+ *   uperf update IMAGE [ROUNDS]     Reef only (Barrelfish/DC §4.5): park's loop pinned to the
+ *                                   last core while core 0 restarts that core in kernel image
+ *                                   IMAGE (reef_core_update) and 0.2 s later back in the boot
+ *                                   image, ROUNDS times (default 10): each call's time and the
+ *                                   largest gap the loop saw overlapping it; result lines
+ *                                   update-call, update-pause, update-back-call,
+ *                                   update-back-pause, in us
+ *   uperf jitter [SECONDS [IMAGE]]  a busy loop pinned to the last allowed CPU reads the TSC
  *                                   for SECONDS (default 10) and records the gap between
  *                                   consecutive reads (Barrelfish/DC §5.3's jitter): the
  *                                   largest, the 99.99th and 99.9th percentiles (each the upper
@@ -120,7 +127,11 @@
  *                                   gaps passed 10 us, in us; on Linux under SCHED_FIFO with
  *                                   real-time throttling off where it is allowed (Reef has one
  *                                   scheduling class). The TSC is
- *                                   calibrated against CLOCK_MONOTONIC over 0.2 s first
+ *                                   calibrated against CLOCK_MONOTONIC over 0.2 s first.
+ *                                   With IMAGE, on Reef the core is first restarted in kernel
+ *                                   image IMAGE with this process alone on it (reef_core_rt:
+ *                                   the real-time /boot/reef-rt, Barrelfish/DC §5.3); Linux
+ *                                   ignores it
  *   uperf noop                      exits 0 at once (the exec target of `spawn` and `pspawn`)
  *
  * Defaults: null 200000 x 7, spawn and pspawn 200 x 5, vmops 20000 per thread x 5, vmlat 20000
@@ -1681,6 +1692,26 @@ static void park_sleep_ms(long ms)
         ;
 }
 
+/* Starts park's loop pinned to the last allowed core (which must not be core 0, the caller's,
+ * where it pins itself); `what` names the mode in errors. Returns the loop's thread and core. */
+static pthread_t park_loop_start(const char *what, int *core)
+{
+    int first, last;
+    cpu_ends(&first, &last);
+    if (first != 0 || last < 1)
+        die("%s needs cores 0 and another (allowed: %d..%d)", what, first, last);
+    park_core = last;
+    park_gaps = malloc(sizeof *park_gaps * PARK_GAPS);
+    if (!park_gaps)
+        die("out of memory");
+    pin_to(0);
+    pthread_t loop;
+    if (pthread_create(&loop, NULL, park_loop, NULL) != 0)
+        die("pthread_create failed");
+    *core = last;
+    return loop;
+}
+
 static void mode_park(int argc, char **argv)
 {
     if (argc < 3 || argc > 4)
@@ -1692,18 +1723,8 @@ static void mode_park(int argc, char **argv)
     if (!on_reef)
         die("park: parking a core's KCB on another is Reef's (reef_core_park); Linux has no "
             "counterpart");
-    int first, last;
-    cpu_ends(&first, &last);
-    if (first != 0 || last < 1)
-        die("park needs cores 0 and another (allowed: %d..%d)", first, last);
-    park_core = last;
-    park_gaps = malloc(sizeof *park_gaps * PARK_GAPS);
-    if (!park_gaps)
-        die("out of memory");
-    pin_to(0);
-    pthread_t loop, spinner;
-    if (pthread_create(&loop, NULL, park_loop, NULL) != 0)
-        die("pthread_create failed");
+    int last;
+    pthread_t loop = park_loop_start("park", &last), spinner;
     atomic_store(&park_spin, busy);
     if (busy && pthread_create(&spinner, NULL, park_spinner, NULL) != 0)
         die("pthread_create failed");
@@ -1783,6 +1804,63 @@ static void mode_park(int argc, char **argv)
     report("exclusive-gap", threads, "us", "%.1f", exclusive_gap, (int)rounds, 1);
 }
 
+/* ---- update ----------------------------------------------------------------------------- */
+
+/* Barrelfish/DC §4.5's update gap: the loop of `park` pinned to the last core while core 0
+ * restarts that core in kernel image IMAGE and, 0.2 s later, back in the boot image. */
+static void mode_update(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        die("usage: uperf update IMAGE [ROUNDS]");
+    const char *image = argv[2];
+    long rounds = argc > 3 ? parse_count(argv[3], "count") : 10;
+    if (rounds < 1 || rounds > PARK_ROUNDS_MAX)
+        die("ROUNDS is 1..%d", PARK_ROUNDS_MAX);
+    if (!on_reef)
+        die("update: restarting a core in another kernel image is Reef's (reef_core_update); "
+            "Linux has no counterpart");
+    int last;
+    pthread_t loop = park_loop_start("update", &last);
+    while (!atomic_load(&park_looping))
+        park_sleep_ms(1);
+    printf("uperf: update: a loop pinned to core %d; core 0 restarts that core in %s and back "
+           "in the boot image %ld times, 0.2 s apart\n",
+           last, image, rounds);
+    /* Each call's start and end, to the image (0) and back (1). */
+    long long t0[PARK_ROUNDS_MAX][2], t1[PARK_ROUNDS_MAX][2];
+    for (long r = 0; r < rounds; r++) {
+        const char *target[2] = {image, "reef"};
+        for (int i = 0; i < 2; i++) {
+            park_sleep_ms(200);
+            t0[r][i] = mono_ns();
+            int e = reef_core_update((unsigned)last, target[i]);
+            t1[r][i] = mono_ns();
+            if (e < 0)
+                die("reef_core_update(%d, %s): %s", last, target[i], strerror(-e));
+        }
+    }
+    park_sleep_ms(200);
+    atomic_store(&park_stop, 1);
+    pthread_join(loop, NULL);
+    if (park_lost)
+        die("update: %ld gaps past the %d kept", park_lost, PARK_GAPS);
+    double to_call[PARK_ROUNDS_MAX], back_call[PARK_ROUNDS_MAX];
+    double to_pause[PARK_ROUNDS_MAX], back_pause[PARK_ROUNDS_MAX];
+    for (long r = 0; r < rounds; r++) {
+        to_call[r] = (double)(t1[r][0] - t0[r][0]) / 1e3;
+        back_call[r] = (double)(t1[r][1] - t0[r][1]) / 1e3;
+        to_pause[r] = park_largest(t0[r][0], t1[r][0]);
+        back_pause[r] = park_largest(t0[r][1], t1[r][1]);
+        printf("uperf: update round %ld: to %s %.1f us (pause %.1f us), back %.1f us (pause "
+               "%.1f us)\n",
+               r + 1, image, to_call[r], to_pause[r], back_call[r], back_pause[r]);
+    }
+    report("update-call", 1, "us", "%.1f", to_call, (int)rounds, 1);
+    report("update-pause", 1, "us", "%.1f", to_pause, (int)rounds, 1);
+    report("update-back-call", 1, "us", "%.1f", back_call, (int)rounds, 1);
+    report("update-back-pause", 1, "us", "%.1f", back_pause, (int)rounds, 1);
+}
+
 /* ---- jitter ----------------------------------------------------------------------------- */
 
 static inline uint64_t read_tsc(void)
@@ -1826,15 +1904,23 @@ static uint64_t jitter_quantile(const uint64_t *hist, uint64_t n, double q)
 
 static void mode_jitter(int argc, char **argv)
 {
-    if (argc > 3)
-        die("usage: uperf jitter [SECONDS]");
+    if (argc > 4)
+        die("usage: uperf jitter [SECONDS [IMAGE]]");
     long secs = argc > 2 ? parse_count(argv[2], "seconds") : 10;
     if (secs < 1 || secs > 3600)
         die("SECONDS is 1..3600");
     int first, last;
     cpu_ends(&first, &last);
-    pin_to(last);
     const char *policy = "the one scheduling class";
+    if (on_reef && argc > 3) {
+        /* The last core restarted in IMAGE (the real-time /boot/reef-rt), this process alone
+         * on it. */
+        int e = reef_core_rt((unsigned)last, argv[3]);
+        if (e)
+            die("reef_core_rt(%d, %s): %s", last, argv[3], strerror(-e));
+        policy = argv[3];
+    }
+    pin_to(last);
     if (!on_reef) {
         /* Linux's best case: real-time priority, and no real-time throttling (by default a
          * SCHED_FIFO task that never sleeps is held off 50 ms every second). */
@@ -1917,7 +2003,8 @@ int main(int argc, char **argv, char **envp)
             "[ITERS [REPS]] | uperf [-b SECONDS] [-n kernel|server|direct] sinktput ADDR:PORT "
             "[CHUNKS [REPS]] | uperf [-n kernel|server|direct] httpd PORT | "
             "uperf -n server switch ADDR:PORT [SWITCHES] | uperf corectl BUSY [ITERS] | "
-            "uperf park BUSY [ROUNDS] | uperf jitter [SECONDS]");
+            "uperf park BUSY [ROUNDS] | uperf update IMAGE [ROUNDS] | "
+            "uperf jitter [SECONDS [IMAGE]]");
     const char *env = getenv("REEF_SELF");
     self = env && *env ? env : strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     environment = envp;
@@ -1946,6 +2033,8 @@ int main(int argc, char **argv, char **envp)
         mode_corectl(argc, argv);
     else if (strcmp(argv[1], "jitter") == 0)
         mode_jitter(argc, argv);
+    else if (strcmp(argv[1], "update") == 0)
+        mode_update(argc, argv);
     else if (strcmp(argv[1], "park") == 0)
         mode_park(argc, argv);
     else if (strcmp(argv[1], "echortt") == 0)

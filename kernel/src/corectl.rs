@@ -163,13 +163,18 @@ fn wait_until(me: &Arc<Thread>, done: impl Fn() -> bool, interruptible: bool) ->
 /// which change nothing: `ENODEV` (no such core or host), `EINVAL` (the core is the host; the
 /// host is not online), `EALREADY` (the core is parked already, or stopping or starting),
 /// `EBUSY` (as for [`stop`]: core 0, the last online core, a fleet's core, a core hosting
-/// others; or a fleet member owns the host), `EDEADLK` (`me` may run only on the core).
+/// others; or a fleet member owns the host, or it runs a tickless image such as `reef-rt`),
+/// `EDEADLK` (`me` may run only on the core).
 pub fn park(me: &Arc<Thread>, core: u64, host: u64) -> Result<(), Errno> {
     let k = core_kcb(core)?;
     let h = core_kcb(host)?;
     let _one = CORE_CTL.lock();
     if k.core_id == h.core_id || h.state() != CoreState::Online {
         return Err(Errno::EINVAL);
+    }
+    // A host takes turns between KCBs on its tick, which a tickless image's cores lack.
+    if crate::image::get(h.image.load(Ordering::Acquire)).tickless {
+        return Err(Errno::EBUSY);
     }
     let stopped = k.state() == CoreState::Stopped;
     if !stopped {
@@ -257,6 +262,18 @@ pub fn update(me: &Arc<Thread>, core: u64, path: &[u8]) -> Result<(), Errno> {
     }
     k.image.store(index, Ordering::Release);
     start_with_kcb(k)
+}
+
+/// Restarts online core `core` in the kernel image `path` names, as [`update`] does, and makes
+/// `me`'s process its owner (`fleet::own`): the process's threads are pinned there and the core
+/// runs nothing else until the process exits (Barrelfish/DC §5.3: one program alone on a core,
+/// in the real-time image `/boot/reef-rt`). The ownership is checked first: `EINVAL` (not
+/// online), `EBUSY` (owned already, the last free online core, a host of parked cores, or the
+/// process owns a core already); then `update`'s errors.
+pub fn rt(me: &Arc<Thread>, core: u64, path: &[u8]) -> Result<(), Errno> {
+    crate::fleet::ownable(&me.process, core)?;
+    update(me, core, path)?;
+    crate::fleet::own(&me.process, core)
 }
 
 /// Starts stopped core `core` again with its KCB, and returns once it is online: `ENODEV`,

@@ -75,7 +75,41 @@ pub fn bind(me: &Process, pid: u32, core: u64, name: Name, shared: bool) -> Resu
     if !name.as_bytes().starts_with(RESERVED_PREFIX) || name.as_bytes() == RESERVED_PREFIX {
         return Err(Errno::EINVAL);
     }
-    let target = live_process(pid)?;
+    take(&live_process(pid)?, k, name, shared)
+}
+
+/// Makes process `p` the owner of online core `core`, as a member of `fleet/rt` (Barrelfish/DC
+/// §5.3's program alone on a core: `corectl::rt`): its threads are pinned there and the core
+/// runs nothing else until it exits. `bind`'s errors but `EPERM`.
+pub fn own(p: &Arc<Process>, core: u64) -> Result<(), Errno> {
+    take(p, online(core)?, Name::new(b"fleet/rt")?, false)
+}
+
+/// Whether `bind` could make a process the owner of online core `core` now (`own`'s errors):
+/// checked before a change that `own` completes.
+pub fn ownable(p: &Process, core: u64) -> Result<(), Errno> {
+    let k = online(core)?;
+    let owned = |c: usize| kcb::get(c).map_or(0, |k| k.fleet_owner.load(Ordering::Acquire));
+    let other_free = kcb::online_cores()
+        .iter()
+        .any(|&c| c != k.core_id && owned(c) == 0);
+    if owned(k.core_id) != 0 || !other_free || k.guests.load(Ordering::Acquire) != 0 {
+        return Err(Errno::EBUSY);
+    }
+    if p.fleet.lock().is_some() {
+        return Err(Errno::EBUSY);
+    }
+    Ok(())
+}
+
+/// Makes `target` a member of fleet `name` on core `k` (see [`bind`]).
+fn take(
+    target: &Arc<Process>,
+    k: &'static kcb::Kcb,
+    name: Name,
+    shared: bool,
+) -> Result<(), Errno> {
+    let pid = target.pid;
     {
         // Two managers binding at once must not both take what is left: one bind at a time
         // (cores are only ever freed concurrently).

@@ -27,7 +27,7 @@ use crate::proc::Process;
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use exec::kimage::{fnv1a, KernelImage, FNV_OFFSET};
+use exec::kimage::{fnv1a, KernelImage, FNV_OFFSET, IMAGE_TICKLESS};
 
 /// The most images loaded at once, the boot image included.
 pub const MAX_IMAGES: usize = 4;
@@ -40,6 +40,12 @@ pub struct Image {
     pub entry: u64,
     /// The range its own part occupies.
     range: core::ops::Range<u64>,
+    /// Its cores have no periodic tick (`reef-rt`): they cannot host parked KCBs, which need
+    /// the tick to take turns.
+    pub tickless: bool,
+    /// The size of the file it was loaded from (0 for the boot image): with the name, range and
+    /// entry, what tells a second load of the same image.
+    file_len: u64,
 }
 
 impl Image {
@@ -71,6 +77,8 @@ pub fn init() {
         name,
         entry: crate::smp::core_main as *const () as u64,
         range: KERNEL_BASE..&raw const __data_end as u64,
+        tickless: false,
+        file_len: 0,
     });
     let start = &raw const __text_start as u64;
     let end = &raw const __rodata_end as u64;
@@ -94,9 +102,11 @@ pub fn get(index: usize) -> &'static Image {
 /// The index of the image `path` names for `me`, loading it into frames of `node` if it is not
 /// loaded yet: `reef` is the boot image, anything else a file (a variant image, `/boot/...`).
 /// Errors, which leave everything as it was: those of opening and reading the file, `EISDIR`
-/// (a directory), `EACCES` (not a regular file), `ENOEXEC` (not a Reef kernel image: the reason is printed), `EINVAL`
-/// (made for another boot image or KCB layout, or overlapping the boot image), `EIO` (the
-/// file could not be read), `EBUSY` (it overlaps a different loaded image, or [`MAX_IMAGES`] are loaded), `ENOMEM`.
+/// (a directory), `EACCES` (not a regular file), `ENOEXEC` (not a Reef kernel image: the
+/// reason is printed), `EINVAL` (made for another boot image or KCB layout, or overlapping the
+/// boot image), `EIO` (the file could not be read), `EBUSY` (it overlaps another loaded image,
+/// or [`MAX_IMAGES`] are loaded), `ENOMEM`. An image loaded already (the same name, range,
+/// entry and file size) is not loaded again.
 pub fn load(me: &Process, path: &[u8], node: usize) -> Result<usize, Errno> {
     if path == b"reef" {
         return Ok(0);
@@ -127,10 +137,13 @@ pub fn load(me: &Process, path: &[u8], node: usize) -> Result<usize, Errno> {
     }
     for (index, slot) in IMAGES.iter().enumerate().skip(1) {
         match slot.get() {
-            Some(loaded) if loaded.range == range && loaded.entry == img.entry => {
-                return (loaded.name == info.name)
-                    .then_some(index)
-                    .ok_or(Errno::EBUSY);
+            Some(loaded)
+                if loaded.name == info.name
+                    && loaded.range == range
+                    && loaded.entry == img.entry
+                    && loaded.file_len == len =>
+            {
+                return Ok(index);
             }
             Some(loaded) if overlaps(&loaded.range) => return Err(Errno::EBUSY),
             Some(_) => {}
@@ -140,6 +153,8 @@ pub fn load(me: &Process, path: &[u8], node: usize) -> Result<usize, Errno> {
                     name: info.name,
                     entry: img.entry,
                     range,
+                    tickless: info.flags & IMAGE_TICKLESS != 0,
+                    file_len: len,
                 });
                 crate::kprintln!(
                     "reef: image {} loaded at {:#x} (entry {:#x}) from {}",

@@ -299,6 +299,9 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     } else {
         time::resume_clock(kcb);
     }
+    // The `reef-rt` image has no periodic tick: its timer interrupts only at a sleeper's
+    // deadline (`proc::sched`).
+    #[cfg(not(feature = "rt"))]
     time::start_timer();
     crate::proc::idle_loop()
 }

@@ -163,6 +163,20 @@ pub fn start_timer() {
     apic::timer_start_periodic(TIMER_VECTOR, initial);
 }
 
+/// Has this core's timer interrupt once at `deadline_ns` (its clock), or stops it (`None`): the
+/// `reef-rt` image's cores have no periodic tick, only the wake-ups their sleepers need.
+#[cfg(feature = "rt")]
+pub fn arm_oneshot(deadline_ns: Option<u64>) {
+    let Some(deadline) = deadline_ns else {
+        apic::timer_stop();
+        return;
+    };
+    let wait_ns = deadline.saturating_sub(now_ns()).max(1);
+    let ticks = (u128::from(wait_ns) * u128::from(apic_timer_hz()) / 1_000_000_000)
+        .clamp(1, u128::from(u32::MAX)) as u32;
+    apic::timer_start_oneshot(TIMER_VECTOR, ticks);
+}
+
 /// Rounds of the TSC offset measurement.
 const SYNC_ROUNDS: u64 = 16;
 /// Step of the TSC offset measurement: odd when the boot core asks the starting core for its

@@ -36,7 +36,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
-           core (core-busy core-jitter core-park core-park-busy) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
+           core (core-busy core-jitter core-jitter-rt core-park core-park-busy core-update) fs (fs-shared-w0 ... fs-private-w100) msg (msg-rtt msg-tput
            msg-mbox-rtt msg-mbox-tput msg-pipe-rtt msg-sock-rtt msg-grant-rtt msg-grant-tput)
            net (net-lo-rtt net-nic-rtt-64 net-nic-rtt-1k net-nic-rtt-64k net-nic-rtt-256k,
            net-server-rtt-SIZE and net-direct-rtt-SIZE for the same sizes, net-nic-tput
@@ -733,6 +733,30 @@ fn benches(effort: Effort) -> Vec<Bench> {
         }
         b.push(bench);
     }
+    // Replacing a core's kernel (Barrelfish/DC §4.5; Reef only): the last core restarted in the
+    // real-time image and back while a loop pinned there reads the clock.
+    let mut update = uperf(
+        effort,
+        "core-update",
+        &["update", "/boot/reef-rt", &rounds],
+        [
+            ("call", "uperf update-call ", "median"),
+            ("pause", "uperf update-pause ", "median"),
+            ("pause-max", "uperf update-pause ", "max"),
+            ("back-call", "uperf update-back-call ", "median"),
+            ("back-pause", "uperf update-back-pause ", "median"),
+        ]
+        .into_iter()
+        .map(|(m, prefix, key)| {
+            result_metric(&format!("core-update-{m}"), "us", false, prefix, key)
+        })
+        .collect(),
+    );
+    update.variants = vec![Variant::plain(System::Reef)];
+    for v in &mut update.variants {
+        v.min_cores = 2;
+    }
+    b.push(update);
     // The gaps a busy loop pinned to the last core sees (Barrelfish/DC §5.3), the baseline
     // for a real-time kernel image: Reef's normal kernel against Linux under SCHED_FIFO.
     let jitter_s = effort.jitter_s.to_string();
@@ -745,6 +769,27 @@ fn benches(effort: Effort) -> Vec<Bench> {
             result_metric("core-jitter-p9999", "us", false, "uperf jitter ", "p9999"),
         ],
     ));
+    // The same loop alone on the real-time image (Barrelfish/DC §5.3, Reef: the last core
+    // restarted in /boot/reef-rt with the loop's process its only owner; Linux as above).
+    let mut rt = uperf(
+        effort,
+        "core-jitter-rt",
+        &["jitter", &jitter_s, "/boot/reef-rt"],
+        vec![
+            result_metric("core-jitter-rt-max", "us", false, "uperf jitter ", "max"),
+            result_metric(
+                "core-jitter-rt-p9999",
+                "us",
+                false,
+                "uperf jitter ",
+                "p9999",
+            ),
+        ],
+    );
+    for v in &mut rt.variants {
+        v.min_cores = 2;
+    }
+    b.push(rt);
     for mode in ["shared", "private"] {
         for &w in effort.write_pcts {
             let name = format!("fs-{mode}-w{w}");

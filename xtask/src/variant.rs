@@ -31,17 +31,28 @@ pub struct Variant {
     pub feature: &'static str,
     /// Where its own part starts.
     pub base: u64,
+    /// Its cores have no periodic tick (`exec::kimage::IMAGE_TICKLESS`).
+    pub tickless: bool,
 }
 
 /// The size of the range each variant's own part must fit in.
 const SPAN: u64 = 0x1000_0000;
 
 /// The variant images xtask builds.
-pub const VARIANTS: &[Variant] = &[Variant {
-    name: "reef-trace",
-    feature: "trace",
-    base: 0xffff_ffff_c000_0000,
-}];
+pub const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "reef-trace",
+        feature: "trace",
+        base: 0xffff_ffff_c000_0000,
+        tickless: false,
+    },
+    Variant {
+        name: "reef-rt",
+        feature: "rt",
+        base: 0xffff_ffff_d000_0000,
+        tickless: true,
+    },
+];
 
 /// Where the kernel image is linked (`linker.ld`'s `KERNEL_BASE`).
 const KERNEL_BASE: u64 = 0xffff_ffff_8000_0000;
@@ -354,6 +365,7 @@ fn info_bytes(v: &Variant, boot_id: u64, kcb_layout: u32) -> Vec<u8> {
     b[..8].copy_from_slice(b"REEFIMG1");
     b[8..16].copy_from_slice(&boot_id.to_le_bytes());
     b[16..20].copy_from_slice(&kcb_layout.to_le_bytes());
+    b[20..24].copy_from_slice(&u32::from(v.tickless).to_le_bytes());
     b[24..32].copy_from_slice(&v.base.to_le_bytes());
     b[32..40].copy_from_slice(&SPAN.to_le_bytes());
     b[40..40 + v.name.len()].copy_from_slice(v.name.as_bytes());

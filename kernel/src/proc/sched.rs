@@ -40,6 +40,8 @@ pub const TIME_SLICE_TICKS: u64 = 2;
 
 /// Timer ticks a KCB's turn lasts at least on a core that hosts parked KCBs (20 ms, as the
 /// naive multi-KCB kernel of Barrelfish/DC §5.2).
+// The tickless `reef-rt` image takes no turns.
+#[cfg_attr(feature = "rt", allow(dead_code))]
 pub const KCB_TURN_TICKS: u64 = 2;
 
 /// Per-core scheduler state (part of the KCB).
@@ -473,6 +475,17 @@ pub fn timer_tick(user: bool) {
     let Some(k) = kcb::try_current() else { return };
     account_tick(k, user);
     fire_timers(k, crate::time::now_ns());
+    // The `reef-rt` image: no time slices and no turns, the interrupt only wakes sleepers.
+    #[cfg(feature = "rt")]
+    arm_next_timer(k);
+    #[cfg(not(feature = "rt"))]
+    slices_and_turns(k);
+}
+
+/// The tick's scheduling: ends the running thread's time slice, and the turn of this core's
+/// KCB or a parked one when another has work.
+#[cfg(not(feature = "rt"))]
+fn slices_and_turns(k: &'static Kcb) {
     let (mut mates, mut waiting) = (false, false);
     for p in k.turn_mates() {
         fire_timers(p, crate::time::now_ns_of(p));
@@ -492,6 +505,14 @@ pub fn timer_tick(user: bool) {
             k.sched.need_resched.store(true, Ordering::Relaxed);
         }
     }
+}
+
+/// Has this core's timer interrupt at the earliest deadline on its list (the `reef-rt`
+/// image's cores have no periodic tick).
+#[cfg(feature = "rt")]
+fn arm_next_timer(k: &Kcb) {
+    let next = k.sched.timers.lock().iter().map(|&(d, _, _)| d).min();
+    crate::time::arm_oneshot(next);
 }
 
 /// Wakes the sleepers on `k`'s timer list whose deadline is past `now` (`k`'s clock).
@@ -525,6 +546,11 @@ pub fn arm_timer(thread: &Arc<Thread>, deadline_ns: u64) {
     let seq = thread.sleep_seq.fetch_add(1, Ordering::AcqRel) + 1;
     thread.timer_core.store(k.core_id, Ordering::Release);
     timers.push((deadline_ns, seq, thread.clone()));
+    #[cfg(feature = "rt")]
+    {
+        drop(timers);
+        arm_next_timer(k);
+    }
 }
 
 /// Removes the current thread's pending wake-up, if any. The entry is looked for on the core
@@ -739,6 +765,9 @@ pub fn idle_loop() -> ! {
                 && guests_idle
                 && !k.sched.nr_sync.load(Ordering::Acquire)
             {
+                // A `reef-rt` core's sleepers may have been moved here with their timers.
+                #[cfg(feature = "rt")]
+                arm_next_timer(k);
                 cpu::enable_and_halt();
             }
         }

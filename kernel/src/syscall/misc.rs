@@ -178,8 +178,8 @@ pub fn reef_core_info(_: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
 }
 
 /// `reef_core_ctl(op, core, arg)`: see `abi::reef::REEF_CORE_CTL`, [`crate::corectl::stop`],
-/// [`crate::corectl::start`], [`crate::corectl::park`], [`crate::corectl::unpark`] and
-/// [`crate::corectl::update`];
+/// [`crate::corectl::start`], [`crate::corectl::park`], [`crate::corectl::unpark`],
+/// [`crate::corectl::update`] and [`crate::corectl::rt`];
 /// `EINVAL` for an unknown `op`.
 pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     super::cred::privileged(me)?;
@@ -188,13 +188,16 @@ pub fn reef_core_ctl(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> S
         abi::reef::REEF_CORE_START => crate::corectl::start(a[1])?,
         abi::reef::REEF_CORE_PARK => crate::corectl::park(me, a[1], a[2])?,
         abi::reef::REEF_CORE_UNPARK => crate::corectl::unpark(a[1])?,
-        abi::reef::REEF_CORE_UPDATE => {
-            let path = uaccess::read_cstring(a[2], nrfs::PATH_MAX - 1)?;
-            crate::corectl::update(me, a[1], &path)?
-        }
+        abi::reef::REEF_CORE_UPDATE => crate::corectl::update(me, a[1], &path_arg(a[2])?)?,
+        abi::reef::REEF_CORE_RT => crate::corectl::rt(me, a[1], &path_arg(a[2])?)?,
         _ => return Err(Errno::EINVAL),
     }
     Ok(0)
+}
+
+/// The kernel image path `reef_core_ctl`'s update and rt take.
+fn path_arg(addr: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
+    uaccess::read_cstring(addr, nrfs::PATH_MAX - 1)
 }
 
 /// `reboot(magic1, magic2, cmd, arg)`: POWER_OFF, HALT and RESTART all power the machine off

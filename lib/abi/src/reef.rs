@@ -50,7 +50,8 @@ pub const REEF_CORE_INFO: usize = REEF_BASE + 12;
 /// `reef_core_ctl(op, core, arg)`: stops ([`REEF_CORE_STOP`]) or starts ([`REEF_CORE_START`])
 /// core `core`, parks it on core `arg` ([`REEF_CORE_PARK`]) or unparks it
 /// ([`REEF_CORE_UNPARK`]), or restarts it in the kernel image whose path `arg` points to
-/// ([`REEF_CORE_UPDATE`]), returning once it is stopped, online or parked; root only.
+/// ([`REEF_CORE_UPDATE`]; [`REEF_CORE_RT`] also gives it to the caller alone), returning once
+/// it is stopped, online or parked; root only.
 pub const REEF_CORE_CTL: usize = REEF_BASE + 13;
 /// `reef_netd(op, arg)`: the network server's calls (LibrettOS §3.2): [`REEF_NETD_ATTACH`]
 /// (`arg`: where to write `struct { u64 region, region_pages, ports, port_pages; }`) and
@@ -92,6 +93,10 @@ pub const REEF_CORE_UNPARK: u64 = 3;
 /// `reef_core_ctl`'s `op`: restart the core in another kernel image (Barrelfish/DC §4.5):
 /// `arg` points to its path (a NUL-terminated string; `reef` names the boot image).
 pub const REEF_CORE_UPDATE: u64 = 4;
+/// `reef_core_ctl`'s `op`: restart the online core in the kernel image whose path `arg`
+/// points to and make the calling process its owner, alone there until it exits
+/// (Barrelfish/DC §5.3's real-time kernel, `/boot/reef-rt`).
+pub const REEF_CORE_RT: u64 = 5;
 /// `struct reef_core_info`'s `parked_on` and `guest` when they name no core.
 pub const CORE_NONE: u32 = u32::MAX;
 

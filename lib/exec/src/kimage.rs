@@ -16,6 +16,10 @@ use core::ops::Range;
 /// The first bytes of a `.reef_image` section.
 pub const IMAGE_MAGIC: [u8; 8] = *b"REEFIMG1";
 
+/// [`ImageInfo::flags`]: the image's cores have no periodic timer tick, so no time slices and
+/// no turns of parked KCBs (the real-time image).
+pub const IMAGE_TICKLESS: u32 = 1;
+
 /// Size of a `.reef_image` section's contents ([`ImageInfo::to_bytes`]).
 pub const INFO_SIZE: usize = 64;
 
@@ -34,6 +38,8 @@ pub struct ImageInfo {
     pub boot_id: u64,
     /// The KCB layout version the image's code was built with.
     pub kcb_layout: u32,
+    /// What sets the image apart ([`IMAGE_TICKLESS`]).
+    pub flags: u32,
     /// The start of the image's own part (page-aligned).
     pub base: u64,
     /// The size of the range its own part must lie in.
@@ -43,13 +49,14 @@ pub struct ImageInfo {
 }
 
 impl ImageInfo {
-    /// The section's bytes: magic, `boot_id`, `kcb_layout`, 4 reserved bytes, `base`, `span`,
-    /// `name`, zero padding; little-endian.
+    /// The section's bytes: magic, `boot_id`, `kcb_layout`, `flags`, `base`, `span`, `name`,
+    /// zero padding; little-endian.
     pub fn to_bytes(&self) -> [u8; INFO_SIZE] {
         let mut b = [0u8; INFO_SIZE];
         b[..8].copy_from_slice(&IMAGE_MAGIC);
         b[8..16].copy_from_slice(&self.boot_id.to_le_bytes());
         b[16..20].copy_from_slice(&self.kcb_layout.to_le_bytes());
+        b[20..24].copy_from_slice(&self.flags.to_le_bytes());
         b[24..32].copy_from_slice(&self.base.to_le_bytes());
         b[32..40].copy_from_slice(&self.span.to_le_bytes());
         b[40..56].copy_from_slice(&self.name);
@@ -66,6 +73,7 @@ impl ImageInfo {
         Some(ImageInfo {
             boot_id: u64_at(b, 8)?,
             kcb_layout: u32_at(b, 16)?,
+            flags: u32_at(b, 20)?,
             base: u64_at(b, 24)?,
             span: u64_at(b, 32)?,
             name,

@@ -22,6 +22,7 @@ fn info() -> ImageInfo {
     ImageInfo {
         boot_id: 0x1234_5678_9abc_def0,
         kcb_layout: 11,
+        flags: 1,
         base: BASE,
         span: 0x1000_0000,
         name,

@@ -179,6 +179,15 @@ pub fn timer_start_periodic(vector: u8, initial: u32) {
     write(REG_TIMER_INIT, initial);
 }
 
+/// Starts the timer once: `vector` after `initial` ticks of the bus clock divided by 16 (the
+/// tickless `reef-rt` image's sleeper wake-ups).
+#[cfg(feature = "rt")]
+pub fn timer_start_oneshot(vector: u8, initial: u32) {
+    write(REG_TIMER_DIVIDE, 0b0011);
+    write(REG_LVT_TIMER, vector as u32);
+    write(REG_TIMER_INIT, initial);
+}
+
 /// Stops the timer.
 pub fn timer_stop() {
     write(REG_LVT_TIMER, LVT_MASKED);
