@@ -13,6 +13,10 @@
  *   corectl unpark N        M gives N's KCB back and N starts again with it
  *   corectl update N IMAGE  restarts core N in kernel image IMAGE (a file such as
  *                           /boot/reef-trace, or `reef`: the boot image) with its KCB
+ *   corectl rt N PROGRAM [ARG...]
+ *                           restarts core N in the real-time image /boot/reef-rt and runs
+ *                           PROGRAM there alone (this process, which it becomes, owns the
+ *                           core until it exits)
  *
  * Errors change nothing and say why (exit status 1); a bad command line exits 2. Core 0 takes
  * the console's interrupts and cannot be stopped or parked yet (docs/architecture.md, "Cores as
@@ -31,7 +35,8 @@ static int usage(void)
                     "       corectl start N\n"
                     "       corectl park N M\n"
                     "       corectl unpark N\n"
-                    "       corectl update N IMAGE\n");
+                    "       corectl update N IMAGE\n"
+                    "       corectl rt N PROGRAM [ARG...]\n");
     return 2;
 }
 
@@ -106,6 +111,9 @@ static const char *why(const char *what, int e)
     case EALREADY:
         return strcmp(what, "start") == 0 ? "the core is not stopped" : "the core is not online";
     case EBUSY:
+        if (strcmp(what, "rt") == 0)
+            return "the core cannot be stopped (core 0, the last online core, a fleet's core, or "
+                   "it hosts a parked core), another program owns it, or it is the last free one";
         if (strcmp(what, "update") == 0)
             return "the core cannot be stopped (core 0, the last online core, a fleet's core, or "
                    "it hosts a parked core), it is parked, or another image holds that one's "
@@ -115,6 +123,9 @@ static const char *why(const char *what, int e)
                     : "the core cannot be stopped (core 0, the last online core, a fleet's "
                       "core, or it hosts a parked core)";
     case EINVAL:
+        if (strcmp(what, "rt") == 0)
+            return "the core is not online, or the image was made for another kernel (see the "
+                   "kernel log)";
         if (strcmp(what, "update") == 0)
             return "the image was made for another kernel or KCB layout (see the kernel log)";
         return park ? "the host must be another core, online" : unpark ? "the core is not parked"
@@ -186,6 +197,21 @@ int main(int argc, char **argv)
         }
         printf("corectl: core %ld runs %s\n", core, argv[3]);
         return 0;
+    }
+    if (argc >= 4 && strcmp(argv[1], "rt") == 0) {
+        long core = core_arg(argv[2]);
+        if (core < 0) {
+            fprintf(stderr, "corectl: %s: not a core number\n", argv[2]);
+            return 2;
+        }
+        int e = reef_core_rt((unsigned)core, "/boot/reef-rt");
+        if (e) {
+            fprintf(stderr, "corectl: rt %ld: %s\n", core, why("rt", e));
+            return 1;
+        }
+        execvp(argv[3], argv + 3);
+        fprintf(stderr, "corectl: rt %ld: %s: %s\n", core, argv[3], strerror(errno));
+        return 1;
     }
     return usage();
 }

@@ -269,11 +269,16 @@ pub fn update(me: &Arc<Thread>, core: u64, path: &[u8]) -> Result<(), Errno> {
 /// runs nothing else until the process exits (Barrelfish/DC §5.3: one program alone on a core,
 /// in the real-time image `/boot/reef-rt`). The ownership is checked first: `EINVAL` (not
 /// online), `EBUSY` (owned already, the last free online core, a host of parked cores, or the
-/// process owns a core already); then `update`'s errors.
+/// process owns a core already); then `update`'s errors. The caller returns on the core.
 pub fn rt(me: &Arc<Thread>, core: u64, path: &[u8]) -> Result<(), Errno> {
     crate::fleet::ownable(&me.process, core)?;
     update(me, core, path)?;
-    crate::fleet::own(&me.process, core)
+    crate::fleet::own(&me.process, core)?;
+    // The caller returns on its core, as from `sched_setaffinity` onto it.
+    if kcb::current().core_id as u64 != core {
+        sched::schedule();
+    }
+    Ok(())
 }
 
 /// Starts stopped core `core` again with its KCB, and returns once it is online: `ENODEV`,
