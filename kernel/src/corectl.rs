@@ -4,7 +4,7 @@
 //! One operation at a time ([`CORE_CTL`]): the checks below (the last online core, the
 //! caller's own core) hold only while no other stop or start runs. A stop returns once the
 //! core has stopped; it stops by itself at the scheduling point the stop IPI forces, tens of
-//! microseconds later, so the caller polls its state for up to [`STOP_SPIN_NS`] and only then
+//! microseconds later, so the caller polls its state for up to [`STOP_SPIN_NS`] (20 ms) and only then
 //! sleeps a millisecond at a time (a timer tick, 10 ms, in practice). The stopping core does
 //! not wake it: it halts the moment it reads as stopped, so that the INIT that follows cannot
 //! catch it holding a lock.
@@ -37,7 +37,10 @@ static CORE_CTL: SleepLock<()> = SleepLock::new(());
 
 /// How long a stop polls the core's state before it sleeps: a stop that needs longer waits for
 /// a thread that runs with interrupts off, and the caller's core can do other work meanwhile.
-const STOP_SPIN_NS: u64 = 2_000_000;
+/// Two timer ticks: a sleep lasts a tick at least, which the stopped core's programs would
+/// wait out before it starts again (an update or unpark); under emulation a stop takes a few
+/// milliseconds now and then (the vCPU not running), which 2 ms of polling missed.
+const STOP_SPIN_NS: u64 = 20_000_000;
 
 /// `struct reef_core_info` of core `core` (see `abi::reef::CORE_INFO_SIZE`): `ENODEV` if there
 /// is no such core.
