@@ -111,7 +111,8 @@ static void write_changed(const char *path, const unsigned char *buf, size_t len
 /* The real-time image: a child takes core `last` alone in /boot/reef-rt (reef_core_rt), runs
  * and sleeps there (the image has no periodic tick: each sleep's wake-up is its own timer
  * interrupt) and exits; the core is then free again, still in reef-rt, and cannot host parked
- * KCBs (they take turns on the tick). Errors: core 0, a core owned already. */
+ * KCBs (they take turns on the tick); two processes pinned there share it (a spinner does not
+ * starve the other). Errors: core 0, a core owned already. */
 static void real_time(unsigned last, const char *self)
 {
     CHECK_EQ(reef_core_rt(0, RT_IMAGE), -EBUSY);
@@ -155,6 +156,28 @@ static void real_time(unsigned last, const char *self)
     CHECK_EQ(run_program("/bin/corectl", "rt", "0", "/bin/true", NULL), 1);
     CHECK_EQ(run_program("/bin/corectl", "rt", core_arg, NULL), 2);
     CHECK_EQ(info_of(last).fleet_owner, 0u);
+    /* No tick, but no starvation: a spinner pinned there does not keep another thread there
+     * from running (the timer then ends the spinner's slice). */
+    atomic_int *count = step + 1;
+    pid_t spinner = test_fork_child("a spinner on the real-time core", (int)last);
+    if (spinner == 0)
+        for (;;)
+            ;
+    pid_t counter = test_fork_child("a counter on the real-time core", (int)last);
+    if (counter == 0)
+        for (;;)
+            atomic_fetch_add(count, 1);
+    long long deadline = now_ns() + 60 * 1000000000LL;
+    while (atomic_load(count) < 100000) {
+        if (now_ns() > deadline)
+            FAIL("a thread sharing the real-time core with a spinner made no progress in 60 s");
+        sched_yield();
+    }
+    CHECK_SYS(kill(spinner, SIGKILL));
+    CHECK_SYS(kill(counter, SIGKILL));
+    CHECK_SYS(waitpid(spinner, NULL, 0));
+    CHECK_SYS(waitpid(counter, NULL, 0));
+    test_nkids = 0;
     CHECK_EQ(reef_core_update(last, "reef"), 0);
     check_runs(last, "reef");
     SAY("a program ran and slept alone on core %u in %s, which had no other owner meanwhile",

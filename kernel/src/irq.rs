@@ -302,7 +302,15 @@ pub fn interrupt(frame: &mut InterruptFrame) {
                 crate::net::tick();
             }
         }
-        crate::ipi::IPI_VECTOR => crate::ipi::handle(),
+        crate::ipi::IPI_VECTOR => {
+            crate::ipi::handle();
+            // A tickless core (`reef-rt`) may have been given work: its timer must end the
+            // running thread's slice.
+            #[cfg(feature = "rt")]
+            if let Some(k) = kcb::try_current() {
+                crate::proc::sched::arm_next_timer(k);
+            }
+        }
         apic::SPURIOUS_VECTOR => {}
         apic::ERROR_VECTOR => {
             let esr = apic::error_status();

@@ -30,7 +30,7 @@ use vspace::FlushSet;
 /// Identifies a KCB.
 pub const KCB_MAGIC: u64 = u64::from_be_bytes(*b"REEF.KCB");
 /// Version of the KCB layout; bump on any change to [`Kcb`].
-pub const KCB_LAYOUT_VERSION: u32 = 11;
+pub const KCB_LAYOUT_VERSION: u32 = 12;
 /// Most cores Reef manages.
 pub const MAX_CORES: usize = 256;
 /// [`Kcb::parked_on`] when it names no core.

@@ -289,6 +289,10 @@ pub extern "C" fn core_main(kcb_addr: u64) -> ! {
     arch::user::init_core();
     arch::kvm::register(&kcb.steal);
     apic::init_local();
+    // Whether this image has a periodic tick: work for a tickless core needs an IPI.
+    kcb.sched
+        .tickless
+        .store(cfg!(feature = "rt"), Ordering::Release);
     let first = kcb.starts.fetch_add(1, Ordering::AcqRel) == 0;
     kcb.set_state(CoreState::Online);
     if first {

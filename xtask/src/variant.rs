@@ -373,12 +373,14 @@ fn info_bytes(v: &Variant, boot_id: u64, kcb_layout: u32) -> Vec<u8> {
 }
 
 /// Writes `text` to `path` unless it holds it already (cargo rebuilds the variant when its
-/// script changes).
+/// script changes), through a file of this process's renamed into place.
 fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return Ok(());
     }
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))
 }
 
 /// The directory the variant images go to (`/boot` in the initramfs).
@@ -387,7 +389,7 @@ pub fn boot_dir() -> PathBuf {
 }
 
 /// Builds every variant image against the boot image `kernel` (just built, with its map) into
-/// [`boot_dir`], then has cargo put the boot image's ELF back in place.
+/// [`boot_dir`] (`NAME`, and `NAME.elf` with its debug information).
 pub fn build_all(kernel: &Kernel, boot_map: &Path) -> Result<(), String> {
     let kernel_dir = build::root().join("kernel");
     let boot_map_sections = parse_map(boot_map)?;
@@ -396,34 +398,50 @@ pub fn build_all(kernel: &Kernel, boot_map: &Path) -> Result<(), String> {
     let layout = kcb_layout()?;
     let dir = boot_dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Another xtask process may build and install the same files meanwhile: each is written
+    // under a name of this process's and renamed into place.
+    let mine = |path: PathBuf| {
+        let mut name = path.into_os_string();
+        name.push(format!(".{}.tmp", std::process::id()));
+        PathBuf::from(name)
+    };
     for v in VARIANTS {
         eprintln!("xtask: building the variant image {}", v.name);
-        let ld = kernel_dir.join(format!("target/{}.ld", v.name));
-        let map = kernel_dir.join(format!("target/{}.map", v.name));
+        let target = kernel_dir.join(format!("target/variant-{}", v.name));
+        std::fs::create_dir_all(&target)
+            .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+        let ld = target.join("variant.ld");
+        let map = target.join("variant.map");
         write_if_changed(&ld, &script(v, &boot_map_sections))?;
-        build::cargo_kernel(&kernel_dir, Some(v.feature), &ld, &map)
+        let built = build::cargo_kernel(&kernel_dir, Some(v.feature), &ld, (&target, &map))
             .map_err(|e| format!("variant image {} failed to build: {e}", v.name))?;
+        verify(v, &boot_syms, &symbols(&built)?, &parse_map(&map)?)?;
         let elf = dir.join(format!("{}.elf", v.name));
-        std::fs::copy(&kernel.elf, &elf)
-            .map_err(|e| format!("cannot copy {}: {e}", kernel.elf.display()))?;
-        verify(v, &boot_syms, &symbols(&elf)?, &parse_map(&map)?)?;
-        let info = dir.join(format!("{}.info", v.name));
+        let elf_tmp = mine(elf.clone());
+        std::fs::copy(&built, &elf_tmp)
+            .map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
+        let info = mine(dir.join(format!("{}.info", v.name)));
         std::fs::write(&info, info_bytes(v, boot_id, layout))
             .map_err(|e| format!("cannot write {}: {e}", info.display()))?;
+        let out = dir.join(v.name);
+        let out_tmp = mine(out.clone());
         let status = Command::new("objcopy")
             .arg("--strip-debug")
             .arg(format!("--add-section=.reef_image={}", info.display()))
-            .arg(&elf)
-            .arg(dir.join(v.name))
+            .arg(&elf_tmp)
+            .arg(&out_tmp)
             .status()
             .map_err(|e| format!("cannot run objcopy: {e}"))?;
+        let _ = std::fs::remove_file(&info);
         if !status.success() {
             return Err(format!("objcopy failed to make {}", v.name));
         }
+        for (from, to) in [(&elf_tmp, &elf), (&out_tmp, &out)] {
+            std::fs::rename(from, to)
+                .map_err(|e| format!("cannot rename {}: {e}", from.display()))?;
+        }
     }
-    // The variants' builds left their ELF where cargo puts the kernel's: this brings the boot
-    // image's back (nothing is compiled).
-    build::cargo_kernel(&kernel_dir, None, &kernel_dir.join("linker.ld"), boot_map)
+    Ok(())
 }
 
 #[cfg(test)]

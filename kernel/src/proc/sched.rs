@@ -88,6 +88,14 @@ pub struct CoreScheduler {
     pub active_vspace: AtomicUsize,
     /// Context switches done.
     pub switches: AtomicU64,
+    /// The core runs a tickless kernel image (`reef-rt`, set by the image at the core's
+    /// entry): its timer interrupts only when needed ([`arm_next_timer`]), so work given to it
+    /// while it runs a thread needs an IPI.
+    pub tickless: AtomicBool,
+    /// On a tickless core, when the running thread's time slice ends if other threads wait
+    /// (ns; 0: no slice running). In every image's KCB layout; only the tickless one uses it.
+    #[cfg_attr(not(feature = "rt"), allow(dead_code))]
+    slice_end: AtomicU64,
 }
 
 impl CoreScheduler {
@@ -112,6 +120,8 @@ impl CoreScheduler {
             last_idle_sync: AtomicU64::new(0),
             active_vspace: AtomicUsize::new(0),
             switches: AtomicU64::new(0),
+            tickless: AtomicBool::new(false),
+            slice_end: AtomicU64::new(0),
         }
     }
 }
@@ -273,7 +283,12 @@ pub fn enqueue(core: usize, thread: Arc<Thread>) {
             thread.core.store(core, Ordering::Release);
             ready.push_back(thread);
             drop(ready);
-            if core != kcb::current().core_id && k.sched.idle.load(Ordering::Acquire) {
+            // A tickless core that runs a thread learns of the work only from an IPI (it then
+            // arms its timer for the running thread's slice).
+            let busy_tickless = k.sched.tickless.load(Ordering::Acquire);
+            if core != kcb::current().core_id
+                && (k.sched.idle.load(Ordering::Acquire) || busy_tickless)
+            {
                 let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
             }
             return;
@@ -475,9 +490,12 @@ pub fn timer_tick(user: bool) {
     let Some(k) = kcb::try_current() else { return };
     account_tick(k, user);
     fire_timers(k, crate::time::now_ns());
-    // The `reef-rt` image: no time slices and no turns, the interrupt only wakes sleepers.
+    // The `reef-rt` image: the interrupt wakes sleepers and ends a slice others wait for.
     #[cfg(feature = "rt")]
-    arm_next_timer(k);
+    {
+        end_slice(k);
+        arm_next_timer(k);
+    }
     #[cfg(not(feature = "rt"))]
     slices_and_turns(k);
 }
@@ -507,12 +525,38 @@ fn slices_and_turns(k: &'static Kcb) {
     }
 }
 
-/// Has this core's timer interrupt at the earliest deadline on its list (the `reef-rt`
-/// image's cores have no periodic tick).
+/// Has this core's timer interrupt when it is next needed (the `reef-rt` image's cores have no
+/// periodic tick, as Linux's `nohz_full`): at the earliest deadline of its sleepers and, while
+/// other threads wait, at the end of the running thread's time slice, which the interrupt
+/// then ends; a thread alone on the core is never interrupted by the timer.
 #[cfg(feature = "rt")]
-fn arm_next_timer(k: &Kcb) {
-    let next = k.sched.timers.lock().iter().map(|&(d, _, _)| d).min();
-    crate::time::arm_oneshot(next);
+pub fn arm_next_timer(k: &Kcb) {
+    let now = crate::time::now_ns();
+    let waiting = !k.sched.ready.lock().is_empty();
+    let slice = if waiting {
+        let end = match k.sched.slice_end.load(Ordering::Relaxed) {
+            0 => now + TIME_SLICE_TICKS * 1_000_000_000 / crate::time::TIMER_HZ,
+            end => end,
+        };
+        k.sched.slice_end.store(end, Ordering::Relaxed);
+        Some(end)
+    } else {
+        k.sched.slice_end.store(0, Ordering::Relaxed);
+        None
+    };
+    let sleeper = k.sched.timers.lock().iter().map(|&(d, _, _)| d).min();
+    crate::time::arm_oneshot(sleeper.into_iter().chain(slice).min());
+}
+
+/// The timer interrupt of a tickless core: ends the running thread's time slice if it is over
+/// and another thread waits.
+#[cfg(feature = "rt")]
+fn end_slice(k: &Kcb) {
+    let end = k.sched.slice_end.load(Ordering::Relaxed);
+    if end != 0 && crate::time::now_ns() >= end && !k.sched.ready.lock().is_empty() {
+        k.sched.slice_end.store(0, Ordering::Relaxed);
+        k.sched.need_resched.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Wakes the sleepers on `k`'s timer list whose deadline is past `now` (`k`'s clock).
