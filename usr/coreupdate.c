@@ -226,6 +226,15 @@ int main(int argc, char **argv)
     write_changed("/tmp/other-kcb", image, len, info + 16);
     write_changed("/tmp/not-reef", image, len, info);
     free(image);
+    long free_refused = reef_free_bytes();
+    static char long_path[8192];
+    memset(long_path, 'a', sizeof long_path - 1);
+    CHECK_EQ(reef_core_update(last, long_path), -ENAMETOOLONG);
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(reef_core_update(last, "/tmp/other-boot"), -EINVAL);
+        CHECK_EQ(reef_core_update(last, "/bin/busybox"), -ENOEXEC);
+    }
+    CHECK_MEMORY_BACK(free_refused, "refused updates took no memory");
     CHECK_EQ(reef_core_update(last, "/tmp/other-boot"), -EINVAL);
     CHECK_EQ(reef_core_update(last, "/tmp/other-kcb"), -EINVAL);
     CHECK_EQ(reef_core_update(last, "/tmp/not-reef"), -ENOEXEC);

@@ -258,14 +258,21 @@ fn shared_pages_take_the_files_bytes_and_change_in_place() {
     assert_eq!((mappings(frames[0]), mappings(frames[1])), (1, 1));
 }
 
-#[test]
-fn replicas_share_one_frame_and_apply_each_write_once() {
-    let _serial = install();
+/// Clients of two replicas of a fresh NR-FS, and a file `x` of 100 bytes of 5 that only the
+/// first has applied the creation and write of.
+fn two_replicas_with_a_file() -> (FsClient, FsClient, Ino) {
     let (nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
     let a = nrfs.client(&replicas[0]).unwrap();
     let b = nrfs.client(&replicas[1]).unwrap();
     let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
     a.write(f, 0, &[5; 100], t(1)).unwrap();
+    (a, b, f)
+}
+
+#[test]
+fn replicas_share_one_frame_and_apply_each_write_once() {
+    let _serial = install();
+    let (a, b, f) = two_replicas_with_a_file();
     let shared = frame(0);
     let (taken, offer) = a.share_pages(f, 0, vec![shared]);
     assert_eq!(taken, Ok(1));
@@ -316,11 +323,7 @@ fn replicas_share_one_frame_and_apply_each_write_once() {
 #[test]
 fn an_offer_is_adopted_once_the_lagging_replica_applied_it() {
     let _serial = install();
-    let (nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
-    let a = nrfs.client(&replicas[0]).unwrap();
-    let b = nrfs.client(&replicas[1]).unwrap();
-    let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
-    a.write(f, 0, &[5; 100], t(1)).unwrap();
+    let (a, b, f) = two_replicas_with_a_file();
     let shared = frame(0);
     share(shared); // the caller's share
     let (taken, offer) = a.share_pages(f, 0, vec![shared]);
@@ -344,11 +347,7 @@ fn an_offer_is_adopted_once_the_lagging_replica_applied_it() {
 #[test]
 fn a_late_truncation_leaves_a_shared_page_alone() {
     let _serial = install();
-    let (nrfs, replicas) = NrFs::new(2, 64, 2).unwrap();
-    let a = nrfs.client(&replicas[0]).unwrap();
-    let b = nrfs.client(&replicas[1]).unwrap();
-    let f = a.create(ROOT_INO, b"x", FILE, NEW, t(1)).unwrap().ino;
-    a.write(f, 0, &[5; 100], t(1)).unwrap();
+    let (a, b, f) = two_replicas_with_a_file();
     let shared = frame(0);
     assert_eq!(a.share_pages(f, 0, vec![shared]).0, Ok(1));
     a.truncate(f, 10, t(2)).unwrap();
