@@ -73,11 +73,11 @@ static inline int hare_fleet_start(char *list, size_t len, int most)
 }
 
 /* Free memory may end this much below its value before the fleet started: the kernel's
- * per-core structures made meanwhile stay, and so may heap arenas (one spare per node and
- * ones pinned by long-lived allocations, as for usr/robust.c). Split servers on 4c2n ended
- * 5 MiB below in 2 of the 33 such runs of `cargo xtask bench hare` (after rm-dense and
- * pfind-sparse); four rounds of rm-dense in one boot lost 0.1-0.2 MiB each, not more each
- * time. The buffer cache alone is 16 MiB, so losing it is still caught. */
+ * per-core structures made meanwhile stay, and so may heap arenas (2 MiB each: one spare per
+ * node and ones pinned by long-lived allocations, as for usr/robust.c). Losses of 5 and
+ * 12 MiB seen here were the NR-FS replica of node 1 still copying the initramfs when the
+ * first figure was taken; reef_free_bytes() now brings every replica up to date first. The
+ * buffer cache alone is 16 MiB, so losing it is still caught. */
 #define HARE_FLEET_SLACK (8L << 20)
 
 /* Stops the fleet and waits (up to 10 s, for the servers' exit) until free memory is back

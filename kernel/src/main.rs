@@ -271,6 +271,8 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     if config.init.is_none() {
         greet(machine);
     }
+    // With every NR-FS replica holding the initramfs, as at power-off (`final_report`).
+    fs::sync_all();
     FREE_BEFORE_INIT.store(mm::free_bytes(), core::sync::atomic::Ordering::Relaxed);
     if let Err(e) = proc::spawn_init(&argv) {
         kprintln!("reef: cannot start init '{}': {e}", argv[0]);
@@ -335,6 +337,7 @@ pub fn power_off_by(pid: u32) -> ! {
 /// The lines printed before power-off once user programs ran: unimplemented system calls
 /// and free memory.
 fn final_report() {
+    fs::sync_all();
     kprintln!(
         "reef: unimplemented syscalls:{}",
         syscall::unimplemented_report()
