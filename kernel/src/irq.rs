@@ -12,7 +12,7 @@ use crate::console::print_emergency;
 use crate::kcb::{self, Kcb, FIRST_BINDABLE_VECTOR};
 use crate::sync::IrqMutex;
 use crate::time::TIMER_VECTOR;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Drivers' handlers of device interrupts, by bindable vector (`FIRST_BINDABLE_VECTOR + i`):
 /// the hook through which an interrupt reaches its driver above this layer.
@@ -144,6 +144,16 @@ impl core::fmt::Display for CoreName {
 /// (EFAULT); anything else in the kernel is fatal.
 pub fn exception(frame: &mut InterruptFrame) {
     let user_mode = frame.cs & 3 == 3;
+    if frame.vector == 2 {
+        // An NMI (QEMU's monitor command `nmi` sends one to every core): the first core to
+        // take it prints the scheduler's state, and every core goes on.
+        static DUMPING: AtomicBool = AtomicBool::new(false);
+        if !DUMPING.swap(true, Ordering::AcqRel) {
+            crate::proc::sched::dump();
+            DUMPING.store(false, Ordering::Release);
+        }
+        return;
+    }
     if frame.vector == 14 {
         let addr = cpu::read_cr2();
         let err = frame.error_code;
@@ -306,8 +316,8 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             crate::ipi::handle();
             // A tickless core (`reef-rt`) may have been given work: its timer must end the
             // running thread's slice.
-            #[cfg(feature = "rt")]
-            if let Some(k) = kcb::try_current() {
+            if let Some(k) = kcb::try_current().filter(|k| k.sched.tickless.load(Ordering::Acquire))
+            {
                 crate::proc::sched::arm_next_timer(k);
             }
         }

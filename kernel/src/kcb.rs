@@ -435,8 +435,6 @@ impl Kcb {
 
     /// The other KCBs that the core running this one takes turns with: its host and the host's
     /// other guests while this one is parked, the KCBs parked here while this core hosts some.
-    // The tickless `reef-rt` image takes no turns.
-    #[cfg_attr(feature = "rt", allow(dead_code))]
     pub fn turn_mates(&'static self) -> impl Iterator<Item = &'static Kcb> {
         let runner: &'static Kcb = self.host().unwrap_or(self);
         core::iter::once(runner)

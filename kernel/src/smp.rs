@@ -321,6 +321,8 @@ pub fn host_guest(host: &Kcb, guest: &Kcb) {
         .store(host.tsc_offset.load(Ordering::Acquire), Ordering::Release);
     time::resume_clock(guest);
     guest.sched.turn_over.store(false, Ordering::Release);
+    // The host ticks (a tickless core hosts no KCB): the guest's timers fire on its tick.
+    guest.sched.tickless.store(false, Ordering::Release);
     guest.set_state(CoreState::Parked);
 }
 

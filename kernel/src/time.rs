@@ -165,7 +165,6 @@ pub fn start_timer() {
 
 /// Has this core's timer interrupt once at `deadline_ns` (its clock), or stops it (`None`): the
 /// `reef-rt` image's cores have no periodic tick, only the wake-ups their sleepers need.
-#[cfg(feature = "rt")]
 pub fn arm_oneshot(deadline_ns: Option<u64>) {
     let Some(deadline) = deadline_ns else {
         apic::timer_stop();

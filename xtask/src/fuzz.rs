@@ -14,7 +14,8 @@
 //! - the kernel panics or takes a CPU exception in kernel mode (QEMU status 3 or 5),
 //! - the fuzzer's heartbeat (`fuzz: hb`, every second) stops for `--hang` seconds (default
 //!   60): a hang; the registers of every vCPU are read from QEMU's monitor first and each RIP
-//!   is turned into a kernel function and line with addr2line,
+//!   is turned into a kernel function and line with addr2line, and an NMI makes the kernel
+//!   print every core's scheduler state (`reef: nmi:` lines: run queues, timed wake-ups),
 //! - the whole run takes longer than `--limit` seconds (default: 300 plus one second per 50
 //!   calls),
 //! - init exits with another status than 0 (the fuzzer's own `fuzz: FAIL` verdict: a process
@@ -429,13 +430,15 @@ pub fn rips(registers: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Asks QEMU's monitor (a Unix socket) for every vCPU's registers.
-fn monitor_registers(sock: &Path) -> Result<String, String> {
+/// Sends `command` to QEMU's monitor (a Unix socket) and returns its answer: `info registers
+/// -a` for every vCPU's registers, `nmi` for the kernel's scheduler dump (`reef: nmi:` lines on
+/// the console).
+fn monitor(sock: &Path, command: &str) -> Result<String, String> {
     use std::os::unix::net::UnixStream;
     let mut s = UnixStream::connect(sock).map_err(|e| format!("monitor: {e}"))?;
     s.set_read_timeout(Some(Duration::from_millis(500)))
         .map_err(|e| e.to_string())?;
-    s.write_all(b"info registers -a\n")
+    s.write_all(format!("{command}\n").as_bytes())
         .map_err(|e| format!("monitor: {e}"))?;
     let mut out = Vec::new();
     let start = Instant::now();
@@ -665,7 +668,11 @@ fn watch(
         let now = Instant::now();
         let silent = now - last_beat;
         if silent > o.hang || now - start > limit {
-            registers = monitor_registers(sock).unwrap_or_else(|e| e);
+            registers = monitor(sock, "info registers -a").unwrap_or_else(|e| e);
+            // The kernel prints its scheduler state on an NMI: the console readers take it.
+            if monitor(sock, "nmi").is_ok() {
+                std::thread::sleep(Duration::from_secs(2));
+            }
             let _ = child.kill();
             let _ = child.wait();
             break if silent > o.hang {
@@ -743,6 +750,17 @@ fn print_failure(
         }
         if r.is_empty() {
             println!("{}", registers.trim());
+        }
+    }
+    let dump: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("reef: nmi: "))
+        .collect();
+    if !dump.is_empty() {
+        println!("---- the scheduler's state (the kernel's answer to an NMI) ----");
+        for l in dump {
+            println!("{l}");
         }
     }
     println!(

@@ -130,6 +130,11 @@ pub struct Thread {
     stack: Vec<u128>,
     /// Kernel stack pointer saved while switched out.
     pub(crate) saved_rsp: AtomicU64,
+    /// Its context is live on a core: from the switch that resumes it until the switch that
+    /// saves it has finished (`sched::finish_switch` on the next context). Another core may
+    /// resume it only after that (`sched::schedule` waits): a thread woken while it blocks on
+    /// a stopping core goes to another core's queue before its own core has switched away.
+    pub(crate) on_core: AtomicBool,
     /// The [`ThreadState`], as its `u8` value.
     state: AtomicU8,
     /// Timer ticks it was running in user mode and in the kernel ([`sched::account_tick`];
@@ -191,6 +196,7 @@ impl Thread {
             process,
             stack,
             saved_rsp: AtomicU64::new(0),
+            on_core: AtomicBool::new(false),
             state: AtomicU8::new(ThreadState::Ready as u8),
             cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
             core: AtomicUsize::new(kcb::current().core_id),

@@ -40,8 +40,6 @@ pub const TIME_SLICE_TICKS: u64 = 2;
 
 /// Timer ticks a KCB's turn lasts at least on a core that hosts parked KCBs (20 ms, as the
 /// naive multi-KCB kernel of Barrelfish/DC §5.2).
-// The tickless `reef-rt` image takes no turns.
-#[cfg_attr(feature = "rt", allow(dead_code))]
 pub const KCB_TURN_TICKS: u64 = 2;
 
 /// Per-core scheduler state (part of the KCB).
@@ -89,12 +87,13 @@ pub struct CoreScheduler {
     /// Context switches done.
     pub switches: AtomicU64,
     /// The core runs a tickless kernel image (`reef-rt`, set by the image at the core's
-    /// entry): its timer interrupts only when needed ([`arm_next_timer`]), so work given to it
-    /// while it runs a thread needs an IPI.
+    /// entry; false for a KCB parked on a host, which ticks): its timer interrupts only when
+    /// needed ([`arm_next_timer`]), so work given to it while it runs a thread needs an IPI.
+    /// Every image's code asks this, not which image it is: a thread goes on in the code of
+    /// the image it was switched out in, on whatever core it is resumed on.
     pub tickless: AtomicBool,
     /// On a tickless core, when the running thread's time slice ends if other threads wait
-    /// (ns; 0: no slice running). In every image's KCB layout; only the tickless one uses it.
-    #[cfg_attr(not(feature = "rt"), allow(dead_code))]
+    /// (ns; 0: no slice running).
     slice_end: AtomicU64,
 }
 
@@ -402,6 +401,7 @@ pub fn schedule() {
     };
     let target = match &next {
         Some(n) => {
+            take_context(n);
             n.set_state(ThreadState::Running);
             n.core.store(k.core_id, Ordering::Release);
             k.set_kernel_stack(n.stack_top());
@@ -431,6 +431,20 @@ pub fn schedule() {
     cpu::restore_interrupts(were);
 }
 
+/// Claims `n`'s saved context for this core ([`Thread::on_core`]), waiting while the core it
+/// last ran on is still switching away from it (it was woken while it blocked there, and that
+/// core was stopping). That core is on its way from marking the thread blocked to the switch,
+/// waiting for no other core (it only answers IPIs), so the wait is short.
+fn take_context(n: &Thread) {
+    while n
+        .on_core
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        cpu::pause();
+    }
+}
+
 /// Whether `k` runs no more threads now: its core is stopping, or its turn on a core that runs
 /// two KCBs is over.
 fn leaving(k: &Kcb) -> bool {
@@ -444,6 +458,8 @@ pub fn finish_switch() {
     let Some(prev) = k.sched.prev.lock().take() else {
         return;
     };
+    // Its context is saved: another core may resume it from now on.
+    prev.on_core.store(false, Ordering::Release);
     if prev.transition(ThreadState::Running, ThreadState::Ready) {
         // A preempted thread stays on this core (no scan of every core's queue on this path)
         // unless its affinity excludes it or the core is stopping.
@@ -490,19 +506,17 @@ pub fn timer_tick(user: bool) {
     let Some(k) = kcb::try_current() else { return };
     account_tick(k, user);
     fire_timers(k, crate::time::now_ns());
-    // The `reef-rt` image: the interrupt wakes sleepers and ends a slice others wait for.
-    #[cfg(feature = "rt")]
-    {
+    // A tickless core: the interrupt wakes sleepers and ends a slice others wait for.
+    if k.sched.tickless.load(Ordering::Acquire) {
         end_slice(k);
         arm_next_timer(k);
+    } else {
+        slices_and_turns(k);
     }
-    #[cfg(not(feature = "rt"))]
-    slices_and_turns(k);
 }
 
 /// The tick's scheduling: ends the running thread's time slice, and the turn of this core's
 /// KCB or a parked one when another has work.
-#[cfg(not(feature = "rt"))]
 fn slices_and_turns(k: &'static Kcb) {
     let (mut mates, mut waiting) = (false, false);
     for p in k.turn_mates() {
@@ -528,8 +542,8 @@ fn slices_and_turns(k: &'static Kcb) {
 /// Has this core's timer interrupt when it is next needed (the `reef-rt` image's cores have no
 /// periodic tick, as Linux's `nohz_full`): at the earliest deadline of its sleepers and, while
 /// other threads wait, at the end of the running thread's time slice, which the interrupt
-/// then ends; a thread alone on the core is never interrupted by the timer.
-#[cfg(feature = "rt")]
+/// then ends; a thread alone on the core is never interrupted by the timer. Only for a
+/// tickless core (`k` is the current one).
 pub fn arm_next_timer(k: &Kcb) {
     let now = crate::time::now_ns();
     let waiting = !k.sched.ready.lock().is_empty();
@@ -550,7 +564,6 @@ pub fn arm_next_timer(k: &Kcb) {
 
 /// The timer interrupt of a tickless core: ends the running thread's time slice if it is over
 /// and another thread waits.
-#[cfg(feature = "rt")]
 fn end_slice(k: &Kcb) {
     let end = k.sched.slice_end.load(Ordering::Relaxed);
     if end != 0 && crate::time::now_ns() >= end && !k.sched.ready.lock().is_empty() {
@@ -590,9 +603,8 @@ pub fn arm_timer(thread: &Arc<Thread>, deadline_ns: u64) {
     let seq = thread.sleep_seq.fetch_add(1, Ordering::AcqRel) + 1;
     thread.timer_core.store(k.core_id, Ordering::Release);
     timers.push((deadline_ns, seq, thread.clone()));
-    #[cfg(feature = "rt")]
-    {
-        drop(timers);
+    drop(timers);
+    if k.sched.tickless.load(Ordering::Acquire) {
         arm_next_timer(k);
     }
 }
@@ -695,9 +707,16 @@ fn evacuate(k: &Kcb) {
         let core = choose_core(&t, k.core_id);
         match kcb::get(core).filter(|_| core != k.core_id) {
             Some(other) => {
-                let mut list = other.sched.timers.lock();
-                t.timer_core.store(core, Ordering::Release);
-                list.push((deadline, seq, t));
+                {
+                    let mut list = other.sched.timers.lock();
+                    t.timer_core.store(core, Ordering::Release);
+                    list.push((deadline, seq, t));
+                }
+                // A tickless core (`reef-rt`) has its timer armed for its own sleepers only:
+                // its IPI handler arms it again, for this one too.
+                if other.sched.tickless.load(Ordering::Acquire) {
+                    let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
+                }
             }
             None => kept.push((deadline, seq, t)),
         }
@@ -809,11 +828,72 @@ pub fn idle_loop() -> ! {
                 && guests_idle
                 && !k.sched.nr_sync.load(Ordering::Acquire)
             {
-                // A `reef-rt` core's sleepers may have been moved here with their timers.
-                #[cfg(feature = "rt")]
-                arm_next_timer(k);
+                // A tickless core's sleepers may have been moved here with their timers.
+                if k.sched.tickless.load(Ordering::Acquire) {
+                    arm_next_timer(k);
+                }
                 cpu::enable_and_halt();
             }
         }
+    }
+}
+
+/// Prints every core's scheduler state on the console (the NMI's report, `irq::exception`;
+/// QEMU's monitor command `nmi` sends one): per KCB its state, image, flags, IPI mailbox, the
+/// running thread, the ready queue and the timed wake-ups (ms from now, thread, `off` for one
+/// no longer armed), each thread with its state. For a guest that hangs with every core idle,
+/// it shows where a wake-up went. It allocates nothing and only tries locks (the interrupted
+/// code may hold them): `?` for one held.
+pub fn dump() {
+    use crate::console::print_emergency as out;
+    for k in (0..kcb::MAX_CORES).filter_map(kcb::get) {
+        let now = crate::time::now_ns_of(k);
+        out(format_args!(
+            "reef: nmi: core {} {:?} image {} idle {} tickless {} stop {} resched {} ipi {}/{}",
+            k.core_id,
+            k.state(),
+            k.image.load(Ordering::Relaxed),
+            k.sched.idle.load(Ordering::Relaxed),
+            k.sched.tickless.load(Ordering::Relaxed),
+            k.sched.stop_requested.load(Ordering::Relaxed),
+            k.sched.need_resched.load(Ordering::Relaxed),
+            k.ipi.handled.load(Ordering::Relaxed),
+            k.ipi.requested.load(Ordering::Relaxed),
+        ));
+        match k.sched.current.try_lock_for(1000) {
+            Some(c) => match c.as_deref() {
+                Some(t) => out(format_args!(" running {}:{:?}", t.tid, t.state())),
+                None => out(format_args!(" running idle")),
+            },
+            None => out(format_args!(" running ?")),
+        }
+        match k.sched.ready.try_lock_for(1000) {
+            Some(q) => {
+                out(format_args!(" ready ["));
+                for t in q.iter() {
+                    out(format_args!(" {}:{:?}", t.tid, t.state()));
+                }
+                out(format_args!(" ]"));
+            }
+            None => out(format_args!(" ready ?")),
+        }
+        match k.sched.timers.try_lock_for(1000) {
+            Some(timers) => {
+                out(format_args!(" timers ["));
+                for (deadline, seq, t) in timers.iter() {
+                    let off = t.sleep_seq.load(Ordering::Relaxed) != *seq;
+                    out(format_args!(
+                        " {}ms {}:{:?}{}",
+                        deadline.saturating_sub(now) / 1_000_000,
+                        t.tid,
+                        t.state(),
+                        if off { "(off)" } else { "" }
+                    ));
+                }
+                out(format_args!(" ]"));
+            }
+            None => out(format_args!(" timers ?")),
+        }
+        out(format_args!("\n"));
     }
 }

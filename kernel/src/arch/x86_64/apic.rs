@@ -37,6 +37,8 @@ const REG_TIMER_DIVIDE: u32 = 0x3E0;
 
 /// Mask bit (16) of an LVT entry: the interrupt is not delivered.
 const LVT_MASKED: u32 = 1 << 16;
+/// Delivery mode NMI (100b, bits 10:8) of an LVT entry.
+const LVT_NMI: u32 = 0b100 << 8;
 /// Timer mode field of the LVT Timer Register set to periodic (bits 18:17 = 01).
 const TIMER_PERIODIC: u32 = 1 << 17;
 /// Delivery Status bit (12) of the ICR: the previous IPI has not been accepted yet (send
@@ -106,7 +108,9 @@ pub fn init_local() {
     write(REG_SVR, 0x100 | SPURIOUS_VECTOR as u32);
     write(REG_LVT_TIMER, LVT_MASKED);
     write(REG_LVT_LINT0, LVT_MASKED);
-    write(REG_LVT_LINT1, LVT_MASKED);
+    // LINT1 is the NMI pin (as the firmware sets it up): QEMU's monitor command `nmi` comes
+    // through it, and the NMI prints the scheduler's state (`irq::exception`).
+    write(REG_LVT_LINT1, LVT_NMI);
     write(REG_LVT_ERROR, ERROR_VECTOR as u32);
     write(REG_ESR, 0);
     write(REG_ESR, 0);
@@ -180,8 +184,7 @@ pub fn timer_start_periodic(vector: u8, initial: u32) {
 }
 
 /// Starts the timer once: `vector` after `initial` ticks of the bus clock divided by 16 (the
-/// tickless `reef-rt` image's sleeper wake-ups).
-#[cfg(feature = "rt")]
+/// wake-ups of a tickless core, one that runs the `reef-rt` image).
 pub fn timer_start_oneshot(vector: u8, initial: u32) {
     write(REG_TIMER_DIVIDE, 0b0011);
     write(REG_LVT_TIMER, vector as u32);
