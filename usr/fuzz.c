@@ -69,8 +69,9 @@
  * after it, at most 4 children (killed and reaped), at most 48 descriptors. As root it first
  * becomes nobody (on Reef too, where it runs as process 1: so that the file system's
  * permission checks are exercised, and so that no call needs a root-only guard). On Reef with
- * two cores or more, a child that stays root (the core churner) stops, starts, parks and
- * unparks the cores but 0 at random meanwhile (Barrelfish/DC's operations under hostile load;
+ * two cores or more, a child that stays root (the core churner) stops, starts, parks,
+ * unparks and updates (to the real-time image and back) the cores but 0 at random meanwhile
+ * (Barrelfish/DC's operations under hostile load;
  * every answer must be success or one of the calls' documented errors), and brings every core
  * back online before the end. Unknown numbers are ones Linux has no call for either. Natively the
  * sockets are the host's: only AF_INET ones (no protocol whose module Linux might load), and
@@ -3605,18 +3606,23 @@ static void *shared_pages(uint64_t hint, size_t n)
 static atomic_int *churn_stop;
 
 /* Stops, starts, parks and unparks cores 1..ncores-1 (parked on any core) at random, 2 ms
- * apart, until told to stop; then brings every core back online. Exit status 0, or 3 after
- * an answer no call documents (said on the console). */
+ * apart, and restarts them in the real-time image or the boot one (REEF_CORE_UPDATE), until
+ * told to stop; then brings every core back online. Exit status 0, or 3 after an answer no
+ * call documents (said on the console). */
 static void churn(uint64_t seed, int ncores)
 {
-    static const char *const names[] = {"stop", "start", "park", "unpark"};
+    static const char *const names[] = {"stop", "start", "park", "unpark", "update"};
+    static const char *const images[] = {"/boot/reef-rt", "reef"};
     struct rng r = {mix(seed ^ 0xc0de)};
-    unsigned long tried[4] = {0}, done[4] = {0};
+    unsigned long tried[5] = {0}, done[5] = {0};
     while (!atomic_load(churn_stop)) {
-        int op = (int)below(&r, 4);
+        int op = (int)below(&r, 5);
         unsigned core = 1 + (unsigned)below(&r, (uint64_t)ncores - 1);
-        unsigned host = (unsigned)below(&r, (uint64_t)ncores);
-        long e = syscall(SYS_reef_core_ctl, (long)op, (long)core, (long)host);
+        long arg = (long)below(&r, (uint64_t)ncores);
+        unsigned host = (unsigned)arg;
+        if (op == REEF_CORE_UPDATE)
+            arg = (long)images[below(&r, 2)];
+        long e = syscall(SYS_reef_core_ctl, (long)op, (long)core, arg);
         tried[op]++;
         if (e == 0)
             done[op]++;
@@ -3641,9 +3647,10 @@ static void churn(uint64_t seed, int ncores)
             _exit(3);
         }
     }
-    say("fuzz: churn: stop %lu/%lu start %lu/%lu park %lu/%lu unpark %lu/%lu (done/tried); "
-        "every core online again\n",
-        done[0], tried[0], done[1], tried[1], done[2], tried[2], done[3], tried[3]);
+    say("fuzz: churn: stop %lu/%lu start %lu/%lu park %lu/%lu unpark %lu/%lu update %lu/%lu "
+        "(done/tried); every core online again\n",
+        done[0], tried[0], done[1], tried[1], done[2], tried[2], done[3], tried[3], done[4],
+        tried[4]);
     _exit(0);
 }
 
