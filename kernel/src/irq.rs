@@ -139,21 +139,23 @@ impl core::fmt::Display for CoreName {
     }
 }
 
+/// Handles an NMI (QEMU's monitor command `nmi` sends one to every core, through LINT1): the
+/// first core to take it prints the scheduler's state (`sched::dump`), and every core goes on.
+/// It changes nothing: the interrupted code may be anywhere, even in the `syscall` entry before
+/// its `swapgs`, so the dump neither reads the current KCB nor takes a lock it cannot get.
+pub fn nmi() {
+    static DUMPING: AtomicBool = AtomicBool::new(false);
+    if !DUMPING.swap(true, Ordering::AcqRel) {
+        crate::proc::sched::dump();
+        DUMPING.store(false, Ordering::Release);
+    }
+}
+
 /// Handles a CPU exception: page faults on user memory (demand paging, NR-vMem replicas that
 /// lag, or a SIGSEGV), exceptions in user mode (signals), faults in the user-copy routine
 /// (EFAULT); anything else in the kernel is fatal.
 pub fn exception(frame: &mut InterruptFrame) {
     let user_mode = frame.cs & 3 == 3;
-    if frame.vector == 2 {
-        // An NMI (QEMU's monitor command `nmi` sends one to every core): the first core to
-        // take it prints the scheduler's state, and every core goes on.
-        static DUMPING: AtomicBool = AtomicBool::new(false);
-        if !DUMPING.swap(true, Ordering::AcqRel) {
-            crate::proc::sched::dump();
-            DUMPING.store(false, Ordering::Release);
-        }
-        return;
-    }
     if frame.vector == 14 {
         let addr = cpu::read_cr2();
         let err = frame.error_code;

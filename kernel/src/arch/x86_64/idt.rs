@@ -12,6 +12,9 @@
 use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
 use core::arch::global_asm;
 
+/// The NMI's vector.
+const NMI_VECTOR: u64 = 2;
+
 global_asm!(
     r#"
     .macro reef_push_gprs
@@ -268,6 +271,12 @@ pub fn exception_name(vector: u64) -> &'static str {
 /// Called by the entry stub for every interrupt and exception.
 #[no_mangle]
 extern "C" fn interrupt_dispatch(frame: &mut InterruptFrame) -> bool {
+    if frame.vector == NMI_VECTOR {
+        // On its own stack (IST), interrupting anything: back the way it came, never switching
+        // threads or delivering signals on a return to user mode.
+        crate::irq::nmi();
+        return false;
+    }
     if frame.vector == super::user::SYSCALL_VECTOR {
         crate::syscall::dispatch(frame);
     } else if frame.vector < 32 {
