@@ -130,27 +130,6 @@ struct ScanBarrier {
     logs: usize,
     arrived: Box<[AtomicUsize]>,
     done: Box<[AtomicBool]>,
-    /// Per log (by id), one past the index of the scan's entry there (0: not in that log, or
-    /// no replica reached it yet); every replica's arrival writes the same value.
-    ends: Box<[AtomicUsize]>,
-}
-
-impl ScanBarrier {
-    /// Publishes the scan's entry in the completed tail of each of its logs. A replica whose
-    /// every log of the scan has reached it calls this before it executes the scan, which its
-    /// reads (they take no lock) may see at once, and its combiners after it: without this, an
-    /// operation on one log could see the scan and return before another log's completed tail
-    /// included it, and a read of that log starting later on another replica would miss the
-    /// scan (histories `cnr_with_scans_is_linearizable` found). A completed tail ahead of every
-    /// replica only makes a read wait until its own replica has executed the scan.
-    fn publish<U>(&self, logs: &[Log<Entry<U>>]) {
-        for (log, end) in logs.iter().zip(self.ends.iter()) {
-            let end = end.load(Ordering::Acquire);
-            if end != 0 {
-                log.publish(end);
-            }
-        }
-    }
 }
 
 /// What a CNR log entry holds.
@@ -504,7 +483,7 @@ where
     /// caller holds combiner lock `j`.
     fn apply(&self, j: usize, batch: &[usize], next: &mut usize) -> bool {
         let rid = self.rid;
-        self.logs.logs[j].exec(rid, |entry, issuer, index| match entry {
+        self.logs.logs[j].exec(rid, |entry, issuer| match entry {
             Entry::Update(op) => {
                 let resp = self.data.dispatch_mut(op.clone());
                 if issuer == rid {
@@ -516,19 +495,17 @@ where
                 }
                 true
             }
-            Entry::ScanUpdate(op, barrier) => self.arrive(j, index, barrier, issuer, Some(op)),
-            Entry::ScanRead(barrier) => self.arrive(j, index, barrier, issuer, None),
+            Entry::ScanUpdate(op, barrier) => self.arrive(j, barrier, issuer, Some(op)),
+            Entry::ScanRead(barrier) => self.arrive(j, barrier, issuer, None),
         })
     }
 
-    /// Log `j` reached a scan entry, at `index`: count the arrival once; the last arrival at a
-    /// replica other than the issuer's executes the scan-update there. Returns whether the scan
-    /// is done at this replica (so log `j` may move past it). The caller holds combiner lock
-    /// `j`.
+    /// Log `j` reached a scan entry: count the arrival once; the last arrival at a replica
+    /// other than the issuer's executes the scan-update there. Returns whether the scan is done
+    /// at this replica (so log `j` may move past it). The caller holds combiner lock `j`.
     fn arrive(
         &self,
         j: usize,
-        index: usize,
         barrier: &ScanBarrier,
         issuer: usize,
         op: Option<&D::UpdateOp>,
@@ -539,10 +516,8 @@ where
             let arrived = unsafe { &mut *arrived };
             if !*arrived {
                 *arrived = true;
-                barrier.ends[j].store(index + 1, Ordering::Release);
                 let count = barrier.arrived[rid].fetch_add(1, Ordering::AcqRel) + 1;
                 if count == barrier.logs && issuer != rid {
-                    barrier.publish(&self.logs.logs);
                     if let Some(op) = op {
                         self.data.dispatch_mut(op.clone());
                     }
@@ -586,9 +561,6 @@ where
             logs: set.len(),
             arrived: (0..replicas).map(|_| AtomicUsize::new(0)).collect(),
             done: (0..replicas).map(|_| AtomicBool::new(false)).collect(),
-            ends: (0..self.logs.logs.len())
-                .map(|_| AtomicUsize::new(0))
-                .collect(),
         });
         let mut positions = [0usize; MAX_LOGS];
         {
@@ -617,7 +589,6 @@ where
         }
         // Every log of the scan has stopped at the scan's entry on this replica: the replica is
         // exactly at the snapshot.
-        barrier.publish(&self.logs.logs);
         let resp = match op {
             ScanOp::Read(op) => self.data.dispatch(op),
             ScanOp::Update(op) => self.data.dispatch_mut(op),

@@ -295,22 +295,12 @@ impl<T> Log<T> {
         e.seq.store(idx + 1, Ordering::Release);
     }
 
-    /// Records that the entries below `upto` are applied at some replica (CNR: a replica that
-    /// executed a scan is past the scan's entry in each of its logs, whether or not that log's
-    /// combiner has moved on yet). With one replica the completed tail is its local tail,
-    /// which already says so to its own reads.
-    pub(crate) fn publish(&self, upto: usize) {
-        if self.replicas() > 1 {
-            self.ctail.fetch_max(upto, Ordering::AcqRel);
-        }
-    }
-
     /// Applies entries to replica `rid`, from its local tail up to the tail observed now.
     ///
-    /// `f(op, issuer, index)` is called for each entry in order; if it returns false the entry
-    /// is not consumed and the walk stops there. Returns true if the walk reached the tail. The
+    /// `f(op, issuer)` is called for each entry in order; if it returns false the entry is
+    /// not consumed and the walk stops there. Returns true if the walk reached the tail. The
     /// caller must hold the right to apply the log for `rid` (its combiner lock).
-    pub(crate) fn exec(&self, rid: usize, mut f: impl FnMut(&T, usize, usize) -> bool) -> bool {
+    pub(crate) fn exec(&self, rid: usize, mut f: impl FnMut(&T, usize) -> bool) -> bool {
         let start = self.ltails[rid].load(Ordering::Relaxed);
         let tail = self.tail.load(Ordering::Acquire);
         if start == tail {
@@ -329,7 +319,7 @@ impl<T> Log<T> {
             let issuer = e.replica.with(|p| unsafe { *p });
             // SAFETY: as above; the operation is `Some` once published.
             let keep_going = e.op.with(|p| match unsafe { &*p } {
-                Some(op) => f(op, issuer, i),
+                Some(op) => f(op, issuer),
                 None => unreachable!("published log entry without an operation"),
             });
             if !keep_going {

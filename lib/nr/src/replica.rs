@@ -395,7 +395,7 @@ where
         let registered = self.registered.load(Ordering::Relaxed);
         let rid = self.rid;
         let run = |d: &mut D| {
-            self.log.exec(rid, |op, issuer, _| {
+            self.log.exec(rid, |op, issuer| {
                 let resp = d.dispatch_mut(op.clone());
                 if issuer == rid {
                     // Entries of this replica past its local tail are exactly the operations
