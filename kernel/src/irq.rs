@@ -318,8 +318,7 @@ pub fn interrupt(frame: &mut InterruptFrame) {
             crate::ipi::handle();
             // A tickless core (`reef-rt`) may have been given work: its timer must end the
             // running thread's slice.
-            if let Some(k) = kcb::try_current().filter(|k| k.sched.tickless.load(Ordering::Acquire))
-            {
+            if let Some(k) = kcb::try_current().filter(|k| k.sched.is_tickless()) {
                 crate::proc::sched::arm_next_timer(k);
             }
         }

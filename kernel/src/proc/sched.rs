@@ -98,6 +98,11 @@ pub struct CoreScheduler {
 }
 
 impl CoreScheduler {
+    /// Whether the core is tickless ([`CoreScheduler::tickless`]).
+    pub fn is_tickless(&self) -> bool {
+        self.tickless.load(Ordering::Acquire)
+    }
+
     /// An idle core's scheduler.
     pub fn new() -> Self {
         CoreScheduler {
@@ -284,7 +289,7 @@ pub fn enqueue(core: usize, thread: Arc<Thread>) {
             drop(ready);
             // A tickless core that runs a thread learns of the work only from an IPI (it then
             // arms its timer for the running thread's slice).
-            let busy_tickless = k.sched.tickless.load(Ordering::Acquire);
+            let busy_tickless = k.sched.is_tickless();
             if core != kcb::current().core_id
                 && (k.sched.idle.load(Ordering::Acquire) || busy_tickless)
             {
@@ -507,7 +512,7 @@ pub fn timer_tick(user: bool) {
     account_tick(k, user);
     fire_timers(k, crate::time::now_ns());
     // A tickless core: the interrupt wakes sleepers and ends a slice others wait for.
-    if k.sched.tickless.load(Ordering::Acquire) {
+    if k.sched.is_tickless() {
         end_slice(k);
         arm_next_timer(k);
     } else {
@@ -604,7 +609,7 @@ pub fn arm_timer(thread: &Arc<Thread>, deadline_ns: u64) {
     thread.timer_core.store(k.core_id, Ordering::Release);
     timers.push((deadline_ns, seq, thread.clone()));
     drop(timers);
-    if k.sched.tickless.load(Ordering::Acquire) {
+    if k.sched.is_tickless() {
         arm_next_timer(k);
     }
 }
@@ -714,7 +719,7 @@ fn evacuate(k: &Kcb) {
                 }
                 // A tickless core (`reef-rt`) has its timer armed for its own sleepers only:
                 // its IPI handler arms it again, for this one too.
-                if other.sched.tickless.load(Ordering::Acquire) {
+                if other.sched.is_tickless() {
                     let _ = crate::ipi::send(core, crate::ipi::IpiKind::Ping);
                 }
             }
@@ -829,7 +834,7 @@ pub fn idle_loop() -> ! {
                 && !k.sched.nr_sync.load(Ordering::Acquire)
             {
                 // A tickless core's sleepers may have been moved here with their timers.
-                if k.sched.tickless.load(Ordering::Acquire) {
+                if k.sched.is_tickless() {
                     arm_next_timer(k);
                 }
                 cpu::enable_and_halt();
@@ -838,7 +843,7 @@ pub fn idle_loop() -> ! {
     }
 }
 
-/// Prints every core's scheduler state on the console (the NMI's report, `irq::exception`;
+/// Prints every core's scheduler state on the console (the NMI's report, `irq::nmi`;
 /// QEMU's monitor command `nmi` sends one): per KCB its state, image, flags, IPI mailbox, the
 /// running thread, the ready queue and the timed wake-ups (ms from now, thread, `off` for one
 /// no longer armed), each thread with its state. For a guest that hangs with every core idle,

@@ -109,7 +109,7 @@ pub fn init_local() {
     write(REG_LVT_TIMER, LVT_MASKED);
     write(REG_LVT_LINT0, LVT_MASKED);
     // LINT1 is the NMI pin (as the firmware sets it up): QEMU's monitor command `nmi` comes
-    // through it, and the NMI prints the scheduler's state (`irq::exception`).
+    // through it, and the NMI prints the scheduler's state (`irq::nmi`).
     write(REG_LVT_LINT1, LVT_NMI);
     write(REG_LVT_ERROR, ERROR_VECTOR as u32);
     write(REG_ESR, 0);
