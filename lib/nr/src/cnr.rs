@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::context::{Slot, Slots};
-use crate::log::{LagCallback, Log, LogConsumer};
+use crate::log::{LagCallback, Log, LogConsumer, Publish};
 use crate::replica::{ReplicaToken, DEFAULT_MAX_THREADS};
 use crate::sync::{
     next_uid, AtomicBool, AtomicUsize, Backoff, CachePadded, Ordering, SpinLock, UnsafeCell,
@@ -483,7 +483,7 @@ where
     /// caller holds combiner lock `j`.
     fn apply(&self, j: usize, batch: &[usize], next: &mut usize) -> bool {
         let rid = self.rid;
-        self.logs.logs[j].exec(rid, |entry, issuer| match entry {
+        self.logs.logs[j].exec(rid, Publish::Before, |entry, issuer| match entry {
             Entry::Update(op) => {
                 let resp = self.data.dispatch_mut(op.clone());
                 if issuer == rid {

@@ -23,6 +23,19 @@ const LAG_CALLBACK_INTERVAL: usize = 1 << 16;
 /// block.
 pub type LagCallback = fn(log_id: usize, replica_id: usize);
 
+/// When a walk of the log ([`Log::exec`]) moves the completed tail past the entries it
+/// applies.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Publish {
+    /// After the walk (NR): a replica's reads wait behind its writer lock while it applies
+    /// entries, so nothing applied is visible before the walk ends.
+    After,
+    /// Before the walk (CNR): reads take no lock, so an applied entry is visible at once, and
+    /// a read on another replica that starts after a read saw it must wait for it. Publishing
+    /// entries not applied yet only makes such a read wait for its own replica to apply them.
+    Before,
+}
+
 /// Something that consumes a log on behalf of one replica and can be asked to catch up.
 pub(crate) trait LogConsumer: Send + Sync {
     /// Tries to apply the outstanding entries of log `log_id` to this replica without
@@ -172,8 +185,9 @@ impl<T> Log<T> {
         self.nreplicas.load(Ordering::Acquire)
     }
 
-    /// The completed tail: every operation below it has been applied by some replica, and
-    /// every operation whose response was returned lies below it.
+    /// The completed tail: every operation below it has been applied (or, with
+    /// [`Publish::Before`], is being applied) by some replica, and every operation whose
+    /// effect any thread could have seen lies below it.
     #[inline(always)]
     pub(crate) fn ctail(&self) -> usize {
         self.ctail.load(Ordering::Acquire)
@@ -299,12 +313,21 @@ impl<T> Log<T> {
     ///
     /// `f(op, issuer)` is called for each entry in order; if it returns false the entry is
     /// not consumed and the walk stops there. Returns true if the walk reached the tail. The
-    /// caller must hold the right to apply the log for `rid` (its combiner lock).
-    pub(crate) fn exec(&self, rid: usize, mut f: impl FnMut(&T, usize) -> bool) -> bool {
+    /// caller must hold the right to apply the log for `rid` (its combiner lock). `publish`
+    /// says when the completed tail moves past the walked entries.
+    pub(crate) fn exec(
+        &self,
+        rid: usize,
+        publish: Publish,
+        mut f: impl FnMut(&T, usize) -> bool,
+    ) -> bool {
         let start = self.ltails[rid].load(Ordering::Relaxed);
         let tail = self.tail.load(Ordering::Acquire);
         if start == tail {
             return true;
+        }
+        if publish == Publish::Before {
+            self.advance_ctail(tail);
         }
         let mut i = start;
         while i < tail {
@@ -331,12 +354,20 @@ impl<T> Log<T> {
             self.ltails[rid].store(i, Ordering::Release);
             if self.replicas() == 1 {
                 // The only replica's local tail is the completed tail; only the holder of its
-                // combiner lock writes it, so a plain store keeps it monotonic.
+                // combiner lock writes it, so a plain store keeps it monotonic. A read, which
+                // waits only for its own replica's local tail, never waits on it.
                 self.ctail.store(i, Ordering::Release);
-            } else if self.ctail.load(Ordering::Relaxed) < i {
-                self.ctail.fetch_max(i, Ordering::AcqRel);
+            } else if publish == Publish::After {
+                self.advance_ctail(i);
             }
         }
         i == tail
+    }
+
+    /// Moves the completed tail of a log with several replicas up to `upto`.
+    fn advance_ctail(&self, upto: usize) {
+        if self.replicas() > 1 && self.ctail.load(Ordering::Relaxed) < upto {
+            self.ctail.fetch_max(upto, Ordering::AcqRel);
+        }
     }
 }

@@ -7,7 +7,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::context::Slot;
-use crate::log::{Log, LogConsumer};
+use crate::log::{Log, LogConsumer, Publish};
 use crate::rwlock::{ReaderFlag, RwLock};
 use crate::sync::{next_uid, AtomicUsize, Backoff, CachePadded, Ordering, UnsafeCell};
 use crate::Dispatch;
@@ -395,7 +395,7 @@ where
         let registered = self.registered.load(Ordering::Relaxed);
         let rid = self.rid;
         let run = |d: &mut D| {
-            self.log.exec(rid, |op, issuer| {
+            self.log.exec(rid, Publish::After, |op, issuer| {
                 let resp = d.dispatch_mut(op.clone());
                 if issuer == rid {
                     // Entries of this replica past its local tail are exactly the operations

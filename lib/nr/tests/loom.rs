@@ -227,3 +227,31 @@ fn cnr_scan_update_is_atomic_on_every_replica() {
         assert_eq!(r1.execute(PairOp::Sum, &tc), expected);
     });
 }
+
+/// CNR reads take no lock, so a read can see an update while that update's combiner is still
+/// applying its batch: a read on another replica that starts after such a read must see the
+/// update too (the completed tail moves before the batch is applied).
+#[test]
+fn cnr_read_after_a_read_that_saw_an_update() {
+    model(|| {
+        let logs = Arc::new(Logs::<PairOp>::with_capacity(2, 4));
+        let r0 = cnr::Replica::with_data(&logs, Pair::default(), 2);
+        let r1 = cnr::Replica::with_data(&logs, Pair::default(), 1);
+        let tw = r0.register().unwrap();
+        let tr = r0.register().unwrap();
+        let t1 = r1.register().unwrap();
+        let writer = {
+            let r0 = r0.clone();
+            thread::spawn(move || {
+                r0.execute_mut(PairOp::Set(0, 1), &tw);
+            })
+        };
+        let first = r0.execute(PairOp::Set(0, 0), &tr);
+        let second = r1.execute(PairOp::Set(0, 0), &t1);
+        assert!(
+            second >= first,
+            "a read on replica 1 missed an update a read on replica 0 had seen"
+        );
+        writer.join().unwrap();
+    });
+}
