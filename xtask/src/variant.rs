@@ -160,13 +160,22 @@ fn find_hash(s: &str) -> Option<usize> {
     })
 }
 
-/// A linker-script pattern matching the variant's section of the boot image's `name`.
+/// A linker-script pattern matching the variant's section of the boot image's `name`: the
+/// whole static, or its part at offset 0 when LLVM's global SRA split it in the variant and
+/// not in the boot image (`X.0`, which lies where `X` starts; another part of it would be a
+/// static of the variant's own, which fails the build).
 fn pattern(name: &str) -> String {
     let mut p = strip_llvm(name).to_string();
     if let Some(at) = find_hash(&p) {
         p.replace_range(at + 3..at + 19, "????????????????");
     }
-    format!("{p} {p}.llvm.*")
+    format!("{p} {p}.llvm.* {p}.0 {p}.0.llvm.*")
+}
+
+/// The static that `name` is the first part of, if it names one that LLVM's global SRA split
+/// (`X.0`, at `X`'s address).
+fn split_from(name: &str) -> Option<&str> {
+    strip_llvm(name).strip_suffix(".0")
 }
 
 /// The variant's linker script: the boot section and every shared static at the boot image's
@@ -293,6 +302,10 @@ fn verify(
         let same = by_name.get(&normalize(&s.name)).is_some_and(|b| {
             b.iter()
                 .any(|b| b.value == s.value && (b.size == s.size || s.size == 0))
+        }) || split_from(&s.name).is_some_and(|whole| {
+            by_name
+                .get(&normalize(whole))
+                .is_some_and(|b| b.iter().any(|b| b.value == s.value && s.size <= b.size))
         });
         if !same {
             wrong.push(format!("{} at {:#x}", s.name, s.value));
@@ -461,7 +474,27 @@ mod tests {
         );
         assert_eq!(
             pattern(boot),
-            ".bss._ZN4reef2mm5NODES17h????????????????E .bss._ZN4reef2mm5NODES17h????????????????E.llvm.*"
+            ".bss._ZN4reef2mm5NODES17h????????????????E .bss._ZN4reef2mm5NODES17h????????????????E.llvm.* \
+             .bss._ZN4reef2mm5NODES17h????????????????E.0 .bss._ZN4reef2mm5NODES17h????????????????E.0.llvm.*"
+        );
+    }
+
+    #[test]
+    fn a_static_split_in_the_variant_is_found_by_its_first_part() {
+        let part = "_ZN4reef4time8BOOT_TSC17h082340200ecfba45E.0.llvm.9544400512736060326";
+        assert_eq!(
+            split_from(part).map(normalize),
+            Some(normalize(
+                "_ZN4reef4time8BOOT_TSC17hd45c92d3b485633fE.llvm.1"
+            ))
+        );
+        assert_eq!(
+            split_from("_ZN4reef4time8BOOT_TSC17hd45c92d3b485633fE.8"),
+            None
+        );
+        assert_eq!(
+            split_from("_ZN4reef4time8BOOT_TSC17hd45c92d3b485633fE"),
+            None
         );
     }
 
