@@ -322,6 +322,31 @@ pub fn initial_frame(entry: u64, rsp: u64) -> InterruptFrame {
     }
 }
 
+/// Hare §3.6's remote execution: while a Hare mount asks for it (`exec=rr`, `exec=random`;
+/// [`crate::fs::hare::ExecPlacement`]), moves the calling thread, before it loads a program,
+/// to the core the policy picks among those it may run on (online, allowed by its affinity,
+/// owned by no other process's fleet), so that the program is loaded and runs there, as Linux's
+/// `sched_exec` balances at the same point. Hare sends the exec to a scheduling server on that
+/// core and leaves a proxy process behind to relay the exit status, signals and the old core's
+/// descriptors; Reef's process table, signals and descriptors are the same on every core, so
+/// the process itself moves and needs no proxy (docs/architecture.md).
+pub fn place(me: &Arc<Thread>) {
+    use crate::fs::hare::ExecPlacement;
+    let pick = match crate::fs::hare::exec_placement() {
+        ExecPlacement::Local => return,
+        ExecPlacement::RoundRobin => me.process.exec_turn.fetch_add(1, Ordering::Relaxed),
+        ExecPlacement::Random => {
+            let mut bytes = [0u8; 8];
+            crate::random::fill(&mut bytes);
+            u64::from_le_bytes(bytes) as usize
+        }
+    };
+    let cores = crate::proc::sched::placeable_cores(me);
+    if let Some(&core) = cores.get(pick % cores.len().max(1)) {
+        crate::proc::sched::move_current(core);
+    }
+}
+
 /// Replaces the calling thread's program with `image` (the point of no return of `execve`);
 /// `exe` is the program's absolute path.
 pub fn commit(me: &Arc<Thread>, frame: &mut InterruptFrame, image: Image, exe: &[u8]) {

@@ -756,7 +756,9 @@ fn user_tests() -> Vec<UserTest> {
                 "fleets" | "mailbox" | "names" | "msgring" | "twotier" | "haretest" | "haremount"
             ) {
                 &[ONE_CORE, TWO_NODES, FOUR_CORES]
-            } else if name == "spoof" {
+            } else if matches!(name, "spoof" | "hareexec") {
+                // hareexec: without Hare, only a program's ties to its parent; the placements
+                // are hare-exec-* (hare_cases).
                 &[ONE_CORE]
             } else if name == "coreupdate" {
                 &[FOUR_CORES]
@@ -1005,14 +1007,33 @@ fn user_case(
 /// run by `/test/onhare SERVERS /tmp ...` with Hare mounted over `/tmp` (where they keep their
 /// files), on one core with one time-shared server and on 4c2n with one and three servers
 /// (split: cores 1..SERVERS). Named `hare-NAME-CONFIG-Ns`; `fsload` also runs with every
-/// technique of the §5.4 ablations switched off (`hare-fsload-4c2n-3s-ablated`).
+/// technique of the §5.4 ablations switched off (`hare-fsload-4c2n-3s-ablated`). `hareexec`
+/// runs under three `exec=` placements instead (`hare-exec-*`).
 fn hare_cases() -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     for t in user_tests() {
-        if !matches!(t.name, "fileio" | "fsshare" | "shell-suite" | "fsload") {
+        if !matches!(
+            t.name,
+            "fileio" | "fsshare" | "shell-suite" | "fsload" | "hareexec"
+        ) {
             continue;
         }
         let t = Rc::new(t);
+        if t.name == "hareexec" {
+            // §3.6's placement of execve: round robin over every core (servers time-sharing
+            // them), random over the cores the servers leave (split), and the default, local.
+            for (config, option, placement, label) in [
+                (FOUR_CORES, "exec=rr", "timeshare", "rr-timeshare"),
+                (FOUR_CORES, "exec=random", "split", "random-split"),
+                (TWO_NODES, "cache=16", "timeshare", "local-timeshare"),
+            ] {
+                let (cores, nodes, _) = config;
+                let name = format!("hare-exec-{label}-{cores}c{nodes}n");
+                let prefix = ["/test/onhare", "-o", option, placement, "/tmp"];
+                cases.push(user_case(&t, name, config, &prefix)?);
+            }
+            continue;
+        }
         for (config, servers) in [(ONE_CORE, "1"), (FOUR_CORES, "1"), (FOUR_CORES, "3")] {
             // fsload's many processes on one server's client core: long, and no new path.
             if t.name == "fsload" && config == FOUR_CORES && servers == "1" {
@@ -1545,9 +1566,10 @@ mod unit {
         for p in usr::PROGRAMS {
             let t = tests.iter().find(|t| t.name == p.name).unwrap();
             // Every program on one core but coreupdate (which needs another core to update);
-            // all but spoof (whose server-mode case is on four cores, nettest.rs) on four cores.
+            // all but spoof (whose server-mode case is on four cores, nettest.rs) and hareexec
+            // (whose placements are the hare-exec-* cases) on four cores.
             let cfgs: &[&str] = match p.name {
-                "spoof" => &["1c1n"],
+                "spoof" | "hareexec" => &["1c1n"],
                 "coreupdate" => &["4c2n"],
                 _ => &["1c1n", "4c2n"],
             };

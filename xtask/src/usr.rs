@@ -296,6 +296,12 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
         lib: None,
     },
+    Program {
+        name: "hareexec",
+        source: "hareexec.c",
+        pie: false,
+        lib: None,
+    },
 ];
 
 /// Programs that are not tests (measurement programs, which print numbers, and helpers the

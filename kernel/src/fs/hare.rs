@@ -26,7 +26,8 @@
 //! - **Options** ([`Options`]): `distribute` makes every new directory distributed (else only
 //!   a `mkdir` with [`abi::reef::S_DISTRIBUTED`] asks for one), and `nodist`, `nobcast`,
 //!   `nolookupcache`, `noaffinity` switch one of Hare's techniques off each (§5.4's
-//!   ablations, `lib/hare`'s `Techniques` in every core client's policy).
+//!   ablations, `lib/hare`'s `Techniques` in every core client's policy); `exec=rr` or
+//!   `exec=random` places each `execve` on another core (§3.6, [`ExecPlacement`]).
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
 //!   reserved when it was opened); the next operation on that core's client sends it, as
@@ -347,7 +348,8 @@ pub fn mounted() -> Option<Arc<Mount>> {
 /// `distribute` (every new directory is distributed, not only those `mkdir` asks for with
 /// [`abi::reef::S_DISTRIBUTED`]), and the §5.4 ablations, each switching one technique off:
 /// `nodist` (directory distribution), `nobcast` (directory broadcast), `nolookupcache` (the
-/// lookup cache), `noaffinity` (creation affinity).
+/// lookup cache), `noaffinity` (creation affinity); and `exec=local|rr|random`, where
+/// `execve` runs the new program ([`ExecPlacement`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Blocks of the buffer cache.
@@ -356,6 +358,21 @@ pub struct Options {
     distribute_all: bool,
     /// What the ablation options leave on.
     techniques: Techniques,
+    /// `exec=`.
+    exec: ExecPlacement,
+}
+
+/// Where `execve` runs the new program while Hare is mounted (Hare §3.6's scheduling policy;
+/// `exec::place` carries it out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecPlacement {
+    /// `exec=local` (the default): on the calling core.
+    Local,
+    /// `exec=rr`: on the cores a program may run on, in turn ([`crate::proc::Process::exec_turn`],
+    /// handed from parent to child).
+    RoundRobin,
+    /// `exec=random`: on one of them chosen at random.
+    Random,
 }
 
 impl Options {
@@ -366,6 +383,7 @@ impl Options {
             cache_blocks: 0,
             distribute_all: false,
             techniques: Techniques::default(),
+            exec: ExecPlacement::Local,
         };
         for opt in options.split(|&b| b == b',').filter(|o| !o.is_empty()) {
             let t = &mut o.techniques;
@@ -375,6 +393,9 @@ impl Options {
                 b"nobcast" => t.broadcast = false,
                 b"nolookupcache" => t.lookup_cache = false,
                 b"noaffinity" => t.affinity = false,
+                b"exec=local" => o.exec = ExecPlacement::Local,
+                b"exec=rr" => o.exec = ExecPlacement::RoundRobin,
+                b"exec=random" => o.exec = ExecPlacement::Random,
                 _ => {
                     let value = opt.strip_prefix(b"cache=").ok_or(Errno::EINVAL)?;
                     mib = core::str::from_utf8(value)
@@ -402,8 +423,19 @@ impl Options {
         .iter()
         .filter(|(on, _)| *on)
         .map(|(_, s)| *s)
+        .chain(match self.exec {
+            ExecPlacement::Local => None,
+            ExecPlacement::RoundRobin => Some(",exec=rr"),
+            ExecPlacement::Random => Some(",exec=random"),
+        })
         .collect()
     }
+}
+
+/// Where `execve` runs the new program: the mounted Hare's `exec=` option, `Local` when Hare
+/// is not mounted.
+pub fn exec_placement() -> ExecPlacement {
+    mounted().map_or(ExecPlacement::Local, |m| m.options.exec)
 }
 
 /// `mount("hare", at, "hare", 0, options)`: connects to the fleet's servers and makes the

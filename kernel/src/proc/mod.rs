@@ -142,6 +142,9 @@ pub struct Thread {
     pub cpu_ticks: [AtomicU64; 2],
     /// Core whose run queue the thread belongs to (the core it last ran on).
     pub core: AtomicUsize,
+    /// The core it asked to move to ([`sched::move_current`]), [`sched::NO_MOVE`] if none:
+    /// the switch away from its core queues it there.
+    pub(crate) move_to: AtomicUsize,
     /// Cores it may run on.
     pub affinity: IrqMutex<CpuSet>,
     /// User FS base (TLS).
@@ -197,6 +200,7 @@ impl Thread {
             stack,
             saved_rsp: AtomicU64::new(0),
             on_core: AtomicBool::new(false),
+            move_to: AtomicUsize::new(sched::NO_MOVE),
             state: AtomicU8::new(ThreadState::Ready as u8),
             cpu_ticks: [AtomicU64::new(0), AtomicU64::new(0)],
             core: AtomicUsize::new(kcb::current().core_id),
@@ -476,6 +480,11 @@ pub struct Process {
     /// with the core's `Kcb::fleet_owner`, under this lock, by a bind that found the process
     /// alive; `exit_process` gives the core back if it finds it set.
     pub fleet: IrqMutex<Option<Membership>>,
+    /// Where its next `execve` goes in the round-robin order of a Hare mount's `exec=rr`
+    /// (Hare §3.6, `exec::place`): each `fork` gives the child the parent's value and moves
+    /// the parent's on, and each `execve` moves its own on, so the children a process forks
+    /// and that then execute a program go to successive cores.
+    pub exec_turn: AtomicUsize,
     /// Its network stack instance, made at its first socket (not inherited: a forked child's
     /// inherited sockets stay in this one, its new ones go to its own).
     pub net: IrqMutex<Option<Arc<crate::net::Instance>>>,
@@ -530,6 +539,7 @@ impl Process {
             ppid: AtomicU32::new(0),
             fleet_manager: AtomicBool::new(false),
             fleet: IrqMutex::new(None),
+            exec_turn: AtomicUsize::new(0),
             net: IrqMutex::new(None),
             timers: itimer::Timers::new(),
         })

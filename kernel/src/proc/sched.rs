@@ -231,6 +231,37 @@ pub fn release_core(p: &Process) {
     }
 }
 
+/// [`Thread::move_to`] when the thread asked to move nowhere.
+pub const NO_MOVE: usize = usize::MAX;
+
+/// Whether running thread `p` goes on running on `k`'s core at a switch: its affinity allows
+/// the core and it did not ask to move to another ([`move_current`]).
+fn stays(p: &Thread, k: &Kcb) -> bool {
+    may_run(p, k.core_id) && p.move_to.load(Ordering::Relaxed) == NO_MOVE
+}
+
+/// Moves the calling thread to `core` if it may run there (Hare §3.6's placement of an
+/// `execve`; Linux's `sched_exec`): it switches away and the switch queues it on `core`, where
+/// it resumes. Returns at once if it runs there already or may not run there. The caller holds
+/// no lock (a switch happens).
+pub fn move_current(core: usize) {
+    let me = current_thread();
+    if core == kcb::current().core_id || !may_run(&me, core) {
+        return;
+    }
+    me.move_to.store(core, Ordering::Relaxed);
+    schedule();
+}
+
+/// The online cores `thread` may be placed on, in increasing order: those its affinity
+/// allows that no other process's fleet owns.
+pub fn placeable_cores(thread: &Thread) -> Vec<usize> {
+    let allowed = thread.affinity.lock().clone();
+    let mut cores = kcb::online_cores();
+    cores.retain(|&c| allowed.contains(c) && core_free_for(thread, c));
+    cores
+}
+
 /// Chooses the core a new or migrating thread goes to: the online allowed core with the fewest
 /// ready threads, preferring `preferred` on a tie. Cores that fleets of other processes own are
 /// never chosen; a thread whose affinity allows only such cores goes to any other core (as
@@ -368,7 +399,7 @@ pub fn schedule() {
     let stopping = leaving(k);
     let prev_runnable = !stopping
         && prev.as_ref().is_some_and(|p| {
-            matches!(p.state(), ThreadState::Running | ThreadState::Ready) && may_run(p, k.core_id)
+            matches!(p.state(), ThreadState::Running | ThreadState::Ready) && stays(p, k)
         });
     let mut next = pick_next(k, prev.as_ref());
     if let (Some(p), Some(n)) = (&prev, &next) {
@@ -378,7 +409,7 @@ pub fn schedule() {
             // context), unless its affinity excludes this core; then it leaves for the idle
             // context and `finish_switch` queues it on an allowed core.
             p.set_state(ThreadState::Running);
-            if !stopping && may_run(p, k.core_id) {
+            if !stopping && stays(p, k) {
                 k.sched.slice.store(TIME_SLICE_TICKS, Ordering::Relaxed);
                 cpu::restore_interrupts(were);
                 return;
@@ -465,10 +496,13 @@ pub fn finish_switch() {
     };
     // Its context is saved: another core may resume it from now on.
     prev.on_core.store(false, Ordering::Release);
+    let wanted = prev.move_to.swap(NO_MOVE, Ordering::Relaxed);
     if prev.transition(ThreadState::Running, ThreadState::Ready) {
         // A preempted thread stays on this core (no scan of every core's queue on this path)
-        // unless its affinity excludes it or the core is stopping.
-        let core = if may_run(&prev, k.core_id) && !k.sched.stop_requested.load(Ordering::Acquire) {
+        // unless it asked to move, its affinity excludes this core or the core is stopping.
+        let core = if wanted != NO_MOVE && may_run(&prev, wanted) {
+            wanted
+        } else if may_run(&prev, k.core_id) && !k.sched.stop_requested.load(Ordering::Acquire) {
             k.core_id
         } else {
             choose_core(&prev, k.core_id)

@@ -174,6 +174,10 @@ fn fork_process(
         parent.fleet_manager.load(Ordering::Acquire),
         Ordering::Release,
     );
+    child.exec_turn.store(
+        parent.exec_turn.fetch_add(1, Ordering::Relaxed),
+        Ordering::Relaxed,
+    );
     // No memory for its kernel stack: the child (and the address space just copied for it)
     // goes away here, giving everything back.
     let t = child_thread(me, frame, pid, child.clone(), flags, newsp, tls)?;
@@ -281,6 +285,9 @@ pub fn execve(me: &Arc<Thread>, frame: &mut InterruptFrame, a: [u64; 6]) -> SysR
         // docs/architecture.md.
         return Err(Errno::EAGAIN);
     }
+    // Hare §3.6 (and Linux's `sched_exec`): the new program is loaded and runs on the core
+    // the placement policy chooses.
+    crate::exec::place(me);
     let image = crate::exec::load(Some(&me.process), &path, argv, &envp)?;
     if image.ino.is_none() {
         // The program came from Hare: its descriptor's close goes now.
