@@ -50,6 +50,11 @@ struct hare_server_runtime {
     void (*zero)(void *ctx, uint32_t block, uint32_t from);
     /* Sends `msg`, an invalidation, to client `client` if it is connected. */
     void (*invalidate)(void *ctx, uint32_t client, const struct reef_msg *msg);
+    /* Copies `len` bytes of `block` from byte `offset` to `buf` (a request of a client without
+     * direct access to the cache, `nodirect`); `offset + len` is at most a block. */
+    void (*load)(void *ctx, uint32_t block, uint32_t offset, uint8_t *buf, uint32_t len);
+    /* Copies `len` bytes of `data` into `block` at byte `offset`, as above. */
+    void (*store)(void *ctx, uint32_t block, uint32_t offset, const uint8_t *data, uint32_t len);
 };
 
 /* Server `id` of `servers` owning buffer-cache blocks [block_lo, block_hi): NULL if `servers`
@@ -57,7 +62,8 @@ struct hare_server_runtime {
 struct hare_server *hare_server_new(uint16_t id, uint16_t servers, uint32_t block_lo,
                                     uint32_t block_hi, bool root_distributed, int64_t now_sec);
 /* Handles `req` from `client` whose pool page for it is `page` (NULL: the request named a page
- * outside the pool): zeroes and invalidates through `rt`, then writes the reply to `reply`.
+ * outside the pool): zeroes, copies data and invalidates through `rt`, then writes the reply
+ * to `reply`.
  * A request that cannot be decoded is answered EINVAL. */
 void hare_server_handle(struct hare_server *s, uint32_t client, const struct reef_msg *req,
                         uint8_t *page, struct reef_msg *reply,

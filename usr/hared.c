@@ -7,7 +7,8 @@
  * (every member is given the same LIST). The state machine is lib/hare's Server (usr/hare.h);
  * this file is its runtime: it registers a mailbox under FLEET_NAME, accepts connections,
  * maps each client's pool and (once) the buffer cache from the client's hello, and then
- * answers requests in arrival order, each after zeroing the blocks it needs zeroed and
+ * answers requests in arrival order, each after zeroing the blocks it needs zeroed, copying
+ * the data of a client without direct access to the cache (`nodirect`) and
  * queueing its invalidations at their clients (atomic delivery, §3.7.2: a send returns once
  * the message is in the client's ring). Its share of the buffer cache is an equal slice of
  * the blocks, by server id, fixed by the first hello that grants the cache.
@@ -84,6 +85,24 @@ static void zero(void *ctx, uint32_t block, uint32_t from)
         memset(cache + (uint64_t)block * HARE_PAGE + from, 0, HARE_PAGE - from);
 }
 
+/* Data of a client without direct access to the cache (`nodirect`): bounded by the cache, so a
+ * hostile block number reads zeros and writes nothing. */
+static void load(void *ctx, uint32_t block, uint32_t offset, uint8_t *buf, uint32_t len)
+{
+    (void)ctx;
+    if (block < cache_blocks && offset <= HARE_PAGE && len <= HARE_PAGE - offset)
+        memcpy(buf, cache + (uint64_t)block * HARE_PAGE + offset, len);
+    else
+        memset(buf, 0, len);
+}
+
+static void store(void *ctx, uint32_t block, uint32_t offset, const uint8_t *data, uint32_t len)
+{
+    (void)ctx;
+    if (block < cache_blocks && offset <= HARE_PAGE && len <= HARE_PAGE - offset)
+        memcpy(cache + (uint64_t)block * HARE_PAGE + offset, data, len);
+}
+
 /* Free slots of the ring `s` sends on (0 if the receiver's count is beyond belief). */
 static uint64_t room(struct reef_msg_sender *s)
 {
@@ -112,7 +131,7 @@ static void invalidate(void *ctx, uint32_t client, const struct reef_msg *m)
     }
 }
 
-static const struct hare_server_runtime runtime = {NULL, zero, invalidate};
+static const struct hare_server_runtime runtime = {NULL, zero, invalidate, load, store};
 
 /* The answer to a hello: maps the pool and, the first time, the cache (and makes the server).
  * Nothing stays mapped when it fails. */

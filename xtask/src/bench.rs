@@ -353,7 +353,13 @@ fn reef_and_linux() -> Vec<Variant> {
 }
 
 /// The §5.4 ablations: the mount option that switches each technique off.
-const HARE_ABLATIONS: [&str; 4] = ["nodist", "nobcast", "nolookupcache", "noaffinity"];
+const HARE_ABLATIONS: [&str; 5] = [
+    "nodist",
+    "nobcast",
+    "nolookupcache",
+    "noaffinity",
+    "nodirect",
+];
 
 /// Hare's workloads: Hare with a server time-sharing every core (§5.3.2's timeshare), Hare
 /// with servers owning every odd core (split), NR-FS (`reef`) and Linux tmpfs, and at the
@@ -2437,7 +2443,7 @@ mod tests {
         };
         let one = at(FULL_CONFIGS[0]);
         assert_eq!(one, ["reef-hare", "reef", "linux"], "no split on one core");
-        assert_eq!(at(largest).len(), 8, "the ablations at the largest");
+        assert_eq!(at(largest).len(), 9, "the ablations at the largest");
         let split = hare.variants.iter().find(|v| v.name == "reef-hare-split");
         let argv = split.unwrap().argv(&hare, largest);
         assert_eq!(

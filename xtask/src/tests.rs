@@ -1049,7 +1049,7 @@ fn hare_cases() -> Result<Vec<Case>, String> {
             let prefix = [
                 "/test/onhare",
                 "-o",
-                "nodist,nobcast,nolookupcache,noaffinity",
+                "nodist,nobcast,nolookupcache,noaffinity,nodirect",
                 "3",
                 "/tmp",
             ];

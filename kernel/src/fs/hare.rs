@@ -25,7 +25,7 @@
 //!   would write back).
 //! - **Options** ([`Options`]): `distribute` makes every new directory distributed (else only
 //!   a `mkdir` with [`abi::reef::S_DISTRIBUTED`] asks for one), and `nodist`, `nobcast`,
-//!   `nolookupcache`, `noaffinity` switch one of Hare's techniques off each (§5.4's
+//!   `nolookupcache`, `noaffinity`, `nodirect` switch one of Hare's techniques off each (§5.4's
 //!   ablations, `lib/hare`'s `Techniques` in every core client's policy); `exec=rr` or
 //!   `exec=random` places each `execve` on another core (§3.6, [`ExecPlacement`]).
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
@@ -348,7 +348,8 @@ pub fn mounted() -> Option<Arc<Mount>> {
 /// `distribute` (every new directory is distributed, not only those `mkdir` asks for with
 /// [`abi::reef::S_DISTRIBUTED`]), and the §5.4 ablations, each switching one technique off:
 /// `nodist` (directory distribution), `nobcast` (directory broadcast), `nolookupcache` (the
-/// lookup cache), `noaffinity` (creation affinity); and `exec=local|rr|random`, where
+/// lookup cache), `noaffinity` (creation affinity), `nodirect` (direct access to the buffer
+/// cache: data travels in the messages); and `exec=local|rr|random`, where
 /// `execve` runs the new program ([`ExecPlacement`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -393,6 +394,7 @@ impl Options {
                 b"nobcast" => t.broadcast = false,
                 b"nolookupcache" => t.lookup_cache = false,
                 b"noaffinity" => t.affinity = false,
+                b"nodirect" => t.direct = false,
                 b"exec=local" => o.exec = ExecPlacement::Local,
                 b"exec=rr" => o.exec = ExecPlacement::RoundRobin,
                 b"exec=random" => o.exec = ExecPlacement::Random,
@@ -419,6 +421,7 @@ impl Options {
             (!t.broadcast, ",nobcast"),
             (!t.lookup_cache, ",nolookupcache"),
             (!t.affinity, ",noaffinity"),
+            (!t.direct, ",nodirect"),
         ]
         .iter()
         .filter(|(on, _)| *on)

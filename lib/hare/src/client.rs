@@ -54,7 +54,8 @@ use nrfs::walk::{self, Namespace};
 use nrfs::Last;
 
 use crate::proto::{
-    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, MAX_IO_BLOCKS,
+    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, MAX_DATA,
+    MAX_IO_BLOCKS,
 };
 use crate::shard::ShardTable;
 use crate::{Attrs, Block, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, NAME_MAX, ROOT_INO};
@@ -110,6 +111,10 @@ pub struct Techniques {
     pub lookup_cache: bool,
     /// Creation affinity (§3.7.5): off, a new inode goes to the server of its entry.
     pub affinity: bool,
+    /// Direct access to the buffer cache (§3.3): off, file data travels in the messages
+    /// (`ReadData`, `WriteData`, a page at a time) and the server copies it between them and
+    /// the cache.
+    pub direct: bool,
 }
 
 impl Default for Techniques {
@@ -119,6 +124,7 @@ impl Default for Techniques {
             broadcast: true,
             lookup_cache: true,
             affinity: true,
+            direct: true,
         }
     }
 }
@@ -1139,6 +1145,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if f.kind == Kind::Dir {
             return Err(Errno::EISDIR);
         }
+        if !self.policy.techniques.direct {
+            return self.read_through_server(f, buf, offset, desc).await;
+        }
         let mut done = 0;
         let mut start = offset;
         let mut at = offset;
@@ -1170,7 +1179,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 break;
             }
             let n = want.min((size - r) as usize);
-            self.copy_out(&blocks, r, &mut buf[done..done + n]);
+            copy_out(&self.cache, &blocks, r, &mut buf[done..done + n]);
             done += n;
             at = r + n as u64;
             if n < want {
@@ -1180,22 +1189,41 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok((start, done))
     }
 
-    /// Copies from `blocks` (the first holding byte `at`) into `buf`.
-    fn copy_out(&self, blocks: &[Option<Block>], at: u64, buf: &mut [u8]) {
-        let mut pos = 0;
-        let mut off = (at % BLOCK_SIZE as u64) as usize;
-        for b in blocks {
-            if pos == buf.len() {
+    /// [`Client::read_at`] without direct access to the buffer cache: the server copies the
+    /// data into its replies, [`MAX_DATA`] bytes at a time.
+    async fn read_through_server(
+        &mut self,
+        f: OpenFile,
+        buf: &mut [u8],
+        offset: u64,
+        desc: Option<u64>,
+    ) -> Result<(u64, usize), Errno> {
+        let mut done = 0;
+        let mut start = offset;
+        let mut at = offset;
+        while done < buf.len() {
+            let want = (buf.len() - done).min(MAX_DATA);
+            let req = Request::ReadData {
+                ino: f.ino,
+                offset: at,
+                len: want as u32,
+                desc,
+            };
+            let (r, data) = match self.at_inode(f.ino, req).await.map_err(errno)? {
+                Reply::Data { offset, data, .. } if data.len() <= want => (offset, data),
+                _ => return Err(Errno::EIO),
+            };
+            if done == 0 {
+                start = r;
+            }
+            buf[done..done + data.len()].copy_from_slice(&data);
+            done += data.len();
+            at = r + data.len() as u64;
+            if data.len() < want {
                 break;
             }
-            let n = (BLOCK_SIZE - off).min(buf.len() - pos);
-            match b {
-                Some(b) => self.cache.read(*b, off, &mut buf[pos..pos + n]),
-                None => buf[pos..pos + n].fill(0),
-            }
-            pos += n;
-            off = 0;
         }
+        Ok((start, done))
     }
 
     /// `fcntl(F_SETFL)` of `O_APPEND`: whether `fd`'s writes go to the end of the file.
@@ -1249,6 +1277,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if data.is_empty() {
             return Ok((offset, 0));
         }
+        let direct = self.policy.techniques.direct;
         let mut done = 0;
         let mut start = offset;
         let mut at = offset;
@@ -1260,14 +1289,27 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             } else {
                 MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize
             };
-            let n = (data.len() - done).min(room);
-            let req = Request::Write {
-                ino: f.ino,
-                offset: at,
-                len: n as u32,
-                append,
-                desc,
-                now,
+            let n = (data.len() - done).min(if direct { room } else { MAX_DATA });
+            let req = if direct {
+                Request::Write {
+                    ino: f.ino,
+                    offset: at,
+                    len: n as u32,
+                    append,
+                    desc,
+                    now,
+                }
+            } else {
+                // Without direct access the data travels in the request and the server
+                // writes it into the blocks.
+                Request::WriteData {
+                    ino: f.ino,
+                    offset: at,
+                    data: data[done..done + n].to_vec(),
+                    append,
+                    desc,
+                    now,
+                }
             };
             let (w, blocks) = match self.at_inode(f.ino, req).await {
                 Ok(Reply::Written { offset, blocks }) => (offset, blocks),
@@ -1278,23 +1320,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             if done == 0 {
                 start = w;
             }
-            self.copy_in(&blocks, w, &data[done..done + n]);
+            if direct {
+                copy_in(&self.cache, &blocks, w, &data[done..done + n]);
+            }
             done += n;
             at = w + n as u64;
         }
         Ok((start, done))
-    }
-
-    /// Copies `data` into `blocks` (the first holding byte `at`).
-    fn copy_in(&self, blocks: &[Block], at: u64, data: &[u8]) {
-        let mut pos = 0;
-        let mut off = (at % BLOCK_SIZE as u64) as usize;
-        for &b in blocks {
-            let n = (BLOCK_SIZE - off).min(data.len() - pos);
-            self.cache.write(b, off, &data[pos..pos + n]);
-            pos += n;
-            off = 0;
-        }
     }
 
     /// `ftruncate`.
@@ -2287,6 +2319,45 @@ struct Move {
 }
 
 /// Inserts into a cache of at most `cap` (at least one) items, forgetting others first.
+/// Copies from `blocks` of `cache` (the first holding byte `at` of the file) into `buf`; a
+/// hole reads as zeros.
+pub(crate) fn copy_out(
+    cache: &impl BufferCache,
+    blocks: &[Option<Block>],
+    at: u64,
+    buf: &mut [u8],
+) {
+    let mut pos = 0;
+    let mut off = (at % BLOCK_SIZE as u64) as usize;
+    for b in blocks {
+        if pos == buf.len() {
+            break;
+        }
+        let n = (BLOCK_SIZE - off).min(buf.len() - pos);
+        match b {
+            Some(b) => cache.read(*b, off, &mut buf[pos..pos + n]),
+            None => buf[pos..pos + n].fill(0),
+        }
+        pos += n;
+        off = 0;
+    }
+}
+
+/// Copies `data` into `blocks` of `cache` (the first holding byte `at` of the file).
+pub(crate) fn copy_in(cache: &impl BufferCache, blocks: &[Block], at: u64, data: &[u8]) {
+    let mut pos = 0;
+    let mut off = (at % BLOCK_SIZE as u64) as usize;
+    for &b in blocks {
+        if pos == data.len() {
+            break;
+        }
+        let n = (BLOCK_SIZE - off).min(data.len() - pos);
+        cache.write(b, off, &data[pos..pos + n]);
+        pos += n;
+        off = 0;
+    }
+}
+
 fn bounded_insert<K: Ord, V>(map: &mut BTreeMap<K, V>, k: K, v: V, cap: usize) {
     while map.len() >= cap.max(1) {
         map.pop_first();

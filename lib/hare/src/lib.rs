@@ -45,7 +45,7 @@ pub use client::{
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Invalidation, Reply, Request, Target};
-pub use server::{Handled, Server, ServerStats};
+pub use server::{DataCopy, Handled, Server, ServerStats};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
 
 /// A file server's number in the fleet.

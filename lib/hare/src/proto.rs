@@ -24,6 +24,9 @@ pub type Name = Vec<u8>;
 /// Most blocks one `Read` or `Write` covers (1 MiB): a client splits larger transfers.
 pub const MAX_IO_BLOCKS: usize = 256;
 
+/// Most bytes one `ReadData` or `WriteData` carries: one pool page.
+pub const MAX_DATA: usize = 4096;
+
 /// Bytes of entries one `Dirents` reply carries, each counted as its name plus
 /// [`DIRENT_OVERHEAD`]: one page.
 pub const DIRENTS_BYTES: usize = 4096;
@@ -248,6 +251,36 @@ pub enum Request {
         /// The time.
         now: Timespec,
     },
+    /// `Read` for a client without direct access to the buffer cache (§5.4's ablation): the
+    /// server copies the bytes of `[offset, offset + len)` that lie below the size into its
+    /// reply ([`Reply::Data`]).
+    ReadData {
+        /// The inode.
+        ino: Ino,
+        /// First byte (ignored with `desc`).
+        offset: u64,
+        /// Bytes wanted (at most [`MAX_DATA`]).
+        len: u32,
+        /// A shared open file description of `ino` (§3.5.1).
+        desc: Option<u64>,
+    },
+    /// `Write` for a client without direct access to the buffer cache (§5.4's ablation): the
+    /// data travels in the request and the server copies it into the blocks it allocates
+    /// ([`Reply::Written`] with no blocks).
+    WriteData {
+        /// The inode.
+        ino: Ino,
+        /// First byte (ignored with `append` or `desc`).
+        offset: u64,
+        /// The bytes (at most [`MAX_DATA`]).
+        data: Vec<u8>,
+        /// `O_APPEND`: at the end of the file, atomically.
+        append: bool,
+        /// A shared open file description of `ino` (§3.5.1).
+        desc: Option<u64>,
+        /// The time.
+        now: Timespec,
+    },
     /// Makes an open file description of `ino` (one of its opens, at `offset`) shared between
     /// two descriptors, held here from now on (§3.5.1: a process forked): [`Reply::Shared`].
     Share {
@@ -452,6 +485,16 @@ pub enum Reply {
         offset: u64,
         /// The blocks from the page holding `offset`.
         blocks: Vec<Block>,
+    },
+    /// The answer to `ReadData`: the size, where the read started and the bytes read (fewer
+    /// than asked at the end of the file; holes read as zeros).
+    Data {
+        /// The file's size.
+        size: u64,
+        /// The offset read at (the shared description's, or the one asked for).
+        offset: u64,
+        /// The bytes.
+        data: Vec<u8>,
     },
     /// A symlink's target.
     Target(Vec<u8>),

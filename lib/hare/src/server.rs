@@ -5,7 +5,8 @@
 //! blocks (§3.3), the rmdir holds and marks (§3.4.1), and which clients cache which of its
 //! entries (§3.7.1). [`Server::handle`] runs one request to completion, without waiting for
 //! anyone: the messages the client sends around it make up the distributed operations.
-//! It never reads or writes file data: it hands out block numbers, and clients copy the data.
+//! It never reads or writes file data: it hands out block numbers, and clients copy the data
+//! (or, for a client without direct access to the cache, its runtime: [`Handled::copy`]).
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
@@ -18,10 +19,12 @@ use nrfs::{S_ISGID, S_ISUID, S_IXGRP};
 
 use crate::proto::{
     seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
-    DIRENT_OVERHEAD, MAX_IO_BLOCKS,
+    DIRENT_OVERHEAD, MAX_DATA, MAX_IO_BLOCKS,
 };
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
-use crate::{Attrs, Block, ClientId, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, ROOT_INO};
+use crate::{
+    Attrs, Block, BufferCache, ClientId, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, ROOT_INO,
+};
 
 /// Largest file size (`MAX_LFS_FILESIZE`).
 const MAX_FILE_SIZE: u64 = i64::MAX as u64;
@@ -115,6 +118,54 @@ pub struct Handled {
     pub invalidations: Vec<(ClientId, Invalidation)>,
     /// Byte ranges to zero: each block from the given offset to its end.
     pub zero: Vec<(Block, u32)>,
+    /// Data to copy between the buffer cache and the messages (a request of a client
+    /// without direct access to it: §5.4's ablation), after the zeroing.
+    pub copy: DataCopy,
+}
+
+/// Data a request moves through the server rather than the client copying it: the runtime
+/// carries it out with [`Handled::copy_data`] after zeroing and before the reply goes out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum DataCopy {
+    /// Nothing.
+    #[default]
+    None,
+    /// `len` bytes of the file from byte `at` of the first of `blocks` (a hole reads as
+    /// zeros) into the reply's [`Reply::Data`].
+    Out {
+        /// The blocks from the page holding the first byte.
+        blocks: Vec<Option<Block>>,
+        /// The first byte's offset in the file.
+        at: u64,
+        /// How many bytes.
+        len: usize,
+    },
+    /// The request's data into `blocks`, from byte `at` of the first.
+    In {
+        /// The blocks from the page holding the first byte.
+        blocks: Vec<Block>,
+        /// The first byte's offset in the file.
+        at: u64,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+}
+
+impl Handled {
+    /// Carries out [`Handled::copy`] on `cache`: fills the reply's data, or writes the
+    /// request's into the file's blocks.
+    pub fn copy_data(&mut self, cache: &impl BufferCache) {
+        match core::mem::take(&mut self.copy) {
+            DataCopy::None => {}
+            DataCopy::Out { blocks, at, len } => {
+                if let Reply::Data { data, .. } = &mut self.reply {
+                    data.resize(len, 0);
+                    crate::client::copy_out(cache, &blocks, at, data);
+                }
+            }
+            DataCopy::In { blocks, at, data } => crate::client::copy_in(cache, &blocks, at, &data),
+        }
+    }
 }
 
 /// An open file description shared by descriptors of several clients (§3.5.1).
@@ -149,6 +200,8 @@ pub struct Server {
     free: Vec<Block>,
     /// What the request being handled needs zeroed (see [`Handled`]).
     zero: Vec<(Block, u32)>,
+    /// What it moves through the server (see [`Handled`]).
+    copy: DataCopy,
     /// Shared open file descriptions, by number.
     descs: BTreeMap<u64, Desc>,
     next_desc: u64,
@@ -182,6 +235,7 @@ impl Server {
             removed: BTreeSet::new(),
             free: blocks.rev().collect(),
             zero: Vec::new(),
+            copy: DataCopy::None,
             descs: BTreeMap::new(),
             next_desc: 1,
             stats: ServerStats::default(),
@@ -241,6 +295,7 @@ impl Server {
             reply,
             invalidations: inval,
             zero: core::mem::take(&mut self.zero),
+            copy: core::mem::take(&mut self.copy),
         }
     }
 
@@ -375,6 +430,59 @@ impl Server {
                 desc,
                 now,
             } => self.write(ino, offset, len, append, desc, now),
+            Request::ReadData {
+                ino,
+                offset,
+                len,
+                desc,
+            } => {
+                let len = len.min(MAX_DATA as u32);
+                let Reply::Extent {
+                    size,
+                    offset,
+                    blocks,
+                } = self.read(ino, offset, len, desc)?
+                else {
+                    unreachable!("a read answers an extent")
+                };
+                let len = u64::from(len).min(size.saturating_sub(offset)) as usize;
+                self.copy = DataCopy::Out {
+                    blocks,
+                    at: offset,
+                    len,
+                };
+                Ok(Reply::Data {
+                    size,
+                    offset,
+                    data: Vec::new(),
+                })
+            }
+            Request::WriteData {
+                ino,
+                offset,
+                data,
+                append,
+                desc,
+                now,
+            } => {
+                if data.len() > MAX_DATA {
+                    return Err(Errno::EINVAL);
+                }
+                let Reply::Written { offset, blocks } =
+                    self.write(ino, offset, data.len() as u32, append, desc, now)?
+                else {
+                    unreachable!("a write answers where it went")
+                };
+                self.copy = DataCopy::In {
+                    blocks,
+                    at: offset,
+                    data,
+                };
+                Ok(Reply::Written {
+                    offset,
+                    blocks: Vec::new(),
+                })
+            }
             Request::Share { ino, offset } => {
                 self.inode(ino)?;
                 let desc = self.next_desc;

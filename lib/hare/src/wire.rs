@@ -31,7 +31,7 @@ use abi::Errno;
 use msg::{Message, PAYLOAD};
 
 use crate::proto::{
-    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
+    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES, MAX_DATA,
     MAX_IO_BLOCKS,
 };
 use crate::{Attrs, Block, Ino, Kind, Stat, Timespec, NAME_MAX};
@@ -48,6 +48,9 @@ pub const ANY_INO: Ino = u64::MAX;
 
 /// Pages a connection's pool may have (the tag's high byte).
 pub const MAX_PAGES: usize = 256;
+
+/// Most bytes a `Read` or `Write` covers.
+const MAX_IO: usize = MAX_IO_BLOCKS * crate::BLOCK_SIZE;
 
 /// A block number that means a hole in an `Extent` page.
 const HOLE: u32 = u32::MAX;
@@ -213,6 +216,21 @@ impl<'p> In<'p> {
         };
         let attrs = Attrs::new(a as u32, (a >> 32) as u32, b as u32);
         Ok((new, attrs, b >> 41 & 1 != 0, now))
+    }
+
+    /// A read's or write's words (what `encode_request` writes for them): the inode, the
+    /// offset, the length (at most `max`) with the append flag in bit 32, the shared
+    /// description (0: none).
+    fn io(&mut self, max: usize) -> Result<(Ino, u64, u32, bool, Option<u64>), WireError> {
+        let ino = self.w();
+        let offset = self.w();
+        let l = self.w();
+        let len = l & 0xffff_ffff;
+        if len > max as u64 || l >> 33 != 0 {
+            return Err(WireError::Bad("length"));
+        }
+        let desc = Some(self.w()).filter(|&d| d != 0);
+        Ok((ino, offset, len as u32, l >> 32 & 1 != 0, desc))
     }
 
     fn u32(&mut self) -> Result<u32, WireError> {
@@ -414,6 +432,34 @@ pub fn encode_request(
                 .w(desc.unwrap_or(0))
                 .time(*now);
             14
+        }
+        Request::ReadData {
+            ino,
+            offset,
+            len,
+            desc,
+        } => {
+            o.w(*ino).w(*offset).w(u64::from(*len)).w(desc.unwrap_or(0));
+            33
+        }
+        Request::WriteData {
+            ino,
+            offset,
+            data,
+            append,
+            desc,
+            now,
+        } => {
+            if data.len() > MAX_DATA {
+                return Err(WireError::Bad("data"));
+            }
+            o.w(*ino)
+                .w(*offset)
+                .w(data.len() as u64 | u64::from(*append) << 32)
+                .w(desc.unwrap_or(0))
+                .time(*now)
+                .bytes(data)?;
+            34
         }
         Request::Share { ino, offset } => {
             o.w(*ino).w(*offset);
@@ -637,35 +683,49 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             now: i.time()?,
         },
         12 => Request::Close { ino: i.w() },
-        13 => {
-            let ino = i.w();
-            let offset = i.w();
-            let len = i.w();
-            if len > (MAX_IO_BLOCKS * crate::BLOCK_SIZE) as u64 {
-                return Err(WireError::Bad("length"));
+        13 | 33 => {
+            let max = if op == 13 { MAX_IO } else { MAX_DATA };
+            let (ino, offset, len, append, desc) = i.io(max)?;
+            if append {
+                return Err(WireError::Bad("append on a read"));
             }
-            Request::Read {
-                ino,
-                offset,
-                len: len as u32,
-                desc: Some(i.w()).filter(|&d| d != 0),
+            if op == 13 {
+                Request::Read {
+                    ino,
+                    offset,
+                    len,
+                    desc,
+                }
+            } else {
+                Request::ReadData {
+                    ino,
+                    offset,
+                    len,
+                    desc,
+                }
             }
         }
         14 => {
-            let ino = i.w();
-            let offset = i.w();
-            let l = i.w();
-            let len = l as u32;
-            if len as usize > MAX_IO_BLOCKS * crate::BLOCK_SIZE {
-                return Err(WireError::Bad("length"));
-            }
+            let (ino, offset, len, append, desc) = i.io(MAX_IO)?;
             Request::Write {
                 ino,
                 offset,
                 len,
-                append: l >> 32 & 1 != 0,
-                desc: Some(i.w()).filter(|&d| d != 0),
+                append,
+                desc,
                 now: i.time()?,
+            }
+        }
+        34 => {
+            let (ino, offset, len, append, desc) = i.io(MAX_DATA)?;
+            let now = i.time()?;
+            Request::WriteData {
+                ino,
+                offset,
+                data: i.bytes(len as usize)?.to_vec(),
+                append,
+                desc,
+                now,
             }
         }
         15 => Request::Share {
@@ -861,6 +921,13 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             }
             11
         }
+        Reply::Data { size, offset, data } => {
+            if data.len() > MAX_DATA {
+                return Err(WireError::Bad("data"));
+            }
+            o.w(*size).w(*offset).w(data.len() as u64).bytes(data)?;
+            18
+        }
         Reply::Target(t) => {
             o.var(t)?;
             12
@@ -956,6 +1023,16 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
                 blocks.push(i.u32()?);
             }
             Reply::Written { offset, blocks }
+        }
+        18 => {
+            let size = i.w();
+            let offset = i.w();
+            let n = count(i.w(), MAX_DATA)?;
+            Reply::Data {
+                size,
+                offset,
+                data: i.bytes(n)?.to_vec(),
+            }
         }
         12 => Reply::Target(i.var()?),
         13 => {

@@ -700,14 +700,22 @@ thread_local! {
 
 /// Any mix of §5.4's techniques on and off.
 fn techniques_strategy() -> impl Strategy<Value = Techniques> {
-    (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-        |(distribution, broadcast, lookup_cache, affinity)| Techniques {
-            distribution,
-            broadcast,
-            lookup_cache,
-            affinity,
-        },
+    (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
     )
+        .prop_map(
+            |(distribution, broadcast, lookup_cache, affinity, direct)| Techniques {
+                distribution,
+                broadcast,
+                lookup_cache,
+                affinity,
+                direct,
+            },
+        )
 }
 
 fn check_sequence(

@@ -5,8 +5,8 @@
 mod common;
 
 use abi::Errno;
-use common::{run, run_all, world, Rng, BLOCKS_PER_SERVER};
-use hare::{Attrs, OpenFlags, Target, Timespec, BLOCK_SIZE, ROOT_INO};
+use common::{run, run_all, world, world_with, Rng, BLOCKS_PER_SERVER};
+use hare::{Attrs, OpenFlags, Target, Techniques, Timespec, BLOCK_SIZE, ROOT_INO};
 use proptest::prelude::*;
 
 const T: Timespec = Timespec::new(1, 0);
@@ -424,6 +424,77 @@ fn transfers_larger_than_one_reply_are_split() {
         2,
         "302 pages take two reads of at most 256"
     );
+}
+
+/// §5.4's ablation of direct access: a client whose data travels through the server
+/// (`ReadData`, `WriteData`, a page per message) and a client that reads and writes the cache
+/// directly see the same bytes, holes, appends and end of file.
+#[test]
+fn data_through_the_server_is_the_data_in_the_cache() {
+    let off = Techniques {
+        direct: false,
+        ..Techniques::default()
+    };
+    let (net, mut c) = world_with(2, &[off, Techniques::default()], false, true);
+    let (through, direct) = c.split_at_mut(1);
+    let direct = &mut direct[0];
+    let mut rng = Rng::new(5);
+    let fd = run(
+        &net,
+        through[0].open(ROOT_INO, b"/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let data: Vec<u8> = (0..(BLOCK_SIZE * 3 + 100))
+        .map(|i| (i % 253) as u8)
+        .collect();
+    assert_eq!(
+        run(&net, through[0].pwrite(fd, &data, 5000, T), &mut rng),
+        Ok(data.len())
+    );
+    let before = through[0].stats().requests;
+    let mut back = vec![0xaa; data.len() + 5000 + 7];
+    assert_eq!(
+        run(&net, through[0].pread(fd, &mut back, 0), &mut rng),
+        Ok(data.len() + 5000),
+        "a short read at the end of the file"
+    );
+    assert_eq!(
+        through[0].stats().requests - before,
+        5,
+        "17388 bytes take five data replies of at most a page"
+    );
+    assert!(
+        back[..5000].iter().all(|&b| b == 0),
+        "the hole reads as zeros"
+    );
+    assert_eq!(&back[5000..5000 + data.len()], &data[..]);
+    // A client with direct access reads the same bytes from the cache, and its append is
+    // read back through the server.
+    let d = run(
+        &net,
+        direct.open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let mut seen = vec![0; data.len()];
+    assert_eq!(
+        run(&net, direct.pread(d, &mut seen, 5000), &mut rng),
+        Ok(data.len())
+    );
+    assert_eq!(seen, data);
+    direct.set_append(d, true).unwrap();
+    assert_eq!(run(&net, direct.write(d, b"tail", T), &mut rng), Ok(4));
+    let mut tail = [0; 8];
+    assert_eq!(
+        run(
+            &net,
+            through[0].pread(fd, &mut tail, (5000 + data.len()) as u64),
+            &mut rng
+        ),
+        Ok(4)
+    );
+    assert_eq!(&tail[..4], b"tail");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 
 use abi::Errno;
 use hare::proto::{
-    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_IO_BLOCKS,
+    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_DATA,
+    MAX_IO_BLOCKS,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
@@ -165,6 +166,36 @@ fn request() -> impl Strategy<Value = Request> {
                 desc,
                 now
             }),
+        (
+            ino(),
+            any::<u64>(),
+            0..=MAX_DATA as u32,
+            prop::option::of(1..u64::MAX)
+        )
+            .prop_map(|(ino, offset, len, desc)| Request::ReadData {
+                ino,
+                offset,
+                len,
+                desc
+            }),
+        (
+            ino(),
+            any::<u64>(),
+            prop::collection::vec(any::<u8>(), 0..=MAX_DATA),
+            any::<bool>(),
+            prop::option::of(1..u64::MAX),
+            time()
+        )
+            .prop_map(
+                |(ino, offset, data, append, desc, now)| Request::WriteData {
+                    ino,
+                    offset,
+                    data,
+                    append,
+                    desc,
+                    now
+                }
+            ),
         (ino(), any::<u64>()).prop_map(|(ino, offset)| Request::Share { ino, offset }),
         any::<u64>().prop_map(|desc| Request::DupShared { desc }),
         any::<u64>().prop_map(|desc| Request::CloseShared { desc }),
@@ -307,6 +338,12 @@ fn reply() -> impl Strategy<Value = Reply> {
             prop::collection::vec(0..u32::MAX, 0..=MAX_IO_BLOCKS)
         )
             .prop_map(|(offset, blocks)| Reply::Written { offset, blocks }),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            prop::collection::vec(any::<u8>(), 0..=MAX_DATA)
+        )
+            .prop_map(|(size, offset, data)| Reply::Data { size, offset, data }),
         prop::collection::vec(1..=255u8, 1..4095).prop_map(Reply::Target),
         (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents { entries, more }),
         any::<u64>().prop_map(Reply::Shared),

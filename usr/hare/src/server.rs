@@ -1,13 +1,14 @@
 //! The file server's half: `hared`'s C runtime takes a request off a connection and calls
 //! [`hare_server_handle`], which runs `lib/hare`'s [`Server`] and hands back what the
-//! runtime does next, in Hare's order (§3.3, §3.7.2): zero blocks, send invalidations, reply.
+//! runtime does next, in Hare's order (§3.3, §3.7.2): zero blocks, copy the data of a client
+//! without direct access to the cache, send invalidations, reply.
 
 use alloc::boxed::Box;
 use core::ffi::c_void;
 
 use abi::Errno;
 use hare::wire::{self, PAGE_SIZE};
-use hare::{Attrs, Reply, Server, ShardTable, Timespec};
+use hare::{Attrs, BufferCache, Reply, Server, ShardTable, Timespec};
 
 use crate::cabi::CMsg;
 
@@ -88,11 +89,44 @@ pub struct ServerRuntime {
     pub zero: extern "C" fn(ctx: *mut c_void, block: u32, from: u32),
     /// Sends `msg` (an invalidation) to client `client`, if it is connected.
     pub invalidate: extern "C" fn(ctx: *mut c_void, client: u32, msg: *const CMsg),
+    /// Copies `len` bytes of block `block` from byte `offset` to `buf` (`offset + len` is at
+    /// most a block).
+    pub load: extern "C" fn(ctx: *mut c_void, block: u32, offset: u32, buf: *mut u8, len: u32),
+    /// Copies `len` bytes of `data` into block `block` at byte `offset`.
+    pub store: extern "C" fn(ctx: *mut c_void, block: u32, offset: u32, data: *const u8, len: u32),
+}
+
+/// The buffer cache as the runtime reaches it, for data that moves through the server
+/// (`Handled::copy_data`, a client without direct access).
+struct RuntimeCache<'a>(&'a ServerRuntime);
+
+impl BufferCache for RuntimeCache<'_> {
+    fn read(&self, block: u32, offset: usize, buf: &mut [u8]) {
+        // Within one block: `copy_data` splits at block boundaries.
+        (self.0.load)(
+            self.0.ctx,
+            block,
+            offset as u32,
+            buf.as_mut_ptr(),
+            buf.len() as u32,
+        );
+    }
+
+    fn write(&self, block: u32, offset: usize, data: &[u8]) {
+        (self.0.store)(
+            self.0.ctx,
+            block,
+            offset as u32,
+            data.as_ptr(),
+            data.len() as u32,
+        );
+    }
 }
 
 /// Handles request `req` from client `client`, whose pool page for it is `page` (4096 bytes,
 /// or null if the request named a page outside the client's pool), and writes the reply to
-/// `reply` after calling `rt`'s `zero` and then `invalidate` for what the request needs.
+/// `reply` after calling `rt`'s `zero`, `load` or `store`, and then `invalidate` for what the
+/// request needs.
 /// A request that cannot be decoded is answered EINVAL and changes nothing.
 ///
 /// # Safety
@@ -132,10 +166,11 @@ pub unsafe extern "C" fn hare_server_handle(
         *reply = refuse(&req);
         return;
     };
-    let handled = s.server.handle(client, request);
-    for (block, from) in handled.zero {
+    let mut handled = s.server.handle(client, request);
+    for &(block, from) in &handled.zero {
         (rt.zero)(rt.ctx, block, from);
     }
+    handled.copy_data(&RuntimeCache(rt));
     for (to, inv) in &handled.invalidations {
         let m = CMsg::from_message(&wire::encode_invalidation(inv));
         (rt.invalidate)(rt.ctx, *to, &m);

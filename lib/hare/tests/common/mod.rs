@@ -56,16 +56,17 @@ impl Net {
         self.pending.len()
     }
 
-    /// Delivers pending request `i`: the server handles it, what it asks zeroed is zeroed, its
-    /// invalidations are queued at their clients, then its reply.
+    /// Delivers pending request `i`: the server handles it, what it asks zeroed is zeroed and
+    /// the data it moves copied, its invalidations are queued at their clients, then its reply.
     pub fn deliver(&mut self, i: usize) {
         let (tag, from, to, m, mut page) = self.pending.swap_remove(i);
         let req = wire::decode_request(&m, &page).expect("a request the client encoded");
-        let h = self.servers[to as usize].handle(from, req);
-        for (b, from) in h.zero {
+        let mut h = self.servers[to as usize].handle(from, req);
+        for &(b, from) in &h.zero {
             let from = from as usize;
             self.cache.write(b, from, &[0; BLOCK_SIZE][from..]);
         }
+        h.copy_data(&self.cache);
         for (c, inv) in h.invalidations {
             self.inboxes
                 .entry(c)
@@ -171,6 +172,17 @@ pub fn world(
     distribute: bool,
     near_all: bool,
 ) -> (Rc<RefCell<Net>>, Vec<HClient>) {
+    let techniques = vec![TECHNIQUES.with(|t| t.get()); clients];
+    world_with(servers, &techniques, distribute, near_all)
+}
+
+/// [`world`] with one client per element of `techniques`, each using those.
+pub fn world_with(
+    servers: usize,
+    techniques: &[Techniques],
+    distribute: bool,
+    near_all: bool,
+) -> (Rc<RefCell<Net>>, Vec<HClient>) {
     let table = ShardTable::spread(servers).expect("1 to 256 servers");
     let t0 = Timespec::new(0, 0);
     let srv = (0..servers)
@@ -196,7 +208,7 @@ pub fn world(
         next_tag: 0,
         delivered: 0,
     }));
-    let clients = (0..clients)
+    let clients = (0..techniques.len())
         .map(|c| {
             let policy = Policy {
                 local: (c % servers) as ServerId,
@@ -207,7 +219,7 @@ pub fn world(
                 },
                 distribute_dirs: distribute,
                 cache_entries: CACHE_ENTRIES.with(|c| c.get()),
-                techniques: TECHNIQUES.with(|t| t.get()),
+                techniques: techniques[c],
             };
             let port = Port {
                 id: c as ClientId,
