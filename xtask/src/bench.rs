@@ -30,9 +30,14 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [NAME...]
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [--configs LIST]
+                         [--variants LIST] [NAME...]
   --quick  one run per point, configurations 1c1n and 2c2n, shorter measurements
   --runs   runs per point (default 3; --quick: 1)
+  --configs  only these configurations, comma-separated labels (1c1n,2c1n,2c2n,4c2n);
+           what runs only at the largest (the Hare ablations) runs at the largest of them
+  --variants only these systems and variants, comma-separated (reef,linux,reef-hare,
+           reef-hare-split,reef-hare-nodist,...: the names of the summary's columns)
   --out    results folder (default bench/results/latest for a full run of everything,
            out/bench/quick with --quick, out/bench/partial when NAMEs are given)
   NAME     only the benchmarks named NAME or NAME-...: boot null spawn pspawn vmops vmlat
@@ -1694,6 +1699,20 @@ struct Options {
     runs: usize,
     out: Option<PathBuf>,
     filters: Vec<String>,
+    /// `--configs`: the labels of the configurations to run (all if empty).
+    configs: Vec<String>,
+    /// `--variants`: the variants to run (all if empty).
+    variants: Vec<String>,
+}
+
+/// A comma-separated list option's words.
+fn list(option: &str, value: Option<&String>) -> Result<Vec<String>, String> {
+    let v = value.ok_or_else(|| format!("{option} needs a comma-separated list"))?;
+    let words: Vec<String> = v.split(',').filter(|w| !w.is_empty()).map(String::from).collect();
+    if words.is_empty() {
+        return Err(format!("{option} needs a comma-separated list"));
+    }
+    Ok(words)
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -1702,6 +1721,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         runs: 0,
         out: None,
         filters: Vec::new(),
+        configs: Vec::new(),
+        variants: Vec::new(),
     };
     let mut i = 0;
     while i < args.len() {
@@ -1718,6 +1739,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 o.out = Some(PathBuf::from(
                     args.get(i + 1).ok_or("--out needs a folder")?,
                 ));
+                i += 1;
+            }
+            "--configs" => {
+                o.configs = list("--configs", args.get(i + 1))?;
+                i += 1;
+            }
+            "--variants" => {
+                o.variants = list("--variants", args.get(i + 1))?;
                 i += 1;
             }
             "-h" | "--help" => return Err(USAGE.into()),
@@ -1927,15 +1956,33 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 pub fn main(args: &[String]) -> Result<u8, String> {
     let o = parse(args)?;
     let effort = if o.quick { QUICK } else { FULL };
-    let configs: &[Config] = if o.quick {
+    let all_configs: &[Config] = if o.quick {
         &QUICK_CONFIGS
     } else {
         &FULL_CONFIGS
     };
-    let benches: Vec<Bench> = benches(effort)
+    let configs: Vec<Config> = all_configs
+        .iter()
+        .copied()
+        .filter(|c| o.configs.is_empty() || o.configs.contains(&c.label()))
+        .collect();
+    if let Some(c) = o
+        .configs
+        .iter()
+        .find(|c| !all_configs.iter().any(|a| a.label() == **c))
+    {
+        return Err(format!("no configuration {c} in this run\n{USAGE}"));
+    }
+    let mut benches: Vec<Bench> = benches(effort)
         .into_iter()
         .filter(|b| selected(&b.name, &o.filters))
         .collect();
+    if !o.variants.is_empty() {
+        for b in &mut benches {
+            b.variants.retain(|v| o.variants.contains(&v.name));
+        }
+        benches.retain(|b| !b.variants.is_empty());
+    }
     let with_nr = selected(NR_BENCH, &o.filters);
     if benches.is_empty() && !with_nr {
         return Err(format!("no benchmark matches {:?}\n{USAGE}", o.filters));
@@ -2002,7 +2049,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     let largest = *configs.last().expect("configurations");
     let mut jobs = Vec::new();
     for run in 1..=o.runs {
-        for &config in configs {
+        for &config in &configs {
             for bench in &benches {
                 for variant in bench.variants.iter().filter(|v| v.runs_at(config, largest)) {
                     jobs.push(Job {
