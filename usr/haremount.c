@@ -18,8 +18,10 @@
  *    execute bit (EACCES), bad pointers (EFAULT) with the files intact;
  *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount; a static program and a `#!`
  *    script executed from it (EACCES without an execute bit);
+ *  - statfs: the servers' free blocks, a truncation's blocks held back until the last close;
  *  - umount refused while a descriptor is open, then done; the servers keep the files and a
- *    new mount finds them.
+ *    new mount finds them; the ablation options listed and answering the same (nodirect reads
+ *    through the servers).
  *
  * Off Reef (Linux, not root or no such type) mount answers an error and nothing else is done.
  */
@@ -28,6 +30,7 @@
 #include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #define MNT "/mnt/hare"
@@ -97,6 +100,39 @@ static void check_data(void)
 
 /* Lists `path` with getdents64 in batches of at most `batch` bytes: entries other than . and
  * .., checking each name is seen once. */
+/* statfs of the mount counts the servers' free blocks: a truncation of a file that is still
+ * open holds its blocks back until the last close (Hare §3.5), an unlink gives them back. */
+static void check_space(void)
+{
+    struct statfs a, b;
+    CHECK_SYS(statfs(MNT, &a));
+    CHECK_EQ(a.f_type, 0x48415245);
+    CHECK_EQ(a.f_bsize, 4096);
+    CHECK(a.f_blocks >= a.f_bfree && a.f_bfree >= 16);
+    int fd = CHECK_SYS(open(MNT "/space", O_RDWR | O_CREAT | O_EXCL, 0644));
+    unsigned char page[4096];
+    memset(page, 5, sizeof page);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(write(fd, page, sizeof page), (ssize_t)sizeof page);
+    CHECK_SYS(statfs(MNT, &b));
+    CHECK_EQ(a.f_bfree - b.f_bfree, 8);
+    CHECK_EQ(b.f_files - b.f_ffree, a.f_files - a.f_ffree + 1);
+    int other = CHECK_SYS(open(MNT "/space", O_RDWR));
+    CHECK_SYS(ftruncate(other, 4096));
+    CHECK_SYS(statfs(MNT, &b));
+    CHECK_EQ(a.f_bfree - b.f_bfree, 8);
+    CHECK_SYS(close(other));
+    CHECK_SYS(statfs(MNT, &b));
+    CHECK_EQ(a.f_bfree - b.f_bfree, 8);
+    CHECK_SYS(close(fd));
+    CHECK_SYS(statfs(MNT, &b));
+    CHECK_EQ(a.f_bfree - b.f_bfree, 1);
+    CHECK_SYS(unlink(MNT "/space"));
+    CHECK_SYS(statfs(MNT, &b));
+    CHECK_EQ(b.f_bfree, a.f_bfree);
+    SAY("statfs: the servers' free blocks; a truncation's blocks held until the last close");
+}
+
 static int list(const char *path, size_t batch, int *dots)
 {
     char seen[FILES] = {0};
@@ -373,6 +409,7 @@ int main(void)
     SAY("mounted: errors for a second mount, other types, bad options and targets");
 
     check_data();
+    check_space();
     check_dirs();
     check_cwd();
     check_sharing();
@@ -404,9 +441,16 @@ int main(void)
      * (a directory asked to be distributed, S_DISTRIBUTED, is made undistributed by nodist). */
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nocache"), EINVAL);
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nodist=1"), EINVAL);
-    CHECK_SYS(mount("none", MNT, "hare", 0, "noaffinity,nolookupcache,nobcast,nodist,distribute"));
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "exec=far"), EINVAL);
+    CHECK_SYS(mount("none", MNT, "hare", 0,
+                    "noaffinity,nolookupcache,nobcast,nodist,distribute,nodirect,exec=random"));
     CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute,nodist,nobcast,"
-                                   "nolookupcache,noaffinity 0 0"));
+                                   "nolookupcache,noaffinity,nodirect,exec=random 0 0"));
+    fd = CHECK_SYS(open(MNT "/moved", O_RDONLY));
+    memset(b, 0, sizeof b);
+    CHECK_EQ(read(fd, b, sizeof b), (ssize_t)strlen(MNT "/d/f0"));
+    CHECK(!strcmp(b, MNT "/d/f0"));
+    CHECK_SYS(close(fd));
     CHECK_SYS(mkdir(MNT "/spread", 0755 | 0200000));
     CHECK_SYS(close(CHECK_SYS(open(MNT "/spread/a", O_CREAT | O_WRONLY, 0644))));
     CHECK_SYS(stat(MNT "/spread/a", &st));

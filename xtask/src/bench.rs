@@ -1708,7 +1708,11 @@ struct Options {
 /// A comma-separated list option's words.
 fn list(option: &str, value: Option<&String>) -> Result<Vec<String>, String> {
     let v = value.ok_or_else(|| format!("{option} needs a comma-separated list"))?;
-    let words: Vec<String> = v.split(',').filter(|w| !w.is_empty()).map(String::from).collect();
+    let words: Vec<String> = v
+        .split(',')
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect();
     if words.is_empty() {
         return Err(format!("{option} needs a comma-separated list"));
     }

@@ -1004,6 +1004,14 @@ pub fn stat(p: &HarePath, follow: bool) -> Result<KStat, Errno> {
     Ok(stat_of(&s))
 }
 
+/// `statfs` of the mounted Hare: the buffer cache's blocks and the servers' free blocks and
+/// inodes (every server asked). `EIO` if Hare is not mounted (it was unmounted meanwhile).
+pub fn statfs() -> Result<(u64, ::hare::Space), Errno> {
+    let m = mounted().ok_or(Errno::EIO)?;
+    let space = m.here(|c| run_ready(c.statfs()))?;
+    Ok((m.cache_blocks(), space))
+}
+
 /// `mkdir`; `distribute` asks for a distributed directory (§3.4's flag).
 pub fn mkdir(p: &HarePath, perm: u32, distribute: bool) -> Result<(), Errno> {
     let attrs = Attrs::new(perm, 0, 0);

@@ -876,10 +876,17 @@ fn write_statfs(addr: u64, st: &KStat) -> SysResult {
             )
         }
         crate::fd::DEV_PROC => (PROC_SUPER_MAGIC, 0, 0, 0, 0),
-        // Hare's servers keep their free blocks to themselves: the cache's size is reported.
+        // The cache's blocks, and what every server has free (blocks a truncation took from a
+        // file still open are neither free nor the file's: Hare §3.5).
         hare::DEV_HARE => {
-            let blocks = hare::mounted().map_or(0, |m| m.cache_blocks());
-            (HARE_MAGIC, blocks, 0, 0, 0)
+            let (blocks, space) = hare::statfs()?;
+            (
+                HARE_MAGIC,
+                blocks,
+                space.free_blocks,
+                space.inodes + space.free_blocks,
+                space.free_blocks,
+            )
         }
         _ => (PIPEFS_MAGIC, 0, 0, 0, 0),
     };

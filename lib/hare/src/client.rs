@@ -206,6 +206,17 @@ pub struct ClientStats {
     pub busy_retries: u64,
 }
 
+/// What [`Client::statfs`] finds, over every server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Space {
+    /// Buffer-cache blocks free.
+    pub free_blocks: u64,
+    /// Blocks held back from reuse until their file's last close (§3.5).
+    pub deferred_blocks: u64,
+    /// Inodes in use.
+    pub inodes: u64,
+}
+
 /// Why an operation stopped: an error for the caller, or a restart from the path.
 enum Fail {
     Errno(Errno),
@@ -1101,6 +1112,30 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             Ok(_) => Err(Errno::EIO),
             Err(f) => Err(errno(f)),
         }
+    }
+
+    /// `statfs`: the buffer-cache blocks free and held back from reuse, and the inodes in
+    /// use, summed over every server (asked at once, §3.7.3).
+    pub async fn statfs(&mut self) -> Result<Space, Errno> {
+        let servers = self.table.servers();
+        let mut sum = Space::default();
+        for r in self.broadcast(&servers, &Request::Statfs).await {
+            let Reply::Space {
+                free_blocks,
+                deferred_blocks,
+                inodes,
+            } = r
+            else {
+                return Err(match r {
+                    Reply::Err(e) => e,
+                    _ => Errno::EIO,
+                });
+            };
+            sum.free_blocks += free_blocks;
+            sum.deferred_blocks += deferred_blocks;
+            sum.inodes += inodes;
+        }
+        Ok(sum)
     }
 
     /// `fstatat(start, path)`, following a last symlink if `follow`.

@@ -40,7 +40,7 @@ mod shard;
 pub mod wire;
 
 pub use client::{
-    BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SetAttr, SharedFd,
+    BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SetAttr, SharedFd, Space,
     Techniques, Transport,
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};

@@ -320,6 +320,8 @@ pub enum Request {
         /// The time.
         now: Timespec,
     },
+    /// `STATFS`: the server's free buffer-cache blocks and inodes ([`Reply::Space`]).
+    Statfs,
     /// `FSTAT`.
     Stat {
         /// The inode.
@@ -495,6 +497,16 @@ pub enum Reply {
         offset: u64,
         /// The bytes.
         data: Vec<u8>,
+    },
+    /// The answer to `Statfs`.
+    Space {
+        /// Buffer-cache blocks the server has free (not those held back from reuse until an
+        /// open file's last close, §3.5).
+        free_blocks: u64,
+        /// Blocks held back from reuse until their file's last close.
+        deferred_blocks: u64,
+        /// Inodes it holds.
+        inodes: u64,
     },
     /// A symlink's target.
     Target(Vec<u8>),

@@ -527,6 +527,14 @@ impl Server {
             }
             Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
             Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
+            Request::Statfs => {
+                let st = self.stats();
+                Ok(Reply::Space {
+                    free_blocks: st.free_blocks,
+                    deferred_blocks: st.deferred_blocks,
+                    inodes: self.inodes.len() as u64,
+                })
+            }
             Request::Chmod { ino, mode, now } => {
                 let inode = self.inode_mut(ino)?;
                 if inode.kind == Kind::Symlink {

@@ -489,6 +489,7 @@ pub fn encode_request(
             o.w(*ino);
             20
         }
+        Request::Statfs => 35,
         Request::Chmod { ino, mode, now } => {
             o.w(*ino).w(u64::from(*mode)).time(*now);
             21
@@ -745,6 +746,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             now: i.time()?,
         },
         20 => Request::Stat { ino: i.w() },
+        35 => Request::Statfs,
         21 => Request::Chmod {
             ino: i.w(),
             mode: i.w() as u32,
@@ -928,6 +930,14 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             o.w(*size).w(*offset).w(data.len() as u64).bytes(data)?;
             18
         }
+        Reply::Space {
+            free_blocks,
+            deferred_blocks,
+            inodes,
+        } => {
+            o.w(*free_blocks).w(*deferred_blocks).w(*inodes);
+            19
+        }
         Reply::Target(t) => {
             o.var(t)?;
             12
@@ -1034,6 +1044,11 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
                 data: i.bytes(n)?.to_vec(),
             }
         }
+        19 => Reply::Space {
+            free_blocks: i.w(),
+            deferred_blocks: i.w(),
+            inodes: i.w(),
+        },
         12 => Reply::Target(i.var()?),
         13 => {
             let n = count(i.w(), DIRENTS_BYTES)?;

@@ -6,7 +6,7 @@ mod common;
 
 use abi::Errno;
 use common::{run, run_all, world, world_with, Rng, BLOCKS_PER_SERVER};
-use hare::{Attrs, OpenFlags, Target, Techniques, Timespec, BLOCK_SIZE, ROOT_INO};
+use hare::{Attrs, OpenFlags, Space, Target, Techniques, Timespec, BLOCK_SIZE, ROOT_INO};
 use proptest::prelude::*;
 
 const T: Timespec = Timespec::new(1, 0);
@@ -495,6 +495,56 @@ fn data_through_the_server_is_the_data_in_the_cache() {
         Ok(4)
     );
     assert_eq!(&tail[..4], b"tail");
+}
+
+/// `statfs` sums every server's free blocks, blocks held back and inodes: a write takes
+/// blocks, a truncation of an open file holds them back until its last close, an unlink of a
+/// closed file gives them back.
+#[test]
+fn statfs_counts_the_servers_free_and_held_blocks() {
+    let (net, mut c) = world(3, 2, false, false);
+    let mut rng = Rng::new(11);
+    let total = 3 * u64::from(BLOCKS_PER_SERVER);
+    let empty = run(&net, c[0].statfs(), &mut rng).unwrap();
+    assert_eq!(
+        empty,
+        Space {
+            free_blocks: total,
+            deferred_blocks: 0,
+            inodes: 1
+        },
+        "only the root"
+    );
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    let data = vec![7u8; BLOCK_SIZE * 5];
+    run(&net, c[0].write(fd, &data, T), &mut rng).unwrap();
+    let other = run(
+        &net,
+        c[1].open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let written = run(&net, c[1].statfs(), &mut rng).unwrap();
+    assert_eq!((written.free_blocks, written.inodes), (total - 5, 2));
+    run(&net, c[1].ftruncate(other, 0, T), &mut rng).unwrap();
+    let held = run(&net, c[0].statfs(), &mut rng).unwrap();
+    assert_eq!((held.free_blocks, held.deferred_blocks), (total - 5, 5));
+    run(&net, c[1].close(other), &mut rng).unwrap();
+    let still = run(&net, c[0].statfs(), &mut rng).unwrap();
+    assert_eq!(still.deferred_blocks, 5, "one descriptor is still open");
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let back = run(&net, c[0].statfs(), &mut rng).unwrap();
+    assert_eq!((back.free_blocks, back.deferred_blocks), (total, 0));
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].pwrite(fd, &data, 0, T), &mut rng).unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    run(&net, c[0].unlink(ROOT_INO, b"/f", T), &mut rng).unwrap();
+    assert_eq!(run(&net, c[1].statfs(), &mut rng).unwrap(), empty);
 }
 
 #[test]

@@ -196,6 +196,7 @@ fn request() -> impl Strategy<Value = Request> {
                     now
                 }
             ),
+        Just(Request::Statfs),
         (ino(), any::<u64>()).prop_map(|(ino, offset)| Request::Share { ino, offset }),
         any::<u64>().prop_map(|desc| Request::DupShared { desc }),
         any::<u64>().prop_map(|desc| Request::CloseShared { desc }),
@@ -344,6 +345,13 @@ fn reply() -> impl Strategy<Value = Reply> {
             prop::collection::vec(any::<u8>(), 0..=MAX_DATA)
         )
             .prop_map(|(size, offset, data)| Reply::Data { size, offset, data }),
+        (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
+            |(free_blocks, deferred_blocks, inodes)| Reply::Space {
+                free_blocks,
+                deferred_blocks,
+                inodes
+            }
+        ),
         prop::collection::vec(1..=255u8, 1..4095).prop_map(Reply::Target),
         (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents { entries, more }),
         any::<u64>().prop_map(Reply::Shared),
