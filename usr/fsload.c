@@ -31,6 +31,9 @@
  *   fsstress     random operations (create, append, read, truncate, stat, rename, unlink,
  *                mkdir, rmdir, list) on 24 names of one's own subtree, from a seeded
  *                generator; only the errors those operations may meet are allowed
+ *   punzip       busybox unzip of punzip.zip beside fsload (100 man-page-sized files in 5
+ *                directories, stored: xtask/src/zip.rs) into a directory of one's own in a
+ *                shared distributed directory, then its removal; an operation is a file
  *
  * Directories marked distributed are made with mode bit S_DISTRIBUTED (0200000,
  * lib/abi/src/reef.rs): on Hare their entries spread over every file server; NR-FS and Linux
@@ -562,6 +565,51 @@ static void repeating(const char *name, const char *sub, int distributed, long (
     report(name, ops, elapsed);
 }
 
+/* The punzip archive (xtask/src/zip.rs): PUNZIP_FILES files in PUNZIP_DIRS directories, in
+ * fsload's own directory (/test in QEMU, out/usr natively). */
+static char archive[512];
+#define PUNZIP_FILES 100
+#define PUNZIP_DIRS 5
+
+/* An iteration: busybox unzip extracts the archive into a directory of one's own in the
+ * shared distributed directory (it checks every file's CRC-32), then the tree is removed;
+ * every file and directory must be there. Counts the files. */
+static long punzip(int i)
+{
+    char d[600];
+    double t0 = now_s();
+    long k = 0;
+    for (; more(k, t0); k++) {
+        path_of(d, sizeof d, "punzip/u%d.%ld", i, k);
+        make_dir(d, 0);
+        pid_t pid = CHECK_SYS(fork());
+        if (pid == 0) {
+            execl("/bin/busybox", "unzip", "-q", archive, "-d", d, (char *)NULL);
+            printf("FAIL fsload: exec /bin/busybox unzip: %s\n", strerror(errno));
+            _exit(127);
+        }
+        int status;
+        CHECK_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            FAIL("unzip into %s: %s", d, describe_wait(status));
+        CHECK_EQ(remove_tree(d), PUNZIP_FILES + PUNZIP_DIRS + 1);
+    }
+    return k * PUNZIP_FILES;
+}
+
+static void unzips(void)
+{
+    char p[600];
+    path_of(p, sizeof p, "punzip");
+    make_dir(p, 1);
+    double elapsed;
+    long files = in_parallel(punzip, &elapsed);
+    if (iterations > 0)
+        CHECK_EQ(files, (long)iterations * procs * PUNZIP_FILES);
+    CHECK_EQ(remove_tree(p), 1);
+    report("punzip", files, elapsed);
+}
+
 static void mail(void)
 {
     char p[600];
@@ -620,7 +668,7 @@ static void find(const char *name, int dense)
 
 static const char *const WORKLOADS[] = {"creates",   "writes",      "renames",     "directories",
                                         "rm-dense",  "rm-sparse",   "pfind-dense", "pfind-sparse",
-                                        "mailbench", "fsstress"};
+                                        "mailbench", "fsstress",    "punzip"};
 
 static void run(const char *w)
 {
@@ -644,6 +692,8 @@ static void run(const char *w)
         mail();
     else if (!strcmp(w, "fsstress"))
         repeating(w, "stress", 0, fsstress);
+    else if (!strcmp(w, "punzip"))
+        unzips();
     else
         FAIL("unknown workload %s", w);
 }
@@ -675,6 +725,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n(PROCS 1..%d, SCALE 0..16)\n", usage, MAX_PROCS);
         return 2;
     }
+    const char *self = self_path(argv[0]);
+    const char *slash = strrchr(self, '/');
+    snprintf(archive, sizeof archive, "%.*s/punzip.zip", slash ? (int)(slash - self) : 1,
+             slash ? self : ".");
     snprintf(root, sizeof root, "%s/fsload.%d", argv[optind], (int)getpid());
     CHECK_SYS(mkdir(root, 0755));
     SAY("%d processes under %s", procs, root);

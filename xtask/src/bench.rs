@@ -49,6 +49,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
            (ab from the host; apache2-utils is installed if missing), net-switch)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
+           hare-punzip
            hare-rename-latency) nr-bench";
 
 /// Guest memory of every configuration (MiB).
@@ -927,7 +928,7 @@ fn fsload(effort: Effort, workload: &str, procs: &str) -> Vec<String> {
 }
 
 /// fsload's workloads and their result lines.
-const FSLOAD_WORKLOADS: [(&str, &str); 10] = [
+const FSLOAD_WORKLOADS: [(&str, &str); 11] = [
     ("creates", "fsload creates "),
     ("writes", "fsload writes "),
     ("renames", "fsload renames "),
@@ -938,6 +939,7 @@ const FSLOAD_WORKLOADS: [(&str, &str); 10] = [
     ("pfind-sparse", "fsload pfind-sparse "),
     ("mailbench", "fsload mailbench "),
     ("fsstress", "fsload fsstress "),
+    ("punzip", "fsload punzip "),
 ];
 
 /// The name of the host benchmark (node replication library) in NAME filters and metrics.

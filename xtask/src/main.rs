@@ -33,6 +33,7 @@ mod qemu;
 mod tests;
 mod usr;
 mod variant;
+mod zip;
 
 use qemu::{Accel, Machine};
 use std::process::ExitCode;

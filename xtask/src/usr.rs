@@ -17,6 +17,7 @@
 //! | `/etc/passwd`, `/etc/group` (0644) | root only |
 //! | `/test/<name>` (0755) | the test programs |
 //! | `/test/sh/<name>.sh` (0755), `/test/sh/<name>.expected` (0644) | the shell suite: every file of `usr/sh/`, run by `/test/sh/run.sh` |
+//! | `/test/punzip.zip` (0644) | the archive of fsload's `punzip` workload (100 man-page-sized files, [`crate::zip`]) |
 
 use crate::cpio::{self, Entry};
 use crate::{build, deps};
@@ -640,6 +641,15 @@ pub fn build_programs() -> Result<Vec<(&'static str, PathBuf)>, String> {
         }
         built.push((p.name, target));
     }
+    // fsload's punzip archive beside the programs, where a native run finds it (fsload looks
+    // next to itself, as it finds /test/punzip.zip on Reef and Linux in QEMU).
+    let zip = out.join("punzip.zip");
+    let bytes = crate::zip::archive();
+    if std::fs::read(&zip).ok().as_deref() != Some(&bytes[..]) {
+        let tmp = out.join(format!(".punzip.zip.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, &bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &zip).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+    }
     Ok(built)
 }
 
@@ -742,7 +752,8 @@ pub fn applets(busybox: &Path) -> Result<Vec<String>, String> {
 }
 
 /// The initramfs entries for `busybox` (its bytes and applets), the built `programs` (in `/bin`
-/// for [`SYSTEM`], else in `/test`) and the shell `suite`'s files (scripts executable).
+/// for [`SYSTEM`], else in `/test`), the shell `suite`'s files (scripts executable) and the
+/// punzip workload's archive.
 pub fn entries(
     busybox: Vec<u8>,
     applets: &[String],
@@ -768,6 +779,7 @@ pub fn entries(
         let perm = if name.ends_with(".sh") { 0o755 } else { 0o644 };
         e.push(Entry::file(&format!("test/sh/{name}"), perm, bytes.clone()));
     }
+    e.push(Entry::file(crate::zip::PATH, 0o644, crate::zip::archive()));
     e
 }
 
