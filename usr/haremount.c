@@ -19,6 +19,9 @@
  *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount; a static program and a `#!`
  *    script executed from it (EACCES without an execute bit);
  *  - statfs: the servers' free blocks, a truncation's blocks held back until the last close;
+ *  - permissions: a process of another user is refused root's files (open, truncate, unlink,
+ *    rename, create, chmod, chown, utimensat) and a directory it may not search, owns the
+ *    files it makes, and cannot remove another's file from a sticky directory;
  *  - umount refused while a descriptor is open, then done; the servers keep the files and a
  *    new mount finds them; the ablation options listed and answering the same (nodirect reads
  *    through the servers).
@@ -28,6 +31,7 @@
 #include "reef-test.h"
 #include "hare_fleet.h"
 #include <dirent.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -131,6 +135,82 @@ static void check_space(void)
     CHECK_SYS(statfs(MNT, &b));
     CHECK_EQ(b.f_bfree, a.f_bfree);
     SAY("statfs: the servers' free blocks; a truncation's blocks held until the last close");
+}
+
+/* What a user other than root may do in the mount: the servers keep each file's owner, group
+ * and mode (a new file is its creator's), and the kernel checks them as for NR-FS. */
+static void as_user(void)
+{
+    CHECK_SYS(setgroups(0, NULL));
+    CHECK_SYS(setresgid(1000, 1000, 1000));
+    CHECK_SYS(setresuid(1000, 1000, 1000));
+    CHECK_ERRNO(open(MNT "/perm/secret", O_RDONLY), EACCES);
+    CHECK_SYS(close(CHECK_SYS(open(MNT "/perm/public", O_RDONLY))));
+    CHECK_ERRNO(open(MNT "/perm/public", O_WRONLY), EACCES);
+    CHECK_ERRNO(open(MNT "/perm/public", O_RDONLY | O_TRUNC), EACCES);
+    CHECK_ERRNO(truncate(MNT "/perm/public", 0), EACCES);
+    CHECK_ERRNO(unlink(MNT "/perm/public"), EACCES);
+    CHECK_ERRNO(rename(MNT "/perm/public", MNT "/open/taken"), EACCES);
+    CHECK_ERRNO(open(MNT "/perm/new", O_CREAT | O_WRONLY, 0644), EACCES);
+    CHECK_ERRNO(mkdir(MNT "/perm/d", 0755), EACCES);
+    CHECK_ERRNO(symlink("public", MNT "/perm/l"), EACCES);
+    CHECK_ERRNO(link(MNT "/perm/public", MNT "/perm/hard"), EACCES);
+    CHECK_ERRNO(chmod(MNT "/perm/public", 0666), EPERM);
+    CHECK_ERRNO(chown(MNT "/perm/public", 1000, 1000), EPERM);
+    struct timespec times[2] = {{1, 0}, {2, 0}};
+    CHECK_ERRNO(utimensat(AT_FDCWD, MNT "/perm/public", times, 0), EPERM);
+    CHECK_ERRNO(utimensat(AT_FDCWD, MNT "/perm/public", NULL, 0), EACCES);
+    /* A directory it may not search: nothing below it. */
+    CHECK_ERRNO(open(MNT "/locked/f", O_RDONLY), EACCES);
+    struct stat st;
+    CHECK_ERRNO(stat(MNT "/locked/f", &st), EACCES);
+    CHECK_ERRNO(chdir(MNT "/locked"), EACCES);
+    /* Its own file in a directory anyone may write: its owner and group, and its to change. */
+    int fd = CHECK_SYS(open(MNT "/open/mine", O_CREAT | O_EXCL | O_WRONLY, 0644));
+    CHECK_SYS(fstat(fd, &st));
+    CHECK_EQ(st.st_uid, 1000);
+    CHECK_EQ(st.st_gid, 1000);
+    CHECK_SYS(fchmod(fd, 0600));
+    CHECK_SYS(close(fd));
+    CHECK_SYS(mkdir(MNT "/open/sub", 0700));
+    CHECK_SYS(stat(MNT "/open/sub", &st));
+    CHECK_EQ(st.st_uid, 1000);
+    CHECK_SYS(utimensat(AT_FDCWD, MNT "/open/mine", times, 0));
+    CHECK_SYS(rmdir(MNT "/open/sub"));
+    CHECK_SYS(unlink(MNT "/open/mine"));
+    /* The sticky bit: another user's file in a sticky directory stays. */
+    CHECK_ERRNO(unlink(MNT "/open/roots"), EPERM);
+    _exit(0);
+}
+
+static void check_permissions(void)
+{
+    CHECK_SYS(mkdir(MNT "/perm", 0755));
+    CHECK_SYS(mkdir(MNT "/locked", 0700));
+    CHECK_SYS(mkdir(MNT "/open", 0777));
+    CHECK_SYS(chmod(MNT "/open", 01777));
+    CHECK_SYS(close(CHECK_SYS(open(MNT "/perm/secret", O_CREAT | O_WRONLY, 0600))));
+    CHECK_SYS(close(CHECK_SYS(open(MNT "/perm/public", O_CREAT | O_WRONLY, 0644))));
+    CHECK_SYS(close(CHECK_SYS(open(MNT "/locked/f", O_CREAT | O_WRONLY, 0644))));
+    CHECK_SYS(close(CHECK_SYS(open(MNT "/open/roots", O_CREAT | O_WRONLY, 0644))));
+    struct stat st;
+    CHECK_SYS(stat(MNT "/perm/public", &st));
+    CHECK_EQ(st.st_uid, 0);
+    pid_t pid = CHECK_SYS(fork());
+    if (pid == 0)
+        as_user();
+    CHECK_CHILD_EXIT(pid, 0);
+    CHECK_SYS(stat(MNT "/perm/public", &st));
+    CHECK_EQ(st.st_mode & 07777, 0644);
+    CHECK_SYS(unlink(MNT "/perm/secret"));
+    CHECK_SYS(unlink(MNT "/perm/public"));
+    CHECK_SYS(unlink(MNT "/locked/f"));
+    CHECK_SYS(unlink(MNT "/open/roots"));
+    CHECK_SYS(rmdir(MNT "/perm"));
+    CHECK_SYS(rmdir(MNT "/locked"));
+    CHECK_SYS(rmdir(MNT "/open"));
+    SAY("permissions: another user is refused root's files and directories, owns what it "
+        "makes, and the sticky bit holds");
 }
 
 static int list(const char *path, size_t batch, int *dots)
@@ -410,6 +490,7 @@ int main(void)
 
     check_data();
     check_space();
+    check_permissions();
     check_dirs();
     check_cwd();
     check_sharing();

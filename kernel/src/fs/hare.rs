@@ -33,8 +33,9 @@
 //!   reserved when it was opened); the next operation on that core's client sends it, as
 //!   does the thread that let go of it ([`release`]).
 //!
-//! Differences from NR-FS, documented in docs/architecture.md: no permission checks (Hare's
-//! servers keep modes and owners but check nothing); `..` of the mount's root is the root
+//! Differences from NR-FS, documented in docs/architecture.md: permissions are checked by
+//! `crate::fs::perm`'s `hare_*` functions with a `stat` of each directory of a path; `..` of
+//! the mount's root is the root
 //! itself for a walk that starts inside (paths with `..` are resolved by name from the
 //! directory's current path, [`HareNode::path`], so `cd ..` leaves the mount); an absolute
 //! symlink target resolves inside Hare if it lies under the mount point and answers `EXDEV`
@@ -941,12 +942,12 @@ pub fn relative(dir: &HareNode, path: &[u8]) -> HarePath {
     }
 }
 
-/// `open` in Hare: flags as Linux's, `kept` those the description keeps; it shows `shown`.
+/// `open` in Hare: flags as Linux's, the mode and umask of a file it creates, whose owner and
+/// group are `uid` and `gid`; `kept` are the flags the description keeps; it shows `shown`.
 pub fn open(
     p: HarePath,
-    flags: u32,
-    mode: u32,
-    umask: u32,
+    (flags, mode, umask): (u32, u32, u32),
+    (uid, gid): (u32, u32),
     kept: u32,
     shown: Vec<u8>,
 ) -> Result<Arc<OpenFile>, Errno> {
@@ -959,7 +960,7 @@ pub fn open(
         append: flags & crate::fd::O_APPEND != 0,
         nofollow: flags & O_NOFOLLOW != 0,
     };
-    let attrs = Attrs::new(mode & 0o7777 & !umask, 0, 0);
+    let attrs = Attrs::new(mode & 0o7777 & !umask, uid, gid);
     let core = kcb::current().core_id;
     let m = p.mount.clone();
     // Room for this descriptor's close, reserved before it exists: the queue may have to
@@ -1004,6 +1005,13 @@ pub fn stat(p: &HarePath, follow: bool) -> Result<KStat, Errno> {
     Ok(stat_of(&s))
 }
 
+/// `stat` of `path` from the start directory of `p` (a permission check's look at the
+/// directories on `p`'s way, `crate::fs::perm`).
+pub fn stat_at(p: &HarePath, path: &[u8], follow: bool) -> Result<KStat, Errno> {
+    let s = p.mount.here(|c| run_ready(c.stat(p.start, path, follow)))?;
+    Ok(stat_of(&s))
+}
+
 /// `statfs` of the mounted Hare: the buffer cache's blocks and the servers' free blocks and
 /// inodes (every server asked). `EIO` if Hare is not mounted (it was unmounted meanwhile).
 pub fn statfs() -> Result<(u64, ::hare::Space), Errno> {
@@ -1013,8 +1021,13 @@ pub fn statfs() -> Result<(u64, ::hare::Space), Errno> {
 }
 
 /// `mkdir`; `distribute` asks for a distributed directory (§3.4's flag).
-pub fn mkdir(p: &HarePath, perm: u32, distribute: bool) -> Result<(), Errno> {
-    let attrs = Attrs::new(perm, 0, 0);
+pub fn mkdir(
+    p: &HarePath,
+    perm: u32,
+    (uid, gid): (u32, u32),
+    distribute: bool,
+) -> Result<(), Errno> {
+    let attrs = Attrs::new(perm, uid, gid);
     p.mount
         .here(|c| run_ready(c.mkdir(p.start, &p.path, attrs, distribute, now())))
 }
@@ -1045,9 +1058,10 @@ pub fn link(from: &HarePath, to: &HarePath, follow: bool) -> Result<(), Errno> {
 }
 
 /// `symlink`.
-pub fn symlink(target: &[u8], p: &HarePath) -> Result<(), Errno> {
+pub fn symlink(target: &[u8], p: &HarePath, (uid, gid): (u32, u32)) -> Result<(), Errno> {
+    let attrs = Attrs::new(0o777, uid, gid);
     p.mount
-        .here(|c| run_ready(c.symlink(target, p.start, &p.path, Attrs::new(0o777, 0, 0), now())))
+        .here(|c| run_ready(c.symlink(target, p.start, &p.path, attrs, now())))
 }
 
 /// `readlink`.

@@ -315,7 +315,10 @@ impl MappedFile {
                 }
             }
             Place::Hare(h) => {
-                let f = hare::open(h, O_RDONLY, 0, 0, O_RDONLY, path.to_vec())?;
+                if let Some(p) = me {
+                    perm::hare_lookup(p, &h)?;
+                }
+                let f = hare::open(h, (O_RDONLY, 0, 0), (0, 0), O_RDONLY, path.to_vec())?;
                 let st = f.stat()?;
                 let owner = creds::Owner {
                     uid: st.uid,
@@ -323,9 +326,10 @@ impl MappedFile {
                     mode: st.mode & 0o7777,
                     dir: false,
                 };
-                if st.mode & 0o170000 != 0o100000 || st.mode & 0o111 == 0 {
+                if st.mode & 0o170000 != 0o100000 {
                     return Err(Errno::EACCES);
                 }
+                perm::may_execute(me, owner)?;
                 return Ok(MappedFile {
                     source: FileSource::Hare(f),
                     size: st.size,
@@ -606,8 +610,10 @@ pub fn open(
     match path::locate(me, dirfd, path)? {
         Place::Fs { start, path } => open_nrfs(me, start, &path, flags, mode, kept, shown),
         Place::Hare(p) => {
+            perm::hare_open(me, &p, flags)?;
             let umask = me.umask.load(core::sync::atomic::Ordering::Relaxed);
-            hare::open(p, flags, mode, umask, kept, shown)
+            let owner = perm::new_owner(me);
+            hare::open(p, (flags, mode, umask), owner, kept, shown)
         }
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();

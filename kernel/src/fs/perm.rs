@@ -10,8 +10,15 @@
 //! for making or removing a name (and the sticky rule for removing), ownership for `chmod`
 //! and `utimensat`, and so on. The checks and the operation are separate steps (NR-FS holds
 //! no lock across them): a `chmod` or `rename` by another process between the two is not seen
-//! by the first; docs/architecture.md says so. Hare's files are not checked.
+//! by the first; docs/architecture.md says so.
+//!
+//! Hare's files are checked the same way with what its servers keep (owner, group, mode): the
+//! `hare_*` functions ask Hare's client for the attributes of the start directory and of every
+//! directory on the path (search permission: one `stat` each, for callers other than root only),
+//! then apply the operation's own check. A symlink in the middle of a Hare path is followed
+//! by those `stat`s, so the directories on the way to its target are not checked.
 
+use super::hare::{self as harefs, HarePath};
 use super::with_client;
 use crate::fd::KStat;
 use crate::proc::Process;
@@ -129,19 +136,11 @@ pub fn may(me: &Process, start: Ino, path: &[u8], follow: bool, want: u32) -> Re
 /// made needs write and search permission on its directory.
 pub fn open(me: &Process, start: Ino, path: &[u8], open_flags: u32) -> Result<(), Errno> {
     use super::flags::*;
-    use crate::fd::{O_ACCMODE, O_PATH, O_RDONLY, O_WRONLY};
+    use crate::fd::O_PATH;
     let Some(cred) = checked(me)? else {
         return Ok(());
     };
-    let want = match open_flags & O_ACCMODE {
-        O_RDONLY => MAY_READ,
-        O_WRONLY => MAY_WRITE,
-        _ => MAY_READ | MAY_WRITE,
-    } | if open_flags & O_TRUNC != 0 {
-        MAY_WRITE
-    } else {
-        0
-    };
+    let want = open_want(open_flags);
     let follow = open_flags & O_NOFOLLOW == 0;
     with_client(|c| {
         let ns = Searching { c, cred: &cred };
@@ -155,6 +154,19 @@ pub fn open(me: &Process, start: Ino, path: &[u8], open_flags: u32) -> Result<()
             Err(_) => Ok(()),
         }
     })
+}
+
+/// The permission `open` with `open_flags` needs of an existing file: read and/or write as
+/// the access mode asks, write for `O_TRUNC` too.
+fn open_want(open_flags: u32) -> u32 {
+    use super::flags::O_TRUNC;
+    use crate::fd::{O_ACCMODE, O_RDONLY, O_WRONLY};
+    let access = match open_flags & O_ACCMODE {
+        O_RDONLY => MAY_READ,
+        O_WRONLY => MAY_WRITE,
+        _ => MAY_READ | MAY_WRITE,
+    };
+    access | if open_flags & O_TRUNC != 0 { MAY_WRITE } else { 0 }
 }
 
 /// EACCES unless `cred` may search the directory that holds `path`'s last component and
@@ -276,5 +288,197 @@ pub fn access(me: &Process, st: &KStat, mode: u32, effective: bool) -> Result<()
         c.may(file, mode)
     } else {
         c.may_real(file, mode)
+    }
+}
+
+/// Checks that the caller may use the file with attributes `st` as `want` asks (a mask of
+/// `creds::MAY_*`): what a Hare directory's `chdir` asks of it.
+pub fn may_file(me: &Process, st: &KStat, want: u32) -> Result<(), Errno> {
+    match checked(me)? {
+        Some(cred) => cred.may(owner_of(st), want),
+        None => Ok(()),
+    }
+}
+
+/// What a permission check needs of `st`.
+fn owner_of(st: &KStat) -> Owner {
+    Owner {
+        uid: st.uid,
+        gid: st.gid,
+        mode: st.mode & 0o7777,
+        dir: st.is_dir(),
+    }
+}
+
+/// The directory part of `path` (`.` if it has none), and whether there is a last component.
+fn parent_of(path: &[u8]) -> (&[u8], bool) {
+    let trimmed = match path.iter().rposition(|&b| b != b'/') {
+        Some(end) => &path[..=end],
+        None => return (path, false),
+    };
+    match trimmed.iter().rposition(|&b| b == b'/') {
+        Some(0) => (b"/", true),
+        Some(at) => (&trimmed[..at], true),
+        None => (b".", trimmed != b"." && trimmed != b".."),
+    }
+}
+
+/// Checks that `cred` may search the start directory of `p` and every directory before its
+/// last component (the `stat` of each prefix, following symlinks). A prefix that does not
+/// resolve ends the check: the operation meets that error itself.
+fn hare_search(cred: &Credentials, p: &HarePath) -> Result<(), Errno> {
+    let mut prefix: Vec<u8> = if p.path.starts_with(b"/") {
+        b"/".to_vec()
+    } else {
+        b".".to_vec()
+    };
+    let comps: Vec<&[u8]> = p
+        .path
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .collect();
+    for i in 0..comps.len() {
+        match harefs::stat_at(p, &prefix, true) {
+            Ok(st) if st.is_dir() => cred.may(owner_of(&st), MAY_EXEC)?,
+            _ => return Ok(()),
+        }
+        if i + 1 == comps.len() {
+            break;
+        }
+        if prefix == b"." {
+            prefix.clear();
+        } else if prefix != b"/" {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(comps[i]);
+    }
+    Ok(())
+}
+
+/// EACCES unless `cred` may search the way to `p`'s directory and write to that directory.
+fn hare_parent_writable(cred: &Credentials, p: &HarePath) -> Result<Option<Owner>, Errno> {
+    hare_search(cred, p)?;
+    let (parent, _) = parent_of(&p.path);
+    match harefs::stat_at(p, parent, true) {
+        Ok(st) => {
+            let dir = owner_of(&st);
+            cred.may(dir, MAY_WRITE | MAY_EXEC)?;
+            Ok(Some(dir))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// [`lookup`] of a Hare path: search permission on the way.
+pub fn hare_lookup(me: &Process, p: &HarePath) -> Result<(), Errno> {
+    match checked(me)? {
+        Some(cred) => hare_search(&cred, p),
+        None => Ok(()),
+    }
+}
+
+/// [`may`] of a Hare path.
+pub fn hare_may(me: &Process, p: &HarePath, follow: bool, want: u32) -> Result<(), Errno> {
+    let Some(cred) = checked(me)? else {
+        return Ok(());
+    };
+    hare_search(&cred, p)?;
+    match harefs::stat_at(p, &p.path, follow) {
+        Ok(st) => cred.may(owner_of(&st), want),
+        Err(_) => Ok(()),
+    }
+}
+
+/// [`open`] of a Hare path.
+pub fn hare_open(me: &Process, p: &HarePath, open_flags: u32) -> Result<(), Errno> {
+    use super::flags::*;
+    use crate::fd::O_PATH;
+    let Some(cred) = checked(me)? else {
+        return Ok(());
+    };
+    let want = open_want(open_flags);
+    hare_search(&cred, p)?;
+    match harefs::stat_at(p, &p.path, open_flags & O_NOFOLLOW == 0) {
+        Ok(_) if open_flags & O_PATH != 0 => Ok(()),
+        Ok(st) => cred.may(owner_of(&st), want),
+        Err(Errno::ENOENT) if open_flags & O_CREAT != 0 => hare_parent_writable(&cred, p).map(drop),
+        Err(_) => Ok(()),
+    }
+}
+
+/// [`create`] of a Hare path.
+pub fn hare_create(me: &Process, p: &HarePath) -> Result<(), Errno> {
+    match checked(me)? {
+        Some(cred) => hare_parent_writable(&cred, p).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// [`remove`] of a Hare path: write and search permission on its directory, and the sticky
+/// rule.
+pub fn hare_remove(me: &Process, p: &HarePath) -> Result<(), Errno> {
+    let Some(cred) = checked(me)? else {
+        return Ok(());
+    };
+    let Some(dir) = hare_parent_writable(&cred, p)? else {
+        return Ok(());
+    };
+    match harefs::stat_at(p, &p.path, false) {
+        Ok(victim) if parent_of(&p.path).1 => cred.may_delete(dir, owner_of(&victim)),
+        _ => Ok(()),
+    }
+}
+
+/// What an attribute change in Hare names.
+pub enum HareTarget<'a> {
+    /// A path, and whether a last symlink is followed.
+    Path(&'a HarePath, bool),
+    /// A file open there, with its attributes.
+    File(KStat),
+}
+
+/// The caller's credentials and the attributes of `t` (after checking search permission on
+/// the way to a path), or `None` for a caller the file system does not check.
+fn hare_owner(me: &Process, t: HareTarget<'_>) -> Result<Option<(Credentials, Owner)>, Errno> {
+    let Some(cred) = checked(me)? else {
+        return Ok(None);
+    };
+    let st = match t {
+        HareTarget::Path(p, follow) => {
+            hare_search(&cred, p)?;
+            harefs::stat_at(p, &p.path, follow)?
+        }
+        HareTarget::File(st) => st,
+    };
+    Ok(Some((cred, owner_of(&st))))
+}
+
+/// [`chmod_mode`] in Hare.
+pub fn hare_chmod_mode(me: &Process, t: HareTarget<'_>, mode: u32) -> Result<u32, Errno> {
+    match hare_owner(me, t)? {
+        Some((cred, file)) => {
+            cred.owns(file)?;
+            Ok(cred.chmod_mode(file, mode))
+        }
+        None => Ok(mode),
+    }
+}
+
+/// [`chown`] in Hare.
+pub fn hare_chown(me: &Process, t: HareTarget<'_>, uid: u32, gid: u32) -> Result<(), Errno> {
+    match hare_owner(me, t)? {
+        Some((cred, file)) => cred.may_chown(file, uid, gid),
+        None => Ok(()),
+    }
+}
+
+/// [`owns`] (`now_only`: [`touch`]) in Hare: setting times.
+pub fn hare_times(me: &Process, t: HareTarget<'_>, now_only: bool) -> Result<(), Errno> {
+    match hare_owner(me, t)? {
+        Some((cred, file)) => match cred.owns(file) {
+            Err(_) if now_only => cred.may(file, MAY_WRITE),
+            r => r,
+        },
+        None => Ok(()),
     }
 }

@@ -14,6 +14,7 @@ use crate::fd::{KStat, Node, OpenFile, O_PATH};
 use crate::fs::flags::{O_CLOEXEC, O_CREAT, O_DIRECTORY, O_TRUNC};
 use crate::fs::hare::{self, HarePath};
 use crate::fs::path::{self, Place, AT_FDCWD};
+use crate::fs::perm::HareTarget;
 use crate::fs::{perm, procfs, with_client};
 use crate::proc::{Process, Thread};
 use crate::uaccess::{self, read_user};
@@ -98,7 +99,10 @@ fn stat_path(p: &Process, dir: i32, path: &[u8], follow: bool) -> Result<KStat, 
             let (_, s) = with_client(|c| c.stat_path(start, &path, follow))?;
             Ok(KStat::from_nrfs(&s))
         }
-        Place::Hare(h) => hare::stat(&h, follow),
+        Place::Hare(h) => {
+            perm::hare_lookup(p, &h)?;
+            hare::stat(&h, follow)
+        }
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             match procfs::resolve(p, &comps, follow)? {
@@ -194,7 +198,9 @@ fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
         Place::Fs { start, path } => (start, path),
         Place::Hare(h) => {
             let distribute = mode as u32 & abi::reef::S_DISTRIBUTED != 0;
-            return hare::mkdir(&h, perm, distribute).map(|()| 0);
+            perm::hare_create(&me.process, &h)?;
+            let owner = perm::new_owner(&me.process);
+            return hare::mkdir(&h, perm, owner, distribute).map(|()| 0);
         }
         Place::Proc(comps) if comps.len() == 1 => return Err(Errno::EEXIST),
         Place::Proc(_) => return Err(Errno::EACCES),
@@ -313,7 +319,10 @@ pub fn mknodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
 fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
     let path = path_arg(path)?;
     let (start, path) = match path::locate(&me.process, dir, &path)? {
-        Place::Hare(h) => return hare::remove(&h, is_dir).map(|()| 0),
+        Place::Hare(h) => {
+            perm::hare_remove(&me.process, &h)?;
+            return hare::remove(&h, is_dir).map(|()| 0);
+        }
         place => place.fs(Errno::EACCES)?,
     };
     perm::remove(&me.process, start, &path)?;
@@ -396,7 +405,11 @@ fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) ->
     let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
     let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
         Pair::Fs(a, b) => (a, b),
-        Pair::Hare(a, b) => return hare::rename(&a, &b, flags).map(|()| 0),
+        Pair::Hare(a, b) => {
+            perm::hare_remove(&me.process, &a)?;
+            perm::hare_remove(&me.process, &b)?;
+            return hare::rename(&a, &b, flags).map(|()| 0);
+        }
     };
     perm::remove(&me.process, s1, &p1)?;
     perm::remove(&me.process, s2, &p2)?;
@@ -437,7 +450,11 @@ fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u6
     let follow = flags & AT_SYMLINK_FOLLOW != 0;
     let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
         Pair::Fs(a, b) => (a, b),
-        Pair::Hare(a, b) => return hare::link(&a, &b, follow).map(|()| 0),
+        Pair::Hare(a, b) => {
+            perm::hare_lookup(&me.process, &a)?;
+            perm::hare_create(&me.process, &b)?;
+            return hare::link(&a, &b, follow).map(|()| 0);
+        }
     };
     perm::lookup(&me.process, s1, &p1, follow)?;
     perm::create(&me.process, s2, &p2)?;
@@ -465,7 +482,11 @@ fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResu
     }
     let path = path_arg(path)?;
     let (start, path) = match path::locate(&me.process, dir, &path)? {
-        Place::Hare(h) => return hare::symlink(&target, &h).map(|()| 0),
+        Place::Hare(h) => {
+            perm::hare_create(&me.process, &h)?;
+            let owner = perm::new_owner(&me.process);
+            return hare::symlink(&target, &h, owner).map(|()| 0);
+        }
         place => place.fs(Errno::EACCES)?,
     };
     perm::create(&me.process, start, &path)?;
@@ -498,7 +519,10 @@ fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -
             perm::lookup(&me.process, start, &path, false)?;
             with_client(|c| c.readlink(c.resolve(start, &path, false)?))?
         }
-        Place::Hare(h) => hare::readlink(&h)?,
+        Place::Hare(h) => {
+            perm::hare_lookup(&me.process, &h)?;
+            hare::readlink(&h)?
+        }
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             match procfs::resolve(&me.process, &comps, false)? {
@@ -531,7 +555,10 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     }
     let path = path_arg(a[0])?;
     let (start, path) = match path::locate(&me.process, AT_FDCWD, &path)? {
-        Place::Hare(h) => return hare::truncate(&h, a[1]).map(|()| 0),
+        Place::Hare(h) => {
+            perm::hare_may(&me.process, &h, true, creds::MAY_WRITE)?;
+            return hare::truncate(&h, a[1]).map(|()| 0);
+        }
         place => place.fs(Errno::EACCES)?,
     };
     crate::fs::admit_truncate(a[1])?;
@@ -574,6 +601,10 @@ pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             with_client(|c| c.open(ino))?;
             OpenFile::new(Node::Dir(ino), f.flags(), canonical)
         }
+        Node::Hare(_) => {
+            perm::may_file(&me.process, &f.stat()?, creds::MAY_EXEC)?;
+            f
+        }
         _ => f,
     };
     set_cwd(&me.process, f);
@@ -589,8 +620,10 @@ pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
         Node::Hare(h) if h.is_dir() => {}
         _ => return Err(Errno::ENOTDIR),
     }
-    if let Node::Dir(ino) = f.node {
-        perm::may_ino(&me.process, ino, creds::MAY_EXEC)?;
+    match f.node {
+        Node::Dir(ino) => perm::may_ino(&me.process, ino, creds::MAY_EXEC)?,
+        Node::Hare(_) => perm::may_file(&me.process, &f.stat()?, creds::MAY_EXEC)?,
+        _ => {}
     }
     set_cwd(&me.process, f);
     Ok(0)
@@ -735,8 +768,14 @@ fn chmod_ino(me: &Arc<Thread>, target: Target, mode: u64) -> SysResult {
             let t = now();
             with_client(|c| c.chmod(ino, mode, t))?;
         }
-        Target::Hare(h, _) => hare::chmod(&h, mode)?,
-        Target::HareFile(f) => hare_set(&f, SetAttr::Mode(mode))?,
+        Target::Hare(h, follow) => {
+            let mode = perm::hare_chmod_mode(&me.process, HareTarget::Path(&h, follow), mode)?;
+            hare::chmod(&h, mode)?
+        }
+        Target::HareFile(f) => {
+            let mode = perm::hare_chmod_mode(&me.process, HareTarget::File(f.stat()?), mode)?;
+            hare_set(&f, SetAttr::Mode(mode))?
+        }
     }
     Ok(0)
 }
@@ -766,8 +805,16 @@ fn chown_ino(me: &Arc<Thread>, target: Target, uid: u64, gid: u64) -> SysResult 
             let t = now();
             with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
         }
-        Target::Hare(h, follow) => hare::chown(&h, follow, (id(uid), id(gid)))?,
-        Target::HareFile(f) => hare_set(&f, SetAttr::Owner(id(uid), id(gid)))?,
+        Target::Hare(h, follow) => {
+            let t = HareTarget::Path(&h, follow);
+            perm::hare_chown(&me.process, t, uid as u32, gid as u32)?;
+            hare::chown(&h, follow, (id(uid), id(gid)))?
+        }
+        Target::HareFile(f) => {
+            let t = HareTarget::File(f.stat()?);
+            perm::hare_chown(&me.process, t, uid as u32, gid as u32)?;
+            hare_set(&f, SetAttr::Owner(id(uid), id(gid)))?
+        }
     }
     Ok(0)
 }
@@ -836,12 +883,10 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
     if atime.is_none() && mtime.is_none() {
         return Ok(0);
     }
+    // Setting both times to now needs ownership or write permission, anything else ownership.
+    let now_only = a[2] == 0 || (atime.is_none_or(|x| x == t) && mtime.is_none_or(|x| x == t));
     match target {
         Target::Ino(ino) => {
-            // Setting both times to now needs ownership or write permission, anything else
-            // ownership.
-            let now_only =
-                a[2] == 0 || (atime.is_none_or(|x| x == t) && mtime.is_none_or(|x| x == t));
             if now_only {
                 perm::touch(&me.process, ino)?;
             } else {
@@ -849,8 +894,14 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
             }
             with_client(|c| c.set_times(ino, atime, mtime, t))?
         }
-        Target::Hare(h, follow) => hare::utimens(&h, follow, (atime, mtime))?,
-        Target::HareFile(f) => hare_set(&f, SetAttr::Times(atime, mtime))?,
+        Target::Hare(h, follow) => {
+            perm::hare_times(&me.process, HareTarget::Path(&h, follow), now_only)?;
+            hare::utimens(&h, follow, (atime, mtime))?
+        }
+        Target::HareFile(f) => {
+            perm::hare_times(&me.process, HareTarget::File(f.stat()?), now_only)?;
+            hare_set(&f, SetAttr::Times(atime, mtime))?
+        }
     }
     Ok(0)
 }
