@@ -39,17 +39,23 @@ static inline void hare_fleet_wait(int servers)
     }
 }
 
+/* Whether the servers the next start makes serve processes too, not only the kernel (`hared
+ * --user-clients`: usr/haretest.c's clients). */
+static bool hare_fleet_user_clients;
+
 /* Starts the fleet "hare" with one server on each core of `list` ("1,3" or "1-3"), time-sharing
  * them with programs or owning them, and waits for its `servers` members. */
 static inline void hare_fleet_start_on(const char *list, int servers, bool timeshare)
 {
+    /* NULL ends the arguments where the flag is not wanted. */
+    const char *user = hare_fleet_user_clients ? "--user-clients" : NULL;
     if (timeshare)
         CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--timeshare", "--cores", list,
-                             "/bin/hared", list, NULL),
+                             "/bin/hared", list, user, NULL),
                  0);
     else
         CHECK_EQ(run_program("/bin/fleet", "start", "hare", "--cores", list, "/bin/hared", list,
-                             NULL),
+                             user, NULL),
                  0);
     hare_fleet_wait(servers);
 }

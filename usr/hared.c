@@ -49,6 +49,7 @@ struct conn {
     struct reef_msg_sender tx;
     struct reef_msg_receiver rx;
     uint32_t client; /* 0: no hello yet */
+    uint32_t peer;   /* the process that connected, 0 for the kernel */
     uint8_t *pool;
     uint64_t pool_pages, pool_len;
     int flushed; /* a "forget everything" is in the reply ring, unread */
@@ -62,6 +63,8 @@ static uint8_t *cache;
 static uint64_t cache_blocks;
 static struct hare_server *server;
 static uint16_t my_id, servers;
+/* --user-clients: processes may connect, not only the kernel (usr/haretest.c's clients). */
+static int user_clients;
 
 static uint64_t now_ns(void)
 {
@@ -137,6 +140,10 @@ static const struct hare_server_runtime runtime = {NULL, zero, invalidate, load,
  * Nothing stays mapped when it fails. */
 static uint64_t hello(struct conn *c, const struct reef_msg *m)
 {
+    /* The kernel checks permissions before it sends a request; a process that reached the
+     * servers itself could do anything to any file. */
+    if (c->peer != 0 && !user_clients)
+        return EACCES;
     uint64_t client = hare_word(m, HELLO_CLIENT);
     uint64_t pages = hare_word(m, HELLO_POOL_PAGES);
     if (client == 0 || client > UINT32_MAX || pages == 0 || pages > 256)
@@ -256,8 +263,10 @@ static int poll_for_work(struct reef_msg_channel **chans, int n, _Atomic uint32_
 int main(int argc, char **argv)
 {
     const char *name = getenv("FLEET_NAME"), *core = getenv("FLEET_CORE");
-    if (argc != 2 || !name || !core || place(argv[1], atoi(core), &my_id, &servers) != 0) {
-        fprintf(stderr, "usage: fleet start hare --cores LIST /bin/hared LIST "
+    user_clients = argc == 3 && !strcmp(argv[2], "--user-clients");
+    if ((argc != 2 && !user_clients) || !name || !core ||
+        place(argv[1], atoi(core), &my_id, &servers) != 0) {
+        fprintf(stderr, "usage: fleet start hare --cores LIST /bin/hared LIST [--user-clients] "
                         "(the member's core must be in LIST)\n");
         return 2;
     }
@@ -295,7 +304,7 @@ int main(int argc, char **argv)
         struct reef_conn_info info;
         int fd;
         while (nconns < MAX_CONNS && (fd = reef_mbox_accept(mbox, 0, &info)) >= 0) {
-            conns[nconns] = (struct conn){.fd = fd};
+            conns[nconns] = (struct conn){.fd = fd, .peer = info.client};
             reef_mbox_server(&conns[nconns].tx, &conns[nconns].rx, &info);
             chans[nconns] = &info.conn->request;
             nconns++;

@@ -19,6 +19,7 @@
  *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount; a static program and a `#!`
  *    script executed from it (EACCES without an execute bit);
  *  - statfs: the servers' free blocks, a truncation's blocks held back until the last close;
+ *  - a process's own connection to the servers refused (they serve the kernel alone);
  *  - permissions: a process of another user is refused root's files (open, truncate, unlink,
  *    rename, create, chmod, chown, utimensat) and a directory it may not search, owns the
  *    files it makes, and cannot remove another's file from a sticky directory;
@@ -211,6 +212,29 @@ static void check_permissions(void)
     CHECK_SYS(rmdir(MNT "/open"));
     SAY("permissions: another user is refused root's files and directories, owns what it "
         "makes, and the sticky bit holds");
+}
+
+/* A process may not speak to the servers itself: they serve the kernel's connections alone,
+ * which check permissions first (hared without --user-clients). Its hello is refused with
+ * EACCES before anything in it is looked at. */
+static void check_no_user_clients(void)
+{
+    struct reef_conn_info info;
+    int fd = reef_mbox_connect(HARE_FLEET, REEF_NAME_ROUND_ROBIN, 0, &info);
+    CHECK(fd >= 0);
+    CHECK_EQ(info.client, getpid());
+    struct reef_msg_sender tx;
+    struct reef_msg_receiver rx;
+    reef_mbox_client(&tx, &rx, &info, fd);
+    uint64_t words[5] = {9, 12345, 1, 0, 0};
+    struct reef_msg m;
+    reef_msg_make(&m, HARE_HELLO, words, sizeof words);
+    CHECK_EQ(reef_msg_send(&tx, &m), 0);
+    CHECK_EQ(reef_msg_recv(&rx, &m), 1);
+    CHECK_EQ(m.tag, HARE_HELLO);
+    CHECK_EQ(hare_word(&m, WELCOME_ERROR), EACCES);
+    CHECK_SYS(close(fd));
+    SAY("a process's own connection to the servers is refused (EACCES)");
 }
 
 static int list(const char *path, size_t batch, int *dots)
@@ -491,6 +515,7 @@ int main(void)
     check_data();
     check_space();
     check_permissions();
+    check_no_user_clients();
     check_dirs();
     check_cwd();
     check_sharing();

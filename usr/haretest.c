@@ -213,6 +213,7 @@ int main(void)
         PASS();
     }
     char list[64];
+    hare_fleet_user_clients = true;
     int servers = hare_fleet_start(list, sizeof list, HARE_TEST_MAX_SERVERS);
     SAY("fleet/hare: %d file servers on cores %s (%s)", servers, list,
         servers == 1 && strcmp(list, "0") == 0 ? "timeshare" : "split");

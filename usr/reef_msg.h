@@ -344,11 +344,12 @@ struct reef_msg_connection {
     struct reef_msg_channel reply;
 };
 
-/* What reef_mbox_connect and reef_mbox_accept write. */
+/* What reef_mbox_connect and reef_mbox_accept write: `client` is the pid of the process that
+ * made the connection, 0 for the kernel (a server may serve the kernel alone). */
 struct reef_conn_info {
     struct reef_msg_connection *conn;
     uint64_t mailbox;
-    uint32_t slots, pad;
+    uint32_t slots, client;
 };
 
 _Static_assert(sizeof(struct reef_name_member) == 24, "lib/abi NAME_MEMBER_SIZE");

@@ -226,10 +226,12 @@ impl Mailbox {
         self.events.events().notify(&KernelBell);
     }
 
-    /// A new connection to this mailbox, not offered to its owner yet ([`Mailbox::offer`]).
-    pub fn new_connection(self: &Arc<Mailbox>) -> Result<Arc<Conn>, Errno> {
+    /// A new connection to this mailbox made by process `client_pid` (0: the kernel), not
+    /// offered to its owner yet ([`Mailbox::offer`]).
+    pub fn new_connection(self: &Arc<Mailbox>, client_pid: u32) -> Result<Arc<Conn>, Errno> {
         Ok(Arc::new(Conn {
             mailbox: self.clone(),
+            client_pid,
             request: SharedFrame::new()?,
             reply: SharedFrame::new()?,
             open: [AtomicBool::new(true), AtomicBool::new(true)],
@@ -394,6 +396,9 @@ pub enum End {
 pub struct Conn {
     /// The mailbox connected to.
     mailbox: Arc<Mailbox>,
+    /// The process that made it (its client end), 0 for the kernel: what `accept` tells the
+    /// owner, so that a server may serve the kernel's connections alone (Hare's `hared`).
+    client_pid: u32,
     /// The frame of the request channel (client to owner).
     request: SharedFrame,
     /// The frame of the reply channel (owner to client).
@@ -406,6 +411,11 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// The process that made the connection, 0 for the kernel.
+    pub fn client_pid(&self) -> u32 {
+        self.client_pid
+    }
+
     /// Maps both channels into `vm`; returns the address of the request channel (the reply
     /// channel follows it).
     pub fn map(&self, vm: &VSpace) -> Result<u64, Errno> {

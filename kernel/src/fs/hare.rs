@@ -579,7 +579,7 @@ fn connect(
     budget: &Arc<GrantBudget>,
 ) -> Result<(Link, wire::Welcome), Errno> {
     let mailbox = mailbox::find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
-    let conn = mailbox.new_connection()?;
+    let conn = mailbox.new_connection(0)?;
     mailbox.offer(conn.clone())?;
     let owned = kcb::get(member.core as usize)
         .is_some_and(|k| k.fleet_owner.load(Ordering::Acquire) == member.pid);

@@ -166,7 +166,12 @@ fn open_want(open_flags: u32) -> u32 {
         O_WRONLY => MAY_WRITE,
         _ => MAY_READ | MAY_WRITE,
     };
-    access | if open_flags & O_TRUNC != 0 { MAY_WRITE } else { 0 }
+    access
+        | if open_flags & O_TRUNC != 0 {
+            MAY_WRITE
+        } else {
+            0
+        }
 }
 
 /// EACCES unless `cred` may search the directory that holds `path`'s last component and

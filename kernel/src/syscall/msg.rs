@@ -137,12 +137,14 @@ pub fn create(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     hand_out(me, fd, a[1], &events.to_le_bytes())
 }
 
-/// What `connect` and `accept` write: the mapping's address, the mailbox, the slots.
+/// What `connect` and `accept` write: the mapping's address, the mailbox, the slots, the
+/// client's pid (0: the kernel).
 fn conn_info(addr: u64, conn: &Conn) -> [u8; CONN_INFO_SIZE] {
     let mut out = [0u8; CONN_INFO_SIZE];
     out[..8].copy_from_slice(&addr.to_le_bytes());
     out[8..16].copy_from_slice(&conn.mailbox().to_le_bytes());
     out[16..20].copy_from_slice(&(PAGE_SLOTS as u32).to_le_bytes());
+    out[20..24].copy_from_slice(&conn.client_pid().to_le_bytes());
     out
 }
 
@@ -191,7 +193,7 @@ pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     uaccess::check_range(a[3], CONN_INFO_SIZE)?;
     let member = names::lookup(name, pick)?;
     let mailbox = mailbox::find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
-    let conn = mailbox.new_connection()?;
+    let conn = mailbox.new_connection(me.process.pid)?;
     let (fd, addr) = open_end(me, conn.clone(), End::Client, cloexec, a[3]).map_err(|(e, _)| e)?;
     if let Err(e) = mailbox.offer(conn) {
         let undone = me.process.files.lock().close(fd);

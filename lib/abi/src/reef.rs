@@ -134,6 +134,7 @@ pub const NAME_MEMBER_SIZE: usize = 24;
 pub const S_DISTRIBUTED: u32 = 0o200000;
 
 /// Size of what `reef_mbox_connect` and `reef_mbox_accept` write: `struct reef_conn_info { u64
-/// addr; u64 mailbox; u32 slots, pad; }`: the address of the mapped `msg::Connection` (request
-/// channel, then reply channel, one page each), the mailbox's id, and the slots per channel.
+/// addr; u64 mailbox; u32 slots, client; }`: the address of the mapped `msg::Connection`
+/// (request channel, then reply channel, one page each), the mailbox's id, the slots per
+/// channel, and the pid of the process that made the connection (0: the kernel).
 pub const CONN_INFO_SIZE: usize = 24;
