@@ -727,6 +727,61 @@ static void options(void)
         ntohs(la.sin_port));
 }
 
+/* SO_RCVTIMEO and SO_SNDTIMEO: read back, their errors, and a receive, an accept and a
+ * read that give up with EAGAIN once the time has passed (no sooner). */
+static void timeouts(void)
+{
+    int u = CHECK_SYS(socket(AF_INET, SOCK_DGRAM, 0));
+    struct sockaddr_in ua = loopback(0);
+    CHECK_SYS(bind(u, (struct sockaddr *)&ua, sizeof ua));
+    struct timeval tv = {0, 0};
+    socklen_t len = sizeof tv;
+    CHECK_SYS(getsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, &len));
+    CHECK(len == sizeof tv && tv.tv_sec == 0 && tv.tv_usec == 0);
+    struct timeval bad = {0, 1000000};
+    CHECK_ERRNO(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &bad, sizeof bad), EDOM);
+    CHECK_ERRNO(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &bad, 8), EINVAL);
+    struct timeval want = {0, 60000};
+    CHECK_SYS(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &want, sizeof want));
+    struct timeval snd = {3, 500000};
+    CHECK_SYS(setsockopt(u, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd));
+    len = sizeof tv;
+    CHECK_SYS(getsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, &len));
+    /* Linux keeps jiffies: the value reads back rounded to its tick. */
+    CHECK(tv.tv_sec == 0 && tv.tv_usec >= 50000 && tv.tv_usec <= 70000);
+    CHECK_SYS(getsockopt(u, SOL_SOCKET, SO_SNDTIMEO, &tv, &len));
+    CHECK(tv.tv_sec == 3 && tv.tv_usec >= 490000 && tv.tv_usec <= 510000);
+    char b[8];
+    long long t0 = now_ns();
+    CHECK_ERRNO(recv(u, b, sizeof b, 0), EAGAIN);
+    long long waited = now_ns() - t0;
+    if (waited < 50000000LL)
+        FAIL("recv gave up after %lld ns, before its 60 ms", waited);
+    /* A datagram waiting is received at once. */
+    ua = addr_of(u, 0);
+    CHECK_EQ(sendto(u, "t", 1, 0, (struct sockaddr *)&ua, sizeof ua), 1);
+    CHECK_EQ(recv(u, b, sizeof b, 0), 1);
+    CHECK_SYS(close(u));
+
+    struct sockaddr_in la = loopback(0);
+    int l = CHECK_SYS(socket(AF_INET, SOCK_STREAM, 0));
+    CHECK_SYS(bind(l, (struct sockaddr *)&la, sizeof la));
+    la = addr_of(l, 0);
+    CHECK_SYS(listen(l, 1));
+    CHECK_SYS(setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &want, sizeof want));
+    CHECK_ERRNO(accept(l, NULL, NULL), EAGAIN);
+    int c = connect_to(&la);
+    int s = CHECK_SYS(accept(l, NULL, NULL));
+    CHECK_SYS(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &want, sizeof want));
+    CHECK_ERRNO(read(s, b, sizeof b), EAGAIN);
+    send_all(c, "r", 1);
+    expect(s, "r");
+    CLOSE(c, s, l);
+    SAY("timeouts: SO_RCVTIMEO/SO_SNDTIMEO read back, EDOM and EINVAL; recv, accept and read "
+        "give up with EAGAIN after 60 ms, not before (recv waited %lld ms)",
+        waited / 1000000);
+}
+
 /* ---- 9. sendmsg/recvmsg, read/write ---- */
 
 static void messages(void)
@@ -1533,6 +1588,7 @@ int main(void)
     errors();
     epipe();
     options();
+    timeouts();
     messages();
     closing();
     interfaces();

@@ -307,6 +307,35 @@ fn rejecter() -> Option<Arc<Instance>> {
     lookup(0).or_else(|| create(Some(0)).ok())
 }
 
+/// How long a socket call may wait ([`Instance::wait_for`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patience {
+    /// Not at all (`O_NONBLOCK`, `MSG_DONTWAIT`).
+    Never,
+    /// Until it can go on, or a signal.
+    Forever,
+    /// Until this time (`now_ns`), then `EAGAIN` (`SO_RCVTIMEO`, `SO_SNDTIMEO`).
+    Until(u64),
+}
+
+impl Patience {
+    /// A call's patience: none with `nonblock`, else the socket's `timeout` (nanoseconds:
+    /// [`NO_TIMEOUT`] waits for ever, [`NO_WAIT`] not at all) from now.
+    pub fn of(nonblock: bool, timeout: u64) -> Patience {
+        match timeout {
+            _ if nonblock => Patience::Never,
+            NO_TIMEOUT => Patience::Forever,
+            NO_WAIT => Patience::Never,
+            t => Patience::Until(crate::time::now_ns().saturating_add(t)),
+        }
+    }
+}
+
+/// A socket timeout that never runs out (`SO_RCVTIMEO` of zero, Linux's default).
+pub const NO_TIMEOUT: u64 = 0;
+/// A socket timeout that does not wait at all (Linux's for a negative `tv_sec`).
+pub const NO_WAIT: u64 = u64::MAX;
+
 impl Instance {
     /// Runs `f` on the stack (with the port map and the time), then moves the frames it sent.
     pub fn run<R>(self: &Arc<Self>, f: impl FnOnce(&mut Stack, &mut PortMap, Instant) -> R) -> R {
@@ -319,21 +348,27 @@ impl Instance {
         r
     }
 
-    /// Runs `f` until it answers something other than `EAGAIN`, sleeping between tries
-    /// (`nonblock`: once). `EINTR` if a signal comes first.
+    /// Runs `f` until it answers something other than `EAGAIN`, sleeping between tries as
+    /// long as `patience` allows (`EAGAIN` once it runs out). `EINTR` if a signal comes first.
     pub fn wait_for<R>(
         self: &Arc<Self>,
-        nonblock: bool,
+        patience: Patience,
         mut f: impl FnMut(&mut Stack, &mut PortMap, Instant) -> Result<R, Errno>,
     ) -> Result<R, Errno> {
+        let deadline = match patience {
+            Patience::Never => None,
+            Patience::Forever => Some(None),
+            Patience::Until(ns) => Some(Some(ns)),
+        };
         loop {
             let seq = self.waiters.seq();
-            match self.run(&mut f) {
-                Err(Errno::EAGAIN) if !nonblock => {}
-                r => return r,
-            }
-            if self.waiters.wait(seq, None) == Wake::Interrupted {
-                return Err(Errno::EINTR);
+            match (self.run(&mut f), deadline) {
+                (Err(Errno::EAGAIN), Some(deadline)) => match self.waiters.wait(seq, deadline) {
+                    Wake::Interrupted => return Err(Errno::EINTR),
+                    Wake::Timeout => return Err(Errno::EAGAIN),
+                    Wake::Event => {}
+                },
+                (r, _) => return r,
             }
         }
     }

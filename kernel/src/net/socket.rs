@@ -8,7 +8,7 @@
 
 pub mod netlink;
 
-use super::Instance;
+use super::{Instance, Patience, NO_TIMEOUT};
 use crate::proc::wait::PollKey;
 use abi::Errno;
 use alloc::sync::Arc;
@@ -42,6 +42,19 @@ pub struct Socket {
     pub kind: Kind,
     /// The number shown as `socket:[n]` and in `st_ino`.
     pub ino: u64,
+    /// `SO_RCVTIMEO` and `SO_SNDTIMEO` in nanoseconds ([`super::NO_TIMEOUT`],
+    /// [`super::NO_WAIT`]).
+    timeouts: [AtomicU64; 2],
+}
+
+/// Which of a socket's timeouts: receiving (`SO_RCVTIMEO`: reads, `accept`) or sending
+/// (`SO_SNDTIMEO`: writes, `connect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// `SO_RCVTIMEO`.
+    Receive = 0,
+    /// `SO_SNDTIMEO`.
+    Send = 1,
 }
 
 impl Socket {
@@ -57,7 +70,23 @@ impl Socket {
             id,
             kind,
             ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
+            timeouts: [AtomicU64::new(NO_TIMEOUT), AtomicU64::new(NO_TIMEOUT)],
         })
+    }
+
+    /// Sets the timeout of direction `d` (nanoseconds, [`NO_TIMEOUT`] or [`NO_WAIT`]).
+    pub fn set_timeout(&self, d: Direction, ns: u64) {
+        self.timeouts[d as usize].store(ns, Ordering::Relaxed);
+    }
+
+    /// The timeout of direction `d`.
+    pub fn timeout(&self, d: Direction) -> u64 {
+        self.timeouts[d as usize].load(Ordering::Relaxed)
+    }
+
+    /// How long a call in direction `d` may wait: not with `nonblock`, else its timeout.
+    pub fn patience(&self, d: Direction, nonblock: bool) -> Patience {
+        Patience::of(nonblock, self.timeout(d))
     }
 
     /// Whether it is a packet socket.
@@ -71,8 +100,9 @@ impl Socket {
         if self.kind == Kind::RawIp {
             return Err(Errno::EOPNOTSUPP);
         }
+        let patience = self.patience(Direction::Receive, nonblock);
         if self.is_packet() {
-            return self.inst.wait_for(nonblock, |s, _, _| {
+            return self.inst.wait_for(patience, |s, _, _| {
                 s.packet_recv(self.id, out, false).map(|r| r.0)
             });
         }
@@ -80,7 +110,7 @@ impl Socket {
             return Ok(0);
         }
         self.inst
-            .wait_for(nonblock, |s, _, _| s.recv(self.id, out, false).map(|r| r.0))
+            .wait_for(patience, |s, _, _| s.recv(self.id, out, false).map(|r| r.0))
     }
 
     /// `write`/`send` on a connected socket: all of `data` (a stream waits for room; fewer
@@ -124,9 +154,10 @@ impl Socket {
         to: Option<(net::Ipv4Address, u16)>,
         nonblock: bool,
     ) -> Result<usize, Errno> {
+        let patience = self.patience(Direction::Send, nonblock);
         let mut done = 0;
         loop {
-            let r = self.inst.wait_for(nonblock, |s, ports, _| {
+            let r = self.inst.wait_for(patience, |s, ports, _| {
                 s.send(self.id, &data[done..], to, ports)
             });
             match r {

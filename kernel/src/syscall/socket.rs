@@ -10,9 +10,9 @@
 //! `EPIPE` unless `MSG_NOSIGNAL`. Not built: IPv6, raw sockets but ICMP ones (an
 //! `IPPROTO_RAW` one is a handle for interface `ioctl`s only), ICMP datagram ("ping")
 //! sockets, the packet socket options but `PACKET_STATISTICS` (socket filters and
-//! `PACKET_AUXDATA` too: `ENOPROTOOPT`), `SO_LINGER` and the
-//! timeout options (`ENOPROTOOPT`), ancillary data (`msg_control` is ignored on send and
-//! comes back empty), out-of-band data.
+//! `PACKET_AUXDATA` too: `ENOPROTOOPT`), `SO_LINGER`, the timeout options of `AF_UNIX` pairs
+//! (`ENOPROTOOPT`; `AF_INET` and packet sockets have `SO_RCVTIMEO` and `SO_SNDTIMEO`),
+//! ancillary data (`msg_control` is ignored on send and comes back empty), out-of-band data.
 //!
 //! The interface and route requests of `ioctl` on a socket (`SIOCGIF*`, `SIOCADDRT`, ...) are
 //! decoded here too ([`interface_ioctl`]); `net::ifaces` has the interfaces.
@@ -23,7 +23,7 @@ use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::unix;
 use crate::net::socket::netlink::Netlink;
-use crate::net::socket::{Kind, Socket};
+use crate::net::socket::{Direction, Kind, Socket};
 use crate::proc::Thread;
 use crate::uaccess::{self, read_user, write_user};
 use abi::Errno;
@@ -445,7 +445,10 @@ pub fn connect(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     let outcome = |st: &mut net::Stack, _: &mut net::PortMap, _| {
         st.connect_outcome(id).unwrap_or(Err(Errno::EAGAIN))
     };
-    match s.inst.wait_for(f.nonblock(), outcome) {
+    match s
+        .inst
+        .wait_for(s.patience(Direction::Send, f.nonblock()), outcome)
+    {
         Err(Errno::EAGAIN) => Err(Errno::EINPROGRESS),
         r => r.map(|()| 0),
     }
@@ -472,7 +475,8 @@ pub fn accept4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     if !me.process.files.lock().has_room() {
         return Err(Errno::EMFILE);
     }
-    let id = s.inst.wait_for(f.nonblock(), |st, _, _| st.accept(s.id))?;
+    let patience = s.patience(Direction::Receive, f.nonblock());
+    let id = s.inst.wait_for(patience, |st, _, _| st.accept(s.id))?;
     let conn = Socket::new(s.inst.clone(), id);
     let peer = s.inst.peek(|st| st.peer_addr(id));
     let fd = install(me, conn, a[3])?;
@@ -521,6 +525,9 @@ pub fn getpeername(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> Sys
 /// value, `ENOPROTOOPT` for options and levels Reef does not have).
 pub fn setsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (_, s) = sock_of(me, a[0])?;
+    if let (Sock::Inet(s) | Sock::Packet(s), Some(d)) = (&s, timeout_option(a[1], a[2])) {
+        return set_timeout(s, d, a[3], a[4]);
+    }
     if (a[4] as usize) < 4 {
         return Err(Errno::EINVAL);
     }
@@ -539,6 +546,62 @@ pub fn setsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     }
 }
 
+/// `SO_RCVTIMEO` (`SO_RCVTIMEO_OLD`, the same on x86-64).
+const SO_RCVTIMEO: i32 = 20;
+/// `SO_SNDTIMEO`.
+const SO_SNDTIMEO: i32 = 21;
+
+/// The timeout a `(level, name)` option sets, if it is one.
+fn timeout_option(level: u64, name: u64) -> Option<Direction> {
+    match (level as i32, name as i32) {
+        (net::stack::SOL_SOCKET, SO_RCVTIMEO) => Some(Direction::Receive),
+        (net::stack::SOL_SOCKET, SO_SNDTIMEO) => Some(Direction::Send),
+        _ => None,
+    }
+}
+
+/// `setsockopt` of `SO_RCVTIMEO`/`SO_SNDTIMEO`: a `struct timeval` at `value` (`len` at least
+/// its 16 bytes, else `EINVAL`; microseconds outside a second `EDOM`). Zero waits for ever, a
+/// negative time not at all (Linux's rules); anything else bounds each wait of a call in that
+/// direction, which then answers `EAGAIN` (`connect`: `EINPROGRESS`).
+fn set_timeout(s: &Socket, d: Direction, value: u64, len: u64) -> SysResult {
+    if len < 16 {
+        return Err(Errno::EINVAL);
+    }
+    let tv: [i64; 2] = read_user(value)?;
+    let ns = match tv {
+        [_, usec] if !(0..1_000_000).contains(&usec) => return Err(Errno::EDOM),
+        [sec, _] if sec < 0 => crate::net::NO_WAIT,
+        [0, 0] => crate::net::NO_TIMEOUT,
+        [sec, usec] => (sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(usec as u64 * 1000)
+            .min(crate::net::NO_WAIT - 1),
+    };
+    s.set_timeout(d, ns);
+    Ok(0)
+}
+
+/// `getsockopt` of `SO_RCVTIMEO`/`SO_SNDTIMEO`: the `struct timeval` (zero when it waits for
+/// ever or not at all, as Linux shows both), cut to `room` bytes.
+fn get_timeout(s: &Socket, d: Direction, value: u64, lenp: u64, room: i32) -> SysResult {
+    let ns = match s.timeout(d) {
+        crate::net::NO_TIMEOUT | crate::net::NO_WAIT => 0,
+        ns => ns,
+    };
+    let tv = [
+        (ns / 1_000_000_000) as i64,
+        (ns % 1_000_000_000 / 1000) as i64,
+    ];
+    let mut raw = [0u8; 16];
+    raw[..8].copy_from_slice(&tv[0].to_ne_bytes());
+    raw[8..].copy_from_slice(&tv[1].to_ne_bytes());
+    let n = (room as usize).min(16);
+    uaccess::copy_to_user(value, &raw[..n])?;
+    write_user(lenp, &(n as u32))?;
+    Ok(0)
+}
+
 /// `getsockopt(fd, level, name, value, lenp)`: integer options, cut to `*lenp` bytes as
 /// Linux does; `EOPNOTSUPP` for an unknown level.
 pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
@@ -546,6 +609,9 @@ pub fn getsockopt(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
     let room: i32 = read_user(a[4])?;
     if room < 0 {
         return Err(Errno::EINVAL);
+    }
+    if let (Sock::Inet(s) | Sock::Packet(s), Some(d)) = (&s, timeout_option(a[1], a[2])) {
+        return get_timeout(s, d, a[3], a[4], room);
     }
     let level = a[1] as i32;
     if let Sock::Packet(s) = &s {
@@ -736,9 +802,10 @@ fn recv(
             (n, n, None, None)
         }
         Sock::Packet(s) => {
+            let patience = s.patience(Direction::Receive, nonblock);
             let (n, full, info) = s
                 .inst
-                .wait_for(nonblock, |st, _, _| st.packet_recv(s.id, &mut buf, true))?;
+                .wait_for(patience, |st, _, _| st.packet_recv(s.id, &mut buf, true))?;
             link = Some(link_addr(&info));
             (n, full, None, (flags & MSG_PEEK == 0).then_some(s))
         }
@@ -748,11 +815,12 @@ fn recv(
                 && !s.inst.peek(|st| st.is_dgram(s.id)) =>
         {
             // Fill the buffer: stop early only at the end, an error or a signal.
+            let patience = s.patience(Direction::Receive, nonblock);
             let mut done = 0;
             while done < buf.len() {
                 let r = s
                     .inst
-                    .wait_for(nonblock, |st, _, _| st.recv(s.id, &mut buf[done..], false));
+                    .wait_for(patience, |st, _, _| st.recv(s.id, &mut buf[done..], false));
                 match r {
                     Ok((0, _, _)) => break,
                     Ok((n, _, _)) => done += n,
@@ -763,9 +831,10 @@ fn recv(
             (done, done, None, None)
         }
         Sock::Inet(s) => {
+            let patience = s.patience(Direction::Receive, nonblock);
             let (n, full, from) = s
                 .inst
-                .wait_for(nonblock, |st, _, _| st.recv(s.id, &mut buf, true))?;
+                .wait_for(patience, |st, _, _| st.recv(s.id, &mut buf, true))?;
             (n, full, from, (flags & MSG_PEEK == 0).then_some(s))
         }
     };
