@@ -40,7 +40,8 @@
  *   (on Reef EOPNOTSUPP for root; Linux's root is not asked to change lo); /proc/net/dev's
  *   headers and lo's packet counts grow with a datagram over 127.0.0.1; /proc/net/tcp shows a
  *   listener (0A) and both ends of a connection (01), /proc/net/udp a bound socket (07), by
- *   their addresses and ports; /proc/net/route has Linux's header.
+ *   their addresses and ports, each with its holder's uid and its descriptor's inode (what
+ *   netstat -p matches); /proc/net/route has Linux's header.
  * - netlink: route netlink sockets (SOCK_RAW and SOCK_DGRAM; ESOCKTNOSUPPORT for a stream,
  *   EPROTONOSUPPORT past the last protocol): getsockname before bind (port 0), bind with port 0
  *   gives the process's pid, a second socket another port, binding a taken port EADDRINUSE, a
@@ -68,6 +69,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <stddef.h>
 
@@ -1006,10 +1008,14 @@ static unsigned long long lo_rx_packets(void)
     return packets;
 }
 
-/* Whether /proc/net/`file` has a socket line with these addresses, ports and state. */
+/* Whether /proc/net/`file` has a socket line with these addresses, ports and state, and, if
+ * `fd` is not -1, the user ID and inode of the socket open as `fd` (what `netstat -p` needs). */
 static int proc_net_has(const char *file, const struct sockaddr_in *local,
-                        const struct sockaddr_in *remote, unsigned state)
+                        const struct sockaddr_in *remote, unsigned state, int fd)
 {
+    struct stat sb = {0};
+    if (fd >= 0)
+        CHECK_SYS(fstat(fd, &sb));
     char path[64];
     snprintf(path, sizeof path, "/proc/net/%s", file);
     FILE *f = fopen(path, "r");
@@ -1017,12 +1023,15 @@ static int proc_net_has(const char *file, const struct sockaddr_in *local,
     char line[512];
     CHECK(fgets(line, sizeof line, f) && strstr(line, "sl  local_address rem_address   st "
                                                       "tx_queue rx_queue tr tm->when"));
-    unsigned la, lp, ra, rp, st;
+    unsigned la, lp, ra, rp, st, uid;
+    unsigned long inode;
     int found = 0;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, " %*d: %8X:%4X %8X:%4X %2X", &la, &lp, &ra, &rp, &st) == 5 &&
+        if (sscanf(line, " %*d: %8X:%4X %8X:%4X %2X %*X:%*X %*X:%*X %*X %u %*u %lu", &la, &lp,
+                   &ra, &rp, &st, &uid, &inode) == 7 &&
             la == local->sin_addr.s_addr && lp == ntohs(local->sin_port) &&
-            ra == remote->sin_addr.s_addr && rp == ntohs(remote->sin_port) && st == state)
+            ra == remote->sin_addr.s_addr && rp == ntohs(remote->sin_port) && st == state &&
+            (fd < 0 || (uid == geteuid() && inode == sb.st_ino)))
             found = 1;
     fclose(f);
     return found;
@@ -1150,15 +1159,15 @@ static void interfaces(void)
 
     /* /proc/net/udp and tcp: the sockets by address, port and state. */
     struct sockaddr_in none = {.sin_family = AF_INET};
-    CHECK(proc_net_has("udp", &ua, &none, 0x07));
+    CHECK(proc_net_has("udp", &ua, &none, 0x07, u));
     struct sockaddr_in la;
     int l = listener(4, &la);
-    CHECK(proc_net_has("tcp", &la, &none, 0x0A));
+    CHECK(proc_net_has("tcp", &la, &none, 0x0A, l));
     int k = connect_to(&la);
     int a = CHECK_SYS(accept(l, NULL, NULL));
     struct sockaddr_in ka = addr_of(k, 0);
-    CHECK(proc_net_has("tcp", &ka, &la, 0x01));
-    CHECK(proc_net_has("tcp", &la, &ka, 0x01));
+    CHECK(proc_net_has("tcp", &ka, &la, 0x01, k));
+    CHECK(proc_net_has("tcp", &la, &ka, 0x01, a));
     CLOSE(u, v, k, a, l);
 
     FILE *f = fopen("/proc/net/route", "r");

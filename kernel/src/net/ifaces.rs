@@ -18,8 +18,9 @@
 //! frame, compression and multicast counts are 0: Reef does not tell them apart.
 //!
 //! `/proc/net/tcp` and `udp` list every socket of every instance (`net::Stack::connections`)
-//! with Linux's columns; timers, retransmissions, the owner's uid and the inode are 0 (an
-//! instance does not know its sockets' descriptors or owners).
+//! with Linux's columns; timers and retransmissions are 0; the uid and inode are those the
+//! kernel recorded when a descriptor took the socket (`net::Owner`: `socket:[inode]` in
+//! `/proc/<pid>/fd`, which `netstat -p` matches), 0 for a connection no descriptor holds yet.
 
 use super::nic;
 use alloc::string::String;
@@ -236,14 +237,15 @@ pub fn sockets(proto: Proto) -> String {
         let ((la, lp), (ra, rp)) = (c.local, c.remote);
         let common = alloc::format!(
             "{:08X}:{lp:04X} {:08X}:{rp:04X} {:02X} {:08X}:{:08X} 00:00000000 00000000 {:>5} {:>8} \
-             0 0 0000000000000000",
+             {} 0 0000000000000000",
             hex(la),
             hex(ra),
             c.state,
             c.tx_queue,
             c.rx_queue,
+            c.owner.uid,
             0,
-            0
+            c.owner.inode
         );
         let line = if tcp {
             alloc::format!("{sl:>4}: {common} 0 0 0 0 0")

@@ -58,9 +58,14 @@ pub enum Direction {
 }
 
 impl Socket {
-    /// Wraps `AF_INET` socket `id` of `inst`.
-    pub fn new(inst: Arc<Instance>, id: SockId) -> Arc<Socket> {
-        Self::of_kind(inst, id, Kind::Inet)
+    /// Wraps `AF_INET` socket `id` of `inst`, held by a process of user `uid` (which
+    /// `/proc/net/tcp` and `udp` show, with the inode number).
+    pub fn new(inst: Arc<Instance>, id: SockId, uid: u32) -> Arc<Socket> {
+        let s = Self::of_kind(inst, id, Kind::Inet);
+        let owner = net::Owner { uid, inode: s.ino };
+        // The socket was just made by this instance: only a vanished id fails, which cannot be.
+        let _ = s.inst.peek(|st| st.set_owner(id, owner));
+        s
     }
 
     /// Wraps socket `id` of `inst` of kind `kind`.

@@ -332,7 +332,8 @@ pub fn socket(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     }
     let inst = crate::net::instance_of(&me.process)?;
     let id = inst.run(|s, _, _| s.socket(proto))?;
-    install(me, Socket::new(inst, id), flags)
+    let uid = crate::fs::perm::new_owner(&me.process).0;
+    install(me, Socket::new(inst, id, uid), flags)
 }
 
 /// `socket(AF_PACKET, kind, protocol)`: a packet socket of the caller's instance receiving the
@@ -477,7 +478,11 @@ pub fn accept4(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
     }
     let patience = s.patience(Direction::Receive, f.nonblock());
     let id = s.inst.wait_for(patience, |st, _, _| st.accept(s.id))?;
-    let conn = Socket::new(s.inst.clone(), id);
+    let conn = Socket::new(
+        s.inst.clone(),
+        id,
+        crate::fs::perm::new_owner(&me.process).0,
+    );
     let peer = s.inst.peek(|st| st.peer_addr(id));
     let fd = install(me, conn, a[3])?;
     if let Ok(peer) = peer {

@@ -41,7 +41,7 @@ pub mod stack;
 pub mod switch;
 
 pub use portmap::{Owners, PortMap, PortMirror, Proto, StackId};
-pub use stack::{Connection, SockId, Stack};
+pub use stack::{Connection, Owner, SockId, Stack};
 
 pub use smoltcp::time::{Duration, Instant};
 pub use smoltcp::wire::{EthernetAddress, Ipv4Address, Ipv4Cidr};

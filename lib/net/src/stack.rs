@@ -263,6 +263,19 @@ struct Sock {
     shut_wr: bool,
     /// Its options.
     opts: Options,
+    /// Who holds it ([`Stack::set_owner`]).
+    owner: Owner,
+}
+
+/// What `/proc/net/tcp` and `udp` show of a socket's holder (what `netstat -p` matches with
+/// `/proc/<pid>/fd`): its user ID and the inode number of its descriptor (`socket:[inode]`).
+/// Zero for a socket no descriptor holds (a connection waiting for `accept`), as on Linux.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Owner {
+    /// The user ID of the process that made it.
+    pub uid: u32,
+    /// Its inode number.
+    pub inode: u64,
 }
 
 /// A closed TCP connection finishing its close.
@@ -315,6 +328,8 @@ pub struct Connection {
     pub tx_queue: usize,
     /// Bytes received not yet read (a listener: connections waiting for `accept`).
     pub rx_queue: usize,
+    /// Who holds it (zero for a connection no descriptor holds).
+    pub owner: Owner,
 }
 
 /// Linux's number for a TCP state (`include/net/tcp_states.h`).
@@ -718,6 +733,7 @@ impl Stack {
                 state: linux_state(s.state()),
                 tx_queue: s.send_queue(),
                 rx_queue: s.recv_queue(),
+                owner: Owner::default(),
             })
         };
         for sock in self.socks.iter().flatten().filter(|s| s.proto == proto) {
@@ -729,13 +745,17 @@ impl Stack {
                         state: linux_state(tcp::State::Listen),
                         tx_queue: 0,
                         rx_queue: ready.len(),
+                        owner: sock.owner,
                     });
                     let handshakes = pool.iter().copied().filter(|&h| {
                         self.set.get::<tcp::Socket>(h).state() == tcp::State::SynReceived
                     });
                     out.extend(handshakes.chain(ready.iter().copied()).filter_map(tcp_line));
                 }
-                Role::Stream(c) => out.extend(tcp_line(c.handle)),
+                Role::Stream(c) => out.extend(tcp_line(c.handle).map(|line| Connection {
+                    owner: sock.owner,
+                    ..line
+                })),
                 Role::Dgram { handle, peer } if sock.port != 0 => {
                     let s = self.set.get::<udp::Socket>(*handle);
                     out.push(Connection {
@@ -744,6 +764,7 @@ impl Stack {
                         state: if peer.is_some() { 1 } else { 7 },
                         tx_queue: s.send_queue(),
                         rx_queue: s.recv_queue(),
+                        owner: sock.owner,
                     });
                 }
                 Role::Fresh | Role::Dgram { .. } | Role::Raw { .. } => {}
@@ -758,6 +779,7 @@ impl Stack {
                     state: linux_state(tcp::State::TimeWait),
                     tx_queue: 0,
                     rx_queue: 0,
+                    owner: Owner::default(),
                 }),
             }));
         }
@@ -963,6 +985,7 @@ impl Stack {
             shut_rd: false,
             shut_wr: false,
             opts: Options::default(),
+            owner: Owner::default(),
         };
         let id = match self.socks.iter().position(Option::is_none) {
             Some(i) => i,
@@ -1131,6 +1154,12 @@ impl Stack {
             }
             _ => None,
         }
+    }
+
+    /// Records who holds socket `id` (shown in [`Stack::connections`]).
+    pub fn set_owner(&mut self, id: SockId, owner: Owner) -> Result<(), Errno> {
+        self.sock(id)?.owner = owner;
+        Ok(())
     }
 
     /// `accept`: the oldest established connection, as a new socket; `EAGAIN` if none waits,

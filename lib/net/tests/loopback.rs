@@ -447,7 +447,7 @@ fn an_added_address_is_local_and_the_source_of_new_connections_outside() {
 
 #[test]
 fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
-    use net::Connection;
+    use net::{Connection, Owner};
     const ANY: (Ipv4Address, u16) = (Ipv4Address::UNSPECIFIED, 0);
     let mut m = Machine::new(2);
     // A fresh or only bound TCP socket is not listed (as on Linux).
@@ -457,12 +457,19 @@ fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
         .unwrap();
     assert_eq!(m.s(1).connections(Proto::Tcp), vec![]);
     let (l, port) = m.listener(1, 4);
+    // The listener's holder, as the kernel records it (uid and the descriptor's inode).
+    let holder = Owner {
+        uid: 1000,
+        inode: 77,
+    };
+    m.stacks[1].set_owner(l, holder).unwrap();
     let listening = Connection {
         local: (LO, port),
         remote: ANY,
         state: 10,
         tx_queue: 0,
         rx_queue: 0,
+        owner: holder,
     };
     assert_eq!(m.s(1).connections(Proto::Tcp), vec![listening]);
     // A connection: the client's side established, with 3 bytes unread on the server's.
@@ -487,7 +494,9 @@ fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
             state: 1,
             tx_queue: 0,
             rx_queue: 3,
-        }
+            owner: Owner::default(),
+        },
+        "a connection waiting for accept has no holder"
     );
     assert_eq!(
         m.s(2).connections(Proto::Tcp),
@@ -497,6 +506,7 @@ fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
             state: 1,
             tx_queue: 0,
             rx_queue: 0,
+            owner: Owner::default(),
         }]
     );
     // Accepted, read and closed by the client first: the client's side in TIME-WAIT (6).
@@ -524,6 +534,7 @@ fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
         state: 7,
         tx_queue: 0,
         rx_queue: 0,
+        owner: Owner::default(),
     };
     assert_eq!(m.s(2).connections(Proto::Udp), vec![bound]);
     let now = m.now;
