@@ -5,7 +5,8 @@
  *
  *     onhare [-o OPTIONS] PLACEMENT DIR PROGRAM [ARG...]
  *
- * Starts the fleet "hare", mounts Hare over DIR (`mount -t hare none DIR -o OPTIONS`, see
+ * Starts the fleet "hare", mounts Hare over DIR (`mount -t hare none DIR -o OPTIONS`, its root
+ * then given DIR's own mode, 1777 for /tmp; see
  * kernel/src/fs/hare.rs for the options), runs PROGRAM with its arguments as a child and
  * waits for it; then unmounts, stops the fleet and checks that the memory the fleet and the
  * mount took has come back. PLACEMENT is where the file servers run (Hare §5.3.2):
@@ -26,6 +27,7 @@
 #include "reef-test.h"
 #include "hare_fleet.h"
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 int main(int argc, char **argv)
@@ -81,7 +83,12 @@ int main(int argc, char **argv)
         servers = hare_fleet_start(list, sizeof list, (int)n);
         CHECK_EQ(servers, n);
     }
+    /* The mount's root takes the mode of the directory it covers (Hare makes it 0755): over
+     * /tmp it is 1777 as /tmp is, so programs that drop root (fuzz's workers) may use it. */
+    struct stat covered;
+    CHECK_SYS(stat(dir, &covered));
     CHECK_SYS(mount("none", dir, "hare", 0, options));
+    CHECK_SYS(chmod(dir, covered.st_mode & 07777));
     SAY("%d file servers on cores %s (%s), mounted over %s%s%s", servers, list, placement, dir,
         options ? " with " : "", options ? options : "");
 
