@@ -39,6 +39,28 @@ static inline void hare_fleet_wait(int servers)
     }
 }
 
+/* Connects to the fleet from this process and sends a hello whose pool grant was never made
+ * (client 9, grant 12345, one page): the welcome's error (EPERM: no such grant; EACCES:
+ * the servers serve the kernel alone). */
+static inline uint64_t hare_forged_hello(void)
+{
+    struct reef_conn_info info;
+    int fd = reef_mbox_connect(HARE_FLEET, REEF_NAME_ROUND_ROBIN, 0, &info);
+    CHECK(fd >= 0);
+    CHECK_EQ(info.client, getpid());
+    struct reef_msg_sender tx;
+    struct reef_msg_receiver rx;
+    reef_mbox_client(&tx, &rx, &info, fd);
+    uint64_t words[5] = {9, 12345, 1, 0, 0};
+    struct reef_msg m;
+    reef_msg_make(&m, HARE_HELLO, words, sizeof words);
+    CHECK_EQ(reef_msg_send(&tx, &m), 0);
+    CHECK_EQ(reef_msg_recv(&rx, &m), 1);
+    CHECK_EQ(m.tag, HARE_HELLO);
+    CHECK_SYS(close(fd));
+    return hare_word(&m, WELCOME_ERROR);
+}
+
 /* Whether the servers the next start makes serve processes too, not only the kernel (`hared
  * --user-clients`: usr/haretest.c's clients). */
 static bool hare_fleet_user_clients;

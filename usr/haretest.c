@@ -186,20 +186,7 @@ static void hostile(struct side *d, struct hare_client *c, int servers)
     CHECK_EQ(hare_stat(c, "/", &st), 0);
     CHECK_EQ(hare_stat(c, "/d/g", &st), 0);
     /* A hello whose pool grant was never made. */
-    struct reef_conn_info info;
-    int fd = reef_mbox_connect(HARE_FLEET, REEF_NAME_ROUND_ROBIN, 0, &info);
-    CHECK(fd >= 0);
-    struct reef_msg_sender tx;
-    struct reef_msg_receiver rx;
-    reef_mbox_client(&tx, &rx, &info, fd);
-    uint64_t words[5] = {9, 12345, 1, 0, 0};
-    struct reef_msg m;
-    reef_msg_make(&m, HARE_HELLO, words, sizeof words);
-    CHECK_EQ(reef_msg_send(&tx, &m), 0);
-    CHECK_EQ(reef_msg_recv(&rx, &m), 1);
-    CHECK_EQ(m.tag, HARE_HELLO);
-    CHECK_EQ(hare_word(&m, WELCOME_ERROR), EPERM);
-    close(fd);
+    CHECK_EQ(hare_forged_hello(), EPERM);
     SAY("forged operations, pages, inode numbers and grants: errors, and the files are intact");
 }
 
