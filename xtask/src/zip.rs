@@ -49,7 +49,11 @@ fn page(n: usize) -> Vec<u8> {
     while out.len() < len {
         x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         out.extend_from_slice(WORDS[(x >> 59) as usize % WORDS.len()].as_bytes());
-        out.push(if (x >> 40).is_multiple_of(9) { b'\n' } else { b' ' });
+        out.push(if (x >> 40).is_multiple_of(9) {
+            b'\n'
+        } else {
+            b' '
+        });
     }
     out.truncate(len);
     out

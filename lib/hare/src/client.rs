@@ -1138,6 +1138,19 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(sum)
     }
 
+    /// Takes the table of a resize (§6.1.1): requests go where it says from now on. What the
+    /// lookup cache holds stays true (an entry names an inode, wherever it is kept); a
+    /// designated or near server that left is replaced by the first that stays. The caller
+    /// resizes only while this client has no request in flight.
+    pub fn set_table(&mut self, table: ShardTable) {
+        let servers = table.servers();
+        self.policy.near.retain(|s| servers.contains(s));
+        if !servers.contains(&self.policy.local) {
+            self.policy.local = servers[0];
+        }
+        self.table = table;
+    }
+
     /// `fstatat(start, path)`, following a last symlink if `follow`.
     pub async fn stat(&mut self, start: Ino, path: &[u8], follow: bool) -> Result<Stat, Errno> {
         retry!(self, self.try_stat(start, path, follow).await)

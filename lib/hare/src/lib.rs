@@ -19,14 +19,17 @@
 //!   beside each for names, block lists and directory batches.
 //! * [`ShardTable`]: where inodes and entries live. Entries of a distributed directory are
 //!   spread by name hash (§3.4); entries and inodes hash to 256 shards mapped to servers, so
-//!   that the number of servers can change by moving whole shards (§6.1.1).
+//!   that the number of servers can change by moving whole shards (§6.1.1,
+//!   [`ShardTable::resized`], [`Server::export_shard`], [`ShardState`]).
 //!
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
 //! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), block lists
 //! kept by the client between reads and writes (each asks the server), a shared description
-//! going back to local when one descriptor is left, and moving shards between servers.
+//! going back to local when one descriptor is left, and moving shards between servers other
+//! than by calls within one process (`Server::export_shard`, `Server::import_shard`: no wire
+//! form yet).
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -45,7 +48,7 @@ pub use client::{
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Invalidation, Reply, Request, Target};
-pub use server::{DataCopy, Handled, Server, ServerStats};
+pub use server::{DataCopy, Handled, Server, ServerStats, ShardState};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
 
 /// A file server's number in the fleet.

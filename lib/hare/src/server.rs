@@ -176,6 +176,21 @@ struct Desc {
     refs: u32,
 }
 
+/// What a shard holds, taken from one server to give to another when the number of servers
+/// changes (§6.1.1): the shard's inodes (with their block maps, open counts and shared
+/// descriptions), its directory entries, and what the new owner must know besides (the
+/// inode counter, so that it never numbers an inode twice; the removed distributed
+/// directories). Moved between two [`Server`]s of one process ([`Server::export_shard`],
+/// [`Server::import_shard`]); it has no wire form yet.
+#[derive(Debug)]
+pub struct ShardState {
+    inodes: Vec<(Ino, Inode)>,
+    entries: Vec<(Ino, Name, Entry)>,
+    descs: Vec<(u64, Desc)>,
+    removed: BTreeSet<Ino>,
+    counter: u64,
+}
+
 /// One file server's state. See the module documentation.
 #[derive(Debug)]
 pub struct Server {
@@ -237,7 +252,8 @@ impl Server {
             zero: Vec::new(),
             copy: DataCopy::None,
             descs: BTreeMap::new(),
-            next_desc: 1,
+            // Unique across servers, so that a description can move with its inode.
+            next_desc: u64::from(id) << 40 | 1,
             stats: ServerStats::default(),
         };
         if s.table.inode_server(ROOT_INO) == id {
@@ -255,6 +271,11 @@ impl Server {
     /// This server's id.
     pub const fn id(&self) -> ServerId {
         self.id
+    }
+
+    /// The table it answers by.
+    pub fn table(&self) -> &ShardTable {
+        &self.table
     }
 
     /// What it has counted.
@@ -276,6 +297,123 @@ impl Server {
     /// Inodes held.
     pub fn inodes(&self) -> usize {
         self.inodes.len()
+    }
+
+    /// Takes out everything shard `shard` holds here, for [`Server::import_shard`] at its new
+    /// owner, and the invalidations for the clients that cached one of its entries (this
+    /// server no longer answers for them). The caller moves shards only while no request is
+    /// in flight; `EBUSY` while an `rmdir` holds or marks a directory here (try again once it
+    /// finished).
+    pub fn export_shard(
+        &mut self,
+        shard: Shard,
+    ) -> Result<(ShardState, Vec<(ClientId, Invalidation)>), Errno> {
+        if !self.holds.is_empty() || !self.marks.is_empty() {
+            return Err(Errno::EBUSY);
+        }
+        // Where each directory's entries here belong: a directory whose inode is here says
+        // whether it is distributed; entries of a directory whose inode is elsewhere are
+        // here only because it is distributed.
+        let distributed = |inodes: &BTreeMap<Ino, Inode>, dir: Ino| match inodes.get(&dir) {
+            Some(Inode {
+                body: Body::Dir { distributed, .. },
+                ..
+            }) => *distributed,
+            _ => true,
+        };
+        let mut entries = Vec::new();
+        for (&dir, names) in self.entries.iter_mut() {
+            let dist = distributed(&self.inodes, dir);
+            let moving: Vec<Name> = names
+                .keys()
+                .filter(|n| {
+                    if dist {
+                        crate::shard::entry_shard(dir, n) == shard
+                    } else {
+                        inode_shard(dir) == shard
+                    }
+                })
+                .cloned()
+                .collect();
+            for n in moving {
+                let e = names.remove(&n).expect("listed above");
+                entries.push((dir, n, e));
+            }
+        }
+        self.entries.retain(|_, names| !names.is_empty());
+        let mut invalidations = Vec::new();
+        for (dir, name, _) in &entries {
+            if let Some(clients) = self.cachers.remove(&(*dir, name.clone())) {
+                for c in clients {
+                    let inv = Invalidation {
+                        dir: *dir,
+                        name: Some(name.clone()),
+                    };
+                    invalidations.push((c, inv));
+                }
+            }
+        }
+        let inos: Vec<Ino> = self
+            .inodes
+            .keys()
+            .copied()
+            .filter(|&i| inode_shard(i) == shard)
+            .collect();
+        let inodes: Vec<(Ino, Inode)> = inos
+            .iter()
+            .map(|i| (*i, self.inodes.remove(i).expect("listed above")))
+            .collect();
+        let descs_moving: Vec<u64> = self
+            .descs
+            .iter()
+            .filter(|(_, d)| inode_shard(d.ino) == shard)
+            .map(|(&k, _)| k)
+            .collect();
+        let descs = descs_moving
+            .into_iter()
+            .map(|k| (k, self.descs.remove(&k).expect("listed above")))
+            .collect();
+        Ok((
+            ShardState {
+                inodes,
+                entries,
+                descs,
+                removed: self.removed.clone(),
+                counter: self.counter,
+            },
+            invalidations,
+        ))
+    }
+
+    /// Takes in a shard another server exported ([`Server::export_shard`]).
+    pub fn import_shard(&mut self, state: ShardState) {
+        self.inodes.extend(state.inodes);
+        for (dir, name, e) in state.entries {
+            self.entries.entry(dir).or_default().insert(name, e);
+        }
+        self.descs.extend(state.descs);
+        self.removed.extend(state.removed);
+        self.counter = self.counter.max(state.counter + 1);
+    }
+
+    /// Installs the table of a resize (after every shard moved): from now on this server
+    /// answers for the shards it gives this server, and numbers new inodes in them.
+    pub fn set_table(&mut self, table: ShardTable) {
+        self.shards = table.shards_of(self.id);
+        self.next_shard = 0;
+        self.counter += 1;
+        self.table = table;
+    }
+
+    /// Gives up to `n` free blocks of the buffer cache (for a new server).
+    pub fn take_free_blocks(&mut self, n: usize) -> Vec<Block> {
+        let keep = self.free.len().saturating_sub(n);
+        self.free.split_off(keep)
+    }
+
+    /// Takes free blocks another server gave up.
+    pub fn give_free_blocks(&mut self, blocks: Vec<Block>) {
+        self.free.extend(blocks);
     }
 
     /// Handles one request from client `from`: the reply, the invalidations to deliver and

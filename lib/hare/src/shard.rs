@@ -84,6 +84,48 @@ impl ShardTable {
         }
     }
 
+    /// The table after a resize to `servers` (distinct ids): the next version, each server
+    /// holding `SHARDS / servers.len()` shards or one more, and as few shards moved as that
+    /// allows (a shard stays with its owner while the owner is kept and under its share).
+    /// `None` for no servers or more than [`SHARDS`].
+    pub fn resized(&self, servers: &[ServerId]) -> Option<Self> {
+        let n = servers.len();
+        if n == 0 || n > SHARDS {
+            return None;
+        }
+        let quota = |i: usize| SHARDS / n + usize::from(i < SHARDS % n);
+        let mut held = alloc::vec![0usize; n];
+        let mut owner = [ServerId::MAX; SHARDS];
+        let place = |s: ServerId| servers.iter().position(|&x| x == s);
+        for (shard, o) in owner.iter_mut().enumerate() {
+            if let Some(i) = place(self.owner[shard]) {
+                if held[i] < quota(i) {
+                    held[i] += 1;
+                    *o = self.owner[shard];
+                }
+            }
+        }
+        for o in owner.iter_mut().filter(|o| **o == ServerId::MAX) {
+            let i = (0..n)
+                .find(|&i| held[i] < quota(i))
+                .expect("room for every shard");
+            held[i] += 1;
+            *o = servers[i];
+        }
+        Some(Self {
+            version: self.version + 1,
+            owner,
+        })
+    }
+
+    /// The shards that change owner from this table to `to`: (shard, old owner, new owner).
+    pub fn moves(&self, to: &ShardTable) -> Vec<(Shard, ServerId, ServerId)> {
+        (0..SHARDS)
+            .filter(|&s| self.owner[s] != to.owner[s])
+            .map(|s| (s, self.owner[s], to.owner[s]))
+            .collect()
+    }
+
     /// The servers holding some shard, in increasing order.
     pub fn servers(&self) -> Vec<ServerId> {
         let mut v: Vec<ServerId> = self.owner.to_vec();
@@ -95,5 +137,36 @@ impl ShardTable {
     /// The shards server `server` holds, in increasing order.
     pub fn shards_of(&self, server: ServerId) -> Vec<Shard> {
         (0..SHARDS).filter(|&s| self.owner[s] == server).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(t: &ShardTable, n: ServerId) -> Vec<usize> {
+        (0..n).map(|s| t.shards_of(s).len()).collect()
+    }
+
+    #[test]
+    fn a_resize_balances_the_shards_and_moves_no_more_than_it_must() {
+        let two = ShardTable::spread(2).unwrap();
+        let three = two.resized(&[0, 1, 2]).unwrap();
+        assert_eq!(three.version(), two.version() + 1);
+        assert_eq!(counts(&three, 3), [86, 85, 85]);
+        // The new server's 85 shards, all from the two old ones, and nothing else.
+        let moves = two.moves(&three);
+        assert_eq!(moves.len(), 85);
+        assert!(moves.iter().all(|&(_, from, to)| from < 2 && to == 2));
+        // Back to two: the leaving server's 85 shards go, nothing else moves.
+        let back = three.resized(&[0, 1]).unwrap();
+        assert_eq!(counts(&back, 2), [128, 128]);
+        let moves = three.moves(&back);
+        assert_eq!(moves.len(), 85);
+        assert!(moves.iter().all(|&(_, from, _)| from == 2));
+        // Any other set of ids, and the limits.
+        let odd = back.resized(&[7, 3]).unwrap();
+        assert_eq!(odd.servers(), [3, 7]);
+        assert_eq!(back.resized(&[]), None);
     }
 }

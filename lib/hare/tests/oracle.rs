@@ -725,6 +725,19 @@ fn check_sequence(
     ops: &[(usize, Op)],
     seed: u64,
 ) {
+    check_resized_sequence(servers, distribute, near_all, ops, seed, None);
+}
+
+/// [`check_sequence`], the fleet resized to `resize.1` servers before step `resize.0` (while no
+/// request is in flight, `common::resize`).
+fn check_resized_sequence(
+    servers: usize,
+    distribute: bool,
+    near_all: bool,
+    ops: &[(usize, Op)],
+    seed: u64,
+    resize: Option<(usize, usize)>,
+) {
     const CLIENTS: usize = 3;
     let (net, mut clients) = world(servers, CLIENTS, distribute, near_all);
     let mut fs = Oracle::new();
@@ -781,6 +794,11 @@ fn check_sequence(
     ];
     prelude.extend_from_slice(ops);
     for (step, (who, op)) in prelude.iter().enumerate() {
+        if let Some((at, count)) = resize {
+            if at == step {
+                common::resize(&net, &mut clients, count);
+            }
+        }
         let now = Timespec::new(step as i64 + 1, 0);
         let (want, got) = if let Op::Share { slot, to } = op {
             share(
@@ -824,11 +842,8 @@ fn check_sequence(
         fs.fs.statfs().inodes,
         "inodes held after closing all"
     );
-    let held: u64 = n
-        .servers
-        .iter()
-        .map(|s| common::BLOCKS_PER_SERVER as u64 - s.stats().free_blocks)
-        .sum();
+    let free: u64 = n.servers.iter().map(|s| s.stats().free_blocks).sum();
+    let held = servers as u64 * common::BLOCKS_PER_SERVER as u64 - free;
     assert_eq!(held, fs.fs.statfs().pages, "blocks held after closing all");
 }
 
@@ -854,6 +869,28 @@ proptest! {
         common::TECHNIQUES.with(|t| t.set(techniques));
         MKDIR_FLAG.with(|f| f.set(flag));
         check_sequence(servers, distribute, near_all, &ops, seed);
+    }
+
+    /// The same with the number of servers changed in the middle (§6.1.1: shards and their
+    /// inodes, entries, shared descriptions and free blocks move to their new owners; caches
+    /// and open descriptors stay): the answers still never change, and nothing is lost or
+    /// left.
+    #[test]
+    fn operations_agree_with_nrfs_across_a_resize(
+        servers in 1..5usize,
+        after in 1..6usize,
+        distribute in any::<bool>(),
+        flag in any::<bool>(),
+        near_all in any::<bool>(),
+        techniques in techniques_strategy(),
+        ops in prop::collection::vec((0..3usize, op_strategy(NAMES)), 1..60),
+        at in 0..70usize,
+        seed in any::<u64>(),
+    ) {
+        common::CACHE_ENTRIES.with(|c| c.set(1024));
+        common::TECHNIQUES.with(|t| t.set(techniques));
+        MKDIR_FLAG.with(|f| f.set(flag));
+        check_resized_sequence(servers, distribute, near_all, &ops, seed, Some((at, after)));
     }
 
     /// Clients working at the same time in their own directories, messages interleaved at

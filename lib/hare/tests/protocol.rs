@@ -305,6 +305,98 @@ fn only_its_creator_destroys_an_inode() {
     run(&net, c[1].stat(ROOT_INO, b"/f", true), &mut rng).unwrap();
 }
 
+/// Hare §6.1.1, resizing: two clients create files in a distributed and an ordinary
+/// directory, one descriptor open throughout, while the fleet grows and shrinks between their
+/// calls (1, 3, 2, 4, 1 servers): nothing is lost, every file is found by name and listed once,
+/// the open file reads back, and the inodes and blocks add up.
+#[test]
+fn growing_and_shrinking_the_fleet_loses_nothing() {
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(13);
+    run(
+        &net,
+        c[0].mkdir(ROOT_INO, b"/spread", DIR, true, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(
+        &net,
+        c[1].mkdir(ROOT_INO, b"/plain", DIR, false, T),
+        &mut rng,
+    )
+    .unwrap();
+    let kept = run(
+        &net,
+        c[0].open(ROOT_INO, b"/kept", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let data = vec![9u8; BLOCK_SIZE * 3];
+    run(&net, c[0].write(kept, &data, T), &mut rng).unwrap();
+    let mut made = Vec::new();
+    for (round, servers) in [3, 2, 4, 1].into_iter().enumerate() {
+        for i in 0..25 {
+            for (who, dir) in [(0usize, "spread"), (1, "plain")] {
+                let p = format!("/{dir}/r{round}f{i}");
+                let fd = run(
+                    &net,
+                    c[who].open(ROOT_INO, p.as_bytes(), CREATE, FILE, T),
+                    &mut rng,
+                )
+                .unwrap();
+                run(&net, c[who].write(fd, p.as_bytes(), T), &mut rng).unwrap();
+                run(&net, c[who].close(fd), &mut rng).unwrap();
+                made.push(p);
+            }
+        }
+        common::resize(&net, &mut c, servers);
+        for p in &made {
+            let st = run(&net, c[1].stat(ROOT_INO, p.as_bytes(), true), &mut rng);
+            assert_eq!(
+                st.map(|s| s.size),
+                Ok(p.len() as u64),
+                "{p} after resizing to {servers}"
+            );
+        }
+    }
+    for dir in ["spread", "plain"] {
+        let path = format!("/{dir}");
+        let fd = run(
+            &net,
+            c[0].open(ROOT_INO, path.as_bytes(), OpenFlags::default(), FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+        let listed = run(&net, c[0].read_dir(fd), &mut rng).unwrap();
+        assert_eq!(listed.len(), 100, "{dir} lists every file once");
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+    }
+    let mut back = vec![0; data.len()];
+    assert_eq!(
+        run(&net, c[0].pread(kept, &mut back, 0), &mut rng),
+        Ok(data.len())
+    );
+    assert_eq!(back, data);
+    run(&net, c[0].close(kept), &mut rng).unwrap();
+    let n = net.borrow();
+    let inodes: usize = n.servers.iter().map(|s| s.inodes()).sum();
+    assert_eq!(
+        inodes,
+        1 + 2 + 1 + 200,
+        "the root, two directories, /kept and the files"
+    );
+    let free: u64 = n.servers.iter().map(|s| s.stats().free_blocks).sum();
+    assert_eq!(
+        u64::from(BLOCKS_PER_SERVER) - free,
+        3 + 200,
+        "/kept's three blocks and one per file"
+    );
+    assert!(
+        n.servers[1..].iter().all(|s| s.inodes() == 0),
+        "after shrinking to one server, the others hold nothing"
+    );
+}
+
 #[test]
 fn a_large_distributed_directory_is_listed_in_batches() {
     let (net, mut c) = world(3, 1, true, true);

@@ -80,6 +80,63 @@ impl Net {
     }
 }
 
+/// Resizes the fleet to servers `0..count` while no request is in flight (§6.1.1): new
+/// servers join with no blocks, every shard whose owner changes moves from the old owner to
+/// the new one (the old owner's invalidations queued at their clients), free blocks are
+/// spread evenly over the servers that stay or join (a leaving one keeps none), and every
+/// server and client takes the new table. Servers that leave stay in `servers`, owning
+/// nothing.
+pub fn resize(net: &Rc<RefCell<Net>>, clients: &mut [HClient], count: usize) {
+    let mut n = net.borrow_mut();
+    assert_eq!(n.pending(), 0, "a resize with requests in flight");
+    let old = n.servers[0].table().clone();
+    while n.servers.len() < count {
+        let id = n.servers.len() as ServerId;
+        let t0 = Timespec::new(0, 0);
+        let s = Server::new(id, old.clone(), 0..0, ROOT_ATTRS, false, t0);
+        n.servers.push(s);
+    }
+    let ids: Vec<ServerId> = (0..count as ServerId).collect();
+    let new = old.resized(&ids).expect("1 to 256 servers");
+    for (shard, from, to) in old.moves(&new) {
+        let (state, invalidations) = n.servers[from as usize]
+            .export_shard(shard)
+            .expect("no rmdir in flight");
+        n.servers[to as usize].import_shard(state);
+        for (c, inv) in invalidations {
+            n.inboxes
+                .entry(c)
+                .or_default()
+                .push(wire::encode_invalidation(&inv));
+        }
+    }
+    let free: usize = n
+        .servers
+        .iter()
+        .map(|s| s.stats().free_blocks as usize)
+        .sum();
+    let share = free / count;
+    let mut pool = Vec::new();
+    for (i, s) in n.servers.iter_mut().enumerate() {
+        let keep = if i < count { share } else { 0 };
+        let have = s.stats().free_blocks as usize;
+        pool.extend(s.take_free_blocks(have.saturating_sub(keep)));
+    }
+    for s in n.servers.iter_mut().take(count) {
+        let want = share.saturating_sub(s.stats().free_blocks as usize);
+        let give = pool.split_off(pool.len() - want.min(pool.len()));
+        s.give_free_blocks(give);
+    }
+    n.servers[0].give_free_blocks(pool);
+    for s in n.servers.iter_mut() {
+        s.set_table(new.clone());
+    }
+    drop(n);
+    for c in clients {
+        c.set_table(new.clone());
+    }
+}
+
 /// A client's end of the network.
 pub struct Port {
     id: ClientId,
