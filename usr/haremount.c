@@ -25,7 +25,7 @@
  *    files it makes, and cannot remove another's file from a sticky directory;
  *  - umount refused while a descriptor is open, then done; the servers keep the files and a
  *    new mount finds them; the ablation options listed and answering the same (nodirect reads
- *    through the servers).
+ *    through the servers); mode= setting the root's permission bits.
  *
  * Off Reef (Linux, not root or no such type) mount answers an error and nothing else is done.
  */
@@ -534,6 +534,15 @@ int main(void)
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nocache"), EINVAL);
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "nodist=1"), EINVAL);
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "exec=far"), EINVAL);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "mode=8"), EINVAL);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "mode=17777"), EINVAL);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "mode="), EINVAL);
+    /* mode= sets the root's permission bits, as tmpfs's does. */
+    CHECK_SYS(mount("none", MNT, "hare", 0, "mode=1777"));
+    CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,mode=1777 0 0"));
+    CHECK_SYS(stat(MNT, &st));
+    CHECK_EQ(st.st_mode & 07777, 01777);
+    CHECK_SYS(umount(MNT));
     CHECK_SYS(mount("none", MNT, "hare", 0,
                     "noaffinity,nolookupcache,nobcast,nodist,distribute,nodirect,exec=random"));
     CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute,nodist,nobcast,"

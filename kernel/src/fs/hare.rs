@@ -27,7 +27,8 @@
 //!   a `mkdir` with [`abi::reef::S_DISTRIBUTED`] asks for one), and `nodist`, `nobcast`,
 //!   `nolookupcache`, `noaffinity`, `nodirect` switch one of Hare's techniques off each (§5.4's
 //!   ablations, `lib/hare`'s `Techniques` in every core client's policy); `exec=rr` or
-//!   `exec=random` places each `execve` on another core (§3.6, [`ExecPlacement`]).
+//!   `exec=random` places each `execve` on another core (§3.6, [`ExecPlacement`]); `mode=`
+//!   sets the root directory's permission bits.
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
 //!   reserved when it was opened); the next operation on that core's client sends it, as
@@ -350,12 +351,15 @@ pub fn mounted() -> Option<Arc<Mount>> {
 /// [`abi::reef::S_DISTRIBUTED`]), and the §5.4 ablations, each switching one technique off:
 /// `nodist` (directory distribution), `nobcast` (directory broadcast), `nolookupcache` (the
 /// lookup cache), `noaffinity` (creation affinity), `nodirect` (direct access to the buffer
-/// cache: data travels in the messages); and `exec=local|rr|random`, where
-/// `execve` runs the new program ([`ExecPlacement`]).
+/// cache: data travels in the messages); `exec=local|rr|random`, where `execve` runs the
+/// new program ([`ExecPlacement`]); and `mode=OCTAL`, the root directory's permission bits
+/// (as tmpfs's; Hare makes it 0755), set at every mount that gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Blocks of the buffer cache.
     cache_blocks: usize,
+    /// `mode=`.
+    root_mode: Option<u32>,
     /// `distribute`.
     distribute_all: bool,
     /// What the ablation options leave on.
@@ -383,6 +387,7 @@ impl Options {
         let mut mib = CACHE_MIB_DEFAULT;
         let mut o = Options {
             cache_blocks: 0,
+            root_mode: None,
             distribute_all: false,
             techniques: Techniques::default(),
             exec: ExecPlacement::Local,
@@ -399,6 +404,20 @@ impl Options {
                 b"exec=local" => o.exec = ExecPlacement::Local,
                 b"exec=rr" => o.exec = ExecPlacement::RoundRobin,
                 b"exec=random" => o.exec = ExecPlacement::Random,
+                _ if opt.starts_with(b"mode=") => {
+                    let digits = &opt[5..];
+                    if digits.is_empty()
+                        || digits.len() > 5
+                        || !digits.iter().all(|d| (b'0'..=b'7').contains(d))
+                    {
+                        return Err(Errno::EINVAL);
+                    }
+                    let mode = digits.iter().fold(0, |m, d| m * 8 + u32::from(d - b'0'));
+                    if mode > 0o7777 {
+                        return Err(Errno::EINVAL);
+                    }
+                    o.root_mode = Some(mode);
+                }
                 _ => {
                     let value = opt.strip_prefix(b"cache=").ok_or(Errno::EINVAL)?;
                     mib = core::str::from_utf8(value)
@@ -416,7 +435,11 @@ impl Options {
     /// The options as `/proc/mounts` shows them after `cache=`.
     fn flags(&self) -> String {
         let t = &self.techniques;
-        [
+        let mode = self
+            .root_mode
+            .map(|m| alloc::format!(",mode={m:o}"))
+            .unwrap_or_default();
+        let flags: String = [
             (self.distribute_all, ",distribute"),
             (!t.distribution, ",nodist"),
             (!t.broadcast, ",nobcast"),
@@ -432,7 +455,8 @@ impl Options {
             ExecPlacement::RoundRobin => Some(",exec=rr"),
             ExecPlacement::Random => Some(",exec=random"),
         })
-        .collect()
+        .collect();
+        mode + &flags
     }
 }
 
@@ -528,6 +552,9 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         closes: AtomicU64::new(0),
     });
     *mount.clients[core].lock() = Some(mount.client_over(core, links)?);
+    if let Some(mode) = options.root_mode {
+        mount.here(|c| run_ready(c.chmod(ROOT_INO, b"/", mode, now())))?;
+    }
     // `MOUNTING` is held: nothing was mounted meanwhile.
     *MOUNTED.lock() = Some(mount);
     IS_MOUNTED.store(true, Ordering::Release);
