@@ -1182,7 +1182,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// Reads at `offset`, or at shared description `desc`'s offset; the data comes straight
-    /// from the buffer cache (holes read as zeros). Where it started and how much.
+    /// from the buffer cache (holes read as zeros), or without direct access in the server's
+    /// replies, [`MAX_DATA`] bytes at a time. Where it started and how much.
     async fn read_at(
         &mut self,
         f: OpenFile,
@@ -1193,81 +1194,56 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if f.kind == Kind::Dir {
             return Err(Errno::EISDIR);
         }
-        if !self.policy.techniques.direct {
-            return self.read_through_server(f, buf, offset, desc).await;
-        }
+        let direct = self.policy.techniques.direct;
         let mut done = 0;
         let mut start = offset;
         let mut at = offset;
         while done < buf.len() {
             // A shared offset may be anywhere in a page: leave room for the misalignment.
             let room = match desc {
+                _ if !direct => MAX_DATA,
                 Some(_) => (MAX_IO_BLOCKS - 1) * BLOCK_SIZE,
                 None => MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize,
             };
             let want = (buf.len() - done).min(room);
-            let req = Request::Read {
-                ino: f.ino,
-                offset: at,
-                len: want as u32,
-                desc,
+            let (ino, len) = (f.ino, want as u32);
+            let req = if direct {
+                Request::Read {
+                    ino,
+                    offset: at,
+                    len,
+                    desc,
+                }
+            } else {
+                Request::ReadData {
+                    ino,
+                    offset: at,
+                    len,
+                    desc,
+                }
             };
-            let (size, r, blocks) = match self.at_inode(f.ino, req).await.map_err(errno)? {
+            let (r, n) = match self.at_inode(f.ino, req).await.map_err(errno)? {
                 Reply::Extent {
                     size,
                     offset,
                     blocks,
-                } => (size, offset, blocks),
+                } if direct => {
+                    let n = want.min(size.saturating_sub(offset) as usize);
+                    copy_out(&self.cache, &blocks, offset, &mut buf[done..done + n]);
+                    (offset, n)
+                }
+                Reply::Data { offset, data, .. } if !direct && data.len() <= want => {
+                    buf[done..done + data.len()].copy_from_slice(&data);
+                    (offset, data.len())
+                }
                 _ => return Err(Errno::EIO),
             };
             if done == 0 {
                 start = r;
             }
-            if r >= size {
-                break;
-            }
-            let n = want.min((size - r) as usize);
-            copy_out(&self.cache, &blocks, r, &mut buf[done..done + n]);
             done += n;
             at = r + n as u64;
             if n < want {
-                break;
-            }
-        }
-        Ok((start, done))
-    }
-
-    /// [`Client::read_at`] without direct access to the buffer cache: the server copies the
-    /// data into its replies, [`MAX_DATA`] bytes at a time.
-    async fn read_through_server(
-        &mut self,
-        f: OpenFile,
-        buf: &mut [u8],
-        offset: u64,
-        desc: Option<u64>,
-    ) -> Result<(u64, usize), Errno> {
-        let mut done = 0;
-        let mut start = offset;
-        let mut at = offset;
-        while done < buf.len() {
-            let want = (buf.len() - done).min(MAX_DATA);
-            let req = Request::ReadData {
-                ino: f.ino,
-                offset: at,
-                len: want as u32,
-                desc,
-            };
-            let (r, data) = match self.at_inode(f.ino, req).await.map_err(errno)? {
-                Reply::Data { offset, data, .. } if data.len() <= want => (offset, data),
-                _ => return Err(Errno::EIO),
-            };
-            if done == 0 {
-                start = r;
-            }
-            buf[done..done + data.len()].copy_from_slice(&data);
-            done += data.len();
-            at = r + data.len() as u64;
-            if data.len() < want {
                 break;
             }
         }

@@ -559,7 +559,14 @@ impl Server {
                 offset,
                 len,
                 desc,
-            } => self.read(ino, offset, len, desc),
+            } => {
+                let (size, offset, blocks) = self.read(ino, offset, len, desc)?;
+                Ok(Reply::Extent {
+                    size,
+                    offset,
+                    blocks,
+                })
+            }
             Request::Write {
                 ino,
                 offset,
@@ -567,7 +574,10 @@ impl Server {
                 append,
                 desc,
                 now,
-            } => self.write(ino, offset, len, append, desc, now),
+            } => {
+                let (offset, blocks) = self.write(ino, offset, len, append, desc, now)?;
+                Ok(Reply::Written { offset, blocks })
+            }
             Request::ReadData {
                 ino,
                 offset,
@@ -575,14 +585,7 @@ impl Server {
                 desc,
             } => {
                 let len = len.min(MAX_DATA as u32);
-                let Reply::Extent {
-                    size,
-                    offset,
-                    blocks,
-                } = self.read(ino, offset, len, desc)?
-                else {
-                    unreachable!("a read answers an extent")
-                };
+                let (size, offset, blocks) = self.read(ino, offset, len, desc)?;
                 let len = u64::from(len).min(size.saturating_sub(offset)) as usize;
                 self.copy = DataCopy::Out {
                     blocks,
@@ -606,11 +609,8 @@ impl Server {
                 if data.len() > MAX_DATA {
                     return Err(Errno::EINVAL);
                 }
-                let Reply::Written { offset, blocks } =
-                    self.write(ino, offset, data.len() as u32, append, desc, now)?
-                else {
-                    unreachable!("a write answers where it went")
-                };
+                let (offset, blocks) =
+                    self.write(ino, offset, data.len() as u32, append, desc, now)?;
                 self.copy = DataCopy::In {
                     blocks,
                     at: offset,
@@ -1217,7 +1217,15 @@ impl Server {
         Ok(Reply::Done)
     }
 
-    fn read(&mut self, ino: Ino, offset: u64, len: u32, desc: Option<u64>) -> Result<Reply, Errno> {
+    /// `Read`: the file's size, the offset read at and the blocks (or holes) from the page
+    /// holding it.
+    fn read(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: u32,
+        desc: Option<u64>,
+    ) -> Result<(u64, u64, Vec<Option<Block>>), Errno> {
         let offset = match desc {
             Some(d) => self.desc_offset(ino, d)?,
             None => offset,
@@ -1236,13 +1244,10 @@ impl Server {
         if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
             d.offset = end.max(offset);
         }
-        Ok(Reply::Extent {
-            size,
-            offset,
-            blocks: out,
-        })
+        Ok((size, offset, out))
     }
 
+    /// `Write`: the offset written at and the blocks from the page holding it.
     fn write(
         &mut self,
         ino: Ino,
@@ -1251,7 +1256,7 @@ impl Server {
         append: bool,
         desc: Option<u64>,
         now: Timespec,
-    ) -> Result<Reply, Errno> {
+    ) -> Result<(u64, Vec<Block>), Errno> {
         let offset = match desc {
             Some(d) => self.desc_offset(ino, d)?,
             None => offset,
@@ -1260,10 +1265,7 @@ impl Server {
         let offset = if append { i.size } else { offset };
         let len = u64::from(len);
         if len == 0 {
-            return Ok(Reply::Written {
-                offset,
-                blocks: Vec::new(),
-            });
+            return Ok((offset, Vec::new()));
         }
         if len > (MAX_IO_BLOCKS * BLOCK_SIZE) as u64 {
             return Err(Errno::EINVAL);
@@ -1304,10 +1306,7 @@ impl Server {
         if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
             d.offset = offset + len;
         }
-        Ok(Reply::Written {
-            offset,
-            blocks: out,
-        })
+        Ok((offset, out))
     }
 
     fn truncate(&mut self, ino: Ino, size: u64, now: Timespec) -> Result<Reply, Errno> {

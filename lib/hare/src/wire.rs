@@ -98,6 +98,22 @@ impl<'p> Out<'p> {
         self.w(t.sec as u64).w(u64::from(t.nsec))
     }
 
+    /// A read's or write's words (what [`In::io`] reads): the inode, the offset, the length
+    /// with the append flag in bit 32, the shared description (0: none).
+    fn io(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: u32,
+        append: bool,
+        desc: Option<u64>,
+    ) -> &mut Self {
+        self.w(ino)
+            .w(offset)
+            .w(u64::from(len) | u64::from(append) << 32)
+            .w(desc.unwrap_or(0))
+    }
+
     fn bytes(&mut self, b: &[u8]) -> Result<&mut Self, WireError> {
         let end = self.used + b.len();
         self.page
@@ -415,7 +431,7 @@ pub fn encode_request(
             len,
             desc,
         } => {
-            o.w(*ino).w(*offset).w(u64::from(*len)).w(desc.unwrap_or(0));
+            o.io(*ino, *offset, *len, false, *desc);
             13
         }
         Request::Write {
@@ -426,11 +442,7 @@ pub fn encode_request(
             desc,
             now,
         } => {
-            o.w(*ino)
-                .w(*offset)
-                .w(u64::from(*len) | u64::from(*append) << 32)
-                .w(desc.unwrap_or(0))
-                .time(*now);
+            o.io(*ino, *offset, *len, *append, *desc).time(*now);
             14
         }
         Request::ReadData {
@@ -439,7 +451,7 @@ pub fn encode_request(
             len,
             desc,
         } => {
-            o.w(*ino).w(*offset).w(u64::from(*len)).w(desc.unwrap_or(0));
+            o.io(*ino, *offset, *len, false, *desc);
             33
         }
         Request::WriteData {
@@ -453,10 +465,7 @@ pub fn encode_request(
             if data.len() > MAX_DATA {
                 return Err(WireError::Bad("data"));
             }
-            o.w(*ino)
-                .w(*offset)
-                .w(data.len() as u64 | u64::from(*append) << 32)
-                .w(desc.unwrap_or(0))
+            o.io(*ino, *offset, data.len() as u32, *append, *desc)
                 .time(*now)
                 .bytes(data)?;
             34
