@@ -743,6 +743,11 @@ static void timeouts(void)
     struct timeval bad = {0, 1000000};
     CHECK_ERRNO(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &bad, sizeof bad), EDOM);
     CHECK_ERRNO(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &bad, 8), EINVAL);
+    void *volatile badptr = (void *)1;
+    CHECK_ERRNO(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, badptr, sizeof bad), EFAULT);
+    len = sizeof tv;
+    CHECK_ERRNO(getsockopt(u, SOL_SOCKET, SO_SNDTIMEO, badptr, &len), EFAULT);
+    CHECK_ERRNO(getsockopt(u, SOL_SOCKET, SO_SNDTIMEO, &tv, (socklen_t *)badptr), EFAULT);
     struct timeval want = {0, 60000};
     CHECK_SYS(setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &want, sizeof want));
     struct timeval snd = {3, 500000};
@@ -779,7 +784,7 @@ static void timeouts(void)
     send_all(c, "r", 1);
     expect(s, "r");
     CLOSE(c, s, l);
-    SAY("timeouts: SO_RCVTIMEO/SO_SNDTIMEO read back, EDOM and EINVAL; recv, accept and read "
+    SAY("timeouts: SO_RCVTIMEO/SO_SNDTIMEO read back, EDOM, EINVAL and EFAULT; recv, accept and read "
         "give up with EAGAIN after 60 ms, not before (recv waited %lld ms)",
         waited / 1000000);
 }

@@ -1983,6 +1983,15 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         .into_iter()
         .filter(|b| selected(&b.name, &o.filters))
         .collect();
+    if let Some(v) = o.variants.iter().find(|v| {
+        !benches
+            .iter()
+            .any(|b| b.variants.iter().any(|x| x.name == **v))
+    }) {
+        return Err(format!(
+            "no selected benchmark has the variant {v}\n{USAGE}"
+        ));
+    }
     if !o.variants.is_empty() {
         for b in &mut benches {
             b.variants.retain(|v| o.variants.contains(&v.name));

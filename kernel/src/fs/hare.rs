@@ -1026,10 +1026,7 @@ pub fn open(
 
 /// `stat` of a path.
 pub fn stat(p: &HarePath, follow: bool) -> Result<KStat, Errno> {
-    let s = p
-        .mount
-        .here(|c| run_ready(c.stat(p.start, &p.path, follow)))?;
-    Ok(stat_of(&s))
+    stat_at(p, &p.path, follow)
 }
 
 /// `stat` of `path` from the start directory of `p` (a permission check's look at the

@@ -320,15 +320,10 @@ impl MappedFile {
                 }
                 let f = hare::open(h, (O_RDONLY, 0, 0), (0, 0), O_RDONLY, path.to_vec())?;
                 let st = f.stat()?;
-                let owner = creds::Owner {
-                    uid: st.uid,
-                    gid: st.gid,
-                    mode: st.mode & 0o7777,
-                    dir: false,
-                };
                 if st.mode & 0o170000 != 0o100000 {
                     return Err(Errno::EACCES);
                 }
+                let owner = perm::owner_of(&st);
                 perm::may_execute(me, owner)?;
                 return Ok(MappedFile {
                     source: FileSource::Hare(f),

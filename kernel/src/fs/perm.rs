@@ -20,7 +20,7 @@
 
 use super::hare::{self as harefs, HarePath};
 use super::with_client;
-use crate::fd::KStat;
+use crate::fd::{KStat, OpenFile};
 use crate::proc::Process;
 use abi::Errno;
 use alloc::vec::Vec;
@@ -282,12 +282,7 @@ pub fn touch(me: &Process, ino: Ino) -> Result<(), Errno> {
 /// group IDs in place of the file-system ones (the effective ones for `AT_EACCESS`): every
 /// bit of `mode` (a mask of `creds::MAY_*`) must be granted.
 pub fn access(me: &Process, st: &KStat, mode: u32, effective: bool) -> Result<(), Errno> {
-    let file = Owner {
-        uid: st.uid,
-        gid: st.gid,
-        mode: st.mode & 0o7777,
-        dir: st.is_dir(),
-    };
+    let file = owner_of(st);
     let c = me.creds.lock();
     if effective {
         c.may(file, mode)
@@ -296,17 +291,18 @@ pub fn access(me: &Process, st: &KStat, mode: u32, effective: bool) -> Result<()
     }
 }
 
-/// Checks that the caller may use the file with attributes `st` as `want` asks (a mask of
-/// `creds::MAY_*`): what a Hare directory's `chdir` asks of it.
-pub fn may_file(me: &Process, st: &KStat, want: u32) -> Result<(), Errno> {
+/// Checks that the caller may use the file open as `f` as `want` asks (a mask of
+/// `creds::MAY_*`): what a Hare directory's `chdir` asks of it. Its attributes are asked for
+/// only if the caller is checked.
+pub fn may_file(me: &Process, f: &OpenFile, want: u32) -> Result<(), Errno> {
     match checked(me)? {
-        Some(cred) => cred.may(owner_of(st), want),
+        Some(cred) => cred.may(owner_of(&f.stat()?), want),
         None => Ok(()),
     }
 }
 
-/// What a permission check needs of `st`.
-fn owner_of(st: &KStat) -> Owner {
+/// What a permission check needs of attributes `st` (as `stat` reports them).
+pub fn owner_of(st: &KStat) -> Owner {
     Owner {
         uid: st.uid,
         gid: st.gid,
@@ -438,8 +434,8 @@ pub fn hare_remove(me: &Process, p: &HarePath) -> Result<(), Errno> {
 pub enum HareTarget<'a> {
     /// A path, and whether a last symlink is followed.
     Path(&'a HarePath, bool),
-    /// A file open there, with its attributes.
-    File(KStat),
+    /// A file open there.
+    File(&'a OpenFile),
 }
 
 /// The caller's credentials and the attributes of `t` (after checking search permission on
@@ -453,7 +449,7 @@ fn hare_owner(me: &Process, t: HareTarget<'_>) -> Result<Option<(Credentials, Ow
             hare_search(&cred, p)?;
             harefs::stat_at(p, &p.path, follow)?
         }
-        HareTarget::File(st) => st,
+        HareTarget::File(f) => f.stat()?,
     };
     Ok(Some((cred, owner_of(&st))))
 }

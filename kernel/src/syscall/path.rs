@@ -602,7 +602,7 @@ pub fn chdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
             OpenFile::new(Node::Dir(ino), f.flags(), canonical)
         }
         Node::Hare(_) => {
-            perm::may_file(&me.process, &f.stat()?, creds::MAY_EXEC)?;
+            perm::may_file(&me.process, &f, creds::MAY_EXEC)?;
             f
         }
         _ => f,
@@ -622,7 +622,7 @@ pub fn fchdir(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
     }
     match f.node {
         Node::Dir(ino) => perm::may_ino(&me.process, ino, creds::MAY_EXEC)?,
-        Node::Hare(_) => perm::may_file(&me.process, &f.stat()?, creds::MAY_EXEC)?,
+        Node::Hare(_) => perm::may_file(&me.process, &f, creds::MAY_EXEC)?,
         _ => {}
     }
     set_cwd(&me.process, f);
@@ -773,7 +773,7 @@ fn chmod_ino(me: &Arc<Thread>, target: Target, mode: u64) -> SysResult {
             hare::chmod(&h, mode)?
         }
         Target::HareFile(f) => {
-            let mode = perm::hare_chmod_mode(&me.process, HareTarget::File(f.stat()?), mode)?;
+            let mode = perm::hare_chmod_mode(&me.process, HareTarget::File(&f), mode)?;
             hare_set(&f, SetAttr::Mode(mode))?
         }
     }
@@ -811,7 +811,7 @@ fn chown_ino(me: &Arc<Thread>, target: Target, uid: u64, gid: u64) -> SysResult 
             hare::chown(&h, follow, (id(uid), id(gid)))?
         }
         Target::HareFile(f) => {
-            let t = HareTarget::File(f.stat()?);
+            let t = HareTarget::File(&f);
             perm::hare_chown(&me.process, t, uid as u32, gid as u32)?;
             hare_set(&f, SetAttr::Owner(id(uid), id(gid)))?
         }
@@ -899,7 +899,7 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
             hare::utimens(&h, follow, (atime, mtime))?
         }
         Target::HareFile(f) => {
-            perm::hare_times(&me.process, HareTarget::File(f.stat()?), now_only)?;
+            perm::hare_times(&me.process, HareTarget::File(&f), now_only)?;
             hare_set(&f, SetAttr::Times(atime, mtime))?
         }
     }
