@@ -20,16 +20,18 @@
 //! * [`ShardTable`]: where inodes and entries live. Entries of a distributed directory are
 //!   spread by name hash (§3.4); entries and inodes hash to 256 shards mapped to servers, so
 //!   that the number of servers can change by moving whole shards (§6.1.1,
-//!   [`ShardTable::resized`], [`Server::export_shard`], [`ShardState`]).
+//!   [`ShardTable::resized`]).
+//! * [`resize`]: the servers' part and the resizer's part of that move, in messages: a
+//!   shard's state leaves its old owner and reaches its new one in parts ([`ShardState`]),
+//!   carried by a [`Courier`] (Reef's kernel).
 //!
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
 //! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), block lists
 //! kept by the client between reads and writes (each asks the server), a shared description
-//! going back to local when one descriptor is left, and moving shards between servers other
-//! than by calls within one process (`Server::export_shard`, `Server::import_shard`: no wire
-//! form yet).
+//! going back to local when one descriptor is left, and a resize while requests are in
+//! flight (docs/plans.md).
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -38,6 +40,7 @@ extern crate alloc;
 
 mod client;
 pub mod proto;
+pub mod resize;
 mod server;
 mod shard;
 pub mod wire;
@@ -48,7 +51,8 @@ pub use client::{
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Invalidation, Reply, Request, Target};
-pub use server::{DataCopy, Handled, Server, ServerStats, ShardState};
+pub use resize::{Courier, ShardState};
+pub use server::{DataCopy, Handled, Server, ServerStats};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
 
 /// A file server's number in the fleet.

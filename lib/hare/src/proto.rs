@@ -12,11 +12,12 @@
 //! travel in a page each client grants every server at connect time (see docs/plans.md), which
 //! is why a reply carries at most [`MAX_IO_BLOCKS`] blocks.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use abi::Errno;
 
-use crate::{Attrs, Block, Ino, Kind, Stat, Timespec};
+use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec};
 
 /// A file or directory name (one path component, at most 255 bytes).
 pub type Name = Vec<u8>;
@@ -428,7 +429,60 @@ pub enum Request {
         /// The time.
         now: Timespec,
     },
+    /// Resizing (§6.1.1, `crate::resize`): bytes `offset..` of shard `shard`'s state
+    /// ([`Reply::Part`]). At offset 0 the server takes the shard out of its state (it answers
+    /// for it no more; the clients caching its entries are told to forget them) and keeps it,
+    /// encoded, until [`Request::Exported`]; EBUSY while it keeps another shard, or while an
+    /// `rmdir` holds or marks a directory.
+    Export {
+        /// The shard.
+        shard: u16,
+        /// The first byte wanted.
+        offset: u64,
+    },
+    /// Resizing: the shard kept since [`Request::Export`] was taken in by its new owner, and
+    /// the server forgets it; or, with `restore`, it was not, and the server takes it back.
+    Exported {
+        /// The shard.
+        shard: u16,
+        /// Take it back.
+        restore: bool,
+    },
+    /// Resizing: bytes `offset..offset + data.len()` of a shard's state (of `total` bytes),
+    /// sent in order from offset 0; with the last, the server takes the shard in. EINVAL for
+    /// a part out of order or a state that does not decode (nothing is taken in).
+    Import {
+        /// Where these bytes go.
+        offset: u64,
+        /// The state's length.
+        total: u64,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// Resizing: up to `count` of the server's free blocks, which it gives up
+    /// ([`Reply::Blocks`], at most [`MAX_MOVED_BLOCKS`]).
+    TakeBlocks {
+        /// How many.
+        count: u32,
+    },
+    /// Resizing: free blocks the server takes (at most [`MAX_MOVED_BLOCKS`]).
+    GiveBlocks {
+        /// The blocks.
+        blocks: Vec<Block>,
+    },
+    /// Resizing: the table the server answers by from now on (after every shard moved).
+    /// EBUSY while it keeps an exported shard.
+    SetTable(Box<ShardTable>),
+    /// The table the server answers by ([`Reply::Table`]): what a client that connects to a
+    /// resized fleet starts from.
+    GetTable,
 }
+
+/// Most bytes one [`Request::Import`] or [`Reply::Part`] carries: a page.
+pub const MAX_PART: usize = 4096;
+
+/// Most blocks one [`Request::GiveBlocks`] or [`Reply::Blocks`] carries.
+pub const MAX_MOVED_BLOCKS: usize = 1000;
 
 /// A server's answer to one [`Request`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -521,6 +575,18 @@ pub enum Reply {
         /// More entries follow the last one.
         more: bool,
     },
+    /// The answer to [`Request::Export`]: the state's length and the bytes from the offset
+    /// asked for.
+    Part {
+        /// The state's length.
+        total: u64,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// The answer to [`Request::TakeBlocks`].
+    Blocks(Vec<Block>),
+    /// The answer to [`Request::GetTable`].
+    Table(Box<ShardTable>),
 }
 
 /// A message from a server to a client: forget the cached entry `name` of `dir`, or every

@@ -8,6 +8,7 @@
 //! It never reads or writes file data: it hands out block numbers, and clients copy the data
 //! (or, for a client without direct access to the cache, its runtime: [`Handled::copy`]).
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
@@ -19,8 +20,9 @@ use nrfs::{S_ISGID, S_ISUID, S_IXGRP};
 
 use crate::proto::{
     seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
-    DIRENT_OVERHEAD, MAX_DATA, MAX_IO_BLOCKS,
+    DIRENT_OVERHEAD, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
 };
+use crate::resize::ShardState;
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
 use crate::{
     Attrs, Block, BufferCache, ClientId, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, ROOT_INO,
@@ -48,7 +50,7 @@ pub struct ServerStats {
 }
 
 #[derive(Debug)]
-enum Body {
+pub(crate) enum Body {
     File {
         /// Page index to block.
         blocks: BTreeMap<u64, Block>,
@@ -65,21 +67,21 @@ enum Body {
 }
 
 #[derive(Debug)]
-struct Inode {
-    kind: Kind,
-    mode: u32,
-    uid: u32,
-    gid: u32,
-    nlink: u32,
-    size: u64,
-    atime: Timespec,
-    mtime: Timespec,
-    ctime: Timespec,
-    opens: u32,
+pub(crate) struct Inode {
+    pub(crate) kind: Kind,
+    pub(crate) mode: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) nlink: u32,
+    pub(crate) size: u64,
+    pub(crate) atime: Timespec,
+    pub(crate) mtime: Timespec,
+    pub(crate) ctime: Timespec,
+    pub(crate) opens: u32,
     /// The client whose `Create` made it, the only one that may `Destroy` it (none for the
     /// root).
-    creator: Option<ClientId>,
-    body: Body,
+    pub(crate) creator: Option<ClientId>,
+    pub(crate) body: Body,
 }
 
 impl Inode {
@@ -170,25 +172,10 @@ impl Handled {
 
 /// An open file description shared by descriptors of several clients (§3.5.1).
 #[derive(Debug)]
-struct Desc {
-    ino: Ino,
-    offset: u64,
-    refs: u32,
-}
-
-/// What a shard holds, taken from one server to give to another when the number of servers
-/// changes (§6.1.1): the shard's inodes (with their block maps, open counts and shared
-/// descriptions), its directory entries, and what the new owner must know besides (the
-/// inode counter, so that it never numbers an inode twice; the removed distributed
-/// directories). Moved between two [`Server`]s of one process ([`Server::export_shard`],
-/// [`Server::import_shard`]); it has no wire form yet.
-#[derive(Debug)]
-pub struct ShardState {
-    inodes: Vec<(Ino, Inode)>,
-    entries: Vec<(Ino, Name, Entry)>,
-    descs: Vec<(u64, Desc)>,
-    removed: BTreeSet<Ino>,
-    counter: u64,
+pub(crate) struct Desc {
+    pub(crate) ino: Ino,
+    pub(crate) offset: u64,
+    pub(crate) refs: u32,
 }
 
 /// One file server's state. See the module documentation.
@@ -220,6 +207,10 @@ pub struct Server {
     /// Shared open file descriptions, by number.
     descs: BTreeMap<u64, Desc>,
     next_desc: u64,
+    /// A shard taken out by [`Request::Export`], encoded, until [`Request::Exported`].
+    outgoing: Option<(Shard, Vec<u8>)>,
+    /// The parts of a shard [`Request::Import`] has received so far.
+    incoming: Vec<u8>,
     stats: ServerStats,
 }
 
@@ -254,6 +245,8 @@ impl Server {
             descs: BTreeMap::new(),
             // Unique across servers, so that a description can move with its inode.
             next_desc: u64::from(id) << 40 | 1,
+            outgoing: None,
+            incoming: Vec::new(),
             stats: ServerStats::default(),
         };
         if s.table.inode_server(ROOT_INO) == id {
@@ -266,6 +259,17 @@ impl Server {
                 .insert(ROOT_INO, Inode::new(Kind::Dir, &root, now, body));
         }
         s
+    }
+
+    /// Server `id` joining a fleet that is being resized (§6.1.1): it holds no shard and no
+    /// block until the resize gives it some ([`crate::resize`]). `None` for the id no server
+    /// may have ([`ServerId::MAX`], which the table it starts with names).
+    pub fn joining(id: ServerId, now: Timespec) -> Option<Self> {
+        if id == ServerId::MAX {
+            return None;
+        }
+        let nobody = ShardTable::from_owners(0, [ServerId::MAX; SHARDS]);
+        Some(Self::new(id, nobody, 0..0, Attrs::new(0, 0, 0), false, now))
     }
 
     /// This server's id.
@@ -304,7 +308,7 @@ impl Server {
     /// server no longer answers for them). The caller moves shards only while no request is
     /// in flight; `EBUSY` while an `rmdir` holds or marks a directory here (try again once it
     /// finished).
-    pub fn export_shard(
+    fn export_shard(
         &mut self,
         shard: Shard,
     ) -> Result<(ShardState, Vec<(ClientId, Invalidation)>), Errno> {
@@ -386,7 +390,7 @@ impl Server {
     }
 
     /// Takes in a shard another server exported ([`Server::export_shard`]).
-    pub fn import_shard(&mut self, state: ShardState) {
+    fn import_shard(&mut self, state: ShardState) {
         self.inodes.extend(state.inodes);
         for (dir, name, e) in state.entries {
             self.entries.entry(dir).or_default().insert(name, e);
@@ -398,7 +402,7 @@ impl Server {
 
     /// Installs the table of a resize (after every shard moved): from now on this server
     /// answers for the shards it gives this server, and numbers new inodes in them.
-    pub fn set_table(&mut self, table: ShardTable) {
+    fn set_table(&mut self, table: ShardTable) {
         self.shards = table.shards_of(self.id);
         self.next_shard = 0;
         self.counter += 1;
@@ -406,14 +410,73 @@ impl Server {
     }
 
     /// Gives up to `n` free blocks of the buffer cache (for a new server).
-    pub fn take_free_blocks(&mut self, n: usize) -> Vec<Block> {
+    fn take_free_blocks(&mut self, n: usize) -> Vec<Block> {
         let keep = self.free.len().saturating_sub(n);
         self.free.split_off(keep)
     }
 
     /// Takes free blocks another server gave up.
-    pub fn give_free_blocks(&mut self, blocks: Vec<Block>) {
+    fn give_free_blocks(&mut self, blocks: Vec<Block>) {
         self.free.extend(blocks);
+    }
+
+    /// [`Request::Export`]: at offset 0 takes shard `shard` out (queueing its cachers'
+    /// invalidations) and keeps it encoded; the part from `offset`.
+    fn export(
+        &mut self,
+        shard: Shard,
+        offset: u64,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        match &self.outgoing {
+            Some((s, _)) if *s == shard => {}
+            Some(_) => return Err(Errno::EBUSY),
+            None if offset == 0 => {
+                let (state, invalidations) = self.export_shard(shard)?;
+                inval.extend(invalidations);
+                self.outgoing = Some((shard, state.encode()));
+            }
+            None => return Err(Errno::EINVAL),
+        }
+        let (_, state) = self.outgoing.as_ref().expect("kept above");
+        let from = usize::try_from(offset)
+            .ok()
+            .filter(|&o| o <= state.len())
+            .ok_or(Errno::EINVAL)?;
+        let to = state.len().min(from + MAX_PART);
+        Ok(Reply::Part {
+            total: state.len() as u64,
+            data: state[from..to].to_vec(),
+        })
+    }
+
+    /// [`Request::Import`]: keeps the part; with the last, decodes the state and takes it in.
+    fn import_part(&mut self, offset: u64, total: u64, data: &[u8]) -> Result<Reply, Errno> {
+        if offset == 0 {
+            self.incoming.clear();
+        }
+        let fits = match offset.checked_add(data.len() as u64) {
+            Some(end) => end <= total,
+            None => false,
+        };
+        if offset != self.incoming.len() as u64 || !fits {
+            self.incoming = Vec::new();
+            return Err(Errno::EINVAL);
+        }
+        if offset == 0 {
+            let total = usize::try_from(total).map_err(|_| Errno::ENOMEM)?;
+            self.incoming
+                .try_reserve_exact(total)
+                .map_err(|_| Errno::ENOMEM)?;
+        }
+        self.incoming.extend_from_slice(data);
+        if (self.incoming.len() as u64) < total {
+            return Ok(Reply::Done);
+        }
+        let bytes = core::mem::take(&mut self.incoming);
+        let state = ShardState::decode(&bytes).map_err(|_| Errno::EINVAL)?;
+        self.import_shard(state);
+        Ok(Reply::Done)
     }
 
     /// Handles one request from client `from`: the reply, the invalidations to deliver and
@@ -665,6 +728,40 @@ impl Server {
             }
             Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
             Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
+            Request::Export { shard, offset } => self.export(shard.into(), offset, inval),
+            Request::Exported { shard, restore } => match self.outgoing.take() {
+                Some((s, state)) if s == usize::from(shard) => {
+                    if restore {
+                        let state = ShardState::decode(&state).expect("encoded here");
+                        self.import_shard(state);
+                    }
+                    Ok(Reply::Done)
+                }
+                other => {
+                    self.outgoing = other;
+                    Err(Errno::EINVAL)
+                }
+            },
+            Request::Import {
+                offset,
+                total,
+                data,
+            } => self.import_part(offset, total, &data),
+            Request::TakeBlocks { count } => Ok(Reply::Blocks(
+                self.take_free_blocks((count as usize).min(MAX_MOVED_BLOCKS)),
+            )),
+            Request::GiveBlocks { blocks } => {
+                self.give_free_blocks(blocks);
+                Ok(Reply::Done)
+            }
+            Request::SetTable(table) => {
+                if self.outgoing.is_some() || !self.incoming.is_empty() {
+                    return Err(Errno::EBUSY);
+                }
+                self.set_table(*table);
+                Ok(Reply::Done)
+            }
+            Request::GetTable => Ok(Reply::Table(Box::new(self.table.clone()))),
             Request::Statfs => {
                 let st = self.stats();
                 Ok(Reply::Space {

@@ -4,8 +4,8 @@
 //! Hare places a directory entry with `hash(dir, name) % NSERVERS` (§3.4), which moves almost
 //! every entry when the number of servers changes. Reef hashes entries and inodes to one of
 //! [`SHARDS`] shards instead, and a [`ShardTable`] maps shards to servers, so a resize moves
-//! whole shards (§6.1.1's open problem; the moving itself is not built yet, see
-//! docs/plans.md).
+//! whole shards (§6.1.1's open problem; [`crate::resize`] moves them, and
+//! docs/plans.md says what is left).
 //!
 //! * An inode's shard is its number modulo [`SHARDS`]: a server creates inodes only in the
 //!   shards it owns ([`ShardTable::shards_of`]), so the number says where the inode is.
@@ -57,6 +57,17 @@ impl ShardTable {
             *o = (s % servers) as ServerId;
         }
         Some(Self { version: 1, owner })
+    }
+
+    /// The table of version `version` whose shard `s` is on server `owner[s]` (a table
+    /// received from a server).
+    pub const fn from_owners(version: u64, owner: [ServerId; SHARDS]) -> Self {
+        Self { version, owner }
+    }
+
+    /// Each shard's server, by shard.
+    pub const fn owners(&self) -> &[ServerId; SHARDS] {
+        &self.owner
     }
 
     /// The table's version.

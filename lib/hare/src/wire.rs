@@ -25,6 +25,7 @@
 //! of a second or more, unknown kinds. A request that fails is answered EINVAL by the server's
 //! runtime; nothing panics.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use abi::Errno;
@@ -32,9 +33,9 @@ use msg::{Message, PAYLOAD};
 
 use crate::proto::{
     Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES, MAX_DATA,
-    MAX_IO_BLOCKS,
+    MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
 };
-use crate::{Attrs, Block, Ino, Kind, Stat, Timespec, NAME_MAX};
+use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX, SHARDS};
 
 /// Size of a page of the pool.
 pub const PAGE_SIZE: usize = 4096;
@@ -264,19 +265,23 @@ impl<'p> In<'p> {
     /// A directory entry's name: one valid component.
     fn name(&mut self) -> Result<Name, WireError> {
         let n = self.var()?;
-        if n.is_empty()
-            || n.len() > NAME_MAX
-            || n == b"."
-            || n == b".."
-            || n.iter().any(|&b| b == b'/' || b == 0)
-        {
+        if !valid_name(&n) {
             return Err(WireError::Bad("name"));
         }
         Ok(n)
     }
 }
 
-fn kind_code(k: Kind) -> u64 {
+/// Whether `n` may name a directory entry: one component, not `.` or `..`.
+pub(crate) fn valid_name(n: &[u8]) -> bool {
+    !n.is_empty()
+        && n.len() <= NAME_MAX
+        && n != b"."
+        && n != b".."
+        && !n.iter().any(|&b| b == b'/' || b == 0)
+}
+
+pub(crate) fn kind_code(k: Kind) -> u64 {
     match k {
         Kind::File => 1,
         Kind::Dir => 2,
@@ -286,7 +291,7 @@ fn kind_code(k: Kind) -> u64 {
     }
 }
 
-fn kind_of(c: u64) -> Result<Kind, WireError> {
+pub(crate) fn kind_of(c: u64) -> Result<Kind, WireError> {
     Ok(match c {
         1 => Kind::File,
         2 => Kind::Dir,
@@ -575,6 +580,38 @@ pub fn encode_request(
                 .var(new_name)?;
             32
         }
+        Request::Export { shard, offset } => {
+            o.w(u64::from(*shard)).w(*offset);
+            36
+        }
+        Request::Exported { shard, restore } => {
+            o.w(u64::from(*shard)).w(u64::from(*restore));
+            37
+        }
+        Request::Import {
+            offset,
+            total,
+            data,
+        } => {
+            if data.len() > MAX_PART {
+                return Err(WireError::Bad("part"));
+            }
+            o.w(*offset).w(*total).w(data.len() as u64).bytes(data)?;
+            38
+        }
+        Request::TakeBlocks { count } => {
+            o.w(u64::from(*count));
+            39
+        }
+        Request::GiveBlocks { blocks } => {
+            put_blocks(&mut o, blocks)?;
+            40
+        }
+        Request::SetTable(t) => {
+            put_table(&mut o, t)?;
+            41
+        }
+        Request::GetTable => 42,
     };
     Ok(o.message(op, page, id))
 }
@@ -821,8 +858,82 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 now,
             }
         }
+        36 | 37 => {
+            let shard = u16::try_from(i.w())
+                .ok()
+                .filter(|&s| usize::from(s) < SHARDS)
+                .ok_or(WireError::Bad("shard"))?;
+            let w = i.w();
+            if op == 36 {
+                Request::Export { shard, offset: w }
+            } else {
+                Request::Exported {
+                    shard,
+                    restore: w != 0,
+                }
+            }
+        }
+        38 => {
+            let offset = i.w();
+            let total = i.w();
+            let n = usize::try_from(i.w())
+                .ok()
+                .filter(|&n| n <= MAX_PART)
+                .ok_or(WireError::Bad("part"))?;
+            Request::Import {
+                offset,
+                total,
+                data: i.bytes(n)?.to_vec(),
+            }
+        }
+        39 => Request::TakeBlocks {
+            count: u32::try_from(i.w()).map_err(|_| WireError::Bad("count"))?,
+        },
+        40 => Request::GiveBlocks {
+            blocks: get_blocks(&mut i)?,
+        },
+        41 => Request::SetTable(Box::new(get_table(&mut i)?)),
+        42 => Request::GetTable,
         _ => return Err(WireError::UnknownOp(op)),
     })
+}
+
+/// Up to [`MAX_MOVED_BLOCKS`] block numbers: their count, then each in the page.
+fn put_blocks(o: &mut Out<'_>, blocks: &[Block]) -> Result<(), WireError> {
+    if blocks.len() > MAX_MOVED_BLOCKS {
+        return Err(WireError::Bad("blocks"));
+    }
+    o.w(blocks.len() as u64);
+    for b in blocks {
+        o.bytes(&b.to_le_bytes())?;
+    }
+    Ok(())
+}
+
+fn get_blocks(i: &mut In<'_>) -> Result<Vec<Block>, WireError> {
+    let n = usize::try_from(i.w())
+        .ok()
+        .filter(|&n| n <= MAX_MOVED_BLOCKS)
+        .ok_or(WireError::Bad("blocks"))?;
+    (0..n).map(|_| i.u32()).collect()
+}
+
+/// A shard table: its version, then each shard's owner in the page.
+fn put_table(o: &mut Out<'_>, t: &ShardTable) -> Result<(), WireError> {
+    o.w(t.version());
+    for s in t.owners() {
+        o.bytes(&s.to_le_bytes())?;
+    }
+    Ok(())
+}
+
+fn get_table(i: &mut In<'_>) -> Result<ShardTable, WireError> {
+    let version = i.w();
+    let mut owners = [0; SHARDS];
+    for s in &mut owners {
+        *s = u16::from_le_bytes(i.bytes(2)?.try_into().expect("2 bytes"));
+    }
+    Ok(ShardTable::from_owners(version, owners))
 }
 
 fn put_stat(o: &mut Out<'_>, s: &Stat) -> Result<(), WireError> {
@@ -968,6 +1079,21 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             o.w(*off);
             15
         }
+        Reply::Part { total, data } => {
+            if data.len() > MAX_PART {
+                return Err(WireError::Bad("part"));
+            }
+            o.w(*total).w(data.len() as u64).bytes(data)?;
+            20
+        }
+        Reply::Blocks(blocks) => {
+            put_blocks(&mut o, blocks)?;
+            21
+        }
+        Reply::Table(t) => {
+            put_table(&mut o, t)?;
+            22
+        }
     };
     Ok(o.message(code, page, id))
 }
@@ -1073,6 +1199,16 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         }
         14 => Reply::Shared(i.w()),
         15 => Reply::Offset(i.w()),
+        20 => {
+            let total = i.w();
+            let n = count(i.w(), MAX_PART)?;
+            Reply::Part {
+                total,
+                data: i.bytes(n)?.to_vec(),
+            }
+        }
+        21 => Reply::Blocks(get_blocks(&mut i)?),
+        22 => Reply::Table(Box::new(get_table(&mut i)?)),
         _ => return Err(WireError::UnknownOp(code)),
     })
 }

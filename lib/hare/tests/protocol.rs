@@ -6,7 +6,10 @@ mod common;
 
 use abi::Errno;
 use common::{run, run_all, world, world_with, Rng, BLOCKS_PER_SERVER};
-use hare::{Attrs, OpenFlags, Space, Target, Techniques, Timespec, BLOCK_SIZE, ROOT_INO};
+use hare::{
+    Attrs, Courier, OpenFlags, Reply, Request, Server, ServerId, Space, Target, Techniques,
+    Timespec, BLOCK_SIZE, ROOT_INO,
+};
 use proptest::prelude::*;
 
 const T: Timespec = Timespec::new(1, 0);
@@ -395,6 +398,172 @@ fn growing_and_shrinking_the_fleet_loses_nothing() {
         n.servers[1..].iter().all(|s| s.inodes() == 0),
         "after shrinking to one server, the others hold nothing"
     );
+}
+
+/// A courier that refuses the `n`-th shard's first import part at its new owner, as a
+/// server that ran out of memory would.
+struct Failing<'a> {
+    inner: common::Manager<'a>,
+    imports_left: usize,
+}
+
+impl Courier for Failing<'_> {
+    fn call(&mut self, server: ServerId, req: &Request) -> Reply {
+        if let Request::Import { offset: 0, .. } = req {
+            if self.imports_left == 0 {
+                return Reply::Err(Errno::ENOMEM);
+            }
+            self.imports_left -= 1;
+        }
+        self.inner.call(server, req)
+    }
+}
+
+#[test]
+fn a_resize_that_fails_half_way_loses_nothing() {
+    let (net, mut c) = world(2, 1, true, true);
+    let mut rng = Rng::new(5);
+    let mut made = Vec::new();
+    for i in 0..60 {
+        let p = format!("/f{i}");
+        let fd = run(
+            &net,
+            c[0].open(ROOT_INO, p.as_bytes(), CREATE, FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+        run(&net, c[0].write(fd, p.as_bytes(), T), &mut rng).unwrap();
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+        made.push(p);
+    }
+    let old = net.borrow().servers[0].table().clone();
+    net.borrow_mut()
+        .servers
+        .push(Server::joining(2, T).unwrap());
+    let (now, err) = {
+        let mut n = net.borrow_mut();
+        let mut courier = Failing {
+            inner: common::Manager(&mut n),
+            imports_left: 10,
+        };
+        let (now, done) = hare::resize::resize(&mut courier, &old, &[0, 1, 2]);
+        (now, done.unwrap_err())
+    };
+    assert_eq!(err, Errno::ENOMEM);
+    assert_eq!(now.version(), old.version() + 1);
+    assert_eq!(
+        now.shards_of(2).len(),
+        10,
+        "the ten shards that moved, and no more"
+    );
+    for s in &net.borrow().servers {
+        assert_eq!(
+            s.table(),
+            &now,
+            "every server answers by the table in force"
+        );
+    }
+    for client in c.iter_mut() {
+        client.set_table(now.clone());
+    }
+    let check = |c: &mut common::HClient, rng: &mut Rng| {
+        for p in &made {
+            let st = run(&net, c.stat(ROOT_INO, p.as_bytes(), true), rng);
+            assert_eq!(st.map(|s| s.size), Ok(p.len() as u64), "{p}");
+        }
+        let fd = run(
+            &net,
+            c.open(ROOT_INO, b"/", OpenFlags::default(), FILE, T),
+            rng,
+        )
+        .unwrap();
+        assert_eq!(run(&net, c.read_dir(fd), rng).unwrap().len(), made.len());
+        run(&net, c.close(fd), rng).unwrap();
+    };
+    check(&mut c[0], &mut rng);
+    // Done again, the resize finishes.
+    common::resize(&net, &mut c, 3);
+    check(&mut c[0], &mut rng);
+    let n = net.borrow();
+    assert_eq!(n.servers.iter().map(|s| s.inodes()).sum::<usize>(), 61);
+}
+
+#[test]
+fn hostile_resize_messages_change_nothing() {
+    let (net, mut c) = world(2, 1, true, true);
+    let mut rng = Rng::new(7);
+    for i in 0..20 {
+        let p = format!("/f{i}");
+        let fd = run(
+            &net,
+            c[0].open(ROOT_INO, p.as_bytes(), CREATE, FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+    }
+    let shard = net.borrow().servers[0].table().shards_of(0)[0] as u16;
+    let mut n = net.borrow_mut();
+    let mut m = common::Manager(&mut n);
+    let einval = Reply::Err(Errno::EINVAL);
+    // Parts out of order, a state that does not decode, a part past the total.
+    let part = |offset, total, data: &[u8]| Request::Import {
+        offset,
+        total,
+        data: data.to_vec(),
+    };
+    assert_eq!(m.call(1, &part(5, 10, b"xx")), einval);
+    assert_eq!(m.call(1, &part(0, 4, b"garbage")), einval);
+    assert_eq!(m.call(1, &part(0, 7, b"garbage")), einval);
+    assert_eq!(m.call(1, &part(0, 8, b"1234")), Reply::Done);
+    assert_eq!(m.call(1, &part(2, 8, b"1234")), einval, "a part that skips");
+    // A resize step with nothing exported.
+    let exported = |restore| Request::Exported { shard, restore };
+    assert_eq!(m.call(0, &exported(false)), einval);
+    assert_eq!(m.call(0, &Request::Export { shard, offset: 8 }), einval);
+    // One shard out at a time; no table while it is out; taken back whole.
+    let Reply::Part { total, data } = m.call(0, &Request::Export { shard, offset: 0 }) else {
+        panic!("a part");
+    };
+    assert_eq!(
+        data.len() as u64,
+        total,
+        "a shard of a few entries is one part"
+    );
+    let other = shard + 2;
+    assert_eq!(
+        m.call(
+            0,
+            &Request::Export {
+                shard: other,
+                offset: 0
+            }
+        ),
+        Reply::Err(Errno::EBUSY)
+    );
+    let table = m.0.servers[0].table().clone();
+    assert_eq!(
+        m.call(0, &Request::SetTable(Box::new(table))),
+        Reply::Err(Errno::EBUSY)
+    );
+    // Every prefix of a real state is refused.
+    let state = data;
+    for cut in 0..state.len() {
+        assert!(
+            hare::ShardState::decode(&state[..cut]).is_err(),
+            "{cut} bytes"
+        );
+    }
+    assert!(hare::ShardState::decode(&state).is_ok());
+    assert_eq!(m.call(0, &exported(true)), Reply::Done);
+    drop(n);
+    for i in 0..20 {
+        let p = format!("/f{i}");
+        assert!(
+            run(&net, c[0].stat(ROOT_INO, p.as_bytes(), true), &mut rng).is_ok(),
+            "{p}"
+        );
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use abi::Errno;
 use hare::proto::{
     Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_DATA,
-    MAX_IO_BLOCKS,
+    MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
@@ -12,7 +12,7 @@ use hare::wire::{
     PAGE_SIZE,
 };
 use hare::Invalidation;
-use hare::{Attrs, Kind, Stat, Timespec};
+use hare::{Attrs, Kind, ShardTable, Stat, Timespec, SHARDS};
 use msg::Message;
 use proptest::prelude::*;
 
@@ -197,6 +197,25 @@ fn request() -> impl Strategy<Value = Request> {
                 }
             ),
         Just(Request::Statfs),
+        (0..SHARDS as u16, any::<u64>())
+            .prop_map(|(shard, offset)| Request::Export { shard, offset }),
+        (0..SHARDS as u16, any::<bool>())
+            .prop_map(|(shard, restore)| Request::Exported { shard, restore }),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            prop::collection::vec(any::<u8>(), 0..=MAX_PART)
+        )
+            .prop_map(|(offset, total, data)| Request::Import {
+                offset,
+                total,
+                data
+            }),
+        any::<u32>().prop_map(|count| Request::TakeBlocks { count }),
+        prop::collection::vec(any::<u32>(), 0..=MAX_MOVED_BLOCKS)
+            .prop_map(|blocks| Request::GiveBlocks { blocks }),
+        table().prop_map(|t| Request::SetTable(Box::new(t))),
+        Just(Request::GetTable),
         (ino(), any::<u64>()).prop_map(|(ino, offset)| Request::Share { ino, offset }),
         any::<u64>().prop_map(|desc| Request::DupShared { desc }),
         any::<u64>().prop_map(|desc| Request::CloseShared { desc }),
@@ -356,7 +375,20 @@ fn reply() -> impl Strategy<Value = Reply> {
         (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents { entries, more }),
         any::<u64>().prop_map(Reply::Shared),
         any::<u64>().prop_map(Reply::Offset),
+        (
+            any::<u64>(),
+            prop::collection::vec(any::<u8>(), 0..=MAX_PART)
+        )
+            .prop_map(|(total, data)| Reply::Part { total, data }),
+        prop::collection::vec(any::<u32>(), 0..=MAX_MOVED_BLOCKS).prop_map(Reply::Blocks),
+        table().prop_map(|t| Reply::Table(Box::new(t))),
     ]
+}
+
+fn table() -> impl Strategy<Value = ShardTable> {
+    (any::<u64>(), prop::collection::vec(any::<u16>(), SHARDS)).prop_map(|(version, owners)| {
+        ShardTable::from_owners(version, owners.try_into().expect("SHARDS owners"))
+    })
 }
 
 proptest! {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use hare::{
-    wire, Attrs, Block, BufferCache, Client, ClientId, Invalidation, Policy, Reply, Request,
-    Server, ServerId, ShardTable, Techniques, Timespec, Transport, BLOCK_SIZE,
+    wire, Attrs, Block, BufferCache, Client, ClientId, Courier, Invalidation, Policy, Reply,
+    Request, Server, ServerId, ShardTable, Techniques, Timespec, Transport, BLOCK_SIZE,
 };
 use msg::Message;
 
@@ -80,7 +80,8 @@ impl Net {
     }
 }
 
-/// Resizes the fleet to servers `0..count` while no request is in flight (§6.1.1): new
+/// Resizes the fleet to servers `0..count` while no request is in flight (§6.1.1), as
+/// Reef's kernel does, through `hare::resize` and its messages in their wire form: new
 /// servers join with no blocks, every shard whose owner changes moves from the old owner to
 /// the new one (the old owner's invalidations queued at their clients), free blocks are
 /// spread evenly over the servers that stay or join (a leaving one keeps none), and every
@@ -92,48 +93,45 @@ pub fn resize(net: &Rc<RefCell<Net>>, clients: &mut [HClient], count: usize) {
     let old = n.servers[0].table().clone();
     while n.servers.len() < count {
         let id = n.servers.len() as ServerId;
-        let t0 = Timespec::new(0, 0);
-        let s = Server::new(id, old.clone(), 0..0, ROOT_ATTRS, false, t0);
+        let s = Server::joining(id, Timespec::new(0, 0)).expect("an id below MAX");
         n.servers.push(s);
     }
     let ids: Vec<ServerId> = (0..count as ServerId).collect();
-    let new = old.resized(&ids).expect("1 to 256 servers");
-    for (shard, from, to) in old.moves(&new) {
-        let (state, invalidations) = n.servers[from as usize]
-            .export_shard(shard)
-            .expect("no rmdir in flight");
-        n.servers[to as usize].import_shard(state);
-        for (c, inv) in invalidations {
-            n.inboxes
+    let (new, done) = hare::resize::resize(&mut Manager(&mut n), &old, &ids);
+    assert_eq!(done, Ok(()), "a resize");
+    assert_eq!(new.servers(), ids);
+    drop(n);
+    for c in clients {
+        c.set_table(new.clone());
+    }
+}
+
+/// The client id the one who resizes uses.
+pub const MANAGER: ClientId = 0xffff;
+
+/// The one who resizes: each request encoded, handled at once, its reply decoded.
+pub struct Manager<'a>(pub &'a mut Net);
+
+impl Courier for Manager<'_> {
+    fn call(&mut self, server: ServerId, req: &Request) -> Reply {
+        let mut page = vec![0u8; wire::PAGE_SIZE];
+        let m = wire::encode_request(1, 0, req, &mut page).expect("a request that encodes");
+        let used = wire::page_len(&m);
+        let req = wire::decode_request(&m, &page[..used]).expect("a request that decodes");
+        let Some(s) = self.0.servers.get_mut(usize::from(server)) else {
+            return Reply::Err(abi::Errno::EIO);
+        };
+        let h = s.handle(MANAGER, req);
+        assert!(h.zero.is_empty(), "a resize zeroes nothing");
+        for (c, inv) in h.invalidations {
+            self.0
+                .inboxes
                 .entry(c)
                 .or_default()
                 .push(wire::encode_invalidation(&inv));
         }
-    }
-    let free: usize = n
-        .servers
-        .iter()
-        .map(|s| s.stats().free_blocks as usize)
-        .sum();
-    let share = free / count;
-    let mut pool = Vec::new();
-    for (i, s) in n.servers.iter_mut().enumerate() {
-        let keep = if i < count { share } else { 0 };
-        let have = s.stats().free_blocks as usize;
-        pool.extend(s.take_free_blocks(have.saturating_sub(keep)));
-    }
-    for s in n.servers.iter_mut().take(count) {
-        let want = share.saturating_sub(s.stats().free_blocks as usize);
-        let give = pool.split_off(pool.len() - want.min(pool.len()));
-        s.give_free_blocks(give);
-    }
-    n.servers[0].give_free_blocks(pool);
-    for s in n.servers.iter_mut() {
-        s.set_table(new.clone());
-    }
-    drop(n);
-    for c in clients {
-        c.set_table(new.clone());
+        let r = wire::encode_reply(1, 0, &h.reply, &mut page).expect("a reply that encodes");
+        wire::decode_reply(&r, &page[..wire::page_len(&r)]).expect("a reply that decodes")
     }
 }
 
