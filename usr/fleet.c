@@ -21,7 +21,11 @@
  * the fleet's members and the manager may do; clients look that name up.
  *
  * The manager serves the mailbox "fleet/NAME/ctl": grow, shrink and stop are one request each,
- * answered with 0 or an errno value. Shrinking sends SIGTERM to the core's member, which
+ * answered with 0 or an errno value. Growing and shrinking tell the kernel
+ * (reef_fleet_resize): a grown member once it has registered its name, a member to shrink
+ * before it is stopped, so that a kernel service built on the fleet (Hare's mount, which
+ * moves the file servers' shards) moves its state first; an error there undoes the grow or
+ * refuses the shrink. Shrinking then sends SIGTERM to the core's member, which
  * should unregister its name (new clients go to the others), answer the requests it has taken
  * and exit; a client whose connection ends then reconnects to another member and sends again
  * what was not answered. A member still there after 5 seconds gets SIGKILL. A member that
@@ -287,6 +291,34 @@ static void stop_all(void)
             stop_member(c);
 }
 
+/* Tells the kernel that the member `pid` started on `core` joined, once it has registered its
+ * name (a kernel service built on the fleet, Hare's mount, moves state onto it first):
+ * 0 or an errno value (ECHILD: it exited first; ETIMEDOUT: it did not register in time). */
+static int joined(int core, pid_t pid)
+{
+    long long deadline = now_ms() + GRACE_MS;
+    for (;;) {
+        long r = reef_fleet_resize(pid, member_name, REEF_FLEET_JOIN);
+        if (r != -EAGAIN) {
+            if (r < 0)
+                fprintf(stderr, "fleet: %s: the kernel could not take the member on core %d "
+                                "in: %s\n",
+                        fleet, core, strerror((int)-r));
+            return (int)-r;
+        }
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            members[core] = 0;
+            fprintf(stderr, "fleet: %s: the member on core %d (pid %d) %s before it registered\n",
+                    fleet, core, pid, describe(status));
+            return ECHILD;
+        }
+        if (now_ms() > deadline)
+            return ETIMEDOUT;
+        usleep(1000);
+    }
+}
+
 /* A grow, shrink or stop request: 0 or an errno value. */
 static int handle(enum op op, int core)
 {
@@ -302,6 +334,12 @@ static int handle(enum op op, int core)
         pid_t pid = start_member(core);
         if (pid < 0)
             return (int)-pid;
+        int r = joined(core, pid);
+        if (r != 0) {
+            if (members[core] > 0)
+                stop_member(core);
+            return r;
+        }
         fprintf(stderr, "fleet: %s: grown onto core %d (pid %d)\n", fleet, core, pid);
         return 0;
     }
@@ -310,6 +348,13 @@ static int handle(enum op op, int core)
             return ENOENT;
         if (member_count() == 1)
             return EBUSY; /* the last member: `fleet stop` */
+        long r = reef_fleet_resize(members[core], member_name, REEF_FLEET_LEAVE);
+        if (r < 0) {
+            fprintf(stderr, "fleet: %s: the kernel could not move what the member on core %d "
+                            "holds: %s; left running\n",
+                    fleet, core, strerror((int)-r));
+            return (int)-r;
+        }
         stop_member(core);
         fprintf(stderr, "fleet: %s: shrunk off core %d\n", fleet, core);
         return 0;

@@ -23,9 +23,11 @@
 /* The tag of an invalidation on a reply ring (lib/hare/src/wire.rs, INVALIDATE). */
 #define HARE_INVALIDATION 16
 
-/* Client to server: words client id, pool grant, pool pages, cache grant, cache blocks.
- * Server to client: words server id, servers, 0 or the errno that refused the hello. */
-enum { HELLO_CLIENT, HELLO_POOL, HELLO_POOL_PAGES, HELLO_CACHE, HELLO_CACHE_BLOCKS };
+/* Client to server: words client id, pool grant, pool pages, cache grant, cache blocks, and
+ * (the kernel's resizer to a server that joins the fleet) 1 + the id the server takes.
+ * Server to client: words server id, a number all server ids are below, 0 or the errno that
+ * refused the hello. */
+enum { HELLO_CLIENT, HELLO_POOL, HELLO_POOL_PAGES, HELLO_CACHE, HELLO_CACHE_BLOCKS, HELLO_JOIN };
 enum { WELCOME_ID, WELCOME_SERVERS, WELCOME_ERROR };
 
 static inline uint64_t hare_word(const struct reef_msg *m, int i)
@@ -61,6 +63,9 @@ struct hare_server_runtime {
  * is 0 or over 256, or `id` is not below it. */
 struct hare_server *hare_server_new(uint16_t id, uint16_t servers, uint32_t block_lo,
                                     uint32_t block_hi, bool root_distributed, int64_t now_sec);
+/* Server `id` joining a fleet being resized: no shard and no block until the resize gives it
+ * some (NULL for id 0xffff). */
+struct hare_server *hare_server_join(uint16_t id, int64_t now_sec);
 /* Handles `req` from `client` whose pool page for it is `page` (NULL: the request named a page
  * outside the pool): zeroes, copies data and invalidates through `rt`, then writes the reply
  * to `reply`.

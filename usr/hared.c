@@ -25,12 +25,18 @@
  * of requests then needs no wake-up at all, and the kernel's client polls for the reply too.
  * Sharing its core (timeshare), it sleeps at once, leaving the core to the programs.
  *
+ * Resizing (§6.1.1): a member started on a core outside LIST (`fleet grow hare CORE`) joins
+ * the running fleet: the kernel's first hello gives it its id and the buffer cache (no share
+ * of it), and the kernel, holding its own clients back, moves shards and free blocks to it
+ * from the others in messages (lib/hare's resize: Export, Import, TakeBlocks, GiveBlocks,
+ * SetTable), which it answers like any request. Before `fleet shrink` stops a member, the
+ * kernel moves everything it holds to the others the same way.
+ *
  * SIGTERM: unregisters the name, prints its counters (with `working_ms`, the time from each
  * wake-up to the next sleep: its own work and system calls, not the switches around them)
- * and exits 0 (its files are gone: the
- * fleet cannot shrink or grow yet, as moving shards between servers, §6.1.1, is not built; a
- * member started on a core outside LIST exits with status 2). Exit status 2: bad usage or
- * no fleet environment; 3: no mailbox or name.
+ * and exits 0 (what it still holds is gone: `fleet shrink` has the kernel move it away
+ * first, `fleet stop` does not). Exit status 2: bad usage or no fleet environment; 3: no
+ * mailbox or name.
  */
 #define _GNU_SOURCE
 #include "hare.h"
@@ -65,6 +71,9 @@ static struct hare_server *server;
 static uint16_t my_id, servers;
 /* --user-clients: processes may connect, not only the kernel (usr/haretest.c's clients). */
 static int user_clients;
+/* Its core is not in LIST: it joins a running fleet (`fleet grow`), its id given by the
+ * kernel's first hello (a member on a core of LIST joins too if that hello says so). */
+static int joining;
 
 static uint64_t now_ns(void)
 {
@@ -156,17 +165,30 @@ static uint64_t hello(struct conn *c, const struct reef_msg *m)
         munmap(pool, len);
         return EINVAL;
     }
+    /* 1 + the id a joining server takes: only in the first hello to a server that joins. */
+    uint64_t join = hare_word(m, HELLO_JOIN);
+    if (cache && join) {
+        munmap(pool, len);
+        return EINVAL;
+    }
     if (!cache) {
         uint64_t blocks = hare_word(m, HELLO_CACHE_BLOCKS), clen = 0;
         uint8_t *p = NULL;
         uint64_t err = 0;
-        if (blocks < servers || blocks > UINT32_MAX)
+        /* A member of LIST started again by `fleet grow` joins too. */
+        if (blocks < servers || blocks > UINT32_MAX || (joining && !join) || join > 0xffff)
             err = EINVAL;
         else if (!(p = reef_grant_map(c->fd, (long)hare_word(m, HELLO_CACHE), &clen)))
             err = errno;
         else if (clen < blocks * HARE_PAGE)
             err = EINVAL;
-        else {
+        else if (join) {
+            /* Its shards and blocks come from the others (lib/hare's resize). */
+            my_id = (uint16_t)(join - 1);
+            server = hare_server_join(my_id, time(NULL));
+            if (!server)
+                err = EINVAL;
+        } else {
             uint64_t share = blocks / servers;
             server = hare_server_new(my_id, servers, (uint32_t)(share * my_id),
                                      (uint32_t)(share * (my_id + 1)), false, time(NULL));
@@ -196,7 +218,9 @@ static int serve(struct conn *c)
     int r;
     while ((r = reef_msg_try_recv(&c->rx, &m)) == 1) {
         if (m.tag == HARE_HELLO) {
-            uint64_t words[3] = {my_id, servers, c->client ? EISCONN : hello(c, &m)};
+            uint64_t err = c->client ? EISCONN : hello(c, &m);
+            uint64_t below = my_id >= servers ? my_id + 1u : servers;
+            uint64_t words[3] = {my_id, below, err};
             reef_msg_make(&reply, HARE_HELLO, words, sizeof words);
         } else if (!c->client) {
             return 0; /* no hello first: a client that does not speak the protocol */
@@ -211,7 +235,8 @@ static int serve(struct conn *c)
     return r != -EPIPE;
 }
 
-/* FLEET_CORE's place in LIST ("1,3-5"), and LIST's length. */
+/* FLEET_CORE's place in LIST ("1,3-5"), and LIST's length: 0, 1 if the core is not in LIST
+ * (the member joins a running fleet: `joining`), -1 for a bad LIST. */
 static int place(const char *list, int core, uint16_t *id, uint16_t *n)
 {
     int count = 0, found = -1;
@@ -236,11 +261,11 @@ static int place(const char *list, int core, uint16_t *id, uint16_t *n)
             return -1;
         p = end;
     }
-    if (found < 0 || count > 256)
+    if (count == 0 || count > 256)
         return -1;
-    *id = (uint16_t)found;
+    *id = found < 0 ? 0 : (uint16_t)found;
     *n = (uint16_t)count;
-    return 0;
+    return found < 0;
 }
 
 /* Polls the `n` request rings and the mailbox's eventcount (new connections) for POLL_NS:
@@ -265,9 +290,8 @@ int main(int argc, char **argv)
     const char *name = getenv("FLEET_NAME"), *core = getenv("FLEET_CORE");
     user_clients = argc == 3 && !strcmp(argv[2], "--user-clients");
     if ((argc != 2 && !user_clients) || !name || !core ||
-        place(argv[1], atoi(core), &my_id, &servers) != 0) {
-        fprintf(stderr, "usage: fleet start hare --cores LIST /bin/hared LIST [--user-clients] "
-                        "(the member's core must be in LIST)\n");
+        (joining = place(argv[1], atoi(core), &my_id, &servers)) < 0) {
+        fprintf(stderr, "usage: fleet start hare --cores LIST /bin/hared LIST [--user-clients]\n");
         return 2;
     }
     int mbox = reef_mbox_create(O_NONBLOCK, &events);
@@ -293,9 +317,9 @@ int main(int argc, char **argv)
             struct hare_server_stats st = {0};
             if (server)
                 hare_server_stats(server, &st);
-            printf("hared %u/%u: %llu requests, %llu invalidations, %llu busy, %llu refused, "
-                   "%llu blocks free, working_ms %llu\n",
-                   my_id, servers, (unsigned long long)st.requests,
+            printf("hared %u (core %s): %llu requests, %llu invalidations, %llu busy, "
+                   "%llu refused, %llu blocks free, working_ms %llu\n",
+                   my_id, core, (unsigned long long)st.requests,
                    (unsigned long long)st.invalidations, (unsigned long long)st.busy,
                    (unsigned long long)st.refused, (unsigned long long)st.free_blocks,
                    (unsigned long long)((work_ns + now_ns() - woke) / 1000000));

@@ -512,4 +512,21 @@ static inline long reef_fleet_bind(pid_t pid, int core, const char *name, int fl
     return r < 0 ? -errno : r;
 }
 
+#define SYS_reef_fleet_resize 1040
+/* reef_fleet_resize's ops. */
+#define REEF_FLEET_JOIN 1
+#define REEF_FLEET_LEAVE 2
+
+/* The fleet manager tells the kernel that member `pid` of fleet `name` joined (REEF_FLEET_JOIN,
+ * once it registered its name) or is to leave (REEF_FLEET_LEAVE, before it is stopped); for
+ * Hare's fleet, the mounted file system moves its shards onto the members that stay before
+ * this returns (kernel/src/fs/hare/resize.rs). 0 (also for any other fleet) or -EPERM (not the
+ * manager), -EINVAL, -EFAULT, -EAGAIN (joined: not registered yet), -EBUSY (to leave: the last
+ * server, or an rmdir half done), -EIO, -ENOMEM. */
+static inline long reef_fleet_resize(pid_t pid, const char *name, int op)
+{
+    long r = syscall(SYS_reef_fleet_resize, (long)pid, name, strlen(name), (long)op);
+    return r < 0 ? -errno : r;
+}
+
 #endif

@@ -46,7 +46,7 @@ pub fn may_register(p: &Process, name: &Name) -> bool {
 }
 
 /// Whether `p` holds the manager's capability: else `EPERM`.
-fn manager(p: &Process) -> Result<(), Errno> {
+pub fn manager(p: &Process) -> Result<(), Errno> {
     if p.fleet_manager.load(Ordering::Acquire) {
         Ok(())
     } else {

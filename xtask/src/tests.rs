@@ -762,6 +762,9 @@ fn user_tests() -> Vec<UserTest> {
                 &[ONE_CORE]
             } else if name == "coreupdate" {
                 &[FOUR_CORES]
+            } else if name == "hareresize" {
+                // Servers time-sharing two cores, or owning three of four.
+                &[TWO_NODES, FOUR_CORES]
             } else if name == "corepark" {
                 // Also two nodes of one core each: core 1 parked on core 0 of the other node,
                 // which is then the only online core.
@@ -1565,12 +1568,14 @@ mod unit {
         let tests = user_tests();
         for p in usr::PROGRAMS {
             let t = tests.iter().find(|t| t.name == p.name).unwrap();
-            // Every program on one core but coreupdate (which needs another core to update);
-            // all but spoof (whose server-mode case is on four cores, nettest.rs) and hareexec
-            // (whose placements are the hare-exec-* cases) on four cores.
+            // Every program on one core but coreupdate (which needs another core to update)
+            // and hareresize (a second server needs a second core); all but spoof (whose
+            // server-mode case is on four cores, nettest.rs) and hareexec (whose placements are
+            // the hare-exec-* cases) on four cores.
             let cfgs: &[&str] = match p.name {
                 "spoof" | "hareexec" => &["1c1n"],
                 "coreupdate" => &["4c2n"],
+                "hareresize" => &["2c2n", "4c2n"],
                 _ => &["1c1n", "4c2n"],
             };
             for cfg in cfgs {

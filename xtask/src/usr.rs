@@ -303,6 +303,12 @@ pub const PROGRAMS: &[Program] = &[
         pie: false,
         lib: None,
     },
+    Program {
+        name: "hareresize",
+        source: "hareresize.c",
+        pie: false,
+        lib: None,
+    },
 ];
 
 /// Programs that are not tests (measurement programs, which print numbers, and helpers the

@@ -274,6 +274,7 @@ fn handler(nr: usize) -> Option<Handler> {
         REEF_GRANT_MAP => msg::grant_map,
         REEF_GRANT_REVOKE => msg::grant_revoke,
         REEF_FLEET_BIND => msg::fleet_bind,
+        REEF_FLEET_RESIZE => msg::fleet_resize,
         REEF_CORE_INFO => misc::reef_core_info,
         REEF_CORE_CTL => misc::reef_core_ctl,
         REEF_NETD => socket::reef_netd,

@@ -7,6 +7,7 @@ use super::SysResult;
 use crate::arch::idt::InterruptFrame;
 use crate::fd::{Node, OpenFile, O_NONBLOCK, O_RDWR};
 use crate::fs::flags::O_CLOEXEC;
+use crate::fs::hare;
 use crate::mailbox::{self, Conn, End, Granted, Mailbox};
 use crate::names::{self, Name};
 use crate::proc::{self, Thread};
@@ -309,6 +310,27 @@ pub fn grant_map(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
 pub fn grant_revoke(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     let (conn, end) = conn_arg(me, a[0])?;
     conn.revoke(end, a[1])?;
+    Ok(0)
+}
+
+/// `reef_fleet_resize(pid, name, len, op)`: the fleet manager tells the kernel that member
+/// `pid` of fleet `name` joined or is to leave; for Hare's fleet the mount moves shards onto
+/// the members that stay (`fs::hare::resize`, whose errors it returns: `EAGAIN` for a
+/// member not registered yet, `EBUSY`, `EIO`, `ENOMEM`...). `EPERM` (not the manager),
+/// `EINVAL` (op, name), `EFAULT`; 0 for any other fleet.
+pub fn fleet_resize(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
+    let name = name_arg(a[1], a[2])?;
+    msg::names::valid_name(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    crate::fleet::manager(&me.process)?;
+    let pid = u32::try_from(a[0]).map_err(|_| Errno::ESRCH)?;
+    let change = match a[3] {
+        abi::reef::REEF_FLEET_JOIN => hare::Change::Join(pid),
+        abi::reef::REEF_FLEET_LEAVE => hare::Change::Leave(pid),
+        _ => return Err(Errno::EINVAL),
+    };
+    if name.as_bytes() == hare::FLEET {
+        hare::resize(change)?;
+    }
     Ok(0)
 }
 

@@ -62,8 +62,19 @@ pub const REEF_NETD: usize = REEF_BASE + 14;
 /// own ([`REEF_NET_DIRECT`]), or gives them an address of their own where they are
 /// ([`REEF_NET_ADDRESS`]); root only.
 pub const REEF_NET_MODE: usize = REEF_BASE + 15;
+/// `reef_fleet_resize(pid, name, len, op)`: the fleet manager tells the kernel that member
+/// `pid` of fleet `name` joined ([`REEF_FLEET_JOIN`], once it registered its name) or is to
+/// leave ([`REEF_FLEET_LEAVE`], before it is stopped); a kernel service built on the fleet
+/// (Hare's mount: `fleet/hare`) moves its state onto the members that stay before it
+/// returns. Nothing to do for other fleets.
+pub const REEF_FLEET_RESIZE: usize = REEF_BASE + 16;
 /// The last Reef call.
-pub const REEF_LAST: usize = REEF_NET_MODE;
+pub const REEF_LAST: usize = REEF_FLEET_RESIZE;
+
+/// `reef_fleet_resize`'s `op`: the member joined.
+pub const REEF_FLEET_JOIN: u64 = 1;
+/// `reef_fleet_resize`'s `op`: the member is to leave.
+pub const REEF_FLEET_LEAVE: u64 = 2;
 
 /// `reef_netd`'s `op`: the caller, a member of `fleet/net`, becomes the network server and
 /// gets the shared region and the port table mapped.

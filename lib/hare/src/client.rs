@@ -482,6 +482,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         &self.transport
     }
 
+    /// The transport, to change (a resize adds and removes servers' connections).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Takes a new policy (a resize changes which servers are near).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.policy = policy;
+    }
+
     /// The buffer cache (for what it counts).
     pub fn buffer_cache(&self) -> &B {
         &self.cache

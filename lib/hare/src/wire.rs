@@ -1265,17 +1265,32 @@ pub fn decode_invalidation(m: &Message) -> Result<Invalidation, WireError> {
 }
 
 /// The tag of a hello, both ways (no operation uses it): the first message on a connection.
-/// The client sends words [client id, pool grant, pool pages, cache grant, cache blocks]
-/// ([`hello`]); the server answers [its id, the fleet's size, 0 or the errno that refused
-/// the hello] ([`Welcome`]). `usr/hare.h` has the same for C.
+/// The client sends words [client id, pool grant, pool pages, cache grant, cache blocks,
+/// join] ([`hello`]); the server answers [its id, a number every server id is below, 0 or
+/// the errno that refused the hello] ([`Welcome`]). `usr/hare.h` has the same for C.
 pub const HELLO: u16 = 0xffff;
 
 /// A client's hello: its id, the grant of its pool of `pool_pages` pages, and the grant of the
 /// buffer cache of `cache_blocks` blocks (grant 0 and 0 blocks: the server has the cache
-/// already, from another client's hello).
-pub fn hello(client: u32, pool: u64, pool_pages: u64, cache: u64, cache_blocks: u64) -> Message {
-    let words = [u64::from(client), pool, pool_pages, cache, cache_blocks];
-    Message::from_words(HELLO, &words).expect("five words fit a slot")
+/// already, from another client's hello); `join`, to a server joining a running fleet (a
+/// resize, [`crate::resize`]), the id it takes.
+pub fn hello(
+    client: u32,
+    pool: u64,
+    pool_pages: u64,
+    (cache, cache_blocks): (u64, u64),
+    join: Option<u16>,
+) -> Message {
+    let join = join.map_or(0, |id| u64::from(id) + 1);
+    let words = [
+        u64::from(client),
+        pool,
+        pool_pages,
+        cache,
+        cache_blocks,
+        join,
+    ];
+    Message::from_words(HELLO, &words).expect("six words fit a slot")
 }
 
 /// A server's answer to a hello.
@@ -1283,7 +1298,7 @@ pub fn hello(client: u32, pool: u64, pool_pages: u64, cache: u64, cache_blocks: 
 pub struct Welcome {
     /// The server's id.
     pub server: u16,
-    /// Servers in the fleet.
+    /// A number every server id of the fleet is below (the fleet's size as it started).
     pub servers: u16,
 }
 

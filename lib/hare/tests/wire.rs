@@ -470,12 +470,20 @@ fn a_bad_name_is_refused() {
 
 #[test]
 fn a_welcome_is_checked() {
-    let h = hare::wire::hello(7, 11, 1, 12, 4096);
+    let h = hare::wire::hello(7, 11, 1, (12, 4096), None);
     assert_eq!(h.tag, hare::wire::HELLO);
     assert_eq!(
-        [h.word(0), h.word(1), h.word(2), h.word(3), h.word(4)],
-        [7, 11, 1, 12, 4096]
+        [
+            h.word(0),
+            h.word(1),
+            h.word(2),
+            h.word(3),
+            h.word(4),
+            h.word(5)
+        ],
+        [7, 11, 1, 12, 4096, 0]
     );
+    assert_eq!(hare::wire::hello(7, 11, 1, (12, 4096), Some(4)).word(5), 5);
     let welcome = |words: &[u64]| Message::from_words(hare::wire::HELLO, words).unwrap();
     let ok = hare::wire::decode_welcome(&welcome(&[2, 3, 0]))
         .unwrap()

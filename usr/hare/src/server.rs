@@ -80,6 +80,20 @@ pub extern "C" fn hare_server_new(
     }))
 }
 
+/// Server `id` joining a fleet that is being resized (`Server::joining`): null for the id no
+/// server may have.
+#[no_mangle]
+pub extern "C" fn hare_server_join(id: u16, now_sec: i64) -> *mut HareServer {
+    match Server::joining(id, Timespec::new(now_sec, 0)) {
+        Some(server) => Box::into_raw(Box::new(HareServer {
+            server,
+            refused: 0,
+            page: Box::new([0; PAGE_SIZE]),
+        })),
+        None => core::ptr::null_mut(),
+    }
+}
+
 /// What a runtime provides to [`hare_server_handle`].
 #[repr(C)]
 pub struct ServerRuntime {

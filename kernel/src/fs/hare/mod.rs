@@ -69,6 +69,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use msg::names::Member;
 use msg::Message;
 
+mod resize;
+
+pub use resize::{resize, Change};
+
 /// The fleet whose members are the file servers.
 pub const FLEET: &[u8] = b"fleet/hare";
 
@@ -84,6 +88,14 @@ pub const DEV_HARE: u64 = 5;
 /// Client ids of the kernel's clients: this plus the core (user-space clients such as
 /// `usr/haretest.c` number theirs from 1).
 const KERNEL_CLIENT: u32 = 0x4b00_0000;
+
+/// The client id of the kernel's resizer (`resize`), past every core's.
+const RESIZER_CLIENT: u32 = KERNEL_CLIENT + 0xffff;
+
+/// Core `core`'s client id.
+fn client_id(core: usize) -> u32 {
+    KERNEL_CLIENT + core as u32
+}
 
 /// One connection to one server: the channel pair and the pool page its requests use.
 struct Link {
@@ -108,10 +120,15 @@ impl Drop for Link {
     }
 }
 
-/// The transport of one core's client: its links, by server id.
+/// The transport of one core's client (or of a resize, `resize`): its links, by server id.
 pub struct Links {
-    /// The links, indexed by server id.
-    links: Vec<Link>,
+    /// The links, indexed by server id (none for an id no server of the fleet has).
+    links: Vec<Option<Link>>,
+    /// A fatal signal does not end a wait for a reply (a resize, which must finish what it
+    /// began: the thread polls for the reply instead of sleeping).
+    patient: bool,
+    /// The mount's [`Mount::generation`] these links and the client's table follow.
+    generation: u64,
     /// The id of the next request (kept within `wire::ID_MASK`).
     next_id: Cell<u64>,
     /// Invalidations that came while a reply was awaited, for the client's next walk.
@@ -133,7 +150,7 @@ impl Links {
     /// Sends `req` to `server` and sleeps until its reply: `EIO` if the server is gone or
     /// answers garbage, `EINTR` if the thread is killed meanwhile.
     fn exchange(&self, server: ServerId, req: &Request) -> Reply {
-        let Some(link) = self.links.get(usize::from(server)) else {
+        let Some(link) = self.link(server) else {
             return Reply::Err(Errno::EIO);
         };
         let me = sched::current_thread();
@@ -182,10 +199,51 @@ impl Links {
                 None if link.polls && poll_reply(link) => {}
                 None => {
                     self.waits.set(self.waits.get() + 1);
-                    link.conn.wait_reply(me)?
+                    match link.conn.wait_reply(me) {
+                        Err(Errno::EINTR) if self.patient => sched::schedule(),
+                        waited => waited?,
+                    }
                 }
             }
         }
+    }
+
+    /// Links over `links` (by server id), with the scratch page.
+    fn new(links: Vec<Option<Link>>, patient: bool) -> Result<Self, Errno> {
+        let mut scratch = Vec::new();
+        scratch
+            .try_reserve_exact(PAGE_SIZE)
+            .map_err(|_| Errno::ENOMEM)?;
+        scratch.resize(PAGE_SIZE, 0);
+        Ok(Links {
+            links,
+            patient,
+            generation: 0,
+            next_id: Cell::new(1),
+            queued: RefCell::new(Vec::new()),
+            strays: Cell::new(0),
+            exchanges: Cell::new(0),
+            waited_ns: Cell::new(0),
+            waits: Cell::new(0),
+            scratch: RefCell::new(scratch.into_boxed_slice()),
+        })
+    }
+
+    /// The link to server `server`.
+    fn link(&self, server: ServerId) -> Option<&Link> {
+        self.links.get(usize::from(server)).and_then(Option::as_ref)
+    }
+
+    /// Puts `link` at server id `server` (a server that joined).
+    fn insert(&mut self, server: ServerId, link: Link) -> Result<(), Errno> {
+        let at = usize::from(server);
+        if self.links.len() <= at {
+            let more = at + 1 - self.links.len();
+            self.links.try_reserve(more).map_err(|_| Errno::ENOMEM)?;
+            self.links.resize_with(at + 1, || None);
+        }
+        self.links[at] = Some(link);
+        Ok(())
     }
 
     /// Queues the invalidation in `m`; a message that does not decode counts as a stray.
@@ -203,7 +261,7 @@ impl Transport for Links {
     }
 
     fn invalidations(&self, out: &mut Vec<Invalidation>) {
-        for link in &self.links {
+        for link in self.links.iter().flatten() {
             while let Ok(Some(m)) = link.conn.try_reply() {
                 if wire::is_invalidation(&m) {
                     self.take_invalidation(&m);
@@ -243,26 +301,43 @@ impl Arena {
     }
 }
 
-/// The buffer cache the servers of a mount were granted, kept after `umount` while they
-/// live: they hold file data there, and a server takes the cache of its first hello only.
-struct Retained {
-    /// The servers, as (pid, mailbox).
-    servers: Vec<(u32, u64)>,
+/// What the kernel knows of the file servers it granted a buffer cache to, kept after
+/// `umount` while they live (they hold file data there, and a server takes the cache of its
+/// first hello only) and changed by a resize (`resize`).
+struct Servers {
+    /// The members, each with the id its welcome gave (none until a mount met it).
+    members: Vec<(Member, Option<ServerId>)>,
+    /// The table they answer by (none until a mount asked).
+    table: Option<ShardTable>,
+    /// The id the next server to join takes: ids are never given twice, since a shared
+    /// description's number carries the id of the server that made it.
+    next_id: ServerId,
     /// The cache they were granted.
     arena: Arc<Arena>,
 }
 
-/// The buffer cache the running servers were granted, kept for the next mount of the same
-/// servers (dropped by [`process_gone`]).
-static RETAINED: IrqMutex<Option<Retained>> = IrqMutex::new(None);
+impl Servers {
+    /// Whether `fleet` are exactly these servers.
+    fn are(&self, fleet: &[Member]) -> bool {
+        self.members.len() == fleet.len()
+            && fleet.iter().all(|m| {
+                self.members
+                    .iter()
+                    .any(|(k, _)| (k.pid, k.mailbox) == (m.pid, m.mailbox))
+            })
+    }
+}
 
-/// A named process exited: if it was one of the servers holding the retained cache, the
-/// kernel lets go of it (a new fleet gets a new one; a mount still using it keeps it).
+/// The servers holding the buffer cache, if any (dropped by [`process_gone`]).
+static SERVERS: IrqMutex<Option<Servers>> = IrqMutex::new(None);
+
+/// A named process exited: if it was one of the servers holding the cache, the kernel lets
+/// go of it (a new fleet gets a new one; a mount still using it keeps it).
 pub fn process_gone(pid: u32) {
     let gone = {
-        let mut r = RETAINED.lock();
+        let mut r = SERVERS.lock();
         match r.as_ref() {
-            Some(k) if k.servers.iter().any(|&(p, _)| p == pid) => r.take(),
+            Some(k) if k.members.iter().any(|(m, _)| m.pid == pid) => r.take(),
             _ => None,
         }
     };
@@ -302,8 +377,14 @@ pub struct Mount {
     at: Vec<Vec<u8>>,
     /// What `mount -o` chose (the buffer cache's size is the cache's).
     options: Options,
-    /// The fleet's members, by server id.
-    members: Vec<Member>,
+    /// The fleet's members, with their server ids (a resize changes them).
+    members: IrqMutex<Vec<(ServerId, Member)>>,
+    /// The table the servers answer by (a resize changes it).
+    table: IrqMutex<ShardTable>,
+    /// Resizes done since the mount: a core client that has seen fewer catches up.
+    generation: AtomicU64,
+    /// The last resize: shards moved, and nanoseconds its core clients were held back.
+    last_resize: IrqMutex<(usize, u64)>,
     /// The buffer cache, granted to the servers.
     cache: Arc<Arena>,
     /// The grants of the kernel's clients (pool pages, and the cache once per server).
@@ -485,55 +566,81 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     }
     // The servers keep the cache of the first mount for good (file data lives there): a
     // mount of the same servers takes it again and grants nothing.
-    let same = |r: &Retained| {
-        r.servers.len() == fleet.len()
-            && fleet
-                .iter()
-                .all(|m| r.servers.contains(&(m.pid, m.mailbox)))
-    };
-    let (cache, grant) = match RETAINED.lock().as_ref().filter(|r| same(r)) {
-        Some(r) => (r.arena.clone(), false),
+    let known = SERVERS
+        .lock()
+        .as_ref()
+        .filter(|k| k.are(&fleet))
+        .map(|k| k.arena.clone());
+    let (cache, grant) = match known {
+        Some(arena) => (arena, false),
         None => (Arc::new(Arena::new(options.cache_blocks)?), true),
     };
     if grant {
         // Kept from the first grant on, so that a mount that fails half-way and is tried
         // again gives the servers that took this cache no other.
-        let mut servers = Vec::new();
-        servers
+        let mut members = Vec::new();
+        members
             .try_reserve_exact(fleet.len())
             .map_err(|_| Errno::ENOMEM)?;
-        servers.extend(fleet.iter().map(|m| (m.pid, m.mailbox)));
-        *RETAINED.lock() = Some(Retained {
-            servers,
+        members.extend(fleet.iter().map(|m| (*m, None)));
+        *SERVERS.lock() = Some(Servers {
+            members,
+            table: None,
+            next_id: 0,
             arena: cache.clone(),
         });
     }
     let budget = Arc::new(GrantBudget::default());
     let core = kcb::current().core_id;
     // The first client meets every member, learns its id and grants it the cache.
-    let mut met: Vec<(u16, Member, Link)> = Vec::new();
-    met.try_reserve_exact(fleet.len())
+    let mut links = Links::new(Vec::new(), false)?;
+    let mut members: Vec<(ServerId, Member)> = Vec::new();
+    members
+        .try_reserve_exact(fleet.len())
         .map_err(|_| Errno::ENOMEM)?;
-    let mut servers = None;
     for m in &fleet {
-        let (link, w) = connect(m, core, grant.then_some(&cache), &budget)?;
-        if servers.is_some_and(|n| n != w.servers) || met.iter().any(|(s, ..)| *s == w.server) {
+        let grant = grant.then_some(&cache);
+        let (link, w) =
+            connect(m, (client_id(core), core), grant, None, &budget).inspect_err(|e| {
+                crate::kprintln!(
+                    "reef: hare: file server pid {} on core {} refused the mount ({e:?}): a \
+                 server grown into a fleet never mounted, or not a hared?",
+                    m.pid,
+                    m.core
+                );
+            })?;
+        if links.link(w.server).is_some() {
             return Err(Errno::EIO);
         }
-        servers = Some(w.servers);
-        met.push((w.server, *m, link));
+        links.insert(w.server, link)?;
+        members.push((w.server, *m));
     }
-    if met.len() != usize::from(servers.unwrap_or(0)) {
+    // Where the shards are: as the servers started, or as the last resize left them.
+    let first = members[0].0;
+    let table = match links.exchange(first, &Request::GetTable) {
+        Reply::Table(t) => *t,
+        Reply::Err(e) => return Err(e),
+        _ => return Err(Errno::EIO),
+    };
+    let mut ids: Vec<ServerId> = members.iter().map(|(id, _)| *id).collect();
+    ids.sort_unstable();
+    if table.servers() != ids {
         crate::kprintln!(
-            "reef: hare: {} of {} file servers registered",
-            met.len(),
-            servers.unwrap_or(0)
+            "reef: hare: the file servers are {ids:?}, their table names {:?}",
+            table.servers()
         );
         return Err(Errno::EIO);
     }
-    met.sort_by_key(|(s, ..)| *s);
-    let members: Vec<Member> = met.iter().map(|(_, m, _)| *m).collect();
-    let links: Vec<Link> = met.into_iter().map(|(.., l)| l).collect();
+    if let Some(k) = SERVERS.lock().as_mut().filter(|k| k.are(&fleet)) {
+        for (m, id) in &mut k.members {
+            *id = members
+                .iter()
+                .find(|(_, x)| x.pid == m.pid)
+                .map(|(i, _)| *i);
+        }
+        k.next_id = k.next_id.max(ids[ids.len() - 1] + 1);
+        k.table = Some(table.clone());
+    }
     let mut clients = Vec::new();
     clients
         .try_reserve_exact(kcb::MAX_CORES)
@@ -542,7 +649,10 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     let mount = Arc::new(Mount {
         at,
         options,
-        members,
+        members: IrqMutex::new(members),
+        table: IrqMutex::new(table),
+        generation: AtomicU64::new(0),
+        last_resize: IrqMutex::new((0, 0)),
         cache,
         budget,
         clients,
@@ -596,13 +706,15 @@ fn poll_reply(link: &Link) -> bool {
     false
 }
 
-/// Connects to `member` as core `core`'s client: a connection, a pool page, the cache if
-/// `cache` (the first client), and the hello. What the server said about itself:
-/// `ECONNREFUSED` if its mailbox is gone, `EIO` for a reply that is not a hello.
+/// Connects to `member` as client `client` on core `core`: a connection, a pool page, the
+/// cache if `cache` (the first client; with `join`, the id of a server that joins the
+/// fleet), and the hello. What the server said about itself: `ECONNREFUSED` if its mailbox
+/// is gone, the errno it refused the hello with, `EIO` for a reply that is not a hello.
 fn connect(
     member: &Member,
-    core: usize,
+    (client, core): (u32, usize),
     cache: Option<&Arc<Arena>>,
+    join: Option<ServerId>,
     budget: &Arc<GrantBudget>,
 ) -> Result<(Link, wire::Welcome), Errno> {
     let mailbox = mailbox::find(member.pid, member.mailbox).ok_or(Errno::ECONNREFUSED)?;
@@ -617,7 +729,7 @@ fn connect(
         polls: owned && member.core as usize != core,
     };
     let pool = link.conn.grant_frames(&[link.pool.phys()], budget)?;
-    let (grant, blocks) = match cache {
+    let cache = match cache {
         Some(c) => {
             let frames: Vec<u64> = c.frames.iter().map(SharedFrame::phys).collect();
             (
@@ -627,9 +739,8 @@ fn connect(
         }
         None => (0, 0),
     };
-    let client = KERNEL_CLIENT + core as u32;
     link.conn
-        .send_request(&wire::hello(client, pool, 1, grant, blocks))?;
+        .send_request(&wire::hello(client, pool, 1, cache, join))?;
     let me = sched::current_thread();
     let welcome = loop {
         match link.conn.try_reply()? {
@@ -646,48 +757,38 @@ fn connect(
 }
 
 impl Mount {
-    /// Core `core`'s client over `links`: its nearby server is one on the core, else on its
-    /// node, else chosen by core number (creation affinity, §3.7.5).
-    fn client_over(&self, core: usize, links: Vec<Link>) -> Result<CoreClient, Errno> {
-        let servers = self.members.len();
-        let table = ShardTable::spread(servers).ok_or(Errno::EINVAL)?;
+    /// Core `core`'s client over `links`, answering by the mount's table.
+    fn client_over(&self, core: usize, links: Links) -> Result<CoreClient, Errno> {
+        let table = self.table.lock().clone();
+        let policy = self.policy(core);
+        let mut c = Client::new(table, links, CacheView(self.cache.clone()), policy, false);
+        c.set_mount_point(&self.at_path());
+        Ok(c)
+    }
+
+    /// Core `core`'s policy: its nearby server is one on the core, else on its node, else
+    /// chosen by core number (creation affinity, §3.7.5).
+    fn policy(&self, core: usize) -> Policy {
+        let members = self.members.lock();
         let node = kcb::get(core).map_or(0, |k| k.node_id) as u32;
-        let id = |pick: &dyn Fn(&Member) -> bool| {
-            self.members.iter().position(pick).map(|i| i as ServerId)
-        };
+        let id =
+            |pick: &dyn Fn(&Member) -> bool| members.iter().find(|(_, m)| pick(m)).map(|(i, _)| *i);
         let local = id(&|m| m.core == core as u32)
             .or_else(|| id(&|m| m.node == node))
-            .unwrap_or((core % servers) as ServerId);
-        let mut near: BTreeSet<ServerId> = (0..servers)
-            .filter(|&i| self.members[i].node == node)
-            .map(|i| i as ServerId)
+            .unwrap_or(members[core % members.len()].0);
+        let mut near: BTreeSet<ServerId> = members
+            .iter()
+            .filter(|(_, m)| m.node == node)
+            .map(|(i, _)| *i)
             .collect();
         near.insert(local);
-        let policy = Policy {
+        Policy {
             local,
             near,
             distribute_dirs: self.options.distribute_all,
             cache_entries: 4096,
             techniques: self.options.techniques,
-        };
-        let mut scratch = Vec::new();
-        scratch
-            .try_reserve_exact(PAGE_SIZE)
-            .map_err(|_| Errno::ENOMEM)?;
-        scratch.resize(PAGE_SIZE, 0);
-        let links = Links {
-            links,
-            next_id: Cell::new(1),
-            queued: RefCell::new(Vec::new()),
-            strays: Cell::new(0),
-            exchanges: Cell::new(0),
-            waited_ns: Cell::new(0),
-            waits: Cell::new(0),
-            scratch: RefCell::new(scratch.into_boxed_slice()),
-        };
-        let mut c = Client::new(table, links, CacheView(self.cache.clone()), policy, false);
-        c.set_mount_point(&self.at_path());
-        Ok(c)
+        }
     }
 
     /// Core `core`'s client, locked, made if it is the core's first call; the closes queued
@@ -695,20 +796,19 @@ impl Mount {
     fn client(&self, core: usize) -> Result<SleepLockGuard<'_, Option<CoreClient>>, Errno> {
         let mut c = self.clients.get(core).ok_or(Errno::EINVAL)?.lock();
         if c.is_none() {
-            let mut links = Vec::new();
-            links
-                .try_reserve_exact(self.members.len())
-                .map_err(|_| Errno::ENOMEM)?;
-            for (sid, m) in self.members.iter().enumerate() {
-                let (link, w) = connect(m, core, None, &self.budget)?;
-                if usize::from(w.server) != sid || usize::from(w.servers) != self.members.len() {
+            let mut links = Links::new(Vec::new(), false)?;
+            let members = self.members.lock().clone();
+            for (id, m) in &members {
+                let (link, w) = connect(m, (client_id(core), core), None, None, &self.budget)?;
+                if w.server != *id {
                     return Err(Errno::EIO);
                 }
-                links.push(link);
+                links.insert(*id, link)?;
             }
             *c = Some(self.client_over(core, links)?);
         }
         if let Some(client) = c.as_mut() {
+            self.catch_up(core, client)?;
             // One at a time, so that taking them allocates nothing.
             loop {
                 let fd = {
@@ -724,6 +824,39 @@ impl Mount {
             }
         }
         Ok(c)
+    }
+
+    /// Brings core `core`'s client up to the resizes done since it last looked
+    /// (`resize`): connections to servers that joined, none to those that left, the new
+    /// table and placement, and an empty lookup cache. Nothing to do, and cheap, if there
+    /// were none; an error (a server that joined cannot be reached) leaves it to try again
+    /// at the next call.
+    fn catch_up(&self, core: usize, client: &mut CoreClient) -> Result<(), Errno> {
+        let generation = self.generation.load(Ordering::Acquire);
+        if client.transport().generation == generation {
+            return Ok(());
+        }
+        let members = self.members.lock().clone();
+        let t = client.transport_mut();
+        for (id, slot) in t.links.iter_mut().enumerate() {
+            if slot.is_some() && !members.iter().any(|(i, _)| usize::from(*i) == id) {
+                *slot = None;
+            }
+        }
+        for (id, m) in &members {
+            if t.link(*id).is_none() {
+                let (link, w) = connect(m, (client_id(core), core), None, None, &self.budget)?;
+                if w.server != *id {
+                    return Err(Errno::EIO);
+                }
+                t.insert(*id, link)?;
+            }
+        }
+        t.queued.borrow_mut().push(Invalidation::everything());
+        t.generation = generation;
+        client.set_table(self.table.lock().clone());
+        client.set_policy(self.policy(core));
+        Ok(())
     }
 
     /// Runs `f` on core `core`'s client.
@@ -1127,13 +1260,22 @@ pub fn report() -> String {
         return String::from("not mounted\n");
     };
     let mut s = String::new();
+    let members = m.members.lock().clone();
     let _ = writeln!(
         s,
-        "mounted at {} servers {} cache_blocks {} bad_cache_accesses {}",
+        "mounted at {} servers {} table_version {} cache_blocks {} bad_cache_accesses {}",
         String::from_utf8_lossy(&m.at_path()),
-        m.members.len(),
+        members.len(),
+        m.table.lock().version(),
         m.cache.frames.len(),
         m.cache.bad.load(Ordering::Relaxed)
+    );
+    let (moved, held_ns) = *m.last_resize.lock();
+    let _ = writeln!(
+        s,
+        "resizes {} last_resize_shards_moved {moved} last_resize_held_us {}",
+        m.generation.load(Ordering::Relaxed),
+        held_ns / 1000
     );
     let _ = writeln!(
         s,
@@ -1143,11 +1285,15 @@ pub fn report() -> String {
         m.closes.load(Ordering::Relaxed),
         QUEUED_CLOSES.load(Ordering::Relaxed)
     );
-    for (i, member) in m.members.iter().enumerate() {
+    let table = m.table.lock().clone();
+    for (i, member) in &members {
         let _ = writeln!(
             s,
-            "server {i} pid {} core {} node {}",
-            member.pid, member.core, member.node
+            "server {i} pid {} core {} node {} shards {}",
+            member.pid,
+            member.core,
+            member.node,
+            table.shards_of(*i).len()
         );
     }
     for (core, c) in m.clients.iter().enumerate() {
