@@ -18,7 +18,7 @@
  *    the last reads back what was written, and statfs's used blocks are exactly the files'
  *    (no block lost or given twice while free blocks moved between servers);
  *  - after umount, a new mount finds the resized fleet (its table from the servers) and
- *    every file;
+ *    every file, also after a grow while unmounted;
  *  - a process other than the fleet manager cannot call reef_fleet_resize (EPERM), a second
  *    member on a core is refused, the last member cannot be shrunk.
  *
@@ -233,6 +233,18 @@ int main(void)
     CHECK_SYS(mount("none", MNT, "hare", 0, NULL));
     check_files();
     SAY("mounted again: the resized fleet's table and every file");
+    CHECK_SYS(umount(MNT));
+
+    /* Unmounted, the kernel still resizes the servers it gave the cache. */
+    CHECK_EQ(run_program("/bin/fleet", "grow", "hare", steps[0] + 1, NULL), 0);
+    CHECK_SYS(mount("none", MNT, "hare", 0, NULL));
+    int shards, moved;
+    long held_us;
+    CHECK_EQ(servers_listed(&shards, &moved, &held_us), 2);
+    CHECK_EQ(shards, 256);
+    check_files();
+    SAY("grown onto core %s while unmounted: mounted again, two servers and every file",
+        steps[0] + 1);
     CHECK_SYS(umount(MNT));
     hare_fleet_stop(free_before);
     PASS();
