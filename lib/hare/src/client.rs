@@ -430,8 +430,14 @@ pub struct Client<T, B> {
     next_fd: u32,
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
+    /// The ordinary directories this client made an entry in since [`Client::take_creates`],
+    /// one per entry (at most [`CREATES_KEPT`]).
+    creates: Vec<Ino>,
     stats: ClientStats,
 }
+
+/// Most creates [`Client::take_creates`] reports at once (more are not counted).
+pub const CREATES_KEPT: usize = 1024;
 
 impl<T: Transport, B: BufferCache> Client<T, B> {
     /// A client of the servers of `table`, reached through `transport`, sharing the buffer
@@ -456,8 +462,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             files: BTreeMap::new(),
             next_fd: 0,
             mount_point: Vec::new(),
+            creates: Vec::new(),
             stats: ClientStats::default(),
         }
+    }
+
+    /// The ordinary directories the client made an entry in since the last call, one per
+    /// entry: what a policy of dynamic distribution (§6.1.2) counts (`crate::resize::
+    /// distribute`). Nothing while distribution is switched off.
+    pub fn take_creates(&mut self) -> Vec<Ino> {
+        core::mem::take(&mut self.creates)
     }
 
     /// Says that Hare is mounted at absolute path `path` (no trailing slash; empty: Hare
@@ -568,8 +582,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.stats.invalidations += inval.len() as u64;
         for i in inval {
             if i == Invalidation::everything() {
+                // Whether a directory is distributed is forgotten too: one may have become
+                // distributed (`crate::resize::distribute`).
                 scratch.found.clear();
+                scratch.dirs.clear();
                 self.entries.clear();
+                self.dirs.clear();
                 continue;
             }
             match i.name {
@@ -735,8 +753,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         open: bool,
         now: Timespec,
     ) -> Res<Entry> {
-        let es = self.entry_server(dir, name).await?;
+        let dist = self.distributed(dir).await?;
+        let es = self.table.entry_server(dir, name, dist);
         let is = self.inode_server_for(es);
+        if !dist && self.policy.techniques.distribution && self.creates.len() < CREATES_KEPT {
+            self.creates.push(dir);
+        }
         let (kind, distributed) = match &new {
             NewInode::File => (Kind::File, false),
             NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),

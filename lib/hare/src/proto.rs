@@ -476,6 +476,36 @@ pub enum Request {
     /// The table the server answers by ([`Reply::Table`]): what a client that connects to a
     /// resized fleet starts from.
     GetTable,
+    /// Distributing a directory (§6.1.2, `crate::resize::distribute`): at ordinary directory
+    /// `dir`'s home server, bytes `offset..` of its entries that belong on other servers once
+    /// it is distributed ([`Reply::Part`]). At offset 0 the server takes them out and marks
+    /// the directory distributed (the clients caching them are told to forget them), keeping
+    /// them encoded until [`Request::Scattered`]; EBUSY while it keeps a shard or another
+    /// directory's entries, or an `rmdir` holds or marks a directory; EEXIST if the directory
+    /// is distributed already.
+    Scatter {
+        /// The directory.
+        dir: Ino,
+        /// The first byte wanted.
+        offset: u64,
+    },
+    /// The entries kept since [`Request::Scatter`] reached their servers, and the home
+    /// server forgets them; or, with `restore`, they did not, and it takes them back and
+    /// makes the directory ordinary again.
+    Scattered {
+        /// The directory.
+        dir: Ino,
+        /// Take them back.
+        restore: bool,
+    },
+    /// Distributing a directory: the server's entry for `dir` in `parent`, if it holds it,
+    /// says `dir` is distributed from now on (its cachers are told to forget it).
+    MarkDistributed {
+        /// The directory's parent.
+        parent: Ino,
+        /// The directory.
+        dir: Ino,
+    },
 }
 
 /// Most bytes one [`Request::Import`] or [`Reply::Part`] carries: a page.

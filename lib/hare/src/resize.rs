@@ -14,7 +14,7 @@
 //! lost, and the caller learns the table in force and the error.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
 use abi::Errno;
@@ -118,6 +118,17 @@ impl<'a> Reader<'a> {
 }
 
 impl ShardState {
+    /// A state of directory entries alone (a directory's, being distributed).
+    pub(crate) fn of_entries(entries: Vec<(Ino, Name, Entry)>) -> Self {
+        Self {
+            inodes: Vec::new(),
+            entries,
+            descs: Vec::new(),
+            removed: BTreeSet::new(),
+            counter: 0,
+        }
+    }
+
     /// The state as bytes, for [`ShardState::decode`] at the new owner.
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::new());
@@ -343,18 +354,9 @@ fn move_shard(
     let id = shard as u16;
     let mut state = Vec::new();
     let mut taken = false;
-    let moved = fetch(courier, from, id, &mut state, &mut taken).and_then(|()| {
-        let total = state.len() as u64;
-        for (i, part) in state.chunks(MAX_PART).enumerate() {
-            let req = Request::Import {
-                offset: (i * MAX_PART) as u64,
-                total,
-                data: part.to_vec(),
-            };
-            expect_done(courier.call(to, &req))?;
-        }
-        Ok(())
-    });
+    let export = |offset| Request::Export { shard: id, offset };
+    let moved = fetch(courier, from, export, &mut state, &mut taken)
+        .and_then(|()| send(courier, to, &state));
     if !taken {
         return moved;
     }
@@ -363,18 +365,32 @@ fn move_shard(
     moved
 }
 
-/// Reads shard `id`'s state out of server `from` into `state`; `taken` once the server has
-/// taken it out of its own.
+/// Gives `state` to server `to` in [`Request::Import`] parts.
+fn send(courier: &mut impl Courier, to: ServerId, state: &[u8]) -> Result<(), Errno> {
+    let total = state.len() as u64;
+    for (i, part) in state.chunks(MAX_PART).enumerate() {
+        let req = Request::Import {
+            offset: (i * MAX_PART) as u64,
+            total,
+            data: part.to_vec(),
+        };
+        expect_done(courier.call(to, &req))?;
+    }
+    Ok(())
+}
+
+/// Reads a state out of server `from` into `state` with the requests `ask` makes for each
+/// offset; `taken` once the server has taken it out of its own.
 fn fetch(
     courier: &mut impl Courier,
     from: ServerId,
-    id: u16,
+    ask: impl Fn(u64) -> Request,
     state: &mut Vec<u8>,
     taken: &mut bool,
 ) -> Result<(), Errno> {
     loop {
         let offset = state.len() as u64;
-        match courier.call(from, &Request::Export { shard: id, offset }) {
+        match courier.call(from, &ask(offset)) {
             Reply::Part { total, data } if offset + data.len() as u64 <= total => {
                 *taken = true;
                 if offset == 0 {
@@ -394,6 +410,53 @@ fn fetch(
             _ => return Err(Errno::EIO),
         }
     }
+}
+
+/// Makes ordinary directory `dir` distributed (§6.1.2, the thesis's other open problem):
+/// its home server takes out the entries that belong elsewhere once it is distributed and
+/// marks it so ([`Request::Scatter`]), they go to their servers ([`Request::Import`]), and
+/// the entry naming it in its parent says so on whichever server holds it
+/// ([`Request::MarkDistributed`]). As [`resize`], it runs while no other request is in
+/// flight; clients that remembered the directory as ordinary must forget it (an
+/// [`crate::Invalidation::everything`] does). Nothing to do for a directory distributed
+/// already; on an error before the entries reached their servers the home server takes them
+/// back and the directory stays ordinary.
+pub fn distribute(courier: &mut impl Courier, table: &ShardTable, dir: Ino) -> Result<(), Errno> {
+    let home = table.inode_server(dir);
+    let parent = match courier.call(home, &Request::DirInfo { dir }) {
+        Reply::Dir {
+            distributed: true, ..
+        } => return Ok(()),
+        Reply::Dir { parent, .. } => parent,
+        Reply::Err(e) => return Err(e),
+        _ => return Err(Errno::EIO),
+    };
+    let mut state = Vec::new();
+    let mut taken = false;
+    let scatter = |offset| Request::Scatter { dir, offset };
+    let moved = fetch(courier, home, scatter, &mut state, &mut taken).and_then(|()| {
+        let s = ShardState::decode(&state).map_err(|_| Errno::EIO)?;
+        let mut by_server: BTreeMap<ServerId, Vec<(Ino, Name, Entry)>> = BTreeMap::new();
+        for (d, n, e) in s.entries {
+            let at = table.entry_server(d, &n, true);
+            by_server.entry(at).or_default().push((d, n, e));
+        }
+        for (server, entries) in by_server {
+            send(courier, server, &ShardState::of_entries(entries).encode())?;
+        }
+        Ok(())
+    });
+    if taken {
+        let restore = moved.is_err();
+        expect_done(courier.call(home, &Request::Scattered { dir, restore }))?;
+    }
+    moved?;
+    if parent != dir {
+        for s in table.servers() {
+            expect_done(courier.call(s, &Request::MarkDistributed { parent, dir }))?;
+        }
+    }
+    Ok(())
 }
 
 /// Spreads the free blocks of `everyone` evenly over `servers` (the others keep none).

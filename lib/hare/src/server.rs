@@ -178,6 +178,15 @@ pub(crate) struct Desc {
     pub(crate) refs: u32,
 }
 
+/// What a server keeps taken out while a resizer moves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outgoing {
+    /// A shard ([`Request::Export`]).
+    Shard(Shard),
+    /// The entries of a directory being distributed ([`Request::Scatter`]).
+    Entries(Ino),
+}
+
 /// One file server's state. See the module documentation.
 #[derive(Debug)]
 pub struct Server {
@@ -207,8 +216,9 @@ pub struct Server {
     /// Shared open file descriptions, by number.
     descs: BTreeMap<u64, Desc>,
     next_desc: u64,
-    /// A shard taken out by [`Request::Export`], encoded, until [`Request::Exported`].
-    outgoing: Option<(Shard, Vec<u8>)>,
+    /// A shard taken out by [`Request::Export`] or a directory's entries taken out by
+    /// [`Request::Scatter`], encoded, until [`Request::Exported`] or [`Request::Scattered`].
+    outgoing: Option<(Outgoing, Vec<u8>)>,
     /// The parts of a shard [`Request::Import`] has received so far.
     incoming: Vec<u8>,
     stats: ServerStats,
@@ -298,6 +308,11 @@ impl Server {
         }
     }
 
+    /// Entries of directory `dir` held here.
+    pub fn entries_of(&self, dir: Ino) -> usize {
+        self.entries.get(&dir).map_or(0, BTreeMap::len)
+    }
+
     /// Inodes held.
     pub fn inodes(&self) -> usize {
         self.inodes.len()
@@ -347,15 +362,7 @@ impl Server {
         self.entries.retain(|_, names| !names.is_empty());
         let mut invalidations = Vec::new();
         for (dir, name, _) in &entries {
-            if let Some(clients) = self.cachers.remove(&(*dir, name.clone())) {
-                for c in clients {
-                    let inv = Invalidation {
-                        dir: *dir,
-                        name: Some(name.clone()),
-                    };
-                    invalidations.push((c, inv));
-                }
-            }
+            self.invalidate_cachers(*dir, name, &mut invalidations);
         }
         let inos: Vec<Ino> = self
             .inodes
@@ -429,16 +436,77 @@ impl Server {
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
         match &self.outgoing {
-            Some((s, _)) if *s == shard => {}
+            Some((Outgoing::Shard(s), _)) if *s == shard => {}
             Some(_) => return Err(Errno::EBUSY),
             None if offset == 0 => {
                 let (state, invalidations) = self.export_shard(shard)?;
                 inval.extend(invalidations);
-                self.outgoing = Some((shard, state.encode()));
+                self.outgoing = Some((Outgoing::Shard(shard), state.encode()));
             }
             None => return Err(Errno::EINVAL),
         }
-        let (_, state) = self.outgoing.as_ref().expect("kept above");
+        self.part(offset)
+    }
+
+    /// [`Request::Scatter`]: at offset 0 takes out the entries of ordinary directory `dir`
+    /// (whose home this is) that belong on other servers once it is distributed, marks it
+    /// distributed and keeps them encoded; the part from `offset`.
+    fn scatter(
+        &mut self,
+        dir: Ino,
+        offset: u64,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        match &self.outgoing {
+            Some((Outgoing::Entries(d), _)) if *d == dir => return self.part(offset),
+            Some(_) => return Err(Errno::EBUSY),
+            None if offset == 0 => {}
+            None => return Err(Errno::EINVAL),
+        }
+        if !self.holds.is_empty() || !self.marks.is_empty() {
+            return Err(Errno::EBUSY);
+        }
+        match self.inodes.get_mut(&dir).map(|i| &mut i.body) {
+            Some(Body::Dir {
+                distributed: true, ..
+            }) => return Err(Errno::EEXIST),
+            Some(Body::Dir {
+                distributed,
+                dead: false,
+                ..
+            }) => *distributed = true,
+            Some(_) => return Err(Errno::ENOTDIR),
+            None => return Err(Errno::ENOENT),
+        }
+        let (table, me) = (&self.table, self.id);
+        let moving: Vec<Name> = self
+            .entries
+            .get(&dir)
+            .into_iter()
+            .flatten()
+            .map(|(n, _)| n)
+            .filter(|n| table.entry_server(dir, n, true) != me)
+            .cloned()
+            .collect();
+        let mut entries = Vec::new();
+        for name in moving {
+            let e = self
+                .entries
+                .get_mut(&dir)
+                .and_then(|m| m.remove(&name))
+                .expect("listed above");
+            self.invalidate_cachers(dir, &name, inval);
+            entries.push((dir, name, e));
+        }
+        self.entries.retain(|_, names| !names.is_empty());
+        let state = ShardState::of_entries(entries);
+        self.outgoing = Some((Outgoing::Entries(dir), state.encode()));
+        self.part(offset)
+    }
+
+    /// The part of what is kept taken out from byte `offset`.
+    fn part(&self, offset: u64) -> Result<Reply, Errno> {
+        let (_, state) = self.outgoing.as_ref().ok_or(Errno::EINVAL)?;
         let from = usize::try_from(offset)
             .ok()
             .filter(|&o| o <= state.len())
@@ -448,6 +516,43 @@ impl Server {
             total: state.len() as u64,
             data: state[from..to].to_vec(),
         })
+    }
+
+    /// [`Request::Exported`], [`Request::Scattered`]: forgets what was taken out as `what`,
+    /// or takes it back.
+    fn put_back(&mut self, what: Outgoing, restore: bool) -> Result<Reply, Errno> {
+        match self.outgoing.take() {
+            Some((w, state)) if w == what => {
+                if restore {
+                    let state = ShardState::decode(&state).expect("encoded here");
+                    self.import_shard(state);
+                }
+                Ok(Reply::Done)
+            }
+            other => {
+                self.outgoing = other;
+                Err(Errno::EINVAL)
+            }
+        }
+    }
+
+    /// Queues invalidations of entry `name` of `dir` for the clients caching it, who no
+    /// longer do.
+    fn invalidate_cachers(
+        &mut self,
+        dir: Ino,
+        name: &[u8],
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) {
+        if let Some(clients) = self.cachers.remove(&(dir, name.to_vec())) {
+            for c in clients {
+                let i = Invalidation {
+                    dir,
+                    name: Some(name.to_vec()),
+                };
+                inval.push((c, i));
+            }
+        }
     }
 
     /// [`Request::Import`]: keeps the part; with the last, decodes the state and takes it in.
@@ -729,19 +834,38 @@ impl Server {
             Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
             Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
             Request::Export { shard, offset } => self.export(shard.into(), offset, inval),
-            Request::Exported { shard, restore } => match self.outgoing.take() {
-                Some((s, state)) if s == usize::from(shard) => {
-                    if restore {
-                        let state = ShardState::decode(&state).expect("encoded here");
-                        self.import_shard(state);
+            Request::Exported { shard, restore } => {
+                self.put_back(Outgoing::Shard(shard.into()), restore)
+            }
+            Request::Scatter { dir, offset } => self.scatter(dir, offset, inval),
+            Request::Scattered { dir, restore } => {
+                let r = self.put_back(Outgoing::Entries(dir), restore)?;
+                if restore {
+                    if let Some(Body::Dir { distributed, .. }) =
+                        self.inodes.get_mut(&dir).map(|i| &mut i.body)
+                    {
+                        *distributed = false;
                     }
-                    Ok(Reply::Done)
                 }
-                other => {
-                    self.outgoing = other;
-                    Err(Errno::EINVAL)
+                Ok(r)
+            }
+            Request::MarkDistributed { parent, dir } => {
+                let names: Vec<Name> = self
+                    .entries
+                    .get(&parent)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, e)| e.ino == dir && e.kind == Kind::Dir)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                for name in names {
+                    if let Some(e) = self.entries.get_mut(&parent).and_then(|m| m.get_mut(&name)) {
+                        e.distributed = true;
+                    }
+                    self.invalidate_cachers(parent, &name, inval);
                 }
-            },
+                Ok(Reply::Done)
+            }
             Request::Import {
                 offset,
                 total,

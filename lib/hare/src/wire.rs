@@ -612,6 +612,18 @@ pub fn encode_request(
             41
         }
         Request::GetTable => 42,
+        Request::Scatter { dir, offset } => {
+            o.w(*dir).w(*offset);
+            43
+        }
+        Request::Scattered { dir, restore } => {
+            o.w(*dir).w(u64::from(*restore));
+            44
+        }
+        Request::MarkDistributed { parent, dir } => {
+            o.w(*parent).w(*dir);
+            45
+        }
     };
     Ok(o.message(op, page, id))
 }
@@ -894,6 +906,18 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         },
         41 => Request::SetTable(Box::new(get_table(&mut i)?)),
         42 => Request::GetTable,
+        43 => Request::Scatter {
+            dir: i.w(),
+            offset: i.w(),
+        },
+        44 => Request::Scattered {
+            dir: i.w(),
+            restore: i.w() != 0,
+        },
+        45 => Request::MarkDistributed {
+            parent: i.w(),
+            dir: i.w(),
+        },
         _ => return Err(WireError::UnknownOp(op)),
     })
 }

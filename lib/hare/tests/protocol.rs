@@ -567,6 +567,169 @@ fn hostile_resize_messages_change_nothing() {
 }
 
 #[test]
+fn a_directory_distributed_while_in_use_loses_nothing() {
+    let (net, mut c) = world(3, 2, false, true);
+    let mut rng = Rng::new(11);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
+    let mut made = Vec::new();
+    let create = |c: &mut common::HClient, p: String, rng: &mut Rng| {
+        let fd = run(&net, c.open(ROOT_INO, p.as_bytes(), CREATE, FILE, T), rng).unwrap();
+        run(&net, c.write(fd, p.as_bytes(), T), rng).unwrap();
+        run(&net, c.close(fd), rng).unwrap();
+        p
+    };
+    for i in 0..60 {
+        made.push(create(&mut c[i % 2], format!("/d/f{i}"), &mut rng));
+    }
+    run(
+        &net,
+        c[1].mkdir(ROOT_INO, b"/d/sub", DIR, false, T),
+        &mut rng,
+    )
+    .unwrap();
+    let kept = run(
+        &net,
+        c[1].open(ROOT_INO, b"/d/f7", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let dir = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng)
+        .unwrap()
+        .ino;
+    let home = net.borrow().servers[0].table().inode_server(dir);
+    let holding = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
+        let n = net.borrow();
+        n.servers.iter().filter(|s| s.entries_of(dir) > 0).count()
+    };
+    assert_eq!(
+        holding(&net),
+        1,
+        "an ordinary directory's entries are on its home server"
+    );
+    assert_eq!(common::distribute(&net, 2, dir), Ok(()));
+    assert_eq!(
+        holding(&net),
+        3,
+        "distributed, its entries are on every server"
+    );
+    assert_eq!(
+        common::distribute(&net, 2, dir),
+        Ok(()),
+        "twice is nothing to do"
+    );
+    {
+        let mut n = net.borrow_mut();
+        let mut m = common::Manager(&mut n);
+        let r = m.call(home, &Request::Scatter { dir, offset: 0 });
+        assert_eq!(r, Reply::Err(Errno::EEXIST));
+        let r = m.call(
+            home,
+            &Request::Scattered {
+                dir,
+                restore: false,
+            },
+        );
+        assert_eq!(r, Reply::Err(Errno::EINVAL));
+    }
+    // A client that knew the directory as ordinary and creates from it (relative to it,
+    // with no lookup of its entry) places the new entries where the others look for them.
+    for i in 0..10 {
+        let name = format!("r{i}");
+        let fd = run(
+            &net,
+            c[1].open(dir, name.as_bytes(), CREATE, FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+        run(&net, c[1].close(fd), &mut rng).unwrap();
+        let abs = format!("/d/{name}");
+        assert!(
+            run(&net, c[0].stat(ROOT_INO, abs.as_bytes(), true), &mut rng).is_ok(),
+            "{abs}"
+        );
+    }
+    // Both clients find every file, the new entries spread, and the directory behaves.
+    for i in 60..90 {
+        made.push(create(&mut c[i % 2], format!("/d/f{i}"), &mut rng));
+    }
+    for client in c.iter_mut() {
+        for p in &made {
+            let st = run(&net, client.stat(ROOT_INO, p.as_bytes(), true), &mut rng);
+            assert_eq!(st.map(|s| s.size), Ok(p.len() as u64), "{p}");
+        }
+        let flags = OpenFlags::default();
+        let fd = run(&net, client.open(ROOT_INO, b"/d", flags, DIR, T), &mut rng).unwrap();
+        let listed = run(&net, client.read_dir(fd), &mut rng).unwrap();
+        assert_eq!(listed.len(), 101, "100 files and sub, each once");
+        run(&net, client.close(fd), &mut rng).unwrap();
+    }
+    let mut back = [0u8; 16];
+    assert_eq!(run(&net, c[1].pread(kept, &mut back, 0), &mut rng), Ok(5));
+    assert_eq!(&back[..5], b"/d/f7");
+    assert_eq!(
+        run(&net, c[0].rmdir(ROOT_INO, b"/d", T), &mut rng),
+        Err(Errno::ENOTEMPTY)
+    );
+    run(&net, c[1].unlink(ROOT_INO, b"/d/f3", T), &mut rng).unwrap();
+    run(
+        &net,
+        c[0].rename(ROOT_INO, b"/d/f4", ROOT_INO, b"/d/g4", 0, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(
+        run(&net, c[1].stat(ROOT_INO, b"/d/f4", true), &mut rng).map(|s| s.ino),
+        Err(Errno::ENOENT)
+    );
+    run(&net, c[1].stat(ROOT_INO, b"/d/g4", true), &mut rng).unwrap();
+    // The parent's entry says so, for clients that meet the directory from now on.
+    let mut n = net.borrow_mut();
+    let at = n.servers[0].table().entry_server(ROOT_INO, b"d", false);
+    let lookup = Request::Lookup {
+        dir: ROOT_INO,
+        name: b"d".to_vec(),
+    };
+    match common::Manager(&mut n).call(at, &lookup) {
+        Reply::Entry(e) => assert!(e.distributed && e.ino == dir),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hostile_distribution_messages_change_nothing() {
+    let (net, mut c) = world(2, 1, false, true);
+    let mut rng = Rng::new(3);
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/file", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let file = run(&net, c[0].stat(ROOT_INO, b"/file", true), &mut rng)
+        .unwrap()
+        .ino;
+    let at = net.borrow().servers[0].table().inode_server(file);
+    let mut n = net.borrow_mut();
+    let mut m = common::Manager(&mut n);
+    let scatter = |dir| Request::Scatter { dir, offset: 0 };
+    assert_eq!(m.call(at, &scatter(file)), Reply::Err(Errno::ENOTDIR));
+    assert_eq!(m.call(at, &scatter(12345)), Reply::Err(Errno::ENOENT));
+    assert_eq!(
+        m.call(
+            at,
+            &Request::Scatter {
+                dir: file,
+                offset: 9
+            }
+        ),
+        Reply::Err(Errno::EINVAL)
+    );
+    drop(n);
+    assert!(run(&net, c[0].stat(ROOT_INO, b"/file", true), &mut rng).is_ok());
+}
+
+#[test]
 fn a_large_distributed_directory_is_listed_in_batches() {
     let (net, mut c) = world(3, 1, true, true);
     let mut rng = Rng::new(11);

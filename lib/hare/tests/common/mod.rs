@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use hare::{
-    wire, Attrs, Block, BufferCache, Client, ClientId, Courier, Invalidation, Policy, Reply,
+    wire, Attrs, Block, BufferCache, Client, ClientId, Courier, Ino, Invalidation, Policy, Reply,
     Request, Server, ServerId, ShardTable, Techniques, Timespec, Transport, BLOCK_SIZE,
 };
 use msg::Message;
@@ -104,6 +104,23 @@ pub fn resize(net: &Rc<RefCell<Net>>, clients: &mut [HClient], count: usize) {
     for c in clients {
         c.set_table(new.clone());
     }
+}
+
+/// Makes directory `dir` distributed while no request is in flight (§6.1.2), as Reef's
+/// kernel does: `hare::resize::distribute`, then every client (ids `0..clients`) told to
+/// forget what it cached.
+pub fn distribute(net: &Rc<RefCell<Net>>, clients: usize, dir: Ino) -> Result<(), abi::Errno> {
+    let mut n = net.borrow_mut();
+    assert_eq!(n.pending(), 0, "a distribution with requests in flight");
+    let table = n.servers[0].table().clone();
+    let done = hare::resize::distribute(&mut Manager(&mut n), &table, dir);
+    for c in 0..clients as ClientId {
+        n.inboxes
+            .entry(c)
+            .or_default()
+            .push(wire::encode_invalidation(&Invalidation::everything()));
+    }
+    done
 }
 
 /// The client id the one who resizes uses.
