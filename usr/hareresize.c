@@ -1,6 +1,7 @@
 /*
- * hareresize: growing and shrinking Hare's fleet of file servers while a program creates files
- * (issue 13; Hare §6.1.1, dynamic resizing, the thesis's open problem). The fleet starts with
+ * hareresize: growing and shrinking Hare's fleet of file servers while a program creates files,
+ * and directories distributing themselves (issue 13; Hare §6.1.1 and §6.1.2, dynamic resizing
+ * and dynamic distribution, the thesis's open problems). The fleet starts with
  * one server, Hare is mounted, and a worker process creates FILES files in a distributed
  * directory and FILES in an ordinary one, each holding its own name, reading the previous one
  * back as it goes. Meanwhile `fleet grow hare CORE` and `fleet shrink hare CORE` change the
@@ -19,6 +20,10 @@
  *    (no block lost or given twice while free blocks moved between servers);
  *  - after umount, a new mount finds the resized fleet (its table from the servers) and
  *    every file, also after a grow while unmounted;
+ *  - §6.1.2 (mount option distribute_at=64): the worker's ordinary directory distributed
+ *    itself during its creates; with two servers, a directory of 63 creates from one core
+ *    stays ordinary, the 64th makes it distributed, and 16 creates from two cores make
+ *    another; every entry is listed after, and every file of the worker still reads back;
  *  - a process other than the fleet manager cannot call reef_fleet_resize (EPERM), a second
  *    member on a core is refused, the last member cannot be shrunk.
  *
@@ -35,6 +40,9 @@
 #define FILES 150
 #define S_DISTRIBUTED 0200000
 #define KEPT_BYTES (3 * 4096)
+/* Creates after which an ordinary directory distributes itself (a quarter of it from two
+ * cores or more). */
+#define DISTRIBUTE_AT "64"
 
 /* The servers' cores after each step: `+C` grows onto core C, `-C` shrinks off it. */
 static const char *const STEPS_SPLIT[] = {"+2", "+3", "-1", "+1", "-3", "-2"};
@@ -86,8 +94,12 @@ static void worker(void)
     _exit(0);
 }
 
+/* Directories that became distributed by themselves, as /proc/reef/hare counts them. */
+static int distributed_dirs;
+
 /* The servers /proc/reef/hare lists, their shards in all, and what it says of the last
- * resize (shards moved, microseconds the kernel's clients were held back). */
+ * resize (shards moved, microseconds the kernel's clients were held back); sets
+ * distributed_dirs. */
 static int servers_listed(int *shards, int *moved, long *held_us)
 {
     FILE *f = fopen("/proc/reef/hare", "r");
@@ -104,9 +116,11 @@ static int servers_listed(int *shards, int *moved, long *held_us)
             *shards += atoi(at + 8);
         }
         if (!strncmp(line, "resizes ", 8))
-            CHECK_EQ(sscanf(line, "resizes %*d last_resize_shards_moved %d last_resize_held_us %ld",
-                            moved, held_us),
-                     2);
+            CHECK_EQ(sscanf(line,
+                            "resizes %*d last_resize_shards_moved %d last_resize_held_us %ld "
+                            "directories_distributed %d",
+                            moved, held_us, &distributed_dirs),
+                     3);
     }
     fclose(f);
     return n;
@@ -147,6 +161,66 @@ static void check_files(void)
     check_listing(MNT "/plain");
 }
 
+/* Makes `n` files `prefix0`.. in directory `dir`. */
+static void make_files(const char *dir, const char *prefix, int n)
+{
+    char path[128];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s%d", dir, prefix, i);
+        CHECK_SYS(close(CHECK_SYS(open(path, O_CREAT | O_EXCL | O_WRONLY, 0644))));
+    }
+}
+
+/* The entries of `dir` other than . and .. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* §6.1.2: a directory distributes itself after DISTRIBUTE_AT creates, or a quarter of them
+ * from two cores (with two servers, so that its entries move). */
+static void check_self_distribution(int cores)
+{
+    int shards, moved;
+    long held_us;
+    CHECK_EQ(servers_listed(&shards, &moved, &held_us), 2);
+    CHECK_EQ(distributed_dirs, 0);
+    int at = atoi(DISTRIBUTE_AT);
+    pin_self(0);
+    CHECK_SYS(mkdir(MNT "/grow", 0755));
+    make_files(MNT "/grow", "g", at - 1);
+    servers_listed(&shards, &moved, &held_us);
+    CHECK_EQ(distributed_dirs, 0);
+    make_files(MNT "/grow", "h", 1);
+    servers_listed(&shards, &moved, &held_us);
+    CHECK_EQ(distributed_dirs, 1);
+    CHECK_EQ(count_entries(MNT "/grow"), at);
+    make_files(MNT "/grow", "k", 20);
+    CHECK_EQ(count_entries(MNT "/grow"), at + 20);
+    CHECK_SYS(mkdir(MNT "/shared", 0755));
+    pid_t kid = CHECK_SYS(fork());
+    if (kid == 0) {
+        pin_self(cores - 1);
+        make_files(MNT "/shared", "c", at / 8);
+        _exit(0);
+    }
+    CHECK_CHILD_EXIT(kid, 0);
+    make_files(MNT "/shared", "p", at / 8);
+    servers_listed(&shards, &moved, &held_us);
+    CHECK_EQ(distributed_dirs, 2);
+    CHECK_EQ(count_entries(MNT "/shared"), at / 4);
+    SAY("with two servers, a directory distributed itself after %d creates from one core (not "
+        "%d), another after %d from two",
+        at, at - 1, at / 4);
+}
+
 int main(void)
 {
     test_begin("hareresize");
@@ -168,7 +242,8 @@ int main(void)
     long free_before = reef_free_bytes();
     hare_fleet_start_on("1", 1, !split);
     CHECK_EQ(reef_fleet_resize(getpid(), HARE_FLEET, REEF_FLEET_JOIN), -EPERM);
-    CHECK_SYS(mount("none", MNT, "hare", 0, "cache=16"));
+    CHECK_SYS(mount("none", MNT, "hare", 0, "cache=16,distribute_at=" DISTRIBUTE_AT));
+    CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute_at=" DISTRIBUTE_AT));
     struct statfs fs;
     CHECK_SYS(statfs(MNT, &fs));
     long total = (long)fs.f_blocks, free_at_start = (long)fs.f_bfree;
@@ -228,6 +303,11 @@ int main(void)
     SAY("every file reads back and is listed once; /kept, open throughout, too; %ld blocks "
         "used, exactly the files'",
         free_at_start - (long)fs.f_bfree);
+    int shards, moved;
+    long held_us;
+    servers_listed(&shards, &moved, &held_us);
+    CHECK_EQ(distributed_dirs, 1);
+    SAY("the worker's ordinary directory distributed itself during its creates");
 
     CHECK_SYS(umount(MNT));
     CHECK_SYS(mount("none", MNT, "hare", 0, NULL));
@@ -237,14 +317,14 @@ int main(void)
 
     /* Unmounted, the kernel still resizes the servers it gave the cache. */
     CHECK_EQ(run_program("/bin/fleet", "grow", "hare", steps[0] + 1, NULL), 0);
-    CHECK_SYS(mount("none", MNT, "hare", 0, NULL));
-    int shards, moved;
-    long held_us;
+    CHECK_SYS(mount("none", MNT, "hare", 0, "distribute_at=" DISTRIBUTE_AT));
     CHECK_EQ(servers_listed(&shards, &moved, &held_us), 2);
     CHECK_EQ(shards, 256);
     check_files();
     SAY("grown onto core %s while unmounted: mounted again, two servers and every file",
         steps[0] + 1);
+    check_self_distribution(cores);
+    check_files();
     CHECK_SYS(umount(MNT));
     hare_fleet_stop(free_before);
     PASS();

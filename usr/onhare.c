@@ -108,7 +108,7 @@ int main(int argc, char **argv)
         FAIL("cannot open /proc/reef/hare: %s", strerror(errno));
     char line[512];
     while (fgets(line, sizeof line, report))
-        if (strstr(line, " client: "))
+        if (strstr(line, " client: ") || !strncmp(line, "resizes ", 8))
             SAY("%s", strtok(line, "\n"));
     fclose(report);
 

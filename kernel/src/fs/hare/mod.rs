@@ -27,8 +27,12 @@
 //!   a `mkdir` with [`abi::reef::S_DISTRIBUTED`] asks for one), and `nodist`, `nobcast`,
 //!   `nolookupcache`, `noaffinity`, `nodirect` switch one of Hare's techniques off each (§5.4's
 //!   ablations, `lib/hare`'s `Techniques` in every core client's policy); `exec=rr` or
-//!   `exec=random` places each `execve` on another core (§3.6, [`ExecPlacement`]); `mode=`
-//!   sets the root directory's permission bits.
+//!   `exec=random` places each `execve` on another core (§3.6, [`ExecPlacement`]);
+//!   `distribute_at=` is when a directory distributes itself (§6.1.2); `mode=` sets the root
+//!   directory's permission bits.
+//! - **Resizing** (§6.1.1, [`resize`]): `fleet grow hare`/`fleet shrink hare` move shards
+//!   between the servers while every core client is held back, and a directory that saw
+//!   enough creates becomes distributed the same way (`resize.rs`).
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
 //!   reserved when it was opened); the next operation on that core's client sends it, as
@@ -58,7 +62,7 @@ use ::hare::{
 };
 use abi::Errno;
 use alloc::boxed::Box;
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -72,6 +76,13 @@ use msg::Message;
 mod resize;
 
 pub use resize::{resize, Change};
+
+/// Creates in an ordinary directory after which it becomes distributed (`distribute_at=`'s
+/// default; a quarter of it from two cores or more does too).
+pub const DISTRIBUTE_AT_DEFAULT: u32 = 1024;
+
+/// Directories whose creates the mount counts at once (more are not counted).
+const COUNTED_DIRS: usize = 4096;
 
 /// The fleet whose members are the file servers.
 pub const FLEET: &[u8] = b"fleet/hare";
@@ -381,10 +392,17 @@ pub struct Mount {
     members: IrqMutex<Vec<(ServerId, Member)>>,
     /// The table the servers answer by (a resize changes it).
     table: IrqMutex<ShardTable>,
-    /// Resizes done since the mount: a core client that has seen fewer catches up.
+    /// Resizes and distributions done since the mount: a core client that has seen fewer
+    /// catches up.
     generation: AtomicU64,
-    /// The last resize: shards moved, and nanoseconds its core clients were held back.
-    last_resize: IrqMutex<(usize, u64)>,
+    /// Resizes done, and the last one's shards moved and nanoseconds its core clients were
+    /// held back.
+    resizes: IrqMutex<(u64, usize, u64)>,
+    /// Creates in each ordinary directory the core clients made, and a bit per core that
+    /// made some (§6.1.2's trigger, [`Mount::count_creates`]).
+    creates: IrqMutex<BTreeMap<Ino, (u32, u64)>>,
+    /// Directories made distributed by themselves.
+    distributions: AtomicU64,
     /// The buffer cache, granted to the servers.
     cache: Arc<Arena>,
     /// The grants of the kernel's clients (pool pages, and the cache once per server).
@@ -433,8 +451,10 @@ pub fn mounted() -> Option<Arc<Mount>> {
 /// `nodist` (directory distribution), `nobcast` (directory broadcast), `nolookupcache` (the
 /// lookup cache), `noaffinity` (creation affinity), `nodirect` (direct access to the buffer
 /// cache: data travels in the messages); `exec=local|rr|random`, where `execve` runs the
-/// new program ([`ExecPlacement`]); and `mode=OCTAL`, the root directory's permission bits
-/// (as tmpfs's; Hare makes it 0755), set at every mount that gives it.
+/// new program ([`ExecPlacement`]); `distribute_at=N`, the creates after which an ordinary
+/// directory becomes distributed (§6.1.2, [`Mount::count_creates`]; 0: never); and
+/// `mode=OCTAL`, the root directory's permission bits (as tmpfs's; Hare makes it 0755), set
+/// at every mount that gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Blocks of the buffer cache.
@@ -447,6 +467,9 @@ pub struct Options {
     techniques: Techniques,
     /// `exec=`.
     exec: ExecPlacement,
+    /// `distribute_at=`: creates after which an ordinary directory becomes distributed
+    /// (0: never).
+    distribute_at: u32,
 }
 
 /// Where `execve` runs the new program while Hare is mounted (Hare §3.6's scheduling policy;
@@ -472,6 +495,7 @@ impl Options {
             distribute_all: false,
             techniques: Techniques::default(),
             exec: ExecPlacement::Local,
+            distribute_at: DISTRIBUTE_AT_DEFAULT,
         };
         for opt in options.split(|&b| b == b',').filter(|o| !o.is_empty()) {
             let t = &mut o.techniques;
@@ -499,6 +523,13 @@ impl Options {
                     }
                     o.root_mode = Some(mode);
                 }
+                _ if opt.starts_with(b"distribute_at=") => {
+                    o.distribute_at = core::str::from_utf8(&opt[14..])
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|&n| n <= 1 << 20)
+                        .ok_or(Errno::EINVAL)?;
+                }
                 _ => {
                     let value = opt.strip_prefix(b"cache=").ok_or(Errno::EINVAL)?;
                     mib = core::str::from_utf8(value)
@@ -520,6 +551,10 @@ impl Options {
             .root_mode
             .map(|m| alloc::format!(",mode={m:o}"))
             .unwrap_or_default();
+        let at = Some(self.distribute_at)
+            .filter(|&n| n != DISTRIBUTE_AT_DEFAULT)
+            .map(|n| alloc::format!(",distribute_at={n}"))
+            .unwrap_or_default();
         let flags: String = [
             (self.distribute_all, ",distribute"),
             (!t.distribution, ",nodist"),
@@ -537,7 +572,7 @@ impl Options {
             ExecPlacement::Random => Some(",exec=random"),
         })
         .collect();
-        mode + &flags
+        mode + &flags + &at
     }
 }
 
@@ -652,7 +687,9 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         members: IrqMutex::new(members),
         table: IrqMutex::new(table),
         generation: AtomicU64::new(0),
-        last_resize: IrqMutex::new((0, 0)),
+        resizes: IrqMutex::new((0, 0, 0)),
+        creates: IrqMutex::new(BTreeMap::new()),
+        distributions: AtomicU64::new(0),
         cache,
         budget,
         clients,
@@ -860,13 +897,52 @@ impl Mount {
     }
 
     /// Runs `f` on core `core`'s client.
+    /// Runs `f` on core `core`'s client; then, if its creates made an ordinary directory
+    /// due to become distributed, distributes it (§6.1.2).
     fn with<R>(
         &self,
         core: usize,
         f: impl FnOnce(&mut CoreClient) -> Result<R, Errno>,
     ) -> Result<R, Errno> {
-        let mut c = self.client(core)?;
-        f(c.as_mut().ok_or(Errno::EIO)?)
+        let (r, due) = {
+            let mut c = self.client(core)?;
+            let client = c.as_mut().ok_or(Errno::EIO)?;
+            let r = f(client);
+            let made = client.take_creates();
+            (r, self.count_creates(core, &made))
+        };
+        if let Some(dir) = due {
+            match resize::distribute(dir) {
+                Ok(()) | Err(Errno::ENOENT) => {}
+                Err(e) => crate::kprintln!("reef: hare: directory {dir} stays ordinary: {e:?}"),
+            }
+        }
+        r
+    }
+
+    /// Counts the creates core `core` made in ordinary directories (`made`, one per entry):
+    /// a directory that reached `distribute_at=` creates, or a quarter of it from two cores or
+    /// more, is due to become distributed (and counted no more).
+    fn count_creates(&self, core: usize, made: &[Ino]) -> Option<Ino> {
+        let at = self.options.distribute_at;
+        if made.is_empty() || at == 0 {
+            return None;
+        }
+        let mut counts = self.creates.lock();
+        let mut due = None;
+        for &dir in made {
+            if !counts.contains_key(&dir) && counts.len() >= COUNTED_DIRS {
+                continue;
+            }
+            let (n, cores) = counts.entry(dir).or_insert((0, 0));
+            *n += 1;
+            *cores |= 1 << (core % 64);
+            if *n >= at || (*n >= at.div_ceil(4) && cores.count_ones() >= 2) {
+                counts.remove(&dir);
+                due = Some(dir);
+            }
+        }
+        due
     }
 
     /// Runs `f` on the calling core's client.
@@ -1270,12 +1346,13 @@ pub fn report() -> String {
         m.cache.frames.len(),
         m.cache.bad.load(Ordering::Relaxed)
     );
-    let (moved, held_ns) = *m.last_resize.lock();
+    let (resizes, moved, held_ns) = *m.resizes.lock();
     let _ = writeln!(
         s,
-        "resizes {} last_resize_shards_moved {moved} last_resize_held_us {}",
-        m.generation.load(Ordering::Relaxed),
-        held_ns / 1000
+        "resizes {resizes} last_resize_shards_moved {moved} last_resize_held_us {} \
+         directories_distributed {}",
+        held_ns / 1000,
+        m.distributions.load(Ordering::Relaxed)
     );
     let _ = writeln!(
         s,

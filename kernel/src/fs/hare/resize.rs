@@ -17,12 +17,16 @@
 //!    ones closed, the new table and placement taken, and its lookup cache forgotten (the
 //!    servers that gave a shard away told their cachers already; a departed server's
 //!    messages are not read again).
+//!
+//! A directory distributing itself (§6.1.2, [`distribute`]) is done the same way: clients
+//! held back, `lib/hare`'s `distribute` through the resizer's links, clients catching up.
 
-use super::{connect, Links, MOUNTED, MOUNTING, RESIZER_CLIENT, SERVERS};
+use super::{connect, CoreClient, Links, Mount, MOUNTED, MOUNTING, RESIZER_CLIENT, SERVERS};
 use crate::kcb;
 use crate::mailbox::GrantBudget;
 use crate::names::{self, Name};
-use ::hare::{Courier, Reply, Request, ServerId};
+use crate::proc::wait::SleepLockGuard;
+use ::hare::{Courier, Ino, Reply, Request, ServerId};
 use abi::Errno;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -81,12 +85,10 @@ pub fn resize(change: Change) -> Result<(), Errno> {
             Change::Leave(_) => Ok(()),
         };
     };
-    let mut held = Vec::new();
-    if let Some(m) = &mount {
-        held.try_reserve_exact(m.clients.len())
-            .map_err(|_| Errno::ENOMEM)?;
-        held.extend(m.clients.iter().map(|c| c.lock()));
-    }
+    let held = match &mount {
+        Some(m) => hold(m)?,
+        None => Vec::new(),
+    };
     let since = crate::time::now_ns();
     let mut ids = table.servers();
     let (joiner, leaver) = match change {
@@ -120,16 +122,9 @@ pub fn resize(change: Change) -> Result<(), Errno> {
     let budget = mount
         .as_ref()
         .map_or_else(|| Arc::new(GrantBudget::default()), |m| m.budget.clone());
-    let core = kcb::current().core_id;
-    let mut links = Links::new(Vec::new(), true)?;
-    for (id, m) in members.iter().map(|(i, m)| (*i, m)) {
-        let (link, w) = connect(m, (RESIZER_CLIENT, core), None, None, &budget)?;
-        if w.server != id {
-            return Err(Errno::EIO);
-        }
-        links.insert(id, link)?;
-    }
+    let mut links = resizer_links(&members, &budget)?;
     if let Some((id, m)) = &joiner {
+        let core = kcb::current().core_id;
         let (link, w) = connect(m, (RESIZER_CLIENT, core), Some(&arena), Some(*id), &budget)?;
         if w.server != *id {
             return Err(Errno::EIO);
@@ -168,11 +163,66 @@ pub fn resize(change: Change) -> Result<(), Errno> {
         let moved = table.moves(&now).len();
         *m.members.lock() = after;
         *m.table.lock() = now;
-        *m.last_resize.lock() = (moved, crate::time::now_ns().saturating_sub(since));
+        let held_ns = crate::time::now_ns().saturating_sub(since);
+        let mut r = m.resizes.lock();
+        *r = (r.0 + 1, moved, held_ns);
+        drop(r);
         m.generation.fetch_add(1, Ordering::AcqRel);
     }
     drop(held);
     outcome
+}
+
+/// Makes ordinary directory `dir` of the mounted Hare distributed (§6.1.2: `Mount::with`
+/// asks once the directory has seen enough creates), as a resize does its work: the core
+/// clients held back, the resizer's links, `lib/hare`'s `distribute`, and the core clients
+/// catching up (which makes them forget which directories are distributed). Nothing to do if
+/// Hare is not mounted or the directory is distributed already; its errors (`ENOENT`: the
+/// directory is gone; `EBUSY`: an rmdir is half done).
+pub fn distribute(dir: Ino) -> Result<(), Errno> {
+    let _one = MOUNTING.lock();
+    let Some(mount) = MOUNTED.lock().clone() else {
+        return Ok(());
+    };
+    let held = hold(&mount)?;
+    let members = mount.members.lock().clone();
+    let table = mount.table.lock().clone();
+    let links = resizer_links(&members, &mount.budget)?;
+    let done = ::hare::resize::distribute(&mut Resizer(&links), &table, dir);
+    drop(links);
+    if done.is_ok() {
+        mount.distributions.fetch_add(1, Ordering::Relaxed);
+    }
+    mount.generation.fetch_add(1, Ordering::AcqRel);
+    drop(held);
+    done
+}
+
+/// Every core client of `mount`, locked in core order (no thread holds two): once this
+/// returns, no request of theirs is in flight and none starts.
+fn hold(mount: &Mount) -> Result<Vec<SleepLockGuard<'_, Option<CoreClient>>>, Errno> {
+    let mut held = Vec::new();
+    held.try_reserve_exact(mount.clients.len())
+        .map_err(|_| Errno::ENOMEM)?;
+    held.extend(mount.clients.iter().map(|c| c.lock()));
+    Ok(held)
+}
+
+/// The resizer's links to `members`, each checked to be the server its id says.
+fn resizer_links(
+    members: &[(ServerId, Member)],
+    budget: &Arc<GrantBudget>,
+) -> Result<Links, Errno> {
+    let core = kcb::current().core_id;
+    let mut links = Links::new(Vec::new(), true)?;
+    for (id, m) in members {
+        let (link, w) = connect(m, (RESIZER_CLIENT, core), None, None, budget)?;
+        if w.server != *id {
+            return Err(Errno::EIO);
+        }
+        links.insert(*id, link)?;
+    }
+    Ok(links)
 }
 
 /// A member joined or left even though a later step failed (the free blocks were not all
