@@ -481,6 +481,7 @@ int main(void)
     CHECK_ERRNO(mount("none", MNT, "hare", 0, "colour=blue"), EINVAL);
     CHECK_ERRNO(mount("none", "/test/haremount", "hare", 0, NULL), ENOTDIR);
     CHECK_ERRNO(mount("none", "/", "hare", 0, NULL), EBUSY);
+    CHECK_ERRNO(mount("none", MNT, "hare", 0, "root"), EINVAL);
     CHECK_ERRNO(mount("none", MNT, "hare", MS_REMOUNT, NULL), EINVAL);
     CHECK_ERRNO(mount("none", MNT, (const char *)1, 0, NULL), EFAULT);
     CHECK_ERRNO(mount("none", (const char *)1, "hare", 0, NULL), EFAULT);

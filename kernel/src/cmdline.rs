@@ -40,6 +40,10 @@ pub struct Config {
     pub nic_irq: Option<usize>,
     /// `init=PATH` and the words after it (argv of init).
     pub init: Option<Vec<String>>,
+    /// `root=hare` or `root=hare:LIST`: Hare is the root file system, its servers on the
+    /// cores of LIST (default `0`), time-sharing them (`/bin/hareroot` starts them, mounts
+    /// Hare over `/` with NR-FS's files copied in, and executes init there).
+    pub hare_root: Option<String>,
     /// Words Reef does not know.
     pub unknown: Vec<String>,
     /// Problems with the line itself (an unterminated quote).
@@ -98,6 +102,7 @@ pub fn get() -> &'static Config {
         norandmaps: false,
         nic_irq: None,
         init: None,
+        hare_root: None,
         unknown: Vec::new(),
         errors: Vec::new(),
     };
@@ -121,6 +126,10 @@ pub fn init(line: &str) -> &'static Config {
                 Some(("test", name)) if !name.is_empty() => config.test = Some(name.into()),
                 Some(("nic_irq", core)) if core.parse::<usize>().is_ok() => {
                     config.nic_irq = core.parse().ok();
+                }
+                Some(("root", "hare")) => config.hare_root = Some("0".into()),
+                Some(("root", r)) if r.starts_with("hare:") && r.len() > 5 => {
+                    config.hare_root = Some(r[5..].into());
                 }
                 Some(("init", path)) if !path.is_empty() => {
                     let mut argv = alloc::vec![String::from(path)];

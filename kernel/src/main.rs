@@ -264,10 +264,15 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     if let Err(e) = fs::trust_exe(fleet::MANAGER_PATH) {
         kprintln!("reef: no fleet manager ({e}): nobody can bind cores or register fleet/ names");
     }
-    let argv: Vec<alloc::string::String> = config
+    let mut argv: Vec<alloc::string::String> = config
         .init
         .clone()
         .unwrap_or_else(|| alloc::vec![cmdline::DEFAULT_INIT.into()]);
+    if let Some(list) = &config.hare_root {
+        // Hare as the root (issue 13): the launcher starts the servers, mounts Hare over `/`
+        // with the initramfs's files and executes init there.
+        argv.splice(0..0, [fs::hare::ROOT_LAUNCHER.into(), list.clone()]);
+    }
     if config.init.is_none() {
         greet(machine);
     }

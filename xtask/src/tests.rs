@@ -1011,7 +1011,8 @@ fn user_case(
 /// files), on one core with one time-shared server and on 4c2n with one and three servers
 /// (split: cores 1..SERVERS). Named `hare-NAME-CONFIG-Ns`; `fsload` also runs with every
 /// technique of the §5.4 ablations switched off (`hare-fsload-4c2n-3s-ablated`). `hareexec`
-/// runs under three `exec=` placements instead (`hare-exec-*`).
+/// runs under three `exec=` placements instead (`hare-exec-*`). `fileio`, `fsshare` and the
+/// shell suite also boot with Hare as the root (`root=hare:LIST`, `hare-root-*`).
 fn hare_cases() -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     for t in user_tests() {
@@ -1036,6 +1037,22 @@ fn hare_cases() -> Result<Vec<Case>, String> {
                 cases.push(user_case(&t, name, config, &prefix)?);
             }
             continue;
+        }
+        if matches!(t.name, "fileio" | "fsshare" | "shell-suite") {
+            // Hare as the root (`root=hare:LIST`): the program and everything it uses from
+            // the initramfs in Hare, time-sharing servers on LIST.
+            for (config, list) in [(ONE_CORE, "0"), (FOUR_CORES, "0-3")] {
+                let (cores, nodes, _) = config;
+                let name = format!("hare-root-{}-{cores}c{nodes}n", t.name);
+                let mut case = user_case(&t, name, config, &[])?;
+                case.cmdline = format!("root=hare:{list} {}", case.cmdline);
+                let inner = case.check;
+                case.check = Box::new(move |a, o| {
+                    expect(&o.log, "reef: hare: the root: ")?;
+                    inner(a, o)
+                });
+                cases.push(case);
+            }
         }
         for (config, servers) in [(ONE_CORE, "1"), (FOUR_CORES, "1"), (FOUR_CORES, "3")] {
             // fsload's many processes on one server's client core: long, and no new path.

@@ -10,6 +10,7 @@
 //! | `/bin/<applet>` | a symlink to `busybox` for every applet `busybox --list` prints |
 //! | `/bin/fleet` (0755) | the fleet manager (`usr/fleet.c`, [`SYSTEM`]) |
 //! | `/bin/hared` (0755) | Hare's file server, a fleet member (`usr/hared.c` with lib/hare, [`SYSTEM`]) |
+//! | `/bin/hareroot` (0755) | makes Hare the root: the kernel's init launcher for `root=hare` (`usr/hareroot.c`, [`SYSTEM`]) |
 //! | `/bin/corectl` (0755) | core management: list, stop, start, park and unpark cores (`usr/corectl.c`, [`SYSTEM`]) |
 //! | `/bin/netd` (0755) | the network server, a fleet member (`usr/netd.c` with lib/net, [`SYSTEM`]) |
 //! | `/bin/netctl` (0755) | network modes of stack instances (`usr/netctl.c`, [`SYSTEM`]) |
@@ -371,6 +372,12 @@ pub const SYSTEM: &[Program] = &[
         source: "hared.c",
         pie: false,
         lib: Some(&HARE_LIB),
+    },
+    Program {
+        name: "hareroot",
+        source: "hareroot.c",
+        pie: false,
+        lib: None,
     },
     Program {
         name: "corectl",

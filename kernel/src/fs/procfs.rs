@@ -627,7 +627,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         File::Mounts => {
             s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n");
             if let Some(m) = super::hare::mounted() {
-                let at = String::from_utf8_lossy(&m.at_path()).into_owned();
+                let at = m.point();
                 let _ = writeln!(s, "hare {at} hare rw,{} 0 0", m.options_text());
             }
         }
@@ -755,7 +755,7 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             s.push_str("1 1 0:1 / / rw - nrfs nrfs rw\n2 1 0:3 / /proc rw - proc proc rw\n");
             s.push_str("3 1 0:3 / /sys rw - sysfs sysfs rw\n");
             if let Some(m) = super::hare::mounted() {
-                let at = String::from_utf8_lossy(&m.at_path()).into_owned();
+                let at = m.point();
                 let dev = super::hare::DEV_HARE;
                 let _ = writeln!(
                     s,

@@ -990,8 +990,8 @@ fn components(me: &Arc<Thread>, path: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// `mount(source, target, type, flags, data)`: only type `hare` (`crate::fs::hare`; the
-/// source is not used), on an NR-FS directory other than the root, with options in `data`
-/// (`cache=MiB`); other types answer `ENODEV`, flags other than `MS_SILENT` `EINVAL`; EPERM
+/// source is not used), on an NR-FS directory (the root only with option `root`), with
+/// options in `data` (`cache=MiB`, ...); other types answer `ENODEV`, flags other than `MS_SILENT` `EINVAL`; EPERM
 /// unless root.
 pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const MS_SILENT: u64 = 0x8000;
@@ -1021,7 +1021,7 @@ pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         return Err(Errno::ENOTDIR);
     }
     let at = components(me, &target);
-    if st.dev != crate::fd::DEV_NRFS || at.is_empty() {
+    if st.dev != crate::fd::DEV_NRFS {
         return Err(Errno::EBUSY);
     }
     hare::mount(at, &options)?;

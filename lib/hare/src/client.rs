@@ -467,6 +467,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
     }
 
+    /// Forgets every cached entry and which directories are distributed, at once (not at
+    /// the next walk, as an [`Invalidation::everything`] would: a descriptor's operations do
+    /// not walk): what a client does after a resize or a distribution it was held back for.
+    pub fn forget_cache(&mut self) {
+        self.entries.clear();
+        self.dirs.clear();
+    }
+
     /// The ordinary directories the client made an entry in since the last call, one per
     /// entry: what a policy of dynamic distribution (§6.1.2) counts (`crate::resize::
     /// distribute`). Nothing while distribution is switched off.

@@ -596,6 +596,11 @@ fn a_directory_distributed_while_in_use_loses_nothing() {
     let dir = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng)
         .unwrap()
         .ino;
+    // A descriptor of the directory, open across the change: its listing walks nothing, so
+    // the client must forget at once what it knew (`forget_cache`, as Reef's kernel does).
+    let flags = OpenFlags::default();
+    let dfd = run(&net, c[1].open(ROOT_INO, b"/d", flags, DIR, T), &mut rng).unwrap();
+    assert_eq!(run(&net, c[1].read_dir(dfd), &mut rng).unwrap().len(), 61);
     let home = net.borrow().servers[0].table().inode_server(dir);
     let holding = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
         let n = net.borrow();
@@ -612,6 +617,9 @@ fn a_directory_distributed_while_in_use_loses_nothing() {
         3,
         "distributed, its entries are on every server"
     );
+    c[1].forget_cache();
+    assert_eq!(run(&net, c[1].read_dir(dfd), &mut rng).unwrap().len(), 61);
+    run(&net, c[1].close(dfd), &mut rng).unwrap();
     assert_eq!(
         common::distribute(&net, 2, dir),
         Ok(()),

@@ -87,6 +87,14 @@ const COUNTED_DIRS: usize = 4096;
 /// The fleet whose members are the file servers.
 pub const FLEET: &[u8] = b"fleet/hare";
 
+/// The program that makes Hare the root (`root=hare`, `usr/hareroot.c`): it starts the
+/// servers, mounts Hare over `/` with option `root` and executes init.
+pub const ROOT_LAUNCHER: &str = "/bin/hareroot";
+
+/// Top-level directories a Hare mounted over `/` leaves to the kernel's own trees (devices
+/// in NR-FS, `/proc` and `/sys`), as Linux mounts them over the root.
+const NOT_IN_ROOT: [&[u8]; 3] = [b"dev", b"proc", b"sys"];
+
 /// The buffer cache's size unless `cache=MiB` says otherwise.
 pub const CACHE_MIB_DEFAULT: u64 = 16;
 
@@ -470,6 +478,8 @@ pub struct Options {
     /// `distribute_at=`: creates after which an ordinary directory becomes distributed
     /// (0: never).
     distribute_at: u32,
+    /// `root`: mounted over `/`, with NR-FS's files copied in first.
+    root: bool,
 }
 
 /// Where `execve` runs the new program while Hare is mounted (Hare §3.6's scheduling policy;
@@ -496,6 +506,7 @@ impl Options {
             techniques: Techniques::default(),
             exec: ExecPlacement::Local,
             distribute_at: DISTRIBUTE_AT_DEFAULT,
+            root: false,
         };
         for opt in options.split(|&b| b == b',').filter(|o| !o.is_empty()) {
             let t = &mut o.techniques;
@@ -506,6 +517,7 @@ impl Options {
                 b"nolookupcache" => t.lookup_cache = false,
                 b"noaffinity" => t.affinity = false,
                 b"nodirect" => t.direct = false,
+                b"root" => o.root = true,
                 b"exec=local" => o.exec = ExecPlacement::Local,
                 b"exec=rr" => o.exec = ExecPlacement::RoundRobin,
                 b"exec=random" => o.exec = ExecPlacement::Random,
@@ -556,6 +568,7 @@ impl Options {
             .map(|n| alloc::format!(",distribute_at={n}"))
             .unwrap_or_default();
         let flags: String = [
+            (self.root, ",root"),
             (self.distribute_all, ",distribute"),
             (!t.distribution, ",nodist"),
             (!t.broadcast, ",nobcast"),
@@ -589,6 +602,11 @@ pub fn exec_placement() -> ExecPlacement {
 /// if the fleet's members disagree about its size, `EINVAL` for a bad option, `ENOMEM`.
 pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     let options = Options::parse(options)?;
+    match (at.is_empty(), options.root) {
+        (true, false) => return Err(Errno::EBUSY),
+        (false, true) => return Err(Errno::EINVAL),
+        _ => {}
+    }
     // One mount at a time: the first hello that reaches a server fixes its cache.
     let _one = MOUNTING.lock();
     if MOUNTED.lock().is_some() {
@@ -702,6 +720,13 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
     if let Some(mode) = options.root_mode {
         mount.here(|c| run_ready(c.chmod(ROOT_INO, b"/", mode, now())))?;
     }
+    if options.root {
+        let (files, bytes) = mount.copy_root(core)?;
+        crate::kprintln!(
+            "reef: hare: the root: {files} files and directories ({} KiB) copied from NR-FS",
+            bytes / 1024
+        );
+    }
     // `MOUNTING` is held: nothing was mounted meanwhile.
     *MOUNTED.lock() = Some(mount);
     IS_MOUNTED.store(true, Ordering::Release);
@@ -768,11 +793,12 @@ fn connect(
     let pool = link.conn.grant_frames(&[link.pool.phys()], budget)?;
     let cache = match cache {
         Some(c) => {
+            // The cache is the kernel's, made at mount: a budget of its own per server, so
+            // that granting it to several servers is not counted as pinning more (a budget
+            // bounds what a process pins; `CACHE_MIB_MAX` bounds this).
             let frames: Vec<u64> = c.frames.iter().map(SharedFrame::phys).collect();
-            (
-                link.conn.grant_frames(&frames, budget)?,
-                frames.len() as u64,
-            )
+            let own = Arc::new(GrantBudget::default());
+            (link.conn.grant_frames(&frames, &own)?, frames.len() as u64)
         }
         None => (0, 0),
     };
@@ -889,8 +915,8 @@ impl Mount {
                 t.insert(*id, link)?;
             }
         }
-        t.queued.borrow_mut().push(Invalidation::everything());
         t.generation = generation;
+        client.forget_cache();
         client.set_table(self.table.lock().clone());
         client.set_policy(self.policy(core));
         Ok(())
@@ -950,6 +976,77 @@ impl Mount {
         self.with(kcb::current().core_id, f)
     }
 
+    /// Copies NR-FS's tree into this mount over `/` (`root`): every directory (those of
+    /// [`NOT_IN_ROOT`] empty), regular file with its data and symlink, with its mode and
+    /// owner (times are the copy's), through core `core`'s client. Returns the files and
+    /// directories copied and the bytes of data.
+    fn copy_root(&self, core: usize) -> Result<(usize, u64), Errno> {
+        let mut guard = self.client(core)?;
+        let c = guard.as_mut().ok_or(Errno::EIO)?;
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(1 << 16).map_err(|_| Errno::ENOMEM)?;
+        buf.resize(1 << 16, 0);
+        let (mut files, mut bytes) = (0, 0u64);
+        let mut dirs: Vec<(nrfs::Ino, Vec<u8>)> = alloc::vec![(nrfs::ROOT_INO, Vec::new())];
+        while let Some((dir, path)) = dirs.pop() {
+            let mut cookie = 0;
+            loop {
+                let entries = super::with_client(|f| f.read_dir(dir, cookie, 64))?;
+                let Some(last) = entries.last() else { break };
+                cookie = last.next_cookie;
+                for e in entries.iter().filter(|e| e.name != b"." && e.name != b"..") {
+                    let st = super::with_client(|f| f.stat(e.ino))?;
+                    let attrs = Attrs::new(st.mode & 0o7777, st.uid, st.gid);
+                    let mut p = path.clone();
+                    p.push(b'/');
+                    p.extend_from_slice(&e.name);
+                    match e.kind {
+                        Kind::Dir => {
+                            run_ready(c.mkdir(ROOT_INO, &p, attrs, false, now()))?;
+                            if !(path.is_empty() && NOT_IN_ROOT.contains(&&e.name[..])) {
+                                dirs.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                                dirs.push((e.ino, p));
+                            }
+                        }
+                        Kind::File => {
+                            let create = OpenFlags {
+                                create: true,
+                                exclusive: true,
+                                ..OpenFlags::default()
+                            };
+                            let fd = run_ready(c.open(ROOT_INO, &p, create, attrs, now()))?;
+                            let mut off = 0;
+                            let copied = loop {
+                                let n = match super::with_client(|f| f.read(e.ino, off, &mut buf)) {
+                                    Ok(0) => break Ok(()),
+                                    Ok(n) => n,
+                                    Err(e) => break Err(e),
+                                };
+                                match run_ready(c.write(fd, &buf[..n], now())) {
+                                    Ok(w) if w == n => {}
+                                    Ok(_) => break Err(Errno::ENOSPC),
+                                    Err(e) => break Err(e),
+                                }
+                                off += n as u64;
+                            };
+                            run_ready(c.close(fd))?;
+                            copied?;
+                            bytes += off;
+                        }
+                        Kind::Symlink => {
+                            let target = super::with_client(|f| f.readlink(e.ino))?;
+                            run_ready(c.symlink(&target, ROOT_INO, &p, attrs, now()))?;
+                        }
+                        // Devices and FIFOs live in /dev, which Hare leaves to NR-FS.
+                        _ => continue,
+                    }
+                    files += 1;
+                }
+            }
+        }
+        Ok((files, bytes))
+    }
+
     /// Blocks of its buffer cache.
     pub fn cache_blocks(&self) -> u64 {
         self.cache.frames.len() as u64
@@ -964,7 +1061,15 @@ impl Mount {
         )
     }
 
-    /// The mount point as a path.
+    /// The mount point as `/proc/mounts` shows it (`/` for the root).
+    pub fn point(&self) -> String {
+        match self.at_path() {
+            p if p.is_empty() => String::from("/"),
+            p => String::from_utf8_lossy(&p).into_owned(),
+        }
+    }
+
+    /// The mount point as a path (empty for the root).
     pub fn at_path(&self) -> Vec<u8> {
         let mut p = Vec::new();
         for c in &self.at {
@@ -1156,6 +1261,9 @@ pub fn place_of(comps: &[&[u8]]) -> Option<HarePath> {
     if comps.len() < mount.at.len() || comps.iter().zip(&mount.at).any(|(a, b)| *a != &b[..]) {
         return None;
     }
+    if mount.at.is_empty() && comps.first().is_some_and(|c| NOT_IN_ROOT.contains(c)) {
+        return None;
+    }
     let rest = &comps[mount.at.len()..];
     let path = if rest.is_empty() {
         b".".to_vec()
@@ -1340,7 +1448,7 @@ pub fn report() -> String {
     let _ = writeln!(
         s,
         "mounted at {} servers {} table_version {} cache_blocks {} bad_cache_accesses {}",
-        String::from_utf8_lossy(&m.at_path()),
+        m.point(),
         members.len(),
         m.table.lock().version(),
         m.cache.frames.len(),

@@ -1,0 +1,121 @@
+/*
+ * hareroot: makes Hare the root file system (issue 13). The kernel runs it as init when its
+ * command line says root=hare or root=hare:LIST:
+ *
+ *   hareroot LIST PROGRAM [ARG...]
+ *
+ * It starts Hare's fleet, one server on each core of LIST time-sharing it with programs
+ * (`fleet start hare --timeshare --cores LIST /bin/hared LIST`), waits until every server has
+ * registered, mounts Hare over / with option `root` (the kernel copies NR-FS's files, the
+ * initramfs, into it first; /dev, /proc and /sys stay the kernel's), makes / its working
+ * directory and executes PROGRAM, which keeps pid 1 and finds its files, /bin and /test among
+ * them, in Hare. The buffer cache is 128 MiB (the initramfs and room to work).
+ *
+ * What does not come along: the fleet manager in Hare is a copy, not the executable the
+ * kernel trusts, so programs cannot start fleets (the Hare fleet runs from NR-FS's); a
+ * file's times are those of the copy.
+ *
+ * Exit status (only if it does not execute PROGRAM): 2 bad usage, 1 a step failed (said on
+ * standard error).
+ */
+#define _GNU_SOURCE
+#include "reef_msg.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long the servers may take to register. */
+#define REGISTER_MS 30000
+
+/* The number of cores LIST ("0", "0-3", "0,2") names, or -1. */
+static int count_cores(const char *list)
+{
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || lo < 0)
+            return -1;
+        if (*end == '-') {
+            p = end + 1;
+            hi = strtol(p, &end, 10);
+            if (end == p || hi < lo)
+                return -1;
+        }
+        n += (int)(hi - lo + 1);
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        p = end;
+    }
+    return n > 0 ? n : -1;
+}
+
+/* Distinct members of fleet/hare registered now. */
+static int registered(void)
+{
+    uint32_t pids[64];
+    int found = 0;
+    for (int i = 0; i < 256 && found < 64; i++) {
+        struct reef_name_member m;
+        if (reef_name_lookup("fleet/hare", REEF_NAME_ROUND_ROBIN, &m) != 0)
+            break;
+        int known = 0;
+        for (int j = 0; j < found; j++)
+            known |= pids[j] == m.pid;
+        if (!known)
+            pids[found++] = m.pid;
+    }
+    return found;
+}
+
+int main(int argc, char **argv)
+{
+    int servers = argc >= 3 ? count_cores(argv[1]) : -1;
+    if (servers < 0) {
+        fprintf(stderr, "usage: hareroot LIST PROGRAM [ARG...] (the kernel's root=hare:LIST)\n");
+        return 2;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("hareroot: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        execl("/bin/fleet", "fleet", "start", "hare", "--timeshare", "--cores", argv[1],
+              "/bin/hared", argv[1], (char *)NULL);
+        perror("hareroot: /bin/fleet");
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "hareroot: fleet start hare on cores %s failed\n", argv[1]);
+        return 1;
+    }
+    for (int waited = 0; registered() < servers; waited++) {
+        if (waited >= REGISTER_MS) {
+            fprintf(stderr, "hareroot: %d of %d file servers registered after %d ms\n",
+                    registered(), servers, REGISTER_MS);
+            return 1;
+        }
+        usleep(1000);
+    }
+    if (mount("none", "/", "hare", 0, "cache=128,root") != 0) {
+        fprintf(stderr, "hareroot: mount -t hare -o root /: %s\n", strerror(errno));
+        return 1;
+    }
+    if (chdir("/") != 0) {
+        perror("hareroot: chdir /");
+        return 1;
+    }
+    execv(argv[2], argv + 2);
+    fprintf(stderr, "hareroot: %s: %s\n", argv[2], strerror(errno));
+    return 1;
+}
