@@ -15,6 +15,7 @@
 
 #include "reef_msg.h"
 #include <stdbool.h>
+#include <stdlib.h>
 
 #define HARE_FLEET "fleet/hare"
 #define HARE_PAGE 4096
@@ -36,6 +37,40 @@ static inline uint64_t hare_word(const struct reef_msg *m, int i)
     if ((i + 1) * 8 <= m->len)
         memcpy(&w, m->data + 8 * i, 8);
     return w;
+}
+
+/* A list of cores as `fleet start --cores` takes it ("1,3-5"): `core`'s place in it (`*id`,
+ * 0 if absent) and its length (`*n`, at most 256). 0, 1 if `core` is not in it (a hared
+ * joining a running fleet), -1 for a bad list. */
+static inline int hare_list_place(const char *list, int core, uint16_t *id, uint16_t *n)
+{
+    int count = 0, found = -1;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || lo < 0)
+            return -1;
+        if (*end == '-') {
+            p = end + 1;
+            hi = strtol(p, &end, 10);
+            if (end == p || hi < lo || hi - lo >= 256)
+                return -1;
+        }
+        for (long c = lo; c <= hi; c++, count++)
+            if (c == core)
+                found = count;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        p = end;
+    }
+    if (count == 0 || count > 256)
+        return -1;
+    *id = found < 0 ? 0 : (uint16_t)found;
+    *n = (uint16_t)count;
+    return found < 0;
 }
 
 /* ---- The server (usr/hare/src/server.rs) ----------------------------------------------- */

@@ -235,38 +235,6 @@ static int serve(struct conn *c)
     return r != -EPIPE;
 }
 
-/* FLEET_CORE's place in LIST ("1,3-5"), and LIST's length: 0, 1 if the core is not in LIST
- * (the member joins a running fleet: `joining`), -1 for a bad LIST. */
-static int place(const char *list, int core, uint16_t *id, uint16_t *n)
-{
-    int count = 0, found = -1;
-    const char *p = list;
-    while (*p) {
-        char *end;
-        long lo = strtol(p, &end, 10), hi = lo;
-        if (end == p || lo < 0)
-            return -1;
-        if (*end == '-') {
-            p = end + 1;
-            hi = strtol(p, &end, 10);
-            if (end == p || hi < lo)
-                return -1;
-        }
-        for (long c = lo; c <= hi; c++, count++)
-            if (c == core)
-                found = count;
-        if (*end == ',')
-            end++;
-        else if (*end)
-            return -1;
-        p = end;
-    }
-    if (count == 0 || count > 256)
-        return -1;
-    *id = found < 0 ? 0 : (uint16_t)found;
-    *n = (uint16_t)count;
-    return found < 0;
-}
 
 /* Polls the `n` request rings and the mailbox's eventcount (new connections) for POLL_NS:
  * whether something came. */
@@ -290,7 +258,7 @@ int main(int argc, char **argv)
     const char *name = getenv("FLEET_NAME"), *core = getenv("FLEET_CORE");
     user_clients = argc == 3 && !strcmp(argv[2], "--user-clients");
     if ((argc != 2 && !user_clients) || !name || !core ||
-        (joining = place(argv[1], atoi(core), &my_id, &servers)) < 0) {
+        (joining = hare_list_place(argv[1], atoi(core), &my_id, &servers)) < 0) {
         fprintf(stderr, "usage: fleet start hare --cores LIST /bin/hared LIST [--user-clients]\n");
         return 2;
     }

@@ -19,7 +19,7 @@
  * standard error).
  */
 #define _GNU_SOURCE
-#include "reef_msg.h"
+#include "hare.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,31 +32,6 @@
 /* How long the servers may take to register. */
 #define REGISTER_MS 30000
 
-/* The number of cores LIST ("0", "0-3", "0,2") names, or -1. */
-static int count_cores(const char *list)
-{
-    int n = 0;
-    const char *p = list;
-    while (*p) {
-        char *end;
-        long lo = strtol(p, &end, 10), hi = lo;
-        if (end == p || lo < 0)
-            return -1;
-        if (*end == '-') {
-            p = end + 1;
-            hi = strtol(p, &end, 10);
-            if (end == p || hi < lo)
-                return -1;
-        }
-        n += (int)(hi - lo + 1);
-        if (*end == ',')
-            end++;
-        else if (*end)
-            return -1;
-        p = end;
-    }
-    return n > 0 ? n : -1;
-}
 
 /* Distinct members of fleet/hare registered now. */
 static int registered(void)
@@ -78,8 +53,8 @@ static int registered(void)
 
 int main(int argc, char **argv)
 {
-    int servers = argc >= 3 ? count_cores(argv[1]) : -1;
-    if (servers < 0) {
+    uint16_t id, servers;
+    if (argc < 3 || hare_list_place(argv[1], -1, &id, &servers) < 0) {
         fprintf(stderr, "usage: hareroot LIST PROGRAM [ARG...] (the kernel's root=hare:LIST)\n");
         return 2;
     }
