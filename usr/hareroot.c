@@ -9,7 +9,8 @@
  * registered, mounts Hare over / with option `root` (the kernel copies NR-FS's files, the
  * initramfs, into it first; /dev, /proc and /sys stay the kernel's), makes / its working
  * directory and executes PROGRAM, which keeps pid 1 and finds its files, /bin and /test among
- * them, in Hare. The buffer cache is 128 MiB (the initramfs and room to work).
+ * them, in Hare. The buffer cache is twice what NR-FS holds, 64 to 256 MiB (the initramfs
+ * and room to work).
  *
  * What does not come along: the fleet manager in Hare is a copy, not the executable the
  * kernel trusts, so programs cannot start fleets (the Hare fleet runs from NR-FS's); a
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,7 +84,17 @@ int main(int argc, char **argv)
         }
         usleep(1000);
     }
-    if (mount("none", "/", "hare", 0, "cache=128,root") != 0) {
+    /* The buffer cache: twice what the root holds (the servers share the copy, each taking
+     * files in turn), 64 to 256 MiB. */
+    struct statfs fs;
+    long used_mib = statfs("/", &fs) == 0
+                        ? (long)((fs.f_blocks - fs.f_bfree) * (unsigned long)fs.f_bsize >> 20)
+                        : 0;
+    long cache = 2 * used_mib + 16;
+    cache = cache < 64 ? 64 : cache > 256 ? 256 : cache;
+    char options[32];
+    snprintf(options, sizeof options, "cache=%ld,root", cache);
+    if (mount("none", "/", "hare", 0, options) != 0) {
         fprintf(stderr, "hareroot: mount -t hare -o root /: %s\n", strerror(errno));
         return 1;
     }

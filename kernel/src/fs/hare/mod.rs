@@ -721,10 +721,13 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         mount.here(|c| run_ready(c.chmod(ROOT_INO, b"/", mode, now())))?;
     }
     if options.root {
+        let since = crate::time::now_ns();
         let (files, bytes) = mount.copy_root(core)?;
         crate::kprintln!(
-            "reef: hare: the root: {files} files and directories ({} KiB) copied from NR-FS",
-            bytes / 1024
+            "reef: hare: the root: {files} files and directories ({} KiB) copied from NR-FS \
+             in {} ms",
+            bytes / 1024,
+            crate::time::now_ns().saturating_sub(since) / 1_000_000
         );
     }
     // `MOUNTING` is held: nothing was mounted meanwhile.
@@ -976,75 +979,18 @@ impl Mount {
         self.with(kcb::current().core_id, f)
     }
 
-    /// Copies NR-FS's tree into this mount over `/` (`root`): every directory (those of
-    /// [`NOT_IN_ROOT`] empty), regular file with its data and symlink, with its mode and
-    /// owner (times are the copy's), through core `core`'s client. Returns the files and
+    /// Copies NR-FS's tree into this mount over `/` (`root`, [`copy_tree`]) through core
+    /// `core`'s client, the files going to the servers in turn (a server's blocks are its
+    /// own: one server would fill with the whole initramfs). Returns the files and
     /// directories copied and the bytes of data.
     fn copy_root(&self, core: usize) -> Result<(usize, u64), Errno> {
         let mut guard = self.client(core)?;
         let c = guard.as_mut().ok_or(Errno::EIO)?;
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(1 << 16).map_err(|_| Errno::ENOMEM)?;
-        buf.resize(1 << 16, 0);
-        let (mut files, mut bytes) = (0, 0u64);
-        let mut dirs: Vec<(nrfs::Ino, Vec<u8>)> = alloc::vec![(nrfs::ROOT_INO, Vec::new())];
-        while let Some((dir, path)) = dirs.pop() {
-            let mut cookie = 0;
-            loop {
-                let entries = super::with_client(|f| f.read_dir(dir, cookie, 64))?;
-                let Some(last) = entries.last() else { break };
-                cookie = last.next_cookie;
-                for e in entries.iter().filter(|e| e.name != b"." && e.name != b"..") {
-                    let st = super::with_client(|f| f.stat(e.ino))?;
-                    let attrs = Attrs::new(st.mode & 0o7777, st.uid, st.gid);
-                    let mut p = path.clone();
-                    p.push(b'/');
-                    p.extend_from_slice(&e.name);
-                    match e.kind {
-                        Kind::Dir => {
-                            run_ready(c.mkdir(ROOT_INO, &p, attrs, false, now()))?;
-                            if !(path.is_empty() && NOT_IN_ROOT.contains(&&e.name[..])) {
-                                dirs.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-                                dirs.push((e.ino, p));
-                            }
-                        }
-                        Kind::File => {
-                            let create = OpenFlags {
-                                create: true,
-                                exclusive: true,
-                                ..OpenFlags::default()
-                            };
-                            let fd = run_ready(c.open(ROOT_INO, &p, create, attrs, now()))?;
-                            let mut off = 0;
-                            let copied = loop {
-                                let n = match super::with_client(|f| f.read(e.ino, off, &mut buf)) {
-                                    Ok(0) => break Ok(()),
-                                    Ok(n) => n,
-                                    Err(e) => break Err(e),
-                                };
-                                match run_ready(c.write(fd, &buf[..n], now())) {
-                                    Ok(w) if w == n => {}
-                                    Ok(_) => break Err(Errno::ENOSPC),
-                                    Err(e) => break Err(e),
-                                }
-                                off += n as u64;
-                            };
-                            run_ready(c.close(fd))?;
-                            copied?;
-                            bytes += off;
-                        }
-                        Kind::Symlink => {
-                            let target = super::with_client(|f| f.readlink(e.ino))?;
-                            run_ready(c.symlink(&target, ROOT_INO, &p, attrs, now()))?;
-                        }
-                        // Devices and FIFOs live in /dev, which Hare leaves to NR-FS.
-                        _ => continue,
-                    }
-                    files += 1;
-                }
-            }
-        }
-        Ok((files, bytes))
+        let servers = self.table.lock().servers();
+        let placed = self.policy(core);
+        let copied = copy_tree(c, &servers, &placed);
+        c.set_policy(placed);
+        copied
     }
 
     /// Blocks of its buffer cache.
@@ -1078,6 +1024,84 @@ impl Mount {
         }
         p
     }
+}
+
+/// Copies NR-FS's tree into Hare through client `c`: every directory (those of
+/// [`NOT_IN_ROOT`] empty), regular file with its data and symlink, with its mode and owner
+/// (times are the copy's), each file's inode on the next of `servers` in turn (`policy`
+/// otherwise). Returns the files and directories copied and the bytes of data.
+fn copy_tree(
+    c: &mut CoreClient,
+    servers: &[ServerId],
+    policy: &Policy,
+) -> Result<(usize, u64), Errno> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(1 << 16).map_err(|_| Errno::ENOMEM)?;
+    buf.resize(1 << 16, 0);
+    let (mut files, mut bytes) = (0, 0u64);
+    let mut dirs: Vec<(nrfs::Ino, Vec<u8>)> = alloc::vec![(nrfs::ROOT_INO, Vec::new())];
+    while let Some((dir, path)) = dirs.pop() {
+        let mut cookie = 0;
+        loop {
+            let entries = super::with_client(|f| f.read_dir(dir, cookie, 64))?;
+            let Some(last) = entries.last() else { break };
+            cookie = last.next_cookie;
+            for e in entries.iter().filter(|e| e.name != b"." && e.name != b"..") {
+                let st = super::with_client(|f| f.stat(e.ino))?;
+                let attrs = Attrs::new(st.mode & 0o7777, st.uid, st.gid);
+                let mut p = path.clone();
+                p.push(b'/');
+                p.extend_from_slice(&e.name);
+                match e.kind {
+                    Kind::Dir => {
+                        run_ready(c.mkdir(ROOT_INO, &p, attrs, false, now()))?;
+                        if !(path.is_empty() && NOT_IN_ROOT.contains(&&e.name[..])) {
+                            dirs.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                            dirs.push((e.ino, p));
+                        }
+                    }
+                    Kind::File => {
+                        c.set_policy(Policy {
+                            local: servers[files % servers.len()],
+                            near: BTreeSet::new(),
+                            ..policy.clone()
+                        });
+                        let create = OpenFlags {
+                            create: true,
+                            exclusive: true,
+                            ..OpenFlags::default()
+                        };
+                        let fd = run_ready(c.open(ROOT_INO, &p, create, attrs, now()))?;
+                        let mut off = 0;
+                        let copied = loop {
+                            let n = match super::with_client(|f| f.read(e.ino, off, &mut buf)) {
+                                Ok(0) => break Ok(()),
+                                Ok(n) => n,
+                                Err(e) => break Err(e),
+                            };
+                            match run_ready(c.write(fd, &buf[..n], now())) {
+                                Ok(w) if w == n => {}
+                                Ok(_) => break Err(Errno::ENOSPC),
+                                Err(e) => break Err(e),
+                            }
+                            off += n as u64;
+                        };
+                        run_ready(c.close(fd))?;
+                        copied?;
+                        bytes += off;
+                    }
+                    Kind::Symlink => {
+                        let target = super::with_client(|f| f.readlink(e.ino))?;
+                        run_ready(c.symlink(&target, ROOT_INO, &p, attrs, now()))?;
+                    }
+                    // Devices and FIFOs live in /dev, which Hare leaves to NR-FS.
+                    _ => continue,
+                }
+                files += 1;
+            }
+        }
+    }
+    Ok((files, bytes))
 }
 
 /// Lets go of `files` (descriptions a thread took out of its table or working directory:
