@@ -24,7 +24,8 @@
  *    itself during its creates; with two servers, a directory of 63 creates from one core
  *    stays ordinary, the 64th makes it distributed, and 16 creates from two cores make
  *    another; every entry is listed after, and every file of the worker still reads back;
- *  - a process other than the fleet manager cannot call reef_fleet_resize (EPERM), a second
+ *  - a process other than the fleet manager cannot call reef_fleet_resize (EPERM; EFAULT for
+ *    a bad name pointer first), a second
  *    member on a core is refused, the last member cannot be shrunk.
  *
  * Off Reef (Linux, not root or no such type) mount answers an error and nothing else is done.
@@ -242,6 +243,11 @@ int main(void)
     long free_before = reef_free_bytes();
     hare_fleet_start_on("1", 1, !split);
     CHECK_EQ(reef_fleet_resize(getpid(), HARE_FLEET, REEF_FLEET_JOIN), -EPERM);
+    errno = 0;
+    CHECK_EQ(syscall(SYS_reef_fleet_resize, (long)getpid(), (const char *)1, 10L,
+                     (long)REEF_FLEET_LEAVE),
+             -1);
+    CHECK_EQ(errno, EFAULT);
     CHECK_SYS(mount("none", MNT, "hare", 0, "cache=16,distribute_at=" DISTRIBUTE_AT));
     CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute_at=" DISTRIBUTE_AT));
     struct statfs fs;

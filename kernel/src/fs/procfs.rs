@@ -625,11 +625,18 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             );
         }
         File::Mounts => {
+            // Hare over `/` comes first, so that `df /` (busybox takes the first mount of a
+            // path) shows it rather than the NR-FS it covers.
+            let hare = super::hare::mounted()
+                .map(|m| alloc::format!("hare {} hare rw,{} 0 0\n", m.point(), m.options_text()));
+            let (first, last) = match hare {
+                Some(h) if h.starts_with("hare / ") => (h, String::new()),
+                Some(h) => (String::new(), h),
+                None => (String::new(), String::new()),
+            };
+            s.push_str(&first);
             s.push_str("nrfs / nrfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n");
-            if let Some(m) = super::hare::mounted() {
-                let at = m.point();
-                let _ = writeln!(s, "hare {at} hare rw,{} 0 0", m.options_text());
-            }
+            s.push_str(&last);
         }
         File::Uptime => {
             let ns = crate::time::now_ns();
