@@ -7,7 +7,7 @@
  *
  * Starts the fleet "hare", mounts Hare over DIR (`mount -t hare none DIR -o OPTIONS`, its root
  * then given DIR's own mode, 1777 for /tmp; see
- * kernel/src/fs/hare.rs for the options), runs PROGRAM with its arguments as a child and
+ * kernel/src/fs/hare/mod.rs for the options), runs PROGRAM with its arguments as a child and
  * waits for it; then unmounts, stops the fleet and checks that the memory the fleet and the
  * mount took has come back. PLACEMENT is where the file servers run (Hare §5.3.2):
  *

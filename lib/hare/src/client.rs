@@ -1821,8 +1821,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
     }
 
-    /// `renameat2(old, new, flags)` with flags 0 or `RENAME_NOREPLACE` (`RENAME_EXCHANGE` is
-    /// not built: EINVAL), with Linux's checks in NR-FS's order.
+    /// `renameat2(old, new, flags)` with flags 0, `RENAME_NOREPLACE` or `RENAME_EXCHANGE`,
+    /// with Linux's checks in NR-FS's order.
     pub async fn rename(
         &mut self,
         old_start: Ino,

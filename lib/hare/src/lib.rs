@@ -2,7 +2,7 @@
 //! for non-cache-coherent multicores* (Gruenwald, Sironi, Kaashoek, Zeldovich; EuroSys '15 and
 //! Gruenwald's 2014 thesis, chapter 3). This crate is the protocol and the two state machines;
 //! Reef runs the servers as a fos fleet (`usr/hared.c`, through the C ABI of `usr/hare/`),
-//! and the client library in the kernel behind `mount -t hare` (`kernel/src/fs/hare.rs`)
+//! and the client library in the kernel behind `mount -t hare` (`kernel/src/fs/hare/`)
 //! and in user space for `usr/haretest.c`.
 //!
 //! `no_std` + `alloc`, stable Rust, no `unsafe`.
@@ -28,10 +28,9 @@
 //! The host tests run several servers and clients with messages delivered in an order
 //! proptest chooses and compare every answer with NR-FS's sequential `FileSystem`.
 //!
-//! Not built yet: `link` (Hare has no `LINK`: EPERM), `RENAME_EXCHANGE` (EINVAL), block lists
-//! kept by the client between reads and writes (each asks the server), a shared description
-//! going back to local when one descriptor is left, and a resize while requests are in
-//! flight (docs/plans.md).
+//! Not built yet: block lists kept by the client between reads and writes (each asks the
+//! server), a shared description going back to local when one descriptor is left, and a
+//! resize while requests are in flight (docs/plans.md).
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
