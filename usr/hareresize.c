@@ -21,9 +21,10 @@
  *  - after umount, a new mount finds the resized fleet (its table from the servers) and
  *    every file, also after a grow while unmounted;
  *  - §6.1.2 (mount option distribute_at=64): the worker's ordinary directory distributed
- *    itself during its creates; with two servers, a directory of 63 creates from one core
- *    stays ordinary, the 64th makes it distributed, and 16 creates from two cores make
- *    another; every entry is listed after, and every file of the worker still reads back;
+ *    itself as it grew; with two servers, a directory of 128 creates and unlinks (one entry
+ *    at a time) stays ordinary, one of 63 entries made from one core too, the 64th makes it
+ *    distributed, and 16 entries made from two cores make another; every entry is listed
+ *    after, and every file of the worker still reads back;
  *  - a process other than the fleet manager cannot call reef_fleet_resize (EPERM; EFAULT for
  *    a bad name pointer first), a second
  *    member on a core is refused, the last member cannot be shrunk.
@@ -41,7 +42,7 @@
 #define FILES 150
 #define S_DISTRIBUTED 0200000
 #define KEPT_BYTES (3 * 4096)
-/* Creates after which an ordinary directory distributes itself (a quarter of it from two
+/* Entries at which an ordinary directory distributes itself (a quarter of them made from two
  * cores or more). */
 #define DISTRIBUTE_AT "64"
 
@@ -185,7 +186,7 @@ static int count_entries(const char *dir)
     return n;
 }
 
-/* §6.1.2: a directory distributes itself after DISTRIBUTE_AT creates, or a quarter of them
+/* §6.1.2: a directory distributes itself at DISTRIBUTE_AT entries, or a quarter of them made
  * from two cores (with two servers, so that its entries move). */
 static void check_self_distribution(int cores)
 {
@@ -195,6 +196,14 @@ static void check_self_distribution(int cores)
     CHECK_EQ(distributed_dirs, 0);
     int at = atoi(DISTRIBUTE_AT);
     pin_self(0);
+    /* Entries count, not creates: a directory whose files come and go stays ordinary. */
+    CHECK_SYS(mkdir(MNT "/churn", 0755));
+    for (int i = 0; i < 2 * at; i++) {
+        make_files(MNT "/churn", "c", 1);
+        CHECK_SYS(unlink(MNT "/churn/c0"));
+    }
+    servers_listed(&shards, &moved, &held_us);
+    CHECK_EQ(distributed_dirs, 0);
     CHECK_SYS(mkdir(MNT "/grow", 0755));
     make_files(MNT "/grow", "g", at - 1);
     servers_listed(&shards, &moved, &held_us);
@@ -217,9 +226,9 @@ static void check_self_distribution(int cores)
     servers_listed(&shards, &moved, &held_us);
     CHECK_EQ(distributed_dirs, 2);
     CHECK_EQ(count_entries(MNT "/shared"), at / 4);
-    SAY("with two servers, a directory distributed itself after %d creates from one core (not "
-        "%d), another after %d from two",
-        at, at - 1, at / 4);
+    SAY("with two servers, a directory distributed itself at %d entries made from one core (not "
+        "%d), another at %d from two; %d creates and unlinks left one ordinary",
+        at, at - 1, at / 4, 2 * at);
 }
 
 int main(void)

@@ -431,8 +431,8 @@ pub struct Client<T, B> {
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
     /// The ordinary directories this client made an entry in since [`Client::take_creates`],
-    /// one per entry (at most [`CREATES_KEPT`]).
-    creates: Vec<Ino>,
+    /// each with its size after the entry (at most [`CREATES_KEPT`]).
+    creates: Vec<(Ino, u32)>,
     stats: ClientStats,
 }
 
@@ -475,11 +475,21 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.dirs.clear();
     }
 
-    /// The ordinary directories the client made an entry in since the last call, one per
-    /// entry: what a policy of dynamic distribution (§6.1.2) counts (`crate::resize::
-    /// distribute`). Nothing while distribution is switched off.
-    pub fn take_creates(&mut self) -> Vec<Ino> {
+    /// The ordinary directories the client made an entry in since the last call, each with
+    /// its number of entries just after (its home server's count): what a policy of dynamic
+    /// distribution (§6.1.2) watches (`crate::resize::distribute`). Nothing while
+    /// distribution is switched off.
+    pub fn take_creates(&mut self) -> Vec<(Ino, u32)> {
         core::mem::take(&mut self.creates)
+    }
+
+    /// Notes an entry made in directory `dir` (`distributed` or not), whose server holds
+    /// `entries` of it now.
+    fn created_in(&mut self, dir: Ino, distributed: bool, entries: u32) {
+        if !distributed && self.policy.techniques.distribution && self.creates.len() < CREATES_KEPT
+        {
+            self.creates.push((dir, entries));
+        }
     }
 
     /// Says that Hare is mounted at absolute path `path` (no trailing slash; empty: Hare
@@ -764,9 +774,6 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let dist = self.distributed(dir).await?;
         let es = self.table.entry_server(dir, name, dist);
         let is = self.inode_server_for(es);
-        if !dist && self.policy.techniques.distribution && self.creates.len() < CREATES_KEPT {
-            self.creates.push(dir);
-        }
         let (kind, distributed) = match &new {
             NewInode::File => (Kind::File, false),
             NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),
@@ -782,9 +789,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 open,
                 now,
             };
-            let Reply::Made { ino, home } = self.rpc(es, req).await? else {
+            let Reply::Made { ino, home, entries } = self.rpc(es, req).await? else {
                 return Err(Errno::EIO.into());
             };
+            self.created_in(dir, dist, entries);
             let entry = Entry {
                 ino,
                 kind,
@@ -825,7 +833,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             now,
         };
         match self.rpc(es, add).await {
-            Ok(Reply::Mapped { home, .. }) => {
+            Ok(Reply::Mapped { home, entries, .. }) => {
+                self.created_in(dir, dist, entries);
                 self.remember(dir, name.to_vec(), entry);
                 if kind == Kind::Dir && !home {
                     self.at_inode(dir, Request::Nlink { dir, delta: 1, now })
@@ -959,7 +968,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let r = self.rpc(es, req).await;
         self.forget(dir, name);
         let (e, home) = match r? {
-            Reply::Mapped { old: Some(e), home } => (e, home),
+            Reply::Mapped {
+                old: Some(e), home, ..
+            } => (e, home),
             Reply::Stale => return Err(Fail::Restart),
             _ => return Err(Errno::EIO.into()),
         };

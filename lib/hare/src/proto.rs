@@ -534,6 +534,9 @@ pub enum Reply {
         old: Option<Entry>,
         /// The directory's inode is on this server and was updated.
         home: bool,
+        /// The directory's entries this server holds now (all of an ordinary directory's, at
+        /// its home): what a policy of dynamic distribution watches (§6.1.2).
+        entries: u32,
     },
     /// The new inode of a `Create`.
     Created(Ino),
@@ -544,6 +547,8 @@ pub enum Reply {
         ino: Ino,
         /// The directory's inode is on this server and was updated.
         home: bool,
+        /// The directory's entries this server holds now (as in [`Reply::Mapped`]).
+        entries: u32,
     },
     /// An inode's attributes.
     Stat(Stat),

@@ -313,6 +313,11 @@ impl Server {
         self.entries.get(&dir).map_or(0, BTreeMap::len)
     }
 
+    /// [`Server::entries_of`] as a reply says it.
+    fn entries_held(&self, dir: Ino) -> u32 {
+        u32::try_from(self.entries_of(dir)).unwrap_or(u32::MAX)
+    }
+
     /// Inodes held.
     pub fn inodes(&self) -> usize {
         self.inodes.len()
@@ -1131,7 +1136,8 @@ impl Server {
             .insert(name.clone(), entry);
         self.cachers.entry((dir, name)).or_default().insert(from);
         let home = self.touch_home(dir, delta, now);
-        Ok(Reply::Mapped { old, home })
+        let entries = self.entries_held(dir);
+        Ok(Reply::Mapped { old, home, entries })
     }
 
     /// [`Request::Rename`]: everything checked first, then done.
@@ -1241,7 +1247,12 @@ impl Server {
                 self.release(e.ino);
             }
         }
-        Ok(Reply::Mapped { old: Some(e), home })
+        let entries = self.entries_held(dir);
+        Ok(Reply::Mapped {
+            old: Some(e),
+            home,
+            entries,
+        })
     }
 
     /// A new inode number in this server's next shard (round robin over its shards); never
@@ -1350,7 +1361,7 @@ impl Server {
             distributed,
         };
         match self.add_map(from, dir, name, entry, None, now, inval) {
-            Ok(Reply::Mapped { home, .. }) => Ok(Reply::Made { ino, home }),
+            Ok(Reply::Mapped { home, entries, .. }) => Ok(Reply::Made { ino, home, entries }),
             other => {
                 self.free_inode(ino);
                 other

@@ -1024,18 +1024,18 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             o.w(e.ino).w(entry_bits(e));
             5
         }
-        Reply::Mapped { old, home } => {
+        Reply::Mapped { old, home, entries } => {
             let bits = old.as_ref().map_or(0, |e| 1 << 16 | entry_bits(e));
             o.w(old.map_or(0, |e| e.ino))
-                .w(bits | u64::from(*home) << 17);
+                .w(bits | u64::from(*home) << 17 | u64::from(*entries) << 32);
             6
         }
         Reply::Created(ino) => {
             o.w(*ino);
             7
         }
-        Reply::Made { ino, home } => {
-            o.w(*ino).w(u64::from(*home));
+        Reply::Made { ino, home, entries } => {
+            o.w(*ino).w(u64::from(*home) | u64::from(*entries) << 32);
             17
         }
         Reply::Stat(s) => {
@@ -1158,13 +1158,19 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
             Reply::Mapped {
                 old,
                 home: bits >> 17 & 1 != 0,
+                entries: (bits >> 32) as u32,
             }
         }
         7 => Reply::Created(i.w()),
-        17 => Reply::Made {
-            ino: i.w(),
-            home: i.w() != 0,
-        },
+        17 => {
+            let ino = i.w();
+            let w = i.w();
+            Reply::Made {
+                ino,
+                home: w & 1 != 0,
+                entries: (w >> 32) as u32,
+            }
+        }
         8 => Reply::Stat(get_stat(&mut i)?),
         9 => Reply::Dir {
             parent: i.w(),

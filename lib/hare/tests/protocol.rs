@@ -596,6 +596,14 @@ fn a_directory_distributed_while_in_use_loses_nothing() {
     let dir = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng)
         .unwrap()
         .ino;
+    // What a policy of dynamic distribution watches: each create's directory and its size.
+    let seen = c[0].take_creates();
+    assert_eq!(seen.len(), 31, "mkdir /d and 30 files");
+    assert_eq!(
+        seen.last(),
+        Some(&(dir, 59)),
+        "f0..f58 after c[0]'s last create"
+    );
     // A descriptor of the directory, open across the change: its listing walks nothing, so
     // the client must forget at once what it knew (`forget_cache`, as Reef's kernel does).
     let flags = OpenFlags::default();

@@ -337,10 +337,11 @@ fn reply() -> impl Strategy<Value = Reply> {
         Just(Reply::Busy),
         Just(Reply::Stale),
         entry().prop_map(Reply::Entry),
-        (prop::option::of(entry()), any::<bool>())
-            .prop_map(|(old, home)| Reply::Mapped { old, home }),
+        (prop::option::of(entry()), any::<bool>(), any::<u32>())
+            .prop_map(|(old, home, entries)| Reply::Mapped { old, home, entries }),
         any::<u64>().prop_map(Reply::Created),
-        (any::<u64>(), any::<bool>()).prop_map(|(ino, home)| Reply::Made { ino, home }),
+        (any::<u64>(), any::<bool>(), any::<u32>())
+            .prop_map(|(ino, home, entries)| { Reply::Made { ino, home, entries } }),
         stat().prop_map(Reply::Stat),
         (any::<u64>(), any::<bool>()).prop_map(|(parent, distributed)| Reply::Dir {
             parent,

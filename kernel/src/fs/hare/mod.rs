@@ -31,8 +31,8 @@
 //!   `distribute_at=` is when a directory distributes itself (§6.1.2); `mode=` sets the root
 //!   directory's permission bits.
 //! - **Resizing** (§6.1.1, [`resize`]): `fleet grow hare`/`fleet shrink hare` move shards
-//!   between the servers while every core client is held back, and a directory that saw
-//!   enough creates becomes distributed the same way (`resize.rs`).
+//!   between the servers while every core client is held back, and a directory that grew
+//!   past `distribute_at=` entries becomes distributed the same way (`resize.rs`).
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
 //!   reserved when it was opened); the next operation on that core's client sends it, as
@@ -77,11 +77,11 @@ mod resize;
 
 pub use resize::{resize, Change};
 
-/// Creates in an ordinary directory after which it becomes distributed (`distribute_at=`'s
-/// default; a quarter of it from two cores or more does too).
+/// Entries of an ordinary directory past which it becomes distributed (`distribute_at=`'s
+/// default; a quarter of it made from two cores or more does too).
 pub const DISTRIBUTE_AT_DEFAULT: u32 = 1024;
 
-/// Directories whose creates the mount counts at once (more are not counted).
+/// Directories whose creating cores the mount remembers at once (more are not watched).
 const COUNTED_DIRS: usize = 4096;
 
 /// The fleet whose members are the file servers.
@@ -406,9 +406,9 @@ pub struct Mount {
     /// Resizes done, and the last one's shards moved and nanoseconds its core clients were
     /// held back.
     resizes: IrqMutex<(u64, usize, u64)>,
-    /// Creates in each ordinary directory the core clients made, and a bit per core that
+    /// The ordinary directories the core clients made entries in, with a bit per core that
     /// made some (§6.1.2's trigger, [`Mount::count_creates`]).
-    creates: IrqMutex<BTreeMap<Ino, (u32, u64)>>,
+    creates: IrqMutex<BTreeMap<Ino, u64>>,
     /// Directories made distributed by themselves.
     distributions: AtomicU64,
     /// The buffer cache, granted to the servers.
@@ -459,7 +459,7 @@ pub fn mounted() -> Option<Arc<Mount>> {
 /// `nodist` (directory distribution), `nobcast` (directory broadcast), `nolookupcache` (the
 /// lookup cache), `noaffinity` (creation affinity), `nodirect` (direct access to the buffer
 /// cache: data travels in the messages); `exec=local|rr|random`, where `execve` runs the
-/// new program ([`ExecPlacement`]); `distribute_at=N`, the creates after which an ordinary
+/// new program ([`ExecPlacement`]); `distribute_at=N`, the entries at which an ordinary
 /// directory becomes distributed (§6.1.2, [`Mount::count_creates`]; 0: never); and
 /// `mode=OCTAL`, the root directory's permission bits (as tmpfs's; Hare makes it 0755), set
 /// at every mount that gives it.
@@ -475,7 +475,7 @@ pub struct Options {
     techniques: Techniques,
     /// `exec=`.
     exec: ExecPlacement,
-    /// `distribute_at=`: creates after which an ordinary directory becomes distributed
+    /// `distribute_at=`: entries past which an ordinary directory becomes distributed
     /// (0: never).
     distribute_at: u32,
     /// `root`: mounted over `/`, with NR-FS's files copied in first.
@@ -949,25 +949,24 @@ impl Mount {
         r
     }
 
-    /// Counts the creates core `core` made in ordinary directories (`made`, one per entry):
-    /// a directory that reached `distribute_at=` creates, or a quarter of it from two cores or
-    /// more, is due to become distributed (and counted no more).
-    fn count_creates(&self, core: usize, made: &[Ino]) -> Option<Ino> {
+    /// Watches the ordinary directories core `core` made entries in (`made`: each with its
+    /// entries just after): one that holds `distribute_at=` entries, or a quarter of that
+    /// with entries made from two cores or more, is due to become distributed.
+    fn count_creates(&self, core: usize, made: &[(Ino, u32)]) -> Option<Ino> {
         let at = self.options.distribute_at;
         if made.is_empty() || at == 0 {
             return None;
         }
-        let mut counts = self.creates.lock();
+        let mut cores_of = self.creates.lock();
         let mut due = None;
-        for &dir in made {
-            if !counts.contains_key(&dir) && counts.len() >= COUNTED_DIRS {
+        for &(dir, entries) in made {
+            if !cores_of.contains_key(&dir) && cores_of.len() >= COUNTED_DIRS {
                 continue;
             }
-            let (n, cores) = counts.entry(dir).or_insert((0, 0));
-            *n += 1;
+            let cores = cores_of.entry(dir).or_insert(0);
             *cores |= 1 << (core % 64);
-            if *n >= at || (*n >= at.div_ceil(4) && cores.count_ones() >= 2) {
-                counts.remove(&dir);
+            if entries >= at || (entries >= at.div_ceil(4) && cores.count_ones() >= 2) {
+                cores_of.remove(&dir);
                 due = Some(dir);
             }
         }

@@ -174,7 +174,7 @@ pub fn resize(change: Change) -> Result<(), Errno> {
 }
 
 /// Makes ordinary directory `dir` of the mounted Hare distributed (§6.1.2: `Mount::with`
-/// asks once the directory has seen enough creates), as a resize does its work: the core
+/// asks once the directory has grown enough), as a resize does its work: the core
 /// clients held back, the resizer's links, `lib/hare`'s `distribute`, and the core clients
 /// catching up (which makes them forget which directories are distributed). Nothing to do if
 /// Hare is not mounted or the directory is distributed already; its errors (`ENOENT`: the
