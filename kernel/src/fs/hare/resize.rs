@@ -42,6 +42,14 @@ pub enum Change {
     Leave(u32),
 }
 
+/// A change with its member found: the registered member that joins, or the pid that leaves.
+enum Step {
+    /// This member joins.
+    Join(Member),
+    /// The member of this pid leaves.
+    Leave(u32),
+}
+
 /// The resizer's links as `lib/hare`'s courier.
 struct Resizer<'a>(&'a Links);
 
@@ -85,26 +93,31 @@ pub fn resize(change: Change) -> Result<(), Errno> {
             Change::Leave(_) => Ok(()),
         };
     };
+    // A member that has not registered yet is told so before any client is held back (the
+    // fleet manager asks again until it has).
+    let step = match change {
+        Change::Join(pid) if members.iter().any(|(_, m)| m.pid == pid) => return Ok(()),
+        Change::Join(pid) => {
+            let fleet = names::members(Name::new(super::FLEET)?)?;
+            Step::Join(*fleet.iter().find(|m| m.pid == pid).ok_or(Errno::EAGAIN)?)
+        }
+        Change::Leave(pid) => Step::Leave(pid),
+    };
     let held = match &mount {
         Some(m) => hold(m)?,
         None => Vec::new(),
     };
     let since = crate::time::now_ns();
     let mut ids = table.servers();
-    let (joiner, leaver) = match change {
-        Change::Join(pid) => {
-            if members.iter().any(|(_, m)| m.pid == pid) {
-                return Ok(());
-            }
-            let fleet = names::members(Name::new(super::FLEET)?)?;
-            let m = *fleet.iter().find(|m| m.pid == pid).ok_or(Errno::EAGAIN)?;
+    let (joiner, leaver) = match step {
+        Step::Join(m) => {
             if next_id == ServerId::MAX {
                 return Err(Errno::ENOSPC);
             }
             ids.push(next_id);
             (Some((next_id, m)), None)
         }
-        Change::Leave(pid) => {
+        Step::Leave(pid) => {
             let Some(&(id, _)) = members.iter().find(|(_, m)| m.pid == pid) else {
                 return Ok(());
             };
