@@ -26,7 +26,7 @@
  *    distributed, and 16 entries made from two cores make another; every entry is listed
  *    after, and every file of the worker still reads back;
  *  - a process other than the fleet manager cannot call reef_fleet_resize (EPERM; EFAULT for
- *    a bad name pointer first), a second
+ *    a bad name pointer and EINVAL for a huge name length first), a second
  *    member on a core is refused, the last member cannot be shrunk.
  *
  * Off Reef (Linux, not root or no such type) mount answers an error and nothing else is done.
@@ -257,6 +257,11 @@ int main(void)
                      (long)REEF_FLEET_LEAVE),
              -1);
     CHECK_EQ(errno, EFAULT);
+    errno = 0;
+    CHECK_EQ(syscall(SYS_reef_fleet_resize, (long)getpid(), HARE_FLEET, 1L << 40,
+                     (long)REEF_FLEET_JOIN),
+             -1);
+    CHECK_EQ(errno, EINVAL);
     CHECK_SYS(mount("none", MNT, "hare", 0, "cache=16,distribute_at=" DISTRIBUTE_AT));
     CHECK(file_has("/proc/mounts", "hare " MNT " hare rw,cache=16M,distribute_at=" DISTRIBUTE_AT));
     struct statfs fs;

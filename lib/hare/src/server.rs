@@ -324,14 +324,16 @@ impl Server {
     }
 
     /// Takes out everything shard `shard` holds here, for [`Server::import_shard`] at its new
-    /// owner, and the invalidations for the clients that cached one of its entries (this
-    /// server no longer answers for them). The caller moves shards only while no request is
-    /// in flight; `EBUSY` while an `rmdir` holds or marks a directory here (try again once it
-    /// finished).
+    /// owner, and queues invalidations for the clients other than `from` that cached one of
+    /// its entries (this server no longer answers for them). The caller moves shards only
+    /// while no request is in flight; `EBUSY` while an `rmdir` holds or marks a directory
+    /// here (try again once it finished).
     fn export_shard(
         &mut self,
+        from: ClientId,
         shard: Shard,
-    ) -> Result<(ShardState, Vec<(ClientId, Invalidation)>), Errno> {
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<ShardState, Errno> {
         if !self.holds.is_empty() || !self.marks.is_empty() {
             return Err(Errno::EBUSY);
         }
@@ -365,9 +367,8 @@ impl Server {
             }
         }
         self.entries.retain(|_, names| !names.is_empty());
-        let mut invalidations = Vec::new();
         for (dir, name, _) in &entries {
-            self.invalidate_cachers(*dir, name, &mut invalidations);
+            self.invalidate(from, *dir, name, inval);
         }
         let inos: Vec<Ino> = self
             .inodes
@@ -389,16 +390,13 @@ impl Server {
             .into_iter()
             .map(|k| (k, self.descs.remove(&k).expect("listed above")))
             .collect();
-        Ok((
-            ShardState {
-                inodes,
-                entries,
-                descs,
-                removed: self.removed.clone(),
-                counter: self.counter,
-            },
-            invalidations,
-        ))
+        Ok(ShardState {
+            inodes,
+            entries,
+            descs,
+            removed: self.removed.clone(),
+            counter: self.counter,
+        })
     }
 
     /// Takes in a shard another server exported ([`Server::export_shard`]).
@@ -436,16 +434,15 @@ impl Server {
     /// invalidations) and keeps it encoded; the part from `offset`.
     fn export(
         &mut self,
-        shard: Shard,
-        offset: u64,
+        from: ClientId,
+        (shard, offset): (Shard, u64),
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
         match &self.outgoing {
             Some((Outgoing::Shard(s), _)) if *s == shard => {}
             Some(_) => return Err(Errno::EBUSY),
             None if offset == 0 => {
-                let (state, invalidations) = self.export_shard(shard)?;
-                inval.extend(invalidations);
+                let state = self.export_shard(from, shard, inval)?;
                 self.outgoing = Some((Outgoing::Shard(shard), state.encode()));
             }
             None => return Err(Errno::EINVAL),
@@ -458,8 +455,8 @@ impl Server {
     /// distributed and keeps them encoded; the part from `offset`.
     fn scatter(
         &mut self,
-        dir: Ino,
-        offset: u64,
+        from: ClientId,
+        (dir, offset): (Ino, u64),
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
         match &self.outgoing {
@@ -500,7 +497,7 @@ impl Server {
                 .get_mut(&dir)
                 .and_then(|m| m.remove(&name))
                 .expect("listed above");
-            self.invalidate_cachers(dir, &name, inval);
+            self.invalidate(from, dir, &name, inval);
             entries.push((dir, name, e));
         }
         self.entries.retain(|_, names| !names.is_empty());
@@ -537,25 +534,6 @@ impl Server {
             other => {
                 self.outgoing = other;
                 Err(Errno::EINVAL)
-            }
-        }
-    }
-
-    /// Queues invalidations of entry `name` of `dir` for the clients caching it, who no
-    /// longer do.
-    fn invalidate_cachers(
-        &mut self,
-        dir: Ino,
-        name: &[u8],
-        inval: &mut Vec<(ClientId, Invalidation)>,
-    ) {
-        if let Some(clients) = self.cachers.remove(&(dir, name.to_vec())) {
-            for c in clients {
-                let i = Invalidation {
-                    dir,
-                    name: Some(name.to_vec()),
-                };
-                inval.push((c, i));
             }
         }
     }
@@ -838,11 +816,11 @@ impl Server {
             }
             Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
             Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
-            Request::Export { shard, offset } => self.export(shard.into(), offset, inval),
+            Request::Export { shard, offset } => self.export(from, (shard.into(), offset), inval),
             Request::Exported { shard, restore } => {
                 self.put_back(Outgoing::Shard(shard.into()), restore)
             }
-            Request::Scatter { dir, offset } => self.scatter(dir, offset, inval),
+            Request::Scatter { dir, offset } => self.scatter(from, (dir, offset), inval),
             Request::Scattered { dir, restore } => {
                 let r = self.put_back(Outgoing::Entries(dir), restore)?;
                 if restore {
@@ -867,7 +845,7 @@ impl Server {
                     if let Some(e) = self.entries.get_mut(&parent).and_then(|m| m.get_mut(&name)) {
                         e.distributed = true;
                     }
-                    self.invalidate_cachers(parent, &name, inval);
+                    self.invalidate(from, parent, &name, inval);
                 }
                 Ok(Reply::Done)
             }

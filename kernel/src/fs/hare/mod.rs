@@ -407,8 +407,8 @@ pub struct Mount {
     /// held back.
     resizes: IrqMutex<(u64, usize, u64)>,
     /// The ordinary directories the core clients made entries in, with a bit per core that
-    /// made some (§6.1.2's trigger, [`Mount::count_creates`]).
-    creates: IrqMutex<BTreeMap<Ino, u64>>,
+    /// made some (§6.1.2's trigger, [`Mount::watch_growth`]).
+    creating_cores: IrqMutex<BTreeMap<Ino, u64>>,
     /// Directories made distributed by themselves.
     distributions: AtomicU64,
     /// The buffer cache, granted to the servers.
@@ -460,7 +460,7 @@ pub fn mounted() -> Option<Arc<Mount>> {
 /// lookup cache), `noaffinity` (creation affinity), `nodirect` (direct access to the buffer
 /// cache: data travels in the messages); `exec=local|rr|random`, where `execve` runs the
 /// new program ([`ExecPlacement`]); `distribute_at=N`, the entries at which an ordinary
-/// directory becomes distributed (§6.1.2, [`Mount::count_creates`]; 0: never); and
+/// directory becomes distributed (§6.1.2, [`Mount::watch_growth`]; 0: never); and
 /// `mode=OCTAL`, the root directory's permission bits (as tmpfs's; Hare makes it 0755), set
 /// at every mount that gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -706,7 +706,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         table: IrqMutex::new(table),
         generation: AtomicU64::new(0),
         resizes: IrqMutex::new((0, 0, 0)),
-        creates: IrqMutex::new(BTreeMap::new()),
+        creating_cores: IrqMutex::new(BTreeMap::new()),
         distributions: AtomicU64::new(0),
         cache,
         budget,
@@ -927,7 +927,7 @@ impl Mount {
 
     /// Runs `f` on core `core`'s client.
     /// Runs `f` on core `core`'s client; then, if its creates made an ordinary directory
-    /// due to become distributed, distributes it (§6.1.2).
+    /// grow due to become distributed, distributes it (§6.1.2).
     fn with<R>(
         &self,
         core: usize,
@@ -938,7 +938,7 @@ impl Mount {
             let client = c.as_mut().ok_or(Errno::EIO)?;
             let r = f(client);
             let made = client.take_creates();
-            (r, self.count_creates(core, &made))
+            (r, self.watch_growth(core, &made))
         };
         if let Some(dir) = due {
             match resize::distribute(dir) {
@@ -952,12 +952,12 @@ impl Mount {
     /// Watches the ordinary directories core `core` made entries in (`made`: each with its
     /// entries just after): one that holds `distribute_at=` entries, or a quarter of that
     /// with entries made from two cores or more, is due to become distributed.
-    fn count_creates(&self, core: usize, made: &[(Ino, u32)]) -> Option<Ino> {
+    fn watch_growth(&self, core: usize, made: &[(Ino, u32)]) -> Option<Ino> {
         let at = self.options.distribute_at;
         if made.is_empty() || at == 0 {
             return None;
         }
-        let mut cores_of = self.creates.lock();
+        let mut cores_of = self.creating_cores.lock();
         let mut due = None;
         for &(dir, entries) in made {
             if !cores_of.contains_key(&dir) && cores_of.len() >= COUNTED_DIRS {
