@@ -75,8 +75,21 @@ impl<T> DerefMut for IrqMutexGuard<'_, T> {
 }
 
 impl<T> Drop for IrqMutexGuard<'_, T> {
+    /// Releases the lock, then restores the interrupt flag. Guards must be released in the
+    /// reverse order of taking: an enclosing guard released first turns interrupts back on
+    /// while this lock is still held, and an interrupt handler taking it then spins for ever on
+    /// this core. That is a kernel bug, reported here whether or not an interrupt came in the
+    /// window (Rust 2021 drops a function's tail-expression temporaries after its locals, so
+    /// `let a = A.lock(); f(&B.lock())` as a tail releases `a` first).
     fn drop(&mut self) {
         drop(self.guard.take());
+        if !self.were_enabled && cpu::interrupts_enabled() {
+            panic!(
+                "IrqMutex<{}> released after an enclosing IrqMutex: interrupts were on while \
+                 it was held",
+                core::any::type_name::<T>()
+            );
+        }
         cpu::restore_interrupts(self.were_enabled);
     }
 }

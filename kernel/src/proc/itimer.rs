@@ -404,7 +404,10 @@ pub fn delete(p: &Arc<Process>, id: i32) -> Result<(), Errno> {
 pub fn posix_get(p: &Arc<Process>, id: i32) -> Result<Setting, Errno> {
     let s = p.timers.state.lock();
     s.find(id)?;
-    Ok(armed_get(&ARMED.lock(), p, Which::Posix(id)))
+    // The list's guard goes at the end of this statement, before `s`: as a temporary of the
+    // tail expression it would outlive `s` (see `IrqMutexGuard::drop`).
+    let now = armed_get(&ARMED.lock(), p, Which::Posix(id));
+    Ok(now)
 }
 
 /// Sets `p`'s POSIX timer `id` (`timer_settime`) to fire at `deadline(realtime)`, a time
