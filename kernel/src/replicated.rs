@@ -194,6 +194,20 @@ pub fn lagging_replica(_log_id: usize, replica: usize) {
     }
 }
 
+/// Brings every node's replica of every replicated structure up to date, from this core: then
+/// nothing a program released is still held by a replica that has not applied the release yet
+/// (the free memory `reef_free_bytes` reports does not depend on which replicas lag).
+pub fn sync_all_nodes() {
+    let live: Vec<Arc<dyn SyncReplica>> =
+        REGISTRY.lock().values().filter_map(Weak::upgrade).collect();
+    for node in 0..node_count() {
+        for r in &live {
+            r.sync_node(node);
+        }
+    }
+    crate::fs::sync_all();
+}
+
 /// Brings this node's replicas of every replicated structure up to date (the idle loop and the
 /// return to user mode call it after an `NrSync` IPI).
 pub fn sync_local_node() {

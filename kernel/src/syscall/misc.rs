@@ -165,13 +165,14 @@ pub fn umask(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
         .swap(a[0] as u32 & 0o777, Ordering::Relaxed) as u64)
 }
 
-/// `reef_free_bytes()`: free physical memory (NCaches and TCaches) in bytes, once every NR-FS
-/// replica has applied the log: a replica that lags (its node used no file call since) takes
-/// frames for the file data it has still to copy, and the figure would drop later with no
-/// program doing anything (a test comparing two figures saw a lagging replica's 12 MiB of the
-/// initramfs as a leak).
+/// `reef_free_bytes()`: free physical memory (NCaches and TCaches) in bytes, once every replica
+/// of every replicated structure has applied its log: an NR-FS replica that lags (its node used
+/// no file call since) takes frames for the file data it has still to copy, and the figure
+/// would drop later with no program doing anything (a test comparing two figures saw a lagging
+/// replica's 12 MiB of the initramfs as a leak); a process-table replica that lags still holds
+/// the processes reaped since (`replicated::sync_all_nodes`).
 pub fn reef_free_bytes(_: &Arc<Thread>, _: &mut InterruptFrame, _: [u64; 6]) -> SysResult {
-    crate::fs::sync_all();
+    crate::replicated::sync_all_nodes();
     Ok(crate::mm::free_bytes())
 }
 
