@@ -20,7 +20,7 @@
 
 use crate::linux;
 use crate::nettest::free_port;
-use crate::qemu::{Accel, Forward, Machine};
+use crate::qemu::{Accel, Console, Forward, Machine};
 use crate::tests::{spawn_piped, wait_for_exit, End};
 use crate::{build, cmdline, deps, usr};
 use std::fmt::Write as _;
@@ -1045,7 +1045,7 @@ fn run_timed(
         let stdin = child.stdin.take().expect("piped");
         std::thread::spawn(move || drive(&load, port, &out, &exited, stdin))
     });
-    let end = wait_for_exit(&mut child, start, limit);
+    let end = wait_for_exit(&mut child, start, limit, || {});
     exited.store(true, std::sync::atomic::Ordering::Relaxed);
     let host = match driver {
         None => Ok(Vec::new()),
@@ -2109,8 +2109,12 @@ pub fn main(args: &[String]) -> Result<u8, String> {
                 forwards,
                 ..machine
             };
-            run_timed(machine.command(kernel, initrd, &line, false), LIMIT, load)
-                .and_then(|timed| values(job.bench, system, &timed))
+            run_timed(
+                machine.command(kernel, initrd, &line, Console::Piped),
+                LIMIT,
+                load,
+            )
+            .and_then(|timed| values(job.bench, system, &timed))
         });
         done.push((job.key(), t0.elapsed().as_secs_f64()));
         let shown = match &result {

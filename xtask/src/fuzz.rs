@@ -31,7 +31,7 @@
 //! left. Reproduce with the same seed: each worker draws the same calls (docs/debugging.md).
 
 use crate::qemu::{Accel, Machine};
-use crate::{build, cmdline, deps, tests, usr};
+use crate::{build, cmdline, deps, monitor, tests, usr};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -421,75 +421,6 @@ fn strip_result(call: &str) -> &str {
     call.split(" = ").next().unwrap_or(call)
 }
 
-/// The `RIP=...` of every vCPU in QEMU's `info registers -a` output, in order.
-pub fn rips(registers: &str) -> Vec<u64> {
-    registers
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("RIP="))
-        .filter_map(|h| u64::from_str_radix(h, 16).ok())
-        .collect()
-}
-
-/// Sends `command` to QEMU's monitor (a Unix socket) and returns its answer: `info registers
-/// -a` for every vCPU's registers, `nmi` for the kernel's scheduler dump (`reef: nmi:` lines on
-/// the console).
-fn monitor(sock: &Path, command: &str) -> Result<String, String> {
-    use std::os::unix::net::UnixStream;
-    let mut s = UnixStream::connect(sock).map_err(|e| format!("monitor: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_millis(500)))
-        .map_err(|e| e.to_string())?;
-    s.write_all(format!("{command}\n").as_bytes())
-        .map_err(|e| format!("monitor: {e}"))?;
-    let mut out = Vec::new();
-    let start = Instant::now();
-    let mut buf = [0u8; 8192];
-    while start.elapsed() < Duration::from_secs(5) {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                if !out.is_empty() {
-                    break;
-                }
-            }
-            Err(e) => return Err(format!("monitor: {e}")),
-        }
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// `addr2line -f -i -e ELF ADDR...`: function and line of each address (one string each).
-fn addr2line(elf: &Path, addrs: &[u64]) -> Vec<String> {
-    let out = Command::new("addr2line")
-        .arg("-f")
-        .arg("-C")
-        .arg("-e")
-        .arg(elf)
-        .args(addrs.iter().map(|a| format!("{a:#x}")))
-        .output();
-    let Ok(out) = out else {
-        return Vec::new();
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    lines.chunks(2).map(|c| c.join(" at ")).collect()
-}
-
-/// The return addresses of a kernel report's `backtrace:` line (none for any other line).
-fn backtrace(line: &str) -> Vec<u64> {
-    line.split_once("backtrace:")
-        .map_or(Vec::new(), |(_, rest)| {
-            rest.split_whitespace()
-                .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
-                .collect()
-        })
-}
-
 /// Lines the terminal does not get (they are in the log file): every call of the trace and the
 /// per-worker lines of each heartbeat.
 fn quiet(line: &str) -> bool {
@@ -567,7 +498,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     cmd.arg("-initrd").arg(&initrd);
     cmd.arg("-append").arg(&line);
     cmd.args(["-serial", "stdio", "-monitor"]);
-    cmd.arg(format!("unix:{},server=on,wait=off", sock.display()));
+    cmd.arg(monitor::argument(&sock));
     eprintln!(
         "xtask: fuzzing Reef: seed {}, {} calls, {} cores, {} nodes, {} MiB, {:?}; log {}",
         o.seed,
@@ -668,11 +599,8 @@ fn watch(
         let now = Instant::now();
         let silent = now - last_beat;
         if silent > o.hang || now - start > limit {
-            registers = monitor(sock, "info registers -a").unwrap_or_else(|e| e);
-            // The kernel prints its scheduler state on an NMI: the console readers take it.
-            if monitor(sock, "nmi").is_ok() {
-                std::thread::sleep(Duration::from_secs(2));
-            }
+            // The kernel prints its scheduler state on the NMI: the console readers take it.
+            registers = monitor::ask_hung(sock);
             let _ = child.kill();
             let _ = child.wait();
             break if silent > o.hang {
@@ -716,8 +644,8 @@ fn print_failure(
         println!("---- kernel report ----");
         for l in &report {
             println!("{l}");
-            let chain = backtrace(l);
-            for (ret, place) in chain.iter().zip(addr2line(elf, &chain)) {
+            let chain = monitor::backtrace(l);
+            for (ret, place) in chain.iter().zip(monitor::addr2line(elf, &chain)) {
                 println!("  {ret:#x} {place}");
             }
         }
@@ -732,7 +660,6 @@ fn print_failure(
         println!("{l}");
     }
     if !registers.is_empty() {
-        let r = rips(registers);
         let file = log.with_extension("registers");
         let saved = std::fs::write(&file, registers).is_ok();
         println!(
@@ -743,13 +670,8 @@ fn print_failure(
                 String::new()
             }
         );
-        let places = addr2line(elf, &r);
-        for (cpu, rip) in r.iter().enumerate() {
-            let place = places.get(cpu).map_or("", String::as_str);
-            println!("cpu {cpu}: RIP={rip:#018x} {place}");
-        }
-        if r.is_empty() {
-            println!("{}", registers.trim());
+        for l in monitor::where_each_cpu_was(registers, elf) {
+            println!("{l}");
         }
     }
     let dump: Vec<&str> = lines
@@ -941,8 +863,6 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
         );
         let lines: Vec<&str> = log.lines().collect();
         assert_eq!(classify(&lines, Ending::Exited(3)), Err(Failure::Panic));
-        assert_eq!(backtrace(lines[lines.len() - 1]), [0xffffffff80101234]);
-        assert!(backtrace(lines[lines.len() - 2]).is_empty());
         assert_eq!(
             kernel_report(&lines),
             [
@@ -1113,14 +1033,5 @@ fuzz: last w1 g1 #20 pid=9 futex(0x7f0000000000, 0x80, 0, 0x300000000600, 0, 0) 
         let shown = shown_stalled(all, &left);
         assert_eq!(shown[&0].len(), 1);
         assert!(shown[&0][0].0.contains("pid=11 "));
-    }
-
-    #[test]
-    fn monitor_output_gives_each_rip() {
-        let regs = "CPU#0\nRAX=0000000000000000 RBX=0000000000000001\n\
-                    RSI=0 RDI=0 RBP=0 RSP=ffffffff80200000\n\
-                    R8 =0 R9 =0\nRIP=ffffffff80101234 RFL=00000046 [---Z-P-] CPL=0\n\
-                    CPU#1\nRIP=0000000000401000 RFL=00000202\n";
-        assert_eq!(rips(regs), [0xffffffff80101234, 0x401000]);
     }
 }

@@ -27,6 +27,7 @@ mod debian;
 mod deps;
 mod fuzz;
 mod linux;
+mod monitor;
 mod nettest;
 mod profile;
 mod qemu;
@@ -35,7 +36,7 @@ mod usr;
 mod variant;
 mod zip;
 
-use qemu::{Accel, Machine};
+use qemu::{Accel, Console, Machine};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
@@ -179,7 +180,7 @@ fn run(args: &[String]) -> Result<u8, String> {
     deps::ensure(&[deps::QEMU, deps::QBOOT, deps::OBJCOPY])?;
     let kernel = build::kernel()?;
     let initrd = debian::initramfs()?;
-    let mut cmd = machine.command(&kernel.image, &initrd, &line, true);
+    let mut cmd = machine.command(&kernel.image, &initrd, &line, Console::Terminal);
     if gdb {
         cmd.args(["-s", "-S"]);
         eprintln!("xtask: QEMU waits for a debugger on localhost:1234. In another terminal:");

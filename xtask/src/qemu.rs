@@ -193,18 +193,37 @@ impl Machine {
         kernel: &Path,
         initrd: &Path,
         cmdline: &str,
-        interactive: bool,
+        console: Console,
     ) -> Command {
         let mut c = Command::new("qemu-system-x86_64");
         c.args(self.args());
         c.arg("-kernel").arg(kernel);
         c.arg("-initrd").arg(initrd);
         c.arg("-append").arg(cmdline);
-        if interactive {
-            c.args(["-serial", "mon:stdio"]);
-        } else {
-            c.args(["-serial", "stdio", "-monitor", "none"]);
+        match console {
+            Console::Terminal => {
+                c.args(["-serial", "mon:stdio"]);
+            }
+            Console::Piped => {
+                c.args(["-serial", "stdio", "-monitor", "none"]);
+            }
+            Console::Watched(sock) => {
+                c.args(["-serial", "stdio", "-monitor"]);
+                c.arg(crate::monitor::argument(sock));
+            }
         }
         c
     }
+}
+
+/// Where a guest's serial console and QEMU's monitor go.
+#[derive(Clone, Copy, Debug)]
+pub enum Console<'a> {
+    /// The terminal, with the monitor on the same line (Ctrl-A C): `cargo xtask run`.
+    Terminal,
+    /// Standard input and output; no monitor.
+    Piped,
+    /// Standard input and output, and the monitor on this Unix socket (to ask a guest that
+    /// hangs where it is, `monitor::ask_hung`).
+    Watched(&'a Path),
 }

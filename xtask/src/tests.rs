@@ -23,8 +23,8 @@
 //! into QEMU's stdin step by step, each step waiting (with a time limit) for the output it
 //! expects before the next input goes in.
 
-use crate::qemu::{Accel, Machine};
-use crate::{build, cmdline, deps, usr};
+use crate::qemu::{Accel, Console, Machine};
+use crate::{build, cmdline, deps, monitor, usr};
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -136,11 +136,13 @@ impl Capture {
     }
 }
 
-/// Waits until `child` exits or `limit` (from `start`) passes; then it is killed.
+/// Waits until `child` exits or `limit` (from `start`) passes; then `at_limit` runs (to ask
+/// a guest that hangs where it is) and it is killed.
 pub fn wait_for_exit(
     child: &mut std::process::Child,
     start: Instant,
     limit: Duration,
+    at_limit: impl FnOnce(),
 ) -> Result<End, String> {
     loop {
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
@@ -151,6 +153,7 @@ pub fn wait_for_exit(
             });
         }
         if start.elapsed() > limit {
+            at_limit();
             let _ = child.kill();
             let _ = child.wait();
             return Ok(End::TimedOut);
@@ -159,8 +162,6 @@ pub fn wait_for_exit(
     }
 }
 
-/// Runs `cmd` with stdin closed, collecting stdout and stderr until it exits or `limit` passes
-/// (then it is killed).
 /// Starts `cmd` with `stdin` and its stdout and stderr piped; returns it and its start time.
 pub fn spawn_piped(mut cmd: Command, stdin: Stdio) -> Result<(Child, Instant), String> {
     cmd.stdin(stdin)
@@ -173,10 +174,12 @@ pub fn spawn_piped(mut cmd: Command, stdin: Stdio) -> Result<(Child, Instant), S
     Ok((child, start))
 }
 
-pub fn collect(cmd: Command, limit: Duration) -> Result<Outcome, String> {
+/// Runs `cmd` with stdin closed, collecting stdout and stderr until it exits or `limit` passes
+/// (then `at_limit` runs and it is killed).
+pub fn collect(cmd: Command, limit: Duration, at_limit: impl FnOnce()) -> Result<Outcome, String> {
     let (mut child, start) = spawn_piped(cmd, Stdio::null())?;
     let capture = Capture::start(&mut child);
-    let end = wait_for_exit(&mut child, start, limit)?;
+    let end = wait_for_exit(&mut child, start, limit, at_limit)?;
     let wall = start.elapsed();
     let log = capture.finish();
     Ok(Outcome { log, end, wall })
@@ -264,7 +267,7 @@ fn converse(
         }
     }
     let end = if verdict.is_ok() {
-        wait_for_exit(&mut child, start, limit)?
+        wait_for_exit(&mut child, start, limit, || {})?
     } else {
         let _ = child.kill();
         let _ = child.wait();
@@ -285,7 +288,11 @@ pub fn boot(
     cmdline: &str,
     limit: Duration,
 ) -> Result<Outcome, String> {
-    collect(machine.command(kernel, initrd, cmdline, false), limit)
+    collect(
+        machine.command(kernel, initrd, cmdline, Console::Piped),
+        limit,
+        || {},
+    )
 }
 
 pub(crate) type Check = Box<dyn Fn(&Machine, &Outcome) -> Result<(), String>>;
@@ -1373,7 +1380,7 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
                 .env("TERM", "linux")
                 .env("PATH", path);
         }
-        let o = collect(cmd, NATIVE_LIMIT)?;
+        let o = collect(cmd, NATIVE_LIMIT, || {})?;
         let want = match t.signal {
             Some(_) => End::Signaled(t.status as i32 - 128),
             None => End::Exited(t.status as i32),
@@ -1409,17 +1416,26 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         false => None,
     };
     let (mut passed, mut failed) = (0, 0);
+    let sock = std::env::temp_dir().join(format!("reef-test-{}.monitor", std::process::id()));
     for case in &cases {
         let m = machine(case);
         let initrd = match &debian {
             Some(d) if case.debian => d,
             _ => &lean,
         };
-        let (o, script) = if case.script.is_empty() {
-            let o = boot(&m, &kernel.image, initrd, &case.cmdline, case.limit)?;
+        let mut registers = String::new();
+        let (mut o, script) = if case.script.is_empty() {
+            let _ = std::fs::remove_file(&sock);
+            let cmd = m.command(
+                &kernel.image,
+                initrd,
+                &case.cmdline,
+                Console::Watched(&sock),
+            );
+            let o = collect(cmd, case.limit, || registers = monitor::ask_hung(&sock))?;
             (o, Ok(()))
         } else {
-            let cmd = m.command(&kernel.image, initrd, &case.cmdline, false);
+            let cmd = m.command(&kernel.image, initrd, &case.cmdline, Console::Piped);
             let host_port = case.forwards.first().map_or(0, |f| f.host);
             converse(cmd, &case.script, case.limit, host_port)?
         };
@@ -1441,9 +1457,19 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             },
             (v, _, _) => v,
         };
+        if verdict.is_err() {
+            o.log = monitor::name_backtraces(&o.log, &kernel.elf);
+            if !registers.is_empty() {
+                o.log
+                    .push_str("xtask: where each vCPU was at the time limit (QEMU's monitor):\n");
+                for l in monitor::where_each_cpu_was(&registers, &kernel.elf) {
+                    o.log.push_str(&format!("xtask: {l}\n"));
+                }
+            }
+        }
         let how = format!(
             "{:?}",
-            m.command(&kernel.image, initrd, &case.cmdline, false)
+            m.command(&kernel.image, initrd, &case.cmdline, Console::Piped)
         );
         if report("qemu", &case.name, verdict, &o, &how) {
             passed += 1;
@@ -1451,6 +1477,7 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             failed += 1;
         }
     }
+    let _ = std::fs::remove_file(&sock);
     Ok((passed, failed))
 }
 
