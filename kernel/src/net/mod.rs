@@ -574,6 +574,10 @@ const NIC_BATCH: usize = 64;
 /// the machine's address and learns the gateway's MAC.
 fn from_nic(work: &mut VecDeque<Arc<Instance>>) {
     for _ in 0..NIC_BATCH {
+        if server::serving() && !server::nic_room() {
+            // The server's kick says when it has room.
+            return;
+        }
         let (frame, mac) = {
             let mut guard = nic::NIC.lock();
             let Some(n) = guard.as_mut() else {
@@ -672,6 +676,11 @@ pub fn tick() {
 /// The NIC interrupted: frames wait ([`run_due`] takes them).
 pub fn interrupted() {
     NIC_INTERRUPTS.fetch_add(1, Ordering::Relaxed);
+    NIC_DUE.store(true, Ordering::Release);
+}
+
+/// Frames may wait on the NIC ([`run_due`] takes them): the network server made room for them.
+fn nic_due() {
     NIC_DUE.store(true, Ordering::Release);
 }
 

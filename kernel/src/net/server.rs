@@ -378,10 +378,20 @@ pub fn from_switch(frame: &[u8]) {
     push(0, frame);
 }
 
-/// A frame the NIC received: to the server (dropped and counted if the ring is full, as a
-/// NIC's receive ring drops).
+/// A frame the NIC received: to the server (dropped and counted if the ring is full; the
+/// kernel looks for room first, [`nic_room`]).
 pub fn nic_received(frame: &[u8]) {
     push(NIC, frame);
+}
+
+/// Whether the server's ring for the NIC's frames has room for one more. If not, the ring is
+/// marked, the frames wait on the NIC (as a NIC's receive queue waits for its driver, rather
+/// than being dropped for TCP to send again), and the server's kick of the NIC's bit says
+/// when there is room ([`kick`]).
+pub fn nic_room() -> bool {
+    NETD.lock()
+        .as_ref()
+        .is_none_or(|n| n.to_server[NIC].has_room(&n.ring(shared::to_server(NIC))))
 }
 
 /// Takes up to a ring's worth of frames from slot `s`'s ring back (the instance of the slot).
@@ -488,7 +498,8 @@ fn deliver(s: usize, frames: Vec<Vec<u8>>, inst: Option<Arc<Instance>>) {
 
 /// `reef_netd(KICK, mask)` from the server: takes what it put in the rings back of the slots
 /// in `mask` (bit [`NIC`]: the NIC's) and runs their instances, which send what they kept
-/// while their rings to the server were full. `EPERM` unless `pid` is the attached server, `EINVAL`
+/// while their rings to the server were full (the NIC's bit: the frames left on the NIC are
+/// taken at the return to user mode). `EPERM` unless `pid` is the attached server, `EINVAL`
 /// for bits past the rings.
 pub fn kick(pid: u32, mask: u64) -> Result<(), Errno> {
     if mask >> (NIC + 1) != 0 {
@@ -500,6 +511,10 @@ pub fn kick(pid: u32, mask: u64) -> Result<(), Errno> {
     for s in 0..=NIC {
         if mask & 1 << s != 0 {
             drain(s);
+            if s == NIC {
+                // There may be room for the frames left on the NIC.
+                super::nic_due();
+            }
             // The ring to the server may have room for frames the instance kept.
             let inst = NETD
                 .lock()

@@ -165,6 +165,23 @@ impl Producer {
         Producer { tail: ring.tail() }
     }
 
+    /// Whether a frame fits now. If not, the producer is marked waiting for room, as a full
+    /// [`Producer::push`] marks it, and the consumer says when it made room
+    /// ([`Consumer::producer_waits`]): a producer that can leave its frames where they are (a
+    /// NIC's receive queue) looks before it takes one, rather than dropping it.
+    pub fn has_room<P: Pages + ?Sized>(&self, ring: &Ring<'_, P>) -> bool {
+        if self.tail.wrapping_sub(ring.head()) < CELLS {
+            return true;
+        }
+        // Marked waiting, then a second look (the consumer frees a cell, then looks at the
+        // mark): either the consumer sees the mark or this sees the room.
+        if let Some(w) = ring.header(WAITING) {
+            w.store(1, Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        self.tail.wrapping_sub(ring.head()) < CELLS
+    }
+
     /// Puts `frame` in the next cell and publishes it: `Ok(true)` if the consumer sleeps and
     /// must be woken (the mark is cleared, so one wake-up is asked for).
     pub fn push<P: Pages + ?Sized>(
@@ -178,19 +195,11 @@ impl Producer {
         if !ring.whole() {
             return Err(PushError::Missing);
         }
-        if self.tail.wrapping_sub(ring.head()) >= CELLS {
-            // Marked waiting, then a second look (the consumer frees a cell, then looks at
-            // the mark): either the consumer sees the mark or this sees the room.
-            if let Some(w) = ring.header(WAITING) {
-                w.store(1, Ordering::SeqCst);
+        if !self.has_room(ring) {
+            if let Some(w) = ring.header(FULL) {
+                w.fetch_add(1, Ordering::Relaxed);
             }
-            fence(Ordering::SeqCst);
-            if self.tail.wrapping_sub(ring.head()) >= CELLS {
-                if let Some(w) = ring.header(FULL) {
-                    w.fetch_add(1, Ordering::Relaxed);
-                }
-                return Err(PushError::Full);
-            }
+            return Err(PushError::Full);
         }
         let cell = self.tail % CELLS;
         for (i, chunk) in frame.chunks(8).enumerate() {
@@ -384,6 +393,30 @@ mod tests {
             assert_eq!(out[..8], i.to_le_bytes());
         }
         assert_eq!(take(&mut c, &ring, &mut out), None);
+    }
+
+    #[test]
+    fn a_producer_that_looks_first_is_told_of_room_and_counts_no_drop() {
+        let mem = pages(RING_PAGES);
+        let ring = Ring::new(&mem[..], 0);
+        ring.reset();
+        let mut p = Producer::resume(&ring);
+        let mut c = Consumer::resume(&ring);
+        for i in 0..CELLS {
+            assert!(p.has_room(&ring));
+            p.push(&ring, &i.to_le_bytes()).unwrap();
+        }
+        assert!(!c.producer_waits(&ring), "room was there each time");
+        assert!(!p.has_room(&ring));
+        assert_eq!(ring.full_drops(), 0, "looking is not dropping");
+        let mut out = [0u8; CELL_DATA];
+        assert_eq!(take(&mut c, &ring, &mut out), Some(Ok(8)));
+        assert!(
+            c.producer_waits(&ring),
+            "the producer that looked waits for room"
+        );
+        assert!(p.has_room(&ring));
+        assert_eq!(p.push(&ring, b"one more"), Ok(false));
     }
 
     #[test]

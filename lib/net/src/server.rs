@@ -486,8 +486,9 @@ pub struct Step {
     /// Frames it took from the rings.
     pub moved: usize,
     /// The kernel's rings it put frames in while the kernel slept, or whose ring to it had
-    /// filled and has room again: bit `s` for slot `s`, bit [`NIC`] for the NIC (the server
-    /// asks the kernel to look at them).
+    /// filled and has room again: bit `s` for slot `s`, bit [`NIC`] for the NIC (frames to
+    /// send, or room for the frames the NIC received; the server asks the kernel to look at
+    /// them).
     pub kick: u32,
 }
 
@@ -645,6 +646,10 @@ impl<'a, P: Pages + ?Sized, T: Pages + ?Sized> Server<'a, P, T> {
                 Err(_) => ctl.count(Counter::Malformed),
             }
             self.inbox[NIC].commit(&ring);
+        }
+        if self.inbox[NIC].producer_waits(&ring) {
+            // The kernel left the NIC's frames on the NIC for want of room: there is room now.
+            step.kick |= 1 << NIC;
         }
         step
     }
