@@ -14,6 +14,7 @@
 //!
 //! A self-test that fails prints `reef: selftest NAME: FAILED: ...` and exits with status 7.
 
+use crate::arch::cpu;
 use crate::arch::power::{self, ExitCode};
 use crate::ipi::{self, IpiKind};
 use crate::kcb::online_cores;
@@ -21,6 +22,7 @@ use crate::kcb::{self, CoreState};
 use crate::kprintln;
 use crate::mm::{self, FrameSize};
 use crate::smp::BootDriver;
+use crate::sync::IrqMutex;
 use crate::time;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -169,7 +171,7 @@ fn run_phase(phase: usize) {
             fail("phase", format_args!("cores did not finish phase {phase}"));
             break;
         }
-        crate::arch::cpu::pause();
+        cpu::pause();
     }
     PHASE.store(0, Ordering::Release);
 }
@@ -218,7 +220,7 @@ fn relay_part(me: usize) {
             );
             return;
         }
-        crate::arch::cpu::pause();
+        cpu::pause();
     }
 }
 
@@ -265,9 +267,14 @@ pub fn run(name: &str, driver: &BootDriver) {
         }
         "fault-ap" => run_phase(PHASE_FAULT_AP),
         "panic" => panic!("deliberate panic (test=panic)"),
+        "lock-order" => lock_order(),
+        "deadlock" => deadlock(),
         other => fail(
             other,
-            format_args!("no such self-test (ipi, memory, corectl, fault, fault-ap, panic)"),
+            format_args!(
+                "no such self-test (ipi, memory, corectl, fault, fault-ap, panic, lock-order, \
+                 deadlock)"
+            ),
         ),
     }
     let failures = FAILURES.load(Ordering::SeqCst);
@@ -288,7 +295,7 @@ fn timers_tick(cores: &[usize]) {
             if time::now_ns() > deadline {
                 return fail("ipi", format_args!("core {c}'s APIC timer does not tick"));
             }
-            crate::arch::cpu::pause();
+            cpu::pause();
         }
     }
     kprintln!(
@@ -342,4 +349,36 @@ fn corectl(driver: &BootDriver) {
             format_args!("core {last} is {:?} after restart", kcb.state()),
         );
     }
+}
+
+/// `test=lock-order`: releases an `IrqMutex` guard before one taken inside it, which
+/// `IrqMutexGuard::drop` reports as a kernel bug (a panic naming the inner lock's type).
+fn lock_order() {
+    static OUTER: IrqMutex<u8> = IrqMutex::new(0);
+    static INNER: IrqMutex<u16> = IrqMutex::new(0);
+    // SAFETY: this core's IDT and local APIC are initialized (the self-tests run after boot);
+    // the outer guard must find interrupts on for its release to turn them back on.
+    unsafe { cpu::enable_interrupts() };
+    let outer = OUTER.lock();
+    let inner = INNER.lock();
+    drop(outer);
+    drop(inner);
+    fail(
+        "lock-order",
+        format_args!("a guard released after its enclosing one was not reported"),
+    );
+}
+
+/// `test=deadlock`: takes an `IrqMutex` this core already holds, which `IrqMutex::lock`
+/// reports after its deadlock timeout (a panic naming the lock's type).
+fn deadlock() {
+    static LOCK: IrqMutex<u32> = IrqMutex::new(0);
+    let held = LOCK.lock();
+    let again = LOCK.lock();
+    drop(again);
+    drop(held);
+    fail(
+        "deadlock",
+        format_args!("a lock taken twice was granted twice"),
+    );
 }

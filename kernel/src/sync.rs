@@ -6,6 +6,11 @@
 use crate::arch::cpu;
 use core::ops::{Deref, DerefMut};
 
+/// How long [`IrqMutex::lock`] waits before it reports a deadlock: far beyond any holder's
+/// section (microseconds; under TCG a descheduled vCPU may add milliseconds), well within a
+/// test's time limit.
+const DEADLOCK_SECS: u64 = 30;
+
 /// A spin lock that disables interrupts while held.
 pub struct IrqMutex<T> {
     /// The spin lock holding the value.
@@ -34,12 +39,41 @@ impl<T> IrqMutex<T> {
         }
     }
 
-    /// Disables interrupts and takes the lock.
+    /// Disables interrupts and takes the lock. Waiting for it longer than [`DEADLOCK_SECS`] is
+    /// a kernel bug (a holder that never lets go: a deadlock, or a guard leaked with
+    /// interrupts on, see [`IrqMutexGuard::drop`]), reported with the lock's type and a
+    /// backtrace rather than a machine that hangs without a word.
     pub fn lock(&self) -> IrqMutexGuard<'_, T> {
         let were_enabled = cpu::disable_interrupts();
+        let guard = match self.inner.try_lock() {
+            Some(guard) => guard,
+            None => self.wait(),
+        };
         IrqMutexGuard {
-            guard: Some(self.inner.lock()),
+            guard: Some(guard),
             were_enabled,
+        }
+    }
+
+    /// Spins until the lock is free, or panics after [`DEADLOCK_SECS`] (the TSC measures, once
+    /// calibrated; before that, early in boot, one core runs and nothing waits).
+    #[cold]
+    fn wait(&self) -> spin::MutexGuard<'_, T> {
+        let hz = crate::time::tsc_hz();
+        let start = cpu::rdtsc();
+        loop {
+            for _ in 0..1024 {
+                if let Some(guard) = self.inner.try_lock() {
+                    return guard;
+                }
+                cpu::pause();
+            }
+            if hz != 0 && cpu::rdtsc().wrapping_sub(start) > DEADLOCK_SECS * hz {
+                panic!(
+                    "IrqMutex<{}> still held by another after {DEADLOCK_SECS} s: a deadlock",
+                    core::any::type_name::<T>()
+                );
+            }
         }
     }
 

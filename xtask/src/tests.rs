@@ -465,6 +465,22 @@ fn check_panic(_: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, "reef:   backtrace: 0xffffffff8")
 }
 
+fn check_lock_order(_: &Machine, o: &Outcome) -> Result<(), String> {
+    expect(
+        &o.log,
+        "IrqMutex<u16> released after an enclosing IrqMutex: interrupts were on while it was held",
+    )?;
+    expect(&o.log, "reef:   backtrace: 0xffffffff8")
+}
+
+fn check_deadlock(_: &Machine, o: &Outcome) -> Result<(), String> {
+    expect(
+        &o.log,
+        "IrqMutex<u32> still held by another after 30 s: a deadlock",
+    )?;
+    expect(&o.log, "reef:   backtrace: 0xffffffff8")
+}
+
 fn check_unknown_test(_: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, "reef: selftest nonsense: FAILED: no such self-test")?;
     expect(&o.log, "reef: ignoring unknown command-line word 'bogus=1'")
@@ -529,6 +545,20 @@ fn kernel_cases() -> Vec<Case> {
             check_fault_ap,
         ),
         kernel_case("panic", (1, 1, 128), "test=panic poweroff", 3, check_panic),
+        kernel_case(
+            "lock-order",
+            (1, 1, 128),
+            "test=lock-order poweroff",
+            3,
+            check_lock_order,
+        ),
+        kernel_case(
+            "deadlock",
+            (1, 1, 128),
+            "test=deadlock poweroff",
+            3,
+            check_deadlock,
+        ),
         kernel_case(
             "unknown-test",
             (1, 1, 128),
