@@ -110,12 +110,13 @@ static inline int hare_fleet_start(char *list, size_t len, int most)
 
 /* What the kernel has free for a new use, in bytes: its free frames (reef_free_bytes()) and
  * what its heaps hold without using (each node's arenas less their live allocations, and its
- * spare arena: /proc/reef/memory); `*heap` (if not NULL) gets the heaps' part. A heap gives an arena (2 MiB)
- * back only once nothing in it lives, so a few long-lived objects keep arenas that are mostly
- * free: counting free frames alone, a fuzz campaign on Hare (`onhare -o exec=random,nodirect
- * timeshare /tmp /test/fuzz --calls 80000 --workers 4` at 4c2n) seemed to lose 11.9 MiB, of
- * which 10.2 MiB were such arenas and spares and 2 MiB the churner's variant image, while the
- * heaps' live bytes had gone down. A leaked object still counts: it is live. */
+ * spare arena: /proc/reef/memory); `*heap` (if not NULL) gets the heaps' part. A heap gives
+ * an arena (2 MiB) back only once nothing in it lives, so a few long-lived objects keep
+ * arenas that are mostly free: counting free frames alone, a fuzz campaign on Hare
+ * (`onhare -o exec=random,nodirect timeshare /tmp /test/fuzz --calls 80000 --workers 4` at
+ * 4c2n) seemed to lose 11.9 MiB, of which 10.2 MiB were such arenas and spares and 2 MiB the
+ * churner's variant image, while the heaps' live bytes had gone down. A leaked object still
+ * counts: it is live. */
 static inline long hare_free_memory(long *heap)
 {
     long frames = reef_free_bytes();

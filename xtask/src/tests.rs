@@ -458,27 +458,31 @@ fn check_fault_ap(m: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, &format!("core={}", m.cores - 1))
 }
 
+/// A kernel panic on core 0 reported with `message` and the calling chain (by frame pointers:
+/// at least the caller of the code that panicked).
+fn expect_panic(log: &str, message: &str) -> Result<(), String> {
+    expect(log, "reef: panic on core 0 at src/")?;
+    expect(log, message)?;
+    expect(log, "reef:   backtrace: 0xffffffff8")
+}
+
 fn check_panic(_: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, "reef: panic on core 0 at src/selftest.rs:")?;
-    expect(&o.log, "deliberate panic (test=panic)")?;
-    // The calling chain, by frame pointers: at least the self-test's caller.
-    expect(&o.log, "reef:   backtrace: 0xffffffff8")
+    expect_panic(&o.log, "deliberate panic (test=panic)")
 }
 
 fn check_lock_order(_: &Machine, o: &Outcome) -> Result<(), String> {
-    expect(
+    expect_panic(
         &o.log,
         "IrqMutex<u16> released after an enclosing IrqMutex: interrupts were on while it was held",
-    )?;
-    expect(&o.log, "reef:   backtrace: 0xffffffff8")
+    )
 }
 
 fn check_deadlock(_: &Machine, o: &Outcome) -> Result<(), String> {
-    expect(
+    expect_panic(
         &o.log,
         "IrqMutex<u32> still held by another after 30 s: a deadlock",
-    )?;
-    expect(&o.log, "reef:   backtrace: 0xffffffff8")
+    )
 }
 
 fn check_unknown_test(_: &Machine, o: &Outcome) -> Result<(), String> {
