@@ -26,7 +26,7 @@ pub const PAGE_WORDS: usize = 512;
 /// A page of shared memory, as the words both sides read and write.
 pub type Page = [AtomicU64; PAGE_WORDS];
 
-/// Shared pages, by number.
+/// Shared pages, by number, without holes (if page `i` is there, so is every page below it).
 pub trait Pages {
     /// Page `i`, or `None` past the end.
     fn page(&self, i: usize) -> Option<&Page>;
@@ -103,17 +103,18 @@ impl<'a, P: Pages + ?Sized> Ring<'a, P> {
         self.pages.page(self.first).map(|p| &p[i])
     }
 
-    /// Word `w` of cell `c` (`c < CELLS`, `w < CELL_WORDS`).
-    fn cell_word(&self, c: u64, w: usize) -> Option<&'a AtomicU64> {
+    /// The words of cell `c` (`c < CELLS`): its length, then the frame's bytes. A cell lies
+    /// in one page, so a frame's copy looks its page up once.
+    fn cell(&self, c: u64) -> Option<&'a [AtomicU64]> {
         let per_page = PAGE_WORDS / CELL_WORDS;
         let c = c as usize;
         let page = self.pages.page(self.first + 1 + c / per_page)?;
-        Some(&page[(c % per_page) * CELL_WORDS + w])
+        page.get((c % per_page) * CELL_WORDS..)?.get(..CELL_WORDS)
     }
 
-    /// Whether every page of the ring is there.
+    /// Whether every page of the ring is there (its last one is: pages have no holes).
     fn whole(&self) -> bool {
-        (0..RING_PAGES).all(|i| self.pages.page(self.first + i).is_some())
+        self.pages.page(self.first + RING_PAGES - 1).is_some()
     }
 
     /// The producer's count as published.
@@ -201,17 +202,25 @@ impl Producer {
             }
             return Err(PushError::Full);
         }
-        let cell = self.tail % CELLS;
-        for (i, chunk) in frame.chunks(8).enumerate() {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            if let Some(w) = ring.cell_word(cell, 1 + i) {
+        let Some((length, words)) = ring.cell(self.tail % CELLS).and_then(<[_]>::split_first)
+        else {
+            return Err(PushError::Missing);
+        };
+        let mut whole = frame.chunks_exact(8);
+        let mut words = words.iter();
+        // The frame's iterator first: `zip` stops on it without taking a word.
+        for (chunk, w) in whole.by_ref().zip(words.by_ref()) {
+            if let Ok(word) = <[u8; 8]>::try_from(chunk) {
                 w.store(u64::from_le_bytes(word), Ordering::Relaxed);
             }
         }
-        if let Some(w) = ring.cell_word(cell, 0) {
-            w.store(frame.len() as u64, Ordering::Relaxed);
+        let rest = whole.remainder();
+        if let (Some(w), false) = (words.next(), rest.is_empty()) {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            w.store(u64::from_le_bytes(word), Ordering::Relaxed);
         }
+        length.store(frame.len() as u64, Ordering::Relaxed);
         self.tail = self.tail.wrapping_add(1);
         if let Some(w) = ring.header(TAIL) {
             w.store(self.tail, Ordering::Release);
@@ -275,17 +284,21 @@ impl Consumer {
             self.publish(ring);
             return Some(Err(PopError::Corrupt));
         }
-        let cell = self.head % CELLS;
-        let len = ring
-            .cell_word(cell, 0)
-            .map_or(u64::MAX, |w| w.load(Ordering::Relaxed));
-        let result = match usize::try_from(len) {
+        let Some((length, words)) = ring.cell(self.head % CELLS).and_then(<[_]>::split_first)
+        else {
+            return Some(Err(PopError::Missing));
+        };
+        let result = match usize::try_from(length.load(Ordering::Relaxed)) {
             Ok(len) if len <= CELL_DATA => {
-                for (i, chunk) in out[..len].chunks_mut(8).enumerate() {
-                    let word = ring
-                        .cell_word(cell, 1 + i)
-                        .map_or(0, |w| w.load(Ordering::Relaxed));
-                    chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+                let mut whole = out[..len].chunks_exact_mut(8);
+                let mut words = words.iter();
+                for (chunk, w) in whole.by_ref().zip(words.by_ref()) {
+                    chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+                }
+                let rest = whole.into_remainder();
+                if let Some(w) = words.next() {
+                    let word = w.load(Ordering::Relaxed).to_le_bytes();
+                    rest.copy_from_slice(&word[..rest.len()]);
                 }
                 Ok(len)
             }
