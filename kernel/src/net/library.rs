@@ -156,6 +156,7 @@ pub fn go_direct(inst: &Arc<Instance>) -> Result<(), Errno> {
         let garp = net::switch::gratuitous(n.mac, a);
         n.send(&garp);
     }
+    nic::ring_doorbells();
     Ok(())
 }
 
@@ -183,6 +184,7 @@ fn announce_shared(a: Ipv4Address) {
     } else if let Some(n) = nic::NIC.lock().as_mut() {
         let garp = net::switch::gratuitous(n.mac, a);
         n.send(&garp);
+        nic::ring_doorbells();
     }
 }
 

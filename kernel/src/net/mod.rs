@@ -400,8 +400,15 @@ pub fn pump(first: &Arc<Instance>) {
     pump_all(work);
 }
 
-/// [`pump`] starting from every instance in `work`.
-fn pump_all(mut work: VecDeque<Arc<Instance>>) {
+/// [`pump`] starting from every instance in `work`; then the NICs are told of what was
+/// queued on them meanwhile (`nic::ring_doorbells`).
+fn pump_all(work: VecDeque<Arc<Instance>>) {
+    pump_frames(work);
+    nic::ring_doorbells();
+}
+
+/// [`pump_all`]'s polls and frames.
+fn pump_frames(mut work: VecDeque<Arc<Instance>>) {
     let mut polls = 0;
     while let Some(inst) = work.pop_front() {
         polls += 1;
@@ -765,7 +772,8 @@ pub fn report() -> alloc::string::String {
         Some(n) => {
             let _ = writeln!(
                 out,
-                "nic {} address {} gateway {} gateway_mac {} sent {} received {} interrupts {}",
+                "nic {} address {} gateway {} gateway_mac {} sent {} received {} notifications {} \
+                 interrupts {}",
                 n.mac,
                 ADDRESS,
                 GATEWAY,
@@ -774,6 +782,7 @@ pub fn report() -> alloc::string::String {
                     .map_or(alloc::string::String::from("?"), |m| alloc::format!("{m}")),
                 NIC_SENT.load(Ordering::Relaxed),
                 NIC_RECEIVED.load(Ordering::Relaxed),
+                nic::notifications(),
                 NIC_INTERRUPTS.load(Ordering::Relaxed)
             );
         }

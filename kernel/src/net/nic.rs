@@ -14,9 +14,14 @@
 //!
 //! Every NIC interrupts the boot core by MSI-X (the INTx line through the I/O APIC delivered
 //! nothing under QEMU's `pc` machine with qboot, though the device asserted it): the handler
-//! acknowledges and marks the network due, and the boot core runs
+//! marks the network due (with MSI-X a driver does not read virtio's ISR status, virtio 1.1
+//! §4.1.4.5.2), and the boot core runs
 //! [`super::run_due`] as soon as it leaves the interrupt (to user mode or its idle loop). It is
 //! also looked at by the boot core's tick, so a lost interrupt costs latency, not frames.
+//!
+//! The device is told of new buffers once per batch, not per buffer ([`Doorbell`]): whoever
+//! sends frames or takes them calls [`ring_doorbells`] when it is done (`super::pump_all`, the
+//! network server's kick, a gratuitous ARP).
 
 use crate::arch::paging::{phys_to_virt, virt_to_phys};
 use crate::arch::pci;
@@ -25,6 +30,7 @@ use crate::sync::IrqMutex;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use frames::{Frame, FrameSize};
 use net::EthernetAddress;
 use virtio_drivers::device::net::VirtIONetRaw;
@@ -32,8 +38,9 @@ use virtio_drivers::transport::pci::bus::{
     BarInfo, Command, ConfigurationAccess, DeviceFunction, PciRoot,
 };
 use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
-use virtio_drivers::transport::DeviceType;
+use virtio_drivers::transport::{DeviceStatus, DeviceType, InterruptStatus, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// Receive and send queue entries (`ifconfig`'s `txqueuelen` of `eth0`).
 pub const QUEUE_SIZE: usize = 64;
@@ -118,8 +125,176 @@ unsafe impl Hal for KernelHal {
 }
 
 /// The NIC's device (the crate's raw interface: Reef keeps the buffers, so that a send does
-/// not wait for the device to take the frame, as the crate's own `send` does).
-type Device = VirtIONetRaw<KernelHal, PciTransport, QUEUE_SIZE>;
+/// not wait for the device to take the frame, as the crate's own `send` does), its
+/// notifications held for [`ring_doorbells`].
+type Device = VirtIONetRaw<KernelHal, Deferred, QUEUE_SIZE>;
+
+/// A NIC's doorbells: virtio's notification register of each of its two queues, which tells
+/// the device that a queue has new buffers. Under QEMU a write to one is a device access that
+/// waits for QEMU's I/O thread (its global lock) and wakes it; the crate writes one after every
+/// buffer the device has not caught up with (its `avail_event` test notifies whenever the
+/// device is behind, not only when it asked, and each of its notifications is three register
+/// accesses: the queue's selection, its notify offset and the write). So Reef's transport
+/// ([`Deferred`]) only marks the queue, and [`ring_doorbells`] writes each marked register
+/// once at the end of a batch (a pump of the stack instances, a kick of the network server):
+/// what Linux's drivers do when the stack says more frames follow (`xmit_more`).
+struct Doorbell {
+    /// Each queue's register's physical address (0: not found, the crate notifies itself).
+    at: [AtomicU64; 2],
+    /// Queues given buffers since their register was last written, a bit each.
+    pending: AtomicU8,
+    /// Register writes so far (`/proc/reef/net`).
+    written: AtomicU64,
+}
+
+impl Doorbell {
+    /// A doorbell whose registers are not known yet.
+    const fn new() -> Doorbell {
+        Doorbell {
+            at: [AtomicU64::new(0), AtomicU64::new(0)],
+            pending: AtomicU8::new(0),
+            written: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Notifications the shared NIC was given (its doorbells' writes).
+pub fn notifications() -> u64 {
+    DOORBELLS[0].written.load(Ordering::Relaxed)
+}
+
+/// virtio's feature bit `VIRTIO_F_EVENT_IDX` (see [`Deferred`]).
+const EVENT_IDX: u32 = 29;
+
+/// The NICs' doorbells, in the order [`init`] found the NICs.
+static DOORBELLS: [Doorbell; NICS_MAX] = [const { Doorbell::new() }; NICS_MAX];
+/// Some doorbell has a queue marked.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Writes the notification register of every queue given buffers since its last ring: the
+/// end of a batch. Lock-free: a notification only tells the device to look at a queue, whose
+/// buffers were published before their mark, so any write after the mark will do.
+pub fn ring_doorbells() {
+    if !PENDING.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    fence(Ordering::SeqCst);
+    for bell in &DOORBELLS {
+        let marked = bell.pending.swap(0, Ordering::AcqRel);
+        for (q, at) in bell.at.iter().enumerate() {
+            if marked & 1 << q != 0 {
+                // SAFETY: a queue is marked only once `find_doorbells` found its register in a
+                // memory BAR of a NIC this driver owns (inside the direct map); writing the
+                // queue's index there is virtio's notification.
+                unsafe { pci::mmio_write16(at.load(Ordering::Acquire), q as u16) };
+                bell.written.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The PCI transport with its notifications deferred to [`ring_doorbells`] (see
+/// [`Doorbell`]); everything else is the crate's.
+struct Deferred {
+    /// The crate's transport.
+    inner: PciTransport,
+    /// This NIC's doorbell.
+    bell: &'static Doorbell,
+}
+
+impl Transport for Deferred {
+    fn device_type(&self) -> DeviceType {
+        self.inner.device_type()
+    }
+
+    fn read_device_features(&mut self) -> u64 {
+        // Not VIRTIO_F_EVENT_IDX: the crate's test of the device's `avail_event` asks for a
+        // notification whenever the device has not taken every buffer yet, where the device's
+        // `NO_NOTIFY` flag (which QEMU raises while it is busy with a queue) is read as meant.
+        self.inner.read_device_features() & !(1 << EVENT_IDX)
+    }
+
+    fn write_driver_features(&mut self, driver_features: u64) {
+        self.inner.write_driver_features(driver_features);
+    }
+
+    fn max_queue_size(&mut self, queue: u16) -> u32 {
+        self.inner.max_queue_size(queue)
+    }
+
+    fn notify(&mut self, queue: u16) {
+        let known = self
+            .bell
+            .at
+            .get(usize::from(queue))
+            .is_some_and(|at| at.load(Ordering::Acquire) != 0);
+        if known {
+            self.bell.pending.fetch_or(1 << queue, Ordering::AcqRel);
+            PENDING.store(true, Ordering::Release);
+        } else {
+            self.inner.notify(queue);
+        }
+    }
+
+    fn get_status(&self) -> DeviceStatus {
+        self.inner.get_status()
+    }
+
+    fn set_status(&mut self, status: DeviceStatus) {
+        self.inner.set_status(status);
+    }
+
+    fn set_guest_page_size(&mut self, guest_page_size: u32) {
+        self.inner.set_guest_page_size(guest_page_size);
+    }
+
+    fn requires_legacy_layout(&self) -> bool {
+        self.inner.requires_legacy_layout()
+    }
+
+    fn queue_set(
+        &mut self,
+        queue: u16,
+        size: u32,
+        descriptors: PhysAddr,
+        driver_area: PhysAddr,
+        device_area: PhysAddr,
+    ) {
+        self.inner
+            .queue_set(queue, size, descriptors, driver_area, device_area);
+    }
+
+    fn queue_unset(&mut self, queue: u16) {
+        self.inner.queue_unset(queue);
+    }
+
+    fn queue_used(&mut self, queue: u16) -> bool {
+        self.inner.queue_used(queue)
+    }
+
+    fn ack_interrupt(&mut self) -> InterruptStatus {
+        self.inner.ack_interrupt()
+    }
+
+    fn read_config_generation(&self) -> u32 {
+        self.inner.read_config_generation()
+    }
+
+    fn read_config_space<T: FromBytes + IntoBytes>(
+        &self,
+        offset: usize,
+    ) -> virtio_drivers::Result<T> {
+        self.inner.read_config_space(offset)
+    }
+
+    fn write_config_space<T: IntoBytes + Immutable>(
+        &mut self,
+        offset: usize,
+        value: T,
+    ) -> virtio_drivers::Result<()> {
+        self.inner.write_config_space(offset, value)
+    }
+}
 
 /// A buffer lent to the device, by the token its queue gave it.
 type Lent = Vec<Option<Box<[u8]>>>;
@@ -200,18 +375,6 @@ fn assign_bars(root: &mut PciRoot<PortAccess>, df: DeviceFunction, next: &mut u6
     );
 }
 
-/// Acknowledges the NICs' interrupts and marks the network due (the `irq::bind_device` hook,
-/// shared by every NIC).
-fn interrupt() {
-    if let Some(n) = NIC.lock().as_mut() {
-        n.dev.ack_interrupt();
-    }
-    for n in LIBRARY.lock().iter_mut() {
-        n.dev.ack_interrupt();
-    }
-    super::interrupted();
-}
-
 /// PCI capability id of MSI-X.
 const CAP_MSIX: u8 = 0x11;
 /// PCI capability id of vendor-specific capabilities (virtio's structures).
@@ -225,6 +388,11 @@ const MSIX_CONFIG: u64 = 0x10;
 const QUEUE_SELECT: u64 = 0x16;
 /// See [`MSIX_CONFIG`].
 const QUEUE_MSIX_VECTOR: u64 = 0x1a;
+/// See [`MSIX_CONFIG`]: `queue_notify_off`.
+const QUEUE_NOTIFY_OFF: u64 = 0x1e;
+/// virtio's notification structure (`cfg_type`; `notify_off_multiplier` follows its
+/// capability's 16 bytes).
+const VIRTIO_NOTIFY_CFG: u8 = 2;
 /// virtio-net's receive queue.
 const RECEIVE_QUEUE: u16 = 0;
 /// virtio-net's transmit queue: no interrupt (sent buffers are taken back at the next send).
@@ -268,6 +436,42 @@ fn bar_address(df: DeviceFunction, bar: u8) -> Option<u64> {
     Some(u64::from(high) << 32 | u64::from(low & !0xf))
 }
 
+/// Where virtio structure `cfg_type` of `df` is (its physical address) and the offset of its
+/// capability, if it is in a memory BAR.
+fn virtio_structure(df: DeviceFunction, cfg_type: u8) -> Option<(u64, u8)> {
+    let read = |off: u8| pci::read32(df.bus, df.device, df.function, off);
+    let (cap, _) = capabilities(df)
+        .find(|&(at, w)| w as u8 == CAP_VENDOR && (read(at) >> 24) as u8 == cfg_type)?;
+    let bar = bar_address(df, (read(cap + 4) & 0xff) as u8)?;
+    Some((bar + u64::from(read(cap + 8)), cap))
+}
+
+/// Finds the notification registers of `df`'s two queues for its [`Doorbell`] `bell` (once
+/// its queues are set up; a register not found leaves that queue to the crate's notify).
+fn find_doorbells(df: DeviceFunction, bell: &Doorbell) {
+    let (Some((common, _)), Some((notify, cap))) = (
+        virtio_structure(df, VIRTIO_COMMON_CFG),
+        virtio_structure(df, VIRTIO_NOTIFY_CFG),
+    ) else {
+        kprintln!("reef: net: virtio-net at {df}: no notification structure in memory");
+        return;
+    };
+    let multiplier = pci::read32(df.bus, df.device, df.function, cap + 16);
+    for (q, at) in [RECEIVE_QUEUE, TRANSMIT_QUEUE].into_iter().zip(&bell.at) {
+        // SAFETY: `common` is the virtio common configuration of a NIC this driver owns, in a
+        // memory BAR inside the direct map; selecting a queue and reading its notify offset
+        // have no other effect, and nothing else uses the device during `init`.
+        let offset = unsafe {
+            pci::mmio_write16(common + QUEUE_SELECT, q);
+            pci::mmio_read16(common + QUEUE_NOTIFY_OFF)
+        };
+        at.store(
+            notify + u64::from(offset) * u64::from(multiplier),
+            Ordering::Release,
+        );
+    }
+}
+
 /// Routes the NIC's queue interrupts to a vector of the calling (boot) core by MSI-X: entry 0
 /// of its MSI-X table gets the core's address and the vector, virtio's common configuration
 /// points configuration changes and the receive queue at entry 0 (the transmit queue raises
@@ -279,18 +483,9 @@ fn route_interrupt(df: DeviceFunction) {
         return;
     };
     let table = pci::read32(df.bus, df.device, df.function, msix + 4);
-    let common = capabilities(df).find(|&(at, w)| {
-        w as u8 == CAP_VENDOR
-            && (pci::read32(df.bus, df.device, df.function, at) >> 24) as u8 == VIRTIO_COMMON_CFG
-    });
-    let (Some(table_bar), Some((cfg, _))) = (bar_address(df, (table & 7) as u8), common) else {
+    let common = virtio_structure(df, VIRTIO_COMMON_CFG);
+    let (Some(table_bar), Some((common, _))) = (bar_address(df, (table & 7) as u8), common) else {
         kprintln!("reef: net: the NIC's MSI-X table or common configuration is not in memory");
-        return;
-    };
-    let cfg_bar = (pci::read32(df.bus, df.device, df.function, cfg + 4) & 0xff) as u8;
-    let cfg_off = pci::read32(df.bus, df.device, df.function, cfg + 8);
-    let Some(cfg_base) = bar_address(df, cfg_bar) else {
-        kprintln!("reef: net: the NIC's common configuration is not in memory");
         return;
     };
     let entry = table_bar + u64::from(table & !7);
@@ -298,12 +493,11 @@ fn route_interrupt(df: DeviceFunction) {
         kprintln!("reef: net: no room to record the NIC's MSI-X entry: it is polled");
         return;
     };
-    let Some(vector) = crate::irq::bind_msi(interrupt, retarget) else {
+    let Some(vector) = crate::irq::bind_msi(super::interrupted, retarget) else {
         kprintln!("reef: net: no free interrupt vector: the NIC is polled");
         return;
     };
     MSIX_ENTRIES.lock()[slot] = (vector, entry);
-    let common = cfg_base + u64::from(cfg_off);
     let apic_id = crate::arch::apic::id();
     // SAFETY: `entry` is entry 0 of the NIC's MSI-X table and `common` its virtio common
     // configuration, both inside memory BARs of the device this driver owns (assigned below
@@ -378,22 +572,23 @@ pub fn init() {
         kprintln!("reef: net: no virtio-net device: only the machine's own addresses work");
         return;
     }
-    for df in found {
+    for (df, bell) in found.into_iter().zip(&DOORBELLS) {
         assign_bars(&mut root, df, &mut next);
-        let transport = match PciTransport::new::<KernelHal, _>(&mut root, df) {
+        let inner = match PciTransport::new::<KernelHal, _>(&mut root, df) {
             Ok(t) => t,
             Err(e) => {
                 kprintln!("reef: net: virtio-net at {df}: {e}");
                 continue;
             }
         };
-        let dev = match Device::new(transport) {
+        let dev = match Device::new(Deferred { inner, bell }) {
             Ok(dev) => dev,
             Err(e) => {
                 kprintln!("reef: net: virtio-net at {df}: {e:?}");
                 continue;
             }
         };
+        find_doorbells(df, bell);
         let mut nic = Nic::new(dev);
         let mac = nic.mac;
         let mut shared = NIC.lock();
@@ -417,6 +612,7 @@ pub fn init() {
         drop(shared);
         route_interrupt(df);
     }
+    ring_doorbells();
 }
 
 impl Nic {
@@ -455,8 +651,9 @@ impl Nic {
         }
     }
 
-    /// Sends one frame without waiting for the device; false if its queue is full (the frame
-    /// is dropped: TCP sends it again).
+    /// Queues one frame without waiting for the device, which is told at the next
+    /// [`ring_doorbells`]; false if its queue is full (the frame is dropped: TCP sends it
+    /// again).
     pub fn send(&mut self, frame: &[u8]) -> bool {
         self.reclaim();
         if !self.dev.can_send() {

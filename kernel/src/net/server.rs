@@ -459,6 +459,7 @@ fn deliver(s: usize, frames: Vec<Vec<u8>>, inst: Option<Arc<Instance>>) {
         for f in frames {
             super::nic_send(&f);
         }
+        super::nic::ring_doorbells();
         return;
     }
     let mut work: VecDeque<Arc<Instance>> = VecDeque::new();

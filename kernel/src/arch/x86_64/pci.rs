@@ -62,3 +62,13 @@ pub unsafe fn mmio_write16(phys: u64, value: u16) {
     // SAFETY: as for `mmio_write32`.
     unsafe { core::ptr::write_volatile(super::paging::phys_to_virt(phys) as *mut u16, value) };
 }
+
+/// Reads a 16-bit device register at physical address `phys`.
+///
+/// # Safety
+/// As for [`mmio_write32`], and the read must have no effect the device's driver does not
+/// expect.
+pub unsafe fn mmio_read16(phys: u64) -> u16 {
+    // SAFETY: as for `mmio_write32`.
+    unsafe { core::ptr::read_volatile(super::paging::phys_to_virt(phys) as *const u16) }
+}
