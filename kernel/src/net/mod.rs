@@ -21,13 +21,14 @@
 //! no process or descriptor holds them. Frames arriving on the NIC are routed by [`run_due`]
 //! after its interrupt, running only the instances they reach.
 //!
-//! Locks: an instance's `sending` lock (held while its frames are taken and handed on, so they
-//! leave in order), then an instance's stack lock (its own or the receiver's), then [`PORTS`]
-//! or the network server's and the NICs' locks (all interrupts off, each held for one bounded
-//! operation or poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an
-//! instance's lock. Nothing holds two instances' stack locks or two `sending` locks; waiting
-//! happens with no lock held. `server::DRAINING` (a sleeping lock, threads only) comes before
-//! all of them.
+//! Locks: an instance's stack lock (its own or the receiver's), then [`PORTS`] or the network
+//! server's and the NICs' locks (all interrupts off, each held for one bounded operation or
+//! poll: at most `QUEUE_FRAMES` frames); [`REGISTRY`] alone or before an instance's lock.
+//! Nothing holds two instances' stack locks; waiting happens with no lock held. One core at a
+//! time pumps an instance (its `pumping` mark, held while its frames are taken and handed on,
+//! so they leave in order); a core that finds it pumped marks it `again` and goes on, and the
+//! pumping core polls it once more, so no core spins on another's pump. `server::DRAINING` (a
+//! sleeping lock, threads only) comes before all of them.
 
 pub mod ifaces;
 pub mod library;
@@ -80,11 +81,13 @@ pub struct Instance {
     direct: AtomicUsize,
     /// Its own address from the pool, once it has one (0: none; [`library`]).
     address: AtomicU32,
-    /// Held from taking its frames to handing each on ([`pump_all`]), so that two cores
-    /// pumping it never interleave its frames: smoltcp takes the window of every segment it
-    /// accepts, so an older ACK overtaking a newer one closes the peer's window for good (it
-    /// does not probe a zero window).
-    sending: IrqMutex<()>,
+    /// Set while a core pumps it, from taking its frames to handing each on ([`pump_all`]),
+    /// so that two cores never interleave its frames: smoltcp takes the window of every
+    /// segment it accepts, so an older ACK overtaking a newer one closes the peer's window for
+    /// good (it does not probe a zero window).
+    pumping: AtomicBool,
+    /// Set by a core that wants it pumped; the core pumping it polls it again while set.
+    again: AtomicBool,
     /// Frames it sent (taken from its stack and handed on).
     frames_sent: AtomicU64,
     /// Frames delivered to it.
@@ -214,7 +217,8 @@ fn create(id: Option<StackId>) -> Result<Arc<Instance>, Errno> {
         slot: AtomicUsize::new(0),
         direct: AtomicUsize::new(0),
         address: AtomicU32::new(0),
-        sending: IrqMutex::new(()),
+        pumping: AtomicBool::new(false),
+        again: AtomicBool::new(false),
         frames_sent: AtomicU64::new(0),
         frames_received: AtomicU64::new(0),
     });
@@ -407,52 +411,71 @@ fn pump_all(work: VecDeque<Arc<Instance>>) {
     nic::ring_doorbells();
 }
 
-/// [`pump_all`]'s polls and frames.
+/// [`pump_all`]'s polls and frames. One core at a time pumps an instance (see
+/// `Instance::pumping`); a core that finds it pumped leaves it to that core, which polls it once
+/// more before letting go, rather than waiting for it.
 fn pump_frames(mut work: VecDeque<Arc<Instance>>) {
     let mut polls = 0;
     while let Some(inst) = work.pop_front() {
-        polls += 1;
-        if polls > PUMP_LIMIT {
+        // Asked for: by this core, or by one that found it pumped (the mark comes first, so
+        // the pumping core's last look after letting go sees it).
+        inst.again.store(true, Ordering::SeqCst);
+        if inst.pumping.swap(true, Ordering::SeqCst) {
+            continue;
+        }
+        while polls < PUMP_LIMIT && inst.again.swap(false, Ordering::SeqCst) {
+            polls += 1;
+            pump_one(&inst, &mut work);
+        }
+        inst.pumping.store(false, Ordering::SeqCst);
+        if polls >= PUMP_LIMIT {
             TIMERS_DUE.store(true, Ordering::Release);
             return;
         }
-        let _sending = inst.sending.lock();
-        let t = now();
-        let (changed, frames, deadline) = {
-            let mut s = inst.stack.lock();
-            let changed = s.poll(t, &mut PORTS.lock());
-            let mut frames = Vec::new();
-            while let Some(f) = s.take_frame() {
-                frames.push(f);
-            }
-            (changed, frames, s.next_deadline(t))
-        };
-        if let Some(d) = deadline {
-            DEADLINE_MS.fetch_min(d.total_millis().max(0) as u64, Ordering::AcqRel);
+        if inst.again.load(Ordering::SeqCst) && !work.iter().any(|w| Arc::ptr_eq(w, &inst)) {
+            // Marked by a core that came after the last poll and found it still pumped.
+            work.push_back(inst);
         }
-        if changed {
-            inst.waiters.notify_all();
-            POLL_WAKE.notify(inst.poll_key());
+    }
+}
+
+/// Polls `inst` once and hands on the frames it sent (the instances they reach join `work`).
+fn pump_one(inst: &Arc<Instance>, work: &mut VecDeque<Arc<Instance>>) {
+    let t = now();
+    let (changed, frames, deadline) = {
+        let mut s = inst.stack.lock();
+        let changed = s.poll(t, &mut PORTS.lock());
+        let mut frames = Vec::new();
+        while let Some(f) = s.take_frame() {
+            frames.push(f);
         }
-        inst.frames_sent
-            .fetch_add(frames.len() as u64, Ordering::Relaxed);
-        let mut frames = frames.into_iter();
-        while let Some(frame) = frames.next() {
-            match server::sent(&inst, &frame) {
-                server::Sent::Queued => continue,
-                server::Sent::Full => {
-                    // The instance keeps them until the server makes room (it kicks).
-                    inst.stack
-                        .lock()
-                        .give_back(core::iter::once(frame).chain(frames));
-                    break;
-                }
-                server::Sent::NotServer => {}
+        (changed, frames, s.next_deadline(t))
+    };
+    if let Some(d) = deadline {
+        DEADLINE_MS.fetch_min(d.total_millis().max(0) as u64, Ordering::AcqRel);
+    }
+    if changed {
+        inst.waiters.notify_all();
+        POLL_WAKE.notify(inst.poll_key());
+    }
+    inst.frames_sent
+        .fetch_add(frames.len() as u64, Ordering::Relaxed);
+    let mut frames = frames.into_iter();
+    while let Some(frame) = frames.next() {
+        match server::sent(inst, &frame) {
+            server::Sent::Queued => continue,
+            server::Sent::Full => {
+                // The instance keeps them until the server makes room (it kicks).
+                inst.stack
+                    .lock()
+                    .give_back(core::iter::once(frame).chain(frames));
+                break;
             }
-            if let Some(to) = forward(&inst, frame) {
-                if !work.iter().any(|w| Arc::ptr_eq(w, &to)) {
-                    work.push_back(to);
-                }
+            server::Sent::NotServer => {}
+        }
+        if let Some(to) = forward(inst, frame) {
+            if !work.iter().any(|w| Arc::ptr_eq(w, &to)) {
+                work.push_back(to);
             }
         }
     }
@@ -701,7 +724,7 @@ pub fn pending() -> bool {
 /// holds. A frame's arrival runs only the instances it reaches.
 pub fn run_due() {
     // One core at a time takes the NICs' frames, so that they are delivered in the order they
-    // came (see `Instance::sending`); another finds them taken or marks them due again.
+    // came (see `Instance::pumping`); another finds them taken or marks them due again.
     if NIC_DUE.swap(false, Ordering::AcqRel) {
         if RECEIVING.swap(true, Ordering::AcqRel) {
             NIC_DUE.store(true, Ordering::Release);

@@ -434,7 +434,7 @@ fn sleep(s: usize) -> bool {
 
 /// Held while a ring back is drained: the server's kick, an attach and an instance's move
 /// may drain at once, and two drains delivering one ring's frames side by side would reorder
-/// them (see `Instance::sending`).
+/// them (see `Instance::pumping`).
 static DRAINING: SleepLock<()> = SleepLock::new(());
 
 /// Takes and delivers everything in slot `s`'s ring back, until it is empty and marked asleep.
