@@ -281,10 +281,11 @@ pub fn report(out: &mut alloc::string::String) {
         });
         let _ = writeln!(
             out,
-            "library-nic {} mac {} instance {owner} foreign {}",
+            "library-nic {} mac {} instance {owner} foreign {} notifications {}",
             k + 1,
             n.mac,
-            n.foreign
+            n.foreign,
+            n.notifications()
         );
     }
     let _ = writeln!(

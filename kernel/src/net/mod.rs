@@ -805,7 +805,7 @@ pub fn report() -> alloc::string::String {
                     .map_or(alloc::string::String::from("?"), |m| alloc::format!("{m}")),
                 NIC_SENT.load(Ordering::Relaxed),
                 NIC_RECEIVED.load(Ordering::Relaxed),
-                nic::notifications(),
+                n.notifications(),
                 NIC_INTERRUPTS.load(Ordering::Relaxed)
             );
         }

@@ -158,11 +158,6 @@ impl Doorbell {
     }
 }
 
-/// Notifications the shared NIC was given (its doorbells' writes).
-pub fn notifications() -> u64 {
-    DOORBELLS[0].written.load(Ordering::Relaxed)
-}
-
 /// virtio's feature bit `VIRTIO_F_EVENT_IDX` (see [`Deferred`]).
 const EVENT_IDX: u32 = 29;
 
@@ -316,6 +311,8 @@ pub struct Nic {
     tx: Lent,
     /// What it sent and received (`/proc/net/dev`'s `eth0`).
     pub counts: Counts,
+    /// Its doorbell.
+    bell: &'static Doorbell,
 }
 
 /// A NIC's frame and byte counts (whole Ethernet frames, as Linux counts them).
@@ -589,7 +586,7 @@ pub fn init() {
             }
         };
         find_doorbells(df, bell);
-        let mut nic = Nic::new(dev);
+        let mut nic = Nic::new(dev, bell);
         let mac = nic.mac;
         let mut shared = NIC.lock();
         if shared.is_none() {
@@ -617,7 +614,7 @@ pub fn init() {
 
 impl Nic {
     /// A NIC over `dev` with every receive buffer lent to it.
-    fn new(dev: Device) -> Nic {
+    fn new(dev: Device, bell: &'static Doorbell) -> Nic {
         let mac = EthernetAddress(dev.mac_address());
         let mut nic = Nic {
             dev,
@@ -627,6 +624,7 @@ impl Nic {
             rx: Vec::new(),
             tx: Vec::new(),
             counts: Counts::default(),
+            bell,
         };
         for _ in 0..QUEUE_SIZE {
             let mut buf: Box<[u8]> = alloc::vec![0; BUFFER_LEN].into_boxed_slice();
@@ -685,41 +683,47 @@ impl Nic {
     }
 
     /// The next frame received for this NIC's MAC or for everyone (broadcast, multicast),
-    /// if any: a frame for another MAC is dropped and counted ([`Nic::foreign`]).
+    /// if any: a frame for another MAC (QEMU's hub gives every NIC every frame) is dropped
+    /// and counted ([`Nic::foreign`]) before it is copied out of the device's buffer.
     pub fn receive(&mut self) -> Option<Vec<u8>> {
         loop {
-            let frame = self.receive_any()?;
-            let ours = frame
-                .get(..6)
-                .is_some_and(|dst| dst == self.mac.as_bytes() || dst[0] & 1 != 0);
-            if ours {
-                return Some(frame);
+            let token = self.dev.poll_receive()?;
+            let mut buf = self.rx.get_mut(usize::from(token)).and_then(Option::take)?;
+            // SAFETY: `buf` is the buffer lent under `token` by `new` or an earlier `receive`.
+            let done = unsafe { self.dev.receive_complete(token, &mut buf) };
+            let got = done
+                .ok()
+                .and_then(|(header, len)| buf.get(header..header + len));
+            let ours = got.is_some_and(|f| {
+                f.get(..6)
+                    .is_some_and(|dst| dst == self.mac.as_bytes() || dst[0] & 1 != 0)
+            });
+            if let Some(f) = got {
+                self.counts.rx_packets += 1;
+                self.counts.rx_bytes += f.len() as u64;
             }
-            self.foreign += 1;
+            let frame = got.filter(|_| ours).and_then(|f| {
+                let mut frame = Vec::new();
+                frame.try_reserve_exact(f.len()).ok()?;
+                frame.extend_from_slice(f);
+                Some(frame)
+            });
+            if got.is_some() && !ours {
+                self.foreign += 1;
+            }
+            // SAFETY: as in `new`.
+            if let Ok(token) = unsafe { self.dev.receive_begin(&mut buf) } {
+                lend(&mut self.rx, token, buf);
+            }
+            if frame.is_some() {
+                return frame;
+            }
         }
     }
 
-    /// The next frame the device received, whatever its destination.
-    fn receive_any(&mut self) -> Option<Vec<u8>> {
-        let token = self.dev.poll_receive()?;
-        let mut buf = self.rx.get_mut(usize::from(token)).and_then(Option::take)?;
-        // SAFETY: `buf` is the buffer lent under `token` by `new` or an earlier `receive`.
-        let done = unsafe { self.dev.receive_complete(token, &mut buf) };
-        let frame = done.ok().and_then(|(header, len)| {
-            let mut frame = Vec::new();
-            frame.try_reserve_exact(len).ok()?;
-            frame.extend_from_slice(buf.get(header..header + len)?);
-            Some(frame)
-        });
-        // SAFETY: as in `new`.
-        if let Ok(token) = unsafe { self.dev.receive_begin(&mut buf) } {
-            lend(&mut self.rx, token, buf);
-        }
-        if let Some(f) = &frame {
-            self.counts.rx_packets += 1;
-            self.counts.rx_bytes += f.len() as u64;
-        }
-        frame
+    /// Notifications it was given (its doorbell's writes).
+    pub fn notifications(&self) -> u64 {
+        self.bell.written.load(Ordering::Relaxed)
     }
 
     /// Whether a frame waits.
