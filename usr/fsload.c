@@ -31,6 +31,11 @@
  *   fsstress     random operations (create, append, read, truncate, stat, rename, unlink,
  *                mkdir, rmdir, list) on 24 names of one's own subtree, from a seeded
  *                generator; only the errors those operations may meet are allowed
+ *   grow         create files of one's own, kept, in one shared ordinary directory, listing it
+ *                every 64 creates (and after the last of -i's) and finding every file one
+ *                made; the directory grows from
+ *                every core, so Hare distributes it by itself once it passes the mount's
+ *                threshold (§6.1.2, `distribute_at`) while the others create and list
  *   punzip       busybox unzip of punzip.zip beside fsload (100 man-page-sized files in 5
  *                directories, stored: xtask/src/zip.rs) into a directory of one's own in a
  *                shared distributed directory, then its removal; an operation is a file
@@ -275,6 +280,44 @@ static long mailbench(int i)
     for (long j = k > MAIL_KEPT ? k - MAIL_KEPT : 0; j < k; j++) {
         path_of(old, sizeof old, "mail/user%d/new/%d.%ld", user, i, j);
         CHECK_SYS(unlink(old));
+    }
+    return k;
+}
+
+/* Creates between two listings in grow. */
+#define GROW_LIST_EVERY 64
+
+/* Entries of directory `dir` whose names start with `prefix`. */
+static long count_prefixed(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        FAIL("opendir %s: %s", dir, strerror(errno));
+    long n = 0;
+    size_t len = strlen(prefix);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, len) == 0;
+    CHECK_SYS(closedir(d));
+    return n;
+}
+
+static long grow(int i)
+{
+    char dir[600], p[600], mine[32];
+    path_of(dir, sizeof dir, "grow");
+    snprintf(mine, sizeof mine, "g%d.", i);
+    double t0 = now_s();
+    long k = 0;
+    for (; more(k, t0); k++) {
+        path_of(p, sizeof p, "grow/g%d.%ld", i, k);
+        CHECK_SYS(close(CHECK_SYS(open(p, O_CREAT | O_EXCL | O_WRONLY, 0644))));
+        if ((k + 1) % GROW_LIST_EVERY == 0 || (iterations > 0 && k + 1 == iterations)) {
+            long seen = count_prefixed(dir, mine);
+            if (seen != k + 1)
+                FAIL("grow: a listing of %s found %ld of the %ld files process %d made", dir,
+                     seen, k + 1, i);
+        }
     }
     return k;
 }
@@ -597,6 +640,20 @@ static long punzip(int i)
     return k * PUNZIP_FILES;
 }
 
+static void grows(void)
+{
+    char p[600];
+    path_of(p, sizeof p, "grow");
+    make_dir(p, 0);
+    double elapsed;
+    long ops = in_parallel(grow, &elapsed);
+    if (iterations > 0)
+        CHECK_EQ(ops, (long)iterations * procs);
+    /* Every file made is there, and nothing else. */
+    CHECK_EQ(remove_tree(p), ops + 1);
+    report("grow", ops, elapsed);
+}
+
 static void unzips(void)
 {
     char p[600];
@@ -668,7 +725,7 @@ static void find(const char *name, int dense)
 
 static const char *const WORKLOADS[] = {"creates",   "writes",      "renames",     "directories",
                                         "rm-dense",  "rm-sparse",   "pfind-dense", "pfind-sparse",
-                                        "mailbench", "fsstress",    "punzip"};
+                                        "mailbench", "fsstress",    "punzip",      "grow"};
 
 static void run(const char *w)
 {
@@ -694,6 +751,8 @@ static void run(const char *w)
         repeating(w, "stress", 0, fsstress);
     else if (!strcmp(w, "punzip"))
         unzips();
+    else if (!strcmp(w, "grow"))
+        grows();
     else
         FAIL("unknown workload %s", w);
 }

@@ -49,7 +49,7 @@ const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--out DIR] [
            (ab from the host; apache2-utils is installed if missing), net-switch)
            hare (hare-creates hare-writes hare-renames hare-directories hare-rm-dense
            hare-rm-sparse hare-pfind-dense hare-pfind-sparse hare-mailbench hare-fsstress
-           hare-punzip
+           hare-punzip hare-grow
            hare-rename-latency) nr-bench";
 
 /// Guest memory of every configuration (MiB).
@@ -928,7 +928,7 @@ fn fsload(effort: Effort, workload: &str, procs: &str) -> Vec<String> {
 }
 
 /// fsload's workloads and their result lines.
-const FSLOAD_WORKLOADS: [(&str, &str); 11] = [
+const FSLOAD_WORKLOADS: [(&str, &str); 12] = [
     ("creates", "fsload creates "),
     ("writes", "fsload writes "),
     ("renames", "fsload renames "),
@@ -940,6 +940,7 @@ const FSLOAD_WORKLOADS: [(&str, &str); 11] = [
     ("mailbench", "fsload mailbench "),
     ("fsstress", "fsload fsstress "),
     ("punzip", "fsload punzip "),
+    ("grow", "fsload grow "),
 ];
 
 /// The name of the host benchmark (node replication library) in NAME filters and metrics.

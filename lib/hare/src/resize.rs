@@ -418,15 +418,16 @@ fn fetch(
 /// the entry naming it in its parent says so on whichever server holds it
 /// ([`Request::MarkDistributed`]). As [`resize`], it runs while no other request is in
 /// flight; clients that remembered the directory as ordinary must forget it (an
-/// [`crate::Invalidation::everything`] does). Nothing to do for a directory distributed
-/// already; on an error before the entries reached their servers the home server takes them
-/// back and the directory stays ordinary.
-pub fn distribute(courier: &mut impl Courier, table: &ShardTable, dir: Ino) -> Result<(), Errno> {
+/// [`crate::Invalidation::everything`] does). `Ok(true)` once it is distributed, `Ok(false)`
+/// for a directory distributed already (nothing to do: two cores may both see it grow past the
+/// threshold before the first has distributed it); on an error before the entries reached
+/// their servers the home server takes them back and the directory stays ordinary.
+pub fn distribute(courier: &mut impl Courier, table: &ShardTable, dir: Ino) -> Result<bool, Errno> {
     let home = table.inode_server(dir);
     let parent = match courier.call(home, &Request::DirInfo { dir }) {
         Reply::Dir {
             distributed: true, ..
-        } => return Ok(()),
+        } => return Ok(false),
         Reply::Dir { parent, .. } => parent,
         Reply::Err(e) => return Err(e),
         _ => return Err(Errno::EIO),
@@ -456,7 +457,7 @@ pub fn distribute(courier: &mut impl Courier, table: &ShardTable, dir: Ino) -> R
             expect_done(courier.call(s, &Request::MarkDistributed { parent, dir }))?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Spreads the free blocks of `everyone` evenly over `servers` (the others keep none).

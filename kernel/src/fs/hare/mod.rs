@@ -925,7 +925,6 @@ impl Mount {
         Ok(())
     }
 
-    /// Runs `f` on core `core`'s client.
     /// Runs `f` on core `core`'s client; then, if its creates made an ordinary directory
     /// grow due to become distributed, distributes it (§6.1.2).
     fn with<R>(

@@ -203,12 +203,12 @@ pub fn distribute(dir: Ino) -> Result<(), Errno> {
     let links = resizer_links(&members, &mount.budget)?;
     let done = ::hare::resize::distribute(&mut Resizer(&links), &table, dir);
     drop(links);
-    if done.is_ok() {
+    if done == Ok(true) {
         mount.distributions.fetch_add(1, Ordering::Relaxed);
     }
     mount.generation.fetch_add(1, Ordering::AcqRel);
     drop(held);
-    done
+    done.map(drop)
 }
 
 /// Every core client of `mount`, locked in core order (no thread holds two): once this

@@ -108,8 +108,8 @@ pub fn resize(net: &Rc<RefCell<Net>>, clients: &mut [HClient], count: usize) {
 
 /// Makes directory `dir` distributed while no request is in flight (§6.1.2), as Reef's
 /// kernel does: `hare::resize::distribute`, then every client (ids `0..clients`) told to
-/// forget what it cached.
-pub fn distribute(net: &Rc<RefCell<Net>>, clients: usize, dir: Ino) -> Result<(), abi::Errno> {
+/// forget what it cached. Whether it was distributed now (`false`: it was already).
+pub fn distribute(net: &Rc<RefCell<Net>>, clients: usize, dir: Ino) -> Result<bool, abi::Errno> {
     let mut n = net.borrow_mut();
     assert_eq!(n.pending(), 0, "a distribution with requests in flight");
     let table = n.servers[0].table().clone();
