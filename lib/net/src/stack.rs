@@ -61,6 +61,9 @@ pub const FRAME_MAX: usize = 1514;
 pub const UDP_MAX: usize = FRAME_MAX - 14 - 20 - 8;
 /// Frames each direction's queue holds; more inbound are dropped (TCP sends them again).
 pub const QUEUE_FRAMES: usize = 256;
+/// Most passes of smoltcp's egress in one [`Stack::poll`] (each sends at most one segment per
+/// socket): a burst fits the NIC's queue (64 frames) and the network server's rings (64 cells).
+pub const EGRESS_BURST: usize = 32;
 /// Most smoltcp sockets a listener keeps listening at once (each holds its two 64 KiB buffers
 /// from the start: four keep a listener near 512 KiB); the pool is refilled after every poll.
 /// Established connections wait in the accept queue up to the backlog.
@@ -623,6 +626,22 @@ impl Stack {
                 self.dev.rx.pop_front();
                 self.rx_dropped += 1;
             }
+        }
+        // smoltcp sends at most one segment per socket in a poll: its egress runs again while
+        // it sends, so that what the windows allow leaves in one pass rather than one segment
+        // per pass (a pass per ACK that came).
+        let mut burst = 1;
+        while burst < EGRESS_BURST {
+            let queued = self.dev.tx.len();
+            changed |= self.iface.poll_egress(now, &mut self.dev, &mut self.set)
+                != smoltcp::iface::PollResult::None;
+            if self.dev.tx.len() == queued {
+                break;
+            }
+            burst += 1;
+        }
+        if burst > 1 {
+            self.observe(now, ports);
         }
         if !self.taps.is_empty() {
             // What smoltcp sent (poll only adds to the queue): for the `ETH_P_ALL` sockets.
