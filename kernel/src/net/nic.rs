@@ -453,7 +453,8 @@ fn find_doorbells(df: DeviceFunction, bell: &Doorbell) {
         kprintln!("reef: net: virtio-net at {df}: no notification structure in memory");
         return;
     };
-    let multiplier = pci::read32(df.bus, df.device, df.function, cap + 16);
+    let length = u64::from(pci::read32(df.bus, df.device, df.function, cap + 12));
+    let multiplier = u64::from(pci::read32(df.bus, df.device, df.function, cap + 16));
     for (q, at) in [RECEIVE_QUEUE, TRANSMIT_QUEUE].into_iter().zip(&bell.at) {
         // SAFETY: `common` is the virtio common configuration of a NIC this driver owns, in a
         // memory BAR inside the direct map; selecting a queue and reading its notify offset
@@ -462,10 +463,15 @@ fn find_doorbells(df: DeviceFunction, bell: &Doorbell) {
             pci::mmio_write16(common + QUEUE_SELECT, q);
             pci::mmio_read16(common + QUEUE_NOTIFY_OFF)
         };
-        at.store(
-            notify + u64::from(offset) * u64::from(multiplier),
-            Ordering::Release,
-        );
+        let within = u64::from(offset) * multiplier;
+        if within + 2 <= length {
+            at.store(notify + within, Ordering::Release);
+        } else {
+            kprintln!(
+                "reef: net: virtio-net at {df}: queue {q}'s notification register lies \
+                       outside its structure: the crate notifies it"
+            );
+        }
     }
 }
 
