@@ -476,6 +476,8 @@ fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
     let c = m.connect(2, port);
     let client = m.s(2).local_addr(c).unwrap();
     assert_eq!(m.send(2, c, b"abc"), Ok(3));
+    // The server's delayed ACK (10 ms) goes out.
+    m.wait(20);
     let mut server = m.s(1).connections(Proto::Tcp);
     assert_eq!(server.len(), 2, "{server:?}");
     assert_eq!(
