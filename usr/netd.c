@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +34,25 @@ struct netd_attach {
 };
 
 int netd_serve(const void *region, const void *ports, long (*kick)(unsigned mask),
-               long (*wait)(const uint32_t *word, uint32_t value), unsigned spins);
+               long (*wait)(const uint32_t *word, uint32_t value), unsigned spins,
+               void (*pause)(void));
 
-/* Empty passes netd polls before it sleeps when it owns its core; none when it time-shares
- * one (fleet --timeshare: FLEET_SHARED=1), where polling takes the other programs' time. */
+/* Empty passes netd polls before it sleeps: spinning when it owns its core; yielding the core
+ * between two when it time-shares one (fleet --timeshare: FLEET_SHARED=1), so that it polls
+ * only while no other program wants the core (a reply that comes while the program waits for
+ * it then costs no wake-up). */
 #define SPINS_OWNED 2000
+#define SPINS_SHARED 200
+
+static void spin(void)
+{
+    __builtin_ia32_pause();
+}
+
+static void yield(void)
+{
+    sched_yield();
+}
 
 static long kick(unsigned mask)
 {
@@ -66,13 +81,15 @@ int main(void)
     }
     const char *core = getenv("FLEET_CORE");
     const char *shared = getenv("FLEET_SHARED");
-    unsigned spins = shared && strcmp(shared, "1") == 0 ? 0 : SPINS_OWNED;
+    int owned = !(shared && strcmp(shared, "1") == 0);
     fprintf(stderr,
             "netd: serving on core %s (%llu region pages, %llu port-table pages, %s)\n",
             core ? core : "?", (unsigned long long)a.region_pages,
-            (unsigned long long)a.port_pages, spins ? "polling before it sleeps" : "time-shared");
+            (unsigned long long)a.port_pages,
+            owned ? "polling before it sleeps" : "time-shared, yielding while it polls");
     int r = netd_serve((const void *)(uintptr_t)a.region, (const void *)(uintptr_t)a.ports,
-                       kick, wait_word, spins);
+                       kick, wait_word, owned ? SPINS_OWNED : SPINS_SHARED,
+                       owned ? spin : yield);
     fprintf(stderr, "netd: the kernel's region is not one this netd serves (%d)\n", r);
     return 1;
 }

@@ -23,9 +23,10 @@ const BUDGET: usize = 32;
 
 /// Serves the region at `region` and the port table at `ports`, as `reef_netd(ATTACH)` mapped
 /// them, until the process ends. It polls `spins` empty passes before it marks its rings and
-/// sleeps: a frame that comes within that time costs the kernel no wake-up (UMP's receivers
-/// poll the same way), which pays on a core of its own and costs the others' time on a
-/// shared one. `kick(mask)` asks the kernel to look at the rings of `mask`;
+/// sleeps, calling `pause()` between two: a frame that comes within that time costs the kernel
+/// no wake-up (UMP's receivers poll the same way). On a core of its own `pause` is the CPU's
+/// spin hint; on a shared one it yields the core (`sched_yield`), so the passes take only time
+/// nobody else wants. `kick(mask)` asks the kernel to look at the rings of `mask`;
 /// `wait(word, value)` sleeps while the 32-bit word at `word` holds `value` (a futex wait).
 /// Returns only if the region is not one it can serve: -1 pages missing, -2 not a region,
 /// -3 another layout version.
@@ -40,6 +41,7 @@ pub unsafe extern "C" fn netd_serve(
     kick: extern "C" fn(u32) -> i64,
     wait: extern "C" fn(*const u32, u32) -> i64,
     spins: u32,
+    pause: extern "C" fn(),
 ) -> c_int {
     // SAFETY: the caller hands the kernel's mappings of that many pages, which stay for the
     // process's life; a page is atomics, valid for any bytes and made to be shared.
@@ -71,7 +73,7 @@ pub unsafe extern "C" fn netd_serve(
         }
         idle += 1;
         if idle < spins {
-            core::hint::spin_loop();
+            pause();
             continue;
         }
         idle = 0;
