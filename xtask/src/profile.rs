@@ -3,15 +3,18 @@
 //!
 //! ```text
 //! cargo xtask profile [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm]
-//!                     [--skip SECS] [--interval MS] [--top N] [--by inner|outer] [-- WORD...]
+//!                     [--skip SECS] [--interval MS] [--top N] [--by inner|outer]
+//!                     [--user ELF] [-- WORD...]
 //! ```
 //!
 //! Boots Reef like `run` (serial output to `out/profile/serial.log`), waits `--skip` seconds
 //! (default 3: the boot), then every `--interval` milliseconds (default 20) stops the machine,
 //! reads every vCPU's `RIP` (monitor command `info registers -a`) and continues, until the guest
 //! powers off. Kernel addresses are named with `addr2line` on the kernel ELF (the innermost
-//! function, inlined ones included); user addresses are counted as `[user]`, since the program's
-//! symbols are not known here. Samples in the leaf routines of [`LEAVES`] (`memset`, `memcpy`,
+//! function, inlined ones included); user addresses are counted as `[user]`, or with `--user ELF`
+//! named with that program's symbols (programs under `out/usr/` are built with `-g`), each
+//! prefixed by its address space (`[user N]`: the Nth most sampled `CR3`), since two static
+//! programs share their addresses and only the names tell which space runs `ELF`. Samples in the leaf routines of [`LEAVES`] (`memset`, `memcpy`,
 //! ...) are charged to their caller too, read from the word at the stack pointer (they push
 //! nothing). Prints the `--top` functions (default 30) with their share of the samples, per
 //! vCPU and in all: by default the innermost function inlined at each address (`--by inner`),
@@ -41,6 +44,8 @@ struct Sample {
     rip: u64,
     /// The word at RSP, for kernel samples.
     top: Option<u64>,
+    /// The address space (`CR3`), for user samples.
+    space: u64,
 }
 
 /// Which function of an address's inlined chain names a sample.
@@ -59,6 +64,8 @@ struct Options {
     interval: Duration,
     top: usize,
     by: By,
+    /// The program whose symbols name user addresses.
+    user: Option<std::path::PathBuf>,
     words: Vec<String>,
 }
 
@@ -78,6 +85,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         interval: Duration::from_millis(20),
         top: 30,
         by: By::Inner,
+        user: None,
         words: Vec::new(),
     };
     let mut i = 0;
@@ -93,6 +101,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     Some("outer") => By::Outer,
                     _ => return Err("profile: --by takes inner or outer".into()),
                 }
+            }
+            "--user" => {
+                let elf = args
+                    .get(i + 1)
+                    .ok_or("profile: --user takes a program's ELF")?;
+                o.user = Some(elf.into());
             }
             "--" => {
                 rest.extend_from_slice(&args[i..]);
@@ -178,13 +192,28 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         .flatten()
         .flat_map(|s| [Some(s.rip), s.top])
         .flatten();
-    let names = name_addresses(&kernel.elf, addresses)?;
+    let mut names = name_addresses(
+        &kernel.elf,
+        addresses.clone().filter(|&a| kernel_address(a)),
+    )?;
+    if let Some(elf) = &o.user {
+        names.extend(name_addresses(
+            elf,
+            addresses.filter(|&a| !kernel_address(a)),
+        )?);
+    }
+    let spaces = rank_spaces(samples.iter().flatten());
+    let named = Names {
+        names,
+        spaces,
+        by: o.by,
+    };
     for (cpu, s) in samples.iter().enumerate() {
-        report(&format!("vCPU {cpu}"), s, &names, o.by, o.top);
+        report(&format!("vCPU {cpu}"), s, &named, o.top);
     }
     if samples.len() > 1 {
         let all: Vec<Sample> = samples.concat();
-        report("all vCPUs", &all, &names, o.by, o.top);
+        report("all vCPUs", &all, &named, o.top);
     }
     Ok(0)
 }
@@ -240,13 +269,14 @@ fn sample(r: &mut BufReader<UnixStream>) -> Result<Vec<(usize, Sample)>, String>
 fn read_vcpus(r: &mut BufReader<UnixStream>) -> Result<Vec<(usize, Sample)>, String> {
     let regs = parse_registers(&command(r, "info registers -a")?);
     let mut out = Vec::new();
-    for (cpu, rip, rsp) in regs {
+    for Registers { cpu, rip, rsp, cr3 } in regs {
         let mut top = None;
         if kernel_address(rip) {
             command(r, &format!("cpu {cpu}"))?;
             top = parse_word(&command(r, &format!("x /1gx {rsp:#x}"))?);
         }
-        out.push((cpu, Sample { rip, top }));
+        let space = if kernel_address(rip) { 0 } else { cr3 };
+        out.push((cpu, Sample { rip, top, space }));
     }
     Ok(out)
 }
@@ -261,10 +291,19 @@ fn field(line: &str, name: &str) -> Option<u64> {
     u64::from_str_radix(&hex, 16).ok()
 }
 
-/// The `(cpu, rip, rsp)` of every vCPU in `info registers -a` output: a `CPU#N` line starts
-/// each vCPU's registers, and its `RSP=` and `RIP=` fields follow.
-fn parse_registers(text: &str) -> Vec<(usize, u64, u64)> {
-    let mut out = Vec::new();
+/// What a sample reads of one vCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Registers {
+    cpu: usize,
+    rip: u64,
+    rsp: u64,
+    cr3: u64,
+}
+
+/// The registers of every vCPU in `info registers -a` output: a `CPU#N` line starts each
+/// vCPU's registers, its `RSP=` and `RIP=` fields follow, then `CR3=`.
+fn parse_registers(text: &str) -> Vec<Registers> {
+    let mut out: Vec<Registers> = Vec::new();
     let mut cpu = 0;
     let mut rsp = 0;
     for line in text.lines() {
@@ -279,7 +318,15 @@ fn parse_registers(text: &str) -> Vec<(usize, u64, u64)> {
             rsp = v;
         }
         if let Some(rip) = field(line, "RIP=") {
-            out.push((cpu, rip, rsp));
+            out.push(Registers {
+                cpu,
+                rip,
+                rsp,
+                cr3: 0,
+            });
+        }
+        if let (Some(cr3), Some(last)) = (field(line, "CR3="), out.last_mut()) {
+            last.cr3 = cr3;
         }
     }
     out
@@ -297,13 +344,13 @@ fn kernel_address(rip: u64) -> bool {
     rip >= 0xffff_8000_0000_0000
 }
 
-/// Names every distinct kernel address with `addr2line -f -i -C`: the chain of functions
+/// Names every distinct address of `elf` with `addr2line -f -i -C`: the chain of functions
 /// inlined at it, innermost first (the last is the function the code is in).
 fn name_addresses(
     elf: &Path,
     addresses: impl Iterator<Item = u64>,
 ) -> Result<HashMap<u64, Vec<String>>, String> {
-    let mut unique: Vec<u64> = addresses.filter(|&a| kernel_address(a)).collect();
+    let mut unique: Vec<u64> = addresses.collect();
     unique.sort_unstable();
     unique.dedup();
     let mut names = HashMap::new();
@@ -331,7 +378,7 @@ fn name_addresses(
             current = u64::from_str_radix(hex, 16).ok();
             expect_function = true;
         } else if expect_function {
-            if let Some(a) = current {
+            if let (Some(a), false) = (current, line.starts_with("??")) {
                 names.entry(a).or_insert_with(Vec::new).push(short(&line));
             }
             expect_function = false;
@@ -356,43 +403,75 @@ fn short(name: &str) -> String {
     }
 }
 
-fn report(title: &str, samples: &[Sample], names: &HashMap<u64, Vec<String>>, by: By, top: usize) {
-    if samples.is_empty() {
-        return;
+/// The user address spaces, most sampled first.
+fn rank_spaces<'a>(samples: impl Iterator<Item = &'a Sample>) -> Vec<u64> {
+    let mut counts: HashMap<u64, usize> = HashMap::new();
+    for s in samples.filter(|s| !kernel_address(s.rip)) {
+        *counts.entry(s.space).or_default() += 1;
     }
-    let unnamed = "[kernel, unnamed]";
-    let name_of = |a: u64| {
-        let chain = names.get(&a);
-        match by {
+    let mut spaces: Vec<(u64, usize)> = counts.into_iter().collect();
+    spaces.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    spaces.into_iter().map(|(space, _)| space).collect()
+}
+
+/// What names a sample: the addresses' inlined chains, the user address spaces' ranks.
+struct Names {
+    names: HashMap<u64, Vec<String>>,
+    spaces: Vec<u64>,
+    by: By,
+}
+
+impl Names {
+    /// The function at `a` that `by` picks.
+    fn function(&self, a: u64) -> Option<&str> {
+        let chain = self.names.get(&a);
+        match self.by {
             By::Inner => chain.and_then(|c| c.first()),
             By::Outer => chain.and_then(|c| c.last()),
         }
-        .map_or(unnamed, String::as_str)
-    };
-    // The call site: the function it is in, then (in brackets) the functions inlined there.
-    let caller_of = |a: u64| match names.get(&a).map(Vec::as_slice) {
-        Some([inlined @ .., outer]) if !inlined.is_empty() => {
-            let chain: Vec<&str> = inlined.iter().rev().map(String::as_str).collect();
-            format!("{outer} [{}]", chain.join(" > "))
+        .map(String::as_str)
+    }
+
+    /// The call site `a`: the function it is in, then (in brackets) the functions inlined
+    /// there.
+    fn caller(&self, a: u64) -> String {
+        match self.names.get(&a).map(Vec::as_slice) {
+            Some([inlined @ .., outer]) if !inlined.is_empty() => {
+                let chain: Vec<&str> = inlined.iter().rev().map(String::as_str).collect();
+                format!("{outer} [{}]", chain.join(" > "))
+            }
+            Some([outer]) => outer.clone(),
+            _ => "[kernel, unnamed]".to_string(),
         }
-        Some([outer]) => outer.clone(),
-        _ => unnamed.to_string(),
-    };
+    }
+
+    /// The row a sample is counted in.
+    fn of(&self, s: &Sample) -> String {
+        if !kernel_address(s.rip) {
+            let rank = self.spaces.iter().position(|&c| c == s.space).unwrap_or(0);
+            return match self.function(s.rip) {
+                Some(f) => format!("[user {rank}] {f}"),
+                None => format!("[user {rank}]"),
+            };
+        }
+        let name = self.function(s.rip).unwrap_or("[kernel, unnamed]");
+        match s
+            .top
+            .filter(|&t| kernel_address(t) && LEAVES.contains(&name))
+        {
+            Some(caller) => format!("{name} <- {}", self.caller(caller)),
+            None => name.to_string(),
+        }
+    }
+}
+
+fn report(title: &str, samples: &[Sample], names: &Names, top: usize) {
+    if samples.is_empty() {
+        return;
+    }
     let mut counts: HashMap<String, usize> = HashMap::new();
     for s in samples {
-        let name = if !kernel_address(s.rip) {
-            "[user]".to_string()
-        } else {
-            let name = name_of(s.rip);
-            match s
-                .top
-                .filter(|&t| kernel_address(t) && LEAVES.contains(&name))
-            {
-                Some(caller) => format!("{name} <- {}", caller_of(caller)),
-                None => name.to_string(),
-            }
-        };
-        *counts.entry(name).or_default() += 1;
+        *counts.entry(names.of(s)).or_default() += 1;
     }
     let mut rows: Vec<(String, usize)> = counts.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -414,13 +493,15 @@ mod test {
     #[test]
     fn registers_of_every_cpu() {
         let text = "CPU#0\nRAX=0000000000000000 RBX=1\nRSI=0 RDI=0 RBP=0 RSP=ffff800000123450\n\
-                    RIP=ffffffff80012345 RFL=00000046\n\
-                    CPU#1 (halted)\nRBP=0 RSP=00007ffffffff000\nRIP=0000000000401000 RFL=00000202\n(qemu) ";
+                    RIP=ffffffff80012345 RFL=00000046\nCR0=80050033 CR2=0 CR3=0000000000abc000\n\
+                    CPU#1 (halted)\nRBP=0 RSP=00007ffffffff000\nRIP=0000000000401000 RFL=00000202\n\
+                    CR0=80050033 CR2=0000000000000000 CR3=0000000000def000 CR4=00000020\n(qemu) ";
+        let regs = |cpu, rip, rsp, cr3| Registers { cpu, rip, rsp, cr3 };
         assert_eq!(
             parse_registers(text),
             vec![
-                (0, 0xffff_ffff_8001_2345, 0xffff_8000_0012_3450),
-                (1, 0x40_1000, 0x7fff_ffff_f000)
+                regs(0, 0xffff_ffff_8001_2345, 0xffff_8000_0012_3450, 0xab_c000),
+                regs(1, 0x40_1000, 0x7fff_ffff_f000, 0xde_f000)
             ]
         );
         assert_eq!(
