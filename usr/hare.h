@@ -23,6 +23,8 @@
 #define HARE_HELLO 0xffff
 /* The tag of an invalidation on a reply ring (lib/hare/src/wire.rs, INVALIDATE). */
 #define HARE_INVALIDATION 16
+/* Requests a client may have unanswered at one server (lib/hare/src/wire.rs, IN_FLIGHT). */
+#define HARE_IN_FLIGHT 8
 
 /* Client to server: words client id, pool grant, pool pages, cache grant, cache blocks, and
  * (the kernel's resizer to a server that joins the fleet) 1 + the id the server takes.

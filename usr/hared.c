@@ -14,8 +14,9 @@
  * the blocks, by server id, fixed by the first hello that grants the cache.
  *
  * It never waits for a client. A client's reply ring holds REEF_MSG_PAGE_SLOTS messages; a
- * lib/hare client has one request in flight per server, so its reply always has a slot if
- * invalidations leave one: when only two are left, the server sends "forget everything"
+ * lib/hare client has at most HARE_IN_FLIGHT requests unanswered at a server (one it awaits,
+ * the others posted: closes), so their replies always have slots if invalidations leave
+ * that many: when only HARE_IN_FLIGHT + 1 are left, the server sends "forget everything"
  * instead and drops that client's invalidations until it has read it (an idle client caching
  * many entries others remove loses its cache, not an entry's freshness). A client whose
  * reply does not fit (it sends requests without reading replies) is disconnected.
@@ -131,10 +132,10 @@ static void invalidate(void *ctx, uint32_t client, const struct reef_msg *m)
         if (c->client != client)
             continue;
         uint64_t free = room(&c->tx);
-        if (free > 2) {
+        if (free > HARE_IN_FLIGHT + 1) {
             c->flushed = 0;
             reef_msg_try_send(&c->tx, m);
-        } else if (free == 2 && !c->flushed) {
+        } else if (free == HARE_IN_FLIGHT + 1 && !c->flushed) {
             struct reef_msg all;
             hare_invalidate_everything(&all);
             reef_msg_try_send(&c->tx, &all);

@@ -64,6 +64,10 @@ use crate::{Attrs, Block, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, NAME_
 pub trait Transport {
     /// Sends `req` to `server`; completes with its reply.
     fn call(&self, server: ServerId, req: Request) -> impl Future<Output = Reply>;
+    /// Sends `req`, whose reply the client does not need (`close`), to `server`, before any
+    /// request sent to it later; may return before the server has it. At most
+    /// [`crate::wire::IN_FLIGHT`] requests stay unanswered at a server.
+    fn post(&self, server: ServerId, req: Request);
     /// Moves the invalidations delivered to this client so far into `out`.
     fn invalidations(&self, out: &mut Vec<Invalidation>);
 }
@@ -204,6 +208,9 @@ pub struct ClientStats {
     pub restarts: u64,
     /// Requests sent again after [`Reply::Busy`].
     pub busy_retries: u64,
+    /// Requests sent without waiting for their replies ([`Transport::post`]; counted in
+    /// `requests` too).
+    pub posted: u64,
 }
 
 /// What [`Client::statfs`] finds, over every server.
@@ -1079,7 +1086,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             Some(desc) => Request::CloseShared { desc },
             None => Request::Close { ino: f.ino },
         };
-        self.at_inode(f.ino, req).await.map_err(errno)?;
+        // Nothing waits for the answer: the server has it before any later request to it.
+        self.stats.requests += 1;
+        self.stats.posted += 1;
+        self.transport.post(self.table.inode_server(f.ino), req);
         Ok(())
     }
 

@@ -43,6 +43,11 @@ pub const PAGE_SIZE: usize = 4096;
 /// The bits of payload word 0 that hold a request's id (ids wrap within them).
 pub const ID_MASK: u64 = (1 << 48) - 1;
 
+/// Requests one client may have unanswered at one server: the one it awaits and the rest
+/// posted ([`crate::Transport::post`]). A server keeps that many slots of the client's reply
+/// ring for replies; invalidations use the others.
+pub const IN_FLIGHT: usize = 8;
+
 /// [`Target::Any`] in a rename's target word (no server numbers an inode so: `new_ino` stops
 /// before it); 0 is [`Target::Absent`], anything else [`Target::File`].
 pub const ANY_INO: Ino = u64::MAX;

@@ -835,6 +835,8 @@ fn check_resized_sequence(
             }
         }
     }
+    // The closes were posted: the servers have them once everything is delivered.
+    net.borrow_mut().settle();
     let n = net.borrow();
     let inodes: usize = n.servers.iter().map(|s| s.inodes()).sum();
     assert_eq!(

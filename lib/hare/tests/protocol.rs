@@ -174,6 +174,7 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     .unwrap();
     assert_eq!(requests(&net) - before, 2, "lookup, create-and-map");
     run(&net, c[0].close(fd), &mut rng).unwrap();
+    net.borrow_mut().settle();
     let before = requests(&net);
     run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
     assert_eq!(requests(&net) - before, 1, "create-and-map");
@@ -1015,12 +1016,14 @@ fn blocks_of_a_truncated_open_file_are_reused_only_after_its_last_close() {
     let b = run(&net, c[0].open(ROOT_INO, b"/b", CREATE, FILE, T), &mut rng).unwrap();
     run(&net, c[0].pwrite(b, &[2; BLOCK_SIZE], 0, T), &mut rng).unwrap();
     run(&net, c[0].close(a), &mut rng).unwrap();
+    net.borrow_mut().settle();
     assert_eq!(
         net.borrow().servers[0].stats().deferred_blocks,
         4,
         "one description left"
     );
     run(&net, c[1].close(old), &mut rng).unwrap();
+    net.borrow_mut().settle();
     assert_eq!(net.borrow().servers[0].stats().deferred_blocks, 0);
     assert_eq!(
         BLOCKS_PER_SERVER as u64 - free(&net.borrow()),
@@ -1204,9 +1207,11 @@ proptest! {
         // The description closes with its last descriptor: then the unlinked file goes.
         run(&net, c[0].unlink(ROOT_INO, b"/log", T), &mut rng).unwrap();
         run(&net, c[0].close(fd), &mut rng).unwrap();
+        net.borrow_mut().settle();
         let inodes = |net: &common::Net| net.servers.iter().map(|s| s.inodes()).sum::<usize>();
         prop_assert_eq!(inodes(&net.borrow()), 2, "the root and the open file");
         run(&net, c[1].close(twin), &mut rng).unwrap();
+        net.borrow_mut().settle();
         prop_assert_eq!(inodes(&net.borrow()), 1);
     }
 }

@@ -96,6 +96,11 @@ impl Transport for Conns {
         ready(self.exchange(server, &req))
     }
 
+    /// Waits for the reply too: this transport has one request in flight per server.
+    fn post(&self, server: ServerId, req: Request) {
+        self.exchange(server, &req);
+    }
+
     fn invalidations(&self, out: &mut Vec<Invalidation>) {
         for server in 0..self.servers {
             let mut m = CMsg::from_message(&wire::encode_invalidation(&Invalidation {

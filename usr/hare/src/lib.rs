@@ -18,5 +18,12 @@ extern crate alloc;
 use reef_cabi as _;
 
 mod cabi;
+
+// usr/hare.h repeats this bound for hared's reply rings.
+const _: () = assert!(
+    hare::wire::IN_FLIGHT == 8,
+    "update HARE_IN_FLIGHT in usr/hare.h"
+);
+
 mod client;
 mod server;

@@ -36,7 +36,10 @@
 //! - **Closing** a descriptor can happen where the kernel may not sleep (a descriptor replaced
 //!   under a lock), so a dropped [`HareNode`] queues its close ([`Mount::closing`], room
 //!   reserved when it was opened); the next operation on that core's client sends it, as
-//!   does the thread that let go of it ([`release`]).
+//!   does the thread that let go of it ([`release`]). A close is posted: sent without
+//!   waiting for its reply (nothing in it is needed), which the client takes with its next
+//!   reply from that server (`Links::post`); a resize and `umount` wait for every reply
+//!   owed first (`Links::settle`).
 //!
 //! Differences from NR-FS, documented in docs/architecture.md: permissions are checked by
 //! `crate::fs::perm`'s `hare_*` functions with a `stat` of each directory of a path; `..` of
@@ -124,6 +127,10 @@ struct Link {
     pool: SharedFrame,
     /// A request whose thread stopped waiting (a fatal signal): its reply is still to come.
     abandoned: Cell<Option<u64>>,
+    /// Posted requests whose replies have not come yet (at most `wire::IN_FLIGHT` - 1, so
+    /// that an awaited request has room too): the replies come in order, before the reply of
+    /// any request sent after them, and are dropped.
+    owed: Cell<usize>,
     /// The server owns another core (split placement), where it polls its rings between
     /// requests (`hared`): a reply comes sooner than a sleep and a wake-up would take, so the
     /// client polls for it first (UMP's receivers poll), for up to [`REPLY_POLL_NS`].
@@ -152,8 +159,10 @@ pub struct Links {
     next_id: Cell<u64>,
     /// Invalidations that came while a reply was awaited, for the client's next walk.
     queued: RefCell<Vec<Invalidation>>,
-    /// Messages that were neither an awaited reply nor an invalidation.
+    /// Messages that were neither an awaited reply, an invalidation nor an owed reply.
     strays: Cell<u64>,
+    /// Owed replies that were errors (a posted request the server refused).
+    refused_posts: Cell<u64>,
     /// Requests sent, nanoseconds from each send to its reply, and the times the reply was
     /// not there yet when looked for (each a wait on the reply ring).
     exchanges: Cell<u64>,
@@ -179,10 +188,8 @@ impl Links {
             }
             link.abandoned.set(None);
         }
-        let id = self.next_id.get();
-        self.next_id.set((id + 1) & wire::ID_MASK);
         let mut buf = self.scratch.borrow_mut();
-        let Ok(m) = wire::encode_request(id, 0, req, &mut buf[..]) else {
+        let Ok((id, m)) = self.encode(req, &mut buf) else {
             return Reply::Err(Errno::ENAMETOOLONG);
         };
         link.pool.write(0, &buf[..wire::page_len(&m)]);
@@ -208,13 +215,86 @@ impl Links {
         }
     }
 
+    /// `req` encoded with the next request id into `buf` (its page): the id and the message.
+    fn encode(&self, req: &Request, buf: &mut [u8]) -> Result<(u64, Message), Errno> {
+        let id = self.next_id.get();
+        self.next_id.set((id + 1) & wire::ID_MASK);
+        let m = wire::encode_request(id, 0, req, buf).map_err(|_| Errno::ENAMETOOLONG)?;
+        Ok((id, m))
+    }
+
+    /// Sends `req`, whose reply nobody needs, to `server` without waiting for it; first
+    /// waits for the oldest owed reply if `wire::IN_FLIGHT` - 1 are owed already. A request
+    /// with a body (in the pool page, which the next request reuses) is exchanged instead.
+    fn post(&self, server: ServerId, req: &Request) {
+        let Some(link) = self.link(server) else {
+            return;
+        };
+        let mut buf = self.scratch.borrow_mut();
+        let Ok((_, m)) = self.encode(req, &mut buf) else {
+            return;
+        };
+        if wire::page_len(&m) > 0 {
+            drop(buf);
+            self.exchange(server, req);
+            return;
+        }
+        if link.owed.get() + 1 >= wire::IN_FLIGHT && self.settle_link(link, 1).is_err() {
+            return;
+        }
+        if link.conn.send_request(&m).is_ok() {
+            link.owed.set(link.owed.get() + 1);
+        }
+    }
+
+    /// Takes messages from `link` until at most `keep` replies are owed.
+    fn settle_link(&self, link: &Link, keep: usize) -> Result<(), Errno> {
+        let me = sched::current_thread();
+        while link.owed.get() > keep {
+            match link.conn.try_reply()? {
+                Some(m) => self.take_unawaited(link, &m),
+                None => link.conn.wait_reply(&me)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every owed reply, so that the servers have handled everything this client
+    /// sent (before a resize or an unmount): `EINTR` if the thread is killed meanwhile, `EIO`
+    /// if a server is gone.
+    pub fn settle(&self) -> Result<(), Errno> {
+        for link in self.links.iter().flatten() {
+            self.settle_link(link, 0)?;
+        }
+        Ok(())
+    }
+
+    /// A message no one awaits: an invalidation (queued), an owed reply, the reply to an
+    /// abandoned request, or a stray.
+    fn take_unawaited(&self, link: &Link, m: &Message) {
+        if wire::is_invalidation(m) {
+            self.take_invalidation(m);
+        } else if link.abandoned.get() == Some(wire::request_id(m).0) {
+            link.abandoned.set(None);
+        } else if link.owed.get() > 0 {
+            link.owed.set(link.owed.get() - 1);
+            // A posted request's reply has no page (`post` sends only those).
+            if !matches!(wire::decode_reply(m, &[]), Ok(Reply::Done)) {
+                self.refused_posts.set(self.refused_posts.get() + 1);
+            }
+        } else {
+            self.strays.set(self.strays.get() + 1);
+        }
+    }
+
     /// Takes messages from `link` until the reply to request `id`, queueing invalidations.
     fn await_reply(&self, link: &Link, me: &Arc<Thread>, id: u64) -> Result<Message, Errno> {
         loop {
             match link.conn.try_reply()? {
-                Some(m) if wire::is_invalidation(&m) => self.take_invalidation(&m),
-                Some(m) if wire::request_id(&m) == (id, 0) => return Ok(m),
-                Some(_) => self.strays.set(self.strays.get() + 1),
+                Some(m) if !wire::is_invalidation(&m) && wire::request_id(&m) == (id, 0) => {
+                    return Ok(m)
+                }
+                Some(m) => self.take_unawaited(link, &m),
                 None if link.polls && poll_reply(link) => {}
                 None => {
                     self.waits.set(self.waits.get() + 1);
@@ -241,6 +321,7 @@ impl Links {
             next_id: Cell::new(1),
             queued: RefCell::new(Vec::new()),
             strays: Cell::new(0),
+            refused_posts: Cell::new(0),
             exchanges: Cell::new(0),
             waited_ns: Cell::new(0),
             waits: Cell::new(0),
@@ -279,16 +360,14 @@ impl Transport for Links {
         ready(self.exchange(server, &req))
     }
 
+    fn post(&self, server: ServerId, req: Request) {
+        Links::post(self, server, &req);
+    }
+
     fn invalidations(&self, out: &mut Vec<Invalidation>) {
         for link in self.links.iter().flatten() {
             while let Ok(Some(m)) = link.conn.try_reply() {
-                if wire::is_invalidation(&m) {
-                    self.take_invalidation(&m);
-                } else if link.abandoned.get() == Some(wire::request_id(&m).0) {
-                    link.abandoned.set(None);
-                } else {
-                    self.strays.set(self.strays.get() + 1);
-                }
+                self.take_unawaited(link, &m);
             }
         }
         out.append(&mut self.queued.borrow_mut());
@@ -741,6 +820,14 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
 pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
     flush();
     let _one = MOUNTING.lock();
+    // The closes posted are handled before the connections close.
+    if let Some(m) = mounted() {
+        for c in &m.clients {
+            if let Some(c) = c.lock().as_ref() {
+                c.transport().settle()?;
+            }
+        }
+    }
     let gone = {
         let mut slot = MOUNTED.lock();
         match slot.as_ref() {
@@ -791,6 +878,7 @@ fn connect(
         conn,
         pool: SharedFrame::new()?,
         abandoned: Cell::new(None),
+        owed: Cell::new(0),
         polls: owned && member.core as usize != core,
     };
     let pool = link.conn.grant_frames(&[link.pool.phys()], budget)?;
@@ -1511,12 +1599,15 @@ pub fn report() -> String {
             let _ = writeln!(
                 s,
                 "core {core} client: requests {} cache_hits {} invalidations {} restarts {} \
-                 busy_retries {} cached_entries {} strays {} exchanges {} waited_ns {} waits {}",
+                 busy_retries {} posted {} refused_posts {} cached_entries {} strays {} \
+                 exchanges {} waited_ns {} waits {}",
                 st.requests,
                 st.cache_hits,
                 st.invalidations,
                 st.restarts,
                 st.busy_retries,
+                st.posted,
+                c.transport().refused_posts.get(),
                 c.cached_entries(),
                 c.transport().strays.get(),
                 c.transport().exchanges.get(),

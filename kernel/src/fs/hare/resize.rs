@@ -4,8 +4,9 @@
 //! tells the kernel ([`resize`], through `reef_fleet_resize`) before the member serves or
 //! after it stopped holding anything:
 //!
-//! 1. Every core client is held back (its lock, taken in core order: no thread holds two), so
-//!    that no request is in flight; `MOUNTING` keeps mounts and other resizes out.
+//! 1. Every core client is held back (its lock, taken in core order: no thread holds two), and
+//!    waits for the replies to what it posted, so that no request is in flight; `MOUNTING`
+//!    keeps mounts and other resizes out.
 //! 2. The resizer connects to every server with a client of its own ([`RESIZER_CLIENT`]);
 //!    a joining server's first hello gives it its id (never one used before) and the buffer
 //!    cache.
@@ -218,6 +219,10 @@ fn hold(mount: &Mount) -> Result<Vec<SleepLockGuard<'_, Option<CoreClient>>>, Er
     held.try_reserve_exact(mount.clients.len())
         .map_err(|_| Errno::ENOMEM)?;
     held.extend(mount.clients.iter().map(|c| c.lock()));
+    // What the clients posted (closes) is handled before anything moves.
+    for c in held.iter().filter_map(|c| c.as_ref()) {
+        c.transport().settle()?;
+    }
     Ok(held)
 }
 

@@ -1,5 +1,6 @@
 //! A deterministic message network for Hare's servers and clients: requests wait in one pool
-//! and are delivered in an order the test picks; invalidations reach a client's queue as the
+//! and are delivered in an order the test picks, each client's requests to one server in the
+//! order it sent them (Reef's rings are FIFO); invalidations reach a client's queue as the
 //! server handles the request that causes them (atomic delivery, §3.7.2). Every request and
 //! reply travels in its wire form (`hare::wire`: a message and a page), as on Reef.
 
@@ -41,8 +42,10 @@ impl Rng {
 pub struct Net {
     pub servers: Vec<Server>,
     cache: Cache,
-    /// Requests sent: tag, sender, server, the message and its page.
+    /// Requests sent, oldest first: tag, sender, server, the message and its page.
     pending: Vec<(u64, ClientId, ServerId, Message, Vec<u8>)>,
+    /// The tags of posted requests, whose replies nobody reads.
+    posted: std::collections::BTreeSet<u64>,
     /// Replies: the message and the page, by tag.
     replies: BTreeMap<u64, (Message, Vec<u8>)>,
     /// Invalidation messages queued at each client.
@@ -56,10 +59,17 @@ impl Net {
         self.pending.len()
     }
 
-    /// Delivers pending request `i`: the server handles it, what it asks zeroed is zeroed and
-    /// the data it moves copied, its invalidations are queued at their clients, then its reply.
+    /// Delivers the oldest pending request from pending request `i`'s client to its server:
+    /// the server handles it, what it asks zeroed is zeroed and the data it moves copied, its
+    /// invalidations are queued at their clients, then its reply (dropped for a posted one).
     pub fn deliver(&mut self, i: usize) {
-        let (tag, from, to, m, mut page) = self.pending.swap_remove(i);
+        let (_, client, server, ..) = self.pending[i];
+        let first = self
+            .pending
+            .iter()
+            .position(|p| (p.1, p.2) == (client, server))
+            .expect("pending request i itself");
+        let (tag, from, to, m, mut page) = self.pending.remove(first);
         let req = wire::decode_request(&m, &page).expect("a request the client encoded");
         let mut h = self.servers[to as usize].handle(from, req);
         for &(b, from) in &h.zero {
@@ -75,8 +85,29 @@ impl Net {
         }
         let (id, p) = wire::request_id(&m);
         let r = wire::encode_reply(id, p, &h.reply, &mut page).expect("a reply fits its page");
-        self.replies.insert(tag, (r, page));
+        if !self.posted.remove(&tag) {
+            self.replies.insert(tag, (r, page));
+        }
         self.delivered += 1;
+    }
+
+    /// Delivers every pending request (posted ones included), oldest first: what a test does
+    /// before it looks into the servers, and Reef's kernel before a resize.
+    pub fn settle(&mut self) {
+        while !self.pending.is_empty() {
+            self.deliver(0);
+        }
+    }
+
+    /// Queues `req` from client `id` to `server` with a new tag.
+    fn send(&mut self, id: ClientId, server: ServerId, req: &Request) -> u64 {
+        let t = self.next_tag;
+        self.next_tag += 1;
+        let mut page = vec![0; wire::PAGE_SIZE];
+        let m = wire::encode_request(t, (t % 256) as u8, req, &mut page)
+            .expect("a request fits its page");
+        self.pending.push((t, id, server, m, page));
+        t
     }
 }
 
@@ -89,7 +120,8 @@ impl Net {
 /// nothing.
 pub fn resize(net: &Rc<RefCell<Net>>, clients: &mut [HClient], count: usize) {
     let mut n = net.borrow_mut();
-    assert_eq!(n.pending(), 0, "a resize with requests in flight");
+    // What clients posted reaches the servers first (Reef's kernel waits for it).
+    n.settle();
     let old = n.servers[0].table().clone();
     while n.servers.len() < count {
         let id = n.servers.len() as ServerId;
@@ -111,7 +143,7 @@ pub fn resize(net: &Rc<RefCell<Net>>, clients: &mut [HClient], count: usize) {
 /// forget what it cached. Whether it was distributed now (`false`: it was already).
 pub fn distribute(net: &Rc<RefCell<Net>>, clients: usize, dir: Ino) -> Result<bool, abi::Errno> {
     let mut n = net.borrow_mut();
-    assert_eq!(n.pending(), 0, "a distribution with requests in flight");
+    n.settle();
     let table = n.servers[0].table().clone();
     let done = hare::resize::distribute(&mut Manager(&mut n), &table, dir);
     for c in 0..clients as ClientId {
@@ -168,14 +200,7 @@ impl Transport for Port {
             let mut n = net.borrow_mut();
             match tag {
                 None => {
-                    let t = n.next_tag;
-                    n.next_tag += 1;
-                    let mut page = vec![0; wire::PAGE_SIZE];
-                    let req = req.take().expect("sent once");
-                    let m = wire::encode_request(t, (t % 256) as u8, &req, &mut page)
-                        .expect("a request fits its page");
-                    n.pending.push((t, id, server, m, page));
-                    tag = Some(t);
+                    tag = Some(n.send(id, server, &req.take().expect("sent once")));
                     Poll::Pending
                 }
                 Some(t) => n.replies.remove(&t).map_or(Poll::Pending, |(m, page)| {
@@ -188,6 +213,19 @@ impl Transport for Port {
                 }),
             }
         })
+    }
+
+    fn post(&self, server: ServerId, req: Request) {
+        let mut n = self.net.borrow_mut();
+        // As Reef's kernel does: with IN_FLIGHT unanswered, it waits for the oldest.
+        let ours =
+            |p: &(u64, ClientId, ServerId, Message, Vec<u8>)| (p.1, p.2) == (self.id, server);
+        if n.pending.iter().filter(|p| ours(p)).count() >= wire::IN_FLIGHT {
+            let oldest = n.pending.iter().position(ours).expect("one");
+            n.deliver(oldest);
+        }
+        let t = n.send(self.id, server, &req);
+        n.posted.insert(t);
     }
 
     fn invalidations(&self, out: &mut Vec<Invalidation>) {
@@ -275,6 +313,7 @@ pub fn world_with(
         servers: srv,
         cache: cache.clone(),
         pending: Vec::new(),
+        posted: Default::default(),
         replies: BTreeMap::new(),
         inboxes: BTreeMap::new(),
         next_tag: 0,
