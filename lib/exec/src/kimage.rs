@@ -201,10 +201,7 @@ fn table(
 ) -> Result<Vec<u8>, ImageError> {
     let t = ImageError::Truncated;
     let bytes = size.checked_mul(count).ok_or(t)?;
-    if offset
-        .checked_add(bytes as u64)
-        .map_or(true, |end| end > len)
-    {
+    if offset.checked_add(bytes as u64).is_none_or(|end| end > len) {
         return Err(t);
     }
     let mut buf = Vec::new();

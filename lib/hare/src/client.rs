@@ -2252,9 +2252,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let s = self.table.inode_server(m.source.ino);
         let same = self.entry_server(m.old_dir, &m.old_name).await? == s
             && self.entry_server(m.new_dir, &m.new_name).await? == s
-            && !m
-                .replaced
-                .is_some_and(|r| self.table.inode_server(r.ino) != s);
+            && m.replaced
+                .is_none_or(|r| self.table.inode_server(r.ino) == s);
         Ok(same.then_some(s))
     }
 

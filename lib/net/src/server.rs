@@ -431,7 +431,7 @@ pub fn verify(
             if !own(ip.src_addr()) {
                 let port_free = ports
                     .owner(Proto::Udp, dhcp::CLIENT_PORT)
-                    .map_or(true, |o| o == id);
+                    .is_none_or(|o| o == id);
                 if dhcp::client_request(frame).is_some() && port_free {
                     return Ok(());
                 }

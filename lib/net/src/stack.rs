@@ -670,7 +670,7 @@ impl Stack {
                 match &s.role {
                     Role::Listening { pool, .. }
                         if s.port == to.port
-                            && s.addr.map_or(true, |a| IpAddress::Ipv4(a) == to.addr) =>
+                            && s.addr.is_none_or(|a| IpAddress::Ipv4(a) == to.addr) =>
                     {
                         Some((i, pool))
                     }

@@ -307,7 +307,7 @@ where
                     .register(consumer)
                     .expect("logs have too many replicas or are already in use");
                 assert!(
-                    rid.map_or(true, |rid| rid == r),
+                    rid.is_none_or(|rid| rid == r),
                     "replicas must be created with all logs"
                 );
                 rid = Some(r);

@@ -257,7 +257,7 @@ impl Model {
             Op::Append(p, len, byte) => out(
                 self.file(p).map(|d| {
                     let at = d.len() as u64;
-                    d.extend(std::iter::repeat(*byte).take(*len));
+                    d.extend(std::iter::repeat_n(*byte, *len));
                     at
                 }),
                 Out::Offset,
@@ -643,7 +643,7 @@ proptest! {
                 }
                 DataOp::Append(l, byte) => {
                     let at = want.len() as u64;
-                    want.extend(std::iter::repeat(byte).take(l));
+                    want.extend(std::iter::repeat_n(byte, l));
                     let data = vec![byte; l];
                     (out(Sut::append(&mut seq, f1, &data, now), Out::Offset),
                      out(rep.append(f2, &data, now), Out::Offset), Out::Offset(at))

@@ -596,7 +596,7 @@ impl LineDiscipline {
                 let spaces = 8 - (self.column & 7);
                 self.column += spaces;
                 if t.c_oflag & oflag::TABDLY == oflag::XTABS {
-                    out.extend(core::iter::repeat(b' ').take(spaces));
+                    out.extend(core::iter::repeat_n(b' ', spaces));
                 } else {
                     out.push(b'\t');
                 }
