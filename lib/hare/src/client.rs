@@ -1806,6 +1806,29 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             kind,
             distributed: self.distributed(ino).await?,
         };
+        let es = self.entry_server(p.dir, &name).await?;
+        if !e.distributed && self.table.inode_server(ino) == es {
+            // The entry, the directory and all its entries on one server: one message.
+            let req = Request::Rmdir {
+                dir: p.dir,
+                name: name.clone(),
+                ino,
+                now,
+            };
+            // A refusal (ENOTEMPTY) leaves the entry, and the cache, as they were.
+            return match self.rpc(es, req).await? {
+                Reply::Mapped { home, .. } => {
+                    self.forget(p.dir, &name);
+                    self.dirs.remove(&ino);
+                    self.nlink(p.dir, -1, home, now).await
+                }
+                Reply::Stale => {
+                    self.forget(p.dir, &name);
+                    Err(Fail::Restart)
+                }
+                _ => Err(Errno::EIO.into()),
+            };
+        }
         self.hold_and_mark(&e).await?;
         let home = match self
             .rm_map(p.dir, &name, Expect::Ino(ino), false, now)
@@ -1818,7 +1841,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
         };
         self.nlink(p.dir, -1, home, now).await?;
-        self.commit_rmdir(&e, now).await
+        self.commit_rmdir(&e, now).await?;
+        self.dirs.remove(&ino);
+        Ok(())
     }
 
     /// Whether directory `a` is `d` or one of its ancestors (asking each directory's server
@@ -2442,9 +2467,15 @@ pub(crate) fn copy_in(cache: &impl BufferCache, blocks: &[Block], at: u64, data:
     }
 }
 
+/// Inserts `k` into a cache of at most `cap` entries, dropping others to make room.
+///
+/// What goes is the largest key: keys begin with an inode number, and a server numbers its
+/// inodes in the order it makes them, so the directories every path crosses (made first,
+/// the smallest numbers) stay, and the newest go (dropping the smallest instead made every
+/// walk ask for the top of the tree again once the cache was full).
 fn bounded_insert<K: Ord, V>(map: &mut BTreeMap<K, V>, k: K, v: V, cap: usize) {
     while map.len() >= cap.max(1) {
-        map.pop_first();
+        map.pop_last();
     }
     map.insert(k, v);
 }

@@ -407,6 +407,21 @@ pub enum Request {
         /// The directory.
         dir: Ino,
     },
+    /// `RMDIR` of ordinary directory `ino` when this server holds its entry `name` in `dir`
+    /// and its inode, so every entry it has: §3.4.1's three phases in one message (§3.7.4),
+    /// as nothing else runs here meanwhile. `ENOTEMPTY` if it holds an entry, `Busy` while
+    /// another client holds or marks it, `Stale` if the name no longer names it; else
+    /// `RmMap`'s reply, after which the directory is gone.
+    Rmdir {
+        /// The parent directory.
+        dir: Ino,
+        /// The directory's name there.
+        name: Name,
+        /// The directory.
+        ino: Ino,
+        /// The time, for the parent's times and the directory's ctime.
+        now: Timespec,
+    },
     /// A rename of a file (or symlink) when this server holds both entries and the inode (and the inode of
     /// the file it replaces): `LINK`, `ADD_MAP`, `RM_MAP` and `UNLINK` coalesced into one
     /// message (§3.7.4), done at once. [`Reply::Stale`] if `old_name` no longer names `ino`

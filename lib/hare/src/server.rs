@@ -981,16 +981,15 @@ impl Server {
                     self.removed.insert(dir);
                     return Ok(Reply::Done);
                 }
-                self.holds.remove(&dir);
-                let inode = self.dir_inode_mut(dir)?;
-                inode.nlink = 0;
-                inode.ctime = now;
-                if let Body::Dir { dead, .. } = &mut inode.body {
-                    *dead = true;
-                }
-                self.release(dir);
+                self.bury(dir, now)?;
                 Ok(Reply::Done)
             }
+            Request::Rmdir {
+                dir,
+                name,
+                ino,
+                now,
+            } => self.rmdir(from, (dir, name), ino, now, inval),
         }
     }
 
@@ -1187,6 +1186,54 @@ impl Server {
             self.release(r);
         }
         Ok(Reply::Done)
+    }
+
+    /// [`Request::Rmdir`]: the checks of all three phases, then the entry's removal and the
+    /// commit.
+    fn rmdir(
+        &mut self,
+        from: ClientId,
+        (dir, name): (Ino, Name),
+        ino: Ino,
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        // Asked only of the server whose table gives it the directory's inode.
+        if self.table.inode_server(ino) != self.id {
+            return Err(Errno::EINVAL);
+        }
+        match &self.dir_inode_mut(ino)?.body {
+            Body::Dir {
+                distributed: true, ..
+            } => return Err(Errno::EINVAL),
+            Body::Dir { dead: true, .. } => return Ok(Reply::Stale),
+            _ => {}
+        }
+        if self.holds.get(&ino).is_some_and(|&c| c != from) || self.marks.contains(&ino) {
+            return Ok(Reply::Busy);
+        }
+        if self.entries.get(&ino).is_some_and(|m| !m.is_empty()) {
+            return Err(Errno::ENOTEMPTY);
+        }
+        let reply = self.rm_map(from, (dir, name), Expect::Ino(ino), false, now, inval)?;
+        if matches!(reply, Reply::Mapped { .. }) {
+            self.entries.remove(&ino);
+            self.bury(ino, now)?;
+        }
+        Ok(reply)
+    }
+
+    /// Directory `ino`, held here, is removed: no links, dead, freed once not open.
+    fn bury(&mut self, ino: Ino, now: Timespec) -> Result<(), Errno> {
+        self.holds.remove(&ino);
+        let inode = self.dir_inode_mut(ino)?;
+        inode.nlink = 0;
+        inode.ctime = now;
+        if let Body::Dir { dead, .. } = &mut inode.body {
+            *dead = true;
+        }
+        self.release(ino);
+        Ok(())
     }
 
     fn rm_map(

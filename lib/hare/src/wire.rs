@@ -629,6 +629,15 @@ pub fn encode_request(
             o.w(*parent).w(*dir);
             45
         }
+        Request::Rmdir {
+            dir,
+            name,
+            ino,
+            now,
+        } => {
+            o.w(*dir).w(*ino).time(*now).var(name)?;
+            46
+        }
     };
     Ok(o.message(op, page, id))
 }
@@ -923,6 +932,17 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             parent: i.w(),
             dir: i.w(),
         },
+        46 => {
+            let dir = i.w();
+            let ino = i.w();
+            let now = i.time()?;
+            Request::Rmdir {
+                dir,
+                name: i.name()?,
+                ino,
+                now,
+            }
+        }
         _ => return Err(WireError::UnknownOp(op)),
     })
 }

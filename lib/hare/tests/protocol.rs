@@ -154,6 +154,37 @@ fn a_name_too_long_for_an_invalidation_message_invalidates_its_directory() {
 }
 
 #[test]
+fn an_rmdir_whose_directory_and_entry_share_a_server_is_one_message() {
+    // One server holds the entry, the directory and its entries: rmdir is one Rmdir, where
+    // Hold, RmdirMark, RmMap and RmdirCommit would be four; a non-empty one stays.
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(5);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
+    run(&net, c[1].stat(ROOT_INO, b"/d/e", true), &mut rng).unwrap();
+    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
+        net.borrow().servers[0].stats().requests
+    };
+    assert_eq!(
+        run(&net, c[0].rmdir(ROOT_INO, b"/d", T), &mut rng),
+        Err(Errno::ENOTEMPTY)
+    );
+    let before = requests(&net);
+    run(&net, c[0].rmdir(ROOT_INO, b"/d/e", T), &mut rng).unwrap();
+    assert_eq!(requests(&net) - before, 1, "one Rmdir");
+    assert_eq!(c[1].stats().invalidations, 0, "applied at c[1]'s next walk");
+    assert_eq!(
+        run(&net, c[1].stat(ROOT_INO, b"/d/e", true), &mut rng).map(|_| ()),
+        Err(Errno::ENOENT),
+        "the other client's cached entry was invalidated"
+    );
+    let st = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
+    assert_eq!(st.nlink, 2, "the removed directory's .. uncounted");
+    run(&net, c[0].rmdir(ROOT_INO, b"/d", T), &mut rng).unwrap();
+    assert_eq!(net.borrow().servers[0].inodes(), 1, "only the root left");
+}
+
+#[test]
 fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     // One server: every inode and entry is there, so open(O_CREAT) of a new name in a cached
     // directory is a lookup (is the name there?) and one CreateNamed (§3.7.4), where Create
@@ -783,6 +814,37 @@ fn a_large_distributed_directory_is_listed_in_batches() {
     assert_eq!(got, names, "every name once, in order");
     // 300 names of 204 bytes are about 64 KiB: at least 16 one-page batches.
     assert!(after - asked >= 16, "{} requests", after - asked);
+}
+
+#[test]
+fn a_full_lookup_cache_keeps_the_top_of_the_tree() {
+    // Eight entries: the path's two directories and six of the files made below them. Each
+    // new file then pushes out a newer entry, never the directories every walk crosses.
+    common::CACHE_ENTRIES.with(|c| c.set(8));
+    let (net, mut c) = world(1, 1, false, true);
+    common::CACHE_ENTRIES.with(|c| c.set(1024));
+    let mut rng = Rng::new(21);
+    run(&net, c[0].mkdir(ROOT_INO, b"/a", DIR, false, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/a/b", DIR, false, T), &mut rng).unwrap();
+    for i in 0..20 {
+        let path = format!("/a/b/f{i}");
+        let fd = run(
+            &net,
+            c[0].open(ROOT_INO, path.as_bytes(), CREATE, FILE, T),
+            &mut rng,
+        );
+        run(&net, c[0].close(fd.unwrap()), &mut rng).unwrap();
+    }
+    net.borrow_mut().settle();
+    let requests = || net.borrow().servers[0].stats().requests;
+    let before = requests();
+    run(&net, c[0].stat(ROOT_INO, b"/a/b", true), &mut rng).unwrap();
+    assert_eq!(
+        requests() - before,
+        1,
+        "the Stat alone: /a and /a/b are still cached"
+    );
+    assert_eq!(c[0].cached_entries(), 8);
 }
 
 #[test]

@@ -219,6 +219,12 @@ fn request() -> impl Strategy<Value = Request> {
         (ino(), any::<u64>()).prop_map(|(dir, offset)| Request::Scatter { dir, offset }),
         (ino(), any::<bool>()).prop_map(|(dir, restore)| Request::Scattered { dir, restore }),
         (ino(), ino()).prop_map(|(parent, dir)| Request::MarkDistributed { parent, dir }),
+        (ino(), name(), ino(), time()).prop_map(|(dir, name, ino, now)| Request::Rmdir {
+            dir,
+            name,
+            ino,
+            now
+        }),
         (ino(), any::<u64>()).prop_map(|(ino, offset)| Request::Share { ino, offset }),
         any::<u64>().prop_map(|desc| Request::DupShared { desc }),
         any::<u64>().prop_map(|desc| Request::CloseShared { desc }),
