@@ -146,6 +146,10 @@ pub struct OpenFlags {
     pub append: bool,
     /// `O_NOFOLLOW`: a symlink in the last component is not followed.
     pub nofollow: bool,
+    /// The caller lists the directory next (`O_DIRECTORY`, as `opendir` opens): an ordinary
+    /// directory's open brings the first entries of its listing, which the first
+    /// [`Client::read_dir`] takes.
+    pub list: bool,
 }
 
 /// An attribute change of an open file ([`Client::fset`]): `fchmod`, `fchown`, `futimens`.
@@ -434,6 +438,9 @@ pub struct Client<T, B> {
     /// Symlink targets seen (never change; inode numbers are not reused).
     links: BTreeMap<Ino, Vec<u8>>,
     files: BTreeMap<u32, OpenFile>,
+    /// The first entries of the listing an open of a directory brought
+    /// ([`OpenFlags::list`]), and whether more follow, until the first `read_dir`.
+    listed: BTreeMap<u32, (Vec<(Name, Entry)>, bool)>,
     next_fd: u32,
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
@@ -467,6 +474,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             dirs,
             links: BTreeMap::new(),
             files: BTreeMap::new(),
+            listed: BTreeMap::new(),
             next_fd: 0,
             mount_point: Vec::new(),
             creates: Vec::new(),
@@ -1064,16 +1072,28 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let req = Request::Open {
             ino,
             trunc: flags.truncate,
+            // Only an ordinary directory's entries are all at its inode's server.
+            list: flags.list && self.dirs.get(&ino) == Some(&false),
             now,
         };
+        let file = |kind| OpenFile {
+            ino,
+            kind,
+            offset: 0,
+            append: flags.append,
+            shared: None,
+        };
         match self.after_walk(ino, req).await? {
-            Reply::Stat(st) => Ok(self.new_fd(OpenFile {
-                ino,
-                kind: st.kind,
-                offset: 0,
-                append: flags.append,
-                shared: None,
-            })),
+            Reply::Stat(st) => Ok(self.new_fd(file(st.kind))),
+            Reply::Listed {
+                stat,
+                entries,
+                more,
+            } => {
+                let fd = self.new_fd(file(stat.kind));
+                self.listed.insert(fd.0, (entries, more));
+                Ok(fd)
+            }
             _ => Err(Errno::EIO.into()),
         }
     }
@@ -1082,6 +1102,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     pub async fn close(&mut self, fd: Fd) -> Result<(), Errno> {
         let f = self.file(fd)?;
         self.files.remove(&fd.0);
+        self.listed.remove(&fd.0);
         let req = match f.shared {
             Some(desc) => Request::CloseShared { desc },
             None => Request::Close { ino: f.ino },
@@ -1457,7 +1478,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if f.kind != Kind::Dir {
             return Err(Errno::ENOTDIR);
         }
-        self.list(f.ino).await
+        match self.listed.remove(&fd.0) {
+            Some(first) => self.list_from(f.ino, Some(first)).await,
+            None => self.list(f.ino).await,
+        }
     }
 
     /// The path of directory `dir` from Hare's root (`getcwd`): up through `..`, each name
@@ -1485,15 +1509,41 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
 
     /// Every entry of directory `dir` (not `.` and `..`), in name order.
     async fn list(&mut self, dir: Ino) -> Result<Vec<DirEntry>, Errno> {
-        let dist = self.distributed(dir).await.map_err(errno)?;
-        let servers = if dist {
-            self.table.servers()
-        } else {
-            vec![self.table.inode_server(dir)]
+        self.list_from(dir, None).await
+    }
+
+    /// [`Client::list`], from `first`, the first batch of an ordinary directory's listing
+    /// (and whether more follow), if its open brought it.
+    async fn list_from(
+        &mut self,
+        dir: Ino,
+        first: Option<(Vec<(Name, Entry)>, bool)>,
+    ) -> Result<Vec<DirEntry>, Errno> {
+        let dirent = |(name, e): (Name, Entry)| DirEntry {
+            name,
+            ino: e.ino,
+            kind: e.kind,
         };
         let mut out = Vec::new();
-        let mut after: Vec<Option<Name>> = vec![None; servers.len()];
-        let mut asking = servers;
+        let (mut asking, mut after) = match first {
+            Some((entries, more)) => {
+                let last = entries.last().map(|(n, _)| n.clone());
+                out.extend(entries.into_iter().map(dirent));
+                if more {
+                    (vec![self.table.inode_server(dir)], vec![last])
+                } else {
+                    (Vec::new(), Vec::new())
+                }
+            }
+            None => {
+                let servers = if self.distributed(dir).await.map_err(errno)? {
+                    self.table.servers()
+                } else {
+                    vec![self.table.inode_server(dir)]
+                };
+                (servers.clone(), vec![None; servers.len()])
+            }
+        };
         while !asking.is_empty() {
             let reqs: Vec<Request> = after
                 .iter()
@@ -1508,11 +1558,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 match r {
                     Reply::Dirents { entries, more } => {
                         let last = entries.last().map(|(n, _)| n.clone()).or(a);
-                        out.extend(entries.into_iter().map(|(name, e)| DirEntry {
-                            name,
-                            ino: e.ino,
-                            kind: e.kind,
-                        }));
+                        out.extend(entries.into_iter().map(dirent));
                         if more {
                             next.0.push(*s);
                             next.1.push(last);

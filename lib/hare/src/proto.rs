@@ -35,6 +35,10 @@ pub const DIRENTS_BYTES: usize = 4096;
 /// What one entry of a `Dirents` reply costs besides its name (its place in the page).
 pub const DIRENT_OVERHEAD: usize = 12;
 
+/// Bytes of entries a [`Reply::Listed`] carries, counted as for `Dirents`: the page less room
+/// for the attributes before them.
+pub const LISTED_BYTES: usize = DIRENTS_BYTES - 128;
+
 /// A directory entry as a server stores it: the inode it names, the inode's kind, and for a
 /// directory whether its entries are distributed over all servers (§3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,12 +211,16 @@ pub enum Request {
         dir: Ino,
     },
     /// `OPEN`: counts one more open file description; truncates a regular file to 0 first
-    /// with `trunc` (`O_TRUNC`). Answers the inode's attributes.
+    /// with `trunc` (`O_TRUNC`). Answers the inode's attributes; with `list`, a directory
+    /// whose entries all live here (an ordinary one) answers them with the first entries of
+    /// its listing ([`Reply::Listed`], `OPEN` and `DIRENT` coalesced, §3.7.4).
     Open {
         /// The inode.
         ino: Ino,
         /// `O_TRUNC`.
         trunc: bool,
+        /// The opener lists the directory next (`opendir`).
+        list: bool,
         /// The time, for a truncation.
         now: Timespec,
     },
@@ -620,6 +628,16 @@ pub enum Reply {
     Offset(u64),
     /// A batch of a server's share of a directory, and whether more follow.
     Dirents {
+        /// The entries, in name order.
+        entries: Vec<(Name, Entry)>,
+        /// More entries follow the last one.
+        more: bool,
+    },
+    /// An open directory's attributes and the first batch of its listing (at most
+    /// [`LISTED_BYTES`] of entries), whether more follow.
+    Listed {
+        /// The attributes.
+        stat: Stat,
         /// The entries, in name order.
         entries: Vec<(Name, Entry)>,
         /// More entries follow the last one.

@@ -20,7 +20,7 @@ use nrfs::{S_ISGID, S_ISUID, S_IXGRP};
 
 use crate::proto::{
     seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
-    DIRENT_OVERHEAD, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
+    DIRENT_OVERHEAD, LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
 };
 use crate::resize::ShardState;
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
@@ -694,7 +694,12 @@ impl Server {
                 }),
                 _ => Err(Errno::ENOTDIR),
             },
-            Request::Open { ino, trunc, now } => {
+            Request::Open {
+                ino,
+                trunc,
+                list,
+                now,
+            } => {
                 let inode = self.inode(ino)?;
                 inode.opens.checked_add(1).ok_or(Errno::ENFILE)?;
                 if trunc && inode.kind == Kind::File {
@@ -702,7 +707,24 @@ impl Server {
                 }
                 let inode = self.inode_mut(ino)?;
                 inode.opens += 1;
-                Ok(Reply::Stat(self.stat(ino)?))
+                let stat = self.stat(ino)?;
+                let whole_here = matches!(
+                    self.inode(ino)?.body,
+                    Body::Dir {
+                        distributed: false,
+                        dead: false,
+                        ..
+                    }
+                );
+                if !(list && whole_here) {
+                    return Ok(Reply::Stat(stat));
+                }
+                let (entries, more) = self.dirents(ino, None, LISTED_BYTES);
+                Ok(Reply::Listed {
+                    stat,
+                    entries,
+                    more,
+                })
             }
             Request::Close { ino } => self.close(ino),
             Request::Read {
@@ -928,23 +950,7 @@ impl Server {
             },
             Request::Dirents { dir, after } => {
                 self.check_dir_alive(dir)?;
-                let mut entries = Vec::new();
-                let mut bytes = 0;
-                let mut more = false;
-                if let Some(m) = self.entries.get(&dir) {
-                    let from = match &after {
-                        Some(a) => Bound::Excluded(a),
-                        None => Bound::Unbounded,
-                    };
-                    for (n, e) in m.range::<Name, _>((from, Bound::Unbounded)) {
-                        bytes += n.len() + DIRENT_OVERHEAD;
-                        if bytes > DIRENTS_BYTES {
-                            more = true;
-                            break;
-                        }
-                        entries.push((n.clone(), *e));
-                    }
-                }
+                let (entries, more) = self.dirents(dir, after.as_ref(), DIRENTS_BYTES);
                 Ok(Reply::Dirents { entries, more })
             }
             Request::Hold { dir } => {
@@ -1186,6 +1192,28 @@ impl Server {
             self.release(r);
         }
         Ok(Reply::Done)
+    }
+
+    /// The entries of `dir` held here from the first name after `after`, in name order, as
+    /// many as `budget` bytes hold (each its name and [`DIRENT_OVERHEAD`]); whether more
+    /// follow.
+    fn dirents(&self, dir: Ino, after: Option<&Name>, budget: usize) -> (Vec<(Name, Entry)>, bool) {
+        let mut entries = Vec::new();
+        let mut bytes = 0;
+        if let Some(m) = self.entries.get(&dir) {
+            let from = match after {
+                Some(a) => Bound::Excluded(a),
+                None => Bound::Unbounded,
+            };
+            for (n, e) in m.range::<Name, _>((from, Bound::Unbounded)) {
+                bytes += n.len() + DIRENT_OVERHEAD;
+                if bytes > budget {
+                    return (entries, true);
+                }
+                entries.push((n.clone(), *e));
+            }
+        }
+        (entries, false)
     }
 
     /// [`Request::Rmdir`]: the checks of all three phases, then the entry's removal and the

@@ -32,8 +32,8 @@ use abi::Errno;
 use msg::{Message, PAYLOAD};
 
 use crate::proto::{
-    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES, MAX_DATA,
-    MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
+    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
+    LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
 };
 use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX, SHARDS};
 
@@ -427,8 +427,15 @@ pub fn encode_request(
             o.w(*dir);
             10
         }
-        Request::Open { ino, trunc, now } => {
-            o.w(*ino).w(u64::from(*trunc)).time(*now);
+        Request::Open {
+            ino,
+            trunc,
+            list,
+            now,
+        } => {
+            o.w(*ino)
+                .w(u64::from(*trunc) | u64::from(*list) << 1)
+                .time(*now);
             11
         }
         Request::Close { ino } => {
@@ -750,11 +757,19 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             now: i.time()?,
         },
         10 => Request::DirInfo { dir: i.w() },
-        11 => Request::Open {
-            ino: i.w(),
-            trunc: i.w() != 0,
-            now: i.time()?,
-        },
+        11 => {
+            let ino = i.w();
+            let flags = i.w();
+            if flags > 3 {
+                return Err(WireError::Bad("open flags"));
+            }
+            Request::Open {
+                ino,
+                trunc: flags & 1 != 0,
+                list: flags & 2 != 0,
+                now: i.time()?,
+            }
+        }
         12 => Request::Close { ino: i.w() },
         13 | 33 => {
             let max = if op == 13 { MAX_IO } else { MAX_DATA };
@@ -985,6 +1000,28 @@ fn get_table(i: &mut In<'_>) -> Result<ShardTable, WireError> {
     Ok(ShardTable::from_owners(version, owners))
 }
 
+/// A listing's entries, in the page.
+fn put_dirents(o: &mut Out<'_>, entries: &[(Name, Entry)]) -> Result<(), WireError> {
+    for (name, e) in entries {
+        o.bytes(&e.ino.to_le_bytes())?
+            .bytes(&(entry_bits(e) as u16).to_le_bytes())?
+            .var(name)?;
+    }
+    Ok(())
+}
+
+/// The `n` entries [`put_dirents`] wrote.
+fn get_dirents(i: &mut In<'_>, n: usize) -> Result<Vec<(Name, Entry)>, WireError> {
+    let mut entries = Vec::new();
+    for _ in 0..n {
+        let ino = i.u64()?;
+        let bits = u16::from_le_bytes(i.bytes(2)?.try_into().expect("2 bytes"));
+        let e = entry_of(ino, u64::from(bits))?;
+        entries.push((i.name()?, e));
+    }
+    Ok(entries)
+}
+
 fn put_stat(o: &mut Out<'_>, s: &Stat) -> Result<(), WireError> {
     for w in [
         s.ino,
@@ -1113,12 +1150,18 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
         }
         Reply::Dirents { entries, more } => {
             o.w(entries.len() as u64).w(u64::from(*more));
-            for (name, e) in entries {
-                o.bytes(&e.ino.to_le_bytes())?
-                    .bytes(&(entry_bits(e) as u16).to_le_bytes())?
-                    .var(name)?;
-            }
+            put_dirents(&mut o, entries)?;
             13
+        }
+        Reply::Listed {
+            stat,
+            entries,
+            more,
+        } => {
+            o.w(entries.len() as u64).w(u64::from(*more));
+            put_stat(&mut o, stat)?;
+            put_dirents(&mut o, entries)?;
+            23
         }
         Reply::Shared(d) => {
             o.w(*d);
@@ -1243,14 +1286,19 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         13 => {
             let n = count(i.w(), DIRENTS_BYTES)?;
             let more = i.w() != 0;
-            let mut entries = Vec::new();
-            for _ in 0..n {
-                let ino = i.u64()?;
-                let bits = u16::from_le_bytes(i.bytes(2)?.try_into().expect("2 bytes"));
-                let e = entry_of(ino, u64::from(bits))?;
-                entries.push((i.name()?, e));
-            }
+            let entries = get_dirents(&mut i, n)?;
             Reply::Dirents { entries, more }
+        }
+        23 => {
+            let n = count(i.w(), LISTED_BYTES)?;
+            let more = i.w() != 0;
+            let stat = get_stat(&mut i)?;
+            let entries = get_dirents(&mut i, n)?;
+            Reply::Listed {
+                stat,
+                entries,
+                more,
+            }
         }
         14 => Reply::Shared(i.w()),
         15 => Reply::Offset(i.w()),

@@ -152,15 +152,24 @@ const NAMES: &[&str] = &["a", "b", "a", "b", "c", "..", "a", "b", "."];
 
 fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
     let path = move || path_strategy(names);
-    let flags = (0..4u8, any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8).prop_map(
-        |(create, exclusive, truncate, append, nofollow)| OpenFlags {
-            create: create != 0,
-            exclusive: exclusive && create != 0,
-            truncate: truncate && create != 0,
-            append,
-            nofollow: nofollow == 0,
-        },
-    );
+    let flags = (
+        0..4u8,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        0..4u8,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(create, exclusive, truncate, append, nofollow, list)| OpenFlags {
+                create: create != 0,
+                exclusive: exclusive && create != 0,
+                truncate: truncate && create != 0,
+                append,
+                nofollow: nofollow == 0,
+                list,
+            },
+        );
     let slot = 0..4usize;
     prop_oneof![
         4 => (path(), flags).prop_map(|(path, flags)| Op::Open { path, flags }),
@@ -605,7 +614,11 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
             )
         }
         Op::List { path } => {
-            let flags = OpenFlags::default();
+            // As `opendir` opens: an ordinary directory's first entries come with the open.
+            let flags = OpenFlags {
+                list: true,
+                ..OpenFlags::default()
+            };
             let r = match c
                 .open(ROOT_INO, path.as_bytes(), flags, FILE_ATTRS, now)
                 .await

@@ -21,6 +21,7 @@ const CREATE: OpenFlags = OpenFlags {
     truncate: false,
     append: false,
     nofollow: false,
+    list: false,
 };
 
 #[test]
@@ -814,6 +815,74 @@ fn a_large_distributed_directory_is_listed_in_batches() {
     assert_eq!(got, names, "every name once, in order");
     // 300 names of 204 bytes are about 64 KiB: at least 16 one-page batches.
     assert!(after - asked >= 16, "{} requests", after - asked);
+}
+
+#[test]
+fn opening_an_ordinary_directory_to_list_it_brings_its_first_entries() {
+    // Open and the first Dirents in one message (§3.7.4); a listing longer than the open's
+    // reply goes on from its last name; a second read_dir lists afresh.
+    let (net, mut c) = world(2, 1, false, true);
+    let mut rng = Rng::new(3);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
+    let long = "n".repeat(200);
+    let mut names = Vec::new();
+    for i in 0..30 {
+        let name = format!("{long}{i:02}");
+        let path = format!("/d/{name}");
+        let fd = run(
+            &net,
+            c[0].open(ROOT_INO, path.as_bytes(), CREATE, FILE, T),
+            &mut rng,
+        );
+        run(&net, c[0].close(fd.unwrap()), &mut rng).unwrap();
+        names.push(name.into_bytes());
+    }
+    run(
+        &net,
+        c[0].mkdir(ROOT_INO, b"/d/small", DIR, false, T),
+        &mut rng,
+    )
+    .unwrap();
+    net.borrow_mut().settle();
+    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| -> u64 {
+        net.borrow()
+            .servers
+            .iter()
+            .map(|s| s.stats().requests)
+            .sum()
+    };
+    let list = OpenFlags {
+        list: true,
+        ..OpenFlags::default()
+    };
+    let before = requests(&net);
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/d/small", list, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(run(&net, c[0].read_dir(fd), &mut rng).unwrap(), vec![]);
+    assert_eq!(
+        requests(&net) - before,
+        1,
+        "the open brought the whole listing"
+    );
+    let fd2 = run(&net, c[0].open(ROOT_INO, b"/d", list, FILE, T), &mut rng).unwrap();
+    names.push(b"small".to_vec());
+    names.sort();
+    let listed = |v: Vec<hare::DirEntry>| v.into_iter().map(|e| e.name).collect::<Vec<_>>();
+    let before = requests(&net);
+    let first = listed(run(&net, c[0].read_dir(fd2), &mut rng).unwrap());
+    assert_eq!(first, names, "every name once, in order");
+    assert_eq!(
+        requests(&net) - before,
+        1,
+        "6 KiB of names: one Dirents after the open's"
+    );
+    let again = listed(run(&net, c[0].read_dir(fd2), &mut rng).unwrap());
+    assert_eq!(again, names);
+    assert_eq!(requests(&net) - before, 3, "listed afresh: two Dirents");
 }
 
 #[test]

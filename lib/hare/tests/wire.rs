@@ -3,8 +3,8 @@
 
 use abi::Errno;
 use hare::proto::{
-    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, MAX_DATA,
-    MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
+    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, LISTED_BYTES,
+    MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
@@ -132,10 +132,13 @@ fn request() -> impl Strategy<Value = Request> {
             .prop_map(|(dir, delta, now)| Request::Nlink { dir, delta, now }),
         (ino(), ino(), time()).prop_map(|(dir, parent, now)| Request::Move { dir, parent, now }),
         ino().prop_map(|dir| Request::DirInfo { dir }),
-        (ino(), any::<bool>(), time()).prop_map(|(ino, trunc, now)| Request::Open {
-            ino,
-            trunc,
-            now
+        (ino(), any::<bool>(), any::<bool>(), time()).prop_map(|(ino, trunc, list, now)| {
+            Request::Open {
+                ino,
+                trunc,
+                list,
+                now,
+            }
         }),
         ino().prop_map(|ino| Request::Close { ino }),
         (
@@ -383,6 +386,18 @@ fn reply() -> impl Strategy<Value = Reply> {
         ),
         prop::collection::vec(1..=255u8, 1..4095).prop_map(Reply::Target),
         (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents { entries, more }),
+        (stat(), dirents(), any::<bool>()).prop_map(|(stat, mut entries, more)| {
+            let mut bytes = 0;
+            entries.retain(|(n, _)| {
+                bytes += n.len() + DIRENT_OVERHEAD;
+                bytes <= LISTED_BYTES
+            });
+            Reply::Listed {
+                stat,
+                entries,
+                more,
+            }
+        }),
         any::<u64>().prop_map(Reply::Shared),
         any::<u64>().prop_map(Reply::Offset),
         (

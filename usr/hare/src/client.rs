@@ -267,6 +267,7 @@ pub unsafe extern "C" fn hare_open(
         truncate: flags & O_TRUNC != 0,
         append: flags & O_APPEND != 0,
         nofollow: flags & O_NOFOLLOW != 0,
+        list: false,
     };
     let attrs = Attrs::new(mode & 0o7777, 0, 0);
     match run_ready(c.client.open(ROOT_INO, path, f, attrs, now())) {

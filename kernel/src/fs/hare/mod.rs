@@ -1413,6 +1413,8 @@ pub fn open(
         truncate: flags & O_TRUNC != 0 && writing,
         append: flags & crate::fd::O_APPEND != 0,
         nofollow: flags & O_NOFOLLOW != 0,
+        // `opendir` opens with O_DIRECTORY, and lists next.
+        list: flags & O_DIRECTORY != 0 && flags & O_PATH == 0,
     };
     let attrs = Attrs::new(mode & 0o7777 & !umask, uid, gid);
     let core = kcb::current().core_id;
