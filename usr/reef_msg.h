@@ -382,7 +382,8 @@ static inline long reef_name_lookup(const char *name, int how, struct reef_name_
 
 /* A new receive mailbox: its descriptor (not inherited by fork children), with the address of
  * its eventcount (what the owner sleeps on, reef_msg_wait_any) in *events; flags O_CLOEXEC,
- * O_NONBLOCK. -EINVAL, -ENOMEM, -EMFILE, -EFAULT. */
+ * O_NONBLOCK. -EINVAL, -ENOMEM, -EMFILE, -EFAULT. The same page counts the connections
+ * offered to it (reef_mbox_arrivals). */
 static inline int reef_mbox_create(int flags, _Atomic uint32_t **events)
 {
     uint64_t addr = 0;
@@ -391,6 +392,16 @@ static inline int reef_mbox_create(int flags, _Atomic uint32_t **events)
         return -errno;
     *events = (_Atomic uint32_t *)(uintptr_t)addr;
     return (int)r;
+}
+
+/* How many connections were offered to the mailbox whose eventcount is `events` (what
+ * reef_mbox_create gave): an owner that has accepted until -EAGAIN since it last read this
+ * has nothing to accept while it stays the same (lib/abi's MBOX_ARRIVALS_OFFSET). */
+#define REEF_MBOX_ARRIVALS_OFFSET 64
+static inline uint64_t reef_mbox_arrivals(_Atomic uint32_t *events)
+{
+    return atomic_load_explicit(
+        (_Atomic uint64_t *)((char *)events + REEF_MBOX_ARRIVALS_OFFSET), memory_order_acquire);
 }
 
 /* Connects to the mailbox registered under `name` (the member `how` picks): the connection's

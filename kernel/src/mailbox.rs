@@ -38,6 +38,7 @@ use crate::proc::wait::{PollKey, WaitQueue, Wake};
 use crate::proc::Thread;
 use crate::sync::IrqMutex;
 use crate::vm::{self, VSpace};
+use abi::reef::MBOX_ARRIVALS_OFFSET;
 use abi::Errno;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -250,6 +251,7 @@ impl Mailbox {
             }
             queue.push_back(conn);
         }
+        self.events.words()[MBOX_ARRIVALS_OFFSET / 8].fetch_add(1, Ordering::Release);
         self.arrivals.notify_all();
         self.ring();
         Ok(())

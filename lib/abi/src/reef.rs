@@ -17,6 +17,10 @@ pub const REEF_NAME_LOOKUP: usize = REEF_BASE + 3;
 /// its eventcount page goes to the `u64` at `events_out`. `flags`: `O_CLOEXEC`, `O_NONBLOCK`
 /// (`accept` does not wait).
 pub const REEF_MBOX_CREATE: usize = REEF_BASE + 4;
+/// Where in the page `reef_mbox_create` maps its owner counts the connections offered to the
+/// mailbox (a `u64`, a cache line after the eventcount): the owner calls `accept` only when
+/// it moved.
+pub const MBOX_ARRIVALS_OFFSET: usize = 64;
 /// `reef_mbox_connect(name, len, how, out, flags)`: a connection to the mailbox registered
 /// under `name` (the member `how` picks), as a descriptor; `out` receives a `struct
 /// reef_conn_info` ([`CONN_INFO_SIZE`] bytes). `flags`: `O_CLOEXEC`.
