@@ -186,6 +186,86 @@ fn an_rmdir_whose_directory_and_entry_share_a_server_is_one_message() {
 }
 
 #[test]
+fn forged_rmdirs_and_listing_opens_change_nothing() {
+    // Two servers: /d (ordinary) and a distributed /s, a file /d/f, an empty /d/e.
+    let (net, mut c) = world(2, 1, false, true);
+    let mut rng = Rng::new(8);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/s", DIR, true, T), &mut rng).unwrap();
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    let ino = |c: &mut common::HClient, p: &[u8], rng: &mut Rng| {
+        run(&net, c.stat(ROOT_INO, p, true), rng).unwrap().ino
+    };
+    let (d, e, s, f) = (
+        ino(&mut c[0], b"/d", &mut rng),
+        ino(&mut c[0], b"/d/e", &mut rng),
+        ino(&mut c[0], b"/s", &mut rng),
+        ino(&mut c[0], b"/d/f", &mut rng),
+    );
+    let table = net.borrow().servers[0].table().clone();
+    let home = |i| usize::from(table.inode_server(i));
+    let rmdir = |dir, name: &[u8], ino| hare::Request::Rmdir {
+        dir,
+        name: name.to_vec(),
+        ino,
+        now: T,
+    };
+    let mut n = net.borrow_mut();
+    let other = 1 - home(e);
+    let h = n.servers[other].handle(7, rmdir(d, b"e", e));
+    assert_eq!(
+        h.reply,
+        Reply::Err(Errno::EINVAL),
+        "not the directory's server"
+    );
+    let h = n.servers[home(e)].handle(7, rmdir(d, b"f", e));
+    assert_eq!(h.reply, Reply::Stale, "f does not name e");
+    let h = n.servers[home(f)].handle(7, rmdir(d, b"f", f));
+    assert_eq!(h.reply, Reply::Err(Errno::ENOTDIR), "a file");
+    let h = n.servers[home(s)].handle(7, rmdir(ROOT_INO, b"s", s));
+    assert_eq!(
+        h.reply,
+        Reply::Err(Errno::EINVAL),
+        "a distributed directory"
+    );
+    let h = n.servers[home(d)].handle(7, rmdir(ROOT_INO, b"d", d));
+    assert_eq!(h.reply, Reply::Err(Errno::ENOTEMPTY));
+    let h = n.servers[0].handle(7, rmdir(ROOT_INO, b"d", ROOT_INO));
+    assert!(
+        matches!(h.reply, Reply::Err(_) | Reply::Stale),
+        "the root: {:?}",
+        h.reply
+    );
+    let h = n.servers[home(e)].handle(7, rmdir(d, b"e", 1 << 40));
+    assert!(matches!(h.reply, Reply::Err(_)), "no such inode");
+    // A listing open of a distributed directory or a file answers its attributes alone.
+    for i in [s, f] {
+        let open = hare::Request::Open {
+            ino: i,
+            trunc: false,
+            list: true,
+            now: T,
+        };
+        let h = n.servers[home(i)].handle(7, open);
+        assert!(matches!(h.reply, Reply::Stat(_)), "{:?}", h.reply);
+        n.servers[home(i)].handle(7, hare::Request::Close { ino: i });
+    }
+    drop(n);
+    for p in [&b"/d"[..], b"/d/e", b"/d/f", b"/s"] {
+        run(&net, c[0].stat(ROOT_INO, p, true), &mut rng).expect("still there");
+    }
+    run(&net, c[0].rmdir(ROOT_INO, b"/d/e", T), &mut rng).unwrap();
+}
+
+#[test]
 fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     // One server: every inode and entry is there, so open(O_CREAT) of a new name in a cached
     // directory is a lookup (is the name there?) and one CreateNamed (§3.7.4), where Create

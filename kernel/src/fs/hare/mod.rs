@@ -263,10 +263,19 @@ impl Links {
     /// sent (before a resize or an unmount): `EINTR` if the thread is killed meanwhile, `EIO`
     /// if a server is gone.
     pub fn settle(&self) -> Result<(), Errno> {
+        let mut settled = Ok(());
         for link in self.links.iter().flatten() {
-            self.settle_link(link, 0)?;
+            match self.settle_link(link, 0) {
+                Ok(()) => {}
+                Err(Errno::EINTR) => return Err(Errno::EINTR),
+                Err(e) => {
+                    // A server that is gone answers nothing more: the rest are settled still.
+                    link.owed.set(0);
+                    settled = settled.and(Err(e));
+                }
+            }
         }
-        Ok(())
+        settled
     }
 
     /// A message no one awaits: an invalidation (queued), an owed reply, the reply to an
@@ -820,11 +829,14 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
 pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
     flush();
     let _one = MOUNTING.lock();
-    // The closes posted are handled before the connections close.
+    // The closes posted are handled before the connections close (those to a server that
+    // is gone are lost with it: no reason to refuse the unmount).
     if let Some(m) = mounted() {
         for c in &m.clients {
             if let Some(c) = c.lock().as_ref() {
-                c.transport().settle()?;
+                if let Err(Errno::EINTR) = c.transport().settle() {
+                    return Err(Errno::EINTR);
+                }
             }
         }
     }
