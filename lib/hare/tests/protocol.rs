@@ -5,7 +5,7 @@
 mod common;
 
 use abi::Errno;
-use common::{run, run_all, world, world_with, Rng, BLOCKS_PER_SERVER};
+use common::{requests, run, run_all, world, world_with, Rng, BLOCKS_PER_SERVER};
 use hare::{
     Attrs, Courier, OpenFlags, Reply, Request, Server, ServerId, Space, Target, Techniques,
     Timespec, BLOCK_SIZE, ROOT_INO,
@@ -163,9 +163,6 @@ fn an_rmdir_whose_directory_and_entry_share_a_server_is_one_message() {
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
     run(&net, c[1].stat(ROOT_INO, b"/d/e", true), &mut rng).unwrap();
-    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
-        net.borrow().servers[0].stats().requests
-    };
     assert_eq!(
         run(&net, c[0].rmdir(ROOT_INO, b"/d", T), &mut rng),
         Err(Errno::ENOTEMPTY)
@@ -274,9 +271,6 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     let mut rng = Rng::new(9);
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
-    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
-        net.borrow().servers[0].stats().requests
-    };
     let before = requests(&net);
     let fd = run(
         &net,
@@ -321,9 +315,6 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
         ino(&mut c[1], b"/d/a", &mut rng),
         ino(&mut c[0], b"/d/x", &mut rng),
     );
-    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| {
-        net.borrow().servers[0].stats().requests
-    };
     let before = requests(&net);
     run(
         &net,
@@ -877,19 +868,9 @@ fn a_large_distributed_directory_is_listed_in_batches() {
         &mut rng,
     )
     .unwrap();
-    let asked: u64 = net
-        .borrow()
-        .servers
-        .iter()
-        .map(|s| s.stats().requests)
-        .sum();
+    let asked = requests(&net);
     let listed = run(&net, c[0].read_dir(dir), &mut rng).unwrap();
-    let after: u64 = net
-        .borrow()
-        .servers
-        .iter()
-        .map(|s| s.stats().requests)
-        .sum();
+    let after = requests(&net);
     names.sort();
     let got: Vec<Vec<u8>> = listed.into_iter().map(|e| e.name).collect();
     assert_eq!(got, names, "every name once, in order");
@@ -924,13 +905,6 @@ fn opening_an_ordinary_directory_to_list_it_brings_its_first_entries() {
     )
     .unwrap();
     net.borrow_mut().settle();
-    let requests = |net: &std::rc::Rc<std::cell::RefCell<common::Net>>| -> u64 {
-        net.borrow()
-            .servers
-            .iter()
-            .map(|s| s.stats().requests)
-            .sum()
-    };
     let list = OpenFlags {
         list: true,
         ..OpenFlags::default()
@@ -985,11 +959,10 @@ fn a_full_lookup_cache_keeps_the_top_of_the_tree() {
         run(&net, c[0].close(fd.unwrap()), &mut rng).unwrap();
     }
     net.borrow_mut().settle();
-    let requests = || net.borrow().servers[0].stats().requests;
-    let before = requests();
+    let before = requests(&net);
     run(&net, c[0].stat(ROOT_INO, b"/a/b", true), &mut rng).unwrap();
     assert_eq!(
-        requests() - before,
+        requests(&net) - before,
         1,
         "the Stat alone: /a and /a/b are still cached"
     );

@@ -342,6 +342,15 @@ pub fn world_with(
     (net, clients)
 }
 
+/// Requests every server of `net` has handled.
+pub fn requests(net: &Rc<RefCell<Net>>) -> u64 {
+    net.borrow()
+        .servers
+        .iter()
+        .map(|s| s.stats().requests)
+        .sum()
+}
+
 /// The executor polls every future in turn, so nothing needs waking.
 struct NoWake;
 
