@@ -239,7 +239,9 @@ impl Links {
             self.exchange(server, req);
             return;
         }
-        if link.owed.get() + 1 >= wire::IN_FLIGHT && self.settle_link(link, 1).is_err() {
+        if link.owed.get() + 1 >= wire::IN_FLIGHT
+            && self.settle_link(link, wire::IN_FLIGHT - 2).is_err()
+        {
             return;
         }
         if link.conn.send_request(&m).is_ok() {
