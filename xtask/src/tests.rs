@@ -1399,6 +1399,7 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         let argv0 = program.to_string_lossy().into_owned();
         let mut cmd = Command::new(&program);
         cmd.args(&args);
+        default_signals(&mut cmd);
         if let Some(dir) = applets.as_ref().filter(|_| program == busybox) {
             // init's environment on Reef (its PATH is /bin:/usr/local/bin:/usr/bin:/test),
             // with the applets in place of /bin and the programs in place of /test.
@@ -1432,6 +1433,26 @@ fn linux_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
         }
     }
     Ok((passed, failed))
+}
+
+/// Makes a natively run program start as init starts programs on Reef: every signal at its
+/// default action (std already unblocks them all). A caller that ignores one (`nohup` ignores
+/// SIGHUP) would otherwise pass that on through fork and exec, and a shell may not undo it
+/// (POSIX): the shell suite's `kill -s HUP` of a background job would then do nothing.
+fn default_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and only calls signal(2),
+    // which is async-signal-safe; it allocates nothing and touches no state of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in 1..=31 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
+            Ok(())
+        });
+    }
 }
 
 fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
