@@ -96,12 +96,7 @@ pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
 /// An absolute path's place.
 fn absolute(path: &[u8]) -> Place {
     if hare::is_mounted() {
-        let normal = join(b"/", path);
-        let comps: Vec<&[u8]> = normal
-            .split(|&b| b == b'/')
-            .filter(|c| !c.is_empty())
-            .collect();
-        if let Some(p) = hare::place_of(&comps) {
+        if let Some(p) = hare::place_of(join(b"/", path)) {
             return Place::Hare(p);
         }
     }
@@ -135,25 +130,24 @@ fn absolute(path: &[u8]) -> Place {
 /// `base` (absolute) joined with `path`, for display: `.` and `..` applied by name, repeated
 /// slashes removed. An absolute `path` replaces `base`.
 pub fn join(base: &[u8], path: &[u8]) -> Vec<u8> {
-    let mut comps: Vec<&[u8]> = Vec::new();
-    let whole = if path.first() == Some(&b'/') {
-        [path].concat()
+    let base = if path.first() == Some(&b'/') {
+        b""
     } else {
-        [base, b"/", path].concat()
+        base
     };
-    for c in whole.split(|&b| b == b'/') {
+    let mut out = Vec::with_capacity(base.len() + path.len() + 2);
+    for c in base.split(|&b| b == b'/').chain(path.split(|&b| b == b'/')) {
         match c {
             b"" | b"." => {}
             b".." => {
-                comps.pop();
+                let parent = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                out.truncate(parent);
             }
-            _ => comps.push(c),
+            _ => {
+                out.push(b'/');
+                out.extend_from_slice(c);
+            }
         }
-    }
-    let mut out = Vec::with_capacity(whole.len());
-    for c in comps {
-        out.push(b'/');
-        out.extend_from_slice(c);
     }
     if out.is_empty() {
         out.push(b'/');

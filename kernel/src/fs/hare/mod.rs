@@ -1378,21 +1378,30 @@ pub struct HarePath {
     pub path: Vec<u8>,
 }
 
-/// The Hare place of an absolute path given as components (`.` and `..` applied), if it lies
-/// in the mount.
-pub fn place_of(comps: &[&[u8]]) -> Option<HarePath> {
+/// The Hare place of `normal`, an absolute path with `.`, `..` and repeated slashes removed
+/// ([`crate::fs::path::join`]), if it lies in the mount; its bytes become the place's path.
+pub fn place_of(mut normal: Vec<u8>) -> Option<HarePath> {
     let mount = mounted()?;
-    if comps.len() < mount.at.len() || comps.iter().zip(&mount.at).any(|(a, b)| *a != &b[..]) {
+    // `normal[..end]` is the mount point: each of its components, after a slash.
+    let mut end = 0;
+    for c in &mount.at {
+        let next = end + 1 + c.len();
+        if normal.get(end + 1..next) != Some(&c[..]) || normal.get(next).is_some_and(|&b| b != b'/')
+        {
+            return None;
+        }
+        end = next;
+    }
+    let rest = normal.get(end + 1..).unwrap_or_default();
+    let top = rest.split(|&b| b == b'/').next();
+    if mount.at.is_empty() && top.is_some_and(|c| NOT_IN_ROOT.contains(&c)) {
         return None;
     }
-    if mount.at.is_empty() && comps.first().is_some_and(|c| NOT_IN_ROOT.contains(c)) {
-        return None;
-    }
-    let rest = &comps[mount.at.len()..];
     let path = if rest.is_empty() {
         b".".to_vec()
     } else {
-        rest.join(&b'/')
+        normal.drain(..=end);
+        normal
     };
     Some(HarePath {
         mount,
