@@ -17,14 +17,57 @@ use crate::uaccess;
 use abi::Errno;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
 use vspace::RegionKind;
 
+/// The threads waiting on one futex word, in arrival order.
+type Queue = VecDeque<Arc<Thread>>;
+
+/// Emptied queues kept for reuse: most words have one waiter at a time, so a wait then
+/// allocates nothing.
+const SPARE_QUEUES: usize = 16;
+
 /// The waiters of every futex word, by key.
-type Table = BTreeMap<Key, VecDeque<Arc<Thread>>>;
+struct Table {
+    /// Each word's waiters (never an empty queue).
+    queues: BTreeMap<Key, Queue>,
+    /// Empty queues, with their room, for the next words waited on.
+    spare: Vec<Queue>,
+}
+
+impl Table {
+    /// Adds `t` to `k`'s waiters.
+    fn push(&mut self, k: Key, t: Arc<Thread>) {
+        let spare = &mut self.spare;
+        self.queues
+            .entry(k)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push_back(t);
+    }
+
+    /// Drops `k`'s queue if it is empty.
+    fn tidy(&mut self, k: Key) {
+        if self.queues.get(&k).is_some_and(Queue::is_empty) {
+            if let Some(q) = self.queues.remove(&k) {
+                self.recycle(q);
+            }
+        }
+    }
+
+    /// Keeps `q`, emptied, for reuse (up to [`SPARE_QUEUES`]).
+    fn recycle(&mut self, q: Queue) {
+        if q.is_empty() && self.spare.len() < SPARE_QUEUES {
+            self.spare.push(q);
+        }
+    }
+}
 
 /// All futex waiters, by key, under one lock.
-static FUTEXES: IrqMutex<Table> = IrqMutex::new(BTreeMap::new());
+static FUTEXES: IrqMutex<Table> = IrqMutex::new(Table {
+    queues: BTreeMap::new(),
+    spare: Vec::new(),
+});
 
 /// What identifies a futex word.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -98,7 +141,7 @@ pub fn wait(
             return Err(Errno::EINTR);
         }
         me.set_state(ThreadState::Blocked);
-        table.entry(k).or_default().push_back(me.clone());
+        table.push(k, me.clone());
         Ok(())
     })??;
     let outcome = wait::block(me, deadline_ns);
@@ -114,15 +157,13 @@ pub fn wait(
 /// Takes `me` off `k`'s waiters after its sleep; whether it was still there (not woken).
 fn dequeue(k: Key, me: &Arc<Thread>) -> bool {
     let mut table = FUTEXES.lock();
-    let Some(q) = table.get_mut(&k) else {
+    let Some(q) = table.queues.get_mut(&k) else {
         return false;
     };
     let before = q.len();
     q.retain(|t| !Arc::ptr_eq(t, me));
     let found = q.len() != before;
-    if q.is_empty() {
-        table.remove(&k);
-    }
+    table.tidy(k);
     found
 }
 
@@ -136,15 +177,13 @@ pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
     }
     let mut woken = 0;
     let mut table = FUTEXES.lock();
-    if let Some(q) = table.get_mut(&k) {
+    if let Some(q) = table.queues.get_mut(&k) {
         while woken < count as usize {
             let Some(t) = q.pop_front() else { break };
             sched::wake(&t);
             woken += 1;
         }
-        if q.is_empty() {
-            table.remove(&k);
-        }
+        table.tidy(k);
     }
     Ok(woken)
 }
@@ -152,13 +191,15 @@ pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
 /// Wakes every thread waiting on the shared futex word at physical address `phys` (the kernel
 /// ringing a channel's doorbell: see `crate::mailbox`); returns how many.
 pub fn wake_frame_word(phys: u64) -> usize {
-    let Some(q) = FUTEXES.lock().remove(&Key::Shared(phys)) else {
+    let mut table = FUTEXES.lock();
+    let Some(mut q) = table.queues.remove(&Key::Shared(phys)) else {
         return 0;
     };
     let woken = q.len();
-    for t in q {
+    for t in q.drain(..) {
         sched::wake(&t);
     }
+    table.recycle(q);
     woken
 }
 
@@ -176,7 +217,7 @@ pub fn wait_kernel_word(me: &Arc<Thread>, word: &AtomicU32, expected: u32) -> Re
             return Ok(());
         }
         me.set_state(ThreadState::Blocked);
-        table.entry(k).or_default().push_back(me.clone());
+        table.push(k, me.clone());
     }
     let alive = wait::block_killable(me);
     dequeue(k, me);
@@ -204,7 +245,7 @@ pub fn requeue(
         if expected.is_some_and(|e| e != current) {
             return Err(Errno::EAGAIN);
         }
-        let Some(mut q) = table.remove(&from) else {
+        let Some(mut q) = table.queues.remove(&from) else {
             return Ok(0);
         };
         let mut done = 0;
@@ -216,11 +257,13 @@ pub fn requeue(
         let mut moved = 0;
         while moved < move_count as usize {
             let Some(t) = q.pop_front() else { break };
-            table.entry(to).or_default().push_back(t);
+            table.push(to, t);
             moved += 1;
         }
-        if !q.is_empty() {
-            table.insert(from, q);
+        if q.is_empty() {
+            table.recycle(q);
+        } else {
+            table.queues.insert(from, q);
         }
         Ok(done + moved)
     })?
