@@ -2007,13 +2007,18 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         (new_start, new_path): (Ino, &[u8]),
         flags: u32,
     ) -> Res<(nrfs::ParentPath, Name, nrfs::ParentPath, Name)> {
-        let old = self
+        let mut old = self
             .walk(|v| walk::resolve_parent(v, old_start, old_path))
             .await?;
-        let new = self
+        let mut new = self
             .walk(|v| walk::resolve_parent(v, new_start, new_path))
             .await?;
-        let (on, nn) = walk::rename_names(old.last.clone(), new.last.clone(), flags)?;
+        // The names are taken out (`last` is not looked at again).
+        let (on, nn) = walk::rename_names(
+            core::mem::replace(&mut old.last, nrfs::Last::Dot),
+            core::mem::replace(&mut new.last, nrfs::Last::Dot),
+            flags,
+        )?;
         check_name(&on)?;
         Ok((old, on, new, nn))
     }

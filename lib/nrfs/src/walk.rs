@@ -69,7 +69,10 @@ struct Component {
 /// Walker state: the current directory, the frames and the number of symlinks followed.
 struct Walk<'p> {
     dir: Ino,
-    frames: Vec<Frame<'p>>,
+    /// The path walked (a walk without symlinks allocates nothing).
+    path: Frame<'p>,
+    /// The bodies of the symlinks being followed, innermost last.
+    followed: Vec<Frame<'p>>,
     links: u32,
 }
 
@@ -83,10 +86,11 @@ impl<'p> Walk<'p> {
         }
         Ok(Self {
             dir,
-            frames: alloc::vec![Frame {
+            path: Frame {
                 path: Cow::Borrowed(path),
                 pos: 0,
-            }],
+            },
+            followed: Vec::new(),
             links: 0,
         })
     }
@@ -94,12 +98,13 @@ impl<'p> Walk<'p> {
     /// Takes the next component, dropping finished frames; `None` when nothing is left.
     fn next(&mut self) -> Option<Component> {
         loop {
-            let top = self.frames.last_mut()?;
+            let top = self.followed.last_mut().unwrap_or(&mut self.path);
             while top.pos < top.path.len() && top.path[top.pos] == b'/' {
                 top.pos += 1;
             }
             if top.pos == top.path.len() {
-                self.frames.pop();
+                // The walk's own path done is the end.
+                self.followed.pop()?;
                 continue;
             }
             let start = top.pos;
@@ -109,7 +114,7 @@ impl<'p> Walk<'p> {
                 .map_or(top.path.len(), |i| start + i);
             top.pos = end;
             let trailing = end < top.path.len();
-            let last = self.frames.iter().all(Frame::exhausted);
+            let last = self.path.exhausted() && self.followed.iter().all(Frame::exhausted);
             return Some(Component {
                 start,
                 end,
@@ -120,10 +125,7 @@ impl<'p> Walk<'p> {
     }
 
     fn name(&self, c: &Component) -> &[u8] {
-        let top = self
-            .frames
-            .last()
-            .expect("a component comes from the top frame");
+        let top = self.followed.last().unwrap_or(&self.path);
         &top.path[c.start..c.end]
     }
 
@@ -138,7 +140,7 @@ impl<'p> Walk<'p> {
         if target[0] == b'/' {
             self.dir = ROOT_INO;
         }
-        self.frames.push(Frame {
+        self.followed.push(Frame {
             path: Cow::Owned(target),
             pos: 0,
         });
