@@ -133,14 +133,7 @@ pub fn init(nodes: usize, cores: usize) -> Result<(), Errno> {
 /// close-on-exec): its POSIX record locks on their files go ([`lock::closed`]), and Hare sends
 /// the closes of its files ([`hare::release`]). The caller holds no lock.
 pub fn descriptors_closed(pid: u32, files: impl IntoIterator<Item = Arc<OpenFile>>) {
-    let mut hare = Vec::new();
-    for f in files {
-        lock::closed(pid, &f);
-        if f.is_hare() && hare.try_reserve(1).is_ok() {
-            hare.push(f);
-        }
-    }
-    hare::release(hare);
+    hare::release(files.into_iter().inspect(|f| lock::closed(pid, f)));
 }
 
 /// Admits a write of `len` bytes of file data, before it enters the log (NrOS §4.1: every

@@ -1227,9 +1227,13 @@ pub fn flush() {
         return;
     }
     let Some(m) = mounted() else { return };
-    let cores: BTreeSet<usize> = m.closing.lock().iter().map(|&(k, _)| k).collect();
-    for core in cores {
+    // Each core with closes queued, in order (no set built: usually it is one core).
+    let mut from = 0;
+    loop {
+        let next = m.closing.lock().iter().map(|&(k, _)| k).filter(|&k| k >= from).min();
+        let Some(core) = next else { break };
         drop(m.client(core));
+        from = core + 1;
     }
 }
 
