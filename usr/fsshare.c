@@ -84,9 +84,6 @@ static void path_of(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", dir, name);
 }
 
-/* statfs's f_type of a Hare mount ("HARE"). */
-#define HARE_SUPER_MAGIC 0x48415245
-
 /* ---- children: test_fork_child and test_reap_all (reef-test.h) ---- */
 
 #define MAX_KIDS TEST_MAX_KIDS

@@ -295,6 +295,10 @@ static void tcp_basic(void)
     CHECK(same_addr(&sp, &ca));
     CHECK(same_addr(&sl, &la));
     CHECK(same_addr(&cp, &la));
+    /* Sockets are on the socket file system (Linux's SOCKFS_MAGIC), whatever is mounted. */
+    struct statfs sf;
+    CHECK_SYS(fstatfs(s, &sf));
+    CHECK_EQ((unsigned long)sf.f_type, 0x534f434bUL);
 
     char buf[64];
     for (int i = 0; i < 5; i++) {

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -182,6 +183,16 @@ static inline int on_reef(void)
 {
     struct utsname u;
     return uname(&u) == 0 && strstr(u.release, "-reef") != NULL;
+}
+
+/* statfs's f_type of a Hare mount ("HARE"). */
+#define HARE_SUPER_MAGIC 0x48415245
+
+/* Whether `path` is in a Hare mount (on Reef). */
+static inline int in_hare(const char *path)
+{
+    struct statfs sf;
+    return statfs(path, &sf) == 0 && sf.f_type == HARE_SUPER_MAGIC;
 }
 
 /* The running program's own path, for re-executing itself: $REEF_SELF, else argv[0] when it

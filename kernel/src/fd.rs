@@ -15,7 +15,7 @@
 //! file alive while it is open); dropping the last reference to the description closes it.
 
 use crate::fs::dev::{self, Device};
-use crate::fs::fifo::FifoEnd;
+use crate::fs::fifo::{FifoEnd, FifoFile};
 use crate::fs::hare::HareNode;
 use crate::fs::pipe::Pipe;
 use crate::fs::procfs;
@@ -61,7 +61,8 @@ pub const DEV_PROC: u64 = 3;
 pub const DEV_MSG: u64 = 4;
 /// `st_dev` of `AF_INET` sockets.
 pub const DEV_NET: u64 = 5;
-/// `st_dev` of anonymous objects (epoll instances).
+/// `st_dev` of anonymous objects (epoll instances). Hare's files have 7
+/// (`crate::fs::hare::DEV_HARE`).
 pub const DEV_ANON: u64 = 6;
 
 /// What an open file refers to.
@@ -206,8 +207,10 @@ impl Drop for OpenFile {
             Node::PipeWrite(p) => p.close_writer(),
             // The NR-FS open goes here; the pipe's end with the `FifoEnd` (its drop).
             Node::Fifo(f) => {
-                if let Err(e) = crate::fs::with_client(|c| c.close(f.ino)) {
-                    crate::kprintln!("reef: nrfs: closing FIFO inode {} failed: {e}", f.ino);
+                if let FifoFile::Nrfs(ino) = f.file {
+                    if let Err(e) = crate::fs::with_client(|c| c.close(ino)) {
+                        crate::kprintln!("reef: nrfs: closing FIFO inode {ino} failed: {e}");
+                    }
                 }
             }
             Node::Socket(e) => e.close(),
@@ -525,10 +528,13 @@ impl OpenFile {
                 let s = crate::fs::with_client(|c| c.stat(*ino))?;
                 Ok(KStat::from_nrfs(&s))
             }
-            Node::Fifo(f) => {
-                let s = crate::fs::with_client(|c| c.stat(f.ino))?;
-                Ok(KStat::from_nrfs(&s))
-            }
+            Node::Fifo(f) => match &f.file {
+                FifoFile::Nrfs(ino) => {
+                    let s = crate::fs::with_client(|c| c.stat(*ino))?;
+                    Ok(KStat::from_nrfs(&s))
+                }
+                FifoFile::Hare(h) => h.stat(),
+            },
             Node::Device(_, None) => {
                 let mut s = KStat::synthetic(DEV_NRFS, 0, Kind::CharDev.mode_bits() | 0o620, 0);
                 s.rdev = dev::makedev(5, 1);
@@ -570,7 +576,10 @@ impl OpenFile {
     pub fn ino(&self) -> Option<Ino> {
         match &self.node {
             Node::File(i) | Node::Dir(i) | Node::Device(_, Some(i)) => Some(*i),
-            Node::Fifo(f) => Some(f.ino),
+            Node::Fifo(FifoEnd {
+                file: FifoFile::Nrfs(ino),
+                ..
+            }) => Some(*ino),
             _ => None,
         }
     }
@@ -583,7 +592,19 @@ impl OpenFile {
 
     /// Whether it is in Hare (dropping it queues a close: see `crate::fs::hare::flush`).
     pub fn is_hare(&self) -> bool {
-        matches!(self.node, Node::Hare(_))
+        self.hare().is_some()
+    }
+
+    /// Its Hare file (a Hare FIFO's too), if it is in Hare.
+    pub fn hare(&self) -> Option<&HareNode> {
+        match &self.node {
+            Node::Hare(h)
+            | Node::Fifo(FifoEnd {
+                file: FifoFile::Hare(h),
+                ..
+            }) => Some(h),
+            _ => None,
+        }
     }
 
     /// Whether this is a terminal.

@@ -32,9 +32,9 @@ else
 fi
 
 # The listener's input is a FIFO held open until the end: busybox nc ends at the end of its
-# input too, which from /dev/null could come before the connection's data. In /dev/shm, as
-# Hare (which the suite also runs on in /tmp) has no FIFOs.
-in=/dev/shm/ifaces.$$.in
+# input too, which from /dev/null could come before the connection's data. In /tmp (Hare when
+# the suite runs on it).
+in=$t.in
 mkfifo $in
 nc -l -p $port < $in > $t.got &
 exec 3> $in

@@ -1,9 +1,9 @@
-//! FIFOs (named pipes): an NR-FS inode of [`nrfs::Kind::Fifo`] names a pipe that exists while
-//! the FIFO is open.
+//! FIFOs (named pipes): an NR-FS or Hare inode of [`nrfs::Kind::Fifo`] names a pipe that
+//! exists while the FIFO is open.
 //!
-//! The pipes live in one table for the whole machine ([`FIFOS`]), not in NR-FS: the inode is
-//! replicated on every NUMA node, but a pipe's bytes and wait queues must be one object that
-//! every core's opens reach. The table maps (file system, inode) to the pipe; an entry is made
+//! The pipes live in one table for the whole machine ([`FIFOS`]), not in the file systems: an
+//! NR-FS inode is replicated on every NUMA node and a Hare inode lives in a server process, but
+//! a pipe's bytes and wait queues must be one object that every core's opens reach. The table maps (file system, inode) to the pipe; an entry is made
 //! by the first open and removed when the last end closes (or the last blocked open gives up),
 //! which drops whatever data was left, as on Linux.
 //!
@@ -19,10 +19,11 @@
 //!   under `SA_RESTART`), and its counted end is dropped again.
 //!
 //! After that an end behaves as an anonymous pipe's ([`crate::fs::pipe`]). Each open end also
-//! holds an NR-FS open of the inode (its `OpenFile`), so `fstat` works and the inode number is
-//! not reused while the pipe lives, even if the FIFO's last name is removed.
+//! holds an open of the inode ([`FifoFile`]), so `fstat` works and the inode number is not
+//! reused while the pipe lives, even if the FIFO's last name is removed.
 
 use crate::fd::{DEV_NRFS, O_ACCMODE, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY};
+use crate::fs::hare::{HareNode, DEV_HARE};
 use crate::fs::pipe::Pipe;
 use crate::sync::IrqMutex;
 use abi::Errno;
@@ -39,13 +40,31 @@ type Key = (u64, Ino);
 /// (24 bytes an entry).
 static FIFOS: IrqMutex<Vec<(Key, Arc<Pipe>)>> = IrqMutex::new(Vec::new());
 
+/// The FIFO inode an end holds open.
+pub enum FifoFile {
+    /// An NR-FS inode, opened (its `OpenFile`'s drop closes it).
+    Nrfs(Ino),
+    /// A Hare file, whose drop queues its close.
+    Hare(HareNode),
+}
+
+impl FifoFile {
+    /// The key of its pipe.
+    fn key(&self) -> Key {
+        match self {
+            FifoFile::Nrfs(ino) => (DEV_NRFS, *ino),
+            FifoFile::Hare(h) => (DEV_HARE, h.ino()),
+        }
+    }
+}
+
 /// One open description's hold on a FIFO's pipe: its read end, write end or both
 /// (`O_RDWR`), given back when it is dropped.
 pub struct FifoEnd {
     /// The pipe.
     pub pipe: Arc<Pipe>,
-    /// The FIFO's NR-FS inode.
-    pub ino: Ino,
+    /// The FIFO's inode.
+    pub file: FifoFile,
     /// It is a read end.
     read: bool,
     /// It is a write end.
@@ -69,7 +88,7 @@ impl FifoEnd {
 
 impl Drop for FifoEnd {
     fn drop(&mut self) {
-        release((DEV_NRFS, self.ino), &self.pipe, self.read, self.write);
+        release(self.file.key(), &self.pipe, self.read, self.write);
     }
 }
 
@@ -92,11 +111,11 @@ fn release(key: Key, pipe: &Arc<Pipe>, read: bool, write: bool) {
     drop(gone);
 }
 
-/// Opens the pipe of the FIFO NR-FS inode `ino` with the `open` flags `flags` (access mode and
+/// Opens the pipe of FIFO `file` with the `open` flags `flags` (access mode and
 /// `O_NONBLOCK` count), waiting for a peer as Linux does (see the module documentation).
 /// `EINVAL` for access mode 3, `ENXIO` for a non-blocking writer without reader, `EINTR`, or
 /// `ENOMEM` if the table cannot grow.
-pub fn open(ino: Ino, flags: u32) -> Result<FifoEnd, Errno> {
+pub fn open(file: FifoFile, flags: u32) -> Result<FifoEnd, Errno> {
     let (read, write) = match flags & O_ACCMODE {
         O_RDONLY => (true, false),
         O_WRONLY => (false, true),
@@ -104,7 +123,7 @@ pub fn open(ino: Ino, flags: u32) -> Result<FifoEnd, Errno> {
         _ => return Err(Errno::EINVAL),
     };
     let nonblock = flags & O_NONBLOCK != 0;
-    let key = (DEV_NRFS, ino);
+    let key = file.key();
     let (pipe, ends) = {
         let mut table = FIFOS.lock();
         let pipe = match table.binary_search_by_key(&key, |e| e.0) {
@@ -128,7 +147,7 @@ pub fn open(ino: Ino, flags: u32) -> Result<FifoEnd, Errno> {
     pipe.changed();
     let end = FifoEnd {
         pipe,
-        ino,
+        file,
         read,
         write,
         quiet_until: (read && !write && nonblock && ends.writers == 0).then_some(ends.write_opens),

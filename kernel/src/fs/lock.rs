@@ -10,6 +10,7 @@
 //! if that closes a cycle of waiting processes (`LockTable::wait_for`, Linux's rule).
 
 use crate::fd::{Node, OpenFile};
+use crate::fs::fifo::{FifoEnd, FifoFile};
 use crate::proc::wait::{WaitQueue, Wake};
 use crate::sync::IrqMutex;
 use abi::Errno;
@@ -26,7 +27,10 @@ static RELEASED: WaitQueue = WaitQueue::new();
 pub fn file_key(f: &OpenFile) -> Result<u64, Errno> {
     match f.node {
         Node::File(ino) | Node::Dir(ino) | Node::Device(_, Some(ino)) => Ok(ino),
-        Node::Fifo(ref f) => Ok(f.ino),
+        Node::Fifo(FifoEnd {
+            file: FifoFile::Nrfs(ino),
+            ..
+        }) => Ok(ino),
         _ => Err(Errno::EINVAL),
     }
 }

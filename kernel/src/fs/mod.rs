@@ -710,7 +710,7 @@ fn open_nrfs(
             Err(e) => return refuse(e),
         },
         Kind::Fifo if flags & O_PATH != 0 => Node::File(ino),
-        Kind::Fifo => match fifo::open(ino, flags) {
+        Kind::Fifo => match fifo::open(fifo::FifoFile::Nrfs(ino), flags) {
             Ok(end) => Node::Fifo(end),
             Err(e) => return refuse(e),
         },

@@ -245,14 +245,13 @@ mod node_type {
 /// directory type, `EINVAL` for an unknown one, then the path's errors (`EFAULT`, `ENOENT`,
 /// `ENOTDIR`, `EEXIST`) and the directory's permissions (`EACCES`). A regular file (type 0
 /// or `S_IFREG`) is made as `open(O_CREAT | O_EXCL)` makes it (NR-FS or Hare); a FIFO is an
-/// NR-FS FIFO inode ([`crate::fs::fifo`] gives its pipe when opened); a character device
-/// needs root (`EPERM`, Linux's `CAP_MKNOD`) and takes `dev` as its number (opening one Reef
-/// does not have is `ENXIO`). `EPERM` — mknod(2)'s answer when "the file system does not
+/// NR-FS or Hare FIFO inode ([`crate::fs::fifo`] gives its pipe when opened); a character
+/// device needs root (`EPERM`, Linux's `CAP_MKNOD`) and takes `dev` as its number (opening one
+/// Reef does not have is `ENXIO`). `EPERM` — mknod(2)'s answer when "the file system does not
 /// support the type of node requested" — for block devices (NR-FS has no block-device inode
 /// and Reef no block device) and sockets (Reef has no named `AF_UNIX` sockets a socket inode
-/// could be bound to), and for FIFOs and devices in Hare, whose servers store only files,
-/// directories and symlinks; after the name's own errors, as Linux's `filename_create` comes
-/// first. `/proc` is `EEXIST` for itself and `EACCES` inside.
+/// could be bound to), and for devices in Hare, whose servers store only files, directories,
+/// symlinks and FIFOs; after the name's own errors, as Linux's `filename_create` comes first. `/proc` is `EEXIST` for itself and `EACCES` inside.
 fn mknod_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, dev: u64) -> SysResult {
     use crate::fs::flags::O_EXCL;
     use node_type::*;
@@ -272,6 +271,10 @@ fn mknod_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, dev: u64) -> S
     let perm = mode & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
     let (start, path) = match path::locate(&me.process, dir, &path)? {
         Place::Fs { start, path } => (start, path),
+        Place::Hare(h) if kind == S_IFIFO => {
+            perm::hare_create(&me.process, &h)?;
+            return hare::mkfifo(&h, perm, perm::new_owner(&me.process)).map(|()| 0);
+        }
         Place::Hare(h) => {
             return Err(match hare::stat(&h, false) {
                 Ok(_) => Errno::EEXIST,
@@ -739,10 +742,7 @@ fn target_of(f: Arc<OpenFile>) -> Result<Target, Errno> {
 
 /// `f`'s Hare file, to change an attribute.
 fn hare_set(f: &OpenFile, attr: SetAttr) -> Result<(), Errno> {
-    match &f.node {
-        Node::Hare(h) => h.set(attr),
-        _ => Err(Errno::EPERM),
-    }
+    f.hare().ok_or(Errno::EPERM)?.set(attr)
 }
 
 /// What an `*at` attribute call names: `dirfd` itself with `AT_EMPTY_PATH` and "".
@@ -911,6 +911,8 @@ fn write_statfs(addr: u64, st: &KStat) -> SysResult {
     const TMPFS_MAGIC: u64 = 0x0102_1994;
     const PROC_SUPER_MAGIC: u64 = 0x9fa0;
     const PIPEFS_MAGIC: u64 = 0x5049_5045;
+    const SOCKFS_MAGIC: u64 = 0x534f_434b;
+    const ANON_INODE_FS_MAGIC: u64 = 0x0904_1934;
     const HARE_MAGIC: u64 = 0x4841_5245;
     let page = 4096u64;
     let free_pages = crate::mm::free_bytes() / page;
@@ -927,6 +929,8 @@ fn write_statfs(addr: u64, st: &KStat) -> SysResult {
             )
         }
         crate::fd::DEV_PROC => (PROC_SUPER_MAGIC, 0, 0, 0, 0),
+        crate::fd::DEV_NET => (SOCKFS_MAGIC, 0, 0, 0, 0),
+        crate::fd::DEV_ANON => (ANON_INODE_FS_MAGIC, 0, 0, 0, 0),
         // The cache's blocks, and what every server has free (blocks a truncation took from a
         // file still open are neither free nor the file's: Hare §3.5).
         hare::DEV_HARE => {

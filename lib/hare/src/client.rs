@@ -793,6 +793,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             NewInode::File => (Kind::File, false),
             NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),
             NewInode::Symlink(_) => (Kind::Symlink, false),
+            NewInode::Fifo => (Kind::Fifo, false),
         };
         if is == es && kind != Kind::Symlink {
             // One server makes the inode and holds the entry: one message (§3.7.4).
@@ -1635,6 +1636,19 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         attrs: Attrs,
         now: Timespec,
     ) -> Res<()> {
+        let new = NewInode::Symlink(target.to_vec());
+        self.try_mknod(start, path, new, attrs, now).await
+    }
+
+    /// Makes `new` (a symlink or FIFO) at `path`, which must not exist.
+    async fn try_mknod(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        new: NewInode,
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Res<()> {
         let (dir, name, trailing) = self.walk(|v| walk::plan_new_name(v, start, path)).await?;
         check_name(&name)?;
         if trailing {
@@ -1642,9 +1656,23 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             let exists = self.walk(|v| v.lookup(dir, &name)).await?.is_some();
             return Err(if exists { Errno::EEXIST } else { Errno::ENOENT }.into());
         }
-        let new = NewInode::Symlink(target.to_vec());
         self.make_named(dir, &name, new, attrs, false, now).await?;
         Ok(())
+    }
+
+    /// `mknodat(start, path, S_IFIFO)`: a FIFO (its pipe is the embedder's business).
+    pub async fn mkfifo(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        attrs: Attrs,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        retry!(
+            self,
+            self.try_mknod(start, path, NewInode::Fifo, attrs, now)
+                .await
+        )
     }
 
     /// `linkat(old_start, old, new_start, new, follow)`: another name for a file (`EPERM`

@@ -91,6 +91,9 @@ pub enum NewInode {
     },
     /// A symbolic link to `target`.
     Symlink(Vec<u8>),
+    /// A FIFO: a name and attributes only (the pipe an open reaches is the embedder's, as
+    /// NR-FS's [`Kind::Fifo`]).
+    Fifo,
 }
 
 /// A request from a client library to one file server.

@@ -174,6 +174,9 @@ impl ShardState {
                 Body::Symlink(t) => {
                     w.u8(2).bytes(t);
                 }
+                Body::Fifo => {
+                    w.u8(3);
+                }
             }
         }
         w.u64(self.entries.len() as u64);
@@ -229,6 +232,7 @@ impl ShardState {
                     dead: r.flag()?,
                 },
                 (2, Kind::Symlink) => Body::Symlink(r.bytes()?.to_vec()),
+                (3, Kind::Fifo) => Body::Fifo,
                 _ => return Err(WireError::Bad("inode body")),
             };
             let inode = Inode {

@@ -64,6 +64,8 @@ pub(crate) enum Body {
         dead: bool,
     },
     Symlink(Vec<u8>),
+    /// A FIFO: no data here (its pipe is the client's embedder's).
+    Fifo,
 }
 
 #[derive(Debug)]
@@ -1359,6 +1361,7 @@ impl Server {
                 },
             ),
             NewInode::Symlink(t) => (Kind::Symlink, Body::Symlink(t)),
+            NewInode::Fifo => (Kind::Fifo, Body::Fifo),
         };
         let mut attrs = *attrs;
         match kind {
@@ -1403,6 +1406,7 @@ impl Server {
         let (kind, distributed) = match &new {
             NewInode::File => (Kind::File, false),
             NewInode::Dir { distributed, .. } => (Kind::Dir, *distributed),
+            NewInode::Fifo => (Kind::Fifo, false),
             NewInode::Symlink(_) => return Err(Errno::EINVAL),
         };
         let Reply::Created(ino) = self.create(from, new, attrs, open, now)? else {
@@ -1451,7 +1455,7 @@ impl Server {
                 let n = self.entries.get(&ino).map_or(0, BTreeMap::len) as u64;
                 ((n + 2) * DIRENT_SIZE, 0)
             }
-            Body::Symlink(_) => (i.size, 0),
+            Body::Symlink(_) | Body::Fifo => (i.size, 0),
         };
         Ok(Stat {
             ino,
@@ -1474,7 +1478,7 @@ impl Server {
         match &i.body {
             Body::File { blocks, .. } => Ok((i, blocks)),
             Body::Dir { .. } => Err(Errno::EISDIR),
-            Body::Symlink(_) => Err(Errno::EINVAL),
+            Body::Symlink(_) | Body::Fifo => Err(Errno::EINVAL),
         }
     }
 

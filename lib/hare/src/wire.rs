@@ -137,7 +137,7 @@ impl<'p> Out<'p> {
     }
 
     /// A new inode's words (`Create`, `CreateNamed`): its parent (directories), mode and uid,
-    /// gid with kind (1 file, 2 directory, 3 symlink) and flags, time. A symlink's target goes
+    /// gid with kind (1 file, 2 directory, 3 symlink, 4 FIFO) and flags, time. A symlink's target goes
     /// in the page, written by the caller.
     fn new_inode(&mut self, new: &NewInode, attrs: &Attrs, open: bool, now: Timespec) -> &mut Self {
         let (kind, parent, dist) = match new {
@@ -147,6 +147,7 @@ impl<'p> Out<'p> {
                 distributed,
             } => (2, *parent, *distributed),
             NewInode::Symlink(_) => (3, 0, false),
+            NewInode::Fifo => (4, 0, false),
         };
         self.w(parent)
             .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
@@ -234,6 +235,7 @@ impl<'p> In<'p> {
                 }
                 NewInode::Symlink(t)
             }
+            4 => NewInode::Fifo,
             _ => return Err(WireError::Bad("kind")),
         };
         let attrs = Attrs::new(a as u32, (a >> 32) as u32, b as u32);

@@ -82,6 +82,9 @@ enum Op {
         target: String,
         path: String,
     },
+    Mkfifo {
+        path: String,
+    },
     Readlink {
         path: String,
     },
@@ -188,6 +191,7 @@ fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
         2 => path().prop_map(|path| Op::Unlink { path }),
         2 => (path(), path(), 0..4u32).prop_map(|(from, to, flags)| Op::Rename { from, to, flags }),
         1 => (path(), path()).prop_map(|(target, path)| Op::Symlink { target, path }),
+        1 => path().prop_map(|path| Op::Mkfifo { path }),
         1 => (path(), path(), any::<bool>()).prop_map(|(from, to, follow)| Op::Link { from, to, follow }),
         1 => path().prop_map(|path| Op::Readlink { path }),
         2 => (path(), any::<bool>()).prop_map(|(path, follow)| Op::Stat { path, follow }),
@@ -397,6 +401,10 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             )
             .map(|_| ()),
         ),
+        Op::Mkfifo { path } => Answer::Unit(
+            fs.mkfifo(ROOT_INO, path.as_bytes(), ino, FILE_ATTRS, now)
+                .map(|_| ()),
+        ),
         Op::Link { from, to, follow } => Answer::Unit(fs.link(
             ROOT_INO,
             from.as_bytes(),
@@ -569,6 +577,9 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
             )
             .await,
         ),
+        Op::Mkfifo { path } => {
+            Answer::Unit(c.mkfifo(ROOT_INO, path.as_bytes(), FILE_ATTRS, now).await)
+        }
         Op::Link { from, to, follow } => Answer::Unit(
             c.link(
                 (ROOT_INO, from.as_bytes()),
@@ -963,6 +974,7 @@ proptest! {
                             path: confine(k, &path),
                         },
                         Op::Readlink { path } => Op::Readlink { path: confine(k, &path) },
+                        Op::Mkfifo { path } => Op::Mkfifo { path: confine(k, &path) },
                         Op::Stat { path, follow } => Op::Stat { path: confine(k, &path), follow },
                         Op::Chmod { path, mode } => Op::Chmod { path: confine(k, &path), mode },
                         Op::Truncate { path, size } => Op::Truncate { path: confine(k, &path), size },

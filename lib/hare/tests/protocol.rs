@@ -440,6 +440,7 @@ fn growing_and_shrinking_the_fleet_loses_nothing() {
     .unwrap();
     let data = vec![9u8; BLOCK_SIZE * 3];
     run(&net, c[0].write(kept, &data, T), &mut rng).unwrap();
+    run(&net, c[0].mkfifo(ROOT_INO, b"/fifo", FILE, T), &mut rng).unwrap();
     let mut made = Vec::new();
     for (round, servers) in [3, 2, 4, 1].into_iter().enumerate() {
         for i in 0..25 {
@@ -457,6 +458,12 @@ fn growing_and_shrinking_the_fleet_loses_nothing() {
             }
         }
         common::resize(&net, &mut c, servers);
+        let fifo = run(&net, c[1].stat(ROOT_INO, b"/fifo", false), &mut rng);
+        assert_eq!(
+            fifo.map(|s| s.kind),
+            Ok(hare::Kind::Fifo),
+            "after resizing to {servers}"
+        );
         for p in &made {
             let st = run(&net, c[1].stat(ROOT_INO, p.as_bytes(), true), &mut rng);
             assert_eq!(
@@ -489,8 +496,8 @@ fn growing_and_shrinking_the_fleet_loses_nothing() {
     let inodes: usize = n.servers.iter().map(|s| s.inodes()).sum();
     assert_eq!(
         inodes,
-        1 + 2 + 1 + 200,
-        "the root, two directories, /kept and the files"
+        1 + 2 + 1 + 1 + 200,
+        "the root, two directories, /kept, /fifo and the files"
     );
     let free: u64 = n.servers.iter().map(|s| s.stats().free_blocks).sum();
     assert_eq!(

@@ -90,6 +90,7 @@ fn request() -> impl Strategy<Value = Request> {
                     distributed
                 }),
                 prop::collection::vec(1..=255u8, 1..4095).prop_map(NewInode::Symlink),
+                Just(NewInode::Fifo),
             ],
             any::<(u32, u32, u32)>(),
             any::<bool>(),
@@ -110,6 +111,7 @@ fn request() -> impl Strategy<Value = Request> {
                     parent,
                     distributed
                 }),
+                Just(NewInode::Fifo),
             ],
             any::<(u32, u32, u32)>(),
             any::<bool>(),

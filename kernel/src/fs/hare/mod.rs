@@ -104,8 +104,8 @@ pub const CACHE_MIB_DEFAULT: u64 = 16;
 /// The largest buffer cache a mount may ask for (`cache=MiB`; `EINVAL` past it).
 pub const CACHE_MIB_MAX: u64 = 256;
 
-/// `st_dev` of files in Hare.
-pub const DEV_HARE: u64 = 5;
+/// `st_dev` of files in Hare (after `crate::fd`'s numbers).
+pub const DEV_HARE: u64 = 7;
 
 /// Client ids of the kernel's clients: this plus the core (user-space clients such as
 /// `usr/haretest.c` number theirs from 1).
@@ -1230,7 +1230,13 @@ pub fn flush() {
     // Each core with closes queued, in order (no set built: usually it is one core).
     let mut from = 0;
     loop {
-        let next = m.closing.lock().iter().map(|&(k, _)| k).filter(|&k| k >= from).min();
+        let next = m
+            .closing
+            .lock()
+            .iter()
+            .map(|&(k, _)| k)
+            .filter(|&k| k >= from)
+            .min();
         let Some(core) = next else { break };
         drop(m.client(core));
         from = core + 1;
@@ -1268,6 +1274,11 @@ impl Drop for HareNode {
 }
 
 impl HareNode {
+    /// Its inode number in Hare.
+    pub fn ino(&self) -> Ino {
+        self.ino
+    }
+
     /// Whether it is a directory.
     pub fn is_dir(&self) -> bool {
         self.kind == Kind::Dir
@@ -1475,6 +1486,11 @@ pub fn open(
         Kind::Dir => {}
         _ if flags & O_DIRECTORY != 0 => return Err(Errno::ENOTDIR),
         Kind::Symlink if flags & O_PATH == 0 => return Err(Errno::ELOOP),
+        // A FIFO's pipe is the kernel's, as for NR-FS's FIFOs; the end keeps the Hare open.
+        Kind::Fifo if flags & O_PATH == 0 => {
+            let end = super::fifo::open(super::fifo::FifoFile::Hare(node), flags)?;
+            return Ok(OpenFile::new(Node::Fifo(end), kept, shown));
+        }
         _ => {}
     }
     Ok(OpenFile::new(Node::Hare(node), kept, shown))
@@ -1542,6 +1558,12 @@ pub fn symlink(target: &[u8], p: &HarePath, (uid, gid): (u32, u32)) -> Result<()
     let attrs = Attrs::new(0o777, uid, gid);
     p.mount
         .here(|c| run_ready(c.symlink(target, p.start, &p.path, attrs, now())))
+}
+
+/// `mknod` of a FIFO, with permissions `perm` (the umask applied), owned by `uid` and `gid`.
+pub fn mkfifo(p: &HarePath, perm: u32, (uid, gid): (u32, u32)) -> Result<(), Errno> {
+    p.mount
+        .here(|c| run_ready(c.mkfifo(p.start, &p.path, Attrs::new(perm, uid, gid), now())))
 }
 
 /// `readlink`.
