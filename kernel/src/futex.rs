@@ -191,15 +191,15 @@ pub fn wake(p: &Process, uaddr: u64, count: u32) -> Result<usize, Errno> {
 /// Wakes every thread waiting on the shared futex word at physical address `phys` (the kernel
 /// ringing a channel's doorbell: see `crate::mailbox`); returns how many.
 pub fn wake_frame_word(phys: u64) -> usize {
-    let mut table = FUTEXES.lock();
-    let Some(mut q) = table.queues.remove(&Key::Shared(phys)) else {
+    let Some(mut q) = FUTEXES.lock().queues.remove(&Key::Shared(phys)) else {
         return 0;
     };
     let woken = q.len();
+    // Woken with the table let go: a wake-up may reach another core's run queue.
     for t in q.drain(..) {
         sched::wake(&t);
     }
-    table.recycle(q);
+    FUTEXES.lock().recycle(q);
     woken
 }
 
