@@ -3,9 +3,10 @@
 //!
 //! The pipes live in one table for the whole machine ([`FIFOS`]), not in the file systems: an
 //! NR-FS inode is replicated on every NUMA node and a Hare inode lives in a server process, but
-//! a pipe's bytes and wait queues must be one object that every core's opens reach. The table maps (file system, inode) to the pipe; an entry is made
-//! by the first open and removed when the last end closes (or the last blocked open gives up),
-//! which drops whatever data was left, as on Linux.
+//! a pipe's bytes and wait queues must be one object that every core's opens reach. The table
+//! maps (file system, inode) to the pipe; an entry is made by the first open and removed when
+//! the last end closes (or the last blocked open gives up), which drops whatever data was left,
+//! as on Linux.
 //!
 //! Opening follows Linux's `fifo_open`:
 //! - `O_RDONLY` counts a reader, then, unless a writer is open, waits until a writer opens

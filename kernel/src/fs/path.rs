@@ -6,9 +6,10 @@
 //! NR-FS resolves its own paths (components, symlinks, `..`, Linux's errors; see the `nrfs`
 //! crate). `/proc` and `/sys` ([`super::procfs`]) are recognised here, before NR-FS sees the
 //! path: an absolute path whose first component is `proc` or `sys` (after `.` and `..` are
-//! applied, as long as they stay inside), and any path relative to a directory inside them. A relative path from an NR-FS directory
-//! that climbs into `/proc` with `..`, or an NR-FS symlink pointing into `/proc`, reaches the
-//! empty NR-FS directory `/proc` instead (documented in docs/architecture.md).
+//! applied, as long as they stay inside), and any path relative to a directory inside them. A
+//! relative path from an NR-FS directory that climbs into `/proc` with `..`, or an NR-FS
+//! symlink pointing into `/proc`, reaches the empty NR-FS directory `/proc` instead
+//! (documented in docs/architecture.md).
 
 use super::hare::{self, HarePath};
 use crate::fd::{Node, OpenFile};

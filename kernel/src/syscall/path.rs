@@ -251,7 +251,8 @@ mod node_type {
 /// support the type of node requested" — for block devices (NR-FS has no block-device inode
 /// and Reef no block device) and sockets (Reef has no named `AF_UNIX` sockets a socket inode
 /// could be bound to), and for devices in Hare, whose servers store only files, directories,
-/// symlinks and FIFOs; after the name's own errors, as Linux's `filename_create` comes first. `/proc` is `EEXIST` for itself and `EACCES` inside.
+/// symlinks and FIFOs; after the name's own errors, as Linux's `filename_create` comes first.
+/// `/proc` is `EEXIST` for itself and `EACCES` inside.
 fn mknod_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, dev: u64) -> SysResult {
     use crate::fs::flags::O_EXCL;
     use node_type::*;
@@ -995,8 +996,8 @@ fn components(me: &Arc<Thread>, path: &[u8]) -> Vec<Vec<u8>> {
 
 /// `mount(source, target, type, flags, data)`: only type `hare` (`crate::fs::hare`; the
 /// source is not used), on an NR-FS directory (the root only with option `root`), with
-/// options in `data` (`cache=MiB`, ...); other types answer `ENODEV`, flags other than `MS_SILENT` `EINVAL`; EPERM
-/// unless root.
+/// options in `data` (`cache=MiB`, ...); other types answer `ENODEV`, flags other than
+/// `MS_SILENT` `EINVAL`; EPERM unless root.
 pub fn mount(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
     const MS_SILENT: u64 = 0x8000;
     const MS_MGC_VAL: u64 = 0xc0ed_0000;

@@ -433,10 +433,10 @@ pub enum Request {
         /// The time, for the parent's times and the directory's ctime.
         now: Timespec,
     },
-    /// A rename of a file (or symlink) when this server holds both entries and the inode (and the inode of
-    /// the file it replaces): `LINK`, `ADD_MAP`, `RM_MAP` and `UNLINK` coalesced into one
-    /// message (§3.7.4), done at once. [`Reply::Stale`] if `old_name` no longer names `ino`
-    /// or `new_name` is not what `target` says (EEXIST if it exists and `target` is
+    /// A rename of a file (or symlink) when this server holds both entries and the inode (and
+    /// the inode of the file it replaces): `LINK`, `ADD_MAP`, `RM_MAP` and `UNLINK` coalesced
+    /// into one message (§3.7.4), done at once. [`Reply::Stale`] if `old_name` no longer names
+    /// `ino` or `new_name` is not what `target` says (EEXIST if it exists and `target` is
     /// [`Target::Absent`]); EINVAL if an inode is a directory or not here; [`Reply::Busy`]
     /// while an `rmdir` holds `new_dir`; [`Reply::Done`].
     Rename {

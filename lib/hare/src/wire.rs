@@ -137,8 +137,8 @@ impl<'p> Out<'p> {
     }
 
     /// A new inode's words (`Create`, `CreateNamed`): its parent (directories), mode and uid,
-    /// gid with kind (1 file, 2 directory, 3 symlink, 4 FIFO) and flags, time. A symlink's target goes
-    /// in the page, written by the caller.
+    /// gid with kind (1 file, 2 directory, 3 symlink, 4 FIFO) and flags, time. A symlink's
+    /// target goes in the page, written by the caller.
     fn new_inode(&mut self, new: &NewInode, attrs: &Attrs, open: bool, now: Timespec) -> &mut Self {
         let (kind, parent, dist) = match new {
             NewInode::File => (1u64, 0, false),
