@@ -2,7 +2,8 @@
  * fifo: FIFOs (named pipes) as Linux has them.
  *
  * - making: mkfifo (mknodat) gives S_IFIFO with the mode less the umask in stat, lstat,
- *   statx, fstat of an open end (the same inode) and getdents (DT_FIFO); EEXIST, ENOENT,
+ *   statx, fstat of an open end (the same inode) and getdents (DT_FIFO); execve of one is
+ *   EACCES without waiting for a writer (in Hare it opened it first); EEXIST, ENOENT,
  *   ENOTDIR; mknod of type 0 or S_IFREG makes a regular file, a directory type is EPERM, an
  *   unknown type EINVAL; a character or block device is EPERM for user 1000 (a forked child
  *   after setuid, when this runs as root), who also may not open root's 0600 FIFO (EACCES);
@@ -98,6 +99,13 @@ static void making(void)
     closedir(d);
     CHECK_EQ(found, 1);
     SAY("mkfifo: S_IFIFO|0644 (umask 022) in stat, lstat, statx, fstat, getdents");
+
+    /* execve of a FIFO is EACCES at once, execute bits or not: no open waits for a writer. */
+    CHECK_SYS(chmod(at("p"), 0755));
+    char *exec_argv[] = {at("p"), NULL};
+    CHECK_ERRNO(execve(exec_argv[0], exec_argv, environ), EACCES);
+    CHECK_SYS(chmod(at("p"), 0644));
+    SAY("execve of a FIFO with execute bits: EACCES, without waiting");
 
     CHECK_ERRNO(mkfifo(at("p"), 0600), EEXIST);
     CHECK_SYS(close(CHECK_SYS(open(at("file"), O_WRONLY | O_CREAT, 0600))));

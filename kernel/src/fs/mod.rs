@@ -311,7 +311,10 @@ impl MappedFile {
                 if let Some(p) = me {
                     perm::hare_lookup(p, &h)?;
                 }
-                let f = hare::open(h, (O_RDONLY, 0, 0), (0, 0), O_RDONLY, path.to_vec())?;
+                // Non-blocking, so that a FIFO is refused below rather than waited on for a
+                // writer (Linux refuses it before opening).
+                let how = (O_RDONLY | crate::fd::O_NONBLOCK, 0, 0);
+                let f = hare::open(h, how, (0, 0), O_RDONLY, path.to_vec())?;
                 let st = f.stat()?;
                 if st.mode & 0o170000 != 0o100000 {
                     return Err(Errno::EACCES);
