@@ -5,12 +5,14 @@
 mod common;
 
 use abi::Errno;
-use common::{requests, run, run_all, world, world_with, Rng, BLOCKS_PER_SERVER};
+use common::{requests, run, run_all, world, world_with, HClient, Net, Rng, BLOCKS_PER_SERVER};
 use hare::{
     Attrs, Courier, OpenFlags, Reply, Request, Server, ServerId, Space, Target, Techniques,
     Timespec, BLOCK_SIZE, ROOT_INO,
 };
 use proptest::prelude::*;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 const T: Timespec = Timespec::new(1, 0);
 const FILE: Attrs = Attrs::new(0o644, 0, 0);
@@ -24,12 +26,17 @@ const CREATE: OpenFlags = OpenFlags {
     list: false,
 };
 
+/// Makes an empty file at `path` through client `c`: created, opened and closed.
+fn touch(net: &Rc<RefCell<Net>>, c: &mut HClient, path: &[u8], rng: &mut Rng) {
+    let fd = run(net, c.open(ROOT_INO, path, CREATE, FILE, T), rng).unwrap();
+    run(net, c.close(fd), rng).unwrap();
+}
+
 #[test]
 fn a_removed_entry_is_invalidated_at_the_clients_that_cached_it() {
     let (net, mut c) = world(3, 2, true, true);
     let mut rng = Rng::new(7);
-    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
-    run(&net, c[0].close(fd), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/f", &mut rng);
     // Client 1 looks the name up (and caches it), client 0 removes it.
     run(&net, c[1].stat(ROOT_INO, b"/f", true), &mut rng).unwrap();
     assert_eq!(c[1].cached_entries(), 1);
@@ -61,13 +68,7 @@ fn absolute_symlinks_resolve_under_the_mount_point() {
     let mut rng = Rng::new(3);
     c[0].set_mount_point(b"/mnt/hare");
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
-    let fd = run(
-        &net,
-        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    run(&net, c[0].close(fd), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/d/f", &mut rng);
     let links: [(&[u8], &[u8]); 5] = [
         (b"/mnt/hare/d/f", b"/in"),
         (b"/mnt/hare", b"/root"),
@@ -190,13 +191,7 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].mkdir(ROOT_INO, b"/s", DIR, true, T), &mut rng).unwrap();
-    let fd = run(
-        &net,
-        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    run(&net, c[0].close(fd), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/d/f", &mut rng);
     net.borrow_mut().settle();
     let ino = |c: &mut common::HClient, p: &[u8], rng: &mut Rng| {
         run(&net, c.stat(ROOT_INO, p, true), rng).unwrap().ino
@@ -394,8 +389,7 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
 fn only_its_creator_destroys_an_inode() {
     let (net, mut c) = world(1, 2, false, true);
     let mut rng = Rng::new(3);
-    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
-    run(&net, c[0].close(fd), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/f", &mut rng);
     let ino = run(&net, c[0].stat(ROOT_INO, b"/f", true), &mut rng)
         .unwrap()
         .ino;
@@ -826,13 +820,7 @@ fn a_directory_distributed_while_in_use_loses_nothing() {
 fn hostile_distribution_messages_change_nothing() {
     let (net, mut c) = world(2, 1, false, true);
     let mut rng = Rng::new(3);
-    let fd = run(
-        &net,
-        c[0].open(ROOT_INO, b"/file", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    run(&net, c[0].close(fd), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/file", &mut rng);
     let file = run(&net, c[0].stat(ROOT_INO, b"/file", true), &mut rng)
         .unwrap()
         .ino;
@@ -1004,13 +992,7 @@ fn a_lookup_cache_of_two_entries_still_resolves_and_invalidates() {
         &mut rng,
     )
     .unwrap();
-    let fd = run(
-        &net,
-        c[0].open(ROOT_INO, b"/a/l/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    run(&net, c[0].close(fd), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/a/l/d/f", &mut rng);
     assert!(c[0].cached_entries() <= 2);
     let st = run(&net, c[1].stat(ROOT_INO, b"/a/b/c/d/f", true), &mut rng).unwrap();
     assert!(c[1].cached_entries() <= 2);
