@@ -25,6 +25,9 @@
 #define HARE_INVALIDATION 16
 /* Requests a client may have unanswered at one server (lib/hare/src/wire.rs, IN_FLIGHT). */
 #define HARE_IN_FLIGHT 8
+/* The bit of a request's word 0 that says nobody waits for its reply (lib/hare/src/wire.rs,
+ * POSTED). */
+#define HARE_POSTED (1ull << 47)
 
 /* Client to server: words client id, pool grant, pool pages, cache grant, cache blocks, and
  * (the kernel's resizer to a server that joins the fleet) 1 + the id the server takes.
@@ -39,6 +42,12 @@ static inline uint64_t hare_word(const struct reef_msg *m, int i)
     if ((i + 1) * 8 <= m->len)
         memcpy(&w, m->data + 8 * i, 8);
     return w;
+}
+
+/* Whether request `m` is posted (its client waits for no reply). */
+static inline bool hare_is_posted(const struct reef_msg *m)
+{
+    return m->tag != HARE_HELLO && (hare_word(m, 0) & HARE_POSTED);
 }
 
 /* A list of cores as `fleet start --cores` takes it ("1,3-5"): `core`'s place in it (`*id`,

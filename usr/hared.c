@@ -7,7 +7,9 @@
  * (every member is given the same LIST). The state machine is lib/hare's Server (usr/hare.h);
  * this file is its runtime: it registers a mailbox under FLEET_NAME, accepts connections,
  * maps each client's pool and (once) the buffer cache from the client's hello, and then
- * answers requests in arrival order, each after zeroing the blocks it needs zeroed, copying
+ * answers each client's requests in order (and, before one its client waits for, the posted
+ * requests at the head of every client's ring: lib/hare's POSTED, take_posted), each after
+ * zeroing the blocks it needs zeroed, copying
  * the data of a client without direct access to the cache (`nodirect`) and
  * queueing its invalidations at their clients (atomic delivery, §3.7.2: a send returns once
  * the message is in the client's ring). Its share of the buffer cache is an equal slice of
@@ -61,6 +63,9 @@ struct conn {
     uint8_t *pool;
     uint64_t pool_pages, pool_len;
     int flushed; /* a "forget everything" is in the reply ring, unread */
+    struct reef_msg held; /* taken from the ring by take_posted, not answered yet */
+    int has_held;
+    int dead; /* found gone by take_posted */
 };
 
 static volatile sig_atomic_t stopping;
@@ -213,30 +218,67 @@ static uint64_t hello(struct conn *c, const struct reef_msg *m)
     return 0;
 }
 
+/* Answers message `m` of `c`: whether the connection is still open. */
+static int answer(struct conn *c, const struct reef_msg *m)
+{
+    struct reef_msg reply;
+    if (m->tag == HARE_HELLO) {
+        uint64_t err = c->client ? EISCONN : hello(c, m);
+        uint64_t below = my_id >= servers ? my_id + 1u : servers;
+        uint64_t words[3] = {my_id, below, err};
+        reef_msg_make(&reply, HARE_HELLO, words, sizeof words);
+    } else if (!c->client) {
+        return 0; /* no hello first: a client that does not speak the protocol */
+    } else {
+        uint64_t index = m->tag >> 8;
+        uint8_t *page = index < c->pool_pages ? c->pool + index * HARE_PAGE : NULL;
+        hare_server_handle(server, c->client, m, page, &reply, &runtime);
+    }
+    return reef_msg_try_send(&c->tx, &reply) == 0; /* else gone, or not reading its replies */
+}
+
+/* Handles the posted requests at the head of every ring but `except`'s: a request someone
+ * waits for is answered only after every request posted before it was sent, whichever client
+ * posted it (lib/hare/src/wire.rs, POSTED; a client's write into blocks it knows is posted,
+ * and the next stat from any core must see it). A request met on the way that is not posted
+ * is kept for its ring's turn. */
+static void take_posted(struct conn *except)
+{
+    for (int i = 0; i < nconns; i++) {
+        struct conn *d = &conns[i];
+        while (d != except && !d->dead && !d->has_held) {
+            struct reef_msg m;
+            if (reef_msg_try_recv(&d->rx, &m) != 1)
+                break;
+            if (d->client && hare_is_posted(&m)) {
+                d->dead = !answer(d, &m);
+            } else {
+                d->held = m;
+                d->has_held = 1;
+            }
+        }
+    }
+}
+
 /* Answers what waits on `c`: whether the connection is still open. */
 static int serve(struct conn *c)
 {
-    struct reef_msg m, reply;
-    int r;
-    while ((r = reef_msg_try_recv(&c->rx, &m)) == 1) {
-        if (m.tag == HARE_HELLO) {
-            uint64_t err = c->client ? EISCONN : hello(c, &m);
-            uint64_t below = my_id >= servers ? my_id + 1u : servers;
-            uint64_t words[3] = {my_id, below, err};
-            reef_msg_make(&reply, HARE_HELLO, words, sizeof words);
-        } else if (!c->client) {
-            return 0; /* no hello first: a client that does not speak the protocol */
-        } else {
-            uint64_t index = m.tag >> 8;
-            uint8_t *page = index < c->pool_pages ? c->pool + index * HARE_PAGE : NULL;
-            hare_server_handle(server, c->client, &m, page, &reply, &runtime);
+    struct reef_msg m;
+    int r = 0;
+    while (!c->dead) {
+        if (c->has_held) {
+            m = c->held;
+            c->has_held = 0;
+        } else if ((r = reef_msg_try_recv(&c->rx, &m)) != 1) {
+            return r != -EPIPE;
         }
-        if (reef_msg_try_send(&c->tx, &reply) != 0)
-            return 0; /* gone, or not reading its replies */
+        if (!(c->client && hare_is_posted(&m)))
+            take_posted(c);
+        if (!answer(c, &m))
+            return 0;
     }
-    return r != -EPIPE;
+    return 0;
 }
-
 
 /* Polls the `n` request rings and the mailbox's eventcount (new connections) for POLL_NS:
  * whether something came. */
@@ -326,6 +368,11 @@ int main(int argc, char **argv)
             chans[i] = chans[nconns - 1];
             nconns--;
         }
+        int held = 0;
+        for (int i = 0; i < nconns; i++)
+            held |= conns[i].has_held;
+        if (held)
+            continue; /* a request take_posted kept, from a ring served before it came */
         work_ticks += __rdtsc() - woke;
         if (!(owns_core && poll_for_work(chans, nconns, events, seen)))
             reef_msg_sleep_since(chans, nconns, events, seen);

@@ -55,7 +55,7 @@ use nrfs::Last;
 
 use crate::proto::{
     seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, MAX_DATA,
-    MAX_IO_BLOCKS,
+    MAX_IO_BLOCKS, MAX_POSTED_BLOCKS,
 };
 use crate::shard::ShardTable;
 use crate::{Attrs, Block, Ino, Kind, ServerId, Stat, Timespec, BLOCK_SIZE, NAME_MAX, ROOT_INO};
@@ -438,6 +438,8 @@ pub struct Client<T, B> {
     /// Symlink targets seen (never change; inode numbers are not reused).
     links: BTreeMap<Ino, Vec<u8>>,
     files: BTreeMap<u32, OpenFile>,
+    /// What the client knows of the regular files it has open: size and blocks (§3.3).
+    extents: BTreeMap<Ino, Extent>,
     /// The first entries of the listing an open of a directory brought
     /// ([`OpenFlags::list`]), and whether more follow, until the first `read_dir`.
     listed: BTreeMap<u32, (Vec<(Name, Entry)>, bool)>,
@@ -449,6 +451,58 @@ pub struct Client<T, B> {
     creates: Vec<(Ino, u32)>,
     stats: ClientStats,
 }
+
+/// What a client knows of a regular file it has open (§3.3: the block list a client keeps,
+/// so that it reads and writes the file's blocks without asking its server): its size and
+/// blocks as its own operations left them, while no invalidation said another client changed
+/// them ([`Invalidation::Extent`], applied before every read and write as lookups apply
+/// theirs). A read of known blocks asks nothing; a write into known blocks posts
+/// [`Request::Wrote`] and waits for nothing.
+#[derive(Debug, Default)]
+struct Extent {
+    /// Descriptors of the client open on the file (the entry goes with the last, or stays
+    /// forgotten: [`EXTENTS_KEPT`]).
+    opens: u32,
+    /// The size, if known.
+    size: Option<u64>,
+    /// Known pages: a block, or a hole (below the size).
+    blocks: BTreeMap<u64, Option<Block>>,
+}
+
+impl Extent {
+    /// Forgets the size and blocks (another client changed them).
+    fn forget(&mut self) {
+        self.size = None;
+        self.blocks.clear();
+    }
+
+    /// The blocks of pages `pages`, if every one is known.
+    fn known(&self, pages: core::ops::Range<u64>) -> Option<Vec<Option<Block>>> {
+        pages.map(|p| self.blocks.get(&p).copied()).collect()
+    }
+
+    /// Learns `blocks`, from the page holding byte `at`.
+    fn learn(&mut self, at: u64, blocks: impl IntoIterator<Item = Option<Block>>) {
+        let first = at / BLOCK_SIZE as u64;
+        for (p, b) in (first..).zip(blocks) {
+            self.blocks.insert(p, b);
+        }
+    }
+
+    /// The client truncated the file to `size` (pages past it are forgotten). A size not
+    /// known stays unknown: the server tells only clients it knows to know it.
+    fn cut(&mut self, size: u64) {
+        if let Some(old) = self.size {
+            if size < old {
+                self.blocks.split_off(&size.div_ceil(BLOCK_SIZE as u64));
+            }
+            self.size = Some(size);
+        }
+    }
+}
+
+/// Entries of files no longer open a client keeps in its map of extents (forgotten).
+const EXTENTS_KEPT: usize = 8;
 
 /// Most creates [`Client::take_creates`] reports at once (more are not counted).
 pub const CREATES_KEPT: usize = 1024;
@@ -474,6 +528,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             dirs,
             links: BTreeMap::new(),
             files: BTreeMap::new(),
+            extents: BTreeMap::new(),
             listed: BTreeMap::new(),
             next_fd: 0,
             mount_point: Vec::new(),
@@ -488,6 +543,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     pub fn forget_cache(&mut self) {
         self.entries.clear();
         self.dirs.clear();
+        self.extents.values_mut().for_each(Extent::forget);
     }
 
     /// The ordinary directories the client made an entry in since the last call, each with
@@ -614,24 +670,32 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.transport.invalidations(&mut inval);
         self.stats.invalidations += inval.len() as u64;
         for i in inval {
-            if i == Invalidation::everything() {
-                // Whether a directory is distributed is forgotten too: one may have become
-                // distributed (`crate::resize::distribute`).
+            let (dir, name) = match i {
+                Invalidation::Extent(ino) => {
+                    if let Some(e) = self.extents.get_mut(&ino) {
+                        e.forget();
+                    }
+                    continue;
+                }
+                Invalidation::Entries { dir, name } => (dir, name),
+            };
+            if dir == 0 && name.is_none() {
+                // Everything. Whether a directory is distributed is forgotten too: one may
+                // have become distributed (`crate::resize::distribute`).
                 scratch.found.clear();
                 scratch.dirs.clear();
-                self.entries.clear();
-                self.dirs.clear();
+                self.forget_cache();
                 continue;
             }
-            match i.name {
+            match name {
                 Some(name) => {
-                    let key = (i.dir, name);
+                    let key = (dir, name);
                     scratch.found.remove(&key);
                     self.entries.remove(&key);
                 }
                 None => {
-                    scratch.found.retain(|(dir, _), _| *dir != i.dir);
-                    self.entries.retain(|(dir, _), _| *dir != i.dir);
+                    scratch.found.retain(|(d, _), _| *d != dir);
+                    self.entries.retain(|(d, _), _| *d != dir);
                 }
             }
         }
@@ -869,6 +933,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     fn new_fd(&mut self, f: OpenFile) -> Fd {
+        if f.kind == Kind::File {
+            self.extents.entry(f.ino).or_default().opens += 1;
+        }
         let fd = self.next_fd;
         self.next_fd = self.next_fd.wrapping_add(1);
         self.files.insert(fd, f);
@@ -1056,6 +1123,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                         }
                         r => r?,
                     };
+                    // Its size is learnt from its first write's reply (a server tells the
+                    // clients it knows to know a size when it changes: not a creator).
                     return Ok(self.new_fd(OpenFile {
                         ino: e.ino,
                         kind: Kind::File,
@@ -1086,6 +1155,18 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         };
         match self.after_walk(ino, req).await? {
             Reply::Stat(st) => Ok(self.new_fd(file(st.kind))),
+            Reply::Opened { stat, blocks } if stat.kind == Kind::File => {
+                let fd = self.new_fd(file(stat.kind));
+                if let Some(x) = self.extents.get_mut(&ino) {
+                    // An `O_TRUNC` took the blocks; the size is the server's now.
+                    if flags.truncate {
+                        x.blocks.clear();
+                    }
+                    x.size = Some(stat.size);
+                    x.learn(0, blocks);
+                }
+                Ok(fd)
+            }
             Reply::Listed {
                 stat,
                 entries,
@@ -1104,6 +1185,17 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let f = self.file(fd)?;
         self.files.remove(&fd.0);
         self.listed.remove(&fd.0);
+        let many = self.extents.len() > EXTENTS_KEPT;
+        if let Some(x) = self.extents.get_mut(&f.ino) {
+            x.opens -= 1;
+            // A few entries stay, forgotten, so that opening and closing one file after
+            // another allocates nothing.
+            if x.opens == 0 && many {
+                self.extents.remove(&f.ino);
+            } else if x.opens == 0 {
+                x.forget();
+            }
+        }
         let req = match f.shared {
             Some(desc) => Request::CloseShared { desc },
             None => Request::Close { ino: f.ino },
@@ -1278,10 +1370,18 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             return Err(Errno::EISDIR);
         }
         let direct = self.policy.techniques.direct;
+        let kept = direct && desc.is_none();
+        if kept {
+            self.apply_invalidations(&mut Scratch::default());
+        }
         let mut done = 0;
         let mut start = offset;
         let mut at = offset;
         while done < buf.len() {
+            if kept && self.read_known(f.ino, at, &mut buf[done..]).is_some() {
+                done = buf.len();
+                break;
+            }
             // A shared offset may be anywhere in a page: leave room for the misalignment.
             let room = match desc {
                 _ if !direct => MAX_DATA,
@@ -1313,6 +1413,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 } if direct => {
                     let n = want.min(size.saturating_sub(offset) as usize);
                     copy_out(&self.cache, &blocks, offset, &mut buf[done..done + n]);
+                    if let Some(x) = self.extents.get_mut(&f.ino).filter(|_| kept) {
+                        x.size = Some(size);
+                        x.learn(offset, blocks);
+                    }
                     (offset, n)
                 }
                 Reply::Data { offset, data, .. } if !direct && data.len() <= want => {
@@ -1331,6 +1435,52 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
         }
         Ok((start, done))
+    }
+
+    /// Reads `buf.len()` bytes at `at` from the file's known blocks, asking nothing, if they
+    /// all lie below the size the client knows and every page is known; `None` otherwise. A
+    /// read reaching the end asks the server: another client's write into blocks it knows
+    /// (posted) may have moved the end, and only the server has seen every posted write
+    /// (before it answers, `wire::POSTED`), where the bytes below the known end are in the
+    /// shared blocks already.
+    fn read_known(&self, ino: Ino, at: u64, buf: &mut [u8]) -> Option<()> {
+        let x = self.extents.get(&ino)?;
+        let end = at.checked_add(buf.len() as u64)?;
+        if buf.is_empty() || end > x.size? {
+            return None;
+        }
+        let blocks = x.known(pages_of(at, buf.len()))?;
+        copy_out(&self.cache, &blocks, at, buf);
+        Some(())
+    }
+
+    /// Writes into the file's known blocks at `at` as much of `data` as one
+    /// [`Request::Wrote`] covers, and posts it: how much, or `None` if a page is not known or
+    /// has no block.
+    fn write_known(&mut self, ino: Ino, at: u64, data: &[u8], now: Timespec) -> Option<usize> {
+        let x = self.extents.get_mut(&ino)?;
+        let size = x.size?;
+        let page = BLOCK_SIZE as u64;
+        let room = (MAX_POSTED_BLOCKS as u64 * page - at % page) as usize;
+        let n = data.len().min(room);
+        let end = at.checked_add(n as u64).filter(|&e| e <= i64::MAX as u64)?;
+        let blocks = x
+            .known(pages_of(at, n))?
+            .into_iter()
+            .collect::<Option<Vec<Block>>>()?;
+        copy_in(&self.cache, &blocks, at, &data[..n]);
+        x.size = Some(size.max(end));
+        let req = Request::Wrote {
+            ino,
+            offset: at,
+            len: n as u32,
+            blocks,
+            now,
+        };
+        self.stats.requests += 1;
+        self.stats.posted += 1;
+        self.transport.post(self.table.inode_server(ino), req);
+        Some(n)
     }
 
     /// `fcntl(F_SETFL)` of `O_APPEND`: whether `fd`'s writes go to the end of the file.
@@ -1385,10 +1535,23 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             return Ok((offset, 0));
         }
         let direct = self.policy.techniques.direct;
+        let kept = direct && desc.is_none();
+        if kept {
+            self.apply_invalidations(&mut Scratch::default());
+        }
         let mut done = 0;
         let mut start = offset;
         let mut at = offset;
         while done < data.len() {
+            // An append asks the server, which alone knows where the end is while other
+            // clients append too (the data goes into the blocks before the server orders it).
+            if kept && !append {
+                if let Some(n) = self.write_known(f.ino, at, &data[done..], now) {
+                    done += n;
+                    at += n as u64;
+                    continue;
+                }
+            }
             // An append or a shared offset lands anywhere in a page: leave room for the
             // misalignment.
             let room = if append || desc.is_some() {
@@ -1418,8 +1581,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     now,
                 }
             };
-            let (w, blocks) = match self.at_inode(f.ino, req).await {
-                Ok(Reply::Written { offset, blocks }) => (offset, blocks),
+            let (w, size, blocks) = match self.at_inode(f.ino, req).await {
+                Ok(Reply::Written {
+                    offset,
+                    size,
+                    blocks,
+                }) => (offset, size, blocks),
                 Ok(_) => return Err(Errno::EIO),
                 Err(_) if done > 0 => break,
                 Err(e) => return Err(errno(e)),
@@ -1429,6 +1596,15 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
             if direct {
                 copy_in(&self.cache, &blocks, w, &data[done..done + n]);
+            }
+            if let Some(x) = self.extents.get_mut(&f.ino) {
+                if kept {
+                    x.size = Some(size);
+                    x.learn(w, blocks.into_iter().map(Some));
+                } else {
+                    // Through a shared description: the blocks are not learnt, the size moved.
+                    x.forget();
+                }
             }
             done += n;
             at = w + n as u64;
@@ -1450,7 +1626,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .after_walk(ino, Request::Trunc { ino, size, now })
             .await?
         {
-            Reply::Done => Ok(()),
+            Reply::Done => {
+                if let Some(x) = self.extents.get_mut(&ino) {
+                    x.cut(size);
+                }
+                Ok(())
+            }
             _ => Err(Errno::EIO.into()),
         }
     }
@@ -2529,6 +2710,12 @@ pub(crate) fn copy_out(
         pos += n;
         off = 0;
     }
+}
+
+/// The pages holding `len` bytes at `at`.
+fn pages_of(at: u64, len: usize) -> core::ops::Range<u64> {
+    let page = BLOCK_SIZE as u64;
+    at / page..(at + len as u64).div_ceil(page)
 }
 
 /// Copies `data` into `blocks` of `cache` (the first holding byte `at` of the file).

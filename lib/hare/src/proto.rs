@@ -25,6 +25,9 @@ pub type Name = Vec<u8>;
 /// Most blocks one `Read` or `Write` covers (1 MiB): a client splits larger transfers.
 pub const MAX_IO_BLOCKS: usize = 256;
 
+/// Most pages one [`Request::Wrote`] covers: its blocks travel in its message's slot.
+pub const MAX_POSTED_BLOCKS: usize = 4;
+
 /// Most bytes one `ReadData` or `WriteData` carries: one pool page.
 pub const MAX_DATA: usize = 4096;
 
@@ -214,7 +217,8 @@ pub enum Request {
         dir: Ino,
     },
     /// `OPEN`: counts one more open file description; truncates a regular file to 0 first
-    /// with `trunc` (`O_TRUNC`). Answers the inode's attributes; with `list`, a directory
+    /// with `trunc` (`O_TRUNC`). Answers the inode's attributes (a regular file's with its
+    /// first blocks, [`Reply::Opened`]); with `list`, a directory
     /// whose entries all live here (an ordinary one) answers them with the first entries of
     /// its listing ([`Reply::Listed`], `OPEN` and `DIRENT` coalesced, §3.7.4).
     Open {
@@ -260,6 +264,25 @@ pub enum Request {
         append: bool,
         /// A shared open file description of `ino` (§3.5.1).
         desc: Option<u64>,
+        /// The time.
+        now: Timespec,
+    },
+    /// A write the client made itself into blocks of the file it knew (§3.3: a client that
+    /// knows a file's blocks writes without asking), posted: the server moves the size past
+    /// `offset + len` and sets the times. `blocks` are the blocks the client wrote, one per
+    /// page of the range (at most [`MAX_POSTED_BLOCKS`]); where a truncation since took one
+    /// from the file (it is kept from reuse while the file is open, §3.5), the server copies
+    /// the written bytes into the page's block now. EINVAL, changing nothing, for a block
+    /// that is neither.
+    Wrote {
+        /// The inode.
+        ino: Ino,
+        /// First byte.
+        offset: u64,
+        /// Bytes (at most [`MAX_POSTED_BLOCKS`] pages' worth, within them).
+        len: u32,
+        /// The blocks written, from the page holding `offset`.
+        blocks: Vec<Block>,
         /// The time.
         now: Timespec,
     },
@@ -595,11 +618,14 @@ pub enum Reply {
         /// The blocks from the page holding `offset`.
         blocks: Vec<Option<Block>>,
     },
-    /// The answer to `Write`: where it goes, and one block per page of the range (new
+    /// The answer to `Write`: where it goes, the size after it, and one block per page of
+    /// the range and of the pages the server allocated past it for the writes to come (new
     /// blocks were zeroed before this reply was sent, see [`crate::Handled`]).
     Written {
         /// The offset written at (the old end of the file for an append).
         offset: u64,
+        /// The file's size after the write.
+        size: u64,
         /// The blocks from the page holding `offset`.
         blocks: Vec<Block>,
     },
@@ -636,6 +662,15 @@ pub enum Reply {
         /// More entries follow the last one.
         more: bool,
     },
+    /// An open regular file's attributes and the blocks (or holes) of its first pages, at
+    /// most [`MAX_IO_BLOCKS`] (§3.3: the server answers an open with the block list), which
+    /// a client that reads the file next need not ask for.
+    Opened {
+        /// The attributes.
+        stat: Stat,
+        /// The blocks from page 0.
+        blocks: Vec<Option<Block>>,
+    },
     /// An open directory's attributes and the first batch of its listing (at most
     /// [`LISTED_BYTES`] of entries), whether more follow.
     Listed {
@@ -660,24 +695,31 @@ pub enum Reply {
     Table(Box<ShardTable>),
 }
 
-/// A message from a server to a client: forget the cached entry `name` of `dir`, or every
-/// cached entry of `dir` when `name` is `None` (what a name too long for one channel message
-/// becomes on the wire: [`crate::wire::encode_invalidation`]), or every cached entry at all
-/// ([`Invalidation::everything`]).
+/// A message from a server to a client: forget what it caches of a directory's entries or
+/// of a file's size and blocks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Invalidation {
-    /// The directory (0: every directory).
-    pub dir: Ino,
-    /// The name.
-    pub name: Option<Name>,
+pub enum Invalidation {
+    /// Forget the cached entry `name` of `dir`, or every cached entry of `dir` when `name` is
+    /// `None` (what a name too long for one channel message becomes on the wire:
+    /// [`crate::wire::encode_invalidation`]), or every cached entry and extent at all
+    /// ([`Invalidation::everything`]).
+    Entries {
+        /// The directory (0: every directory).
+        dir: Ino,
+        /// The name.
+        name: Option<Name>,
+    },
+    /// Forget file `ino`'s size and blocks: another client changed them (§3.3's block lists
+    /// kept by the client, fresh as lookups are, §3.7.2).
+    Extent(Ino),
 }
 
 impl Invalidation {
-    /// Forget every cached entry: what a server's runtime sends instead of invalidations that
+    /// Forget everything cached: what a server's runtime sends instead of invalidations that
     /// would fill the client's queue (a bounded ring), so that it never waits for a client
     /// and never drops an invalidation the client needs.
     pub const fn everything() -> Self {
-        Invalidation { dir: 0, name: None }
+        Invalidation::Entries { dir: 0, name: None }
     }
 }
 

@@ -151,7 +151,11 @@ impl ShardState {
             w.u32(i.opens).u8(u8::from(i.creator.is_some()));
             w.u32(i.creator.unwrap_or(0));
             match &i.body {
-                Body::File { blocks, deferred } => {
+                Body::File {
+                    blocks,
+                    deferred,
+                    ahead,
+                } => {
                     w.u8(0).u64(blocks.len() as u64);
                     for (&page, &b) in blocks {
                         w.u64(page).u32(b);
@@ -159,6 +163,10 @@ impl ShardState {
                     w.u64(deferred.len() as u64);
                     for &b in deferred {
                         w.u32(b);
+                    }
+                    w.u64(ahead.len() as u64);
+                    for &p in ahead {
+                        w.u64(p);
                     }
                 }
                 Body::Dir {
@@ -224,7 +232,15 @@ impl ShardState {
                     for _ in 0..r.count(4)? {
                         deferred.push(r.u32()?);
                     }
-                    Body::File { blocks, deferred }
+                    let mut ahead = BTreeSet::new();
+                    for _ in 0..r.count(8)? {
+                        ahead.insert(r.u64()?);
+                    }
+                    Body::File {
+                        blocks,
+                        deferred,
+                        ahead,
+                    }
                 }
                 (1, Kind::Dir) => Body::Dir {
                     parent: r.u64()?,

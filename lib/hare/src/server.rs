@@ -56,6 +56,10 @@ pub(crate) enum Body {
         blocks: BTreeMap<u64, Block>,
         /// Blocks a truncation took from the file while it was open (§3.5).
         deferred: Vec<Block>,
+        /// Pages whose blocks a `Write` allocated ahead of the writes to come and nothing
+        /// wrote yet: holes to everyone but the client that writes them ([`Server::write`]),
+        /// free again at the last close.
+        ahead: BTreeSet<u64>,
     },
     Dir {
         parent: Ino,
@@ -144,6 +148,10 @@ pub enum DataCopy {
         /// How many bytes.
         len: usize,
     },
+    /// Bytes a client wrote into blocks a truncation took from the file since it learnt
+    /// them ([`Request::Wrote`]), into the blocks that hold those pages now: each is `(from,
+    /// to, offset in the block, length)`.
+    Blocks(Vec<(Block, Block, u32, u32)>),
     /// The request's data into `blocks`, from byte `at` of the first.
     In {
         /// The blocks from the page holding the first byte.
@@ -168,6 +176,14 @@ impl Handled {
                 }
             }
             DataCopy::In { blocks, at, data } => crate::client::copy_in(cache, &blocks, at, &data),
+            DataCopy::Blocks(moves) => {
+                let mut buf = [0u8; BLOCK_SIZE];
+                for (from, to, at, len) in moves {
+                    let r = at as usize..(at + len) as usize;
+                    cache.read(from, r.start, &mut buf[r.clone()]);
+                    cache.write(to, r.start, &buf[r]);
+                }
+            }
         }
     }
 }
@@ -204,6 +220,8 @@ pub struct Server {
     entries: BTreeMap<Ino, BTreeMap<Name, Entry>>,
     /// Clients caching each entry (§3.7.1).
     cachers: BTreeMap<(Ino, Name), BTreeSet<ClientId>>,
+    /// Clients caching each file's size and blocks (those that opened, read or wrote it).
+    extents: BTreeMap<Ino, BTreeSet<ClientId>>,
     /// Directories an `rmdir` holds (at their home server), and by whom.
     holds: BTreeMap<Ino, ClientId>,
     /// Directories marked by `RmdirMark`.
@@ -224,6 +242,15 @@ pub struct Server {
     /// The parts of a shard [`Request::Import`] has received so far.
     incoming: Vec<u8>,
     stats: ServerStats,
+}
+
+/// Most pages a [`Request::Write`] that extends a file allocates past it.
+pub const PREALLOC_MAX: usize = 32;
+
+/// The pages of `len` bytes at `offset`.
+fn posted_range(offset: u64, len: u32) -> core::ops::Range<u64> {
+    let page = BLOCK_SIZE as u64;
+    offset / page..(offset + u64::from(len)).div_ceil(page)
 }
 
 impl Server {
@@ -248,6 +275,7 @@ impl Server {
             inodes: BTreeMap::new(),
             entries: BTreeMap::new(),
             cachers: BTreeMap::new(),
+            extents: BTreeMap::new(),
             holds: BTreeMap::new(),
             marks: BTreeSet::new(),
             removed: BTreeSet::new(),
@@ -378,6 +406,11 @@ impl Server {
             .copied()
             .filter(|&i| inode_shard(i) == shard)
             .collect();
+        for ino in &inos {
+            for c in self.extents.remove(ino).into_iter().flatten() {
+                inval.push((c, Invalidation::Extent(*ino)));
+            }
+        }
         let inodes: Vec<(Ino, Inode)> = inos
             .iter()
             .map(|i| (*i, self.inodes.remove(i).expect("listed above")))
@@ -704,11 +737,15 @@ impl Server {
             } => {
                 let inode = self.inode(ino)?;
                 inode.opens.checked_add(1).ok_or(Errno::ENFILE)?;
-                if trunc && inode.kind == Kind::File {
-                    self.truncate(ino, 0, now)?;
+                let file = inode.kind == Kind::File;
+                if trunc && file {
+                    self.truncate(from, ino, 0, now, inval)?;
                 }
                 let inode = self.inode_mut(ino)?;
                 inode.opens += 1;
+                if file {
+                    self.extents.entry(ino).or_default().insert(from);
+                }
                 let stat = self.stat(ino)?;
                 let whole_here = matches!(
                     self.inode(ino)?.body,
@@ -718,6 +755,16 @@ impl Server {
                         ..
                     }
                 );
+                if let Body::File { blocks, ahead, .. } = &self.inode(ino)?.body {
+                    let pages = stat
+                        .size
+                        .div_ceil(BLOCK_SIZE as u64)
+                        .min(MAX_IO_BLOCKS as u64);
+                    let blocks = (0..pages)
+                        .map(|p| blocks.get(&p).copied().filter(|_| !ahead.contains(&p)))
+                        .collect();
+                    return Ok(Reply::Opened { stat, blocks });
+                }
                 if !(list && whole_here) {
                     return Ok(Reply::Stat(stat));
                 }
@@ -728,7 +775,7 @@ impl Server {
                     more,
                 })
             }
-            Request::Close { ino } => self.close(ino),
+            Request::Close { ino } => self.close(ino, inval),
             Request::Read {
                 ino,
                 offset,
@@ -736,6 +783,7 @@ impl Server {
                 desc,
             } => {
                 let (size, offset, blocks) = self.read(ino, offset, len, desc)?;
+                self.extents.entry(ino).or_default().insert(from);
                 Ok(Reply::Extent {
                     size,
                     offset,
@@ -750,9 +798,23 @@ impl Server {
                 desc,
                 now,
             } => {
-                let (offset, blocks) = self.write(ino, offset, len, append, desc, now)?;
-                Ok(Reply::Written { offset, blocks })
+                let (offset, blocks) =
+                    self.write(from, ino, (offset, len, append, desc), now, inval)?;
+                self.extents.entry(ino).or_default().insert(from);
+                let size = self.inode(ino)?.size;
+                Ok(Reply::Written {
+                    offset,
+                    size,
+                    blocks,
+                })
             }
+            Request::Wrote {
+                ino,
+                offset,
+                len,
+                blocks,
+                now,
+            } => self.wrote(from, ino, (offset, len), &blocks, now, inval),
             Request::ReadData {
                 ino,
                 offset,
@@ -784,15 +846,20 @@ impl Server {
                 if data.len() > MAX_DATA {
                     return Err(Errno::EINVAL);
                 }
-                let (offset, blocks) =
-                    self.write(ino, offset, data.len() as u32, append, desc, now)?;
+                let len = data.len() as u32;
+                let (offset, mut blocks) =
+                    self.write(from, ino, (offset, len, append, desc), now, inval)?;
+                // No blocks in the reply: they are for a client that writes them itself.
+                blocks.truncate(posted_range(offset, len).count());
                 self.copy = DataCopy::In {
                     blocks,
                     at: offset,
                     data,
                 };
+                let size = self.inode(ino)?.size;
                 Ok(Reply::Written {
                     offset,
+                    size,
                     blocks: Vec::new(),
                 })
             }
@@ -823,7 +890,7 @@ impl Server {
                 }
                 let ino = d.ino;
                 self.descs.remove(&desc);
-                self.close(ino)
+                self.close(ino, inval)
             }
             Request::Seek {
                 desc,
@@ -838,7 +905,7 @@ impl Server {
                 }
                 Ok(Reply::Offset(new))
             }
-            Request::Trunc { ino, size, now } => self.truncate(ino, size, now),
+            Request::Trunc { ino, size, now } => self.truncate(from, ino, size, now, inval),
             Request::Stat { ino } => Ok(Reply::Stat(self.stat(ino)?)),
             Request::Export { shard, offset } => self.export(from, (shard.into(), offset), inval),
             Request::Exported { shard, restore } => {
@@ -1068,7 +1135,7 @@ impl Server {
             for c in set.into_iter().filter(|&c| c != from) {
                 inval.push((
                     c,
-                    Invalidation {
+                    Invalidation::Entries {
                         dir,
                         name: Some(name.clone()),
                     },
@@ -1347,6 +1414,7 @@ impl Server {
                 Body::File {
                     blocks: BTreeMap::new(),
                     deferred: Vec::new(),
+                    ahead: BTreeSet::new(),
                 },
             ),
             NewInode::Dir {
@@ -1375,6 +1443,7 @@ impl Server {
         }
         inode.opens = u32::from(open);
         inode.creator = Some(from);
+
         self.inodes.insert(ino, inode);
         Ok(Reply::Created(ino))
     }
@@ -1439,18 +1508,27 @@ impl Server {
 
     fn free_inode(&mut self, ino: Ino) {
         if let Some(inode) = self.inodes.remove(&ino) {
-            if let Body::File { blocks, deferred } = inode.body {
+            if let Body::File {
+                blocks, deferred, ..
+            } = inode.body
+            {
                 self.free.extend(blocks.into_values());
                 self.free.extend(deferred);
             }
         }
+        self.extents.remove(&ino);
         self.entries.remove(&ino);
     }
 
     fn stat(&self, ino: Ino) -> Result<Stat, Errno> {
         let i = self.inode(ino)?;
         let (size, blocks) = match &i.body {
-            Body::File { blocks, .. } => (i.size, blocks.len() as u64 * (BLOCK_SIZE as u64 / 512)),
+            // Blocks allocated past the size for writes to come are not counted.
+            Body::File { blocks, ahead, .. } => {
+                let end = i.size.div_ceil(BLOCK_SIZE as u64);
+                let held = blocks.range(..end).count() - ahead.range(..end).count();
+                (i.size, held as u64 * (BLOCK_SIZE as u64 / 512))
+            }
             Body::Dir { .. } => {
                 let n = self.entries.get(&ino).map_or(0, BTreeMap::len) as u64;
                 ((n + 2) * DIRENT_SIZE, 0)
@@ -1490,20 +1568,53 @@ impl Server {
         }
     }
 
-    fn close(&mut self, ino: Ino) -> Result<Reply, Errno> {
-        let inode = self.inode_mut(ino)?;
+    /// One open file description of `ino` fewer. At the last, blocks a truncation kept from
+    /// reuse are free again, and so are those allocated past the size for writes that did
+    /// not come (the clients caching them are told to forget them).
+    fn close(
+        &mut self,
+        ino: Ino,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        let inode = self.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
         if inode.opens == 0 {
             return Err(Errno::EBADF);
         }
         inode.opens -= 1;
         if inode.opens == 0 {
-            if let Body::File { deferred, .. } = &mut inode.body {
-                let d = core::mem::take(deferred);
-                self.free.extend(d);
+            if let Body::File {
+                deferred,
+                blocks,
+                ahead,
+            } = &mut inode.body
+            {
+                self.free.append(deferred);
+                if !ahead.is_empty() {
+                    for p in core::mem::take(ahead) {
+                        self.free.extend(blocks.remove(&p));
+                    }
+                    self.extent_changed(None, ino, inval);
+                }
             }
         }
         self.release(ino);
         Ok(Reply::Done)
+    }
+
+    /// Tells every client caching `ino`'s size and blocks but `by` (which changed them and
+    /// knows how) to forget them.
+    fn extent_changed(
+        &mut self,
+        by: Option<ClientId>,
+        ino: Ino,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) {
+        if let Some(set) = self.extents.get_mut(&ino) {
+            for &c in set.iter().filter(|&&c| Some(c) != by) {
+                inval.push((c, Invalidation::Extent(ino)));
+            }
+            set.retain(|&c| Some(c) == by);
+        }
     }
 
     /// `Read`: the file's size, the offset read at and the blocks (or holes) from the page
@@ -1520,13 +1631,16 @@ impl Server {
             None => offset,
         };
         let (i, blocks) = self.file(ino)?;
+        let Body::File { ahead, .. } = &i.body else {
+            return Err(Errno::EINVAL);
+        };
         let len = u64::from(len).min((MAX_IO_BLOCKS * BLOCK_SIZE) as u64);
         let end = offset.saturating_add(len).min(i.size);
         let mut out = Vec::new();
         if offset < end {
             let page = BLOCK_SIZE as u64;
             for p in offset / page..end.div_ceil(page) {
-                out.push(blocks.get(&p).copied());
+                out.push(blocks.get(&p).copied().filter(|_| !ahead.contains(&p)));
             }
         }
         let size = i.size;
@@ -1536,15 +1650,18 @@ impl Server {
         Ok((size, offset, out))
     }
 
-    /// `Write`: the offset written at and the blocks from the page holding it.
+    /// `Write`: the offset written at and the blocks from the page holding it. A write that
+    /// extends a file that had blocks already is likely followed by more, so it also
+    /// allocates as many pages again past it (up to [`PREALLOC_MAX`], from a free list at
+    /// least eight times that long), whose blocks the reply carries after the range's: the
+    /// client's next writes there need no request to wait for ([`Request::Wrote`]).
     fn write(
         &mut self,
+        from: ClientId,
         ino: Ino,
-        offset: u64,
-        len: u32,
-        append: bool,
-        desc: Option<u64>,
+        (offset, len, append, desc): (u64, u32, bool, Option<u64>),
         now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<(u64, Vec<Block>), Errno> {
         let offset = match desc {
             Some(d) => self.desc_offset(ino, d)?,
@@ -1568,25 +1685,44 @@ impl Server {
         if missing > self.free.len() {
             return Err(Errno::ENOSPC);
         }
+        let extends = offset + len >= i.size && desc.is_none();
+        let extra = if missing > 0 && !blocks.is_empty() && extends {
+            let room = MAX_IO_BLOCKS - pages.clone().count();
+            let last = MAX_FILE_SIZE.div_ceil(page);
+            (pages.end as usize)
+                .min(PREALLOC_MAX)
+                .min(room)
+                .min((self.free.len() - missing) / 8)
+                .min((last - pages.end) as usize)
+        } else {
+            0
+        };
         let Some(Inode {
-            body: Body::File { blocks, .. },
+            body: Body::File { blocks, ahead, .. },
             size,
             ..
         }) = self.inodes.get_mut(&ino)
         else {
             return Err(Errno::ENOENT);
         };
-        let mut out = Vec::with_capacity(pages.clone().count());
-        for p in pages {
+        let past = pages.end..pages.end + extra as u64;
+        let mut out = Vec::with_capacity(pages.clone().count() + extra);
+        for p in pages.clone().chain(past) {
             let b = match blocks.get(&p) {
                 Some(&b) => b,
                 None => {
                     let b = self.free.pop().ok_or(Errno::ENOSPC)?;
                     blocks.insert(p, b);
                     self.zero.push((b, 0));
+                    if p >= pages.end {
+                        ahead.insert(p);
+                    }
                     b
                 }
             };
+            if p < pages.end {
+                ahead.remove(&p);
+            }
             out.push(b);
         }
         *size = (*size).max(offset + len);
@@ -1595,28 +1731,123 @@ impl Server {
         if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
             d.offset = offset + len;
         }
+        self.extent_changed(Some(from), ino, inval);
         Ok((offset, out))
     }
 
-    fn truncate(&mut self, ino: Ino, size: u64, now: Timespec) -> Result<Reply, Errno> {
-        let (i, _) = self.file(ino)?;
+    /// [`Request::Wrote`]: moves the size and times for a write the client made into
+    /// `blocks`, copying what it wrote into a block a truncation took since into the block
+    /// that holds that page now (allocated, zeroed, if none does).
+    fn wrote(
+        &mut self,
+        from: ClientId,
+        ino: Ino,
+        (offset, len): (u64, u32),
+        written: &[Block],
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        let (_, blocks) = self.file(ino)?;
+        let end = offset.checked_add(u64::from(len)).ok_or(Errno::EFBIG)?;
+        if end > MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        let pages = posted_range(offset, len);
+        if len == 0 || pages.clone().count() != written.len() {
+            return Err(Errno::EINVAL);
+        }
+        let Some(Inode {
+            body: Body::File { deferred, .. },
+            ..
+        }) = self.inodes.get(&ino)
+        else {
+            return Err(Errno::ENOENT);
+        };
+        // Every block is the page's, or one a truncation took from this file; count the
+        // pages that need a block before changing anything.
+        let mut holes = 0;
+        for (p, b) in pages.clone().zip(written) {
+            match blocks.get(&p) {
+                Some(now_there) if now_there == b => {}
+                _ if !deferred.contains(b) => return Err(Errno::EINVAL),
+                Some(_) => {}
+                None => holes += 1,
+            }
+        }
+        if holes > self.free.len() {
+            return Err(Errno::ENOSPC);
+        }
+        let Some(Inode {
+            body: Body::File { blocks, ahead, .. },
+            size,
+            ..
+        }) = self.inodes.get_mut(&ino)
+        else {
+            return Err(Errno::ENOENT);
+        };
+        let mut moves = Vec::new();
+        let page = BLOCK_SIZE as u64;
+        for (p, &b) in pages.zip(written) {
+            let to = match blocks.get(&p) {
+                Some(&to) => to,
+                None => {
+                    let to = self.free.pop().ok_or(Errno::ENOSPC)?;
+                    blocks.insert(p, to);
+                    self.zero.push((to, 0));
+                    to
+                }
+            };
+            ahead.remove(&p);
+            if to != b {
+                let from_byte = offset.max(p * page);
+                let to_byte = end.min((p + 1) * page);
+                let at = (from_byte - p * page) as u32;
+                moves.push((b, to, at, (to_byte - from_byte) as u32));
+            }
+        }
+        *size = (*size).max(end);
+        if !moves.is_empty() {
+            self.copy = DataCopy::Blocks(moves);
+        }
+        self.inode_mut(ino)?.touch(now);
+        self.extent_changed(Some(from), ino, inval);
+        Ok(Reply::Done)
+    }
+
+    /// `Trunc` (and `Open`'s `O_TRUNC`) by client `from`.
+    fn truncate(
+        &mut self,
+        from: ClientId,
+        ino: Ino,
+        size: u64,
+        now: Timespec,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) -> Result<Reply, Errno> {
+        let old = self.file(ino)?.0.size;
         if size > MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
-        if size == i.size {
+        if size == old {
             return Ok(Reply::Done);
         }
-        let shrink = size < i.size;
+        self.extent_changed(Some(from), ino, inval);
+        let shrink = size < old;
         let Some(inode) = self.inodes.get_mut(&ino) else {
             return Err(Errno::ENOENT);
         };
         let open = inode.opens > 0;
         inode.size = size;
         inode.touch(now);
-        if let Body::File { blocks, deferred } = &mut inode.body {
+        if let Body::File {
+            blocks,
+            deferred,
+            ahead,
+        } = &mut inode.body
+        {
             if shrink {
                 let page = BLOCK_SIZE as u64;
                 let cut = blocks.split_off(&size.div_ceil(page));
+                ahead.split_off(&size.div_ceil(page));
                 if size % page != 0 {
                     if let Some(&b) = blocks.get(&(size / page)) {
                         self.zero.push((b, (size % page) as u32));

@@ -9,8 +9,9 @@
 //! copied through the slots, and the page is the client's again when the reply arrives.
 //!
 //! A message's tag holds the operation (low byte) and the page's index in the pool (high
-//! byte); payload word 0 holds the request's id in its low 48 bits ([`ID_MASK`]), which the
-//! reply repeats (the kernel matches replies to sleeping threads by it), and in its top 16
+//! byte); payload word 0 holds the request's id in its low 47 bits ([`ID_MASK`]), which the
+//! reply repeats (the kernel matches replies to sleeping threads by it), in bit 47 whether
+//! the request is posted ([`POSTED`]: nobody waits for its reply), and in its top 16
 //! bits how many bytes at the start of the page the message uses ([`page_len`]), so that each
 //! side copies only those between its own memory and the shared page. Words 1-6 hold the fixed
 //! fields, little-endian.
@@ -33,7 +34,7 @@ use msg::{Message, PAYLOAD};
 
 use crate::proto::{
     Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
-    LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
+    LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART, MAX_POSTED_BLOCKS,
 };
 use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX, SHARDS};
 
@@ -41,7 +42,13 @@ use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX, SHARD
 pub const PAGE_SIZE: usize = 4096;
 
 /// The bits of payload word 0 that hold a request's id (ids wrap within them).
-pub const ID_MASK: u64 = (1 << 48) - 1;
+pub const ID_MASK: u64 = POSTED - 1;
+
+/// The bit of a request's word 0 that says it is posted ([`crate::Transport::post`]): its
+/// client waits for no reply, and what it changes must be seen by any request sent after
+/// it returned, whichever client sends that. A server therefore handles the posted requests
+/// at the head of every client's ring before a request someone waits for ([`is_posted`]).
+pub const POSTED: u64 = 1 << 47;
 
 /// Requests one client may have unanswered at one server: the one it awaits and the rest
 /// posted ([`crate::Transport::post`]). A server keeps that many slots of the client's reply
@@ -158,7 +165,7 @@ impl<'p> Out<'p> {
     fn message(&self, op: u8, page: u8, id: u64) -> Message {
         let mut all = [0u64; 7];
         // `used` is at most PAGE_SIZE: the page slice bounds every write.
-        all[0] = id & ID_MASK | (self.used as u64) << 48;
+        all[0] = id & (ID_MASK | POSTED) | (self.used as u64) << 48;
         all[1..=self.n].copy_from_slice(&self.words[..self.n]);
         Message::from_words(u16::from(op) | u16::from(page) << 8, &all[..=self.n])
             .expect("at most 7 words")
@@ -464,6 +471,26 @@ pub fn encode_request(
             o.io(*ino, *offset, *len, *append, *desc).time(*now);
             14
         }
+        Request::Wrote {
+            ino,
+            offset,
+            len,
+            blocks,
+            now,
+        } => {
+            // All in the slot (a posted request has no page): the blocks two to a word.
+            if blocks.is_empty() || blocks.len() > MAX_POSTED_BLOCKS {
+                return Err(WireError::Bad("blocks"));
+            }
+            let b = |k: usize| u64::from(blocks.get(k).copied().unwrap_or(HOLE));
+            o.w(*ino)
+                .w(*offset)
+                .w(u64::from(*len) | u64::from(now.nsec) << 32)
+                .w(now.sec as u64)
+                .w(b(0) | b(1) << 32)
+                .w(b(2) | b(3) << 32);
+            47
+        }
         Request::ReadData {
             ino,
             offset,
@@ -657,6 +684,11 @@ pub fn request_id(m: &Message) -> (u64, u8) {
     (m.word(0) & ID_MASK, (m.tag >> 8) as u8)
 }
 
+/// Whether a request is posted: encoded with an id carrying [`POSTED`].
+pub fn is_posted(m: &Message) -> bool {
+    m.word(0) & POSTED != 0
+}
+
 /// How many bytes at the start of its page a request or reply uses: all its receiver needs
 /// to copy (never more than [`PAGE_SIZE`], whatever a peer claims; a peer that claims fewer
 /// bytes than it wrote only makes its own message undecodable).
@@ -804,6 +836,33 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 append,
                 desc,
                 now: i.time()?,
+            }
+        }
+        47 => {
+            let ino = i.w();
+            let offset = i.w();
+            let w = i.w();
+            let (len, nsec) = (w as u32, (w >> 32) as u32);
+            let sec = i.w() as i64;
+            if nsec >= 1_000_000_000 {
+                return Err(WireError::Bad("nanoseconds"));
+            }
+            let (a, b) = (i.w(), i.w());
+            let pages = posted_pages(offset, len).ok_or(WireError::Bad("range"))?;
+            let blocks: Vec<Block> = [a, a >> 32, b, b >> 32]
+                .into_iter()
+                .take(pages)
+                .map(|w| w as u32)
+                .collect();
+            if blocks.contains(&HOLE) {
+                return Err(WireError::Bad("blocks"));
+            }
+            Request::Wrote {
+                ino,
+                offset,
+                len,
+                blocks,
+                now: Timespec::new(sec, nsec),
             }
         }
         34 => {
@@ -962,6 +1021,15 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         }
         _ => return Err(WireError::UnknownOp(op)),
     })
+}
+
+/// The pages a [`Request::Wrote`] of `len` bytes at `offset` covers, if it covers at least
+/// one and at most [`MAX_POSTED_BLOCKS`].
+pub fn posted_pages(offset: u64, len: u32) -> Option<usize> {
+    let page = crate::BLOCK_SIZE as u64;
+    let end = offset.checked_add(u64::from(len))?;
+    let pages = (end.div_ceil(page) - offset / page) as usize;
+    (len > 0 && pages <= MAX_POSTED_BLOCKS).then_some(pages)
 }
 
 /// Up to [`MAX_MOVED_BLOCKS`] block numbers: their count, then each in the page.
@@ -1124,8 +1192,15 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             }
             10
         }
-        Reply::Written { offset, blocks } => {
-            o.w(*offset).w(blocks.len() as u64);
+        Reply::Written {
+            offset,
+            size,
+            blocks,
+        } => {
+            if blocks.len() > MAX_IO_BLOCKS {
+                return Err(WireError::Bad("blocks"));
+            }
+            o.w(*offset).w(*size).w(blocks.len() as u64);
             for b in blocks {
                 o.bytes(&b.to_le_bytes())?;
             }
@@ -1154,6 +1229,17 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             o.w(entries.len() as u64).w(u64::from(*more));
             put_dirents(&mut o, entries)?;
             13
+        }
+        Reply::Opened { stat, blocks } => {
+            if blocks.len() > MAX_IO_BLOCKS {
+                return Err(WireError::Bad("blocks"));
+            }
+            o.w(blocks.len() as u64);
+            put_stat(&mut o, stat)?;
+            for b in blocks {
+                o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
+            }
+            24
         }
         Reply::Listed {
             stat,
@@ -1262,12 +1348,17 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         }
         11 => {
             let offset = i.w();
+            let size = i.w();
             let n = count(i.w(), MAX_IO_BLOCKS)?;
             let mut blocks: Vec<Block> = Vec::with_capacity(n);
             for _ in 0..n {
                 blocks.push(i.u32()?);
             }
-            Reply::Written { offset, blocks }
+            Reply::Written {
+                offset,
+                size,
+                blocks,
+            }
         }
         18 => {
             let size = i.w();
@@ -1290,6 +1381,15 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
             let more = i.w() != 0;
             let entries = get_dirents(&mut i, n)?;
             Reply::Dirents { entries, more }
+        }
+        24 => {
+            let n = count(i.w(), MAX_IO_BLOCKS)?;
+            let stat = get_stat(&mut i)?;
+            let mut blocks = Vec::with_capacity(n);
+            for _ in 0..n {
+                blocks.push(Some(i.u32()?).filter(|&b| b != HOLE));
+            }
+            Reply::Opened { stat, blocks }
         }
         23 => {
             let n = count(i.w(), LISTED_BYTES)?;
@@ -1330,17 +1430,30 @@ pub fn is_invalidation(m: &Message) -> bool {
     m.tag == u16::from(INVALIDATE)
 }
 
-/// The message for invalidation `i` (no page: it answers no request). A name longer than
-/// [`INVALIDATION_NAME_MAX`] is left out, so the client forgets the whole directory.
+/// What an invalidation's length byte holds for [`Invalidation::Extent`] (no name is that
+/// long).
+const EXTENT: u8 = u8::MAX - 1;
+
+/// The message for invalidation `i` (no page: it answers no request): the directory or file
+/// in word 1, then a length byte and the name. A name longer than [`INVALIDATION_NAME_MAX`]
+/// is left out, so the client forgets the whole directory.
 pub fn encode_invalidation(i: &Invalidation) -> Message {
     let mut b = [0u8; PAYLOAD];
-    b[8..16].copy_from_slice(&i.dir.to_le_bytes());
-    match &i.name {
-        Some(n) if n.len() <= INVALIDATION_NAME_MAX => {
-            b[16] = n.len() as u8;
-            b[17..17 + n.len()].copy_from_slice(n);
+    match i {
+        Invalidation::Entries { dir, name } => {
+            b[8..16].copy_from_slice(&dir.to_le_bytes());
+            match name {
+                Some(n) if n.len() <= INVALIDATION_NAME_MAX => {
+                    b[16] = n.len() as u8;
+                    b[17..17 + n.len()].copy_from_slice(n);
+                }
+                _ => b[16] = u8::MAX,
+            }
         }
-        _ => b[16] = u8::MAX,
+        Invalidation::Extent(ino) => {
+            b[8..16].copy_from_slice(&ino.to_le_bytes());
+            b[16] = EXTENT;
+        }
     }
     Message::new(u16::from(INVALIDATE), &b).expect("one slot")
 }
@@ -1357,6 +1470,7 @@ pub fn decode_invalidation(m: &Message) -> Result<Invalidation, WireError> {
     let dir = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
     let name = match b[16] {
         u8::MAX => None,
+        EXTENT => return Ok(Invalidation::Extent(dir)),
         len if usize::from(len) <= INVALIDATION_NAME_MAX => {
             let n = &b[17..17 + usize::from(len)];
             if n.is_empty() || n == b"." || n == b".." || n.iter().any(|&c| c == b'/' || c == 0) {
@@ -1366,7 +1480,7 @@ pub fn decode_invalidation(m: &Message) -> Result<Invalidation, WireError> {
         }
         _ => return Err(WireError::Bad("name length")),
     };
-    Ok(Invalidation { dir, name })
+    Ok(Invalidation::Entries { dir, name })
 }
 
 /// The tag of a hello, both ways (no operation uses it): the first message on a connection.

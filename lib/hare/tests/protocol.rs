@@ -7,8 +7,8 @@ mod common;
 use abi::Errno;
 use common::{requests, run, run_all, world, world_with, HClient, Net, Rng, BLOCKS_PER_SERVER};
 use hare::{
-    Attrs, Courier, OpenFlags, Reply, Request, Server, ServerId, Space, Target, Techniques,
-    Timespec, BLOCK_SIZE, ROOT_INO,
+    Attrs, BufferCache, Courier, OpenFlags, Reply, Request, Server, ServerId, Space, Target,
+    Techniques, Timespec, BLOCK_SIZE, ROOT_INO,
 };
 use proptest::prelude::*;
 use std::cell::RefCell;
@@ -238,7 +238,8 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
     );
     let h = n.servers[home(e)].handle(7, rmdir(d, b"e", 1 << 40));
     assert!(matches!(h.reply, Reply::Err(_)), "no such inode");
-    // A listing open of a distributed directory or a file answers its attributes alone.
+    // A listing open of a distributed directory or a file answers no listing: its
+    // attributes alone (and a file's blocks).
     for i in [s, f] {
         let open = hare::Request::Open {
             ino: i,
@@ -247,7 +248,11 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
             now: T,
         };
         let h = n.servers[home(i)].handle(7, open);
-        assert!(matches!(h.reply, Reply::Stat(_)), "{:?}", h.reply);
+        assert!(
+            matches!(h.reply, Reply::Stat(_) | Reply::Opened { .. }),
+            "{:?}",
+            h.reply
+        );
         n.servers[home(i)].handle(7, hare::Request::Close { ino: i });
     }
     drop(n);
@@ -1031,6 +1036,14 @@ fn transfers_larger_than_one_reply_are_split() {
         "the hole before the data reads as zeros"
     );
     assert_eq!(&back[777..777 + data.len()], &data[..]);
+    // Opened again, the client knows the size but not the blocks: it asks for them.
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/big", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
     let before = c[0].stats().requests;
     run(&net, c[0].pread(fd, &mut back, 0), &mut rng).unwrap();
     assert_eq!(
@@ -1386,5 +1399,201 @@ proptest! {
         run(&net, c[1].close(twin), &mut rng).unwrap();
         net.borrow_mut().settle();
         prop_assert_eq!(inodes(&net.borrow()), 1);
+    }
+}
+
+/// A client keeps the size and blocks of the files it has open (§3.3): reading them and
+/// writing into blocks it knows asks no server (the write is posted), until another client
+/// changes the file, whose server then tells it to forget them (before that client's
+/// answer, so its next read sees the change).
+#[test]
+fn known_blocks_are_read_and_written_without_asking_until_another_client_changes_them() {
+    let (net, mut c) = world(2, 2, false, true);
+    let mut rng = Rng::new(21);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    run(&net, c[0].write(fd, &[b'a'; BLOCK_SIZE], T), &mut rng).unwrap();
+    // Extending a file with blocks allocates two more pages ahead of the writes to come.
+    run(&net, c[0].write(fd, &[b'a'; 100], T), &mut rng).unwrap();
+    let (asked, posted) = (c[0].stats().requests, c[0].stats().posted);
+    run(&net, c[0].write(fd, &[b'c'; 8000], T), &mut rng).unwrap();
+    assert_eq!(c[0].stats().posted - posted, 1, "one posted Wrote");
+    assert_eq!(c[0].stats().requests - asked, 1, "and nothing else");
+    let size = BLOCK_SIZE + 100 + 8000;
+    let mut back = vec![0; size];
+    let asked = c[0].stats().requests;
+    assert_eq!(run(&net, c[0].pread(fd, &mut back, 0), &mut rng), Ok(size));
+    assert_eq!(c[0].stats().requests, asked, "read from the known blocks");
+    back.resize(size + 10, 0);
+    assert!(back[..BLOCK_SIZE + 100].iter().all(|&b| b == b'a'));
+    assert!(back[BLOCK_SIZE + 100..size].iter().all(|&b| b == b'c'));
+    // Another client sees the posted write at once, and its own write is seen by the first.
+    let other = run(
+        &net,
+        c[1].open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(
+        run(&net, c[1].fstat(other), &mut rng).unwrap().size,
+        size as u64
+    );
+    run(&net, c[1].pwrite(other, b"bbbb", 0, T), &mut rng).unwrap();
+    let mut head = [0; 6];
+    assert_eq!(run(&net, c[0].pread(fd, &mut head, 0), &mut rng), Ok(6));
+    assert_eq!(&head, b"bbbbaa");
+    run(&net, c[1].ftruncate(other, 5000, T), &mut rng).unwrap();
+    assert_eq!(run(&net, c[0].pread(fd, &mut back, 0), &mut rng), Ok(5000));
+    assert!(
+        c[0].stats().invalidations >= 1,
+        "told to forget /f's blocks"
+    );
+    // Client 1 knows the first 5000 bytes' blocks (its open brought them): it reads them
+    // without asking, but a read reaching the end asks, and so sees client 0's posted write
+    // past it.
+    let asked = c[1].stats().requests;
+    let mut first = vec![0; 5000];
+    assert_eq!(
+        run(&net, c[1].pread(other, &mut first, 0), &mut rng),
+        Ok(5000)
+    );
+    assert_eq!(c[1].stats().requests, asked, "below the end it knows");
+    run(&net, c[0].pwrite(fd, &[b'd'; 100], 5000, T), &mut rng).unwrap();
+    let mut tail = vec![0; 1000];
+    assert_eq!(
+        run(&net, c[1].pread(other, &mut tail, 4990), &mut rng),
+        Ok(110)
+    );
+    assert_eq!(&tail[10..110], &[b'd'; 100][..]);
+    // At the last close, the blocks allocated ahead and never written are free again.
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    run(&net, c[1].close(other), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    let free: u64 = net
+        .borrow()
+        .servers
+        .iter()
+        .map(|s| s.stats().free_blocks)
+        .sum();
+    assert_eq!(
+        2 * u64::from(BLOCKS_PER_SERVER) - free,
+        2,
+        "5100 bytes' two blocks"
+    );
+}
+
+/// A posted write into a block that another client's truncation took from the file after
+/// the writer looked at its blocks (two cores at once): the server copies what was written
+/// into the page's block now, and refuses a block the file never had.
+#[test]
+fn a_posted_write_into_a_block_truncated_since_lands_in_the_file() {
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(22);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    let ino = run(&net, c[0].fstat(fd), &mut rng).unwrap().ino;
+    let write = Request::Write {
+        ino,
+        offset: 0,
+        len: 2 * BLOCK_SIZE as u32,
+        append: false,
+        desc: None,
+        now: T,
+    };
+    let Reply::Written { blocks, .. } = net.borrow_mut().direct(0, 0, write) else {
+        panic!("a write");
+    };
+    let other = run(
+        &net,
+        c[1].open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[1].ftruncate(other, 0, T), &mut rng).unwrap();
+    // Client 0 writes into the second block it knew, then tells the server.
+    net.borrow().cache().write(blocks[1], 10, b"hello");
+    let wrote = |blocks| Request::Wrote {
+        ino,
+        offset: BLOCK_SIZE as u64 + 10,
+        len: 5,
+        blocks,
+        now: T,
+    };
+    let forged = net.borrow_mut().direct(0, 0, wrote(vec![blocks[1] + 100]));
+    assert_eq!(forged, Reply::Err(Errno::EINVAL), "not a block of the file");
+    assert_eq!(run(&net, c[1].fstat(other), &mut rng).unwrap().size, 0);
+    assert_eq!(
+        net.borrow_mut().direct(0, 0, wrote(vec![blocks[1]])),
+        Reply::Done
+    );
+    let mut back = vec![1; 2 * BLOCK_SIZE];
+    let n = BLOCK_SIZE + 15;
+    assert_eq!(run(&net, c[1].pread(other, &mut back, 0), &mut rng), Ok(n));
+    assert!(
+        back[..BLOCK_SIZE + 10].iter().all(|&b| b == 0),
+        "a hole before it"
+    );
+    assert_eq!(&back[BLOCK_SIZE + 10..n], b"hello");
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    run(&net, c[1].close(other), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    let free = net.borrow().servers[0].stats().free_blocks;
+    assert_eq!(u64::from(BLOCKS_PER_SERVER) - free, 1, "the page written");
+}
+
+/// Appends by two clients at once, each knowing the file's last block: every record lands
+/// whole at the end (an append asks the server, which alone orders the ends; written into
+/// known blocks and posted, both would land at the same end).
+#[test]
+fn appends_of_two_clients_that_know_the_blocks_keep_every_record() {
+    for seed in 0..16 {
+        let (net, mut c) = world(1, 2, false, true);
+        let mut rng = Rng::new(seed);
+        let append = OpenFlags {
+            append: true,
+            ..OpenFlags::default()
+        };
+        let fd0 = run(
+            &net,
+            c[0].open(ROOT_INO, b"/log", CREATE, FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+        run(
+            &net,
+            c[0].write(fd0, &[b'x'; BLOCK_SIZE + 100], T),
+            &mut rng,
+        )
+        .unwrap();
+        run(&net, c[0].close(fd0), &mut rng).unwrap();
+        let mut fds = Vec::new();
+        for cl in c.iter_mut() {
+            let fd = run(&net, cl.open(ROOT_INO, b"/log", append, FILE, T), &mut rng).unwrap();
+            let mut all = vec![0; 2 * BLOCK_SIZE];
+            run(&net, cl.pread(fd, &mut all, 0), &mut rng).unwrap();
+            fds.push(fd);
+        }
+        let futs: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>>> = c
+            .iter_mut()
+            .zip(&fds)
+            .enumerate()
+            .map(|(k, (cl, &fd))| {
+                Box::pin(async move {
+                    for _ in 0..5 {
+                        let record = [b'a' + k as u8; 50];
+                        assert_eq!(cl.write(fd, &record, T).await, Ok(50));
+                    }
+                }) as _
+            })
+            .collect();
+        run_all(&net, futs, &mut rng);
+        let mut back = vec![0; 2 * BLOCK_SIZE];
+        let n = run(&net, c[0].pread(fds[0], &mut back, 0), &mut rng).unwrap();
+        assert_eq!(n, BLOCK_SIZE + 100 + 10 * 50, "seed {seed}: ten records");
+        let records = back[BLOCK_SIZE + 100..n].chunks(50);
+        let mut counts = [0; 2];
+        for r in records {
+            assert!(r.iter().all(|&b| b == r[0]), "seed {seed}: a torn record");
+            counts[usize::from(r[0] - b'a')] += 1;
+        }
+        assert_eq!(counts, [5, 5], "seed {seed}");
     }
 }

@@ -4,15 +4,15 @@
 use abi::Errno;
 use hare::proto::{
     Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, LISTED_BYTES,
-    MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
+    MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART, MAX_POSTED_BLOCKS,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
-    encode_request, is_invalidation, page_len, request_id, ID_MASK, INVALIDATION_NAME_MAX,
-    PAGE_SIZE,
+    encode_request, is_invalidation, page_len, posted_pages, request_id, ID_MASK,
+    INVALIDATION_NAME_MAX, PAGE_SIZE,
 };
 use hare::Invalidation;
-use hare::{Attrs, Kind, ShardTable, Stat, Timespec, SHARDS};
+use hare::{Attrs, Kind, ShardTable, Stat, Timespec, BLOCK_SIZE, SHARDS};
 use msg::Message;
 use proptest::prelude::*;
 
@@ -170,6 +170,27 @@ fn request() -> impl Strategy<Value = Request> {
                 append,
                 desc,
                 now
+            }),
+        (
+            ino(),
+            0..u64::MAX / 2,
+            1..=(MAX_POSTED_BLOCKS * BLOCK_SIZE) as u32,
+            prop::collection::vec(0..u32::MAX, MAX_POSTED_BLOCKS),
+            time()
+        )
+            .prop_map(|(ino, offset, len, mut blocks, now)| {
+                // Within the pages one message covers, one block for each.
+                let len = len.min(
+                    (MAX_POSTED_BLOCKS * BLOCK_SIZE) as u32 - (offset % BLOCK_SIZE as u64) as u32,
+                );
+                blocks.truncate(posted_pages(offset, len).unwrap());
+                Request::Wrote {
+                    ino,
+                    offset,
+                    len,
+                    blocks,
+                    now,
+                }
             }),
         (
             ino(),
@@ -369,10 +390,14 @@ fn reply() -> impl Strategy<Value = Reply> {
                 blocks
             }),
         (
-            any::<u64>(),
+            (any::<u64>(), any::<u64>()),
             prop::collection::vec(0..u32::MAX, 0..=MAX_IO_BLOCKS)
         )
-            .prop_map(|(offset, blocks)| Reply::Written { offset, blocks }),
+            .prop_map(|((offset, size), blocks)| Reply::Written {
+                offset,
+                size,
+                blocks
+            }),
         (
             any::<u64>(),
             any::<u64>(),
@@ -400,6 +425,11 @@ fn reply() -> impl Strategy<Value = Reply> {
                 more,
             }
         }),
+        (
+            stat(),
+            prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS)
+        )
+            .prop_map(|(stat, blocks)| Reply::Opened { stat, blocks }),
         any::<u64>().prop_map(Reply::Shared),
         any::<u64>().prop_map(Reply::Offset),
         (
@@ -447,16 +477,17 @@ proptest! {
     /// whole directory" when it does not; no reply is taken for one.
     #[test]
     fn invalidations_round_trip(dir in any::<u64>(), name in name(), r in reply(), id in any::<u64>(), page in any::<u8>()) {
-        let i = Invalidation { dir, name: Some(name.clone()) };
+        let i = Invalidation::Entries { dir, name: Some(name.clone()) };
         let m = encode_invalidation(&i);
         prop_assert!(is_invalidation(&m));
-        let back = decode_invalidation(&m).unwrap();
-        prop_assert_eq!(back.dir, dir);
-        if name.len() <= INVALIDATION_NAME_MAX {
-            prop_assert_eq!(back.name, Some(name));
-        } else {
-            prop_assert_eq!(back.name, None);
-        }
+        let want = Invalidation::Entries {
+            dir,
+            name: (name.len() <= INVALIDATION_NAME_MAX).then_some(name),
+        };
+        prop_assert_eq!(decode_invalidation(&m).unwrap(), want);
+        let extent = encode_invalidation(&Invalidation::Extent(dir));
+        prop_assert!(is_invalidation(&extent));
+        prop_assert_eq!(decode_invalidation(&extent).unwrap(), Invalidation::Extent(dir));
         let mut buf = vec![0; PAGE_SIZE];
         prop_assert!(!is_invalidation(&encode_reply(id, page, &r, &mut buf).unwrap()));
     }
@@ -475,7 +506,7 @@ proptest! {
 fn a_bad_name_is_refused() {
     let mut buf = vec![0; PAGE_SIZE];
     for bad in [&b""[..], b".", b"..", b"a/b", b"a\0b", &[b'x'; 256][..]] {
-        let mut m = encode_invalidation(&Invalidation {
+        let mut m = encode_invalidation(&Invalidation::Entries {
             dir: 1,
             name: Some(b"ok".to_vec()),
         });

@@ -103,10 +103,7 @@ impl Transport for Conns {
 
     fn invalidations(&self, out: &mut Vec<Invalidation>) {
         for server in 0..self.servers {
-            let mut m = CMsg::from_message(&wire::encode_invalidation(&Invalidation {
-                dir: 0,
-                name: None,
-            }));
+            let mut m = CMsg::from_message(&wire::encode_invalidation(&Invalidation::everything()));
             while (self.c.recv)(self.c.ctx, server, &mut m, 0) == 1 {
                 match m.to_message().map(|r| wire::decode_invalidation(&r)) {
                     Some(Ok(i)) => self.queued.borrow_mut().push(i),

@@ -189,7 +189,7 @@ impl Links {
             link.abandoned.set(None);
         }
         let mut buf = self.scratch.borrow_mut();
-        let Ok((id, m)) = self.encode(req, &mut buf) else {
+        let Ok((id, m)) = self.encode(req, &mut buf, 0) else {
             return Reply::Err(Errno::ENAMETOOLONG);
         };
         link.pool.write(0, &buf[..wire::page_len(&m)]);
@@ -215,23 +215,33 @@ impl Links {
         }
     }
 
-    /// `req` encoded with the next request id into `buf` (its page): the id and the message.
-    fn encode(&self, req: &Request, buf: &mut [u8]) -> Result<(u64, Message), Errno> {
+    /// `req` encoded with the next request id into `buf` (its page), marked with `flags`
+    /// (`wire::POSTED` or 0): the id and the message.
+    fn encode(&self, req: &Request, buf: &mut [u8], flags: u64) -> Result<(u64, Message), Errno> {
         let id = self.next_id.get();
         self.next_id.set((id + 1) & wire::ID_MASK);
-        let m = wire::encode_request(id, 0, req, buf).map_err(|_| Errno::ENAMETOOLONG)?;
+        let m = wire::encode_request(id | flags, 0, req, buf).map_err(|_| Errno::ENAMETOOLONG)?;
         Ok((id, m))
     }
 
     /// Sends `req`, whose reply nobody needs, to `server` without waiting for it; first
-    /// waits for the oldest owed reply if `wire::IN_FLIGHT` - 1 are owed already. A request
+    /// waits for the oldest owed reply if `wire::IN_FLIGHT` - 1 are owed already, and for
+    /// the reply of a request whose thread stopped waiting: the server handles a link's
+    /// posted requests before others' awaited ones only while nothing awaited is ahead of
+    /// them (`wire::POSTED`). A thread killed meanwhile posts without that wait (its closes
+    /// must go out; what it posts is then seen a little later by other cores). A request
     /// with a body (in the pool page, which the next request reuses) is exchanged instead.
     fn post(&self, server: ServerId, req: &Request) {
         let Some(link) = self.link(server) else {
             return;
         };
+        if let Some(id) = link.abandoned.get() {
+            if self.await_reply(link, &sched::current_thread(), id).is_ok() {
+                link.abandoned.set(None);
+            }
+        }
         let mut buf = self.scratch.borrow_mut();
-        let Ok((_, m)) = self.encode(req, &mut buf) else {
+        let Ok((_, m)) = self.encode(req, &mut buf, wire::POSTED) else {
             return;
         };
         if wire::page_len(&m) > 0 {

@@ -62,6 +62,10 @@ impl Net {
     /// Delivers the oldest pending request from pending request `i`'s client to its server:
     /// the server handles it, what it asks zeroed is zeroed and the data it moves copied, its
     /// invalidations are queued at their clients, then its reply (dropped for a posted one).
+    ///
+    /// Before a request its client waits for, the server handles the posted requests at the
+    /// head of every client's queue to it, as `usr/hared.c` does (`wire::POSTED`): what a
+    /// posted request changed is seen by every request sent after it.
     pub fn deliver(&mut self, i: usize) {
         let (_, client, server, ..) = self.pending[i];
         let first = self
@@ -69,8 +73,44 @@ impl Net {
             .iter()
             .position(|p| (p.1, p.2) == (client, server))
             .expect("pending request i itself");
-        let (tag, from, to, m, mut page) = self.pending.remove(first);
-        let req = wire::decode_request(&m, &page).expect("a request the client encoded");
+        if !self.posted.contains(&self.pending[first].0) {
+            while let Some(k) = self.pending.iter().position(|p| {
+                p.2 == server && self.posted.contains(&p.0) && !self.behind_awaited(p.1, p.0)
+            }) {
+                self.handle(k);
+            }
+        }
+        let first = self
+            .pending
+            .iter()
+            .position(|p| (p.1, p.2) == (client, server))
+            .expect("pending request i itself");
+        self.handle(first);
+    }
+
+    /// Whether a request of `client` awaited at the same server comes before request `tag`.
+    fn behind_awaited(&self, client: ClientId, tag: u64) -> bool {
+        let server = self.pending.iter().find(|p| p.0 == tag).expect("pending").2;
+        self.pending
+            .iter()
+            .take_while(|p| p.0 != tag)
+            .any(|p| (p.1, p.2) == (client, server) && !self.posted.contains(&p.0))
+    }
+
+    /// Hands `req` from client `from` to server `to` at once, as a client that is not a
+    /// `Client` would (the runtime's zeroing, copies and invalidations done): its reply.
+    pub fn direct(&mut self, from: ClientId, to: ServerId, req: Request) -> Reply {
+        self.handled(from, to, req)
+    }
+
+    /// The buffer cache.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// Server `to` handles `req` from `from`; what it asks zeroed is zeroed, the data it
+    /// moves copied, its invalidations queued at their clients: its reply.
+    fn handled(&mut self, from: ClientId, to: ServerId, req: Request) -> Reply {
         let mut h = self.servers[to as usize].handle(from, req);
         for &(b, from) in &h.zero {
             let from = from as usize;
@@ -83,8 +123,16 @@ impl Net {
                 .or_default()
                 .push(wire::encode_invalidation(&inv));
         }
+        h.reply
+    }
+
+    /// Handles pending request `k`.
+    fn handle(&mut self, k: usize) {
+        let (tag, from, to, m, mut page) = self.pending.remove(k);
+        let req = wire::decode_request(&m, &page).expect("a request the client encoded");
+        let reply = self.handled(from, to, req);
         let (id, p) = wire::request_id(&m);
-        let r = wire::encode_reply(id, p, &h.reply, &mut page).expect("a reply fits its page");
+        let r = wire::encode_reply(id, p, &reply, &mut page).expect("a reply fits its page");
         if !self.posted.remove(&tag) {
             self.replies.insert(tag, (r, page));
         }
@@ -100,11 +148,11 @@ impl Net {
     }
 
     /// Queues `req` from client `id` to `server` with a new tag.
-    fn send(&mut self, id: ClientId, server: ServerId, req: &Request) -> u64 {
+    fn send(&mut self, id: ClientId, server: ServerId, req: &Request, posted: u64) -> u64 {
         let t = self.next_tag;
         self.next_tag += 1;
         let mut page = vec![0; wire::PAGE_SIZE];
-        let m = wire::encode_request(t, (t % 256) as u8, req, &mut page)
+        let m = wire::encode_request(t | posted, (t % 256) as u8, req, &mut page)
             .expect("a request fits its page");
         self.pending.push((t, id, server, m, page));
         t
@@ -200,7 +248,7 @@ impl Transport for Port {
             let mut n = net.borrow_mut();
             match tag {
                 None => {
-                    tag = Some(n.send(id, server, &req.take().expect("sent once")));
+                    tag = Some(n.send(id, server, &req.take().expect("sent once"), 0));
                     Poll::Pending
                 }
                 Some(t) => n.replies.remove(&t).map_or(Poll::Pending, |(m, page)| {
@@ -224,7 +272,7 @@ impl Transport for Port {
             let oldest = n.pending.iter().position(ours).expect("one");
             n.deliver(oldest);
         }
-        let t = n.send(self.id, server, &req);
+        let t = n.send(self.id, server, &req, wire::POSTED);
         n.posted.insert(t);
     }
 
