@@ -272,7 +272,7 @@ static int serve(struct conn *c)
         } else if ((r = reef_msg_try_recv(&c->rx, &m)) != 1) {
             return r != -EPIPE;
         }
-        if (!(c->client && hare_is_posted(&m)))
+        if (nconns > 1 && !(c->client && hare_is_posted(&m)))
             take_posted(c);
         if (!answer(c, &m))
             return 0;

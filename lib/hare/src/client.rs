@@ -1371,7 +1371,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         let direct = self.policy.techniques.direct;
         let kept = direct && desc.is_none();
-        if kept {
+        if kept && self.knows_size(f.ino) {
             self.apply_invalidations(&mut Scratch::default());
         }
         let mut done = 0;
@@ -1435,6 +1435,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
         }
         Ok((start, done))
+    }
+
+    /// Whether the client knows `ino`'s size: only then may queued invalidations change what
+    /// a read or write does (otherwise it asks the server, and a later invalidation only
+    /// makes the client forget what the answer taught it).
+    fn knows_size(&self, ino: Ino) -> bool {
+        self.extents.get(&ino).is_some_and(|x| x.size.is_some())
     }
 
     /// Reads `buf.len()` bytes at `at` from the file's known blocks, asking nothing, if they
@@ -1536,7 +1543,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         let direct = self.policy.techniques.direct;
         let kept = direct && desc.is_none();
-        if kept {
+        if kept && self.knows_size(f.ino) {
             self.apply_invalidations(&mut Scratch::default());
         }
         let mut done = 0;

@@ -177,11 +177,17 @@ impl Handled {
             }
             DataCopy::In { blocks, at, data } => crate::client::copy_in(cache, &blocks, at, &data),
             DataCopy::Blocks(moves) => {
-                let mut buf = [0u8; BLOCK_SIZE];
+                // A small buffer: this runs in the server's request path, whose frame stays
+                // small without it.
+                let mut buf = [0u8; 256];
                 for (from, to, at, len) in moves {
-                    let r = at as usize..(at + len) as usize;
-                    cache.read(from, r.start, &mut buf[r.clone()]);
-                    cache.write(to, r.start, &buf[r]);
+                    let (mut at, end) = (at as usize, (at + len) as usize);
+                    while at < end {
+                        let n = (end - at).min(buf.len());
+                        cache.read(from, at, &mut buf[..n]);
+                        cache.write(to, at, &buf[..n]);
+                        at += n;
+                    }
                 }
             }
         }
