@@ -1703,6 +1703,32 @@ impl Server {
         } else {
             0
         };
+        let out = self.blocks_for(
+            ino,
+            pages.start..pages.end + extra as u64,
+            pages.end,
+            offset + len,
+        )?;
+        let inode = self.inode_mut(ino)?;
+        inode.touch(now);
+        if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
+            d.offset = offset + len;
+        }
+        self.extent_changed(Some(from), ino, inval);
+        Ok((offset, out))
+    }
+
+    /// Regular file `ino`'s blocks for `pages`, each allocated (queued to be zeroed) if the
+    /// page has none: those from page `ahead_from` on that get one are allocated ahead of the
+    /// writes to come ([`Body::File`]'s `ahead`), the others are written now. Moves the size
+    /// to at least `end`.
+    fn blocks_for(
+        &mut self,
+        ino: Ino,
+        pages: core::ops::Range<u64>,
+        ahead_from: u64,
+        end: u64,
+    ) -> Result<Vec<Block>, Errno> {
         let Some(Inode {
             body: Body::File { blocks, ahead, .. },
             size,
@@ -1711,34 +1737,27 @@ impl Server {
         else {
             return Err(Errno::ENOENT);
         };
-        let past = pages.end..pages.end + extra as u64;
-        let mut out = Vec::with_capacity(pages.clone().count() + extra);
-        for p in pages.clone().chain(past) {
+        let mut out = Vec::with_capacity(pages.clone().count());
+        for p in pages {
             let b = match blocks.get(&p) {
                 Some(&b) => b,
                 None => {
                     let b = self.free.pop().ok_or(Errno::ENOSPC)?;
                     blocks.insert(p, b);
                     self.zero.push((b, 0));
-                    if p >= pages.end {
+                    if p >= ahead_from {
                         ahead.insert(p);
                     }
                     b
                 }
             };
-            if p < pages.end {
+            if p < ahead_from {
                 ahead.remove(&p);
             }
             out.push(b);
         }
-        *size = (*size).max(offset + len);
-        let inode = self.inode_mut(ino)?;
-        inode.touch(now);
-        if let Some(d) = desc.and_then(|d| self.descs.get_mut(&d)) {
-            d.offset = offset + len;
-        }
-        self.extent_changed(Some(from), ino, inval);
-        Ok((offset, out))
+        *size = (*size).max(end);
+        Ok(out)
     }
 
     /// [`Request::Wrote`]: moves the size and times for a write the client made into
@@ -1783,27 +1802,10 @@ impl Server {
         if holes > self.free.len() {
             return Err(Errno::ENOSPC);
         }
-        let Some(Inode {
-            body: Body::File { blocks, ahead, .. },
-            size,
-            ..
-        }) = self.inodes.get_mut(&ino)
-        else {
-            return Err(Errno::ENOENT);
-        };
+        let now_there = self.blocks_for(ino, pages.clone(), pages.end, end)?;
         let mut moves = Vec::new();
         let page = BLOCK_SIZE as u64;
-        for (p, &b) in pages.zip(written) {
-            let to = match blocks.get(&p) {
-                Some(&to) => to,
-                None => {
-                    let to = self.free.pop().ok_or(Errno::ENOSPC)?;
-                    blocks.insert(p, to);
-                    self.zero.push((to, 0));
-                    to
-                }
-            };
-            ahead.remove(&p);
+        for ((p, &b), to) in pages.zip(written).zip(now_there) {
             if to != b {
                 let from_byte = offset.max(p * page);
                 let to_byte = end.min((p + 1) * page);
@@ -1811,7 +1813,6 @@ impl Server {
                 moves.push((b, to, at, (to_byte - from_byte) as u32));
             }
         }
-        *size = (*size).max(end);
         if !moves.is_empty() {
             self.copy = DataCopy::Blocks(moves);
         }
