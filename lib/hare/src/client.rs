@@ -1456,7 +1456,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if buf.is_empty() || end > x.size? {
             return None;
         }
-        let blocks = x.known(pages_of(at, buf.len()))?;
+        let blocks = x.known(crate::pages_of(at, buf.len() as u64))?;
         copy_out(&self.cache, &blocks, at, buf);
         Some(())
     }
@@ -1472,7 +1472,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let n = data.len().min(room);
         let end = at.checked_add(n as u64).filter(|&e| e <= i64::MAX as u64)?;
         let blocks = x
-            .known(pages_of(at, n))?
+            .known(crate::pages_of(at, n as u64))?
             .into_iter()
             .collect::<Option<Vec<Block>>>()?;
         copy_in(&self.cache, &blocks, at, &data[..n]);
@@ -2717,12 +2717,6 @@ pub(crate) fn copy_out(
         pos += n;
         off = 0;
     }
-}
-
-/// The pages holding `len` bytes at `at`.
-fn pages_of(at: u64, len: usize) -> core::ops::Range<u64> {
-    let page = BLOCK_SIZE as u64;
-    at / page..(at + len as u64).div_ceil(page)
 }
 
 /// Copies `data` into `blocks` of `cache` (the first holding byte `at` of the file).

@@ -66,6 +66,13 @@ pub type Block = u32;
 /// Size of a buffer-cache block (a page).
 pub const BLOCK_SIZE: usize = nrfs::PAGE_SIZE;
 
+/// The pages (block indices in a file) holding `len` bytes at byte `at` (`at + len` at most
+/// `u64::MAX`).
+pub fn pages_of(at: u64, len: u64) -> core::ops::Range<u64> {
+    let page = BLOCK_SIZE as u64;
+    at / page..(at + len).div_ceil(page)
+}
+
 /// Runs a [`Client`] operation to completion over a synchronous [`Transport`] (one whose
 /// `call` has its reply before it returns, as Reef's kernel and `usr/hare` have): the future
 /// is ready at its first poll. Panics if it is not (a transport that is not synchronous).

@@ -253,12 +253,6 @@ pub struct Server {
 /// Most pages a [`Request::Write`] that extends a file allocates past it.
 pub const PREALLOC_MAX: usize = 32;
 
-/// The pages of `len` bytes at `offset`.
-fn posted_range(offset: u64, len: u32) -> core::ops::Range<u64> {
-    let page = BLOCK_SIZE as u64;
-    offset / page..(offset + u64::from(len)).div_ceil(page)
-}
-
 impl Server {
     /// Server `id` of `table`, owning buffer-cache blocks `blocks`. The server holding the
     /// root's shard makes the root directory (mode and owner `root`, entries `distributed`
@@ -856,7 +850,7 @@ impl Server {
                 let (offset, mut blocks) =
                     self.write(from, ino, (offset, len, append, desc), now, inval)?;
                 // No blocks in the reply: they are for a client that writes them itself.
-                blocks.truncate(posted_range(offset, len).count());
+                blocks.truncate(crate::pages_of(offset, u64::from(len)).count());
                 self.copy = DataCopy::In {
                     blocks,
                     at: offset,
@@ -1685,8 +1679,7 @@ impl Server {
         if offset >= MAX_FILE_SIZE || MAX_FILE_SIZE - offset < len {
             return Err(Errno::EFBIG);
         }
-        let page = BLOCK_SIZE as u64;
-        let pages = offset / page..(offset + len).div_ceil(page);
+        let pages = crate::pages_of(offset, len);
         let missing = pages.clone().filter(|p| !blocks.contains_key(p)).count();
         if missing > self.free.len() {
             return Err(Errno::ENOSPC);
@@ -1694,7 +1687,7 @@ impl Server {
         let extends = offset + len >= i.size && desc.is_none();
         let extra = if missing > 0 && !blocks.is_empty() && extends {
             let room = MAX_IO_BLOCKS - pages.clone().count();
-            let last = MAX_FILE_SIZE.div_ceil(page);
+            let last = MAX_FILE_SIZE.div_ceil(BLOCK_SIZE as u64);
             (pages.end as usize)
                 .min(PREALLOC_MAX)
                 .min(room)
@@ -1777,7 +1770,7 @@ impl Server {
         if end > MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
-        let pages = posted_range(offset, len);
+        let pages = crate::pages_of(offset, u64::from(len));
         if len == 0 || pages.clone().count() != written.len() {
             return Err(Errno::EINVAL);
         }

@@ -1026,9 +1026,8 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
 /// The pages a [`Request::Wrote`] of `len` bytes at `offset` covers, if it covers at least
 /// one and at most [`MAX_POSTED_BLOCKS`].
 pub fn posted_pages(offset: u64, len: u32) -> Option<usize> {
-    let page = crate::BLOCK_SIZE as u64;
-    let end = offset.checked_add(u64::from(len))?;
-    let pages = (end.div_ceil(page) - offset / page) as usize;
+    offset.checked_add(u64::from(len))?;
+    let pages = crate::pages_of(offset, u64::from(len)).count();
     (len > 0 && pages <= MAX_POSTED_BLOCKS).then_some(pages)
 }
 
