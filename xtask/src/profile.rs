@@ -4,7 +4,7 @@
 //! ```text
 //! cargo xtask profile [--cores N] [--nodes M] [--memory MIB] [--accel tcg|kvm]
 //!                     [--skip SECS] [--interval MS] [--top N] [--by inner|outer]
-//!                     [--user ELF] [-- WORD...]
+//!                     [--user ELF] [--callers NAME,...] [-- WORD...]
 //! ```
 //!
 //! Boots Reef like `run` (serial output to `out/profile/serial.log`), waits `--skip` seconds
@@ -19,7 +19,10 @@
 //! nothing). Prints the `--top` functions (default 30) with their share of the samples, per
 //! vCPU and in all: by default the innermost function inlined at each address (`--by inner`),
 //! or with `--by outer` the function the code was compiled into, so that small helpers inlined
-//! in many places are charged to the routine that runs them.
+//! in many places are charged to the routine that runs them. `--callers` names functions (by a
+//! part of their name: `IrqMutex`) whose kernel samples are shown with their caller, read from
+//! the frame the sampled function made (the kernel keeps frame pointers: the word after the
+//! one at `RBP`); a sample taken before the function made its frame shows its caller's caller.
 //!
 //! QEMU 7.2 has no `-perfmap`, so host `perf` cannot name guest code (docs/results.md); this
 //! is the stand-in. Stopping the machine for each sample perturbs timing; the numbers are shares
@@ -44,6 +47,8 @@ struct Sample {
     rip: u64,
     /// The word at RSP, for kernel samples.
     top: Option<u64>,
+    /// The return address in the frame at RBP, for kernel samples.
+    frame: Option<u64>,
     /// The address space (`CR3`), for user samples.
     space: u64,
 }
@@ -66,6 +71,8 @@ struct Options {
     by: By,
     /// The program whose symbols name user addresses.
     user: Option<std::path::PathBuf>,
+    /// Parts of the names of functions shown with their callers.
+    callers: Vec<String>,
     words: Vec<String>,
 }
 
@@ -86,6 +93,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         top: 30,
         by: By::Inner,
         user: None,
+        callers: Vec::new(),
         words: Vec::new(),
     };
     let mut i = 0;
@@ -107,6 +115,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .get(i + 1)
                     .ok_or("profile: --user takes a program's ELF")?;
                 o.user = Some(elf.into());
+            }
+            "--callers" => {
+                let names = args
+                    .get(i + 1)
+                    .ok_or("profile: --callers takes names, comma-separated")?;
+                o.callers = names.split(',').map(str::to_string).collect();
             }
             "--" => {
                 rest.extend_from_slice(&args[i..]);
@@ -190,7 +204,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     let addresses = samples
         .iter()
         .flatten()
-        .flat_map(|s| [Some(s.rip), s.top])
+        .flat_map(|s| [Some(s.rip), s.top, s.frame])
         .flatten();
     let mut names = name_addresses(
         &kernel.elf,
@@ -207,6 +221,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         names,
         spaces,
         by: o.by,
+        callers: o.callers,
     };
     for (cpu, s) in samples.iter().enumerate() {
         report(&format!("vCPU {cpu}"), s, &named, o.top);
@@ -269,14 +284,32 @@ fn sample(r: &mut BufReader<UnixStream>) -> Result<Vec<(usize, Sample)>, String>
 fn read_vcpus(r: &mut BufReader<UnixStream>) -> Result<Vec<(usize, Sample)>, String> {
     let regs = parse_registers(&command(r, "info registers -a")?);
     let mut out = Vec::new();
-    for Registers { cpu, rip, rsp, cr3 } in regs {
-        let mut top = None;
+    for Registers {
+        cpu,
+        rip,
+        rsp,
+        rbp,
+        cr3,
+    } in regs
+    {
+        let (mut top, mut frame) = (None, None);
         if kernel_address(rip) {
             command(r, &format!("cpu {cpu}"))?;
             top = parse_word(&command(r, &format!("x /1gx {rsp:#x}"))?);
+            if kernel_address(rbp) {
+                frame = parse_word(&command(r, &format!("x /1gx {:#x}", rbp + 8))?);
+            }
         }
         let space = if kernel_address(rip) { 0 } else { cr3 };
-        out.push((cpu, Sample { rip, top, space }));
+        out.push((
+            cpu,
+            Sample {
+                rip,
+                top,
+                frame,
+                space,
+            },
+        ));
     }
     Ok(out)
 }
@@ -297,15 +330,17 @@ struct Registers {
     cpu: usize,
     rip: u64,
     rsp: u64,
+    rbp: u64,
     cr3: u64,
 }
 
 /// The registers of every vCPU in `info registers -a` output: a `CPU#N` line starts each
-/// vCPU's registers, its `RSP=` and `RIP=` fields follow, then `CR3=`.
+/// vCPU's registers, its `RBP=`, `RSP=` and `RIP=` fields follow, then `CR3=`.
 fn parse_registers(text: &str) -> Vec<Registers> {
     let mut out: Vec<Registers> = Vec::new();
     let mut cpu = 0;
     let mut rsp = 0;
+    let mut rbp = 0;
     for line in text.lines() {
         if let Some(n) = line.trim().strip_prefix("CPU#") {
             cpu = n
@@ -317,11 +352,15 @@ fn parse_registers(text: &str) -> Vec<Registers> {
         if let Some(v) = field(line, "RSP=") {
             rsp = v;
         }
+        if let Some(v) = field(line, "RBP=") {
+            rbp = v;
+        }
         if let Some(rip) = field(line, "RIP=") {
             out.push(Registers {
                 cpu,
                 rip,
                 rsp,
+                rbp,
                 cr3: 0,
             });
         }
@@ -419,6 +458,8 @@ struct Names {
     names: HashMap<u64, Vec<String>>,
     spaces: Vec<u64>,
     by: By,
+    /// Parts of the names of functions shown with their callers (`--callers`).
+    callers: Vec<String>,
 }
 
 impl Names {
@@ -455,9 +496,11 @@ impl Names {
             };
         }
         let name = self.function(s.rip).unwrap_or("[kernel, unnamed]");
+        let traced = self.callers.iter().any(|c| name.contains(c.as_str()));
         match s
             .top
             .filter(|&t| kernel_address(t) && LEAVES.contains(&name))
+            .or(s.frame.filter(|&f| traced && kernel_address(f)))
         {
             Some(caller) => format!("{name} <- {}", self.caller(caller)),
             None => name.to_string(),
@@ -492,16 +535,28 @@ mod test {
 
     #[test]
     fn registers_of_every_cpu() {
-        let text = "CPU#0\nRAX=0000000000000000 RBX=1\nRSI=0 RDI=0 RBP=0 RSP=ffff800000123450\n\
+        let text = "CPU#0\nRAX=0000000000000000 RBX=1\nRSI=0 RDI=0 RBP=ffff800000123480 \
+                    RSP=ffff800000123450\n\
                     RIP=ffffffff80012345 RFL=00000046\nCR0=80050033 CR2=0 CR3=0000000000abc000\n\
                     CPU#1 (halted)\nRBP=0 RSP=00007ffffffff000\nRIP=0000000000401000 RFL=00000202\n\
                     CR0=80050033 CR2=0000000000000000 CR3=0000000000def000 CR4=00000020\n(qemu) ";
-        let regs = |cpu, rip, rsp, cr3| Registers { cpu, rip, rsp, cr3 };
+        let regs = |cpu, rip, (rsp, rbp), cr3| Registers {
+            cpu,
+            rip,
+            rsp,
+            rbp,
+            cr3,
+        };
         assert_eq!(
             parse_registers(text),
             vec![
-                regs(0, 0xffff_ffff_8001_2345, 0xffff_8000_0012_3450, 0xab_c000),
-                regs(1, 0x40_1000, 0x7fff_ffff_f000, 0xde_f000)
+                regs(
+                    0,
+                    0xffff_ffff_8001_2345,
+                    (0xffff_8000_0012_3450, 0xffff_8000_0012_3480),
+                    0xab_c000
+                ),
+                regs(1, 0x40_1000, (0x7fff_ffff_f000, 0), 0xde_f000)
             ]
         );
         assert_eq!(
