@@ -150,6 +150,10 @@ pub struct OpenFlags {
     /// directory's open brings the first entries of its listing, which the first
     /// [`Client::read_dir`] takes.
     pub list: bool,
+    /// `O_RDONLY`: the description only reads. One that may write makes its client a
+    /// writer of the file for the servers (`Request::Open`'s `write`): the others then ask
+    /// the server at the end of the file, where a writer's posted writes may have moved it.
+    pub read_only: bool,
 }
 
 /// An attribute change of an open file ([`Client::fset`]): `fchmod`, `fchown`, `futimens`.
@@ -176,6 +180,16 @@ struct OpenFile {
     append: bool,
     /// The server's description once it is shared (§3.5.1), which then holds the offset.
     shared: Option<u64>,
+    /// Opened `O_RDONLY`: a write is `EBADF`.
+    read_only: bool,
+}
+
+impl OpenFile {
+    /// The server counts this description as a writer's: opened to write, and not shared
+    /// (a shared description's writes go through the server).
+    fn writer(&self) -> bool {
+        !self.read_only && self.shared.is_none()
+    }
 }
 
 /// An open file description shared with another client (a forked process on another core):
@@ -185,6 +199,7 @@ pub struct SharedFd {
     ino: Ino,
     kind: Kind,
     append: bool,
+    read_only: bool,
     desc: u64,
 }
 
@@ -467,12 +482,16 @@ struct Extent {
     size: Option<u64>,
     /// Known pages: a block, or a hole (below the size).
     blocks: BTreeMap<u64, Option<Block>>,
+    /// No other client has the file open to write (`Reply::Opened`'s `alone`): a read that
+    /// reaches the known size may stop there without asking.
+    alone: bool,
 }
 
 impl Extent {
     /// Forgets the size and blocks (another client changed them).
     fn forget(&mut self) {
         self.size = None;
+        self.alone = false;
         self.blocks.clear();
     }
 
@@ -847,7 +866,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         name: &[u8],
         new: NewInode,
         attrs: Attrs,
-        open: bool,
+        (open, write): (bool, bool),
         now: Timespec,
     ) -> Res<Entry> {
         let dist = self.distributed(dir).await?;
@@ -867,12 +886,28 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 new,
                 attrs,
                 open,
+                write,
                 now,
             };
-            let Reply::Made { ino, home, entries } = self.rpc(es, req).await? else {
+            let Reply::Made {
+                ino,
+                home,
+                entries,
+                first,
+            } = self.rpc(es, req).await?
+            else {
                 return Err(Errno::EIO.into());
             };
             self.created_in(dir, dist, entries);
+            if kind == Kind::File && open && write {
+                // The server knows the creator caches the new file's size (and its first
+                // block, allocated ahead): nobody else has it open yet.
+                let x = self.extents.entry(ino).or_default();
+                x.forget();
+                x.size = Some(0);
+                x.alone = true;
+                x.blocks.extend(first.map(|b| (0, Some(b))));
+            }
             let entry = Entry {
                 ino,
                 kind,
@@ -892,6 +927,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     new,
                     attrs,
                     open,
+                    write,
                     now,
                 },
             )
@@ -1113,8 +1149,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             match t.existing {
                 Some(ino) => ino,
                 None => {
+                    let opening = (true, !flags.read_only);
                     let e = match self
-                        .make_named(t.dir, &t.name, NewInode::File, attrs, true, now)
+                        .make_named(t.dir, &t.name, NewInode::File, attrs, opening, now)
                         .await
                     {
                         // Created by someone else since the walk: open that one.
@@ -1123,14 +1160,15 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                         }
                         r => r?,
                     };
-                    // Its size is learnt from its first write's reply (a server tells the
-                    // clients it knows to know a size when it changes: not a creator).
+                    // Made in one message, the file's size is known from now on (and its first
+                    // block); made in two, from its first write's reply.
                     return Ok(self.new_fd(OpenFile {
                         ino: e.ino,
                         kind: Kind::File,
                         offset: 0,
                         append: flags.append,
                         shared: None,
+                        read_only: flags.read_only,
                     }));
                 }
             }
@@ -1144,6 +1182,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             trunc: flags.truncate,
             // Only an ordinary directory's entries are all at its inode's server.
             list: flags.list && self.dirs.get(&ino) == Some(&false),
+            write: !flags.read_only,
             now,
         };
         let file = |kind| OpenFile {
@@ -1152,10 +1191,15 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             offset: 0,
             append: flags.append,
             shared: None,
+            read_only: flags.read_only,
         };
         match self.after_walk(ino, req).await? {
             Reply::Stat(st) => Ok(self.new_fd(file(st.kind))),
-            Reply::Opened { stat, blocks } if stat.kind == Kind::File => {
+            Reply::Opened {
+                stat,
+                blocks,
+                alone,
+            } if stat.kind == Kind::File => {
                 let fd = self.new_fd(file(stat.kind));
                 if let Some(x) = self.extents.get_mut(&ino) {
                     // An `O_TRUNC` took the blocks; the size is the server's now.
@@ -1163,6 +1207,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                         x.blocks.clear();
                     }
                     x.size = Some(stat.size);
+                    x.alone = alone;
                     x.learn(0, blocks);
                 }
                 Ok(fd)
@@ -1198,7 +1243,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         let req = match f.shared {
             Some(desc) => Request::CloseShared { desc },
-            None => Request::Close { ino: f.ino },
+            None => Request::Close {
+                ino: f.ino,
+                write: f.writer(),
+            },
         };
         // Nothing waits for the answer: the server has it before any later request to it.
         self.stats.requests += 1;
@@ -1223,6 +1271,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 let req = Request::Share {
                     ino: f.ino,
                     offset: f.offset,
+                    write: f.writer(),
                 };
                 match self.at_inode(f.ino, req).await.map_err(errno)? {
                     Reply::Shared(desc) => desc,
@@ -1237,6 +1286,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             ino: f.ino,
             kind: f.kind,
             append: f.append,
+            read_only: f.read_only,
             desc,
         })
     }
@@ -1249,6 +1299,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             offset: 0,
             append: s.append,
             shared: Some(s.desc),
+            read_only: s.read_only,
         })
     }
 
@@ -1378,8 +1429,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let mut start = offset;
         let mut at = offset;
         while done < buf.len() {
-            if kept && self.read_known(f.ino, at, &mut buf[done..]).is_some() {
-                done = buf.len();
+            let known = if kept {
+                self.read_known(f.ino, at, &mut buf[done..])
+            } else {
+                None
+            };
+            if let Some(n) = known {
+                done += n;
                 break;
             }
             // A shared offset may be anywhere in a page: leave room for the misalignment.
@@ -1410,11 +1466,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     size,
                     offset,
                     blocks,
+                    alone,
                 } if direct => {
                     let n = want.min(size.saturating_sub(offset) as usize);
                     copy_out(&self.cache, &blocks, offset, &mut buf[done..done + n]);
                     if let Some(x) = self.extents.get_mut(&f.ino).filter(|_| kept) {
                         x.size = Some(size);
+                        x.alone = alone;
                         x.learn(offset, blocks);
                     }
                     (offset, n)
@@ -1444,21 +1502,32 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.extents.get(&ino).is_some_and(|x| x.size.is_some())
     }
 
-    /// Reads `buf.len()` bytes at `at` from the file's known blocks, asking nothing, if they
-    /// all lie below the size the client knows and every page is known; `None` otherwise. A
-    /// read reaching the end asks the server: another client's write into blocks it knows
-    /// (posted) may have moved the end, and only the server has seen every posted write
-    /// (before it answers, `wire::POSTED`), where the bytes below the known end are in the
-    /// shared blocks already.
-    fn read_known(&self, ino: Ino, at: u64, buf: &mut [u8]) -> Option<()> {
+    /// Reads up to `buf.len()` bytes at `at` from the file's known blocks, asking nothing,
+    /// if they all lie below the size the client knows and every page is known: how many;
+    /// `None` otherwise. A read reaching the end asks the server: another client's write into
+    /// blocks it knows (posted) may have moved the end, and only the server has seen every
+    /// posted write (before it answers, `wire::POSTED`), where the bytes below the known end
+    /// are in the shared blocks already. Unless the client is alone: no other client has the
+    /// file open to write, and one that opens it makes this one forget the size before its
+    /// open returns, so the read stops at the size (the thesis's client reads to the end of
+    /// the block list it has, §3.3).
+    fn read_known(&self, ino: Ino, at: u64, buf: &mut [u8]) -> Option<usize> {
         let x = self.extents.get(&ino)?;
+        let size = x.size?;
         let end = at.checked_add(buf.len() as u64)?;
-        if buf.is_empty() || end > x.size? {
+        let n = if end <= size {
+            buf.len()
+        } else if x.alone {
+            size.saturating_sub(at) as usize
+        } else {
+            return None;
+        };
+        if buf.is_empty() {
             return None;
         }
-        let blocks = x.known(crate::pages_of(at, buf.len() as u64))?;
-        copy_out(&self.cache, &blocks, at, buf);
-        Some(())
+        let blocks = x.known(crate::pages_of(at, n as u64))?;
+        copy_out(&self.cache, &blocks, at, &mut buf[..n]);
+        Some(n)
     }
 
     /// Writes into the file's known blocks at `at` as much of `data` as one
@@ -1537,12 +1606,17 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if f.kind == Kind::Dir {
             return Err(Errno::EISDIR);
         }
+        // Posted writes are a writer's only (`Request::Wrote`).
+        if f.read_only {
+            return Err(Errno::EBADF);
+        }
         // An empty write writes nothing and moves nothing, not even an append's offset.
         if data.is_empty() {
             return Ok((offset, 0));
         }
         let direct = self.policy.techniques.direct;
-        let kept = direct && desc.is_none();
+        // Only a writer posts (a `pwrite` through a shared description asks the server).
+        let kept = direct && f.writer();
         if kept && self.knows_size(f.ino) {
             self.apply_invalidations(&mut Scratch::default());
         }
@@ -1609,7 +1683,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     x.size = Some(size);
                     x.learn(w, blocks.into_iter().map(Some));
                 } else {
-                    // Through a shared description: the blocks are not learnt, the size moved.
+                    // Through a shared description: the blocks are not learnt (this client
+                    // does not post writes for it), the size moved.
                     x.forget();
                 }
             }
@@ -1796,7 +1871,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             parent: dir,
             distributed,
         };
-        self.make_named(dir, &name, new, attrs, false, now).await?;
+        self.make_named(dir, &name, new, attrs, (false, false), now)
+            .await?;
         Ok(())
     }
 
@@ -1844,7 +1920,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             let exists = self.walk(|v| v.lookup(dir, &name)).await?.is_some();
             return Err(if exists { Errno::EEXIST } else { Errno::ENOENT }.into());
         }
-        self.make_named(dir, &name, new, attrs, false, now).await?;
+        self.make_named(dir, &name, new, attrs, (false, false), now)
+            .await?;
         Ok(())
     }
 

@@ -150,6 +150,8 @@ pub enum Request {
         attrs: Attrs,
         /// Count one open file description at once (`open(O_CREAT)`).
         open: bool,
+        /// That description may write ([`Request::Open`]'s `write`).
+        write: bool,
         /// Its times.
         now: Timespec,
     },
@@ -169,6 +171,10 @@ pub enum Request {
         attrs: Attrs,
         /// Count one open file description at once (`open(O_CREAT)`).
         open: bool,
+        /// That description may write ([`Request::Open`]'s `write`). A new regular file
+        /// opened to write gets its first page's block at once, allocated ahead
+        /// ([`Reply::Made`]), so that its first write asks nothing.
+        write: bool,
         /// Its times, and the directory's.
         now: Timespec,
     },
@@ -228,6 +234,10 @@ pub enum Request {
         trunc: bool,
         /// The opener lists the directory next (`opendir`).
         list: bool,
+        /// The description may write: its client may post writes into the file's blocks
+        /// ([`Request::Wrote`]), so the server counts it as a writer of the file until its
+        /// `Close` (or `Share`), and the other clients caching the file's size forget it.
+        write: bool,
         /// The time, for a truncation.
         now: Timespec,
     },
@@ -236,6 +246,8 @@ pub enum Request {
     Close {
         /// The inode.
         ino: Ino,
+        /// The description was opened to write (one writer fewer).
+        write: bool,
     },
     /// `READ`, `BLOCKS`: the file's size and the blocks holding `[offset, offset + len)`
     /// clipped to the size (`None` for a hole). Through a shared description (`desc`), the
@@ -273,7 +285,7 @@ pub enum Request {
     /// page of the range (at most [`MAX_POSTED_BLOCKS`]); where a truncation since took one
     /// from the file (it is kept from reuse while the file is open, §3.5), the server copies
     /// the written bytes into the page's block now. EINVAL, changing nothing, for a block
-    /// that is neither.
+    /// that is neither, and from a client that has the file open to write no more.
     Wrote {
         /// The inode.
         ino: Ino,
@@ -323,6 +335,9 @@ pub enum Request {
         ino: Ino,
         /// The description's offset so far.
         offset: u64,
+        /// It was opened to write: its writes go through the server from now on, so its
+        /// client is one writer fewer.
+        write: bool,
     },
     /// One more descriptor for shared description `desc`.
     DupShared {
@@ -598,6 +613,10 @@ pub enum Reply {
         home: bool,
         /// The directory's entries this server holds now (as in [`Reply::Mapped`]).
         entries: u32,
+        /// A new regular file opened to write: its first page's block, allocated ahead
+        /// (zeroed before this reply; free again at the last close if nothing was written
+        /// there), if the server had blocks to spare.
+        first: Option<Block>,
     },
     /// An inode's attributes.
     Stat(Stat),
@@ -617,6 +636,8 @@ pub enum Reply {
         offset: u64,
         /// The blocks from the page holding `offset`.
         blocks: Vec<Option<Block>>,
+        /// No other client has the file open to write ([`Reply::Opened`]).
+        alone: bool,
     },
     /// The answer to `Write`: where it goes, the size after it, and one block per page of
     /// the range and of the pages the server allocated past it for the writes to come (new
@@ -670,6 +691,11 @@ pub enum Reply {
         stat: Stat,
         /// The blocks from page 0.
         blocks: Vec<Option<Block>>,
+        /// No other client has the file open to write, so none can move its end without
+        /// asking this server, which first tells this client to forget the size
+        /// ([`Invalidation::Extent`]): until then a read that reaches the end may stop at
+        /// the size the client knows.
+        alone: bool,
     },
     /// An open directory's attributes and the first batch of its listing (at most
     /// [`LISTED_BYTES`] of entries), whether more follow.

@@ -155,6 +155,7 @@ impl ShardState {
                     blocks,
                     deferred,
                     ahead,
+                    writers,
                 } => {
                     w.u8(0).u64(blocks.len() as u64);
                     for (&page, &b) in blocks {
@@ -167,6 +168,10 @@ impl ShardState {
                     w.u64(ahead.len() as u64);
                     for &p in ahead {
                         w.u64(p);
+                    }
+                    w.u64(writers.len() as u64);
+                    for &(c, n) in writers {
+                        w.u32(c).u32(n);
                     }
                 }
                 Body::Dir {
@@ -236,10 +241,15 @@ impl ShardState {
                     for _ in 0..r.count(8)? {
                         ahead.insert(r.u64()?);
                     }
+                    let mut writers = Vec::new();
+                    for _ in 0..r.count(8)? {
+                        writers.push((r.u32()?, r.u32()?));
+                    }
                     Body::File {
                         blocks,
                         deferred,
                         ahead,
+                        writers,
                     }
                 }
                 (1, Kind::Dir) => Body::Dir {

@@ -60,6 +60,12 @@ pub(crate) enum Body {
         /// wrote yet: holes to everyone but the client that writes them ([`Server::write`]),
         /// free again at the last close.
         ahead: BTreeSet<u64>,
+        /// The clients with descriptions open to write, and how many each: only they may
+        /// post writes ([`Request::Wrote`]), which move the end without this server's
+        /// answer. A client that is the only one, or one of none, is told it is alone
+        /// ([`Reply::Opened`]), and is told to forget the size when another client opens the
+        /// file to write ([`Server::count_writer`]).
+        writers: Vec<(ClientId, u32)>,
     },
     Dir {
         parent: Ino,
@@ -662,16 +668,21 @@ impl Server {
                 new,
                 attrs,
                 open,
+                write,
                 now,
-            } => self.create(from, new, &attrs, open, now),
+            } => self.create(from, new, &attrs, (open, write), now),
             Request::CreateNamed {
                 dir,
                 name,
                 new,
                 attrs,
                 open,
+                write,
                 now,
-            } => self.create_named(from, dir, name, new, &attrs, open, now, inval),
+            } => {
+                let opening = (open, write);
+                self.create_named(from, dir, name, new, &attrs, opening, now, inval)
+            }
             Request::Destroy { ino } => {
                 // Only the creator undoes a create (a forged inode number from another client
                 // cannot remove a file); whether the name was added elsewhere this server
@@ -733,6 +744,7 @@ impl Server {
                 ino,
                 trunc,
                 list,
+                write,
                 now,
             } => {
                 let inode = self.inode(ino)?;
@@ -744,6 +756,9 @@ impl Server {
                 let inode = self.inode_mut(ino)?;
                 inode.opens += 1;
                 if file {
+                    if write {
+                        self.count_writer(from, ino, true, inval);
+                    }
                     self.extents.entry(ino).or_default().insert(from);
                 }
                 let stat = self.stat(ino)?;
@@ -763,7 +778,12 @@ impl Server {
                     let blocks = (0..pages)
                         .map(|p| blocks.get(&p).copied().filter(|_| !ahead.contains(&p)))
                         .collect();
-                    return Ok(Reply::Opened { stat, blocks });
+                    let alone = self.alone(from, ino);
+                    return Ok(Reply::Opened {
+                        stat,
+                        blocks,
+                        alone,
+                    });
                 }
                 if !(list && whole_here) {
                     return Ok(Reply::Stat(stat));
@@ -775,7 +795,7 @@ impl Server {
                     more,
                 })
             }
-            Request::Close { ino } => self.close(ino, inval),
+            Request::Close { ino, write } => self.close(from, ino, write, inval),
             Request::Read {
                 ino,
                 offset,
@@ -788,6 +808,7 @@ impl Server {
                     size,
                     offset,
                     blocks,
+                    alone: self.alone(from, ino),
                 })
             }
             Request::Write {
@@ -863,8 +884,11 @@ impl Server {
                     blocks: Vec::new(),
                 })
             }
-            Request::Share { ino, offset } => {
+            Request::Share { ino, offset, write } => {
                 self.inode(ino)?;
+                if write {
+                    self.count_writer(from, ino, false, inval);
+                }
                 let desc = self.next_desc;
                 self.next_desc += 1;
                 self.descs.insert(
@@ -890,7 +914,8 @@ impl Server {
                 }
                 let ino = d.ino;
                 self.descs.remove(&desc);
-                self.close(ino, inval)
+                // Its writer was counted off when it became shared.
+                self.close(from, ino, false, inval)
             }
             Request::Seek {
                 desc,
@@ -1404,7 +1429,7 @@ impl Server {
         from: ClientId,
         new: NewInode,
         attrs: &Attrs,
-        open: bool,
+        (open, write): (bool, bool),
         now: Timespec,
     ) -> Result<Reply, Errno> {
         let ino = self.new_ino()?;
@@ -1415,6 +1440,11 @@ impl Server {
                     blocks: BTreeMap::new(),
                     deferred: Vec::new(),
                     ahead: BTreeSet::new(),
+                    writers: if open && write {
+                        alloc::vec![(from, 1)]
+                    } else {
+                        Vec::new()
+                    },
                 },
             ),
             NewInode::Dir {
@@ -1448,7 +1478,10 @@ impl Server {
         Ok(Reply::Created(ino))
     }
 
-    /// `CreateNamed`: `add_map`'s refusals first, so that a refused request makes nothing.
+    /// `CreateNamed`: `add_map`'s refusals first, so that a refused request makes nothing. A
+    /// new file opened to write gets its first page's block allocated ahead, if the free
+    /// list is long enough (as [`Server::write`]'s): the creator knows its size and blocks
+    /// from the reply, and its first write asks nothing.
     #[allow(clippy::too_many_arguments)]
     fn create_named(
         &mut self,
@@ -1457,7 +1490,7 @@ impl Server {
         name: Name,
         new: NewInode,
         attrs: &Attrs,
-        open: bool,
+        opening: (bool, bool),
         now: Timespec,
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
@@ -1478,7 +1511,7 @@ impl Server {
             NewInode::Fifo => (Kind::Fifo, false),
             NewInode::Symlink(_) => return Err(Errno::EINVAL),
         };
-        let Reply::Created(ino) = self.create(from, new, attrs, open, now)? else {
+        let Reply::Created(ino) = self.create(from, new, attrs, opening, now)? else {
             return Err(Errno::EIO);
         };
         let entry = Entry {
@@ -1486,13 +1519,28 @@ impl Server {
             kind,
             distributed,
         };
-        match self.add_map(from, dir, name, entry, None, now, inval) {
-            Ok(Reply::Mapped { home, entries, .. }) => Ok(Reply::Made { ino, home, entries }),
+        let (home, entries) = match self.add_map(from, dir, name, entry, None, now, inval) {
+            Ok(Reply::Mapped { home, entries, .. }) => (home, entries),
             other => {
                 self.free_inode(ino);
-                other
+                return other;
             }
+        };
+        let writing = kind == Kind::File && opening == (true, true);
+        let first = if writing && self.free.len() >= 8 {
+            self.blocks_for(ino, 0..1, 0, 0)?.first().copied()
+        } else {
+            None
+        };
+        if writing {
+            self.extents.entry(ino).or_default().insert(from);
         }
+        Ok(Reply::Made {
+            ino,
+            home,
+            entries,
+            first,
+        })
     }
 
     /// Frees `ino` if it has neither names nor open file descriptions.
@@ -1573,7 +1621,9 @@ impl Server {
     /// not come (the clients caching them are told to forget them).
     fn close(
         &mut self,
+        from: ClientId,
         ino: Ino,
+        write: bool,
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
         let inode = self.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
@@ -1581,11 +1631,18 @@ impl Server {
             return Err(Errno::EBADF);
         }
         inode.opens -= 1;
+        if write {
+            self.count_writer(from, ino, false, inval);
+        }
+        let Some(inode) = self.inodes.get_mut(&ino) else {
+            return Err(Errno::ENOENT);
+        };
         if inode.opens == 0 {
             if let Body::File {
                 deferred,
                 blocks,
                 ahead,
+                ..
             } = &mut inode.body
             {
                 self.free.append(deferred);
@@ -1593,12 +1650,59 @@ impl Server {
                     for p in core::mem::take(ahead) {
                         self.free.extend(blocks.remove(&p));
                     }
-                    self.extent_changed(None, ino, inval);
+                    // The closer forgot the blocks with its last description; a client that
+                    // still caches them must not write there.
+                    self.extent_changed(Some(from), ino, inval);
                 }
             }
         }
         self.release(ino);
         Ok(Reply::Done)
+    }
+
+    /// Client `from` opened (`opened`) or closed a description of file `ino` that may write.
+    /// A client that becomes a writer makes the others forget the size they cache: they may
+    /// have been told they were alone, and its writes into blocks it knows are posted.
+    fn count_writer(
+        &mut self,
+        from: ClientId,
+        ino: Ino,
+        opened: bool,
+        inval: &mut Vec<(ClientId, Invalidation)>,
+    ) {
+        let Some(Inode {
+            body: Body::File { writers, .. },
+            ..
+        }) = self.inodes.get_mut(&ino)
+        else {
+            return;
+        };
+        let at = writers.iter().position(|&(c, _)| c == from);
+        match (at, opened) {
+            (Some(i), true) => writers[i].1 = writers[i].1.saturating_add(1),
+            (None, true) => {
+                writers.push((from, 1));
+                self.extent_changed(Some(from), ino, inval);
+            }
+            (Some(i), false) if writers[i].1 > 1 => writers[i].1 -= 1,
+            (Some(i), false) => {
+                writers.swap_remove(i);
+            }
+            // A close the server never counted as a writer's (a confused client): only that
+            // client's own posts could be refused for it.
+            (None, false) => {}
+        }
+    }
+
+    /// Whether no client but `from` has file `ino` open to write.
+    fn alone(&self, from: ClientId, ino: Ino) -> bool {
+        match self.inodes.get(&ino) {
+            Some(Inode {
+                body: Body::File { writers, .. },
+                ..
+            }) => writers.iter().all(|&(c, _)| c == from),
+            _ => false,
+        }
     }
 
     /// Tells every client caching `ino`'s size and blocks but `by` (which changed them and
@@ -1651,7 +1755,7 @@ impl Server {
     }
 
     /// `Write`: the offset written at and the blocks from the page holding it. A write that
-    /// extends a file that had blocks already is likely followed by more, so it also
+    /// extends a file that had blocks written already is likely followed by more, so it also
     /// allocates as many pages again past it (up to [`PREALLOC_MAX`], from a free list at
     /// least eight times that long), whose blocks the reply carries after the range's: the
     /// client's next writes there need no request to wait for ([`Request::Wrote`]).
@@ -1685,7 +1789,9 @@ impl Server {
             return Err(Errno::ENOSPC);
         }
         let extends = offset + len >= i.size && desc.is_none();
-        let extra = if missing > 0 && !blocks.is_empty() && extends {
+        // Blocks allocated ahead and not written yet (a new file's first) do not count.
+        let written = matches!(&i.body, Body::File { ahead, .. } if blocks.len() > ahead.len());
+        let extra = if missing > 0 && written && extends {
             let room = MAX_IO_BLOCKS - pages.clone().count();
             let last = MAX_FILE_SIZE.div_ceil(BLOCK_SIZE as u64);
             (pages.end as usize)
@@ -1775,12 +1881,17 @@ impl Server {
             return Err(Errno::EINVAL);
         }
         let Some(Inode {
-            body: Body::File { deferred, .. },
+            body: Body::File {
+                deferred, writers, ..
+            },
             ..
         }) = self.inodes.get(&ino)
         else {
             return Err(Errno::ENOENT);
         };
+        if !writers.iter().any(|&(c, _)| c == from) {
+            return Err(Errno::EINVAL);
+        }
         // Every block is the page's, or one a truncation took from this file; count the
         // pages that need a block before changing anything.
         let mut holes = 0;
@@ -1842,6 +1953,7 @@ impl Server {
             blocks,
             deferred,
             ahead,
+            ..
         } = &mut inode.body
         {
             if shrink {

@@ -146,7 +146,14 @@ impl<'p> Out<'p> {
     /// A new inode's words (`Create`, `CreateNamed`): its parent (directories), mode and uid,
     /// gid with kind (1 file, 2 directory, 3 symlink, 4 FIFO) and flags, time. A symlink's
     /// target goes in the page, written by the caller.
-    fn new_inode(&mut self, new: &NewInode, attrs: &Attrs, open: bool, now: Timespec) -> &mut Self {
+    /// A new inode's words: `open` and `write` are the flags of [`Request::Create`].
+    fn new_inode(
+        &mut self,
+        new: &NewInode,
+        attrs: &Attrs,
+        (open, write): (bool, bool),
+        now: Timespec,
+    ) -> &mut Self {
         let (kind, parent, dist) = match new {
             NewInode::File => (1u64, 0, false),
             NewInode::Dir {
@@ -158,7 +165,11 @@ impl<'p> Out<'p> {
         };
         self.w(parent)
             .w(u64::from(attrs.mode) | u64::from(attrs.uid) << 32)
-            .w(u64::from(attrs.gid) | kind << 32 | u64::from(dist) << 40 | u64::from(open) << 41)
+            .w(u64::from(attrs.gid)
+                | kind << 32
+                | u64::from(dist) << 40
+                | u64::from(open) << 41
+                | u64::from(write) << 42)
             .time(now)
     }
 
@@ -224,7 +235,7 @@ impl<'p> In<'p> {
     fn new_inode(
         &mut self,
         symlinks: bool,
-    ) -> Result<(NewInode, Attrs, bool, Timespec), WireError> {
+    ) -> Result<(NewInode, Attrs, (bool, bool), Timespec), WireError> {
         let parent = self.w();
         let a = self.w();
         let b = self.w();
@@ -245,8 +256,11 @@ impl<'p> In<'p> {
             4 => NewInode::Fifo,
             _ => return Err(WireError::Bad("kind")),
         };
+        if b >> 43 != 0 {
+            return Err(WireError::Bad("create flags"));
+        }
         let attrs = Attrs::new(a as u32, (a >> 32) as u32, b as u32);
-        Ok((new, attrs, b >> 41 & 1 != 0, now))
+        Ok((new, attrs, (b >> 41 & 1 != 0, b >> 42 & 1 != 0), now))
     }
 
     /// A read's or write's words (what `encode_request` writes for them): the inode, the
@@ -329,6 +343,27 @@ fn entry_of(ino: Ino, bits: u64) -> Result<Entry, WireError> {
     })
 }
 
+/// The bit of a block count that carries [`Reply::Extent`]'s and [`Reply::Opened`]'s `alone`.
+const ALONE_BIT: u32 = 32;
+
+/// A block count with `alone` in [`ALONE_BIT`]: the count (at most [`MAX_IO_BLOCKS`]) and
+/// the flag.
+fn blocks_and_alone(w: u64) -> Result<(usize, bool), WireError> {
+    let n = (w & 0xffff_ffff) as usize;
+    if w >> (ALONE_BIT + 1) != 0 || n > MAX_IO_BLOCKS {
+        return Err(WireError::Bad("count"));
+    }
+    Ok((n, w >> ALONE_BIT != 0))
+}
+
+/// A word that must be a flag, 0 or 1.
+fn flag(w: u64) -> Result<bool, WireError> {
+    match w {
+        0 | 1 => Ok(w == 1),
+        _ => Err(WireError::Bad("flag")),
+    }
+}
+
 /// An optional `u32` as a word: bit 32 says it is there.
 fn opt32(v: Option<u32>) -> u64 {
     v.map_or(0, |v| 1 << 32 | u64::from(v))
@@ -389,12 +424,13 @@ pub fn encode_request(
             new,
             attrs,
             open,
+            write,
             now,
         } => {
             if let NewInode::Symlink(t) = new {
                 o.var(t)?;
             }
-            o.new_inode(new, attrs, *open, *now);
+            o.new_inode(new, attrs, (*open, *write), *now);
             4
         }
         Request::CreateNamed {
@@ -403,13 +439,14 @@ pub fn encode_request(
             new,
             attrs,
             open,
+            write,
             now,
         } => {
             if let NewInode::Symlink(_) = new {
                 return Err(WireError::Bad("a symlink in CreateNamed"));
             }
             o.var(name)?;
-            o.w(*dir).new_inode(new, attrs, *open, *now);
+            o.w(*dir).new_inode(new, attrs, (*open, *write), *now);
             31
         }
         Request::Destroy { ino } => {
@@ -440,15 +477,16 @@ pub fn encode_request(
             ino,
             trunc,
             list,
+            write,
             now,
         } => {
             o.w(*ino)
-                .w(u64::from(*trunc) | u64::from(*list) << 1)
+                .w(u64::from(*trunc) | u64::from(*list) << 1 | u64::from(*write) << 2)
                 .time(*now);
             11
         }
-        Request::Close { ino } => {
-            o.w(*ino);
+        Request::Close { ino, write } => {
+            o.w(*ino).w(u64::from(*write));
             12
         }
         Request::Read {
@@ -516,8 +554,8 @@ pub fn encode_request(
                 .bytes(data)?;
             34
         }
-        Request::Share { ino, offset } => {
-            o.w(*ino).w(*offset);
+        Request::Share { ino, offset, write } => {
+            o.w(*ino).w(*offset).w(u64::from(*write));
             15
         }
         Request::DupShared { desc } => {
@@ -743,24 +781,26 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             }
         }
         4 => {
-            let (new, attrs, open, now) = i.new_inode(true)?;
+            let (new, attrs, (open, write), now) = i.new_inode(true)?;
             Request::Create {
                 new,
                 attrs,
                 open,
+                write,
                 now,
             }
         }
         31 => {
             let name = i.name()?;
             let dir = i.w();
-            let (new, attrs, open, now) = i.new_inode(false)?;
+            let (new, attrs, (open, write), now) = i.new_inode(false)?;
             Request::CreateNamed {
                 dir,
                 name,
                 new,
                 attrs,
                 open,
+                write,
                 now,
             }
         }
@@ -794,17 +834,21 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         11 => {
             let ino = i.w();
             let flags = i.w();
-            if flags > 3 {
+            if flags > 7 {
                 return Err(WireError::Bad("open flags"));
             }
             Request::Open {
                 ino,
                 trunc: flags & 1 != 0,
                 list: flags & 2 != 0,
+                write: flags & 4 != 0,
                 now: i.time()?,
             }
         }
-        12 => Request::Close { ino: i.w() },
+        12 => Request::Close {
+            ino: i.w(),
+            write: flag(i.w())?,
+        },
         13 | 33 => {
             let max = if op == 13 { MAX_IO } else { MAX_DATA };
             let (ino, offset, len, append, desc) = i.io(max)?;
@@ -880,6 +924,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         15 => Request::Share {
             ino: i.w(),
             offset: i.w(),
+            write: flag(i.w())?,
         },
         16 => Request::DupShared { desc: i.w() },
         17 => Request::CloseShared { desc: i.w() },
@@ -1165,8 +1210,15 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             o.w(*ino);
             7
         }
-        Reply::Made { ino, home, entries } => {
-            o.w(*ino).w(u64::from(*home) | u64::from(*entries) << 32);
+        Reply::Made {
+            ino,
+            home,
+            entries,
+            first,
+        } => {
+            o.w(*ino)
+                .w(u64::from(*home) | u64::from(*entries) << 32)
+                .w(opt32(*first));
             17
         }
         Reply::Stat(s) => {
@@ -1184,8 +1236,11 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             size,
             offset,
             blocks,
+            alone,
         } => {
-            o.w(*size).w(*offset).w(blocks.len() as u64);
+            o.w(*size)
+                .w(*offset)
+                .w(blocks.len() as u64 | u64::from(*alone) << ALONE_BIT);
             for b in blocks {
                 o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
             }
@@ -1229,11 +1284,15 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             put_dirents(&mut o, entries)?;
             13
         }
-        Reply::Opened { stat, blocks } => {
+        Reply::Opened {
+            stat,
+            blocks,
+            alone,
+        } => {
             if blocks.len() > MAX_IO_BLOCKS {
                 return Err(WireError::Bad("blocks"));
             }
-            o.w(blocks.len() as u64);
+            o.w(blocks.len() as u64 | u64::from(*alone) << ALONE_BIT);
             put_stat(&mut o, stat)?;
             for b in blocks {
                 o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
@@ -1324,6 +1383,7 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
                 ino,
                 home: w & 1 != 0,
                 entries: (w >> 32) as u32,
+                first: of_opt32(i.w()),
             }
         }
         8 => Reply::Stat(get_stat(&mut i)?),
@@ -1334,7 +1394,7 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         10 => {
             let size = i.w();
             let offset = i.w();
-            let n = count(i.w(), MAX_IO_BLOCKS)?;
+            let (n, alone) = blocks_and_alone(i.w())?;
             let mut blocks = Vec::with_capacity(n);
             for _ in 0..n {
                 blocks.push(Some(i.u32()?).filter(|&b| b != HOLE));
@@ -1343,6 +1403,7 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
                 size,
                 offset,
                 blocks,
+                alone,
             }
         }
         11 => {
@@ -1382,13 +1443,17 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
             Reply::Dirents { entries, more }
         }
         24 => {
-            let n = count(i.w(), MAX_IO_BLOCKS)?;
+            let (n, alone) = blocks_and_alone(i.w())?;
             let stat = get_stat(&mut i)?;
             let mut blocks = Vec::with_capacity(n);
             for _ in 0..n {
                 blocks.push(Some(i.u32()?).filter(|&b| b != HOLE));
             }
-            Reply::Opened { stat, blocks }
+            Reply::Opened {
+                stat,
+                blocks,
+                alone,
+            }
         }
         23 => {
             let n = count(i.w(), LISTED_BYTES)?;

@@ -162,15 +162,17 @@ fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
         any::<bool>(),
         0..4u8,
         any::<bool>(),
+        0..3u8,
     )
         .prop_map(
-            |(create, exclusive, truncate, append, nofollow, list)| OpenFlags {
+            |(create, exclusive, truncate, append, nofollow, list, read_only)| OpenFlags {
                 create: create != 0,
                 exclusive: exclusive && create != 0,
                 truncate: truncate && create != 0,
                 append,
                 nofollow: nofollow == 0,
                 list,
+                read_only: read_only == 0,
             },
         );
     let slot = 0..4usize;
@@ -217,6 +219,9 @@ struct OFile {
     /// Shared by the descriptors of one description.
     offset: Rc<Cell<u64>>,
     append: bool,
+    /// `O_RDONLY`: writes are `EBADF` (the Hare client's check; NR-FS leaves it to the
+    /// kernel).
+    read_only: bool,
 }
 
 /// NR-FS and the inode numbers the test gives it: `FileSystem::unused_ino` reuses the
@@ -270,6 +275,7 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
                     kind,
                     offset: Rc::new(Cell::new(0)),
                     append: flags.append,
+                    read_only: flags.read_only,
                 });
             }))
         }
@@ -310,6 +316,9 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
         },
         Op::Write { slot, len, byte } => match pick(fds, *slot) {
             None => Answer::Skip,
+            Some(i) if fds[i].read_only && fds[i].kind != Kind::Dir => {
+                Answer::Count(Err(Errno::EBADF))
+            }
             Some(i) => {
                 let data = vec![*byte; *len];
                 let f = &fds[i];
@@ -335,6 +344,9 @@ fn oracle(o: &mut Oracle, fds: &mut Vec<OFile>, op: &Op, now: Timespec) -> Answe
             byte,
         } => match pick(fds, *slot) {
             None => Answer::Skip,
+            Some(i) if fds[i].read_only && fds[i].kind != Kind::Dir => {
+                Answer::Count(Err(Errno::EBADF))
+            }
             Some(i) => Answer::Count(fs.write(fds[i].ino, *off, &vec![*byte; *len], now)),
         },
         Op::Ftruncate { slot, size } => match pick(fds, *slot) {

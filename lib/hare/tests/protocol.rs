@@ -24,6 +24,7 @@ const CREATE: OpenFlags = OpenFlags {
     append: false,
     nofollow: false,
     list: false,
+    read_only: false,
 };
 
 /// Makes an empty file at `path` through client `c`: created, opened and closed.
@@ -245,6 +246,7 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
             ino: i,
             trunc: false,
             list: true,
+            write: false,
             now: T,
         };
         let h = n.servers[home(i)].handle(7, open);
@@ -253,7 +255,11 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
             "{:?}",
             h.reply
         );
-        n.servers[home(i)].handle(7, hare::Request::Close { ino: i });
+        let close = hare::Request::Close {
+            ino: i,
+            write: false,
+        };
+        n.servers[home(i)].handle(7, close);
     }
     drop(n);
     for p in [&b"/d"[..], b"/d/e", b"/d/f", b"/s"] {
@@ -1596,4 +1602,125 @@ fn appends_of_two_clients_that_know_the_blocks_keep_every_record() {
         }
         assert_eq!(counts, [5, 5], "seed {seed}");
     }
+}
+
+/// A client that no other client writes beside (`alone`) answers a read reaching the end
+/// of a file from the size it knows; another client opening the file to write makes it
+/// forget the size before that open returns, so that writer's posted writes are seen.
+#[test]
+fn a_reader_alone_stops_at_the_end_it_knows_until_another_client_opens_to_write() {
+    let (net, mut c) = world(2, 2, false, true);
+    let mut rng = Rng::new(23);
+    let read_only = OpenFlags {
+        read_only: true,
+        ..OpenFlags::default()
+    };
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    run(&net, c[0].write(fd, &[b'a'; 100], T), &mut rng).unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let r = run(
+        &net,
+        c[1].open(ROOT_INO, b"/f", read_only, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let mut buf = vec![0; 1000];
+    let asked = c[1].stats().requests;
+    assert_eq!(run(&net, c[1].pread(r, &mut buf, 0), &mut rng), Ok(100));
+    assert_eq!(run(&net, c[1].pread(r, &mut buf, 100), &mut rng), Ok(0));
+    assert_eq!(c[1].stats().requests, asked, "the open's blocks and size");
+    assert!(buf[..100].iter().all(|&b| b == b'a'));
+    assert_eq!(
+        run(&net, c[1].write(r, b"x", T), &mut rng),
+        Err(Errno::EBADF),
+        "opened to read"
+    );
+    // A writer opens it and posts a write past the end: the reader asks, and sees it.
+    let w = run(
+        &net,
+        c[0].open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let posted = c[0].stats().posted;
+    run(&net, c[0].pwrite(w, &[b'b'; 50], 100, T), &mut rng).unwrap();
+    assert_eq!(c[0].stats().posted - posted, 1, "a posted Wrote");
+    assert_eq!(run(&net, c[1].pread(r, &mut buf, 0), &mut rng), Ok(150));
+    assert!(buf[100..150].iter().all(|&b| b == b'b'));
+    // While it is open to write elsewhere, every read reaching the end asks.
+    let asked = c[1].stats().requests;
+    assert_eq!(run(&net, c[1].pread(r, &mut buf, 150), &mut rng), Ok(0));
+    assert_eq!(c[1].stats().requests - asked, 1);
+    // Once the writer closed, a new open is alone again.
+    run(&net, c[0].close(w), &mut rng).unwrap();
+    run(&net, c[1].close(r), &mut rng).unwrap();
+    let r = run(
+        &net,
+        c[1].open(ROOT_INO, b"/f", read_only, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let asked = c[1].stats().requests;
+    assert_eq!(run(&net, c[1].pread(r, &mut buf, 0), &mut rng), Ok(150));
+    assert_eq!(c[1].stats().requests, asked);
+    run(&net, c[1].close(r), &mut rng).unwrap();
+}
+
+/// A new file opened to write comes with its first page's block (allocated ahead): its
+/// first write is posted, and another client reads it. A posted write from a client that
+/// has the file open only to read is refused, changing nothing.
+#[test]
+fn a_new_file_is_written_without_asking_and_only_writers_post() {
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(24);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+    let (asked, posted) = (c[0].stats().requests, c[0].stats().posted);
+    run(&net, c[0].write(fd, &[b'm'; 700], T), &mut rng).unwrap();
+    assert_eq!(c[0].stats().posted - posted, 1, "a posted Wrote");
+    assert_eq!(c[0].stats().requests - asked, 1, "and nothing else");
+    let read_only = OpenFlags {
+        read_only: true,
+        ..OpenFlags::default()
+    };
+    let r = run(
+        &net,
+        c[1].open(ROOT_INO, b"/f", read_only, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let st = run(&net, c[1].fstat(r), &mut rng).unwrap();
+    assert_eq!((st.size, st.blocks), (700, 8));
+    let mut buf = vec![0; 1000];
+    assert_eq!(run(&net, c[1].pread(r, &mut buf, 0), &mut rng), Ok(700));
+    assert!(buf[..700].iter().all(|&b| b == b'm'));
+    let Reply::Extent { blocks, .. } = net.borrow_mut().direct(
+        1,
+        0,
+        Request::Read {
+            ino: st.ino,
+            offset: 0,
+            len: 700,
+            desc: None,
+        },
+    ) else {
+        panic!("an extent");
+    };
+    let wrote = Request::Wrote {
+        ino: st.ino,
+        offset: 700,
+        len: 10,
+        blocks: vec![blocks[0].expect("written")],
+        now: T,
+    };
+    assert_eq!(
+        net.borrow_mut().direct(1, 0, wrote),
+        Reply::Err(Errno::EINVAL),
+        "client 1 has it open only to read"
+    );
+    assert_eq!(run(&net, c[0].fstat(fd), &mut rng).unwrap().size, 700);
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    run(&net, c[1].close(r), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    let free = net.borrow().servers[0].stats().free_blocks;
+    assert_eq!(u64::from(BLOCKS_PER_SERVER) - free, 1, "the page written");
 }

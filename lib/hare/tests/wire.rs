@@ -93,13 +93,14 @@ fn request() -> impl Strategy<Value = Request> {
                 Just(NewInode::Fifo),
             ],
             any::<(u32, u32, u32)>(),
-            any::<bool>(),
+            any::<(bool, bool)>(),
             time()
         )
-            .prop_map(|(new, (m, u, g), open, now)| Request::Create {
+            .prop_map(|(new, (m, u, g), (open, write), now)| Request::Create {
                 new,
                 attrs: Attrs::new(m, u, g),
                 open,
+                write,
                 now
             }),
         (
@@ -114,19 +115,20 @@ fn request() -> impl Strategy<Value = Request> {
                 Just(NewInode::Fifo),
             ],
             any::<(u32, u32, u32)>(),
-            any::<bool>(),
+            any::<(bool, bool)>(),
             time()
         )
-            .prop_map(
-                |(dir, name, new, (m, u, g), open, now)| Request::CreateNamed {
+            .prop_map(|(dir, name, new, (m, u, g), (open, write), now)| {
+                Request::CreateNamed {
                     dir,
                     name,
                     new,
                     attrs: Attrs::new(m, u, g),
                     open,
-                    now
+                    write,
+                    now,
                 }
-            ),
+            }),
         ino().prop_map(|ino| Request::Destroy { ino }),
         (ino(), time()).prop_map(|(ino, now)| Request::Link { ino, now }),
         (ino(), time()).prop_map(|(ino, now)| Request::Unlink { ino, now }),
@@ -134,15 +136,16 @@ fn request() -> impl Strategy<Value = Request> {
             .prop_map(|(dir, delta, now)| Request::Nlink { dir, delta, now }),
         (ino(), ino(), time()).prop_map(|(dir, parent, now)| Request::Move { dir, parent, now }),
         ino().prop_map(|dir| Request::DirInfo { dir }),
-        (ino(), any::<bool>(), any::<bool>(), time()).prop_map(|(ino, trunc, list, now)| {
-            Request::Open {
+        (ino(), any::<(bool, bool, bool)>(), time()).prop_map(
+            |(ino, (trunc, list, write), now)| Request::Open {
                 ino,
                 trunc,
                 list,
+                write,
                 now,
             }
-        }),
-        ino().prop_map(|ino| Request::Close { ino }),
+        ),
+        (ino(), any::<bool>()).prop_map(|(ino, write)| Request::Close { ino, write }),
         (
             ino(),
             any::<u64>(),
@@ -251,7 +254,11 @@ fn request() -> impl Strategy<Value = Request> {
             ino,
             now
         }),
-        (ino(), any::<u64>()).prop_map(|(ino, offset)| Request::Share { ino, offset }),
+        (ino(), any::<u64>(), any::<bool>()).prop_map(|(ino, offset, write)| Request::Share {
+            ino,
+            offset,
+            write
+        }),
         any::<u64>().prop_map(|desc| Request::DupShared { desc }),
         any::<u64>().prop_map(|desc| Request::CloseShared { desc }),
         (any::<u64>(), any::<i64>(), any::<u32>()).prop_map(|(desc, offset, whence)| {
@@ -372,8 +379,18 @@ fn reply() -> impl Strategy<Value = Reply> {
         (prop::option::of(entry()), any::<bool>(), any::<u32>())
             .prop_map(|(old, home, entries)| Reply::Mapped { old, home, entries }),
         any::<u64>().prop_map(Reply::Created),
-        (any::<u64>(), any::<bool>(), any::<u32>())
-            .prop_map(|(ino, home, entries)| { Reply::Made { ino, home, entries } }),
+        (
+            any::<u64>(),
+            any::<bool>(),
+            any::<u32>(),
+            prop::option::of(any::<u32>())
+        )
+            .prop_map(|(ino, home, entries, first)| Reply::Made {
+                ino,
+                home,
+                entries,
+                first
+            }),
         stat().prop_map(Reply::Stat),
         (any::<u64>(), any::<bool>()).prop_map(|(parent, distributed)| Reply::Dir {
             parent,
@@ -382,12 +399,14 @@ fn reply() -> impl Strategy<Value = Reply> {
         (
             any::<u64>(),
             any::<u64>(),
-            prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS)
+            prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS),
+            any::<bool>()
         )
-            .prop_map(|(size, offset, blocks)| Reply::Extent {
+            .prop_map(|(size, offset, blocks, alone)| Reply::Extent {
                 size,
                 offset,
-                blocks
+                blocks,
+                alone
             }),
         (
             (any::<u64>(), any::<u64>()),
@@ -427,9 +446,14 @@ fn reply() -> impl Strategy<Value = Reply> {
         }),
         (
             stat(),
-            prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS)
+            prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS),
+            any::<bool>()
         )
-            .prop_map(|(stat, blocks)| Reply::Opened { stat, blocks }),
+            .prop_map(|(stat, blocks, alone)| Reply::Opened {
+                stat,
+                blocks,
+                alone
+            }),
         any::<u64>().prop_map(Reply::Shared),
         any::<u64>().prop_map(Reply::Offset),
         (

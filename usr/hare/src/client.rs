@@ -243,9 +243,11 @@ const O_EXCL: c_int = 0o200;
 const O_TRUNC: c_int = 0o1000;
 const O_APPEND: c_int = 0o2000;
 const O_NOFOLLOW: c_int = 0o400000;
+const O_ACCMODE: c_int = 0o3;
 
-/// `open(path, flags, mode)` (flags: Linux's O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_NOFOLLOW;
-/// the access mode is not checked): a descriptor or a negative errno.
+/// `open(path, flags, mode)` (flags: Linux's O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_NOFOLLOW,
+/// and the access mode: a write through an `O_RDONLY` descriptor is `EBADF`): a descriptor
+/// or a negative errno.
 ///
 /// # Safety
 /// `c` comes from [`hare_client_new`]; `path` is a NUL-terminated string.
@@ -265,6 +267,7 @@ pub unsafe extern "C" fn hare_open(
         append: flags & O_APPEND != 0,
         nofollow: flags & O_NOFOLLOW != 0,
         list: false,
+        read_only: flags & O_ACCMODE == 0,
     };
     let attrs = Attrs::new(mode & 0o7777, 0, 0);
     match run_ready(c.client.open(ROOT_INO, path, f, attrs, now())) {

@@ -1463,6 +1463,7 @@ pub fn open(
         nofollow: flags & O_NOFOLLOW != 0,
         // `opendir` opens with O_DIRECTORY, and lists next.
         list: flags & O_DIRECTORY != 0 && flags & O_PATH == 0,
+        read_only: !writing,
     };
     let attrs = Attrs::new(mode & 0o7777 & !umask, uid, gid);
     let core = kcb::current().core_id;
