@@ -1054,17 +1054,26 @@ fn user_case(
 /// technique of the §5.4 ablations switched off (`hare-fsload-4c2n-3s-ablated`). `fifo` runs
 /// there too (its FIFOs Hare inodes), on 1c1n and 4c2n with three servers. `hareexec`
 /// runs under three `exec=` placements instead (`hare-exec-*`). `fileio`, `fsshare` and the
-/// shell suite also boot with Hare as the root (`root=hare:LIST`, `hare-root-*`).
+/// shell suite also boot with Hare as the root (`root=hare:LIST`, `hare-root-*`). The
+/// fuzzer's fixed-seed campaign runs with its files on Hare, a server time-sharing each of
+/// four cores that its churner stops and starts (`hare-fuzz-4c2n-timeshare`): hostile
+/// programs against the kernel's client and the servers behind it.
 fn hare_cases() -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     for t in user_tests() {
         if !matches!(
             t.name,
-            "fileio" | "fsshare" | "shell-suite" | "fsload" | "hareexec" | "fifo"
+            "fileio" | "fsshare" | "shell-suite" | "fsload" | "hareexec" | "fifo" | "fuzz"
         ) {
             continue;
         }
         let t = Rc::new(t);
+        if t.name == "fuzz" {
+            let prefix = ["/test/onhare", "timeshare", "/tmp"];
+            let name = "hare-fuzz-4c2n-timeshare".to_string();
+            cases.push(user_case(&t, name, FOUR_CORES, &prefix)?);
+            continue;
+        }
         if t.name == "hareexec" {
             // §3.6's placement of execve: round robin over every core (servers time-sharing
             // them), random over the cores the servers leave (split), and the default, local.
