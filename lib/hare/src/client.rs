@@ -203,6 +203,17 @@ pub struct SharedFd {
     desc: u64,
 }
 
+/// Whether a read or write of an inode of kind `kind` reaches data: a regular file's, as
+/// NR-FS's `read` and `write` answer (`EISDIR` for a directory, `EINVAL` for the rest, even
+/// for no bytes).
+fn data_kind(kind: Kind) -> Result<(), Errno> {
+    match kind {
+        Kind::File => Ok(()),
+        Kind::Dir => Err(Errno::EISDIR),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 /// One entry of [`Client::read_dir`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
@@ -1417,9 +1428,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         offset: u64,
         desc: Option<u64>,
     ) -> Result<(u64, usize), Errno> {
-        if f.kind == Kind::Dir {
-            return Err(Errno::EISDIR);
-        }
+        data_kind(f.kind)?;
         let direct = self.policy.techniques.direct;
         let kept = direct && desc.is_none();
         if kept && self.knows_size(f.ino) {
@@ -1603,13 +1612,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         desc: Option<u64>,
         now: Timespec,
     ) -> Result<(u64, usize), Errno> {
-        if f.kind == Kind::Dir {
-            return Err(Errno::EISDIR);
-        }
         // Posted writes are a writer's only (`Request::Wrote`).
-        if f.read_only {
+        if f.read_only && f.kind != Kind::Dir {
             return Err(Errno::EBADF);
         }
+        data_kind(f.kind)?;
         // An empty write writes nothing and moves nothing, not even an append's offset.
         if data.is_empty() {
             return Ok((offset, 0));
