@@ -885,8 +885,17 @@ fn check_resized_sequence(
     assert_eq!(held, fs.fs.statfs().pages, "blocks held after closing all");
 }
 
+/// Cases per test: 256, or `PROPTEST_CASES` (a longer campaign: `PROPTEST_CASES=40000 cargo
+/// test --release -p hare --test oracle`, about a minute).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// One operation at a time, by any of three clients (so lookup caches must be
     /// invalidated), over 1-4 servers, with ordinary or distributed directories (all, or
