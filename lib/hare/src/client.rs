@@ -1783,6 +1783,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         self.list_from(dir, None).await
     }
 
+    /// The servers holding directory `dir`'s entries: every one if it is distributed, else
+    /// its home.
+    async fn listing_servers(&mut self, dir: Ino) -> Result<Vec<ServerId>, Errno> {
+        Ok(if self.distributed(dir).await.map_err(errno)? {
+            self.table.servers()
+        } else {
+            vec![self.table.inode_server(dir)]
+        })
+    }
+
     /// [`Client::list`], from `first`, the first batch of an ordinary directory's listing
     /// (and whether more follow), if its open brought it.
     async fn list_from(
@@ -1797,21 +1807,21 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         };
         let mut out = Vec::new();
         let (mut asking, mut after) = match first {
-            Some((entries, more)) => {
+            Some((entries, false)) => {
+                out.extend(entries.into_iter().map(dirent));
+                (Vec::new(), Vec::new())
+            }
+            // The first batch came from an ordinary directory's home when it was opened; if
+            // the directory has distributed itself since (§6.1.2), the entries after it are
+            // on every server now.
+            Some((entries, true)) => {
                 let last = entries.last().map(|(n, _)| n.clone());
                 out.extend(entries.into_iter().map(dirent));
-                if more {
-                    (vec![self.table.inode_server(dir)], vec![last])
-                } else {
-                    (Vec::new(), Vec::new())
-                }
+                let servers = self.listing_servers(dir).await?;
+                (servers.clone(), vec![last; servers.len()])
             }
             None => {
-                let servers = if self.distributed(dir).await.map_err(errno)? {
-                    self.table.servers()
-                } else {
-                    vec![self.table.inode_server(dir)]
-                };
+                let servers = self.listing_servers(dir).await?;
                 (servers.clone(), vec![None; servers.len()])
             }
         };

@@ -1724,3 +1724,45 @@ fn a_new_file_is_written_without_asking_and_only_writers_post() {
     let free = net.borrow().servers[0].stats().free_blocks;
     assert_eq!(u64::from(BLOCKS_PER_SERVER) - free, 1, "the page written");
 }
+
+/// An ordinary directory whose open brought the first batch of its listing, and which
+/// distributes itself before the listing goes on (another core's create crossed the
+/// threshold): the rest of the listing comes from every server, so every entry is listed
+/// once (asking its home alone missed those that moved).
+#[test]
+fn a_listing_begun_before_its_directory_distributes_itself_lists_every_entry() {
+    let (net, mut c) = world(3, 2, false, true);
+    let mut rng = Rng::new(25);
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
+    let mut names = Vec::new();
+    for i in 0..300 {
+        let name = format!("a-rather-long-name-so-that-a-page-holds-few-{i:03}");
+        let path = format!("/d/{name}");
+        let fd = run(
+            &net,
+            c[0].open(ROOT_INO, path.as_bytes(), CREATE, FILE, T),
+            &mut rng,
+        );
+        run(&net, c[0].close(fd.unwrap()), &mut rng).unwrap();
+        names.push(name.into_bytes());
+    }
+    names.sort();
+    let dir = run(&net, c[1].stat(ROOT_INO, b"/d", true), &mut rng)
+        .unwrap()
+        .ino;
+    let list = OpenFlags {
+        list: true,
+        ..OpenFlags::default()
+    };
+    let fd = run(&net, c[1].open(ROOT_INO, b"/d", list, DIR, T), &mut rng).unwrap();
+    assert_eq!(common::distribute(&net, 2, dir), Ok(true));
+    c[1].forget_cache();
+    let listed: Vec<_> = run(&net, c[1].read_dir(fd), &mut rng)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(listed.len(), names.len(), "every name");
+    assert!(listed == names, "each once, in order");
+    run(&net, c[1].close(fd), &mut rng).unwrap();
+}
