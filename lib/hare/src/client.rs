@@ -511,6 +511,20 @@ impl Extent {
         pages.map(|p| self.blocks.get(&p).copied()).collect()
     }
 
+    /// Learns what a server answered: the size, whether the client is alone, and `blocks`
+    /// from the page holding byte `at`.
+    fn answered(
+        &mut self,
+        size: u64,
+        alone: bool,
+        at: u64,
+        blocks: impl IntoIterator<Item = Option<Block>>,
+    ) {
+        self.size = Some(size);
+        self.alone = alone;
+        self.learn(at, blocks);
+    }
+
     /// Learns `blocks`, from the page holding byte `at`.
     fn learn(&mut self, at: u64, blocks: impl IntoIterator<Item = Option<Block>>) {
         let first = at / BLOCK_SIZE as u64;
@@ -915,9 +929,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 // block, allocated ahead): nobody else has it open yet.
                 let x = self.extents.entry(ino).or_default();
                 x.forget();
-                x.size = Some(0);
-                x.alone = true;
-                x.blocks.extend(first.map(|b| (0, Some(b))));
+                x.answered(0, true, 0, first.map(Some));
             }
             let entry = Entry {
                 ino,
@@ -1217,9 +1229,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     if flags.truncate {
                         x.blocks.clear();
                     }
-                    x.size = Some(stat.size);
-                    x.alone = alone;
-                    x.learn(0, blocks);
+                    x.answered(stat.size, alone, 0, blocks);
                 }
                 Ok(fd)
             }
@@ -1480,9 +1490,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     let n = want.min(size.saturating_sub(offset) as usize);
                     copy_out(&self.cache, &blocks, offset, &mut buf[done..done + n]);
                     if let Some(x) = self.extents.get_mut(&f.ino).filter(|_| kept) {
-                        x.size = Some(size);
-                        x.alone = alone;
-                        x.learn(offset, blocks);
+                        x.answered(size, alone, offset, blocks);
                     }
                     (offset, n)
                 }
@@ -1524,16 +1532,15 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let x = self.extents.get(&ino)?;
         let size = x.size?;
         let end = at.checked_add(buf.len() as u64)?;
-        let n = if end <= size {
+        let n = if buf.is_empty() {
+            return None;
+        } else if end <= size {
             buf.len()
         } else if x.alone {
             size.saturating_sub(at) as usize
         } else {
             return None;
         };
-        if buf.is_empty() {
-            return None;
-        }
         let blocks = x.known(crate::pages_of(at, n as u64))?;
         copy_out(&self.cache, &blocks, at, &mut buf[..n]);
         Some(n)

@@ -1626,17 +1626,14 @@ impl Server {
         write: bool,
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
-        let inode = self.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
-        if inode.opens == 0 {
+        if self.inode(ino)?.opens == 0 {
             return Err(Errno::EBADF);
         }
-        inode.opens -= 1;
         if write {
             self.count_writer(from, ino, false, inval);
         }
-        let Some(inode) = self.inodes.get_mut(&ino) else {
-            return Err(Errno::ENOENT);
-        };
+        let inode = self.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
+        inode.opens -= 1;
         if inode.opens == 0 {
             if let Body::File {
                 deferred,

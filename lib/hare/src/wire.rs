@@ -356,6 +356,30 @@ fn blocks_and_alone(w: u64) -> Result<(usize, bool), WireError> {
     Ok((n, w >> ALONE_BIT != 0))
 }
 
+/// The count word of a list of blocks or holes ([`blocks_and_alone`]): at most
+/// [`MAX_IO_BLOCKS`].
+fn count_and_alone(blocks: &[Option<Block>], alone: bool) -> Result<u64, WireError> {
+    if blocks.len() > MAX_IO_BLOCKS {
+        return Err(WireError::Bad("blocks"));
+    }
+    Ok(blocks.len() as u64 | u64::from(alone) << ALONE_BIT)
+}
+
+/// Blocks or holes ([`HOLE`]), four bytes each, in the page.
+fn put_blocks_or_holes(o: &mut Out<'_>, blocks: &[Option<Block>]) -> Result<(), WireError> {
+    for b in blocks {
+        o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
+    }
+    Ok(())
+}
+
+/// `n` blocks or holes that [`put_blocks_or_holes`] wrote.
+fn get_blocks_or_holes(i: &mut In<'_>, n: usize) -> Result<Vec<Option<Block>>, WireError> {
+    (0..n)
+        .map(|_| Ok(Some(i.u32()?).filter(|&b| b != HOLE)))
+        .collect()
+}
+
 /// A word that must be a flag, 0 or 1.
 fn flag(w: u64) -> Result<bool, WireError> {
     match w {
@@ -1238,12 +1262,8 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             blocks,
             alone,
         } => {
-            o.w(*size)
-                .w(*offset)
-                .w(blocks.len() as u64 | u64::from(*alone) << ALONE_BIT);
-            for b in blocks {
-                o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
-            }
+            o.w(*size).w(*offset).w(count_and_alone(blocks, *alone)?);
+            put_blocks_or_holes(&mut o, blocks)?;
             10
         }
         Reply::Written {
@@ -1289,14 +1309,9 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             blocks,
             alone,
         } => {
-            if blocks.len() > MAX_IO_BLOCKS {
-                return Err(WireError::Bad("blocks"));
-            }
-            o.w(blocks.len() as u64 | u64::from(*alone) << ALONE_BIT);
+            o.w(count_and_alone(blocks, *alone)?);
             put_stat(&mut o, stat)?;
-            for b in blocks {
-                o.bytes(&b.unwrap_or(HOLE).to_le_bytes())?;
-            }
+            put_blocks_or_holes(&mut o, blocks)?;
             24
         }
         Reply::Listed {
@@ -1395,10 +1410,7 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
             let size = i.w();
             let offset = i.w();
             let (n, alone) = blocks_and_alone(i.w())?;
-            let mut blocks = Vec::with_capacity(n);
-            for _ in 0..n {
-                blocks.push(Some(i.u32()?).filter(|&b| b != HOLE));
-            }
+            let blocks = get_blocks_or_holes(&mut i, n)?;
             Reply::Extent {
                 size,
                 offset,
@@ -1445,10 +1457,7 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         24 => {
             let (n, alone) = blocks_and_alone(i.w())?;
             let stat = get_stat(&mut i)?;
-            let mut blocks = Vec::with_capacity(n);
-            for _ in 0..n {
-                blocks.push(Some(i.u32()?).filter(|&b| b != HOLE));
-            }
+            let blocks = get_blocks_or_holes(&mut i, n)?;
             Reply::Opened {
                 stat,
                 blocks,
