@@ -1156,8 +1156,16 @@ fn tty_cases() -> Vec<Case> {
         Send("echo rc=$?\r"),
         Expect("\nrc=130\n"),
         Expect(PROMPT),
-        // ... and a process that computes and never reads (here the shell itself).
-        Send("echo looping; while :; do :; done\r"),
+        // ... and a process that computes and never reads. Not the interactive shell itself:
+        // ash's SIGINT handler longjmps out of wherever the shell is, and a Ctrl-C sent while
+        // its own `echo` is still inside glibc's stdio (between the `cmpxchg` that takes
+        // stdout's lock and the store of its owner, a translated-block boundary under TCG)
+        // leaves that lock taken by no one, so the next prompt waits on it for ever (seen about
+        // once in 300 runs; ash's problem, not the kernel's). Nor `/bin/echo` printing the line:
+        // ash takes the terminal back only after that child has exited, so a Ctrl-C sent right
+        // after its line can reach the finished job's group. A non-interactive `sh -c` prints
+        // and loops in one process, which SIGINT's default action ends.
+        Send("sh -c 'echo looping; while :; do :; done'\r"),
         Expect("\nlooping\n"),
         Send("\x03"),
         Expect(PROMPT),
