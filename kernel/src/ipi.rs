@@ -46,6 +46,9 @@ pub enum IpiKind {
     /// Take the KCBs claimed for parking on this core, or give back one parked here, as
     /// their fields say (`proc::sched::host_request`).
     Host = 4,
+    /// See whether this core's periodic timer still runs, and start it again if not (the boot
+    /// core's tick watch sends it to a core whose tick count stood still: `sched::watch_ticks`).
+    CheckTimer = 5,
 }
 
 /// A sent request, to wait on.
@@ -186,6 +189,9 @@ fn take_requests(kcb: &Kcb) {
     }
     if pending & (1 << IpiKind::Host as u32) != 0 {
         crate::proc::sched::host_request(kcb);
+    }
+    if pending & (1 << IpiKind::CheckTimer as u32) != 0 {
+        crate::proc::sched::check_timer(kcb);
     }
     if pending & (1 << IpiKind::TlbFlush as u32) != 0 {
         let set = kcb.ipi.flush.lock().take();

@@ -312,6 +312,7 @@ pub fn interrupt(frame: &mut InterruptFrame) {
                 crate::proc::itimer::tick();
                 crate::fs::eventfd::tick();
                 crate::net::tick();
+                crate::proc::sched::watch_ticks(kcb::current());
             }
         }
         crate::ipi::IPI_VECTOR => {

@@ -10,7 +10,9 @@
 //!   core's own node;
 //! - `fault`: the boot core touches an unmapped address (the exception report and status 5);
 //! - `fault-ap`: the last core executes an invalid instruction (the report names that core);
-//! - `panic`: the boot core panics (the panic report and status 3).
+//! - `panic`: the boot core panics (the panic report and status 3);
+//! - `timer-watch`: the last core stops its own timer; the boot core's tick watch must find it
+//!   and have it started again (`proc::sched::watch_ticks`).
 //!
 //! A self-test that fails prints `reef: selftest NAME: FAILED: ...` and exits with status 7.
 
@@ -37,6 +39,8 @@ const PHASE_FAULT_AP: usize = 2;
 const PHASE_MEMORY: usize = 3;
 /// Phase in which the cores pass a timestamp around (the clock relay).
 const PHASE_RELAY: usize = 4;
+/// Phase in which the last online core stops its own timer (`timer-watch`).
+const PHASE_TIMER_STOP: usize = 5;
 /// Bit set of cores that finished their part of the current phase.
 static DONE: [AtomicU64; kcb::MAX_CORES / 64] = [const { AtomicU64::new(0) }; kcb::MAX_CORES / 64];
 /// Failures reported by any core.
@@ -93,6 +97,9 @@ pub fn run_pending() {
         }
         PHASE_MEMORY => memory_part(core),
         PHASE_RELAY => relay_part(core),
+        PHASE_TIMER_STOP if core == *online_cores().last().expect("cores") => {
+            crate::arch::apic::timer_stop();
+        }
         _ => {}
     }
     mark_done(core);
@@ -269,11 +276,12 @@ pub fn run(name: &str, driver: &BootDriver) {
         "panic" => panic!("deliberate panic (test=panic)"),
         "lock-order" => lock_order(),
         "deadlock" => deadlock(),
+        "timer-watch" => timer_watch(),
         other => fail(
             other,
             format_args!(
                 "no such self-test (ipi, memory, corectl, fault, fault-ap, panic, lock-order, \
-                 deadlock)"
+                 deadlock, timer-watch)"
             ),
         ),
     }
@@ -302,6 +310,41 @@ fn timers_tick(cores: &[usize]) {
         "reef: APIC timer ticking on all {} cores at {} Hz",
         cores.len(),
         time::TIMER_HZ
+    );
+}
+
+/// The `timer-watch` self-test: the last core stops its own timer, as the core whose timer
+/// never ran did (`time::start_timer`); the boot core's tick watch must notice within a few
+/// seconds and have the core start it again, after which the core ticks again.
+fn timer_watch() {
+    let cores = online_cores();
+    let Some(&last) = cores.last().filter(|&&c| c != 0) else {
+        return fail("timer-watch", format_args!("needs at least two cores"));
+    };
+    let kcb = kcb::get(last).expect("online core has a KCB");
+    let restarts = crate::proc::sched::TIMER_RESTARTS.load(Ordering::Relaxed);
+    run_phase(PHASE_TIMER_STOP);
+    let stopped_at = kcb.timer_ticks.load(Ordering::Relaxed);
+    kprintln!("reef: timer-watch: core {last} stopped its timer after {stopped_at} ticks");
+    let deadline = time::now_ns() + 30_000_000_000;
+    while crate::proc::sched::TIMER_RESTARTS.load(Ordering::Relaxed) == restarts
+        || kcb.timer_ticks.load(Ordering::Relaxed) < stopped_at + 2
+    {
+        if time::now_ns() > deadline {
+            return fail(
+                "timer-watch",
+                format_args!(
+                    "core {last}'s timer was not started again: {} ticks, {} restarts",
+                    kcb.timer_ticks.load(Ordering::Relaxed),
+                    crate::proc::sched::TIMER_RESTARTS.load(Ordering::Relaxed)
+                ),
+            );
+        }
+        cpu::pause();
+    }
+    kprintln!(
+        "reef: timer-watch: core {last} ticks again ({} ticks)",
+        kcb.timer_ticks.load(Ordering::Relaxed)
     );
 }
 

@@ -157,10 +157,32 @@ pub fn spin_ns(ns: u64) {
     }
 }
 
-/// Starts this core's periodic timer interrupt at [`TIMER_HZ`].
+/// Times [`start_timer`] writes the timer before it gives up on a timer that does not read back
+/// what it wrote.
+const TIMER_WRITES: u32 = 3;
+
+/// Starts this core's periodic timer interrupt at [`TIMER_HZ`], and reads it back: a core whose
+/// timer stays masked takes no tick, and its sleepers never wake (seen about once in 350 boots
+/// under QEMU's TCG: a core whose timer read masked with no count a minute after boot). A timer
+/// that reads otherwise is written again, with a line on the console; should it stop later, the
+/// boot core's tick watch notices (`proc::sched::watch_ticks`).
 pub fn start_timer() {
     let initial = (apic_timer_hz() / TIMER_HZ).clamp(1, u32::MAX as u64) as u32;
-    apic::timer_start_periodic(TIMER_VECTOR, initial);
+    let wanted = (apic::periodic_entry(TIMER_VECTOR), initial);
+    for write in 1..=TIMER_WRITES {
+        apic::timer_start_periodic(TIMER_VECTOR, initial);
+        let (entry, count) = apic::timer_setting();
+        if (entry, count) == wanted {
+            return;
+        }
+        crate::kprintln!(
+            "reef: timer: core {} wrote entry {:#x} count {} and read back {entry:#x} {count} \
+             (write {write} of {TIMER_WRITES})",
+            kcb::try_current().map_or(0, |k| k.core_id),
+            wanted.0,
+            wanted.1
+        );
+    }
 }
 
 /// Has this core's timer interrupt once at `deadline_ns` (its clock), or stops it (`None`): the

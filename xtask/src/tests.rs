@@ -425,6 +425,24 @@ fn check_corectl(m: &Machine, o: &Outcome) -> Result<(), String> {
     expect(&o.log, "reef: selftest corectl: passed")
 }
 
+fn check_timer_watch(m: &Machine, o: &Outcome) -> Result<(), String> {
+    check_boot(m, o)?;
+    let last = m.cores - 1;
+    expect(
+        &o.log,
+        &format!("reef: timer-watch: core {last} stopped its timer after"),
+    )?;
+    expect(
+        &o.log,
+        &format!("reef: timer: core {last} had stopped its timer after"),
+    )?;
+    expect(
+        &o.log,
+        &format!("reef: timer-watch: core {last} ticks again"),
+    )?;
+    expect(&o.log, "reef: selftest timer-watch: passed")
+}
+
 fn check_memory(m: &Machine, o: &Outcome) -> Result<(), String> {
     check_boot(m, o)?;
     expect(
@@ -533,6 +551,13 @@ fn kernel_cases() -> Vec<Case> {
             "test=corectl poweroff",
             0,
             check_corectl,
+        ),
+        kernel_case(
+            "timer-watch-2c1n",
+            (2, 1, 128),
+            "test=timer-watch poweroff",
+            0,
+            check_timer_watch,
         ),
         kernel_case(
             "fault-bsp",

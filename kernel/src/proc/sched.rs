@@ -554,6 +554,58 @@ pub fn timer_tick(user: bool) {
     }
 }
 
+/// Each core's tick count when the boot core's tick last looked at it ([`watch_ticks`]).
+static TICKS_SEEN: [AtomicU64; kcb::MAX_CORES] = [const { AtomicU64::new(0) }; kcb::MAX_CORES];
+/// Timers found stopped on a core with a periodic tick and started again ([`check_timer`]).
+pub static TIMER_RESTARTS: AtomicU64 = AtomicU64::new(0);
+
+/// The tick watch, on the boot core's tick (`k` is its current KCB): once a second, every other
+/// online core with a periodic tick whose tick count has not moved since the last look gets a
+/// `CheckTimer` IPI ([`check_timer`]). A core whose timer stopped takes no tick, and its
+/// sleepers would never wake. Sends only: a core that ticks after all (its count read between
+/// two of its own ticks, or a parked KCB's turn took them) checks a running timer and does
+/// nothing.
+pub fn watch_ticks(k: &Kcb) {
+    if !k.timer_ticks.load(Ordering::Relaxed).is_multiple_of(crate::time::TIMER_HZ) {
+        return;
+    }
+    for (core, seen) in TICKS_SEEN.iter().enumerate().skip(1) {
+        let Some(other) = kcb::get(core) else {
+            continue;
+        };
+        let ticks = other.timer_ticks.load(Ordering::Relaxed);
+        let last = seen.swap(ticks, Ordering::Relaxed);
+        if ticks == last
+            && other.state() == kcb::CoreState::Online
+            && !other.sched.is_tickless()
+        {
+            // Not online any more: it stopped meanwhile, and has nothing to check.
+            let _ = crate::ipi::send(core, crate::ipi::IpiKind::CheckTimer);
+        }
+    }
+}
+
+/// The `CheckTimer` request to `k`, one of the KCBs this core runs, in its IPI handler: if `k`
+/// is this core's own, online, with a periodic tick, and its timer is masked or has no count,
+/// starts it again and says so on the console.
+pub fn check_timer(k: &Kcb) {
+    let own = kcb::current().runner();
+    if !core::ptr::eq(k, own)
+        || k.state() != kcb::CoreState::Online
+        || k.sched.is_tickless()
+        || crate::arch::apic::timer_running()
+    {
+        return;
+    }
+    crate::time::start_timer();
+    TIMER_RESTARTS.fetch_add(1, Ordering::Relaxed);
+    crate::kprintln!(
+        "reef: timer: core {} had stopped its timer after {} ticks; started again",
+        k.core_id,
+        k.timer_ticks.load(Ordering::Relaxed)
+    );
+}
+
 /// The tick's scheduling: ends the running thread's time slice, and the turn of this core's
 /// KCB or a parked one when another has work.
 fn slices_and_turns(k: &'static Kcb) {

@@ -39,6 +39,8 @@ const REG_TIMER_DIVIDE: u32 = 0x3E0;
 const LVT_MASKED: u32 = 1 << 16;
 /// Delivery mode NMI (100b, bits 10:8) of an LVT entry.
 const LVT_NMI: u32 = 0b100 << 8;
+/// Delivery Status bit (12) of an LVT entry: an interrupt is being sent (read only).
+const LVT_DELIVERY_PENDING: u32 = 1 << 12;
 /// Timer mode field of the LVT Timer Register set to periodic (bits 18:17 = 01).
 const TIMER_PERIODIC: u32 = 1 << 17;
 /// Delivery Status bit (12) of the ICR: the previous IPI has not been accepted yet (send
@@ -176,11 +178,32 @@ pub fn timer_current() -> u32 {
     read(REG_TIMER_CURRENT)
 }
 
+/// The timer's LVT entry in periodic mode with `vector`, as [`timer_start_periodic`] writes it
+/// and [`timer_setting`] reads it back.
+pub fn periodic_entry(vector: u8) -> u32 {
+    TIMER_PERIODIC | vector as u32
+}
+
 /// Starts the periodic timer: `vector` every `initial` ticks of the bus clock divided by 16.
 pub fn timer_start_periodic(vector: u8, initial: u32) {
     write(REG_TIMER_DIVIDE, 0b0011);
-    write(REG_LVT_TIMER, TIMER_PERIODIC | vector as u32);
+    write(REG_LVT_TIMER, periodic_entry(vector));
     write(REG_TIMER_INIT, initial);
+}
+
+/// The timer's LVT entry and initial count as they read now; the entry without its
+/// delivery-status bit, which reads 1 while an interrupt is being sent.
+pub fn timer_setting() -> (u32, u32) {
+    (
+        read(REG_LVT_TIMER) & !LVT_DELIVERY_PENDING,
+        read(REG_TIMER_INIT),
+    )
+}
+
+/// Whether the timer is set to interrupt this core: unmasked, with a count to count down.
+pub fn timer_running() -> bool {
+    let (entry, initial) = timer_setting();
+    entry & LVT_MASKED == 0 && initial != 0
 }
 
 /// Starts the timer once: `vector` after `initial` ticks of the bus clock divided by 16 (the
