@@ -66,24 +66,36 @@ pub fn rips(registers: &str) -> Vec<u64> {
         .collect()
 }
 
-/// `addr2line -f -C -e ELF ADDR...`: function and line of each address (one string each).
+/// `addr2line -a -f -i -p -C -e ELF ADDR...`: function and line of each address (one string
+/// each), with the functions inlined there: the innermost first, each caller after a ` < `
+/// (`block at ... < wait at ... < futex at ...`), so that an address in a function that
+/// inlines much (a system call's `dispatch`) says which call it is in.
 pub fn addr2line(elf: &Path, addrs: &[u64]) -> Vec<String> {
     if addrs.is_empty() {
         return Vec::new();
     }
     let out = Command::new("addr2line")
-        .arg("-f")
-        .arg("-C")
-        .arg("-e")
+        .args(["-a", "-f", "-i", "-p", "-C", "-e"])
         .arg(elf)
         .args(addrs.iter().map(|a| format!("{a:#x}")))
         .output();
     let Ok(out) = out else {
         return Vec::new();
     };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    lines.chunks(2).map(|c| c.join(" at ")).collect()
+    let mut places: Vec<String> = Vec::with_capacity(addrs.len());
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(caller) = line.trim_start().strip_prefix("(inlined by) ") {
+            if let Some(place) = places.last_mut() {
+                place.push_str(" < ");
+                place.push_str(caller);
+            }
+        } else {
+            // `0xADDR: function at file:line`
+            let place = line.split_once(": ").map_or(line, |(_, place)| place);
+            places.push(place.to_string());
+        }
+    }
+    places
 }
 
 /// The return addresses of a kernel report's `backtrace:` line (none for any other line).
