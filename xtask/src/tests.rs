@@ -200,13 +200,17 @@ pub(crate) enum Step {
 
 /// Runs `cmd` with its stdin piped and plays `script`, then waits for the process to exit
 /// (within `limit` from the start). Returns the outcome and whether every step succeeded; a
-/// failed step kills the process and says what was typed so far.
+/// failed step kills the process and says what was typed so far. `on_hang` runs before the
+/// process is killed when an expected output did not come in time or the process did not exit
+/// in time (to ask the guest where it is; its answer on the console is kept).
 fn converse(
     cmd: Command,
     script: &[Step],
     limit: Duration,
     host_port: u16,
+    on_hang: impl FnOnce(),
 ) -> Result<(Outcome, Result<(), String>), String> {
+    let mut on_hang = Some(on_hang);
     let (mut child, start) = spawn_piped(cmd, Stdio::piped())?;
     let mut stdin = child.stdin.take().expect("piped");
     let capture = Capture::start(&mut child);
@@ -250,6 +254,11 @@ fn converse(
                         break;
                     }
                     if exited || step_start.elapsed() > STEP_LIMIT || start.elapsed() > limit {
+                        if !exited {
+                            if let Some(f) = on_hang.take() {
+                                f()
+                            }
+                        }
                         verdict = Err(format!(
                             "step {}: expected {want:?} in the output{}; typed so far: {typed:?}",
                             i + 1,
@@ -267,7 +276,11 @@ fn converse(
         }
     }
     let end = if verdict.is_ok() {
-        wait_for_exit(&mut child, start, limit, || {})?
+        wait_for_exit(&mut child, start, limit, || {
+            if let Some(f) = on_hang.take() {
+                f()
+            }
+        })?
     } else {
         let _ = child.kill();
         let _ = child.wait();
@@ -1522,21 +1535,22 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             Some(d) if case.debian => d,
             _ => &lean,
         };
+        // Every case is asked where it is if it hangs: at its time limit, or (scripted) when
+        // an expected output does not come.
         let mut registers = String::new();
+        let _ = std::fs::remove_file(&sock);
+        let cmd = m.command(
+            &kernel.image,
+            initrd,
+            &case.cmdline,
+            Console::Watched(&sock),
+        );
+        let on_hang = || registers = monitor::ask_hung(&sock);
         let (mut o, script) = if case.script.is_empty() {
-            let _ = std::fs::remove_file(&sock);
-            let cmd = m.command(
-                &kernel.image,
-                initrd,
-                &case.cmdline,
-                Console::Watched(&sock),
-            );
-            let o = collect(cmd, case.limit, || registers = monitor::ask_hung(&sock))?;
-            (o, Ok(()))
+            (collect(cmd, case.limit, on_hang)?, Ok(()))
         } else {
-            let cmd = m.command(&kernel.image, initrd, &case.cmdline, Console::Piped);
             let host_port = case.forwards.first().map_or(0, |f| f.host);
-            converse(cmd, &case.script, case.limit, host_port)?
+            converse(cmd, &case.script, case.limit, host_port, on_hang)?
         };
         let verdict = script.and_then(|()| match o.end {
             End::TimedOut => Err(format!("no exit within {} s", case.limit.as_secs())),
@@ -1560,7 +1574,7 @@ fn qemu_tests(filter: Option<&str>) -> Result<(usize, usize), String> {
             o.log = monitor::name_backtraces(&o.log, &kernel.elf);
             if !registers.is_empty() {
                 o.log
-                    .push_str("xtask: where each vCPU was at the time limit (QEMU's monitor):\n");
+                    .push_str("xtask: where each vCPU was when it hung (QEMU's monitor):\n");
                 for l in monitor::where_each_cpu_was(&registers, &kernel.elf) {
                     o.log.push_str(&format!("xtask: {l}\n"));
                 }
@@ -1919,7 +1933,7 @@ mod unit {
         ];
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "read a; echo got=$a; read b; echo got=$b; exit 4"]);
-        let (o, verdict) = converse(cmd, &script, LIMIT, 0).unwrap();
+        let (o, verdict) = converse(cmd, &script, LIMIT, 0, || {}).unwrap();
         assert_eq!(verdict, Ok(()));
         assert_eq!(o.end, End::Exited(4));
         assert_eq!(o.log, "got=one\ngot=two\n");
@@ -1934,7 +1948,7 @@ mod unit {
         ];
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "read x; echo $x"]);
-        let (o, verdict) = converse(cmd, &script, LIMIT, 0).unwrap();
+        let (o, verdict) = converse(cmd, &script, LIMIT, 0, || {}).unwrap();
         let why = verdict.unwrap_err();
         assert!(why.starts_with("step 3: expected \"one\""), "{why}");
         assert!(why.contains("typed so far: [\"echo one\\n\"]"), "{why}");

@@ -230,6 +230,14 @@ impl Thread {
         self.stack.as_ptr_range().end as u64
     }
 
+    /// The user registers the thread entered the kernel with (`[rip, rsp, rax, rdi, rsi,
+    /// rdx]`), for [`dump_threads`]: stale if it runs meanwhile.
+    fn user_registers(&self) -> [u64; 6] {
+        // SAFETY: `self` owns its kernel stack, which stays allocated while it is borrowed;
+        // every thread's stack holds a user frame from its creation (`prepare_stack`) on.
+        unsafe { user::saved_user_registers(self.stack_top()) }
+    }
+
     /// Current state.
     pub fn state(&self) -> ThreadState {
         match self.state.load(Ordering::Acquire) {
@@ -610,6 +618,39 @@ pub fn lookup(pid: Pid) -> Option<table::Entry> {
     match table().execute(table::ReadOp::Get(pid)) {
         table::Resp::Entry(e) => e,
         _ => None,
+    }
+}
+
+/// Prints every process and its threads on the console, each thread with its state, its core
+/// and the user registers it entered the kernel with (a system call's number, named, and first
+/// arguments): the second half of the NMI's report of a hung guest. The NMI may take no lock,
+/// so it asks the next core that goes idle to print this (`sched::DUMP_THREADS`); it takes the
+/// process table and each process's `threads` lock as `/proc` does.
+pub fn dump_threads() {
+    for pid in all_pids() {
+        let Some(e) = lookup(pid) else {
+            continue;
+        };
+        let p = &e.process;
+        crate::kprintln!(
+            "reef: threads: process {pid} ({}) parent {} group {} {:?}",
+            p.comm(),
+            e.ppid,
+            e.pgid,
+            e.life
+        );
+        for t in p.threads.lock().iter() {
+            let [rip, rsp, rax, rdi, rsi, rdx] = t.user_registers();
+            let call = usize::try_from(rax).ok().and_then(abi::syscalls::name);
+            crate::kprintln!(
+                "reef: threads:   {} {:?} core {} user rip={rip:#x} rsp={rsp:#x} rax={rax:#x} \
+                 ({}) rdi={rdi:#x} rsi={rsi:#x} rdx={rdx:#x}",
+                t.tid,
+                t.state(),
+                t.core.load(Ordering::Relaxed),
+                call.unwrap_or("-")
+            );
+        }
     }
 }
 

@@ -891,6 +891,10 @@ pub fn idle_loop() -> ! {
             k.sched
                 .last_idle_sync
                 .store(k.timer_ticks.load(Ordering::Relaxed), Ordering::Relaxed);
+        } else if DUMP_THREADS.swap(false, Ordering::AcqRel) {
+            // SAFETY: this core's IDT and local APIC are initialized.
+            unsafe { cpu::enable_interrupts() };
+            super::dump_threads();
         } else if crate::tty::signals_pending() {
             // SAFETY: this core's IDT and local APIC are initialized.
             unsafe { cpu::enable_interrupts() };
@@ -929,21 +933,29 @@ pub fn idle_loop() -> ! {
     }
 }
 
+/// The NMI's report asks the next core that goes idle to print every process and thread
+/// (`proc::dump_threads`), which takes locks the NMI may not.
+static DUMP_THREADS: AtomicBool = AtomicBool::new(false);
+
 /// Prints every core's scheduler state on the console (the NMI's report, `irq::nmi`;
 /// QEMU's monitor command `nmi` sends one): per KCB its state, image, flags, IPI mailbox, the
 /// running thread, the ready queue and the timed wake-ups (ms from now, thread, `off` for one
 /// no longer armed), each thread with its state. For a guest that hangs with every core idle,
-/// it shows where a wake-up went. It allocates nothing and only tries locks (the interrupted
-/// code may hold them): `?` for one held.
+/// it shows where a wake-up went; a core whose tick count stands still while the others' move
+/// has lost its timer. It allocates nothing and only tries locks (the interrupted code may hold
+/// them): `?` for one held. Then asks for the thread report ([`DUMP_THREADS`]).
 pub fn dump() {
     use crate::console::print_emergency as out;
     for k in (0..kcb::MAX_CORES).filter_map(kcb::get) {
         let now = crate::time::now_ns_of(k);
         out(format_args!(
-            "reef: nmi: core {} {:?} image {} idle {} tickless {} stop {} resched {} ipi {}/{}",
+            "reef: nmi: core {} {:?} image {} starts {} ticks {} idle {} tickless {} stop {} \
+             resched {} ipi {}/{}",
             k.core_id,
             k.state(),
             k.image.load(Ordering::Relaxed),
+            k.starts.load(Ordering::Relaxed),
+            k.timer_ticks.load(Ordering::Relaxed),
             k.sched.idle.load(Ordering::Relaxed),
             k.sched.tickless.load(Ordering::Relaxed),
             k.sched.stop_requested.load(Ordering::Relaxed),
@@ -987,4 +999,5 @@ pub fn dump() {
         }
         out(format_args!("\n"));
     }
+    DUMP_THREADS.store(true, Ordering::Release);
 }

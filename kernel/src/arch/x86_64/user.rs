@@ -233,6 +233,34 @@ pub unsafe fn user_frame<'a>(stack_top: u64) -> &'a mut InterruptFrame {
     unsafe { &mut *frame }
 }
 
+/// The user registers of a thread whose kernel stack ends at `stack_top`, as it entered the
+/// kernel (or will return to user mode): `[rip, rsp, rax, rdi, rsi, rdx]`, for a system call
+/// its number and first three arguments. Only for the thread report of a hung guest
+/// (`proc::dump_threads`): the thread may be running meanwhile, and the values may then be
+/// stale.
+///
+/// # Safety
+/// `stack_top` must be the top of a kernel stack that stays allocated during the call, of a
+/// thread that entered the kernel from user mode or was prepared by [`prepare_stack`].
+pub unsafe fn saved_user_registers(stack_top: u64) -> [u64; 6] {
+    let frame =
+        (stack_top as usize - core::mem::size_of::<InterruptFrame>()) as *const InterruptFrame;
+    // SAFETY: per the caller's contract the frame lies inside allocated memory, aligned (the
+    // stack top is 16-byte aligned, the frame's size a multiple of 8). Its fields are plain
+    // integers with no invariant, read with volatile loads: a thread running meanwhile can make
+    // them stale, never invalid.
+    unsafe {
+        [
+            core::ptr::addr_of!((*frame).rip).read_volatile(),
+            core::ptr::addr_of!((*frame).rsp).read_volatile(),
+            core::ptr::addr_of!((*frame).rax).read_volatile(),
+            core::ptr::addr_of!((*frame).rdi).read_volatile(),
+            core::ptr::addr_of!((*frame).rsi).read_volatile(),
+            core::ptr::addr_of!((*frame).rdx).read_volatile(),
+        ]
+    }
+}
+
 /// The FPU save area of a thread whose kernel stack ends at `stack_top`.
 ///
 /// # Safety
