@@ -750,7 +750,7 @@ pub fn getdents64(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysR
             let (at, entries) = hare_entries.ok_or(Errno::EIO)?;
             for (i, (ino, kind, name)) in entries.iter().enumerate() {
                 let next = at + i as u64 + 1;
-                if !push(&mut out, *ino, next, kind.dirent_type(), name) {
+                if !push(&mut out, ino, next, kind.dirent_type(), name) {
                     left_out = true;
                     break;
                 }

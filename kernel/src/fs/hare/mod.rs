@@ -1355,9 +1355,10 @@ impl HareNode {
         self.with(|c, fd| run_ready(c.ftruncate(fd, size, now())))
     }
 
-    /// The directory's entries from position `pos` (0: `.`, 1: `..`, then the listing taken
-    /// when a reading started at 0), as (inode, kind, name).
-    pub fn entries(&self, pos: u64) -> Result<Vec<(u64, Kind, Vec<u8>)>, Errno> {
+    /// The directory's entries from position `pos` on: the listing taken when a reading
+    /// started at 0, shared, not copied (a `getdents64` call uses as many as fit, and a copy of
+    /// the rest made every call cost a big directory's listing time its square).
+    pub fn entries(&self, pos: u64) -> Result<Entries, Errno> {
         if !self.is_dir() {
             return Err(Errno::ENOTDIR);
         }
@@ -1370,19 +1371,33 @@ impl HareNode {
                 l
             }
         };
-        let skip = (pos as usize).saturating_sub(2);
-        let mut out = Vec::new();
-        out.try_reserve(2 + list.len().saturating_sub(skip))
-            .map_err(|_| Errno::ENOMEM)?;
-        // `..` of every directory is given as the directory itself (Hare's `Stat` does not
-        // name the parent).
-        for name in [&b"."[..], b".."].into_iter().skip(pos as usize) {
-            out.push((self.ino, Kind::Dir, name.to_vec()));
-        }
-        for e in list.iter().skip(skip) {
-            out.push((e.ino, e.kind, e.name.clone()));
-        }
-        Ok(out)
+        Ok(Entries {
+            dir: self.ino,
+            from: pos,
+            list,
+        })
+    }
+}
+
+/// A directory's entries from a position on ([`HareNode::entries`]): 0 is `.`, 1 is `..`,
+/// then the listing.
+pub struct Entries {
+    /// The directory's inode.
+    dir: Ino,
+    /// The first position.
+    from: u64,
+    /// The listing taken when the reading started at position 0.
+    list: Arc<Vec<DirEntry>>,
+}
+
+impl Entries {
+    /// The entries from the first position on, as (inode, kind, name). `..` of every directory
+    /// is given as the directory itself (Hare's `Stat` does not name the parent).
+    pub fn iter(&self) -> impl Iterator<Item = (Ino, Kind, &[u8])> + '_ {
+        let dots = [&b"."[..], b".."].map(|name| (self.dir, Kind::Dir, name));
+        let listed = self.list.iter().map(|e| (e.ino, e.kind, &e.name[..]));
+        let from = usize::try_from(self.from).unwrap_or(usize::MAX);
+        dots.into_iter().chain(listed).skip(from)
     }
 }
 
