@@ -100,50 +100,20 @@ static inline int hare_fleet_start(char *list, size_t len, int most)
     return servers;
 }
 
-/* Free memory (hare_free_memory()) may end this much below its value before the fleet
+/* Free memory (reef_free_memory()) may end this much below its value before the fleet
  * started: the kernel's per-core structures made meanwhile stay, and so does a variant kernel
  * image (2 MiB) the fuzzer's core churner loaded. Losses of 5 and 12 MiB seen here were the
  * NR-FS replica of node 1 still copying the initramfs when the first figure was taken;
- * reef_free_bytes() now brings every replica up to date first. The buffer cache alone is
- * 16 MiB, so losing it is still caught. */
+ * reef_free_bytes() now brings every replica up to date first. Losses of 6.7-11.8 MiB of
+ * `onhare timeshare /tmp /test/fuzz` (onhare as process 1) were the fuzzer's orphans, adopted
+ * by onhare, which does not reap them: each zombie held its address space's NR log and tables
+ * (about 180 KiB) until the kernel gave them back at exit; 2.4-2.5 MiB are lost now, the
+ * variant image and what zombies still hold. The buffer cache alone is 16 MiB, so losing it
+ * is still caught. */
 #define HARE_FLEET_SLACK (8L << 20)
 
-/* What the kernel has free for a new use, in bytes: its free frames (reef_free_bytes()) and
- * what its heaps hold without using (each node's arenas less their live allocations, and its
- * spare arena: /proc/reef/memory); `*heap` (if not NULL) gets the heaps' part. A heap gives
- * an arena (2 MiB) back only once nothing in it lives, so a few long-lived objects keep
- * arenas that are mostly free: counting free frames alone, a fuzz campaign on Hare
- * (`onhare -o exec=random,nodirect timeshare /tmp /test/fuzz --calls 80000 --workers 4` at
- * 4c2n) seemed to lose 11.9 MiB, of which 10.2 MiB were such arenas and spares and 2 MiB the
- * churner's variant image, while the heaps' live bytes had gone down. A leaked object still
- * counts: it is live. */
-static inline long hare_free_memory(long *heap)
-{
-    long frames = reef_free_bytes();
-    FILE *f = fopen("/proc/reef/memory", "r");
-    if (f == NULL)
-        FAIL("cannot open /proc/reef/memory: %s", strerror(errno));
-    char line[256];
-    long kib = 0;
-    int nodes = 0;
-    while (fgets(line, sizeof line, f)) {
-        long node, free, reserve, held, used, allocations, arenas, released, spare;
-        if (sscanf(line, "%ld %ld %ld %ld %ld %ld %ld %ld %ld", &node, &free, &reserve, &held,
-                   &used, &allocations, &arenas, &released, &spare) == 9) {
-            kib += held - used + spare;
-            nodes++;
-        }
-    }
-    fclose(f);
-    if (nodes == 0)
-        FAIL("/proc/reef/memory has no node lines");
-    if (heap != NULL)
-        *heap = kib << 10;
-    return frames + (kib << 10);
-}
-
 /* Stops the fleet and waits (up to 10 s, for the servers' exit) until free memory is back
- * within HARE_FLEET_SLACK of `before` (hare_free_memory() before the fleet started): every
+ * within HARE_FLEET_SLACK of `before` (reef_free_memory() before the fleet started): every
  * page the servers and the mount took, and every object of the kernel's heaps. Says so, or
  * fails. */
 static inline void hare_fleet_stop(long before)
@@ -151,7 +121,7 @@ static inline void hare_fleet_stop(long before)
     CHECK_EQ(run_program("/bin/fleet", "stop", "hare", NULL), 0);
     long after = 0, heap = 0;
     for (int i = 0; i < 1000; i++) {
-        after = hare_free_memory(&heap);
+        after = reef_free_memory(&heap);
         if (after >= before - HARE_FLEET_SLACK)
             break;
         usleep(10000);

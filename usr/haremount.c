@@ -470,7 +470,7 @@ int main(void)
     CHECK(mkdir("/mnt", 0755) == 0 || errno == EEXIST);
     CHECK(mkdir(MNT, 0755) == 0 || errno == EEXIST);
     CHECK_ERRNO(mount("none", MNT, "hare", 0, NULL), ENODEV);
-    long free_before = hare_free_memory(NULL);
+    long free_before = reef_free_memory(NULL);
     /* With three cores or more, one is left to programs besides core 0, so that the kernel's
      * clients of two cores meet (split placement takes the others). */
     char list[64];

@@ -249,7 +249,7 @@ int main(void)
     int nsteps = split ? 6 : 4;
     CHECK(mkdir("/mnt", 0755) == 0 || errno == EEXIST);
     CHECK(mkdir(MNT, 0755) == 0 || errno == EEXIST);
-    long free_before = hare_free_memory(NULL);
+    long free_before = reef_free_memory(NULL);
     hare_fleet_start_on("1", 1, !split);
     CHECK_EQ(reef_fleet_resize(getpid(), HARE_FLEET, REEF_FLEET_JOIN), -EPERM);
     errno = 0;

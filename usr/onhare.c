@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     if (cores > HARE_TEST_MAX_SERVERS * 2)
         FAIL("%ld cores: onhare places at most %d servers", cores, HARE_TEST_MAX_SERVERS);
 
-    long free_before = hare_free_memory(NULL);
+    long free_before = reef_free_memory(NULL);
     char list[64];
     int servers;
     if (!strcmp(placement, "timeshare")) {

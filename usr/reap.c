@@ -19,6 +19,9 @@
  *   adoption under SIG_IGN, kept for waitpid under SIG_DFL): on Reef, where the test is
  *   process 1; natively as a child subreaper (PR_SET_CHILD_SUBREAPER), which adopts them.
  *
+ * - a zombie holds little memory: its address space went at its exit (50 zombies may keep at
+ *   most 32 KiB each of the kernel's free memory, on Reef), and reaping them gives that back.
+ *
  * Every wait for a process to be gone or to be a zombie polls with a generous bound (60 s):
  * only a process that never goes (or never exits) fails it.
  */
@@ -490,6 +493,40 @@ static void orphans(void)
         getpid() == 1 ? "process 1" : "a subreaper");
 }
 
+/* On Reef: 50 zombies keep at most 32 KiB each of the kernel's free memory (before their
+ * address spaces went at exit, about 180 KiB each), and reaping them gives it back within
+ * 1 MiB (heap arenas are counted as their free part). */
+static void zombie_memory(void)
+{
+    enum { MOST_PER_ZOMBIE = 32 << 10 };
+    set_chld(DEFAULT, 0);
+    long before = reef_free_memory(NULL);
+    pid_t pids[CHILDREN];
+    children_that_exit(pids, CHILDREN);
+    for (int i = 0; i < CHILDREN; i++)
+        wait_zombie(pids[i]);
+    long zombies = reef_free_memory(NULL);
+    for (int i = 0; i < CHILDREN; i++)
+        reap_status(pids[i], i + 1, 1);
+    check_no_children();
+    long after = reef_free_memory(NULL);
+    if (before < 0) {
+        SAY("zombies' memory: not measured natively");
+        return;
+    }
+    long held = (before - zombies) / CHILDREN;
+    if (held > MOST_PER_ZOMBIE)
+        FAIL("%d zombies keep %ld bytes each of free memory (%ld KiB before, %ld KiB with "
+             "them)",
+             CHILDREN, held, before >> 10, zombies >> 10);
+    if (after < before - (1L << 20))
+        FAIL("reaping %d zombies gave memory back to %ld KiB only (%ld KiB before them)",
+             CHILDREN, after >> 10, before >> 10);
+    SAY("zombies' memory: %d zombies keep %ld bytes each; %ld KiB free before, %ld KiB after "
+        "they were reaped",
+        CHILDREN, held > 0 ? held : 0, before >> 10, after >> 10);
+}
+
 int main(int argc, char **argv)
 {
     test_begin("reap");
@@ -504,5 +541,6 @@ int main(int argc, char **argv)
     switching();
     inherited(self_path(argv[0]));
     orphans();
+    zombie_memory();
     PASS();
 }

@@ -851,6 +851,11 @@ fn exit_process(p: &Arc<Process>) {
     if !p.end_vfork() {
         p.vm().teardown();
     }
+    // The zombie holds an empty address space shared by all; its own goes now, unless a
+    // reader elsewhere still holds it (it goes when that reader lets go).
+    if let Some(empty) = crate::vm::retired() {
+        drop(p.replace_vm(empty));
+    }
     itimer::forget(p);
     signal::process_gone(p);
     p.released.store(true, Ordering::Release);

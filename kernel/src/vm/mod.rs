@@ -558,6 +558,21 @@ pub fn allocate_user_frame() -> Result<u64, Errno> {
     Ok(f.base())
 }
 
+/// The address space every exited process holds while it waits to be reaped ([`retired`]).
+static RETIRED: spin::Once<Arc<VSpace>> = spin::Once::new();
+
+/// An empty address space, the same for every process that has exited: a zombie gives its own
+/// back at once (its NR log and each replica's tables, about 180 KiB) instead of holding it
+/// until its parent reaps it, as Linux's `exit_mm` does; what reads a zombie's memory finds
+/// nothing mapped. No thread runs on it, and nothing maps into another process's space, so it
+/// stays empty. `None` if it cannot be made (out of memory; tried again at the next exit).
+pub fn retired() -> Option<Arc<VSpace>> {
+    RETIRED
+        .try_call_once(|| VSpace::new(UserLayout::FIXED))
+        .ok()
+        .cloned()
+}
+
 impl VSpace {
     /// An empty address space (only the kernel half mapped) laid out as `layout` says.
     pub fn new(layout: UserLayout) -> Result<Arc<VSpace>, Errno> {
