@@ -12,7 +12,7 @@ use crate::console::print_emergency;
 use crate::kcb::{self, Kcb, FIRST_BINDABLE_VECTOR};
 use crate::sync::IrqMutex;
 use crate::time::TIMER_VECTOR;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Drivers' handlers of device interrupts, by bindable vector (`FIRST_BINDABLE_VECTOR + i`):
 /// the hook through which an interrupt reaches its driver above this layer.
@@ -140,13 +140,21 @@ impl core::fmt::Display for CoreName {
 }
 
 /// Handles an NMI (QEMU's monitor command `nmi` sends one to every core, through LINT1): the
-/// first core to take it prints the scheduler's state (`sched::dump`), and every core goes on.
-/// It changes nothing: the interrupted code may be anywhere, even in the `syscall` entry before
-/// its `swapgs`, so the dump neither reads the current KCB nor takes a lock it cannot get.
+/// first core to take it prints the scheduler's state (`sched::dump`), and every core goes on;
+/// a core whose NMI comes after that dump ended, within a second of its start, prints nothing
+/// (one command, one report). It changes nothing: the interrupted code may be anywhere, even in
+/// the `syscall` entry before its `swapgs`, so the dump neither reads the current KCB (the
+/// clock here is the raw TSC) nor takes a lock it cannot get.
 pub fn nmi() {
     static DUMPING: AtomicBool = AtomicBool::new(false);
+    static LAST_DUMP_TSC: AtomicU64 = AtomicU64::new(0);
     if !DUMPING.swap(true, Ordering::AcqRel) {
-        crate::proc::sched::dump();
+        let now = cpu::rdtsc();
+        let last = LAST_DUMP_TSC.load(Ordering::Acquire);
+        if last == 0 || now.wrapping_sub(last) > crate::time::tsc_hz() {
+            LAST_DUMP_TSC.store(now, Ordering::Release);
+            crate::proc::sched::dump();
+        }
         DUMPING.store(false, Ordering::Release);
     }
 }
