@@ -274,11 +274,25 @@ impl Thread {
         }
     }
 
-    /// Whether a signal that is not blocked is pending for this thread or its process.
+    /// Whether a signal that is not blocked is pending for this thread or its process. A
+    /// `true` also makes the next return to user mode look for a signal to deliver
+    /// ([`Thread::note_signal`]): a wait that ends with `EINTR` because it saw a signal must
+    /// have it delivered on the way out, where an ignored one restarts the call. The sender
+    /// sets that flag only after it made the signal pending, so a wait on another core could
+    /// see the signal first, return `EINTR`, and find no signal to deliver: `wait4` answered
+    /// `EINTR` to a process that ignores `SIGCHLD` (once, `user-forkexec-4c2n` in CI: a child
+    /// that exits while its parent's `fork` has every signal blocked leaves `SIGCHLD` pending).
     pub fn signal_pending(&self) -> bool {
-        let own = self.signals.lock();
-        let shared = self.process.signals.lock().pending;
-        (own.pending | shared) & !own.mask != 0 || self.process.exiting.load(Ordering::Acquire)
+        let pending = {
+            let own = self.signals.lock();
+            let shared = self.process.signals.lock().pending;
+            (own.pending | shared) & !own.mask != 0
+                || self.process.exiting.load(Ordering::Acquire)
+        };
+        if pending {
+            self.note_signal();
+        }
+        pending
     }
 
     /// Says that a signal may have become deliverable to this thread: one was sent to it or
@@ -299,12 +313,9 @@ impl Thread {
             return false;
         }
         self.signal_check.store(false, Ordering::Relaxed);
-        let pending = self.signal_pending();
-        if pending {
-            // Delivery takes one signal: look again on the next pass.
-            self.signal_check.store(true, Ordering::Relaxed);
-        }
-        pending
+        // A signal pending sets the flag again (`signal_pending`): delivery takes one signal,
+        // and the next pass looks again.
+        self.signal_pending()
     }
 
     /// Its name.
