@@ -286,9 +286,9 @@ static inline long reef_free_bytes(void)
 }
 
 /* What the kernel has free for a new use, in bytes (-1 natively, where the count does not
- * exist): its free frames (reef_free_bytes()) and
- * what its heaps hold without using (each node's arenas less their live allocations, and its
- * spare arena: /proc/reef/memory); `*heap` (if not NULL) gets the heaps' part. A heap gives
+ * exist): its free frames (reef_free_bytes()) and what its heaps hold without using (each
+ * node's arenas less their live allocations, and its spare arena: /proc/reef/memory); `*heap`
+ * (if not NULL) gets the heaps' part. A heap gives
  * an arena (2 MiB) back only once nothing in it lives, so a few long-lived objects keep
  * arenas that are mostly free: counting free frames alone, a fuzz campaign on Hare
  * (`onhare -o exec=random,nodirect timeshare /tmp /test/fuzz --calls 80000 --workers 4` at
@@ -322,7 +322,6 @@ static inline long reef_free_memory(long *heap)
     return frames + (kib << 10);
 }
 
-/* Monotonic time in nanoseconds. */
 /* Installs `fn` (or SIG_DFL/SIG_IGN) for `sig` with `flags`, nothing masked while it runs. */
 static inline void set_handler(int sig, void (*fn)(int), int flags)
 {
