@@ -16,6 +16,10 @@
  *    was written;
  *  - a hard link; cross-mount calls (rename, link: EXDEV), execve of a file without an
  *    execute bit (EACCES), bad pointers (EFAULT) with the files intact;
+ *  - symlinks across mounts, both ways: NR-FS symlinks (absolute and relative) into Hare and
+ *    into /proc, Hare symlinks out to NR-FS (stat, open, O_CREAT, mkdir, rename, unlink and
+ *    execve through them), a loop across the two (ELOOP), a rename across through a symlink
+ *    (EXDEV);
  *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount; a static program and a `#!`
  *    script executed from it (EACCES without an execute bit);
  *  - statfs: the servers' free blocks, a truncation's blocks held back until the last close;
@@ -432,6 +436,84 @@ static void check_hostile(void)
     SAY("bad pointers, cross-mount rename and link, exec from Hare, long names: errors");
 }
 
+static void read_is(const char *path, const char *want)
+{
+    char b[64] = {0};
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        FAIL("open %s: %s", path, strerror(errno));
+    CHECK_EQ(read(fd, b, sizeof b - 1), (ssize_t)strlen(want));
+    CHECK(!strcmp(b, want));
+    CHECK_SYS(close(fd));
+}
+
+static void check_symlinks_across(void)
+{
+    struct stat st, bb;
+    int fd = open(MNT "/across", O_CREAT | O_WRONLY | O_EXCL, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, "in hare", 7), 7);
+    CHECK_SYS(close(fd));
+    /* NR-FS into Hare: absolute, relative, a directory. */
+    CHECK_SYS(symlink(MNT "/across", "/tmp/into"));
+    CHECK_SYS(symlink("../mnt/hare/across", "/tmp/rel"));
+    CHECK_SYS(symlink(MNT, "/tmp/hdir"));
+    read_is("/tmp/into", "in hare");
+    read_is("/tmp/rel", "in hare");
+    read_is("/tmp/hdir/across", "in hare");
+    CHECK_SYS(stat("/tmp/into", &st));
+    CHECK(S_ISREG(st.st_mode) && st.st_size == 7);
+    CHECK_SYS(lstat("/tmp/into", &st));
+    CHECK(S_ISLNK(st.st_mode));
+    CHECK_SYS(stat("/tmp/hdir", &st));
+    CHECK(S_ISDIR(st.st_mode));
+    CHECK_SYS(symlink(MNT "/made", "/tmp/dangling"));
+    fd = open("/tmp/dangling", O_CREAT | O_WRONLY, 0644);
+    CHECK(fd >= 0);
+    CHECK_SYS(close(fd));
+    CHECK_SYS(stat(MNT "/made", &st));
+    CHECK_SYS(mkdir("/tmp/hdir/sub", 0755));
+    CHECK_SYS(stat(MNT "/sub", &st));
+    CHECK(S_ISDIR(st.st_mode));
+    CHECK_SYS(rename("/tmp/hdir/made", "/tmp/hdir/sub/made2"));
+    CHECK_SYS(stat(MNT "/sub/made2", &st));
+    CHECK_ERRNO(rename("/tmp/hdir/across", "/tmp/moved-out"), EXDEV);
+    CHECK_SYS(unlink("/tmp/hdir/sub/made2"));
+    CHECK_SYS(rmdir("/tmp/hdir/sub"));
+    CHECK_ERRNO(stat(MNT "/sub", &st), ENOENT);
+    CHECK_SYS(chmod("/tmp/into", 0600));
+    CHECK_SYS(stat(MNT "/across", &st));
+    CHECK_EQ(st.st_mode & 07777, 0600);
+    /* NR-FS into /proc. */
+    CHECK_SYS(symlink("/proc/self", "/tmp/me"));
+    CHECK_SYS(stat("/tmp/me/status", &st));
+    /* Hare out to NR-FS, and back in. */
+    CHECK_SYS(symlink("/bin/busybox", MNT "/true"));
+    CHECK_SYS(symlink("/tmp", MNT "/nrfs"));
+    CHECK_SYS(stat(MNT "/true", &st));
+    CHECK_SYS(stat("/bin/busybox", &bb));
+    CHECK(S_ISREG(st.st_mode) && st.st_size == bb.st_size && st.st_ino == bb.st_ino);
+    char b[64] = {0};
+    CHECK_EQ(readlink(MNT "/true", b, sizeof b), 12);
+    CHECK_EQ(run_program(MNT "/true", NULL), 0);
+    read_is(MNT "/nrfs/into", "in hare");
+    fd = open(MNT "/nrfs/made-in-nrfs", O_CREAT | O_WRONLY | O_EXCL, 0644);
+    CHECK(fd >= 0);
+    CHECK_SYS(close(fd));
+    CHECK_SYS(unlink("/tmp/made-in-nrfs"));
+    /* A loop across the two. */
+    CHECK_SYS(symlink(MNT "/loopb", "/tmp/loopa"));
+    CHECK_SYS(symlink("/tmp/loopa", MNT "/loopb"));
+    CHECK_ERRNO(open("/tmp/loopa", O_RDONLY), ELOOP);
+    CHECK_ERRNO(stat(MNT "/loopb", &st), ELOOP);
+    const char *links[] = {"/tmp/into", "/tmp/rel",  "/tmp/hdir",     "/tmp/dangling", "/tmp/me",
+                           "/tmp/loopa", MNT "/true", MNT "/nrfs", MNT "/loopb"};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+        CHECK_SYS(unlink(links[i]));
+    CHECK_SYS(unlink(MNT "/across"));
+    SAY("symlinks across mounts: NR-FS into Hare and /proc, Hare out to NR-FS, a loop ELOOP");
+}
+
 static void check_busybox(void)
 {
     CHECK_EQ(run_program("/bin/sh", "-c",
@@ -508,6 +590,7 @@ int main(void)
     check_cwd();
     check_sharing();
     check_hostile();
+    check_symlinks_across();
     check_busybox();
 
     int fd = open(MNT "/moved", O_RDONLY);

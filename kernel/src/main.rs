@@ -261,6 +261,9 @@ fn start_init(boot: &BootInfo, machine: &Machine, config: &cmdline::Config) {
     if let Err(e) = fs::dev::populate() {
         kprintln!("reef: cannot create the /dev entries: {e}");
     }
+    if let Err(e) = fs::cover_generated() {
+        kprintln!("reef: cannot mark /proc and /sys in NR-FS: {e}");
+    }
     if let Err(e) = fs::trust_exe(fleet::MANAGER_PATH) {
         kprintln!("reef: no fleet manager ({e}): nobody can bind cores or register fleet/ names");
     }

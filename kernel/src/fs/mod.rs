@@ -33,7 +33,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 use nrfs::{Attrs, CreateFlags, FsClient, FsReplica, Ino, Kind, NrFs, Timespec, ROOT_INO};
-use path::Place;
+use path::{Last, Place};
 use vspace::PageSize;
 
 /// `open` flags beyond the access mode and status flags of [`crate::fd`].
@@ -291,30 +291,37 @@ impl MappedFile {
     /// `/proc` counts if it is a link out of `/proc` (`/proc/self/exe`, which busybox execs to
     /// run its applets).
     pub fn open(me: Option<&Process>, path: &[u8]) -> Result<MappedFile, Errno> {
-        let place = match me {
-            Some(p) => path::locate(p, path::AT_FDCWD, path)?,
-            None => Place::Fs {
+        match me {
+            Some(p) => path::at(p, path::AT_FDCWD, path, Last::Follow, |place| {
+                Self::open_at(me, place)
+            }),
+            None => Self::open_at(None, &Place::Fs {
                 start: ROOT_INO,
                 path: path.to_vec(),
-            },
-        };
+            }),
+        }
+    }
+
+    /// [`MappedFile::open`] of `place`.
+    fn open_at(me: Option<&Process>, place: &Place) -> Result<MappedFile, Errno> {
         let (start, path) = match place {
-            Place::Fs { start, path } => (start, path),
+            Place::Fs { start, path } => (*start, &path[..]),
             Place::Proc(comps) => {
                 let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
-                match me.map(|p| procfs::resolve(p, &comps, true)).transpose()? {
-                    Some(procfs::Resolved::Outside(target)) => (ROOT_INO, target),
-                    _ => return Err(Errno::EACCES),
-                }
+                return match me.map(|p| procfs::resolve(p, &comps, true)).transpose()? {
+                    // Placed again by `path::at`.
+                    Some(procfs::Resolved::Outside(_)) => Err(Errno::EXDEV),
+                    _ => Err(Errno::EACCES),
+                };
             }
             Place::Hare(h) => {
                 if let Some(p) = me {
-                    perm::hare_lookup(p, &h)?;
+                    perm::hare_lookup(p, h)?;
                 }
                 // Non-blocking, so that a FIFO is refused below rather than waited on for a
                 // writer (Linux refuses it before opening).
                 let how = (O_RDONLY | crate::fd::O_NONBLOCK, 0, 0);
-                let f = hare::open(h, how, (0, 0), O_RDONLY, path.to_vec())?;
+                let f = hare::open(h, how, (0, 0), O_RDONLY, h.path.clone())?;
                 let st = f.stat()?;
                 if st.mode & 0o170000 != 0o100000 {
                     return Err(Errno::EACCES);
@@ -329,9 +336,9 @@ impl MappedFile {
             }
         };
         if let Some(p) = me {
-            perm::lookup(p, start, &path, true)?;
+            perm::lookup(p, start, path, true)?;
         }
-        let (ino, st) = with_client(|c| c.stat_path(start, &path, true))?;
+        let (ino, st) = with_client(|c| c.stat_path(start, path, true))?;
         let owner = perm::owner(&st);
         if st.kind != nrfs::Kind::File {
             return Err(Errno::EACCES);
@@ -531,6 +538,34 @@ pub fn unpack_initramfs(archive: &[u8]) -> Result<Unpacked, cpio::CpioError> {
     Ok(out)
 }
 
+/// Marks NR-FS directory `dir` as covered by another file system (Hare's mount point,
+/// `/proc`, `/sys`): a symlink in NR-FS that leads into it leads into that file system
+/// ([`path::at`]). EBUSY if it is covered already.
+pub fn cover(dir: Ino) -> Result<(), Errno> {
+    ROOT.get().ok_or(Errno::ENOENT)?.fs.cover(dir)
+}
+
+/// Makes NR-FS's `/proc` and `/sys` if the initramfs had none, and covers them with the
+/// generated trees ([`procfs`]), so that an NR-FS symlink into them (`/dev/fd` to
+/// `/proc/self/fd`) leads there.
+pub fn cover_generated() -> Result<(), Errno> {
+    for dir in [&b"/proc"[..], b"/sys"] {
+        let ino = with_client(|c| match c.mkdir(ROOT_INO, dir, Attrs::new(0o555, 0, 0), now()) {
+            Err(Errno::EEXIST) => c.resolve(ROOT_INO, dir, false),
+            made => made,
+        })?;
+        cover(ino)?;
+    }
+    Ok(())
+}
+
+/// Undoes [`cover`].
+pub fn uncover(dir: Ino) {
+    if let Some(r) = ROOT.get() {
+        r.fs.uncover(dir);
+    }
+}
+
 /// The text of `/proc/reef/nrfs`: NR-FS's logs, what was appended to each, and how far each
 /// replica (one per NUMA node) has applied it.
 pub fn report() -> String {
@@ -576,19 +611,19 @@ pub fn open(
     if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
         return Err(Errno::EINVAL);
     }
-    let shown = path::display(me, dirfd, path);
     // Flags a description keeps (the creation flags are spent here).
     let kept = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC);
     if flags & O_TMPFILE & !O_DIRECTORY != 0 {
         if flags & O_DIRECTORY == 0 || flags & O_ACCMODE == O_RDONLY {
             return Err(Errno::EINVAL);
         }
-        return match path::locate(me, dirfd, path)? {
+        return path::at(me, dirfd, path, Last::Follow, |place| match place {
             Place::Fs { start, path } => {
-                perm::may(me, start, &path, true, creds::MAY_WRITE | creds::MAY_EXEC)?;
+                let (start, path) = (*start, &path[..]);
+                perm::may(me, start, path, true, creds::MAY_WRITE | creds::MAY_EXEC)?;
                 let umask = me.umask.load(core::sync::atomic::Ordering::Relaxed);
-                let ino = unnamed(me, start, &path, mode & !umask)?;
-                let mut shown = path::join(&dir_path(start)?, &path);
+                let ino = unnamed(me, start, path, mode & !umask)?;
+                let mut shown = path::join(&dir_path(start)?, path);
                 if shown.last() != Some(&b'/') {
                     shown.push(b'/');
                 }
@@ -596,12 +631,32 @@ pub fn open(
                 Ok(OpenFile::new(Node::File(ino), kept & !O_TMPFILE, shown))
             }
             Place::Hare(_) | Place::Proc(_) => Err(Errno::EOPNOTSUPP),
-        };
+        });
     }
-    match path::locate(me, dirfd, path)? {
-        Place::Fs { start, path } => open_nrfs(me, start, &path, flags, mode, kept, shown),
+    let last = Last::follow(flags & O_NOFOLLOW == 0);
+    // The path shown for the description: the caller's (again if a walk that took it left
+    // its file system).
+    let mut shown = Some(path::display(me, dirfd, path));
+    path::at(me, dirfd, path, last, |place| {
+        let shown = shown
+            .take()
+            .unwrap_or_else(|| path::display(me, dirfd, path));
+        open_at(me, place, (flags, mode, kept), shown)
+    })
+}
+
+/// [`open`] of `place`, keeping flags `kept`.
+fn open_at(
+    me: &Process,
+    place: &Place,
+    (flags, mode, kept): (u32, u32, u32),
+    shown: Vec<u8>,
+) -> Result<Arc<OpenFile>, Errno> {
+    use flags::*;
+    match place {
+        Place::Fs { start, path } => open_nrfs(me, *start, path, flags, mode, kept, shown),
         Place::Hare(p) => {
-            perm::hare_open(me, &p, flags)?;
+            perm::hare_open(me, p, flags)?;
             let umask = me.umask.load(core::sync::atomic::Ordering::Relaxed);
             let owner = perm::new_owner(me);
             hare::open(p, (flags, mode, umask), owner, kept, shown)
@@ -623,9 +678,8 @@ pub fn open(
                     }
                     procfs::open(me, place, kept, shown)
                 }
-                procfs::Resolved::Outside(target) => {
-                    open_nrfs(me, ROOT_INO, &target, flags, mode, kept, target.clone())
-                }
+                // Placed again by `path::at`.
+                procfs::Resolved::Outside(_) => Err(Errno::EXDEV),
                 procfs::Resolved::Open(f) => reopen(&f, kept),
             }
         }

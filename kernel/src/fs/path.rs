@@ -6,10 +6,14 @@
 //! NR-FS resolves its own paths (components, symlinks, `..`, Linux's errors; see the `nrfs`
 //! crate). `/proc` and `/sys` ([`super::procfs`]) are recognised here, before NR-FS sees the
 //! path: an absolute path whose first component is `proc` or `sys` (after `.` and `..` are
-//! applied, as long as they stay inside), and any path relative to a directory inside them. A
-//! relative path from an NR-FS directory that climbs into `/proc` with `..`, or an NR-FS
-//! symlink pointing into `/proc`, reaches the empty NR-FS directory `/proc` instead
-//! (documented in docs/architecture.md).
+//! applied, as long as they stay inside), and any path relative to a directory inside them.
+//!
+//! A symlink can lead from one file system into another. NR-FS's directories that `/proc`,
+//! `/sys` and Hare's mount point cover are marked (`NrFs::cover`), and a walk that reaches one
+//! through a symlink, or follows a Hare symlink whose absolute target lies outside Hare, ends
+//! with `EXDEV`; [`at`] then asks the file system where the walk left (`nrfs::walk::exit`) and
+//! runs the call again on the rest of the path, placed afresh, as Linux's walk crosses a
+//! mount point.
 
 use super::hare::{self, HarePath};
 use crate::fd::{Node, OpenFile};
@@ -21,6 +25,114 @@ use nrfs::{Ino, ROOT_INO};
 
 /// `AT_FDCWD`: relative to the working directory.
 pub const AT_FDCWD: i32 = -100;
+
+/// How a call walks its path's last component, which [`at`] needs to find where a walk left
+/// its file system.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Last {
+    /// Followed if it is a symlink (`stat`, `open`, `open(O_CREAT)`, `truncate`...).
+    Follow,
+    /// Not followed (`lstat`, `readlink`, `O_NOFOLLOW`...).
+    NoFollow,
+    /// Not walked: the call acts on a name in the directory the rest leads to (`mkdir`,
+    /// `unlink`, `rename`, `symlink`...).
+    Name,
+}
+
+impl Last {
+    /// [`Last::Follow`] if `follow`, else [`Last::NoFollow`].
+    pub fn follow(follow: bool) -> Self {
+        if follow {
+            Last::Follow
+        } else {
+            Last::NoFollow
+        }
+    }
+}
+
+/// Runs `op` on the place of `path` (relative to `dirfd`); if its walk left the file system
+/// it began in (`op` answers `EXDEV`, and the file system says where the walk left), runs it
+/// again on where the path goes on from there, and so on, at most [`nrfs::SYMLOOP_MAX`]
+/// times (then `ELOOP`: each crossing follows a symlink). `EXDEV` with no such exit is the
+/// call's own answer (a rename between file systems).
+pub fn at<T>(
+    me: &Process,
+    dirfd: i32,
+    path: &[u8],
+    last: Last,
+    mut op: impl FnMut(&Place) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let mut place = locate(me, dirfd, path)?;
+    for _ in 0..=nrfs::SYMLOOP_MAX {
+        match op(&place) {
+            Err(Errno::EXDEV) => match exit(me, &place, last)? {
+                Some(on) => place = absolute(&on),
+                None => return Err(Errno::EXDEV),
+            },
+            r => return r,
+        }
+    }
+    Err(Errno::ELOOP)
+}
+
+/// [`at`] for the calls with two paths (`rename`, `link`): when `op` answers `EXDEV`, each
+/// path whose walk left its file system is placed again.
+pub fn at2<T>(
+    me: &Process,
+    (dir1, path1, last1): (i32, &[u8], Last),
+    (dir2, path2, last2): (i32, &[u8], Last),
+    mut op: impl FnMut(&Place, &Place) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let mut a = locate(me, dir1, path1)?;
+    let mut b = locate(me, dir2, path2)?;
+    for _ in 0..=nrfs::SYMLOOP_MAX {
+        match op(&a, &b) {
+            Err(Errno::EXDEV) => {
+                let (on_a, on_b) = (exit(me, &a, last1)?, exit(me, &b, last2)?);
+                if on_a.is_none() && on_b.is_none() {
+                    return Err(Errno::EXDEV);
+                }
+                if let Some(on) = on_a {
+                    a = absolute(&on);
+                }
+                if let Some(on) = on_b {
+                    b = absolute(&on);
+                }
+            }
+            r => return r,
+        }
+    }
+    Err(Errno::ELOOP)
+}
+
+/// Where a walk of `place` leaves its file system, as the absolute path to go on with: at an
+/// NR-FS directory covered by a mount, the directory's path and the rest; out of Hare, the
+/// symlink's target and the rest; out of `/proc`, the target of a followed link to a file
+/// elsewhere (`/proc/self/exe`, `/proc/self/cwd`, ...).
+fn exit(me: &Process, place: &Place, last: Last) -> Result<Option<Vec<u8>>, Errno> {
+    let (follow, parent_only) = (last == Last::Follow, last == Last::Name);
+    match place {
+        Place::Fs { start, path } => {
+            let exit =
+                super::with_client(|c| nrfs::walk::exit(c, *start, path, follow, parent_only))?;
+            match exit {
+                Some(nrfs::walk::Exit::Covered { dir, rest }) => Ok(Some(
+                    nrfs::walk::Exit::continued(&super::dir_path(dir)?, &rest),
+                )),
+                Some(nrfs::walk::Exit::Link { .. }) | None => Ok(None),
+            }
+        }
+        Place::Hare(h) => hare::exit(h, follow, parent_only),
+        Place::Proc(comps) if follow => {
+            let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+            match super::procfs::resolve(me, &comps, true)? {
+                super::procfs::Resolved::Outside(target) => Ok(Some(target)),
+                _ => Ok(None),
+            }
+        }
+        Place::Proc(_) => Ok(None),
+    }
+}
 
 /// Where a path lies.
 pub enum Place {
@@ -39,9 +151,9 @@ pub enum Place {
 
 impl Place {
     /// The NR-FS part, or `err` for a path in `/proc`.
-    pub fn fs(self, err: Errno) -> Result<(Ino, Vec<u8>), Errno> {
+    pub fn fs(&self, err: Errno) -> Result<(Ino, &[u8]), Errno> {
         match self {
-            Place::Fs { start, path } => Ok((start, path)),
+            Place::Fs { start, path } => Ok((*start, path)),
             Place::Proc(_) | Place::Hare(_) => Err(err),
         }
     }

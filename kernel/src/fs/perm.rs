@@ -91,6 +91,10 @@ impl Namespace for Searching<'_> {
     fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
         self.c.link_target(ino)
     }
+
+    fn covered(&self, dir: Ino) -> bool {
+        self.c.covered(dir)
+    }
 }
 
 /// What a checking walk found: `Some` answer, `None` for an error of the walk itself

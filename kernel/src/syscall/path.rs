@@ -13,7 +13,7 @@ use crate::arch::idt::InterruptFrame;
 use crate::fd::{KStat, Node, OpenFile, O_PATH};
 use crate::fs::flags::{O_CLOEXEC, O_CREAT, O_DIRECTORY, O_TRUNC};
 use crate::fs::hare::{self, HarePath};
-use crate::fs::path::{self, Place, AT_FDCWD};
+use crate::fs::path::{self, Last, Place, AT_FDCWD};
 use crate::fs::perm::HareTarget;
 use crate::fs::{perm, procfs, with_client};
 use crate::proc::{Process, Thread};
@@ -93,25 +93,26 @@ pub fn creat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 
 /// Attributes of `path` relative to `dir` (following a final symlink if `follow`).
 fn stat_path(p: &Process, dir: i32, path: &[u8], follow: bool) -> Result<KStat, Errno> {
-    match path::locate(p, dir, path)? {
+    path::at(p, dir, path, Last::follow(follow), |place| match place {
         Place::Fs { start, path } => {
-            perm::lookup(p, start, &path, follow)?;
-            let (_, s) = with_client(|c| c.stat_path(start, &path, follow))?;
+            perm::lookup(p, *start, path, follow)?;
+            let (_, s) = with_client(|c| c.stat_path(*start, path, follow))?;
             Ok(KStat::from_nrfs(&s))
         }
         Place::Hare(h) => {
-            perm::hare_lookup(p, &h)?;
-            hare::stat(&h, follow)
+            perm::hare_lookup(p, h)?;
+            hare::stat(h, follow)
         }
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             match procfs::resolve(p, &comps, follow)? {
                 procfs::Resolved::Proc(place) => Ok(procfs::stat_of(place, 0)),
-                procfs::Resolved::Outside(target) => stat_path(p, AT_FDCWD, &target, true),
+                // Placed again by `path::at`.
+                procfs::Resolved::Outside(_) => Err(Errno::EXDEV),
                 procfs::Resolved::Open(f) => f.stat(),
             }
         }
-    }
+    })
 }
 
 /// The attributes a `*at` stat call asks for: of `dirfd` itself with `AT_EMPTY_PATH` and an
@@ -194,22 +195,23 @@ pub fn statx(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult
 fn mkdir_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64) -> SysResult {
     let path = path_arg(path)?;
     let perm = mode as u32 & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
-    let (start, path) = match path::locate(&me.process, dir, &path)? {
-        Place::Fs { start, path } => (start, path),
+    path::at(&me.process, dir, &path, Last::Name, |place| match place {
+        Place::Fs { start, path } => {
+            perm::create(&me.process, *start, path)?;
+            let (uid, gid) = perm::new_owner(&me.process);
+            let t = now();
+            with_client(|c| c.mkdir(*start, path, Attrs::new(perm, uid, gid), t))?;
+            Ok(0)
+        }
         Place::Hare(h) => {
             let distribute = mode as u32 & abi::reef::S_DISTRIBUTED != 0;
-            perm::hare_create(&me.process, &h)?;
+            perm::hare_create(&me.process, h)?;
             let owner = perm::new_owner(&me.process);
-            return hare::mkdir(&h, perm, owner, distribute).map(|()| 0);
+            hare::mkdir(h, perm, owner, distribute).map(|()| 0)
         }
-        Place::Proc(comps) if comps.len() == 1 => return Err(Errno::EEXIST),
-        Place::Proc(_) => return Err(Errno::EACCES),
-    };
-    perm::create(&me.process, start, &path)?;
-    let (uid, gid) = perm::new_owner(&me.process);
-    let t = now();
-    with_client(|c| c.mkdir(start, &path, Attrs::new(perm, uid, gid), t))?;
-    Ok(0)
+        Place::Proc(comps) if comps.len() == 1 => Err(Errno::EEXIST),
+        Place::Proc(_) => Err(Errno::EACCES),
+    })
 }
 
 /// `mkdir(path, mode)`.
@@ -270,40 +272,51 @@ fn mknod_common(me: &Arc<Thread>, dir: i32, path: u64, mode: u64, dev: u64) -> S
         return Ok(0);
     }
     let perm = mode & 0o7777 & !me.process.umask.load(Ordering::Relaxed);
-    let (start, path) = match path::locate(&me.process, dir, &path)? {
-        Place::Fs { start, path } => (start, path),
+    path::at(&me.process, dir, &path, Last::Name, |place| match place {
+        Place::Fs { start, path } => {
+            mknod_nrfs(me, (*start, path), kind, perm, dev)?;
+            Ok(0)
+        }
         Place::Hare(h) if kind == S_IFIFO => {
-            perm::hare_create(&me.process, &h)?;
-            return hare::mkfifo(&h, perm, perm::new_owner(&me.process)).map(|()| 0);
+            perm::hare_create(&me.process, h)?;
+            hare::mkfifo(h, perm, perm::new_owner(&me.process)).map(|()| 0)
         }
-        Place::Hare(h) => {
-            return Err(match hare::stat(&h, false) {
-                Ok(_) => Errno::EEXIST,
-                Err(_) => Errno::EPERM,
-            })
-        }
-        Place::Proc(comps) if comps.is_empty() => return Err(Errno::EEXIST),
-        Place::Proc(_) => return Err(Errno::EACCES),
-    };
-    perm::create(&me.process, start, &path)?;
+        Place::Hare(h) => Err(match hare::stat(h, false) {
+            Ok(_) => Errno::EEXIST,
+            Err(_) => Errno::EPERM,
+        }),
+        Place::Proc(comps) if comps.is_empty() => Err(Errno::EEXIST),
+        Place::Proc(_) => Err(Errno::EACCES),
+    })
+}
+
+/// [`mknod_common`] in NR-FS: node `kind` (not a regular file) at `path` from `start`.
+fn mknod_nrfs(
+    me: &Arc<Thread>,
+    (start, path): (Ino, &[u8]),
+    kind: u32,
+    perm: u32,
+    dev: u64,
+) -> Result<(), Errno> {
+    use node_type::*;
+    perm::create(&me.process, start, path)?;
     let (uid, gid) = perm::new_owner(&me.process);
     let attrs = Attrs::new(perm, uid, gid);
     let t = now();
     let privileged = me.process.creds.lock().is_privileged();
     with_client(|c| match kind {
-        S_IFIFO => c.mkfifo(start, &path, attrs, t).map(drop),
+        S_IFIFO => c.mkfifo(start, path, attrs, t).map(drop),
         S_IFCHR if privileged => c
-            .mknod(start, &path, attrs, u64::from(dev as u32), t)
+            .mknod(start, path, attrs, u64::from(dev as u32), t)
             .map(drop),
         _ => {
-            let (dir, name, _) = nrfs::walk::plan_new_name(c, start, &path)?;
+            let (dir, name, _) = nrfs::walk::plan_new_name(c, start, path)?;
             match nrfs::walk::Namespace::lookup(c, dir, &name)? {
                 Some(_) => Err(Errno::EEXIST),
                 None => Err(Errno::EPERM),
             }
         }
-    })?;
-    Ok(0)
+    })
 }
 
 /// `mknod(path, mode, dev)`.
@@ -322,30 +335,32 @@ pub fn mknodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResu
 /// date so its pages are freed at once.
 fn remove(me: &Arc<Thread>, dir: i32, path: u64, is_dir: bool) -> SysResult {
     let path = path_arg(path)?;
-    let (start, path) = match path::locate(&me.process, dir, &path)? {
-        Place::Hare(h) => {
-            perm::hare_remove(&me.process, &h)?;
-            return hare::remove(&h, is_dir).map(|()| 0);
+    path::at(&me.process, dir, &path, Last::Name, |place| {
+        let (start, path) = match place {
+            Place::Hare(h) => {
+                perm::hare_remove(&me.process, h)?;
+                return hare::remove(h, is_dir).map(|()| 0);
+            }
+            place => place.fs(Errno::EACCES)?,
+        };
+        perm::remove(&me.process, start, path)?;
+        let t = now();
+        let frees_data = with_client(|c| {
+            if is_dir {
+                return c.rmdir(start, path, t).map(|()| false);
+            }
+            // A last name of a file with data: its pages go when each replica applies this.
+            let last = c
+                .resolve(start, path, false)
+                .and_then(|ino| c.stat(ino))
+                .is_ok_and(|s| s.nlink == 1 && s.blocks > 0);
+            c.unlink(start, path, t).map(|()| last)
+        })?;
+        if frees_data {
+            crate::fs::sync_all();
         }
-        place => place.fs(Errno::EACCES)?,
-    };
-    perm::remove(&me.process, start, &path)?;
-    let t = now();
-    let frees_data = with_client(|c| {
-        if is_dir {
-            return c.rmdir(start, &path, t).map(|()| false);
-        }
-        // A last name of a file with data: its pages go when each replica applies this.
-        let last = c
-            .resolve(start, &path, false)
-            .and_then(|ino| c.stat(ino))
-            .is_ok_and(|s| s.nlink == 1 && s.blocks > 0);
-        c.unlink(start, &path, t).map(|()| last)
-    })?;
-    if frees_data {
-        crate::fs::sync_all();
-    }
-    Ok(0)
+        Ok(0)
+    })
 }
 
 /// `rmdir(path)`: removes a directory.
@@ -367,24 +382,19 @@ pub fn unlinkat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
 }
 
 /// An NR-FS path and the directory it starts from.
-type FsPath = (Ino, Vec<u8>);
+type FsPath<'a> = (Ino, &'a [u8]);
 
 /// Both paths of a two-path call, in one file system.
-enum Pair {
+enum Pair<'a> {
     /// Both paths in NR-FS.
-    Fs(FsPath, FsPath),
+    Fs(FsPath<'a>, FsPath<'a>),
     /// Both paths in Hare.
-    Hare(HarePath, HarePath),
+    Hare(&'a HarePath, &'a HarePath),
 }
 
-/// Locates both paths of a two-path call; EXDEV between file systems, EACCES in `/proc`.
-fn two_places(
-    p: &Process,
-    (dir1, path1): (i32, &[u8]),
-    (dir2, path2): (i32, &[u8]),
-) -> Result<Pair, Errno> {
-    let a = path::locate(p, dir1, path1)?;
-    let b = path::locate(p, dir2, path2)?;
+/// The file system both places of a two-path call are in; EXDEV between file systems, EACCES
+/// in `/proc`.
+fn pair<'a>(a: &'a Place, b: &'a Place) -> Result<Pair<'a>, Errno> {
     match (a, b) {
         (Place::Hare(a), Place::Hare(b)) => Ok(Pair::Hare(a, b)),
         (
@@ -396,7 +406,7 @@ fn two_places(
                 start: s2,
                 path: p2,
             },
-        ) => Ok(Pair::Fs((s1, p1), (s2, p2))),
+        ) => Ok(Pair::Fs((*s1, p1), (*s2, p2))),
         (Place::Proc(_), Place::Proc(_)) => Err(Errno::EACCES),
         _ => Err(Errno::EXDEV),
     }
@@ -407,19 +417,23 @@ fn two_places(
 fn rename_common(me: &Arc<Thread>, a: [u64; 6], dirs: (i32, i32), flags: u64) -> SysResult {
     let (old, new) = (path_arg(a[0])?, path_arg(a[1])?);
     let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
-    let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
-        Pair::Fs(a, b) => (a, b),
-        Pair::Hare(a, b) => {
-            perm::hare_remove(&me.process, &a)?;
-            perm::hare_remove(&me.process, &b)?;
-            return hare::rename(&a, &b, flags).map(|()| 0);
-        }
-    };
-    perm::remove(&me.process, s1, &p1)?;
-    perm::remove(&me.process, s2, &p2)?;
-    let t = now();
-    with_client(|c| c.rename(s1, &p1, s2, &p2, flags, t))?;
-    Ok(0)
+    let old = (dirs.0, &old[..], Last::Name);
+    let new = (dirs.1, &new[..], Last::Name);
+    path::at2(&me.process, old, new, |a, b| {
+        let ((s1, p1), (s2, p2)) = match pair(a, b)? {
+            Pair::Fs(a, b) => (a, b),
+            Pair::Hare(a, b) => {
+                perm::hare_remove(&me.process, a)?;
+                perm::hare_remove(&me.process, b)?;
+                return hare::rename(a, b, flags).map(|()| 0);
+            }
+        };
+        perm::remove(&me.process, s1, p1)?;
+        perm::remove(&me.process, s2, p2)?;
+        let t = now();
+        with_client(|c| c.rename(s1, p1, s2, p2, flags, t))?;
+        Ok(0)
+    })
 }
 
 /// `rename(oldpath, newpath)`.
@@ -452,19 +466,23 @@ fn link_common(me: &Arc<Thread>, dirs: (i32, i32), old: u64, new: u64, flags: u6
     }
     let (old, new) = (path_arg(old)?, path_arg(new)?);
     let follow = flags & AT_SYMLINK_FOLLOW != 0;
-    let ((s1, p1), (s2, p2)) = match two_places(&me.process, (dirs.0, &old), (dirs.1, &new))? {
-        Pair::Fs(a, b) => (a, b),
-        Pair::Hare(a, b) => {
-            perm::hare_lookup(&me.process, &a)?;
-            perm::hare_create(&me.process, &b)?;
-            return hare::link(&a, &b, follow).map(|()| 0);
-        }
-    };
-    perm::lookup(&me.process, s1, &p1, follow)?;
-    perm::create(&me.process, s2, &p2)?;
-    let t = now();
-    with_client(|c| c.link(s1, &p1, s2, &p2, follow, t))?;
-    Ok(0)
+    let old = (dirs.0, &old[..], Last::follow(follow));
+    let new = (dirs.1, &new[..], Last::Name);
+    path::at2(&me.process, old, new, |a, b| {
+        let ((s1, p1), (s2, p2)) = match pair(a, b)? {
+            Pair::Fs(a, b) => (a, b),
+            Pair::Hare(a, b) => {
+                perm::hare_lookup(&me.process, a)?;
+                perm::hare_create(&me.process, b)?;
+                return hare::link(a, b, follow).map(|()| 0);
+            }
+        };
+        perm::lookup(&me.process, s1, p1, follow)?;
+        perm::create(&me.process, s2, p2)?;
+        let t = now();
+        with_client(|c| c.link(s1, p1, s2, p2, follow, t))?;
+        Ok(0)
+    })
 }
 
 /// `link(oldpath, newpath)`: a final symlink of `oldpath` is not followed.
@@ -485,19 +503,21 @@ fn symlink_common(me: &Arc<Thread>, target: u64, dir: i32, path: u64) -> SysResu
         return Err(Errno::ENOENT);
     }
     let path = path_arg(path)?;
-    let (start, path) = match path::locate(&me.process, dir, &path)? {
-        Place::Hare(h) => {
-            perm::hare_create(&me.process, &h)?;
-            let owner = perm::new_owner(&me.process);
-            return hare::symlink(&target, &h, owner).map(|()| 0);
-        }
-        place => place.fs(Errno::EACCES)?,
-    };
-    perm::create(&me.process, start, &path)?;
-    let (uid, gid) = perm::new_owner(&me.process);
-    let t = now();
-    with_client(|c| c.symlink(&target, start, &path, Attrs::new(0o777, uid, gid), t))?;
-    Ok(0)
+    path::at(&me.process, dir, &path, Last::Name, |place| {
+        let (start, path) = match place {
+            Place::Hare(h) => {
+                perm::hare_create(&me.process, h)?;
+                let owner = perm::new_owner(&me.process);
+                return hare::symlink(&target, h, owner).map(|()| 0);
+            }
+            place => place.fs(Errno::EACCES)?,
+        };
+        perm::create(&me.process, start, path)?;
+        let (uid, gid) = perm::new_owner(&me.process);
+        let t = now();
+        with_client(|c| c.symlink(&target, start, path, Attrs::new(0o777, uid, gid), t))?;
+        Ok(0)
+    })
 }
 
 /// `symlink(target, linkpath)`.
@@ -518,23 +538,23 @@ fn readlink_common(me: &Arc<Thread>, dir: i32, path: u64, buf: u64, size: u64) -
         return Err(Errno::EINVAL);
     }
     let path = path_arg(path)?;
-    let target = match path::locate(&me.process, dir, &path)? {
+    let target = path::at(&me.process, dir, &path, Last::NoFollow, |place| match place {
         Place::Fs { start, path } => {
-            perm::lookup(&me.process, start, &path, false)?;
-            with_client(|c| c.readlink(c.resolve(start, &path, false)?))?
+            perm::lookup(&me.process, *start, path, false)?;
+            with_client(|c| c.readlink(c.resolve(*start, path, false)?))
         }
         Place::Hare(h) => {
-            perm::hare_lookup(&me.process, &h)?;
-            hare::readlink(&h)?
+            perm::hare_lookup(&me.process, h)?;
+            hare::readlink(h)
         }
         Place::Proc(comps) => {
             let comps: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
             match procfs::resolve(&me.process, &comps, false)? {
-                procfs::Resolved::Proc(place) => procfs::readlink(place)?,
-                _ => return Err(Errno::EINVAL),
+                procfs::Resolved::Proc(place) => procfs::readlink(place),
+                _ => Err(Errno::EINVAL),
             }
         }
-    };
+    })?;
     // readlink(2) truncates to the buffer and does not add a NUL.
     let n = target.len().min(size as usize);
     uaccess::copy_to_user(buf, &target[..n])?;
@@ -558,32 +578,34 @@ pub fn truncate(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
         return Err(Errno::EINVAL);
     }
     let path = path_arg(a[0])?;
-    let (start, path) = match path::locate(&me.process, AT_FDCWD, &path)? {
-        Place::Hare(h) => {
-            perm::hare_may(&me.process, &h, true, creds::MAY_WRITE)?;
-            return hare::truncate(&h, a[1]).map(|()| 0);
-        }
-        place => place.fs(Errno::EACCES)?,
-    };
-    crate::fs::admit_truncate(a[1])?;
-    perm::may(&me.process, start, &path, true, creds::MAY_WRITE)?;
-    let t = now();
-    // Held open meanwhile, so a file renamed over the name is truncated, not lost (ENOENT).
-    let ino = with_client(|c| {
-        let ino = c.open_path(start, &path, true)?;
-        let r = match c.stat(ino).map(|s| s.kind) {
-            Ok(nrfs::Kind::Dir) => Err(Errno::EISDIR),
-            Ok(nrfs::Kind::File) => {
-                crate::fs::check_writable(ino).and_then(|()| c.truncate(ino, a[1], t))
+    path::at(&me.process, AT_FDCWD, &path, Last::Follow, |place| {
+        let (start, path) = match place {
+            Place::Hare(h) => {
+                perm::hare_may(&me.process, h, true, creds::MAY_WRITE)?;
+                return hare::truncate(h, a[1]).map(|()| 0);
             }
-            Ok(_) => Err(Errno::EINVAL),
-            Err(e) => Err(e),
+            place => place.fs(Errno::EACCES)?,
         };
-        c.close(ino)?;
-        r.map(|()| ino)
-    })?;
-    crate::filemap::truncated(ino, a[1]);
-    Ok(0)
+        crate::fs::admit_truncate(a[1])?;
+        perm::may(&me.process, start, path, true, creds::MAY_WRITE)?;
+        let t = now();
+        // Held open meanwhile, so a file renamed over the name is truncated, not lost (ENOENT).
+        let ino = with_client(|c| {
+            let ino = c.open_path(start, path, true)?;
+            let r = match c.stat(ino).map(|s| s.kind) {
+                Ok(nrfs::Kind::Dir) => Err(Errno::EISDIR),
+                Ok(nrfs::Kind::File) => {
+                    crate::fs::check_writable(ino).and_then(|()| c.truncate(ino, a[1], t))
+                }
+                Ok(_) => Err(Errno::EINVAL),
+                Err(e) => Err(e),
+            };
+            c.close(ino)?;
+            r.map(|()| ino)
+        })?;
+        crate::filemap::truncated(ino, a[1]);
+        Ok(0)
+    })
 }
 
 /// Makes `f` (a directory description) the working directory.
@@ -705,36 +727,41 @@ pub(super) fn no_xattrs(nr: usize) -> SysResult {
 }
 
 /// What an attribute change applies to.
-enum Target {
+enum Target<'a> {
     /// An NR-FS inode.
     Ino(Ino),
     /// A path in Hare (whose client resolves it), and whether a last symlink is followed.
-    Hare(HarePath, bool),
+    Hare(&'a HarePath, bool),
     /// An open Hare file or directory.
     HareFile(Arc<OpenFile>),
 }
 
-/// What a path names, for attribute changes (EACCES in `/proc`).
-fn inode_at(me: &Arc<Thread>, dir: i32, path: &[u8], follow: bool) -> Result<Target, Errno> {
-    match path::locate(&me.process, dir, path)? {
-        Place::Hare(h) => Ok(Target::Hare(h, follow)),
+/// Applies attribute change `op` to what a path names (EACCES in `/proc`).
+fn inode_at(
+    me: &Arc<Thread>,
+    (dir, path): (i32, &[u8]),
+    follow: bool,
+    mut op: impl FnMut(Target<'_>) -> SysResult,
+) -> SysResult {
+    path::at(&me.process, dir, path, Last::follow(follow), |place| match place {
+        Place::Hare(h) => op(Target::Hare(h, follow)),
         place => {
             let (start, path) = place.fs(Errno::EACCES)?;
-            perm::lookup(&me.process, start, &path, follow)?;
-            with_client(|c| c.resolve(start, &path, follow)).map(Target::Ino)
+            perm::lookup(&me.process, start, path, follow)?;
+            op(Target::Ino(with_client(|c| c.resolve(start, path, follow))?))
         }
-    }
+    })
 }
 
 /// What a descriptor's attribute changes apply to: its NR-FS inode or Hare file (EPERM for
 /// pipes and `/proc`, as Linux's read-only or attribute-less objects answer).
-fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Target, Errno> {
+fn inode_of(me: &Arc<Thread>, fd: u64) -> Result<Target<'static>, Errno> {
     target_of(file(me, fd)?)
 }
 
 /// What the attribute changes of open file `f` apply to: the Hare file itself or its NR-FS inode;
 /// `EPERM` for anything else.
-fn target_of(f: Arc<OpenFile>) -> Result<Target, Errno> {
+fn target_of(f: Arc<OpenFile>) -> Result<Target<'static>, Errno> {
     if f.is_hare() {
         return Ok(Target::HareFile(f));
     }
@@ -746,22 +773,28 @@ fn hare_set(f: &OpenFile, attr: SetAttr) -> Result<(), Errno> {
     f.hare().ok_or(Errno::EPERM)?.set(attr)
 }
 
-/// What an `*at` attribute call names: `dirfd` itself with `AT_EMPTY_PATH` and "".
-fn inode_at_flags(me: &Arc<Thread>, dir: i32, path: u64, flags: u64) -> Result<Target, Errno> {
+/// Applies attribute change `op` to what an `*at` attribute call names: `dirfd` itself with
+/// `AT_EMPTY_PATH` and "".
+fn inode_at_flags(
+    me: &Arc<Thread>,
+    (dir, path): (i32, u64),
+    flags: u64,
+    mut op: impl FnMut(Target<'_>) -> SysResult,
+) -> SysResult {
     let p = path_arg(path)?;
     if p.is_empty() && flags & AT_EMPTY_PATH != 0 {
-        return if dir == AT_FDCWD {
+        return op(if dir == AT_FDCWD {
             let cwd = me.process.cwd.lock().clone();
-            target_of(cwd)
+            target_of(cwd)?
         } else {
-            inode_of(me, dir as u32 as u64)
-        };
+            inode_of(me, dir as u32 as u64)?
+        });
     }
-    inode_at(me, dir, &p, flags & AT_SYMLINK_NOFOLLOW == 0)
+    inode_at(me, (dir, &p), flags & AT_SYMLINK_NOFOLLOW == 0, op)
 }
 
 /// Sets the mode bits (`mode & 0o7777`) of `target`, which the caller must own.
-fn chmod_ino(me: &Arc<Thread>, target: Target, mode: u64) -> SysResult {
+fn chmod_ino(me: &Arc<Thread>, target: Target<'_>, mode: u64) -> SysResult {
     let mode = mode as u32 & 0o7777;
     match target {
         Target::Ino(ino) => {
@@ -770,8 +803,8 @@ fn chmod_ino(me: &Arc<Thread>, target: Target, mode: u64) -> SysResult {
             with_client(|c| c.chmod(ino, mode, t))?;
         }
         Target::Hare(h, follow) => {
-            let mode = perm::hare_chmod_mode(&me.process, HareTarget::Path(&h, follow), mode)?;
-            hare::chmod(&h, mode)?
+            let mode = perm::hare_chmod_mode(&me.process, HareTarget::Path(h, follow), mode)?;
+            hare::chmod(h, mode)?
         }
         Target::HareFile(f) => {
             let mode = perm::hare_chmod_mode(&me.process, HareTarget::File(&f), mode)?;
@@ -783,7 +816,8 @@ fn chmod_ino(me: &Arc<Thread>, target: Target, mode: u64) -> SysResult {
 
 /// `chmod(path, mode)`: follows a final symlink.
 pub fn chmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chmod_ino(me, inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?, a[1])
+    let path = path_arg(a[0])?;
+    inode_at(me, (AT_FDCWD, &path), true, |t| chmod_ino(me, t, a[1]))
 }
 
 /// `fchmod(fd, mode)`.
@@ -793,12 +827,13 @@ pub fn fchmod(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResul
 
 /// `fchmodat(dirfd, path, mode, flags)`: follows a final symlink; `flags` is not used.
 pub fn fchmodat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chmod_ino(me, inode_at(me, dirfd(a[0]), &path_arg(a[1])?, true)?, a[2])
+    let path = path_arg(a[1])?;
+    inode_at(me, (dirfd(a[0]), &path), true, |t| chmod_ino(me, t, a[2]))
 }
 
 /// Sets the owner and group of `target`; an id of -1 leaves that one unchanged. Only root
 /// changes the owner; the owner may change the group to one of its own.
-fn chown_ino(me: &Arc<Thread>, target: Target, uid: u64, gid: u64) -> SysResult {
+fn chown_ino(me: &Arc<Thread>, target: Target<'_>, uid: u64, gid: u64) -> SysResult {
     let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
     match target {
         Target::Ino(ino) => {
@@ -807,9 +842,9 @@ fn chown_ino(me: &Arc<Thread>, target: Target, uid: u64, gid: u64) -> SysResult 
             with_client(|c| c.chown(ino, id(uid), id(gid), t))?;
         }
         Target::Hare(h, follow) => {
-            let t = HareTarget::Path(&h, follow);
+            let t = HareTarget::Path(h, follow);
             perm::hare_chown(&me.process, t, uid as u32, gid as u32)?;
-            hare::chown(&h, follow, (id(uid), id(gid)))?
+            hare::chown(h, follow, (id(uid), id(gid)))?
         }
         Target::HareFile(f) => {
             let t = HareTarget::File(&f);
@@ -822,22 +857,14 @@ fn chown_ino(me: &Arc<Thread>, target: Target, uid: u64, gid: u64) -> SysResult 
 
 /// `chown(path, owner, group)`: follows a final symlink.
 pub fn chown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chown_ino(
-        me,
-        inode_at(me, AT_FDCWD, &path_arg(a[0])?, true)?,
-        a[1],
-        a[2],
-    )
+    let path = path_arg(a[0])?;
+    inode_at(me, (AT_FDCWD, &path), true, |t| chown_ino(me, t, a[1], a[2]))
 }
 
 /// `lchown(path, owner, group)`: does not follow a final symlink.
 pub fn lchown(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysResult {
-    chown_ino(
-        me,
-        inode_at(me, AT_FDCWD, &path_arg(a[0])?, false)?,
-        a[1],
-        a[2],
-    )
+    let path = path_arg(a[0])?;
+    inode_at(me, (AT_FDCWD, &path), false, |t| chown_ino(me, t, a[1], a[2]))
 }
 
 /// `fchown(fd, owner, group)`.
@@ -851,7 +878,9 @@ pub fn fchownat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRes
     if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    chown_ino(me, inode_at_flags(me, dirfd(a[0]), a[1], a[4])?, a[2], a[3])
+    inode_at_flags(me, (dirfd(a[0]), a[1]), a[4], |t| {
+        chown_ino(me, t, a[2], a[3])
+    })
 }
 
 /// `utimensat(dirfd, path, times, flags)`; a NULL path changes `dirfd` itself (`futimens`).
@@ -876,35 +905,37 @@ pub fn utimensat(me: &Arc<Thread>, _: &mut InterruptFrame, a: [u64; 6]) -> SysRe
         };
         (pick(ts[0], ts[1])?, pick(ts[2], ts[3])?)
     };
-    let target = if a[1] == 0 {
-        inode_of(me, a[0])?
-    } else {
-        inode_at_flags(me, dirfd(a[0]), a[1], a[3])?
-    };
-    if atime.is_none() && mtime.is_none() {
-        return Ok(0);
-    }
     // Setting both times to now needs ownership or write permission, anything else ownership.
     let now_only = a[2] == 0 || (atime.is_none_or(|x| x == t) && mtime.is_none_or(|x| x == t));
-    match target {
-        Target::Ino(ino) => {
-            if now_only {
-                perm::touch(&me.process, ino)?;
-            } else {
-                perm::owns(&me.process, ino)?;
+    let set = |target: Target<'_>| -> SysResult {
+        if atime.is_none() && mtime.is_none() {
+            return Ok(0);
+        }
+        match target {
+            Target::Ino(ino) => {
+                if now_only {
+                    perm::touch(&me.process, ino)?;
+                } else {
+                    perm::owns(&me.process, ino)?;
+                }
+                with_client(|c| c.set_times(ino, atime, mtime, t))?
             }
-            with_client(|c| c.set_times(ino, atime, mtime, t))?
+            Target::Hare(h, follow) => {
+                perm::hare_times(&me.process, HareTarget::Path(h, follow), now_only)?;
+                hare::utimens(h, follow, (atime, mtime))?
+            }
+            Target::HareFile(f) => {
+                perm::hare_times(&me.process, HareTarget::File(&f), now_only)?;
+                hare_set(&f, SetAttr::Times(atime, mtime))?
+            }
         }
-        Target::Hare(h, follow) => {
-            perm::hare_times(&me.process, HareTarget::Path(&h, follow), now_only)?;
-            hare::utimens(&h, follow, (atime, mtime))?
-        }
-        Target::HareFile(f) => {
-            perm::hare_times(&me.process, HareTarget::File(&f), now_only)?;
-            hare_set(&f, SetAttr::Times(atime, mtime))?
-        }
+        Ok(0)
+    };
+    if a[1] == 0 {
+        set(inode_of(me, a[0])?)
+    } else {
+        inode_at_flags(me, (dirfd(a[0]), a[1]), a[3], set)
     }
-    Ok(0)
 }
 
 /// Writes a `struct statfs` (120 bytes) for the file system of `st`.

@@ -50,7 +50,7 @@ use core::pin::Pin;
 use core::task::Poll;
 
 use abi::Errno;
-use nrfs::walk::{self, Namespace};
+use nrfs::walk::{self, Exit, Namespace};
 use nrfs::Last;
 
 use crate::proto::{
@@ -435,11 +435,17 @@ impl Namespace for View<'_> {
     fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
         in_mount(self.mount_point, &self.target(ino)?)
     }
+
+    /// Nothing is mounted inside Hare.
+    fn covered(&self, _: Ino) -> bool {
+        false
+    }
 }
 
 /// Symlink target `t` as Hare resolves it under mount point `mount` (empty: Hare is the
 /// root): an absolute target under the mount point is taken from Hare's root; one outside it
-/// leads out of Hare, which a walk inside Hare cannot follow (`EXDEV`).
+/// leads out of Hare, which a walk inside Hare cannot follow (`EXDEV`; [`Client::exit`] gives
+/// the path to go on with).
 fn in_mount(mount: &[u8], t: &[u8]) -> Result<Vec<u8>, Errno> {
     if mount.is_empty() || t.first() != Some(&b'/') {
         return Ok(t.to_vec());
@@ -609,7 +615,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
 
     /// Says that Hare is mounted at absolute path `path` (no trailing slash; empty: Hare
     /// is the root): an absolute symlink target under it resolves inside Hare, one outside
-    /// it fails with `EXDEV` (a walk inside Hare cannot leave it).
+    /// it fails with `EXDEV` (a walk inside Hare cannot leave it; [`Client::exit`] says where
+    /// it goes on).
     pub fn set_mount_point(&mut self, path: &[u8]) {
         self.mount_point = path.to_vec();
     }
@@ -1396,6 +1403,32 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             self.policy.local = servers[0];
         }
         self.table = table;
+    }
+
+    /// Where a walk of `path` from `start` leads out of Hare (`walk::exit`: a symlink whose
+    /// absolute target lies outside the mount point), as the absolute path to go on with, if
+    /// it does; `parent_only` for the calls that walk only to the last component's directory.
+    pub async fn exit(
+        &mut self,
+        start: Ino,
+        path: &[u8],
+        follow_last: bool,
+        parent_only: bool,
+    ) -> Result<Option<Vec<u8>>, Errno> {
+        retry!(
+            self,
+            self.walk(|v| {
+                Ok(
+                    match walk::exit(v, start, path, follow_last, parent_only)? {
+                        Some(Exit::Link { link, rest }) => {
+                            Some(Exit::continued(&v.target(link)?, &rest))
+                        }
+                        Some(Exit::Covered { .. }) | None => None,
+                    },
+                )
+            })
+            .await
+        )
     }
 
     /// `fstatat(start, path)`, following a last symlink if `follow`.

@@ -141,7 +141,7 @@ use abi::Errno;
 pub use fs::FileSystem;
 pub use replicated::{
     FsClient, FsRead, FsReplica, FsUpdate, FsValue, LogStats, NamespaceOp, NrFs, Scope, ShardedFs,
-    MAX_SCOPE,
+    COVERED_MAX, MAX_SCOPE,
 };
 pub use sharing::{set_page_sharing, Lent, Offer, PageSharing};
 

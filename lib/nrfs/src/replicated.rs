@@ -523,7 +523,12 @@ struct Shared {
     applied: Box<[Row]>,
     /// Namespace operations that came back stale and were planned again.
     stale: AtomicU64,
+    /// Directories other file systems are mounted on ([`NrFs::cover`]; 0: a free slot).
+    covered: [AtomicU64; COVERED_MAX],
 }
+
+/// How many directories may be covered by other file systems at once ([`NrFs::cover`]).
+pub const COVERED_MAX: usize = 8;
 
 /// One replica's copy of the file system: inodes in one shard per log, each behind a
 /// reader-writer lock. Implements [`nr::cnr::Dispatch`].
@@ -906,6 +911,7 @@ impl NrFs {
                 submitted: (0..replicas).map(|_| Row::new()).collect(),
                 applied: (0..replicas).map(|_| Row::new()).collect(),
                 stale: AtomicU64::new(0),
+                covered: Default::default(),
             }),
         })
     }
@@ -957,6 +963,38 @@ impl NrFs {
     /// Allocates an inode number (shared by all replicas, never reused).
     pub fn alloc_ino(&self) -> Ino {
         self.shared.next_ino.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Marks directory `dir` as covered by another file system mounted on it: a walk that
+    /// reaches it after a symlink ends with `EXDEV` ([`walk::exit`] says where). Not
+    /// replicated: it is where the kernel mounts, read by every client. EBUSY if it is covered
+    /// already, ENOSPC past [`COVERED_MAX`] directories.
+    pub fn cover(&self, dir: Ino) -> Result<(), Errno> {
+        if self.covered(dir) {
+            return Err(Errno::EBUSY);
+        }
+        let free = self.shared.covered.iter().find(|c| {
+            c.compare_exchange(0, dir, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        });
+        free.map(drop).ok_or(Errno::ENOSPC)
+    }
+
+    /// Undoes [`NrFs::cover`] (nothing if `dir` was not covered).
+    pub fn uncover(&self, dir: Ino) {
+        for c in self.shared.covered.iter() {
+            let _ = c.compare_exchange(dir, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether directory `dir` is covered ([`NrFs::cover`]).
+    pub fn covered(&self, dir: Ino) -> bool {
+        dir != 0
+            && self
+                .shared
+                .covered
+                .iter()
+                .any(|c| c.load(Ordering::Acquire) == dir)
     }
 
     /// Namespace operations that found a name changed since their client resolved it, and
@@ -1041,6 +1079,10 @@ impl Namespace for FsClient {
             FsValue::Data(t) => Ok(t),
             _ => Err(Errno::EIO),
         }
+    }
+
+    fn covered(&self, dir: Ino) -> bool {
+        self.fs.covered(dir)
     }
 }
 

@@ -4,6 +4,14 @@
 //!
 //! The walker is iterative (an explicit stack of symlink bodies, like Linux's `nameidata`), so
 //! its stack use does not grow with the number of symlinks followed.
+//!
+//! A walk can lead out of its namespace: through a symlink into a directory another file
+//! system is mounted on ([`Namespace::covered`]), or through a symlink whose target the
+//! namespace cannot follow (its [`Namespace::link_target`] answers `EXDEV`: Hare's absolute
+//! targets outside its mount point). The walk then ends with `EXDEV`, and [`exit`], asked
+//! again with the same path, says where it left and what was left of the path there, so that
+//! the caller can go on in the other file system (Linux's walk crosses mount points itself;
+//! here each file system walks its own part).
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
@@ -28,8 +36,50 @@ pub trait Namespace {
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Option<(Ino, Kind)>, Errno>;
     /// The parent (`..`) of directory `dir` (the root is its own parent).
     fn parent(&self, dir: Ino) -> Result<Ino, Errno>;
-    /// The target of symlink `ino`.
+    /// The target of symlink `ino`; `EXDEV` if the walk cannot follow it here (it leads out
+    /// of this namespace: [`Exit::Link`]).
     fn link_target(&self, ino: Ino) -> Result<Vec<u8>, Errno>;
+    /// Whether another file system is mounted on directory `dir`: a walk that reaches it
+    /// after following a symlink leaves this namespace there ([`Exit::Covered`]). A path
+    /// without symlinks is placed by its caller before the walk, by name, so the walker looks
+    /// only after a symlink.
+    fn covered(&self, dir: Ino) -> bool;
+}
+
+/// Where a walk left its namespace (see the module documentation), found by [`exit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// It reached covered directory `dir`; `rest` is what was left of the path after it
+    /// (relative, possibly empty).
+    Covered {
+        /// The covered directory.
+        dir: Ino,
+        /// The path left to walk from there.
+        rest: Vec<u8>,
+    },
+    /// Symlink `link`'s target leads out (its target as written is where to go on); `rest`
+    /// is what was left of the path after the link.
+    Link {
+        /// The symlink.
+        link: Ino,
+        /// The path left to walk after the link's target.
+        rest: Vec<u8>,
+    },
+}
+
+impl Exit {
+    /// The path to walk from `base` (the covered directory's path, or the link's target):
+    /// `base/rest`, or `base` alone.
+    pub fn continued(base: &[u8], rest: &[u8]) -> Vec<u8> {
+        let mut out = base.to_vec();
+        if !rest.is_empty() {
+            if out.last() != Some(&b'/') {
+                out.push(b'/');
+            }
+            out.extend_from_slice(rest);
+        }
+        out
+    }
 }
 
 /// Checks a whole path: ENOENT if empty, ENAMETOOLONG if longer than `PATH_MAX - 1` bytes.
@@ -74,6 +124,8 @@ struct Walk<'p> {
     /// The bodies of the symlinks being followed, innermost last.
     followed: Vec<Frame<'p>>,
     links: u32,
+    /// Where the walk left its namespace, once it has (it then ends with `EXDEV`).
+    exit: Option<Exit>,
 }
 
 impl<'p> Walk<'p> {
@@ -92,7 +144,50 @@ impl<'p> Walk<'p> {
             },
             followed: Vec::new(),
             links: 0,
+            exit: None,
         })
+    }
+
+    /// What is left of the walk's path: the rest of each frame, innermost first, joined by
+    /// slashes (a trailing slash of the walk's own path kept).
+    fn rest(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in self
+            .followed
+            .iter()
+            .rev()
+            .chain(core::iter::once(&self.path))
+        {
+            let part = &f.path[f.pos..];
+            let trimmed = &part[part.iter().position(|&b| b != b'/').unwrap_or(part.len())..];
+            if !trimmed.is_empty() {
+                if !out.is_empty() {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(trimmed);
+            }
+        }
+        if self.path.path.last() == Some(&b'/') && out.last() != Some(&b'/') && !out.is_empty() {
+            out.push(b'/');
+        }
+        out
+    }
+
+    /// Ends the walk with `EXDEV`, noting where it left.
+    fn leave(&mut self, exit: Exit) -> Errno {
+        self.exit = Some(exit);
+        Errno::EXDEV
+    }
+
+    /// Arrives at directory `dir`: it becomes the current one, unless the walk, having
+    /// followed a symlink, leaves the namespace there.
+    fn arrive(&mut self, ns: &(impl Namespace + ?Sized), dir: Ino) -> Result<(), Errno> {
+        if self.links > 0 && ns.covered(dir) {
+            let rest = self.rest();
+            return Err(self.leave(Exit::Covered { dir, rest }));
+        }
+        self.dir = dir;
+        Ok(())
     }
 
     /// Takes the next component, dropping finished frames; `None` when nothing is left.
@@ -135,15 +230,22 @@ impl<'p> Walk<'p> {
         if self.links > SYMLOOP_MAX {
             return Err(Errno::ELOOP);
         }
-        let target = ns.link_target(link)?;
+        let target = match ns.link_target(link) {
+            Err(Errno::EXDEV) => {
+                let rest = self.rest();
+                return Err(self.leave(Exit::Link { link, rest }));
+            }
+            t => t?,
+        };
         check_path(&target)?;
-        if target[0] == b'/' {
-            self.dir = ROOT_INO;
-        }
+        let absolute = target[0] == b'/';
         self.followed.push(Frame {
             path: Cow::Owned(target),
             pos: 0,
         });
+        if absolute {
+            self.arrive(ns, ROOT_INO)?;
+        }
         Ok(())
     }
 
@@ -161,14 +263,11 @@ impl<'p> Walk<'p> {
         match self.name(c) {
             b"." => Ok(()),
             b".." => {
-                self.dir = ns.parent(self.dir)?;
-                Ok(())
+                let parent = ns.parent(self.dir)?;
+                self.arrive(ns, parent)
             }
             _ => match self.lookup(ns, c)? {
-                (ino, Kind::Dir) => {
-                    self.dir = ino;
-                    Ok(())
-                }
+                (ino, Kind::Dir) => self.arrive(ns, ino),
                 (ino, Kind::Symlink) => self.follow(ns, ino),
                 _ => Err(Errno::ENOTDIR),
             },
@@ -180,14 +279,23 @@ impl<'p> Walk<'p> {
 ///
 /// # Errors
 ///
-/// Linux's, as listed there, and whatever `ns` returns.
+/// Linux's, as listed there, and whatever `ns` returns; `EXDEV` if the walk leads out of the
+/// namespace ([`exit`]).
 pub fn resolve(
     ns: &(impl Namespace + ?Sized),
     start: Ino,
     path: &[u8],
     follow_last: bool,
 ) -> Result<(Ino, Kind), Errno> {
-    let mut w = Walk::new(ns, start, path)?;
+    resolve_in(&mut Walk::new(ns, start, path)?, ns, follow_last)
+}
+
+/// [`resolve`] on walk `w`.
+fn resolve_in(
+    w: &mut Walk<'_>,
+    ns: &(impl Namespace + ?Sized),
+    follow_last: bool,
+) -> Result<(Ino, Kind), Errno> {
     let mut follow_last = follow_last;
     let mut must_be_dir = false;
     let mut found = (w.dir, Kind::Dir);
@@ -214,13 +322,40 @@ pub fn resolve(
             },
         };
         if found.1 == Kind::Dir {
-            w.dir = found.0;
+            w.arrive(ns, found.0)?;
         }
     }
     if must_be_dir && found.1 != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
     Ok(found)
+}
+
+/// Where a walk of `path` leaves the namespace, if it does: `Some` when [`resolve`] (or, with
+/// `parent_only`, [`resolve_parent`]) would end with `EXDEV` because of it. The walks of
+/// `open`, `O_CREAT` included, follow a last symlink as [`resolve`] does with `follow_last`.
+///
+/// # Errors
+///
+/// The walk's other errors, met before it leaves.
+pub fn exit(
+    ns: &(impl Namespace + ?Sized),
+    start: Ino,
+    path: &[u8],
+    follow_last: bool,
+    parent_only: bool,
+) -> Result<Option<Exit>, Errno> {
+    let mut w = Walk::new(ns, start, path)?;
+    let r = if parent_only {
+        parent_in(&mut w, ns).map(drop)
+    } else {
+        resolve_in(&mut w, ns, follow_last).map(drop)
+    };
+    match r {
+        Err(Errno::EXDEV) if w.exit.is_some() => Ok(w.exit),
+        Err(e) => Err(e),
+        Ok(()) => Ok(None),
+    }
 }
 
 /// Resolves all but the last component of `path`. See [`crate::FileSystem::resolve_parent`].
@@ -242,6 +377,18 @@ pub fn resolve_parent_counting(
 ) -> Result<ParentPath, Errno> {
     let mut w = Walk::new(ns, start, path)?;
     w.links = *links;
+    if w.links > 0 {
+        // The target of a last symlink its caller followed: an absolute one arrives at the
+        // root.
+        w.arrive(ns, w.dir)?;
+    }
+    let p = parent_in(&mut w, ns);
+    *links = w.links;
+    p
+}
+
+/// [`resolve_parent`] on walk `w`.
+fn parent_in(w: &mut Walk<'_>, ns: &(impl Namespace + ?Sized)) -> Result<ParentPath, Errno> {
     while let Some(c) = w.next() {
         if !c.last {
             w.step(ns, &c)?;
@@ -252,7 +399,6 @@ pub fn resolve_parent_counting(
             b".." => Last::DotDot,
             name => Last::Name(name.to_vec()),
         };
-        *links = w.links;
         return Ok(ParentPath {
             dir: w.dir,
             last,
@@ -260,7 +406,6 @@ pub fn resolve_parent_counting(
         });
     }
     // Nothing but slashes: the root.
-    *links = w.links;
     Ok(ParentPath {
         dir: ROOT_INO,
         last: Last::Root,

@@ -491,3 +491,64 @@ fn open_of_an_entry_opens_what_it_names_when_applied() {
     c[1].close(ROOT_INO).unwrap();
     assert_eq!(snapshot(&c[0]), snapshot(&c[1]));
 }
+
+/// A directory covered by another file system: walks that reach it through a symlink end
+/// with EXDEV, and `walk::exit` says where they left and what was left of the path; walks by
+/// name alone are not stopped (their caller places them).
+#[test]
+fn covered_directories_end_walks_through_symlinks() {
+    use nrfs::walk::{self, Exit};
+    let (fs, _r, c) = setup(2, 256, 1);
+    let c = &c[0];
+    let mnt = c.mkdir(ROOT_INO, b"mnt", FILE, t(1)).unwrap();
+    let home = c.mkdir(ROOT_INO, b"home", FILE, t(1)).unwrap();
+    c.symlink(b"/mnt/a/b", home, b"abs", FILE, t(2)).unwrap();
+    c.symlink(b"../mnt", home, b"rel", FILE, t(2)).unwrap();
+    c.symlink(b"/home", ROOT_INO, b"h", FILE, t(2)).unwrap();
+    fs.cover(mnt).unwrap();
+    assert_eq!(fs.cover(mnt), Err(Errno::EBUSY));
+
+    // By name: the shadowed directory, as before.
+    assert_eq!(c.resolve(ROOT_INO, b"/mnt", true), Ok(mnt));
+    // Through symlinks: EXDEV, for every kind of walk.
+    assert_eq!(c.resolve(ROOT_INO, b"/home/abs", true), Err(Errno::EXDEV));
+    assert_eq!(c.resolve(ROOT_INO, b"/home/rel/x", true), Err(Errno::EXDEV));
+    assert_eq!(c.resolve(ROOT_INO, b"/home/rel", true), Err(Errno::EXDEV));
+    assert_eq!(
+        c.resolve(ROOT_INO, b"/h/rel/y/z/", false),
+        Err(Errno::EXDEV)
+    );
+    let made = c.mkdir(ROOT_INO, b"/home/rel/new", FILE, t(3));
+    assert_eq!(made, Err(Errno::EXDEV));
+    let created = c.create(ROOT_INO, b"/home/abs", FILE, NEW, t(3));
+    assert_eq!(created.unwrap_err(), Errno::EXDEV);
+    // A last symlink not followed stays here.
+    assert!(c.resolve(ROOT_INO, b"/home/abs", false).is_ok());
+    assert!(c.unlink(ROOT_INO, b"/home/h-none", t(3)).is_err());
+
+    // Where each left, and what was left of its path.
+    let exit = |p: &[u8], follow: bool, parent: bool| walk::exit(c, ROOT_INO, p, follow, parent);
+    let at = |rest: &[u8]| {
+        Ok(Some(Exit::Covered {
+            dir: mnt,
+            rest: rest.to_vec(),
+        }))
+    };
+    assert_eq!(exit(b"/home/abs", true, false), at(b"a/b"));
+    assert_eq!(exit(b"/home/abs", false, true), Ok(None));
+    assert_eq!(exit(b"/home/abs/c", false, true), at(b"a/b/c"));
+    assert_eq!(exit(b"/home/rel", true, false), at(b""));
+    assert_eq!(exit(b"/h/rel/y/z/", false, false), at(b"y/z/"));
+    assert_eq!(exit(b"/home/rel/new", false, true), at(b"new"));
+    assert_eq!(exit(b"/mnt", true, false), Ok(None));
+    assert_eq!(exit(b"/nowhere/x", true, false), Err(Errno::ENOENT));
+    assert_eq!(
+        Exit::continued(b"/hare", b"y/z/"),
+        b"/hare/y/z/".to_vec(),
+        "the caller's path to go on with"
+    );
+
+    fs.uncover(mnt);
+    assert!(!fs.covered(mnt));
+    assert!(c.resolve(ROOT_INO, b"/home/rel", true).is_ok());
+}

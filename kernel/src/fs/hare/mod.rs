@@ -494,6 +494,9 @@ type CoreClient = Client<Links, CacheView>;
 pub struct Mount {
     /// The mount point, absolute, as components.
     at: Vec<Vec<u8>>,
+    /// The NR-FS directory the mount covers (a symlink in NR-FS that leads into it leads into
+    /// Hare: `crate::fs::path::at`).
+    covers: Ino,
     /// What `mount -o` chose (the buffer cache's size is the cache's).
     options: Options,
     /// The fleet's members, with their server ids (a resize changes them).
@@ -799,8 +802,12 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         .try_reserve_exact(kcb::MAX_CORES)
         .map_err(|_| Errno::ENOMEM)?;
     clients.extend((0..kcb::MAX_CORES).map(|_| SleepLock::new(None)));
+    let mut point = b"/".to_vec();
+    point.extend_from_slice(&at.join(&b'/'));
+    let covers = crate::fs::with_client(|c| c.resolve(nrfs::ROOT_INO, &point, true))?;
     let mount = Arc::new(Mount {
         at,
+        covers,
         options,
         members: IrqMutex::new(members),
         table: IrqMutex::new(table),
@@ -830,6 +837,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
             crate::time::now_ns().saturating_sub(since) / 1_000_000
         );
     }
+    crate::fs::cover(covers)?;
     // `MOUNTING` is held: nothing was mounted meanwhile.
     *MOUNTED.lock() = Some(mount);
     IS_MOUNTED.store(true, Ordering::Release);
@@ -860,6 +868,7 @@ pub fn umount(at: &[Vec<u8>]) -> Result<(), Errno> {
                     return Err(Errno::EBUSY);
                 }
                 IS_MOUNTED.store(false, Ordering::Release);
+                crate::fs::uncover(m.covers);
                 slot.take()
             }
             _ => return Err(Errno::EINVAL),
@@ -1462,7 +1471,7 @@ pub fn relative(dir: &HareNode, path: &[u8]) -> HarePath {
 /// `open` in Hare: flags as Linux's, the mode and umask of a file it creates, whose owner and
 /// group are `uid` and `gid`; `kept` are the flags the description keeps; it shows `shown`.
 pub fn open(
-    p: HarePath,
+    p: &HarePath,
     (flags, mode, umask): (u32, u32, u32),
     (uid, gid): (u32, u32),
     kept: u32,
@@ -1525,6 +1534,13 @@ pub fn open(
 /// `stat` of a path.
 pub fn stat(p: &HarePath, follow: bool) -> Result<KStat, Errno> {
     stat_at(p, &p.path, follow)
+}
+
+/// Where a walk of `p` leads out of Hare (an absolute symlink target outside the mount
+/// point), as the absolute path to go on with (`crate::fs::path::at`).
+pub fn exit(p: &HarePath, follow: bool, parent_only: bool) -> Result<Option<Vec<u8>>, Errno> {
+    p.mount
+        .here(|c| run_ready(c.exit(p.start, &p.path, follow, parent_only)))
 }
 
 /// `stat` of `path` from the start directory of `p` (a permission check's look at the
