@@ -3,6 +3,8 @@
 //!
 //! Each path is read from user memory once (at most `PATH_MAX - 1` bytes, else ENAMETOOLONG)
 //! and located by [`crate::fs::path`]; NR-FS operations resolve it and apply Linux's checks.
+//! Each call runs in [`path::at`] (or `at2`), which runs it again where a symlink leads the
+//! path into another file system.
 //! `/proc` is read-only: calls that would change it answer EACCES (EXDEV for a rename or link
 //! between `/proc` and NR-FS). Everything runs as root, so permission bits are reported and
 //! stored but only `access(X_OK)` consults them.

@@ -46,8 +46,9 @@
 //! the mount's root is the root
 //! itself for a walk that starts inside (paths with `..` are resolved by name from the
 //! directory's current path, [`HareNode::path`], so `cd ..` leaves the mount); an absolute
-//! symlink target resolves inside Hare if it lies under the mount point and answers `EXDEV`
-//! if not; programs in Hare run with their pages copied (`crate::fs::MappedFile`).
+//! symlink target resolves inside Hare if it lies under the mount point and leads out of it
+//! if not ([`exit`], `crate::fs::path::at`); programs in Hare run with their pages copied
+//! (`crate::fs::MappedFile`).
 
 use crate::fd::{KStat, Node, OpenFile, O_ACCMODE, O_PATH, O_RDONLY};
 use crate::kcb;
