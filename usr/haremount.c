@@ -17,8 +17,8 @@
  *  - a hard link; cross-mount calls (rename, link: EXDEV), execve of a file without an
  *    execute bit (EACCES), bad pointers (EFAULT) with the files intact;
  *  - symlinks across mounts, both ways: NR-FS symlinks (absolute and relative) into Hare and
- *    into /proc, Hare symlinks out to NR-FS (stat, open, O_CREAT, mkdir, rename, unlink and
- *    execve through them), a loop across the two (ELOOP), a rename across through a symlink
+ *    into /proc, Hare symlinks out to NR-FS (absolute, and relative above the mount's root;
+ *    stat, open, O_CREAT, mkdir, rename, unlink and execve through them), a loop across the two (ELOOP), a rename across through a symlink
  *    (EXDEV);
  *  - busybox sh, echo, cat, cp, mv, ls and rm on the mount; a static program and a `#!`
  *    script executed from it (EACCES without an execute bit);
@@ -497,6 +497,8 @@ static void check_symlinks_across(void)
     CHECK_EQ(readlink(MNT "/true", b, sizeof b), 12);
     CHECK_EQ(run_program(MNT "/true", NULL), 0);
     read_is(MNT "/nrfs/into", "in hare");
+    CHECK_SYS(symlink("../../tmp/into", MNT "/up"));
+    read_is(MNT "/up", "in hare");
     fd = open(MNT "/nrfs/made-in-nrfs", O_CREAT | O_WRONLY | O_EXCL, 0644);
     CHECK(fd >= 0);
     CHECK_SYS(close(fd));
@@ -507,7 +509,7 @@ static void check_symlinks_across(void)
     CHECK_ERRNO(open("/tmp/loopa", O_RDONLY), ELOOP);
     CHECK_ERRNO(stat(MNT "/loopb", &st), ELOOP);
     const char *links[] = {"/tmp/into", "/tmp/rel",  "/tmp/hdir",     "/tmp/dangling", "/tmp/me",
-                           "/tmp/loopa", MNT "/true", MNT "/nrfs", MNT "/loopb"};
+                           "/tmp/loopa", MNT "/true", MNT "/nrfs", MNT "/loopb", MNT "/up"};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
         CHECK_SYS(unlink(links[i]));
     CHECK_SYS(unlink(MNT "/across"));

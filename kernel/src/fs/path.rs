@@ -119,7 +119,10 @@ fn exit(me: &Process, place: &Place, last: Last) -> Result<Option<Vec<u8>>, Errn
                 Some(nrfs::walk::Exit::Covered { dir, rest }) => Ok(Some(
                     nrfs::walk::Exit::continued(&super::dir_path(dir)?, &rest),
                 )),
-                Some(nrfs::walk::Exit::Link { .. }) | None => Ok(None),
+                // NR-FS follows its own symlinks and its root is the root.
+                Some(nrfs::walk::Exit::Link { .. } | nrfs::walk::Exit::Up { .. }) | None => {
+                    Ok(None)
+                }
             }
         }
         Place::Hare(h) => hare::exit(h, follow, parent_only),

@@ -421,7 +421,12 @@ impl Namespace for View<'_> {
 
     fn parent(&self, dir: Ino) -> Result<Ino, Errno> {
         if dir == ROOT_INO {
-            return Ok(ROOT_INO);
+            // Mounted below the root, `..` of Hare's root is outside (a path's own `..` are
+            // applied by name before Hare sees it: only a symlink's meet this).
+            return match self.mount_point.is_empty() {
+                true => Ok(ROOT_INO),
+                false => Err(Errno::EXDEV),
+            };
         }
         if let Some(&e) = self.scratch.not_dirs.get(&dir) {
             return Err(e);
@@ -1406,8 +1411,9 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// Where a walk of `path` from `start` leads out of Hare (`walk::exit`: a symlink whose
-    /// absolute target lies outside the mount point), as the absolute path to go on with, if
-    /// it does; `parent_only` for the calls that walk only to the last component's directory.
+    /// absolute target lies outside the mount point, or a symlink's `..` of Hare's root), as
+    /// the absolute path to go on with, if it does; `parent_only` for the calls that walk
+    /// only to the last component's directory.
     pub async fn exit(
         &mut self,
         start: Ino,
@@ -1422,6 +1428,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     match walk::exit(v, start, path, follow_last, parent_only)? {
                         Some(Exit::Link { link, rest }) => {
                             Some(Exit::continued(&v.target(link)?, &rest))
+                        }
+                        Some(Exit::Up { rest }) => {
+                            let up = Exit::continued(v.mount_point, b"..");
+                            Some(Exit::continued(&up, &rest))
                         }
                         Some(Exit::Covered { .. }) | None => None,
                     },

@@ -94,6 +94,29 @@ fn absolute_symlinks_resolve_under_the_mount_point() {
     assert_eq!(stat(&mut c[0], b"/beside", &mut rng), Err(Errno::EXDEV));
     assert_eq!(stat(&mut c[0], b"/out", &mut rng), Err(Errno::EXDEV));
     assert_eq!(stat(&mut c[0], b"/bare", &mut rng), Err(Errno::EXDEV));
+    // Where those leave Hare: each target as written, with the rest of the path; a `..` of
+    // the root goes to the mount point's parent.
+    run(
+        &net,
+        c[0].symlink(b"../../etc", ROOT_INO, b"/up", FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let mut exit = |p: &[u8], parent_only: bool| {
+        run(&net, c[0].exit(ROOT_INO, p, true, parent_only), &mut rng)
+    };
+    assert_eq!(exit(b"/out", false), Ok(Some(b"/etc/passwd".to_vec())));
+    assert_eq!(exit(b"/out", true), Ok(None));
+    assert_eq!(
+        exit(b"/beside/x/", true),
+        Ok(Some(b"/mnt/harem/d/f/x/".to_vec()))
+    );
+    assert_eq!(
+        exit(b"/up/passwd", false),
+        Ok(Some(b"/mnt/hare/../../etc/passwd".to_vec()))
+    );
+    assert_eq!(exit(b"/in", false), Ok(None));
+    assert_eq!(exit(b"/root/d/f", false), Ok(None));
     // The target reads back as written; a client mounted as the root takes it as it is.
     assert_eq!(
         run(&net, c[0].readlink(ROOT_INO, b"/in"), &mut rng).unwrap(),

@@ -6,9 +6,10 @@
 //! its stack use does not grow with the number of symlinks followed.
 //!
 //! A walk can lead out of its namespace: through a symlink into a directory another file
-//! system is mounted on ([`Namespace::covered`]), or through a symlink whose target the
+//! system is mounted on ([`Namespace::covered`]), through a symlink whose target the
 //! namespace cannot follow (its [`Namespace::link_target`] answers `EXDEV`: Hare's absolute
-//! targets outside its mount point). The walk then ends with `EXDEV`, and [`exit`], asked
+//! targets outside its mount point), or by a `..` of a root mounted below another
+//! ([`Namespace::parent`] answers `EXDEV`). The walk then ends with `EXDEV`, and [`exit`], asked
 //! again with the same path, says where it left and what was left of the path there, so that
 //! the caller can go on in the other file system (Linux's walk crosses mount points itself;
 //! here each file system walks its own part).
@@ -34,7 +35,8 @@ pub trait Namespace {
     /// Looks `name` (a single, valid component) up in directory `dir` (ENOENT if `dir` does
     /// not exist, ENOTDIR if it is not a directory); `None` if there is no such entry.
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Option<(Ino, Kind)>, Errno>;
-    /// The parent (`..`) of directory `dir` (the root is its own parent).
+    /// The parent (`..`) of directory `dir` (the root is its own parent); `EXDEV` if `dir`
+    /// is the root of this namespace mounted on a directory of another ([`Exit::Up`]).
     fn parent(&self, dir: Ino) -> Result<Ino, Errno>;
     /// The target of symlink `ino`; `EXDEV` if the walk cannot follow it here (it leads out
     /// of this namespace: [`Exit::Link`]).
@@ -63,6 +65,12 @@ pub enum Exit {
         /// The symlink.
         link: Ino,
         /// The path left to walk after the link's target.
+        rest: Vec<u8>,
+    },
+    /// A `..` of the namespace's root (its [`Namespace::parent`] answered `EXDEV`): the walk
+    /// goes on at the parent of the directory the namespace is mounted on, with `rest`.
+    Up {
+        /// The path left to walk from the mount point's parent.
         rest: Vec<u8>,
     },
 }
@@ -179,6 +187,17 @@ impl<'p> Walk<'p> {
         Errno::EXDEV
     }
 
+    /// The parent of directory `dir`, unless `..` leaves the namespace there.
+    fn up(&mut self, ns: &(impl Namespace + ?Sized), dir: Ino) -> Result<Ino, Errno> {
+        match ns.parent(dir) {
+            Err(Errno::EXDEV) => {
+                let rest = self.rest();
+                Err(self.leave(Exit::Up { rest }))
+            }
+            p => p,
+        }
+    }
+
     /// Arrives at directory `dir`: it becomes the current one, unless the walk, having
     /// followed a symlink, leaves the namespace there.
     fn arrive(&mut self, ns: &(impl Namespace + ?Sized), dir: Ino) -> Result<(), Errno> {
@@ -263,7 +282,7 @@ impl<'p> Walk<'p> {
         match self.name(c) {
             b"." => Ok(()),
             b".." => {
-                let parent = ns.parent(self.dir)?;
+                let parent = self.up(ns, self.dir)?;
                 self.arrive(ns, parent)
             }
             _ => match self.lookup(ns, c)? {
@@ -312,7 +331,7 @@ fn resolve_in(
         }
         found = match w.name(&c) {
             b"." => (w.dir, Kind::Dir),
-            b".." => (ns.parent(w.dir)?, Kind::Dir),
+            b".." => (w.up(ns, w.dir)?, Kind::Dir),
             _ => match w.lookup(ns, &c)? {
                 (ino, Kind::Symlink) if follow_last => {
                     w.follow(ns, ino)?;
