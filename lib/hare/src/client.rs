@@ -1129,8 +1129,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             _ => return Err(Errno::EIO.into()),
         };
         if unlink && e.kind != Kind::Dir && self.table.inode_server(e.ino) != es {
-            self.at_inode(e.ino, Request::Unlink { ino: e.ino, now })
-                .await?;
+            self.at_inode(
+                e.ino,
+                Request::Unlink {
+                    ino: e.ino,
+                    now: Some(now),
+                },
+            )
+            .await?;
         }
         Ok((e, home))
     }
@@ -2048,7 +2054,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if kind == Kind::Dir {
             return Err(Errno::EPERM.into());
         }
-        match self.at_inode(ino, Request::Link { ino, now }).await {
+        match self
+            .at_inode(
+                ino,
+                Request::Link {
+                    ino,
+                    now: Some(now),
+                },
+            )
+            .await
+        {
             Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
             r => r?,
         };
@@ -2071,7 +2086,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 Ok(())
             }
             other => {
-                self.at_inode(ino, Request::Unlink { ino, now }).await?;
+                self.at_inode(
+                    ino,
+                    Request::Unlink {
+                        ino,
+                        now: Some(now),
+                    },
+                )
+                .await?;
                 match other {
                     Err(e) => Err(e),
                     Ok(_) => Err(Fail::Restart),
@@ -2312,7 +2334,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         flags: u32,
         now: Timespec,
     ) -> Res<()> {
-        let (old, on, new, nn) = self
+        let (old, mut on, new, mut nn) = self
             .rename_ends((old_start, old_path), (new_start, new_path), flags)
             .await?;
         let (oi, ok) = self
@@ -2338,6 +2360,23 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             {
                 return Ok(());
             }
+            // Several servers: moved as if the new name were free, which its server checks
+            // (`AddMap` with no name to replace answers `EEXIST`, and the move gives back the
+            // link it took, leaving the file as it was): the lookup this saves would most
+            // often find nothing.
+            let m = Move {
+                old_dir: old.dir,
+                old_name: on,
+                new_dir: new.dir,
+                new_name: nn,
+                source: file,
+                replaced: None,
+            };
+            match self.move_entry(&m, now).await {
+                Err(Fail::Errno(Errno::EEXIST)) if !noreplace => {}
+                r => return r,
+            }
+            (on, nn) = (m.old_name, m.new_name);
         }
         let target = self.walk(|v| v.lookup(new.dir, &nn)).await?;
         if flags & nrfs::RENAME_NOREPLACE != 0 && target.is_some() {
@@ -2498,7 +2537,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .map(|e| e.ino)
             .collect();
         for (i, &f) in files.iter().enumerate() {
-            if let Err(e) = self.at_inode(f, Request::Link { ino: f, now }).await {
+            if let Err(e) = self
+                .at_inode(
+                    f,
+                    Request::Link {
+                        ino: f,
+                        now: Some(now),
+                    },
+                )
+                .await
+            {
                 self.unlink_inodes(&files[..i], now).await?;
                 return Err(match e {
                     Fail::Errno(Errno::ENOENT) => Fail::Restart,
@@ -2567,7 +2615,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// One link fewer for each of `inodes`.
     async fn unlink_inodes(&mut self, inodes: &[Ino], now: Timespec) -> Res<()> {
         for &ino in inodes {
-            self.at_inode(ino, Request::Unlink { ino, now }).await?;
+            self.at_inode(
+                ino,
+                Request::Unlink {
+                    ino,
+                    now: Some(now),
+                },
+            )
+            .await?;
         }
         Ok(())
     }
@@ -2753,11 +2808,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 _ => Err(Errno::EIO.into()),
             };
         }
+        // The file's link for its new name leaves its ctime: a rename that fails after it
+        // changes nothing (the old name's `Unlink` sets it when the rename is done).
         if !is_dir {
-            match self
-                .at_inode(src.ino, Request::Link { ino: src.ino, now })
-                .await
-            {
+            let link = Request::Link {
+                ino: src.ino,
+                now: None,
+            };
+            match self.at_inode(src.ino, link).await {
                 Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
                 r => r?,
             };
@@ -2776,8 +2834,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             other => {
                 self.forget(m.new_dir, &m.new_name);
                 if !is_dir {
-                    self.at_inode(src.ino, Request::Unlink { ino: src.ino, now })
-                        .await?;
+                    let undo = Request::Unlink {
+                        ino: src.ino,
+                        now: None,
+                    };
+                    self.at_inode(src.ino, undo).await?;
                 }
                 return match other {
                     Err(f) => Err(f),
@@ -2796,8 +2857,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     self.nlink(m.new_dir, added, added_home, now).await?;
                     self.nlink(m.old_dir, -1, removed_home, now).await?;
                 } else {
-                    self.at_inode(src.ino, Request::Unlink { ino: src.ino, now })
-                        .await?;
+                    let unlink = Request::Unlink {
+                        ino: src.ino,
+                        now: Some(now),
+                    };
+                    self.at_inode(src.ino, unlink).await?;
                 }
             }
             // A file unlinked meanwhile: that unlink dropped the old name's link, and the new
@@ -2809,8 +2873,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         match m.replaced {
             Some(r) if r.kind == Kind::Dir => self.commit_rmdir(&r, now).await?,
             Some(r) => {
-                self.at_inode(r.ino, Request::Unlink { ino: r.ino, now })
-                    .await?;
+                self.at_inode(
+                    r.ino,
+                    Request::Unlink {
+                        ino: r.ino,
+                        now: Some(now),
+                    },
+                )
+                .await?;
             }
             None => {}
         }

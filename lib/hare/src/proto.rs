@@ -187,16 +187,17 @@ pub enum Request {
     Link {
         /// The inode.
         ino: Ino,
-        /// Its new ctime.
-        now: Timespec,
+        /// Its new ctime; `None` leaves it (a rename's link, taken before the rename knows
+        /// it can go on: the `Unlink` of the old name sets it once it has).
+        now: Option<Timespec>,
     },
     /// One name fewer (`unlink`, a replaced or renamed name); the inode goes with its last name
     /// and last open file description.
     Unlink {
         /// The inode.
         ino: Ino,
-        /// Its new ctime.
-        now: Timespec,
+        /// Its new ctime; `None` leaves it (a rename giving back the link it took).
+        now: Option<Timespec>,
     },
     /// A subdirectory of `dir` appeared (`delta` 1) or went (-1) through an entry on another
     /// server than `dir`'s home: its link count and times.

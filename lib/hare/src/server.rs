@@ -702,7 +702,9 @@ impl Server {
                     return Err(Errno::ENOENT);
                 }
                 inode.nlink = inode.nlink.checked_add(1).ok_or(Errno::EMLINK)?;
-                inode.ctime = now;
+                if let Some(t) = now {
+                    inode.ctime = t;
+                }
                 Ok(Reply::Done)
             }
             Request::Unlink { ino, now } => {
@@ -711,7 +713,9 @@ impl Server {
                     return Err(Errno::EINVAL);
                 }
                 inode.nlink -= 1;
-                inode.ctime = now;
+                if let Some(t) = now {
+                    inode.ctime = t;
+                }
                 self.release(ino);
                 Ok(Reply::Done)
             }

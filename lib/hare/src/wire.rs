@@ -68,6 +68,10 @@ const MAX_IO: usize = MAX_IO_BLOCKS * crate::BLOCK_SIZE;
 /// A block number that means a hole in an `Extent` page.
 const HOLE: u32 = u32::MAX;
 
+/// The nanoseconds word of a time that is none (`Request::Link`'s and `Unlink`'s, which
+/// leave the ctime).
+const NO_TIME: u64 = u64::MAX;
+
 /// Longest symlink target (`PATH_MAX` less its NUL).
 const TARGET_MAX: usize = nrfs::PATH_MAX - 1;
 
@@ -109,6 +113,14 @@ impl<'p> Out<'p> {
 
     fn time(&mut self, t: Timespec) -> &mut Self {
         self.w(t.sec as u64).w(u64::from(t.nsec))
+    }
+
+    /// A time or none, in a time's two words (none: [`NO_TIME`] for the nanoseconds).
+    fn maybe_time(&mut self, t: Option<Timespec>) -> &mut Self {
+        match t {
+            Some(t) => self.time(t),
+            None => self.w(0).w(NO_TIME),
+        }
     }
 
     /// A read's or write's words (what [`In::io`] reads): the inode, the offset, the length
@@ -208,12 +220,17 @@ impl<'p> In<'p> {
     }
 
     fn time(&mut self) -> Result<Timespec, WireError> {
+        self.maybe_time()?.ok_or(WireError::Bad("nanoseconds"))
+    }
+
+    /// [`Out::maybe_time`]'s words.
+    fn maybe_time(&mut self) -> Result<Option<Timespec>, WireError> {
         let sec = self.w() as i64;
-        let nsec = self.w();
-        if nsec >= 1_000_000_000 {
-            return Err(WireError::Bad("nanoseconds"));
+        match self.w() {
+            NO_TIME => Ok(None),
+            nsec if nsec < 1_000_000_000 => Ok(Some(Timespec::new(sec, nsec as u32))),
+            _ => Err(WireError::Bad("nanoseconds")),
         }
-        Ok(Timespec::new(sec, nsec as u32))
     }
 
     fn bytes(&mut self, n: usize) -> Result<&'p [u8], WireError> {
@@ -478,11 +495,11 @@ pub fn encode_request(
             5
         }
         Request::Link { ino, now } => {
-            o.w(*ino).time(*now);
+            o.w(*ino).maybe_time(*now);
             6
         }
         Request::Unlink { ino, now } => {
-            o.w(*ino).time(*now);
+            o.w(*ino).maybe_time(*now);
             7
         }
         Request::Nlink { dir, delta, now } => {
@@ -831,11 +848,11 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         5 => Request::Destroy { ino: i.w() },
         6 => Request::Link {
             ino: i.w(),
-            now: i.time()?,
+            now: i.maybe_time()?,
         },
         7 => Request::Unlink {
             ino: i.w(),
-            now: i.time()?,
+            now: i.maybe_time()?,
         },
         8 => {
             let dir = i.w();

@@ -130,8 +130,8 @@ fn request() -> impl Strategy<Value = Request> {
                 }
             }),
         ino().prop_map(|ino| Request::Destroy { ino }),
-        (ino(), time()).prop_map(|(ino, now)| Request::Link { ino, now }),
-        (ino(), time()).prop_map(|(ino, now)| Request::Unlink { ino, now }),
+        (ino(), proptest::option::of(time())).prop_map(|(ino, now)| Request::Link { ino, now }),
+        (ino(), proptest::option::of(time())).prop_map(|(ino, now)| Request::Unlink { ino, now }),
         (ino(), prop::sample::select(vec![1, -1]), time())
             .prop_map(|(dir, delta, now)| Request::Nlink { dir, delta, now }),
         (ino(), ino(), time()).prop_map(|(dir, parent, now)| Request::Move { dir, parent, now }),
