@@ -2086,14 +2086,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 Ok(())
             }
             other => {
-                self.at_inode(
-                    ino,
-                    Request::Unlink {
-                        ino,
-                        now: Some(now),
-                    },
-                )
-                .await?;
+                self.unlink_inodes(&[ino], now).await?;
                 match other {
                     Err(e) => Err(e),
                     Ok(_) => Err(Fail::Restart),
