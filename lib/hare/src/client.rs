@@ -1129,14 +1129,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             _ => return Err(Errno::EIO.into()),
         };
         if unlink && e.kind != Kind::Dir && self.table.inode_server(e.ino) != es {
-            self.at_inode(
-                e.ino,
-                Request::Unlink {
-                    ino: e.ino,
-                    now: Some(now),
-                },
-            )
-            .await?;
+            self.unlink_inodes(&[e.ino], now).await?;
         }
         Ok((e, home))
     }
@@ -2054,16 +2047,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if kind == Kind::Dir {
             return Err(Errno::EPERM.into());
         }
-        match self
-            .at_inode(
-                ino,
-                Request::Link {
-                    ino,
-                    now: Some(now),
-                },
-            )
-            .await
-        {
+        match self.link_inode(ino, Some(now)).await {
             Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
             r => r?,
         };
@@ -2530,16 +2514,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .map(|e| e.ino)
             .collect();
         for (i, &f) in files.iter().enumerate() {
-            if let Err(e) = self
-                .at_inode(
-                    f,
-                    Request::Link {
-                        ino: f,
-                        now: Some(now),
-                    },
-                )
-                .await
-            {
+            if let Err(e) = self.link_inode(f, Some(now)).await {
                 self.unlink_inodes(&files[..i], now).await?;
                 return Err(match e {
                     Fail::Errno(Errno::ENOENT) => Fail::Restart,
@@ -2605,17 +2580,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(())
     }
 
-    /// One link fewer for each of `inodes`.
+    /// One link more for file `ino`, setting its ctime to `now` if given.
+    async fn link_inode(&mut self, ino: Ino, now: Option<Timespec>) -> Res<Reply> {
+        self.at_inode(ino, Request::Link { ino, now }).await
+    }
+
+    /// One link fewer for each of `inodes`, setting their ctime to `now`.
     async fn unlink_inodes(&mut self, inodes: &[Ino], now: Timespec) -> Res<()> {
         for &ino in inodes {
-            self.at_inode(
-                ino,
-                Request::Unlink {
-                    ino,
-                    now: Some(now),
-                },
-            )
-            .await?;
+            let now = Some(now);
+            self.at_inode(ino, Request::Unlink { ino, now }).await?;
         }
         Ok(())
     }
@@ -2804,11 +2778,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         // The file's link for its new name leaves its ctime: a rename that fails after it
         // changes nothing (the old name's `Unlink` sets it when the rename is done).
         if !is_dir {
-            let link = Request::Link {
-                ino: src.ino,
-                now: None,
-            };
-            match self.at_inode(src.ino, link).await {
+            match self.link_inode(src.ino, None).await {
                 Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
                 r => r?,
             };
@@ -2850,11 +2820,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     self.nlink(m.new_dir, added, added_home, now).await?;
                     self.nlink(m.old_dir, -1, removed_home, now).await?;
                 } else {
-                    let unlink = Request::Unlink {
-                        ino: src.ino,
-                        now: Some(now),
-                    };
-                    self.at_inode(src.ino, unlink).await?;
+                    self.unlink_inodes(&[src.ino], now).await?;
                 }
             }
             // A file unlinked meanwhile: that unlink dropped the old name's link, and the new
@@ -2865,16 +2831,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         match m.replaced {
             Some(r) if r.kind == Kind::Dir => self.commit_rmdir(&r, now).await?,
-            Some(r) => {
-                self.at_inode(
-                    r.ino,
-                    Request::Unlink {
-                        ino: r.ino,
-                        now: Some(now),
-                    },
-                )
-                .await?;
-            }
+            Some(r) => self.unlink_inodes(&[r.ino], now).await?,
             None => {}
         }
         if is_dir {

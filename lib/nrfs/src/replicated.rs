@@ -968,7 +968,8 @@ impl NrFs {
     /// Marks directory `dir` as covered by another file system mounted on it: a walk that
     /// reaches it after a symlink ends with `EXDEV` ([`walk::exit`] says where). Not
     /// replicated: it is where the kernel mounts, read by every client. EBUSY if it is covered
-    /// already, ENOSPC past [`COVERED_MAX`] directories.
+    /// already, ENOSPC past [`COVERED_MAX`] directories. Covers of one directory must not race
+    /// (the kernel covers at boot and under its mount lock): the EBUSY check comes first.
     pub fn cover(&self, dir: Ino) -> Result<(), Errno> {
         if self.covered(dir) {
             return Err(Errno::EBUSY);
