@@ -12,11 +12,15 @@
 //!   another core, goes on using it: one kernel holds the open file description, so Hare's
 //!   hybrid descriptors (§3.5, server-kept shared offsets) are not needed here.
 //! - **Requests.** A client runs one operation at a time (its [`SleepLock`]); a request is
-//!   written into the link's pool page, sent, and its thread sleeps on the reply ring's word
-//!   until the reply comes ([`Links::exchange`]). Invalidations that arrive meanwhile queue
-//!   for the next walk (atomic delivery, §3.7.2). Only a fatal signal ends the wait: the
-//!   request is then abandoned, and the next one on that link first waits for its reply
-//!   (the server may still be writing the pool page).
+//!   written into the link's pool page and sent when the client library makes the call, and
+//!   its thread sleeps on the reply ring's word until the reply comes when it awaits it
+//!   ([`Links::send`], [`Links::receive`]): a broadcast's requests are all sent before the
+//!   first wait, so its servers work at the same time (§3.7.3). A link has one awaited
+//!   request at a time (its body and reply share the pool page): another one for the same
+//!   server first takes the earlier reply and keeps it for its caller. Invalidations that
+//!   arrive meanwhile queue for the next walk (atomic delivery, §3.7.2). Only a fatal signal
+//!   ends a wait: the reply is then no one's, and the next request on that link first takes
+//!   it (the server may still be writing the pool page).
 //! - **The buffer cache** (§3.3) is an arena of kernel frames made at mount (`cache=MiB`,
 //!   default [`CACHE_MIB_DEFAULT`]), granted to every server in the first hello, which splits
 //!   it among them; the clients read and write file data straight into it. x86 keeps it
@@ -72,7 +76,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 use core::fmt::Write;
-use core::future::{ready, Future};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use msg::names::Member;
 use msg::Message;
@@ -126,8 +132,14 @@ struct Link {
     conn: Arc<Conn>,
     /// The page, granted to the server, that carries a request's body and then its reply's.
     pool: SharedFrame,
-    /// A request whose thread stopped waiting (a fatal signal): its reply is still to come.
-    abandoned: Cell<Option<u64>>,
+    /// The awaited request whose reply has not been taken yet, and whether a caller still
+    /// wants it (`false` once its thread stopped waiting, a fatal signal): at most one, since
+    /// its body and its reply's page share the pool page, so the next request on the link
+    /// first takes this reply.
+    outstanding: Cell<Option<(u64, bool)>>,
+    /// Replies taken before their callers asked for them (a request sent to this server
+    /// while another's reply was still to come), by request id.
+    early: RefCell<Vec<(u64, Reply)>>,
     /// Posted requests whose replies have not come yet (at most `wire::IN_FLIGHT` - 1, so
     /// that an awaited request has room too): the replies come in order, before the reply of
     /// any request sent after them, and are dropped.
@@ -175,45 +187,140 @@ pub struct Links {
     scratch: RefCell<Box<[u8]>>,
 }
 
+/// A request sent and not yet answered: where and when it went.
+struct Sent {
+    /// The server it went to.
+    server: ServerId,
+    /// Its request id.
+    id: u64,
+    /// When it went (`time::now_ns`), for the link's waiting figures.
+    at_ns: u64,
+}
+
+/// A [`Links::call`]: the request went out when the call was made; the first poll sleeps
+/// until its reply and takes it. So the requests of a broadcast (`lib/hare`'s
+/// `broadcast_each` makes every call before it polls any) are all at their servers before the
+/// client waits for the first reply, and the servers work at the same time (§3.7.3).
+struct Call<'a> {
+    /// The transport it went through.
+    links: &'a Links,
+    /// The request, or why it could not be sent.
+    state: Result<Sent, Errno>,
+}
+
+impl Future for Call<'_> {
+    type Output = Reply;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Reply> {
+        let this = self.get_mut();
+        let state = core::mem::replace(&mut this.state, Err(Errno::EIO));
+        Poll::Ready(match state {
+            Ok(sent) => this.links.receive(sent),
+            Err(e) => Reply::Err(e),
+        })
+    }
+}
+
+impl Drop for Call<'_> {
+    /// A call dropped before its reply came: the reply is no one's (taken and dropped later).
+    fn drop(&mut self) {
+        if let Ok(sent) = &self.state {
+            self.links.forget(sent);
+        }
+    }
+}
+
 impl Links {
     /// Sends `req` to `server` and sleeps until its reply: `EIO` if the server is gone or
     /// answers garbage, `EINTR` if the thread is killed meanwhile.
     fn exchange(&self, server: ServerId, req: &Request) -> Reply {
+        match self.send(server, req) {
+            Ok(sent) => self.receive(sent),
+            Err(e) => Reply::Err(e),
+        }
+    }
+
+    /// Sends `req` to `server` without waiting for its reply ([`Links::receive`] takes it),
+    /// after taking the reply still to come on that link, if any (its page is the one this
+    /// request's body and reply use): why it cannot be sent.
+    fn send(&self, server: ServerId, req: &Request) -> Result<Sent, Errno> {
         let Some(link) = self.link(server) else {
-            return Reply::Err(Errno::EIO);
+            return Err(Errno::EIO);
         };
-        let me = sched::current_thread();
-        if let Some(id) = link.abandoned.get() {
-            if let Err(e) = self.await_reply(link, &me, id) {
-                return Reply::Err(e);
+        if let Some((id, wanted)) = link.outstanding.get() {
+            let reply = self.take_reply(link, id)?;
+            if wanted {
+                link.early.borrow_mut().push((id, reply));
             }
-            link.abandoned.set(None);
         }
         let mut buf = self.scratch.borrow_mut();
-        let Ok((id, m)) = self.encode(req, &mut buf, 0) else {
-            return Reply::Err(Errno::ENAMETOOLONG);
-        };
+        let (id, m) = self.encode(req, &mut buf, 0)?;
         link.pool.write(0, &buf[..wire::page_len(&m)]);
-        let sent = crate::time::now_ns();
+        let at_ns = crate::time::now_ns();
         if link.conn.send_request(&m).is_err() {
+            return Err(Errno::EIO);
+        }
+        link.outstanding.set(Some((id, true)));
+        Ok(Sent { server, id, at_ns })
+    }
+
+    /// Sleeps until the reply to `sent` and takes it (or takes the one an earlier look
+    /// found): `EINTR` if the thread is killed meanwhile (the reply is then no one's).
+    fn receive(&self, sent: Sent) -> Reply {
+        let Some(link) = self.link(sent.server) else {
+            return Reply::Err(Errno::EIO);
+        };
+        let mut early = link.early.borrow_mut();
+        if let Some(i) = early.iter().position(|(id, _)| *id == sent.id) {
+            return early.swap_remove(i).1;
+        }
+        drop(early);
+        if link.outstanding.get() != Some((sent.id, true)) {
             return Reply::Err(Errno::EIO);
         }
-        let answer = self.await_reply(link, &me, id);
-        self.exchanges.set(self.exchanges.get() + 1);
-        self.waited_ns
-            .set(self.waited_ns.get() + crate::time::now_ns().saturating_sub(sent));
-        match answer {
-            Ok(r) => {
-                let len = wire::page_len(&r);
-                link.pool.read(0, &mut buf[..len]);
-                wire::decode_reply(&r, &buf[..len]).unwrap_or(Reply::Err(Errno::EIO))
-            }
+        let reply = match self.take_reply(link, sent.id) {
+            Ok(r) => r,
             Err(Errno::EINTR) => {
-                link.abandoned.set(Some(id));
+                link.outstanding.set(Some((sent.id, false)));
                 Reply::Err(Errno::EINTR)
             }
-            Err(_) => Reply::Err(Errno::EIO),
+            Err(_) => {
+                // The server is gone or wrote garbage: nothing more comes on this link.
+                link.outstanding.set(None);
+                Reply::Err(Errno::EIO)
+            }
+        };
+        self.exchanges.set(self.exchanges.get() + 1);
+        self.waited_ns
+            .set(self.waited_ns.get() + crate::time::now_ns().saturating_sub(sent.at_ns));
+        reply
+    }
+
+    /// `sent`'s caller gave up before its reply: the reply is dropped when it comes.
+    fn forget(&self, sent: &Sent) {
+        let Some(link) = self.link(sent.server) else {
+            return;
+        };
+        if link.outstanding.get() == Some((sent.id, true)) {
+            link.outstanding.set(Some((sent.id, false)));
         }
+        link.early.borrow_mut().retain(|(id, _)| *id != sent.id);
+    }
+
+    /// Sleeps until the reply to `link`'s outstanding request `id` and decodes it (`EIO` for
+    /// garbage); the link then has none outstanding. `EINTR` if the thread is killed first.
+    fn take_reply(&self, link: &Link, id: u64) -> Result<Reply, Errno> {
+        let m = self.await_reply(link, &sched::current_thread(), id)?;
+        link.outstanding.set(None);
+        Ok(self.decode(link, &m))
+    }
+
+    /// Reply `m` of `link`, its page read from the pool page.
+    fn decode(&self, link: &Link, m: &Message) -> Reply {
+        let mut buf = self.scratch.borrow_mut();
+        let len = wire::page_len(m);
+        link.pool.read(0, &mut buf[..len]);
+        wire::decode_reply(m, &buf[..len]).unwrap_or(Reply::Err(Errno::EIO))
     }
 
     /// `req` encoded with the next request id into `buf` (its page), marked with `flags`
@@ -236,17 +343,13 @@ impl Links {
         let Some(link) = self.link(server) else {
             return;
         };
-        if let Some(id) = link.abandoned.get() {
-            if self.await_reply(link, &sched::current_thread(), id).is_ok() {
-                link.abandoned.set(None);
-            }
+        if let Some((id, false)) = link.outstanding.get() {
+            let _ = self.take_reply(link, id);
         }
-        let mut buf = self.scratch.borrow_mut();
-        let Ok((_, m)) = self.encode(req, &mut buf, wire::POSTED) else {
+        let Ok((_, m)) = self.encode(req, &mut self.scratch.borrow_mut(), wire::POSTED) else {
             return;
         };
         if wire::page_len(&m) > 0 {
-            drop(buf);
             self.exchange(server, req);
             return;
         }
@@ -291,13 +394,22 @@ impl Links {
         settled
     }
 
-    /// A message no one awaits: an invalidation (queued), an owed reply, the reply to an
-    /// abandoned request, or a stray.
+    /// A message no one awaits yet: an invalidation (queued), an owed reply, the reply to the
+    /// link's outstanding request (kept for its caller, or dropped if no one wants it), or a
+    /// stray.
     fn take_unawaited(&self, link: &Link, m: &Message) {
         if wire::is_invalidation(m) {
             self.take_invalidation(m);
-        } else if link.abandoned.get() == Some(wire::request_id(m).0) {
-            link.abandoned.set(None);
+        } else if let Some((id, wanted)) = link
+            .outstanding
+            .get()
+            .filter(|&(id, _)| wire::request_id(m) == (id, 0))
+        {
+            link.outstanding.set(None);
+            if wanted {
+                let reply = self.decode(link, m);
+                link.early.borrow_mut().push((id, reply));
+            }
         } else if link.owed.get() > 0 {
             link.owed.set(link.owed.get() - 1);
             // A posted request's reply has no page (`post` sends only those).
@@ -379,7 +491,10 @@ impl Links {
 
 impl Transport for Links {
     fn call(&self, server: ServerId, req: Request) -> impl Future<Output = Reply> {
-        ready(self.exchange(server, &req))
+        Call {
+            links: self,
+            state: self.send(server, &req),
+        }
     }
 
     fn post(&self, server: ServerId, req: Request) {
@@ -911,7 +1026,8 @@ fn connect(
     let link = Link {
         conn,
         pool: SharedFrame::new()?,
-        abandoned: Cell::new(None),
+        outstanding: Cell::new(None),
+        early: RefCell::new(Vec::new()),
         owed: Cell::new(0),
         polls: owned && member.core as usize != core,
     };
