@@ -503,17 +503,28 @@ static void check_symlinks_across(void)
     CHECK(fd >= 0);
     CHECK_SYS(close(fd));
     CHECK_SYS(unlink("/tmp/made-in-nrfs"));
+    /* A mount point, by name or through a symlink, cannot be removed or renamed. */
+    CHECK_SYS(symlink("/mnt", "/tmp/mnt"));
+    CHECK_ERRNO(rmdir(MNT), EBUSY);
+    CHECK_ERRNO(rmdir("/tmp/mnt/hare"), EBUSY);
+    CHECK_ERRNO(rename("/tmp/mnt/hare", "/tmp/mnt/gone"), EBUSY);
+    CHECK_SYS(mkdir("/tmp/spare", 0755));
+    CHECK_ERRNO(rename("/tmp/spare", "/tmp/mnt/hare"), EBUSY);
+    CHECK_SYS(rmdir("/tmp/spare"));
+    CHECK_SYS(stat("/tmp/mnt/hare/nrfs", &st));
     /* A loop across the two. */
     CHECK_SYS(symlink(MNT "/loopb", "/tmp/loopa"));
     CHECK_SYS(symlink("/tmp/loopa", MNT "/loopb"));
     CHECK_ERRNO(open("/tmp/loopa", O_RDONLY), ELOOP);
     CHECK_ERRNO(stat(MNT "/loopb", &st), ELOOP);
     const char *links[] = {"/tmp/into", "/tmp/rel",  "/tmp/hdir",     "/tmp/dangling", "/tmp/me",
-                           "/tmp/loopa", MNT "/true", MNT "/nrfs", MNT "/loopb", MNT "/up"};
+                           "/tmp/loopa", MNT "/true", MNT "/nrfs", MNT "/loopb", MNT "/up",
+                           "/tmp/mnt"};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
         CHECK_SYS(unlink(links[i]));
     CHECK_SYS(unlink(MNT "/across"));
-    SAY("symlinks across mounts: NR-FS into Hare and /proc, Hare out to NR-FS, a loop ELOOP");
+    SAY("symlinks across mounts: NR-FS into Hare and /proc, Hare out to NR-FS, a mount point "
+        "busy, a loop ELOOP");
 }
 
 static void check_busybox(void)

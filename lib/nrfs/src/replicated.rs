@@ -1376,12 +1376,17 @@ impl FsClient {
         .map(drop)
     }
 
-    /// See [`FileSystem::rmdir`].
+    /// See [`FileSystem::rmdir`]; `EBUSY` for a directory another file system covers
+    /// ([`NrFs::cover`]), reached through a symlink (by name, the kernel places the path in
+    /// the covering file system).
     pub fn rmdir(&self, start: Ino, path: &[u8], now: Timespec) -> Result<(), Errno> {
         self.namespace(now, |c| {
             let p = c.resolve_parent(start, path)?;
             let name = walk::rmdir_name(p.last)?;
             let victim = c.victim(p.dir, &name)?.ok_or(Errno::ENOENT)?;
+            if c.fs.covered(victim.0) {
+                return Err(Errno::EBUSY);
+            }
             Ok((
                 NamespaceOp::Rmdir { dir: p.dir, name },
                 Scope::Also([Some(victim.0), None]),
@@ -1392,6 +1397,7 @@ impl FsClient {
 
     /// See [`FileSystem::rename`]. A directory moved to (or replaced in) another directory
     /// is a scan over all logs; other renames are scans over the logs of their inodes.
+    /// `EBUSY` if either name is a covered directory, as for [`FsClient::rmdir`].
     pub fn rename(
         &self,
         old_start: Ino,
@@ -1408,6 +1414,9 @@ impl FsClient {
             let (old_name, new_name) = walk::rename_names(old.last, new.last, flags)?;
             let source = c.victim(old.dir, &old_name)?.ok_or(Errno::ENOENT)?;
             let target = c.victim(new.dir, &new_name)?;
+            if c.fs.covered(source.0) || target.is_some_and(|t| c.fs.covered(t.0)) {
+                return Err(Errno::EBUSY);
+            }
             let dirs_move = old.dir != new.dir
                 && (source.1 == Kind::Dir || target.is_some_and(|t| t.1 == Kind::Dir));
             let scope = if dirs_move {

@@ -525,6 +525,18 @@ fn covered_directories_end_walks_through_symlinks() {
     // A last symlink not followed stays here.
     assert!(c.resolve(ROOT_INO, b"/home/abs", false).is_ok());
     assert!(c.unlink(ROOT_INO, b"/home/h-none", t(3)).is_err());
+    // A covered directory reached as the last name: busy, as a mount point is on Linux.
+    c.symlink(b"/", home, b"root", FILE, t(3)).unwrap();
+    assert_eq!(
+        c.rmdir(ROOT_INO, b"/home/root/mnt", t(3)),
+        Err(Errno::EBUSY)
+    );
+    let away = c.rename(ROOT_INO, b"/home/root/mnt", ROOT_INO, b"/gone", 0, t(3));
+    assert_eq!(away, Err(Errno::EBUSY));
+    c.mkdir(ROOT_INO, b"/spare", FILE, t(3)).unwrap();
+    let over = c.rename(ROOT_INO, b"/spare", ROOT_INO, b"/home/root/mnt", 0, t(3));
+    assert_eq!(over, Err(Errno::EBUSY));
+    c.rmdir(ROOT_INO, b"/spare", t(3)).unwrap();
 
     // Where each left, and what was left of its path.
     let exit = |p: &[u8], follow: bool, parent: bool| walk::exit(c, ROOT_INO, p, follow, parent);

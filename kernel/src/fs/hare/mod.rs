@@ -1563,8 +1563,10 @@ pub fn place_of(mut normal: Vec<u8>) -> Option<HarePath> {
     if mount.at.is_empty() && top.is_some_and(|c| NOT_IN_ROOT.contains(&c)) {
         return None;
     }
+    // The mount point itself is Hare's root as `/` (not `.`): `rmdir` and `rename` of it
+    // then answer `EBUSY`, as for a mount point on Linux.
     let path = if rest.is_empty() {
-        b".".to_vec()
+        b"/".to_vec()
     } else {
         normal.drain(..=end);
         normal
