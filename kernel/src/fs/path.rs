@@ -209,33 +209,25 @@ pub fn locate(me: &Process, dirfd: i32, path: &[u8]) -> Result<Place, Errno> {
     }
 }
 
-/// An absolute path's place.
+/// An absolute path's place, its `..` applied by name first (`/tmp/../proc/self` is in
+/// `/proc`, as a path from a walk that left a mount, `MOUNT/../REST`, often is).
 fn absolute(path: &[u8]) -> Place {
     if hare::is_mounted() {
         if let Some(p) = hare::place_of(join(b"/", path)) {
             return Place::Hare(p);
         }
     }
-    let mut comps = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
+    let normal;
+    let by_name = if path.split(|&b| b == b'/').any(|c| c == b"..") {
+        normal = join(b"/", path);
+        &normal[..]
+    } else {
+        path
+    };
+    let mut comps = by_name.split(|&b| b == b'/').filter(|c| !c.is_empty());
     if let Some(top @ (b"proc" | b"sys")) = comps.next() {
-        let mut out: Vec<Vec<u8>> = alloc::vec![top.to_vec()];
-        let mut inside = true;
-        for c in comps {
-            match c {
-                b"." => {}
-                b".." if out.len() == 1 => {
-                    inside = false;
-                    break;
-                }
-                b".." => {
-                    out.pop();
-                }
-                _ => out.push(c.to_vec()),
-            }
-        }
-        if inside {
-            return Place::Proc(out);
-        }
+        let inside = core::iter::once(top).chain(comps.filter(|&c| c != b"."));
+        return Place::Proc(inside.map(<[u8]>::to_vec).collect());
     }
     Place::Fs {
         start: ROOT_INO,

@@ -363,6 +363,7 @@ struct Scratch {
 /// and fails the walk.
 struct View<'a> {
     mount_point: &'a [u8],
+    covered: &'a [(Ino, Vec<u8>)],
     entries: &'a BTreeMap<(Ino, Name), Entry>,
     dirs: &'a BTreeMap<Ino, bool>,
     links: &'a BTreeMap<Ino, Vec<u8>>,
@@ -441,9 +442,9 @@ impl Namespace for View<'_> {
         in_mount(self.mount_point, &self.target(ino)?)
     }
 
-    /// Nothing is mounted inside Hare.
-    fn covered(&self, _: Ino) -> bool {
-        false
+    /// The directories [`Client::set_covered`] named.
+    fn covered(&self, dir: Ino) -> bool {
+        self.covered.iter().any(|&(d, _)| d == dir)
     }
 }
 
@@ -483,6 +484,9 @@ pub struct Client<T, B> {
     next_fd: u32,
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
+    /// Hare's directories another file system covers, each with its path
+    /// ([`Client::set_covered`]).
+    covered: Vec<(Ino, Vec<u8>)>,
     /// The ordinary directories this client made an entry in since [`Client::take_creates`],
     /// each with its size after the entry (at most [`CREATES_KEPT`]).
     creates: Vec<(Ino, u32)>,
@@ -587,6 +591,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             listed: BTreeMap::new(),
             next_fd: 0,
             mount_point: Vec::new(),
+            covered: Vec::new(),
             creates: Vec::new(),
             stats: ClientStats::default(),
         }
@@ -624,6 +629,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// it goes on).
     pub fn set_mount_point(&mut self, path: &[u8]) {
         self.mount_point = path.to_vec();
+    }
+
+    /// Says that Hare's directories `dirs` are covered by other file systems, each at its
+    /// absolute path (with Hare as the root, the kernel's `/dev`, `/proc` and `/sys` over
+    /// Hare's own): a walk that reaches one through a symlink fails with `EXDEV`, and
+    /// [`Client::exit`] gives the path to go on with there.
+    pub fn set_covered(&mut self, dirs: Vec<(Ino, Vec<u8>)>) {
+        self.covered = dirs;
     }
 
     /// What the client has counted.
@@ -765,6 +778,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             let (r, need, hits) = {
                 let view = View {
                     mount_point: &self.mount_point,
+                    covered: &self.covered,
                     entries: &self.entries,
                     dirs: &self.dirs,
                     links: &self.links,
@@ -1410,9 +1424,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// Where a walk of `path` from `start` leads out of Hare (`walk::exit`: a symlink whose
-    /// absolute target lies outside the mount point, or a symlink's `..` of Hare's root), as
-    /// the absolute path to go on with, if it does; `parent_only` for the calls that walk
-    /// only to the last component's directory.
+    /// absolute target lies outside the mount point, a symlink's `..` of Hare's root, or a
+    /// covered directory reached through a symlink), as the absolute path to go on with, if
+    /// it does; `parent_only` for the calls that walk only to the last component's
+    /// directory.
     pub async fn exit(
         &mut self,
         start: Ino,
@@ -1432,7 +1447,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                             let up = Exit::continued(v.mount_point, b"..");
                             Some(Exit::continued(&up, &rest))
                         }
-                        Some(Exit::Covered { .. }) | None => None,
+                        Some(Exit::Covered { dir, rest }) => v
+                            .covered
+                            .iter()
+                            .find(|&&(d, _)| d == dir)
+                            .map(|(_, at)| Exit::continued(at, &rest)),
+                        None => None,
                     },
                 )
             })

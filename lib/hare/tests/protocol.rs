@@ -126,6 +126,42 @@ fn absolute_symlinks_resolve_under_the_mount_point() {
     assert_eq!(stat(&mut c[1], b"/in", &mut rng), Err(Errno::ENOENT));
 }
 
+/// With Hare as the root, its own `/proc` is covered by the kernel's: a relative symlink
+/// into it leaves Hare there (Debian's `/etc/mtab -> ../proc/self/mounts`), by name it is
+/// Hare's directory still (the kernel places such paths elsewhere before Hare sees them).
+#[test]
+fn covered_directories_end_walks_through_symlinks() {
+    let (net, mut c) = world(2, 2, false, true);
+    let mut rng = Rng::new(5);
+    run(
+        &net,
+        c[0].mkdir(ROOT_INO, b"/proc", DIR, false, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/etc", DIR, false, T), &mut rng).unwrap();
+    let proc_ino = run(&net, c[0].stat(ROOT_INO, b"/proc", true), &mut rng)
+        .unwrap()
+        .ino;
+    let mtab: &[u8] = b"../proc/self/mounts";
+    let made = c[0].symlink(mtab, ROOT_INO, b"/etc/mtab", FILE, T);
+    run(&net, made, &mut rng).unwrap();
+    c[0].set_covered(vec![(proc_ino, b"/proc".to_vec())]);
+    let stat = run(&net, c[0].stat(ROOT_INO, b"/etc/mtab", true), &mut rng);
+    assert_eq!(stat.err(), Some(Errno::EXDEV));
+    let exit = run(
+        &net,
+        c[0].exit(ROOT_INO, b"/etc/mtab", true, false),
+        &mut rng,
+    );
+    assert_eq!(exit, Ok(Some(b"/proc/self/mounts".to_vec())));
+    let by_name = run(&net, c[0].stat(ROOT_INO, b"/proc", true), &mut rng);
+    assert_eq!(by_name.unwrap().ino, proc_ino);
+    // A client not told of the cover walks into Hare's own directory.
+    let other = run(&net, c[1].stat(ROOT_INO, b"/etc/mtab", true), &mut rng);
+    assert_eq!(other.err(), Some(Errno::ENOENT));
+}
+
 #[test]
 fn a_directory_path_follows_renames_of_its_parents() {
     let (net, mut c) = world(3, 2, true, true);

@@ -615,6 +615,9 @@ pub struct Mount {
     covers: Ino,
     /// What `mount -o` chose (the buffer cache's size is the cache's).
     options: Options,
+    /// With Hare as the root, its own directories of [`NOT_IN_ROOT`] with their paths: the
+    /// kernel's trees cover them, so a symlink into one leads there (`Client::set_covered`).
+    shadowed: IrqMutex<Vec<(Ino, Vec<u8>)>>,
     /// The fleet's members, with their server ids (a resize changes them).
     members: IrqMutex<Vec<(ServerId, Member)>>,
     /// The table the servers answer by (a resize changes it).
@@ -925,6 +928,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
         at,
         covers,
         options,
+        shadowed: IrqMutex::new(Vec::new()),
         members: IrqMutex::new(members),
         table: IrqMutex::new(table),
         generation: AtomicU64::new(0),
@@ -952,6 +956,7 @@ pub fn mount(at: Vec<Vec<u8>>, options: &[u8]) -> Result<(), Errno> {
             bytes / 1024,
             crate::time::now_ns().saturating_sub(since) / 1_000_000
         );
+        mount.shadow_kernel_trees(core)?;
     }
     crate::fs::cover(covers)?;
     // `MOUNTING` is held: nothing was mounted meanwhile.
@@ -1067,7 +1072,33 @@ impl Mount {
         let policy = self.policy(core);
         let mut c = Client::new(table, links, CacheView(self.cache.clone()), policy, false);
         c.set_mount_point(&self.at_path());
+        c.set_covered(self.shadowed.lock().clone());
         Ok(c)
+    }
+
+    /// With Hare as the root: notes which of Hare's own directories the kernel's `/dev`,
+    /// `/proc` and `/sys` cover (the copy of the root made them, empty), and tells core
+    /// `core`'s client, the only one made yet.
+    fn shadow_kernel_trees(&self, core: usize) -> Result<(), Errno> {
+        let mut shadowed = Vec::new();
+        shadowed
+            .try_reserve_exact(NOT_IN_ROOT.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        self.with(core, |c| {
+            for name in NOT_IN_ROOT {
+                let mut at = b"/".to_vec();
+                at.extend_from_slice(name);
+                match run_ready(c.stat(ROOT_INO, &at, false)) {
+                    Ok(st) if st.kind == Kind::Dir => shadowed.push((st.ino, at)),
+                    Ok(_) | Err(Errno::ENOENT) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            c.set_covered(shadowed.clone());
+            Ok(())
+        })?;
+        *self.shadowed.lock() = shadowed;
+        Ok(())
     }
 
     /// Core `core`'s policy: its nearby server is one on the core, else on its node, else
