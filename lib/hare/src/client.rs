@@ -995,6 +995,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             name: name.to_vec(),
             entry,
             replace: None,
+            link: false,
             now,
         };
         match self.rpc(es, add).await {
@@ -2082,6 +2083,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             name: name.clone(),
             entry,
             replace: None,
+            link: false,
             now,
         };
         match self.rpc(es, add).await {
@@ -2548,6 +2550,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             name: name.clone(),
             entry,
             replace: old,
+            link: false,
             now,
         };
         let ns = self.entry_server(nd, &nn).await?;
@@ -2796,19 +2799,22 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             };
         }
         // The file's link for its new name leaves its ctime: a rename that fails after it
-        // changes nothing (the old name's `Unlink` sets it when the rename is done).
-        if !is_dir {
+        // changes nothing (the old name's `Unlink` sets it when the rename is done). It
+        // travels with the new entry when the new name's server holds the inode.
+        let ns = self.entry_server(m.new_dir, &m.new_name).await?;
+        let with_entry = !is_dir && self.table.inode_server(src.ino) == ns;
+        if !is_dir && !with_entry {
             match self.link_inode(src.ino, None).await {
                 Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
                 r => r?,
             };
         }
-        let ns = self.entry_server(m.new_dir, &m.new_name).await?;
         let add = Request::AddMap {
             dir: m.new_dir,
             name: m.new_name.clone(),
             entry: src,
             replace: m.replaced.map(|r| r.ino),
+            link: with_entry,
             now,
         };
         let added = self.rpc(ns, add).await;
@@ -2816,7 +2822,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             Ok(Reply::Mapped { home, .. }) => home,
             other => {
                 self.forget(m.new_dir, &m.new_name);
-                if !is_dir {
+                if !is_dir && !with_entry {
                     let undo = Request::Unlink {
                         ino: src.ino,
                         now: None,
@@ -2830,8 +2836,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
         };
         self.remember(m.new_dir, m.new_name.clone(), src);
+        // A file's old name takes its link with it, setting the ctime: in the same message
+        // when the old name's server holds the inode (`rm_map`).
         match self
-            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), false, now)
+            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), !is_dir, now)
             .await
         {
             Ok((_, removed_home)) => {
@@ -2839,8 +2847,6 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     let added = 1 - i32::from(m.replaced.is_some());
                     self.nlink(m.new_dir, added, added_home, now).await?;
                     self.nlink(m.old_dir, -1, removed_home, now).await?;
-                } else {
-                    self.unlink_inodes(&[src.ino], now).await?;
                 }
             }
             // A file unlinked meanwhile: that unlink dropped the old name's link, and the new

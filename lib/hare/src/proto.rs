@@ -113,7 +113,9 @@ pub enum Request {
     /// `ADD_MAP`: adds entry `name` → `entry` to `dir` (EEXIST if the name exists), or
     /// replaces the entry for inode `replace` (rename over an existing name; [`Reply::Stale`]
     /// if the name no longer names that inode). ENOENT in a removed directory; [`Reply::Busy`]
-    /// while an `rmdir` holds the directory.
+    /// while an `rmdir` holds the directory. With `link`, a file's (or symlink's) inode that
+    /// lives on this server gains that link at once, its ctime left (a rename's `Link`
+    /// coalesced, §3.7.4; [`Reply::Stale`] if the inode is not here).
     AddMap {
         /// The directory.
         dir: Ino,
@@ -123,6 +125,8 @@ pub enum Request {
         entry: Entry,
         /// The inode the name must name now, which the new entry replaces.
         replace: Option<Ino>,
+        /// Also add a link to the non-directory inode held here.
+        link: bool,
         /// The time, for the directory's times on its home server.
         now: Timespec,
     },

@@ -642,8 +642,9 @@ impl Server {
                 name,
                 entry,
                 replace,
+                link,
                 now,
-            } => self.add_map(from, dir, name, entry, replace, now, inval),
+            } => self.add_map(from, dir, name, (entry, link), replace, now, inval),
             Request::RmMap {
                 dir,
                 name,
@@ -1191,7 +1192,7 @@ impl Server {
         from: ClientId,
         dir: Ino,
         name: Name,
-        entry: Entry,
+        (entry, link): (Entry, bool),
         replace: Option<Ino>,
         now: Timespec,
         inval: &mut Vec<(ClientId, Invalidation)>,
@@ -1205,6 +1206,13 @@ impl Server {
             (Some(_), None) => return Err(Errno::EEXIST),
             (None, None) => self.check_dir_alive(dir)?,
             _ => return Ok(Reply::Stale),
+        }
+        if link {
+            let inode = match self.inode_mut(entry.ino) {
+                Ok(inode) if inode.kind != Kind::Dir && inode.nlink > 0 => inode,
+                _ => return Ok(Reply::Stale),
+            };
+            inode.nlink = inode.nlink.checked_add(1).ok_or(Errno::EMLINK)?;
         }
         if old.is_some() {
             self.invalidate(from, dir, &name, inval);
@@ -1523,7 +1531,8 @@ impl Server {
             kind,
             distributed,
         };
-        let (home, entries) = match self.add_map(from, dir, name, entry, None, now, inval) {
+        let (home, entries) = match self.add_map(from, dir, name, (entry, false), None, now, inval)
+        {
             Ok(Reply::Mapped { home, entries, .. }) => (home, entries),
             other => {
                 self.free_inode(ino);

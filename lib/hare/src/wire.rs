@@ -348,6 +348,9 @@ pub(crate) fn kind_of(c: u64) -> Result<Kind, WireError> {
 }
 
 /// An entry as one word: kind in bits 0-7, distributed in bit 8 (the inode goes separately).
+/// The bit of `AddMap`'s entry word that carries its `link`.
+const LINK_BIT: u32 = 16;
+
 fn entry_bits(e: &Entry) -> u64 {
     kind_code(e.kind) | u64::from(e.distributed) << 8
 }
@@ -433,11 +436,12 @@ pub fn encode_request(
             name,
             entry,
             replace,
+            link,
             now,
         } => {
             o.w(*dir)
                 .w(entry.ino)
-                .w(entry_bits(entry))
+                .w(entry_bits(entry) | u64::from(*link) << LINK_BIT)
                 .w(replace.unwrap_or(0))
                 .time(*now)
                 .var(name)?;
@@ -790,7 +794,8 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         2 => {
             let dir = i.w();
             let ino = i.w();
-            let entry = entry_of(ino, i.w())?;
+            let bits = i.w();
+            let entry = entry_of(ino, bits & !(1 << LINK_BIT))?;
             let replace = Some(i.w()).filter(|&r| r != 0);
             let now = i.time()?;
             Request::AddMap {
@@ -798,6 +803,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 name: i.name()?,
                 entry,
                 replace,
+                link: bits >> LINK_BIT & 1 != 0,
                 now,
             }
         }

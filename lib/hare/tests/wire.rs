@@ -56,13 +56,15 @@ fn request() -> impl Strategy<Value = Request> {
             name(),
             entry(),
             prop::option::of(1..u64::MAX),
+            any::<bool>(),
             time()
         )
-            .prop_map(|(dir, name, entry, replace, now)| Request::AddMap {
+            .prop_map(|(dir, name, entry, replace, link, now)| Request::AddMap {
                 dir,
                 name,
                 entry,
                 replace,
+                link,
                 now
             }),
         (
