@@ -347,10 +347,10 @@ pub(crate) fn kind_of(c: u64) -> Result<Kind, WireError> {
     })
 }
 
-/// An entry as one word: kind in bits 0-7, distributed in bit 8 (the inode goes separately).
 /// The bit of `AddMap`'s entry word that carries its `link`.
 const LINK_BIT: u32 = 16;
 
+/// An entry as one word: kind in bits 0-7, distributed in bit 8 (the inode goes separately).
 fn entry_bits(e: &Entry) -> u64 {
     kind_code(e.kind) | u64::from(e.distributed) << 8
 }

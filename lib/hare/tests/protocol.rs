@@ -7,7 +7,7 @@ mod common;
 use abi::Errno;
 use common::{requests, run, run_all, world, world_with, HClient, Net, Rng, BLOCKS_PER_SERVER};
 use hare::{
-    Attrs, BufferCache, Courier, OpenFlags, Reply, Request, Server, ServerId, Space, Target,
+    Attrs, BufferCache, Courier, Kind, OpenFlags, Reply, Request, Server, ServerId, Space, Target,
     Techniques, Timespec, BLOCK_SIZE, ROOT_INO,
 };
 use proptest::prelude::*;
@@ -437,7 +437,32 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
     assert_eq!(h.reply, hare::Reply::Err(Errno::EINVAL), "a directory");
     let h = n.servers[0].handle(1, forged(b"x", b"e", a, Target::Any));
     assert_eq!(h.reply, hare::Reply::Stale, "over a directory: look it up");
+    // Forged AddMap links (a rename's Link coalesced): an inode not here, a directory.
+    let add = |name: &[u8], ino, kind| hare::Request::AddMap {
+        dir: d,
+        name: name.to_vec(),
+        entry: hare::proto::Entry {
+            ino,
+            kind,
+            distributed: false,
+        },
+        replace: None,
+        link: true,
+        now: T,
+    };
+    let h = n.servers[0].handle(1, add(b"y", 0x7777_7777, Kind::File));
+    assert_eq!(h.reply, hare::Reply::Stale, "no such inode here");
+    let h = n.servers[0].handle(1, add(b"y", e, Kind::File));
+    assert_eq!(h.reply, hare::Reply::Stale, "a directory gains no link");
+    let h = n.servers[0].handle(1, add(b"x", a, Kind::File));
+    assert_eq!(
+        h.reply,
+        hare::Reply::Err(Errno::EEXIST),
+        "a taken name links nothing"
+    );
     drop(n);
+    let x_now = run(&net, c[1].stat(ROOT_INO, b"/d/x", true), &mut rng).unwrap();
+    assert_eq!(x_now.nlink, 1, "no forged AddMap added a link");
     assert_eq!(
         run(
             &net,
