@@ -1090,7 +1090,8 @@ fn user_case(
 /// files), on one core with one time-shared server and on 4c2n with one and three servers
 /// (split: cores 1..SERVERS). Named `hare-NAME-CONFIG-Ns`; `fsload` also runs with every
 /// technique of the §5.4 ablations switched off (`hare-fsload-4c2n-3s-ablated`). `fifo` runs
-/// there too (its FIFOs Hare inodes), on 1c1n and 4c2n with three servers. `hareexec`
+/// there too (its FIFOs Hare inodes), and `harekill` (operations cut short by `SIGKILL`), on
+/// 1c1n and 4c2n with three servers. `hareexec`
 /// runs under three `exec=` placements instead (`hare-exec-*`). `fileio`, `fsshare` and the
 /// shell suite also boot with Hare as the root (`root=hare:LIST`, `hare-root-*`). The
 /// fuzzer's fixed-seed campaign runs with its files on Hare, a server time-sharing each of
@@ -1101,7 +1102,14 @@ fn hare_cases() -> Result<Vec<Case>, String> {
     for t in user_tests() {
         if !matches!(
             t.name,
-            "fileio" | "fsshare" | "shell-suite" | "fsload" | "hareexec" | "fifo" | "fuzz"
+            "fileio"
+                | "fsshare"
+                | "shell-suite"
+                | "fsload"
+                | "hareexec"
+                | "fifo"
+                | "fuzz"
+                | "harekill"
         ) {
             continue;
         }
@@ -1145,8 +1153,12 @@ fn hare_cases() -> Result<Vec<Case>, String> {
         }
         for (config, servers) in [(ONE_CORE, "1"), (FOUR_CORES, "1"), (FOUR_CORES, "3")] {
             // fsload's many processes on one server's client core: long, and no new path;
-            // FIFOs' pipes are the kernel's, so one server at 4c2n shows nothing new either.
-            if matches!(t.name, "fsload" | "fifo") && config == FOUR_CORES && servers == "1" {
+            // FIFOs' pipes are the kernel's, and harekill's operations cross servers, so one
+            // server at 4c2n shows nothing new either.
+            if matches!(t.name, "fsload" | "fifo" | "harekill")
+                && config == FOUR_CORES
+                && servers == "1"
+            {
                 continue;
             }
             let (cores, nodes, _) = config;

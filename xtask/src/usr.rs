@@ -305,6 +305,12 @@ pub const PROGRAMS: &[Program] = &[
         lib: None,
     },
     Program {
+        name: "harekill",
+        source: "harekill.c",
+        pie: false,
+        lib: None,
+    },
+    Program {
         name: "hareresize",
         source: "hareresize.c",
         pie: false,

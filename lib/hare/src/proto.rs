@@ -577,6 +577,27 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// Whether the server may change anything a client would lose track of by dropping the
+    /// reply: every request but a lookup, a listing, a `stat`, a `statfs`, a `readlink`, the
+    /// table and a read at an offset of its own (one through a shared description moves the
+    /// description's offset). An operation that has sent one must take its reply and finish:
+    /// the kernel's client then waits for its replies even when the thread is killed.
+    pub fn changes(&self) -> bool {
+        match self {
+            Request::Lookup { .. }
+            | Request::DirInfo { .. }
+            | Request::Statfs
+            | Request::Stat { .. }
+            | Request::Readlink { .. }
+            | Request::Dirents { .. }
+            | Request::GetTable => false,
+            Request::Read { desc, .. } | Request::ReadData { desc, .. } => desc.is_some(),
+            _ => true,
+        }
+    }
+}
+
 /// Most bytes one [`Request::Import`] or [`Reply::Part`] carries: a page.
 pub const MAX_PART: usize = 4096;
 

@@ -19,8 +19,11 @@
 //!   request at a time (its body and reply share the pool page): another one for the same
 //!   server first takes the earlier reply and keeps it for its caller. Invalidations that
 //!   arrive meanwhile queue for the next walk (atomic delivery, §3.7.2). Only a fatal signal
-//!   ends a wait: the reply is then no one's, and the next request on that link first takes
-//!   it (the server may still be writing the pool page).
+//!   ends a wait, and only before the operation has sent a request that changes something
+//!   (its lookups; [`Links::committed`]): from then on a killed thread finishes the
+//!   operation, so that no first steps stand alone. The reply of a wait cut short is no
+//!   one's, and the next request on that link first takes it (the server may still be
+//!   writing the pool page).
 //! - **The buffer cache** (§3.3) is an arena of kernel frames made at mount (`cache=MiB`,
 //!   default [`CACHE_MIB_DEFAULT`]), granted to every server in the first hello, which splits
 //!   it among them; the clients read and write file data straight into it. x86 keeps it
@@ -166,6 +169,12 @@ pub struct Links {
     /// A fatal signal does not end a wait for a reply (a resize, which must finish what it
     /// began: the thread polls for the reply instead of sleeping).
     patient: bool,
+    /// The operation under way has sent a request that changes something
+    /// ([`Request::changes`]): from then on it is patient too, so that a thread killed in
+    /// the middle of a `rename` or an `rmdir` finishes it rather than leave its first steps
+    /// standing alone (a link count raised for a name never made, a directory's marks never
+    /// committed or released). Cleared when an operation takes the client ([`Mount::client`]).
+    committed: Cell<bool>,
     /// The mount's [`Mount::generation`] these links and the client's table follow.
     generation: u64,
     /// The id of the next request (kept within `wire::ID_MASK`).
@@ -247,6 +256,7 @@ impl Links {
         let Some(link) = self.link(server) else {
             return Err(Errno::EIO);
         };
+        self.note_change(req);
         if let Some((id, wanted)) = link.outstanding.get() {
             let reply = self.take_reply(link, id)?;
             if wanted {
@@ -336,13 +346,14 @@ impl Links {
     /// waits for the oldest owed reply if `wire::IN_FLIGHT` - 1 are owed already, and for
     /// the reply of a request whose thread stopped waiting: the server handles a link's
     /// posted requests before others' awaited ones only while nothing awaited is ahead of
-    /// them (`wire::POSTED`). A thread killed meanwhile posts without that wait (its closes
-    /// must go out; what it posts is then seen a little later by other cores). A request
-    /// with a body (in the pool page, which the next request reuses) is exchanged instead.
+    /// them (`wire::POSTED`). What is posted changes something, so a killed thread waits
+    /// too ([`Links::committed`]): its closes go out. A request with a body (in the pool
+    /// page, which the next request reuses) is exchanged instead.
     fn post(&self, server: ServerId, req: &Request) {
         let Some(link) = self.link(server) else {
             return;
         };
+        self.note_change(req);
         if let Some((id, false)) = link.outstanding.get() {
             let _ = self.take_reply(link, id);
         }
@@ -369,10 +380,30 @@ impl Links {
         while link.owed.get() > keep {
             match link.conn.try_reply()? {
                 Some(m) => self.take_unawaited(link, &m),
-                None => link.conn.wait_reply(&me)?,
+                None => self.wait(link, &me)?,
             }
         }
         Ok(())
+    }
+
+    /// Sleeps until `link`'s reply ring has a message: `EINTR` if the thread is killed first,
+    /// unless the links are patient or the operation has sent a change ([`Links::committed`]):
+    /// then a killed thread goes on waiting, yielding the core between looks.
+    fn wait(&self, link: &Link, me: &Arc<Thread>) -> Result<(), Errno> {
+        match link.conn.wait_reply(me) {
+            Err(Errno::EINTR) if self.patient || self.committed.get() => {
+                sched::schedule();
+                Ok(())
+            }
+            waited => waited,
+        }
+    }
+
+    /// Notes that the operation under way sent `req` ([`Links::committed`]).
+    fn note_change(&self, req: &Request) {
+        if req.changes() {
+            self.committed.set(true);
+        }
     }
 
     /// Waits for every owed reply, so that the servers have handled everything this client
@@ -432,10 +463,7 @@ impl Links {
                 None if link.polls && poll_reply(link) => {}
                 None => {
                     self.waits.set(self.waits.get() + 1);
-                    match link.conn.wait_reply(me) {
-                        Err(Errno::EINTR) if self.patient => sched::schedule(),
-                        waited => waited?,
-                    }
+                    self.wait(link, me)?;
                 }
             }
         }
@@ -451,6 +479,7 @@ impl Links {
         Ok(Links {
             links,
             patient,
+            committed: Cell::new(false),
             generation: 0,
             next_id: Cell::new(1),
             queued: RefCell::new(Vec::new()),
@@ -1127,7 +1156,8 @@ impl Mount {
     }
 
     /// Core `core`'s client, locked, made if it is the core's first call; the closes queued
-    /// for it are sent first.
+    /// for it are sent first. The operation that takes it starts uncommitted
+    /// ([`Links::committed`]): a fatal signal ends its waits until it sends a change.
     fn client(&self, core: usize) -> Result<SleepLockGuard<'_, Option<CoreClient>>, Errno> {
         let mut c = self.clients.get(core).ok_or(Errno::EINVAL)?.lock();
         if c.is_none() {
@@ -1154,9 +1184,10 @@ impl Mount {
                 let Some(fd) = fd else { break };
                 QUEUED_CLOSES.fetch_sub(1, Ordering::AcqRel);
                 self.closes.fetch_add(1, Ordering::Relaxed);
-                // A server gone or a killed caller: the close is lost with the server's count.
+                // A server gone: the close is lost with the server's count.
                 let _ = run_ready(client.close(fd));
             }
+            client.transport().committed.set(false);
         }
         Ok(c)
     }
