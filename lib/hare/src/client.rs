@@ -995,7 +995,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             name: name.to_vec(),
             entry,
             replace: None,
-            link: false,
+            touch: false,
             now,
         };
         match self.rpc(es, add).await {
@@ -1114,24 +1114,24 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(())
     }
 
-    /// Removes entry `name` of `dir` if it is `expect`; forgets it. With `unlink` (a file's
-    /// last step of `unlink`), its inode loses that link too: at the entry's server in the
-    /// same message if the inode lives there (§3.7.4), else by `Unlink` to its own. The
-    /// removed entry and whether `dir`'s home did the directory's bookkeeping.
+    /// Removes entry `name` of `dir` if it is `expect`; forgets it; does `at` to a file's
+    /// inode. The removed entry and whether `dir`'s home did the directory's bookkeeping.
     async fn rm_map(
         &mut self,
         dir: Ino,
         name: &[u8],
         expect: Expect,
-        unlink: bool,
+        at: AtInode,
         now: Timespec,
     ) -> Res<(Entry, bool)> {
         let es = self.entry_server(dir, name).await?;
+        let unlink = at == AtInode::Unlink;
         let req = Request::RmMap {
             dir,
             name: name.to_vec(),
             expect,
             unlink,
+            touch: at == AtInode::Touch,
             now,
         };
         let r = self.rpc(es, req).await;
@@ -2068,7 +2068,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         if kind == Kind::Dir {
             return Err(Errno::EPERM.into());
         }
-        match self.link_inode(ino, Some(now)).await {
+        match self.link_inode(ino, now).await {
             Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
             r => r?,
         };
@@ -2083,7 +2083,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             name: name.clone(),
             entry,
             replace: None,
-            link: false,
+            touch: false,
             now,
         };
         match self.rpc(es, add).await {
@@ -2208,7 +2208,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let expect = Expect::NotDir {
             trailing: p.trailing_slash,
         };
-        self.rm_map(p.dir, &name, expect, true, now).await?;
+        self.rm_map(p.dir, &name, expect, AtInode::Unlink, now)
+            .await?;
         Ok(())
     }
 
@@ -2258,7 +2259,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         self.hold_and_mark(&e).await?;
         let home = match self
-            .rm_map(p.dir, &name, Expect::Ino(ino), false, now)
+            .rm_map(p.dir, &name, Expect::Ino(ino), AtInode::Leave, now)
             .await
         {
             Ok((_, home)) => home,
@@ -2536,7 +2537,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             .map(|e| e.ino)
             .collect();
         for (i, &f) in files.iter().enumerate() {
-            if let Err(e) = self.link_inode(f, Some(now)).await {
+            if let Err(e) = self.link_inode(f, now).await {
                 self.unlink_inodes(&files[..i], now).await?;
                 return Err(match e {
                     Fail::Errno(Errno::ENOENT) => Fail::Restart,
@@ -2550,7 +2551,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             name: name.clone(),
             entry,
             replace: old,
-            link: false,
+            touch: false,
             now,
         };
         let ns = self.entry_server(nd, &nn).await?;
@@ -2604,14 +2605,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// One link more for file `ino`, setting its ctime to `now` if given.
-    async fn link_inode(&mut self, ino: Ino, now: Option<Timespec>) -> Res<Reply> {
+    async fn link_inode(&mut self, ino: Ino, now: Timespec) -> Res<Reply> {
         self.at_inode(ino, Request::Link { ino, now }).await
     }
 
     /// One link fewer for each of `inodes`, setting their ctime to `now`.
     async fn unlink_inodes(&mut self, inodes: &[Ino], now: Timespec) -> Res<()> {
         for &ino in inodes {
-            let now = Some(now);
             self.at_inode(ino, Request::Unlink { ino, now }).await?;
         }
         Ok(())
@@ -2798,37 +2798,23 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 _ => Err(Errno::EIO.into()),
             };
         }
-        // The file's link for its new name leaves its ctime: a rename that fails after it
-        // changes nothing (the old name's `Unlink` sets it when the rename is done). It
-        // travels with the new entry when the new name's server holds the inode.
+        // The new entry goes in, then the old one goes: Hare's two messages (§3.4). A file
+        // keeps its one link throughout; its ctime is set by whichever of the two servers
+        // holds its inode, else by a third message.
         let ns = self.entry_server(m.new_dir, &m.new_name).await?;
-        let with_entry = !is_dir && self.table.inode_server(src.ino) == ns;
-        if !is_dir && !with_entry {
-            match self.link_inode(src.ino, None).await {
-                Err(Fail::Errno(Errno::ENOENT)) => return Err(Fail::Restart),
-                r => r?,
-            };
-        }
+        let is = self.table.inode_server(src.ino);
         let add = Request::AddMap {
             dir: m.new_dir,
             name: m.new_name.clone(),
             entry: src,
             replace: m.replaced.map(|r| r.ino),
-            link: with_entry,
+            touch: !is_dir && is == ns,
             now,
         };
-        let added = self.rpc(ns, add).await;
-        let added_home = match added {
+        let added_home = match self.rpc(ns, add).await {
             Ok(Reply::Mapped { home, .. }) => home,
             other => {
                 self.forget(m.new_dir, &m.new_name);
-                if !is_dir && !with_entry {
-                    let undo = Request::Unlink {
-                        ino: src.ino,
-                        now: None,
-                    };
-                    self.at_inode(src.ino, undo).await?;
-                }
                 return match other {
                     Err(f) => Err(f),
                     Ok(_) => Err(Fail::Restart),
@@ -2836,10 +2822,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
         };
         self.remember(m.new_dir, m.new_name.clone(), src);
-        // A file's old name takes its link with it, setting the ctime: in the same message
-        // when the old name's server holds the inode (`rm_map`).
+        let os = self.entry_server(m.old_dir, &m.old_name).await?;
+        let at = if !is_dir && is == os && is != ns {
+            AtInode::Touch
+        } else {
+            AtInode::Leave
+        };
         match self
-            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), !is_dir, now)
+            .rm_map(m.old_dir, &m.old_name, Expect::Ino(src.ino), at, now)
             .await
         {
             Ok((_, removed_home)) => {
@@ -2849,11 +2839,27 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     self.nlink(m.old_dir, -1, removed_home, now).await?;
                 }
             }
-            // A file unlinked meanwhile: that unlink dropped the old name's link, and the new
-            // name keeps the one this rename added. A held directory cannot go.
-            Err(Fail::Restart) if !is_dir => {}
+            // The old name went meanwhile (a racing `unlink`, which may have freed the inode
+            // the new name now names, or `rename`): the new name is taken back, and the rename
+            // starts again, to fail with ENOENT as if the other call came first. Until then
+            // the new name answers ENOENT, as that order would, since a server never reuses
+            // an inode number. A held directory cannot go.
+            Err(Fail::Restart) if !is_dir => {
+                self.take_back(m, now).await?;
+                return Err(Fail::Restart);
+            }
             Err(Fail::Restart) => return Err(Errno::EIO.into()),
             Err(f) => return Err(f),
+        }
+        if !is_dir && is != ns && is != os {
+            // A file unlinked by its new name meanwhile is gone, after the rename.
+            match self
+                .at_inode(src.ino, Request::Touch { ino: src.ino, now })
+                .await
+            {
+                Ok(_) | Err(Fail::Errno(Errno::ENOENT)) => {}
+                Err(f) => return Err(f),
+            }
         }
         match m.replaced {
             Some(r) if r.kind == Kind::Dir => self.commit_rmdir(&r, now).await?,
@@ -2872,6 +2878,56 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         Ok(())
     }
+    /// Takes rename `m`'s new entry back after its old name went meanwhile: the name names
+    /// the file it replaced again, or goes. If another call changed the name meanwhile, it
+    /// stays as that call left it, and a replaced file that cannot have it back loses the
+    /// link that name held.
+    async fn take_back(&mut self, m: &Move, now: Timespec) -> Res<()> {
+        let src = m.source;
+        let Some(r) = m.replaced else {
+            let removed = self
+                .rm_map(
+                    m.new_dir,
+                    &m.new_name,
+                    Expect::Ino(src.ino),
+                    AtInode::Leave,
+                    now,
+                )
+                .await;
+            return match removed {
+                Ok(_) | Err(Fail::Restart) => Ok(()),
+                Err(f) => Err(f),
+            };
+        };
+        let ns = self.entry_server(m.new_dir, &m.new_name).await?;
+        let back = Request::AddMap {
+            dir: m.new_dir,
+            name: m.new_name.clone(),
+            entry: r,
+            replace: Some(src.ino),
+            touch: false,
+            now,
+        };
+        let back = self.rpc(ns, back).await;
+        self.forget(m.new_dir, &m.new_name);
+        match back? {
+            Reply::Mapped { .. } => Ok(()),
+            Reply::Stale => self.unlink_inodes(&[r.ino], now).await,
+            _ => Err(Errno::EIO.into()),
+        }
+    }
+}
+
+/// What [`Client::rm_map`] does to a file's (or symlink's) inode besides removing its entry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AtInode {
+    /// Nothing (a directory, or a renamed file whose ctime another message sets).
+    Leave,
+    /// Drops the name's link (`unlink`): at the entry's server in the same message if the
+    /// inode lives there (§3.7.4), else by `Unlink` to its own.
+    Unlink,
+    /// Sets its ctime (a rename's) at the entry's server, if the inode lives there.
+    Touch,
 }
 
 /// A checked rename.

@@ -113,9 +113,10 @@ pub enum Request {
     /// `ADD_MAP`: adds entry `name` → `entry` to `dir` (EEXIST if the name exists), or
     /// replaces the entry for inode `replace` (rename over an existing name; [`Reply::Stale`]
     /// if the name no longer names that inode). ENOENT in a removed directory; [`Reply::Busy`]
-    /// while an `rmdir` holds the directory. With `link`, a file's (or symlink's) inode that
-    /// lives on this server gains that link at once, its ctime left (a rename's `Link`
-    /// coalesced, §3.7.4; [`Reply::Stale`] if the inode is not here).
+    /// while an `rmdir` holds the directory. With `touch`, a file's (or symlink's) inode that
+    /// lives on this server gets `now` as its ctime (a rename's change to the inode,
+    /// coalesced, §3.7.4; [`Reply::Stale`], with nothing changed, if the inode is not here,
+    /// is a directory or has no name left).
     AddMap {
         /// The directory.
         dir: Ino,
@@ -125,14 +126,15 @@ pub enum Request {
         entry: Entry,
         /// The inode the name must name now, which the new entry replaces.
         replace: Option<Ino>,
-        /// Also add a link to the non-directory inode held here.
-        link: bool,
+        /// Also set the ctime of the non-directory inode held here.
+        touch: bool,
         /// The time, for the directory's times on its home server.
         now: Timespec,
     },
     /// `RM_MAP`: removes entry `name` from `dir` if it is what `expect` says; with `unlink`,
     /// a file's (or symlink's) inode that lives on this server also loses that link at once
-    /// (`UNLINK` coalesced, §3.7.4: the client sends `Unlink` only for an inode elsewhere).
+    /// (`UNLINK` coalesced, §3.7.4: the client sends `Unlink` only for an inode elsewhere);
+    /// with `touch` instead, such an inode gets `now` as its ctime (a rename's).
     RmMap {
         /// The directory.
         dir: Ino,
@@ -142,6 +144,8 @@ pub enum Request {
         expect: Expect,
         /// Also drop the link of a non-directory inode held here.
         unlink: bool,
+        /// Also set the ctime of a non-directory inode held here (without `unlink`).
+        touch: bool,
         /// The time, for the directory's times on its home server.
         now: Timespec,
     },
@@ -187,21 +191,28 @@ pub enum Request {
         /// The inode.
         ino: Ino,
     },
-    /// One more name for a file (the new name of a `rename`, before the old one goes).
+    /// One more name for a file (`link`).
     Link {
         /// The inode.
         ino: Ino,
-        /// Its new ctime; `None` leaves it (a rename's link, taken before the rename knows
-        /// it can go on: the `Unlink` of the old name sets it once it has).
-        now: Option<Timespec>,
+        /// Its new ctime.
+        now: Timespec,
     },
-    /// One name fewer (`unlink`, a replaced or renamed name); the inode goes with its last name
-    /// and last open file description.
+    /// One name fewer (`unlink`, a replaced name); the inode goes with its last name and last
+    /// open file description.
     Unlink {
         /// The inode.
         ino: Ino,
-        /// Its new ctime; `None` leaves it (a rename giving back the link it took).
-        now: Option<Timespec>,
+        /// Its new ctime.
+        now: Timespec,
+    },
+    /// A renamed file's (or symlink's) new ctime, when its inode lives on neither name's
+    /// server (else `AddMap`'s or `RmMap`'s `touch` carries it). ENOENT if the inode is gone.
+    Touch {
+        /// The inode.
+        ino: Ino,
+        /// Its new ctime.
+        now: Timespec,
     },
     /// A subdirectory of `dir` appeared (`delta` 1) or went (-1) through an entry on another
     /// server than `dir`'s home: its link count and times.

@@ -642,16 +642,17 @@ impl Server {
                 name,
                 entry,
                 replace,
-                link,
+                touch,
                 now,
-            } => self.add_map(from, dir, name, (entry, link), replace, now, inval),
+            } => self.add_map(from, dir, name, (entry, touch), replace, now, inval),
             Request::RmMap {
                 dir,
                 name,
                 expect,
                 unlink,
+                touch,
                 now,
-            } => self.rm_map(from, (dir, name), expect, unlink, now, inval),
+            } => self.rm_map(from, (dir, name), expect, (unlink, touch), now, inval),
             Request::Rename {
                 old_dir,
                 old_name,
@@ -703,9 +704,7 @@ impl Server {
                     return Err(Errno::ENOENT);
                 }
                 inode.nlink = inode.nlink.checked_add(1).ok_or(Errno::EMLINK)?;
-                if let Some(t) = now {
-                    inode.ctime = t;
-                }
+                inode.ctime = now;
                 Ok(Reply::Done)
             }
             Request::Unlink { ino, now } => {
@@ -714,10 +713,16 @@ impl Server {
                     return Err(Errno::EINVAL);
                 }
                 inode.nlink -= 1;
-                if let Some(t) = now {
-                    inode.ctime = t;
-                }
+                inode.ctime = now;
                 self.release(ino);
+                Ok(Reply::Done)
+            }
+            Request::Touch { ino, now } => {
+                let inode = self.inode_mut(ino)?;
+                if inode.kind == Kind::Dir {
+                    return Err(Errno::EINVAL);
+                }
+                inode.ctime = now;
                 Ok(Reply::Done)
             }
             Request::Nlink { dir, delta, now } => {
@@ -1192,7 +1197,7 @@ impl Server {
         from: ClientId,
         dir: Ino,
         name: Name,
-        (entry, link): (Entry, bool),
+        (entry, touch): (Entry, bool),
         replace: Option<Ino>,
         now: Timespec,
         inval: &mut Vec<(ClientId, Invalidation)>,
@@ -1207,12 +1212,11 @@ impl Server {
             (None, None) => self.check_dir_alive(dir)?,
             _ => return Ok(Reply::Stale),
         }
-        if link {
-            let inode = match self.inode_mut(entry.ino) {
-                Ok(inode) if inode.kind != Kind::Dir && inode.nlink > 0 => inode,
+        if touch {
+            match self.inode_mut(entry.ino) {
+                Ok(inode) if inode.kind != Kind::Dir && inode.nlink > 0 => inode.ctime = now,
                 _ => return Ok(Reply::Stale),
-            };
-            inode.nlink = inode.nlink.checked_add(1).ok_or(Errno::EMLINK)?;
+            }
         }
         if old.is_some() {
             self.invalidate(from, dir, &name, inval);
@@ -1349,7 +1353,14 @@ impl Server {
         if self.entries.get(&ino).is_some_and(|m| !m.is_empty()) {
             return Err(Errno::ENOTEMPTY);
         }
-        let reply = self.rm_map(from, (dir, name), Expect::Ino(ino), false, now, inval)?;
+        let reply = self.rm_map(
+            from,
+            (dir, name),
+            Expect::Ino(ino),
+            (false, false),
+            now,
+            inval,
+        )?;
         if matches!(reply, Reply::Mapped { .. }) {
             self.entries.remove(&ino);
             self.bury(ino, now)?;
@@ -1375,7 +1386,7 @@ impl Server {
         from: ClientId,
         (dir, name): (Ino, Name),
         expect: Expect,
-        unlink: bool,
+        (unlink, touch): (bool, bool),
         now: Timespec,
         inval: &mut Vec<(ClientId, Invalidation)>,
     ) -> Result<Reply, Errno> {
@@ -1399,11 +1410,13 @@ impl Server {
         }
         self.invalidate(from, dir, &name, inval);
         let home = self.touch_home(dir, -i32::from(e.kind == Kind::Dir), now);
-        if unlink && e.kind != Kind::Dir {
+        if (unlink || touch) && e.kind != Kind::Dir {
             if let Ok(inode) = self.inode_mut(e.ino) {
-                inode.nlink = inode.nlink.saturating_sub(1);
                 inode.ctime = now;
-                self.release(e.ino);
+                if unlink {
+                    inode.nlink = inode.nlink.saturating_sub(1);
+                    self.release(e.ino);
+                }
             }
         }
         let entries = self.entries_held(dir);

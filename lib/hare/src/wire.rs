@@ -68,10 +68,6 @@ const MAX_IO: usize = MAX_IO_BLOCKS * crate::BLOCK_SIZE;
 /// A block number that means a hole in an `Extent` page.
 const HOLE: u32 = u32::MAX;
 
-/// The nanoseconds word of a time that is none (`Request::Link`'s and `Unlink`'s, which
-/// leave the ctime).
-const NO_TIME: u64 = u64::MAX;
-
 /// Longest symlink target (`PATH_MAX` less its NUL).
 const TARGET_MAX: usize = nrfs::PATH_MAX - 1;
 
@@ -113,14 +109,6 @@ impl<'p> Out<'p> {
 
     fn time(&mut self, t: Timespec) -> &mut Self {
         self.w(t.sec as u64).w(u64::from(t.nsec))
-    }
-
-    /// A time or none, in a time's two words (none: [`NO_TIME`] for the nanoseconds).
-    fn maybe_time(&mut self, t: Option<Timespec>) -> &mut Self {
-        match t {
-            Some(t) => self.time(t),
-            None => self.w(0).w(NO_TIME),
-        }
     }
 
     /// A read's or write's words (what [`In::io`] reads): the inode, the offset, the length
@@ -220,15 +208,9 @@ impl<'p> In<'p> {
     }
 
     fn time(&mut self) -> Result<Timespec, WireError> {
-        self.maybe_time()?.ok_or(WireError::Bad("nanoseconds"))
-    }
-
-    /// [`Out::maybe_time`]'s words.
-    fn maybe_time(&mut self) -> Result<Option<Timespec>, WireError> {
         let sec = self.w() as i64;
         match self.w() {
-            NO_TIME => Ok(None),
-            nsec if nsec < 1_000_000_000 => Ok(Some(Timespec::new(sec, nsec as u32))),
+            nsec if nsec < 1_000_000_000 => Ok(Timespec::new(sec, nsec as u32)),
             _ => Err(WireError::Bad("nanoseconds")),
         }
     }
@@ -347,8 +329,8 @@ pub(crate) fn kind_of(c: u64) -> Result<Kind, WireError> {
     })
 }
 
-/// The bit of `AddMap`'s entry word that carries its `link`.
-const LINK_BIT: u32 = 16;
+/// The bit of `AddMap`'s entry word that carries its `touch`.
+const TOUCH_BIT: u32 = 16;
 
 /// An entry as one word: kind in bits 0-7, distributed in bit 8 (the inode goes separately).
 fn entry_bits(e: &Entry) -> u64 {
@@ -436,12 +418,12 @@ pub fn encode_request(
             name,
             entry,
             replace,
-            link,
+            touch,
             now,
         } => {
             o.w(*dir)
                 .w(entry.ino)
-                .w(entry_bits(entry) | u64::from(*link) << LINK_BIT)
+                .w(entry_bits(entry) | u64::from(*touch) << TOUCH_BIT)
                 .w(replace.unwrap_or(0))
                 .time(*now)
                 .var(name)?;
@@ -452,6 +434,7 @@ pub fn encode_request(
             name,
             expect,
             unlink,
+            touch,
             now,
         } => {
             let e = match expect {
@@ -460,7 +443,7 @@ pub fn encode_request(
                 Expect::Ino(_) => return Err(WireError::Bad("inode number")),
             };
             o.w(*dir)
-                .w(e | u64::from(*unlink) << 2)
+                .w(e | u64::from(*unlink) << 2 | u64::from(*touch) << 3)
                 .time(*now)
                 .var(name)?;
             3
@@ -499,12 +482,16 @@ pub fn encode_request(
             5
         }
         Request::Link { ino, now } => {
-            o.w(*ino).maybe_time(*now);
+            o.w(*ino).time(*now);
             6
         }
         Request::Unlink { ino, now } => {
-            o.w(*ino).maybe_time(*now);
+            o.w(*ino).time(*now);
             7
+        }
+        Request::Touch { ino, now } => {
+            o.w(*ino).time(*now);
+            48
         }
         Request::Nlink { dir, delta, now } => {
             o.w(*dir).w(i64::from(*delta) as u64).time(*now);
@@ -795,7 +782,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             let dir = i.w();
             let ino = i.w();
             let bits = i.w();
-            let entry = entry_of(ino, bits & !(1 << LINK_BIT))?;
+            let entry = entry_of(ino, bits & !(1 << TOUCH_BIT))?;
             let replace = Some(i.w()).filter(|&r| r != 0);
             let now = i.time()?;
             Request::AddMap {
@@ -803,7 +790,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 name: i.name()?,
                 entry,
                 replace,
-                link: bits >> LINK_BIT & 1 != 0,
+                touch: bits >> TOUCH_BIT & 1 != 0,
                 now,
             }
         }
@@ -811,7 +798,8 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
             let dir = i.w();
             let e = i.w();
             let unlink = e & 4 != 0;
-            let expect = match e & 0xfb {
+            let touch = e & 8 != 0;
+            let expect = match e & 0xf3 {
                 0 | 1 => Expect::NotDir {
                     trailing: e & 1 == 1,
                 },
@@ -824,6 +812,7 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
                 name: i.name()?,
                 expect,
                 unlink,
+                touch,
                 now,
             }
         }
@@ -854,11 +843,15 @@ pub fn decode_request(m: &Message, page: &[u8]) -> Result<Request, WireError> {
         5 => Request::Destroy { ino: i.w() },
         6 => Request::Link {
             ino: i.w(),
-            now: i.maybe_time()?,
+            now: i.time()?,
         },
         7 => Request::Unlink {
             ino: i.w(),
-            now: i.maybe_time()?,
+            now: i.time()?,
+        },
+        48 => Request::Touch {
+            ino: i.w(),
+            now: i.time()?,
         },
         8 => {
             let dir = i.w();

@@ -437,7 +437,9 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
     assert_eq!(h.reply, hare::Reply::Err(Errno::EINVAL), "a directory");
     let h = n.servers[0].handle(1, forged(b"x", b"e", a, Target::Any));
     assert_eq!(h.reply, hare::Reply::Stale, "over a directory: look it up");
-    // Forged AddMap links (a rename's Link coalesced): an inode not here, a directory.
+    // Forged AddMap touches (a rename's ctime coalesced): an inode not here, a directory, a
+    // taken name; each refused before it changes anything.
+    let later = Timespec::new(9, 0);
     let add = |name: &[u8], ino, kind| hare::Request::AddMap {
         dir: d,
         name: name.to_vec(),
@@ -447,22 +449,27 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
             distributed: false,
         },
         replace: None,
-        link: true,
-        now: T,
+        touch: true,
+        now: later,
     };
     let h = n.servers[0].handle(1, add(b"y", 0x7777_7777, Kind::File));
     assert_eq!(h.reply, hare::Reply::Stale, "no such inode here");
     let h = n.servers[0].handle(1, add(b"y", e, Kind::File));
-    assert_eq!(h.reply, hare::Reply::Stale, "a directory gains no link");
+    assert_eq!(h.reply, hare::Reply::Stale, "a directory is not touched");
     let h = n.servers[0].handle(1, add(b"x", a, Kind::File));
     assert_eq!(
         h.reply,
         hare::Reply::Err(Errno::EEXIST),
-        "a taken name links nothing"
+        "a taken name touches nothing"
     );
     drop(n);
     let x_now = run(&net, c[1].stat(ROOT_INO, b"/d/x", true), &mut rng).unwrap();
-    assert_eq!(x_now.nlink, 1, "no forged AddMap added a link");
+    assert_eq!(x_now.nlink, 1, "no forged AddMap changed the links");
+    assert_eq!(x_now.ctime, T, "no forged AddMap changed the ctime");
+    let e_now = run(&net, c[1].stat(ROOT_INO, b"/d/e", true), &mut rng).unwrap();
+    assert_eq!(e_now.ctime, T, "nor the directory's");
+    let gone = run(&net, c[1].stat(ROOT_INO, b"/d/y", true), &mut rng);
+    assert_eq!(gone.map(|s| s.ino), Err(Errno::ENOENT), "no entry made");
     assert_eq!(
         run(
             &net,
@@ -478,6 +485,81 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
     run(&net, c[1].unlink(ROOT_INO, b"/d/x", T), &mut rng).unwrap();
     assert_eq!(requests(&net) - before, 1, "rm-map that unlinks");
     assert_eq!(net.borrow().servers[0].inodes(), 3, "/, d, e");
+}
+
+/// A file renamed across servers (its new entry, then its old one: two messages, its link
+/// count untouched) while another client unlinks its old name, or its new one: whatever the
+/// interleaving, the outcome is one of the two orders, never both calls succeeding on the
+/// old name, and never a name left on a freed inode.
+#[test]
+fn a_rename_across_servers_racing_an_unlink_ends_as_one_of_the_two_orders() {
+    let (net, mut c) = world(3, 3, true, false);
+    let mut rng = Rng::new(11);
+    let mut seen = [[0; 2]; 2];
+    for k in 0..120 {
+        let (a, b) = (format!("/a{k}"), format!("/b{k}"));
+        touch(&net, &mut c[2], a.as_bytes(), &mut rng);
+        let inodes = net
+            .borrow()
+            .servers
+            .iter()
+            .map(|s| s.inodes())
+            .sum::<usize>();
+        let victim = if k % 2 == 0 { &a } else { &b };
+        let [c0, c1, c2] = &mut c[..] else {
+            unreachable!()
+        };
+        let r = run_all(
+            &net,
+            vec![
+                Box::pin(c0.rename(ROOT_INO, a.as_bytes(), ROOT_INO, b.as_bytes(), 0, T)),
+                Box::pin(c1.unlink(ROOT_INO, victim.as_bytes(), T)),
+            ],
+            &mut rng,
+        );
+        let stat = |c: &mut HClient, p: &str, rng: &mut Rng| {
+            run(&net, c.stat(ROOT_INO, p.as_bytes(), true), rng).map(|s| s.nlink)
+        };
+        let (at_a, at_b) = (stat(c2, &a, &mut rng), stat(c2, &b, &mut rng));
+        let after = net
+            .borrow()
+            .servers
+            .iter()
+            .map(|s| s.inodes())
+            .sum::<usize>();
+        assert_eq!(at_a, Err(Errno::ENOENT), "{k}: the old name is gone");
+        let first = match (k % 2, &r[..]) {
+            // Unlinking the old name: after the rename it finds nothing; before, the rename
+            // does.
+            (0, [Ok(()), Err(Errno::ENOENT)]) => {
+                assert_eq!(at_b, Ok(1), "{k}: renamed, one link");
+                0
+            }
+            (0, [Err(Errno::ENOENT), Ok(())]) => {
+                assert_eq!(at_b, Err(Errno::ENOENT), "{k}: unlinked, no new name");
+                assert_eq!(after, inodes - 1, "{k}: the file is gone");
+                1
+            }
+            // Unlinking the new name: after the rename it removes the file; before, it finds
+            // nothing.
+            (1, [Ok(()), Ok(())]) => {
+                assert_eq!(at_b, Err(Errno::ENOENT), "{k}: renamed, then unlinked");
+                assert_eq!(after, inodes - 1, "{k}: the file is gone");
+                0
+            }
+            (1, [Ok(()), Err(Errno::ENOENT)]) => {
+                assert_eq!(at_b, Ok(1), "{k}: renamed after the unlink found nothing");
+                1
+            }
+            _ => panic!("{k}: rename and unlink of {victim} answered {r:?}"),
+        };
+        seen[k % 2][first] += 1;
+    }
+    // Both orders happened for each victim, so the interleavings reached the race.
+    assert!(
+        seen.iter().flatten().all(|&n| n > 0),
+        "orders seen: {seen:?}"
+    );
 }
 
 #[test]

@@ -59,12 +59,12 @@ fn request() -> impl Strategy<Value = Request> {
             any::<bool>(),
             time()
         )
-            .prop_map(|(dir, name, entry, replace, link, now)| Request::AddMap {
+            .prop_map(|(dir, name, entry, replace, touch, now)| Request::AddMap {
                 dir,
                 name,
                 entry,
                 replace,
-                link,
+                touch,
                 now
             }),
         (
@@ -75,13 +75,15 @@ fn request() -> impl Strategy<Value = Request> {
                 (0..1u64 << 56).prop_map(Expect::Ino)
             ],
             any::<bool>(),
+            any::<bool>(),
             time()
         )
-            .prop_map(|(dir, name, expect, unlink, now)| Request::RmMap {
+            .prop_map(|(dir, name, expect, unlink, touch, now)| Request::RmMap {
                 dir,
                 name,
                 expect,
                 unlink,
+                touch,
                 now
             }),
         (
@@ -132,8 +134,9 @@ fn request() -> impl Strategy<Value = Request> {
                 }
             }),
         ino().prop_map(|ino| Request::Destroy { ino }),
-        (ino(), proptest::option::of(time())).prop_map(|(ino, now)| Request::Link { ino, now }),
-        (ino(), proptest::option::of(time())).prop_map(|(ino, now)| Request::Unlink { ino, now }),
+        (ino(), time()).prop_map(|(ino, now)| Request::Link { ino, now }),
+        (ino(), time()).prop_map(|(ino, now)| Request::Unlink { ino, now }),
+        (ino(), time()).prop_map(|(ino, now)| Request::Touch { ino, now }),
         (ino(), prop::sample::select(vec![1, -1]), time())
             .prop_map(|(dir, delta, now)| Request::Nlink { dir, delta, now }),
         (ino(), ino(), time()).prop_map(|(dir, parent, now)| Request::Move { dir, parent, now }),
