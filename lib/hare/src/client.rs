@@ -2604,7 +2604,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         Ok(())
     }
 
-    /// One link more for file `ino`, setting its ctime to `now` if given.
+    /// One link more for file `ino`, setting its ctime to `now`.
     async fn link_inode(&mut self, ino: Ino, now: Timespec) -> Res<Reply> {
         self.at_inode(ino, Request::Link { ino, now }).await
     }
@@ -2878,10 +2878,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         Ok(())
     }
+
     /// Takes rename `m`'s new entry back after its old name went meanwhile: the name names
     /// the file it replaced again, or goes. If another call changed the name meanwhile, it
     /// stays as that call left it, and a replaced file that cannot have it back loses the
-    /// link that name held.
+    /// link that name held. A ctime the `AddMap` set stays (the file, if it has names left,
+    /// shows a change a little after the call that took its old name).
     async fn take_back(&mut self, m: &Move, now: Timespec) -> Res<()> {
         let src = m.source;
         let Some(r) = m.replaced else {
