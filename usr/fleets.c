@@ -18,6 +18,9 @@
  * - `fleet stop` ends the members and the manager, and gives the cores back;
  * - a timeshare fleet (--timeshare) on this program's own core answers a stream while the
  *   core stays free for this program (on every configuration, one core included).
+ *
+ * Fleets there before it began (Hare's file servers with Hare as the root) are left alone and
+ * expected to stay as they were.
  */
 #include "reef-test.h"
 #include "reef_msg.h"
@@ -78,6 +81,32 @@ static const char *fleets(void)
     return buf;
 }
 
+/* /proc/reef/fleets when the program began: the fleets that were there before it (with Hare
+ * as the root, Hare's file servers). */
+static char before[4096];
+
+/* Fails unless the fleets are those there before the program began. */
+static void only_fleets_before(void)
+{
+    if (strcmp(fleets(), before))
+        FAIL("/proc/reef/fleets is not as before (%s): %s", before, fleets());
+}
+
+/* Whether /proc/reef/fleets has a line that begins with `start` and ends with `end`. */
+static int has_fleet_line(const char *start, const char *end)
+{
+    const char *all = fleets();
+    for (const char *l = all; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl + 1 - l) : strlen(l);
+        size_t e = strlen(end);
+        if (!strncmp(l, start, strlen(start)) && len >= e && !strncmp(l + len - e, end, e))
+            return 1;
+        l += len;
+    }
+    return 0;
+}
+
 /* The member of fleet `name` on `core`, waiting for it to register: its pid. */
 static pid_t member_on(const char *name, int core)
 {
@@ -127,7 +156,7 @@ static void hostile(int cpu)
     CHECK_EQ(run_program("/bin/fleet", "grow", "nosuch", "0", NULL), 1);
     CHECK_EQ(run_program("/bin/fleet", "stop", "nosuch", NULL), 1);
     CHECK_EQ(run_program("/bin/fleet", "start", "x", "--cores", "0", "/nonexistent", NULL), 1);
-    CHECK_EQ(strlen(fleets()), 0);
+    only_fleets_before();
     SAY("only the manager binds cores and registers fleet/ names; /bin/fleet cannot be "
         "rewritten and a copy is not trusted; bad command lines refused");
 }
@@ -337,8 +366,8 @@ static void timeshare(int cpu)
     char core[16], line[128];
     snprintf(core, sizeof core, "core %d ", cpu);
     snprintf(line, sizeof line, "pid %d fleet fleet/ts shared\n", member);
-    if (strncmp(fleets(), core, strlen(core)) || !strstr(fleets(), line))
-        FAIL("/proc/reef/fleets is not \"%s... %s\": %s", core, line, fleets());
+    if (!has_fleet_line(core, line))
+        FAIL("/proc/reef/fleets lacks \"%s... %s\": %s", core, line, fleets());
     CHECK(affine(cpu));
     CHECK_EQ(set_affinity(cpu), 0);
     int fleet_cores[64] = {0};
@@ -348,7 +377,7 @@ static void timeshare(int cpu)
     CHECK_EQ(broken, 0);
     CHECK_EQ(run_program("/bin/fleet", "stop", "ts", NULL), 0);
     await_manager((pid_t)ctl.pid);
-    CHECK_EQ(strlen(fleets()), 0);
+    only_fleets_before();
     SAY("timeshare: a member pinned to core %d beside this program, which still runs there, "
         "answered %d requests exactly once",
         cpu, REQUESTS);
@@ -362,6 +391,7 @@ int main(void)
         SAY("not Reef: the fleet calls answer ENOSYS");
         PASS();
     }
+    snprintf(before, sizeof before, "%s", fleets());
     sh = shared_page(4096);
     int cpus[MAXC];
     int ncpus = allowed_cpus(cpus, MAXC);
@@ -369,7 +399,7 @@ int main(void)
     hostile(cpus[0]);
     if (ncpus == 1) {
         CHECK_EQ(run_program("/bin/fleet", "start", "t", "--cores", num(cpus[0]), ECHO, NULL), 1);
-        CHECK_EQ(strlen(fleets()), 0);
+        only_fleets_before();
         SAY("one core: the last free core cannot become a fleet's");
         timeshare(cpus[0]);
         PASS();
@@ -454,7 +484,7 @@ int main(void)
     /* Stop. */
     CHECK_EQ(run_program("/bin/fleet", "stop", "t", NULL), 0);
     await_manager((pid_t)ctl.pid);
-    CHECK_EQ(strlen(fleets()), 0);
+    only_fleets_before();
     struct reef_name_member m;
     CHECK_EQ(reef_name_lookup(NAME, REEF_NAME_NEAREST, &m), -ENOENT);
     CHECK_EQ(reef_name_lookup("fleet/t/ctl", REEF_NAME_NEAREST, &m), -ENOENT);

@@ -1093,7 +1093,8 @@ fn user_case(
 /// there too (its FIFOs Hare inodes), and `harekill` (operations cut short by `SIGKILL`), on
 /// 1c1n and 4c2n with three servers. `hareexec`
 /// runs under three `exec=` placements instead (`hare-exec-*`). `fileio`, `fsshare` and the
-/// shell suite also boot with Hare as the root (`root=hare:LIST`, `hare-root-*`). The
+/// shell suite also boot with Hare as the root (`root=hare:LIST`, `hare-root-*`), and so do
+/// `fleets` (`hare-root-fleets-4c2n`: `/bin/fleet` stays NR-FS's trusted manager). The
 /// fuzzer's fixed-seed campaign runs with its files on Hare, a server time-sharing each of
 /// four cores that its churner stops and starts (`hare-fuzz-4c2n-timeshare`): hostile
 /// programs against the kernel's client and the servers behind it.
@@ -1110,6 +1111,7 @@ fn hare_cases() -> Result<Vec<Case>, String> {
                 | "fifo"
                 | "fuzz"
                 | "harekill"
+                | "fleets"
         ) {
             continue;
         }
@@ -1135,21 +1137,28 @@ fn hare_cases() -> Result<Vec<Case>, String> {
             }
             continue;
         }
-        if matches!(t.name, "fileio" | "fsshare" | "shell-suite") {
-            // Hare as the root (`root=hare:LIST`): the program and everything it uses from
-            // the initramfs in Hare, time-sharing servers on LIST.
-            for (config, list) in [(ONE_CORE, "0"), (FOUR_CORES, "0-3")] {
-                let (cores, nodes, _) = config;
-                let name = format!("hare-root-{}-{cores}c{nodes}n", t.name);
-                let mut case = user_case(&t, name, config, &[])?;
-                case.cmdline = format!("root=hare:{list} {}", case.cmdline);
-                let inner = case.check;
-                case.check = Box::new(move |a, o| {
-                    expect(&o.log, "reef: hare: the root: ")?;
-                    inner(a, o)
-                });
-                cases.push(case);
-            }
+        // Hare as the root (`root=hare:LIST`): the program and everything it uses from the
+        // initramfs in Hare, time-sharing servers on LIST; `fleets` with its fleet manager,
+        // `/bin/fleet`, still NR-FS's trusted one, and cores 1-3 free for its fleets.
+        let roots: &[((u32, u32, u32), &str)] = match t.name {
+            "fileio" | "fsshare" | "shell-suite" => &[(ONE_CORE, "0"), (FOUR_CORES, "0-3")],
+            "fleets" => &[(FOUR_CORES, "0")],
+            _ => &[],
+        };
+        for &(config, list) in roots {
+            let (cores, nodes, _) = config;
+            let name = format!("hare-root-{}-{cores}c{nodes}n", t.name);
+            let mut case = user_case(&t, name, config, &[])?;
+            case.cmdline = format!("root=hare:{list} {}", case.cmdline);
+            let inner = case.check;
+            case.check = Box::new(move |a, o| {
+                expect(&o.log, "reef: hare: the root: ")?;
+                inner(a, o)
+            });
+            cases.push(case);
+        }
+        if t.name == "fleets" {
+            continue;
         }
         for (config, servers) in [(ONE_CORE, "1"), (FOUR_CORES, "1"), (FOUR_CORES, "3")] {
             // fsload's many processes on one server's client core: long, and no new path;

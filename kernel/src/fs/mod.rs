@@ -236,8 +236,11 @@ pub fn sync_all() {
 /// none.
 static TRUSTED_EXE: AtomicU64 = AtomicU64::new(0);
 
+/// The absolute path of the trusted executable in NR-FS, once [`trust_exe`] made it so.
+static TRUSTED_PATH: spin::Once<&'static [u8]> = spin::Once::new();
+
 /// Makes the regular file at absolute `path` the trusted executable ([`TRUSTED_EXE`]).
-pub fn trust_exe(path: &[u8]) -> Result<(), Errno> {
+pub fn trust_exe(path: &'static [u8]) -> Result<(), Errno> {
     let ino = with_client(|c| {
         let ino = c.resolve(ROOT_INO, path, true)?;
         match c.stat(ino)?.kind {
@@ -246,7 +249,15 @@ pub fn trust_exe(path: &[u8]) -> Result<(), Errno> {
         }
     })?;
     TRUSTED_EXE.store(ino, Ordering::Release);
+    TRUSTED_PATH.call_once(|| path);
     Ok(())
+}
+
+/// Whether `normal` (absolute, its `.` and `..` applied) names the trusted executable's place
+/// in NR-FS: a file system mounted over `/` leaves that one path to NR-FS, so that the
+/// trusted manager is still the one executed there (`hare::place_of`).
+pub fn is_trusted_path(normal: &[u8]) -> bool {
+    TRUSTED_PATH.get().is_some_and(|&p| p == normal)
 }
 
 /// Whether `ino` is the trusted executable ([`TRUSTED_EXE`]).

@@ -1622,7 +1622,11 @@ pub fn place_of(mut normal: Vec<u8>) -> Option<HarePath> {
     }
     let rest = normal.get(end + 1..).unwrap_or_default();
     let top = rest.split(|&b| b == b'/').next();
-    if mount.at.is_empty() && top.is_some_and(|c| NOT_IN_ROOT.contains(&c)) {
+    // Over `/`: the kernel's trees, and the trusted fleet manager, whose capability only
+    // NR-FS's copy carries (nothing may rewrite it), are not Hare's.
+    if mount.at.is_empty()
+        && (top.is_some_and(|c| NOT_IN_ROOT.contains(&c)) || super::is_trusted_path(&normal))
+    {
         return None;
     }
     // The mount point itself is Hare's root as `/` (not `.`): `rmdir` and `rename` of it
