@@ -1126,15 +1126,37 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     ) -> Res<(Entry, bool)> {
         let es = self.entry_server(dir, name).await?;
         let unlink = at == AtInode::Unlink;
+        // A ctime for an inode elsewhere goes to its server at the same time (§3.7.3).
+        let beside = match (at, expect) {
+            (AtInode::Touch, Expect::Ino(ino)) if self.table.inode_server(ino) != es => {
+                Some((self.table.inode_server(ino), Request::Touch { ino, now }))
+            }
+            _ => None,
+        };
         let req = Request::RmMap {
             dir,
             name: name.to_vec(),
             expect,
             unlink,
-            touch: at == AtInode::Touch,
+            touch: at == AtInode::Touch && beside.is_none(),
             now,
         };
-        let r = self.rpc(es, req).await;
+        let r = match beside {
+            None => self.rpc(es, req).await,
+            Some((s, touch)) => {
+                // The `Touch`'s reply is not needed: a file gone meanwhile (ENOENT) was
+                // unlinked by another name after this change.
+                let replies = self
+                    .broadcast_each(&[es, s], vec![req.clone(), touch])
+                    .await;
+                match replies.into_iter().next() {
+                    Some(Reply::Busy) => self.rpc(es, req).await,
+                    Some(Reply::Err(e)) => Err(e.into()),
+                    Some(r) => Ok(r),
+                    None => Err(Errno::EIO.into()),
+                }
+            }
+        };
         self.forget(dir, name);
         let (e, home) = match r? {
             Reply::Mapped {
@@ -2800,7 +2822,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         // The new entry goes in, then the old one goes: Hare's two messages (§3.4). A file
         // keeps its one link throughout; its ctime is set by whichever of the two servers
-        // holds its inode, else by a third message.
+        // holds its inode, else by a third message sent with the second.
         let ns = self.entry_server(m.new_dir, &m.new_name).await?;
         let is = self.table.inode_server(src.ino);
         let add = Request::AddMap {
@@ -2822,8 +2844,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
         };
         self.remember(m.new_dir, m.new_name.clone(), src);
-        let os = self.entry_server(m.old_dir, &m.old_name).await?;
-        let at = if !is_dir && is == os && is != ns {
+        let at = if !is_dir && is != ns {
             AtInode::Touch
         } else {
             AtInode::Leave
@@ -2851,16 +2872,6 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             Err(Fail::Restart) => return Err(Errno::EIO.into()),
             Err(f) => return Err(f),
         }
-        if !is_dir && is != ns && is != os {
-            // A file unlinked by its new name meanwhile is gone, after the rename.
-            match self
-                .at_inode(src.ino, Request::Touch { ino: src.ino, now })
-                .await
-            {
-                Ok(_) | Err(Fail::Errno(Errno::ENOENT)) => {}
-                Err(f) => return Err(f),
-            }
-        }
         match m.replaced {
             Some(r) if r.kind == Kind::Dir => self.commit_rmdir(&r, now).await?,
             Some(r) => self.unlink_inodes(&[r.ino], now).await?,
@@ -2882,7 +2893,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// Takes rename `m`'s new entry back after its old name went meanwhile: the name names
     /// the file it replaced again, or goes. If another call changed the name meanwhile, it
     /// stays as that call left it, and a replaced file that cannot have it back loses the
-    /// link that name held. A ctime the `AddMap` set stays (the file, if it has names left,
+    /// link that name held. A ctime the rename set stays (the file, if it has names left,
     /// shows a change a little after the call that took its old name).
     async fn take_back(&mut self, m: &Move, now: Timespec) -> Res<()> {
         let src = m.source;
@@ -2928,7 +2939,8 @@ enum AtInode {
     /// Drops the name's link (`unlink`): at the entry's server in the same message if the
     /// inode lives there (§3.7.4), else by `Unlink` to its own.
     Unlink,
-    /// Sets its ctime (a rename's) at the entry's server, if the inode lives there.
+    /// Sets its ctime (a rename's; the expected entry's inode): at the entry's server if the
+    /// inode lives there, else by a `Touch` to its own sent at the same time.
     Touch,
 }
 
