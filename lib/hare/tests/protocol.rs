@@ -462,10 +462,30 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
         hare::Reply::Err(Errno::EEXIST),
         "a taken name touches nothing"
     );
+    // Forged Touches and a forged RmMap touch: no such inode, a directory, a name that does
+    // not name the inode given.
+    let touch = |ino| hare::Request::Touch { ino, now: later };
+    let h = n.servers[0].handle(1, touch(0x7777_7777));
+    assert_eq!(h.reply, hare::Reply::Err(Errno::ENOENT), "no such inode");
+    let h = n.servers[0].handle(1, touch(e));
+    assert_eq!(h.reply, hare::Reply::Err(Errno::EINVAL), "a directory");
+    let rm = hare::Request::RmMap {
+        dir: d,
+        name: b"x".to_vec(),
+        expect: hare::proto::Expect::Ino(e),
+        unlink: false,
+        touch: true,
+        now: later,
+    };
+    assert_eq!(
+        n.servers[0].handle(1, rm).reply,
+        hare::Reply::Stale,
+        "x is not e"
+    );
     drop(n);
     let x_now = run(&net, c[1].stat(ROOT_INO, b"/d/x", true), &mut rng).unwrap();
     assert_eq!(x_now.nlink, 1, "no forged AddMap changed the links");
-    assert_eq!(x_now.ctime, T, "no forged AddMap changed the ctime");
+    assert_eq!(x_now.ctime, T, "no forged request changed the ctime");
     let e_now = run(&net, c[1].stat(ROOT_INO, b"/d/e", true), &mut rng).unwrap();
     assert_eq!(e_now.ctime, T, "nor the directory's");
     let gone = run(&net, c[1].stat(ROOT_INO, b"/d/y", true), &mut rng);
@@ -487,6 +507,11 @@ fn a_rename_or_unlink_on_one_server_is_one_message_and_forged_renames_are_refuse
     assert_eq!(net.borrow().servers[0].inodes(), 3, "/, d, e");
 }
 
+/// The inodes every server holds.
+fn all_inodes(net: &Rc<RefCell<Net>>) -> usize {
+    net.borrow().servers.iter().map(|s| s.inodes()).sum()
+}
+
 /// A file renamed across servers (its new entry, then its old one: two messages, its link
 /// count untouched) while another client unlinks its old name, or its new one: whatever the
 /// interleaving, the outcome is one of the two orders, never both calls succeeding on the
@@ -499,12 +524,7 @@ fn a_rename_across_servers_racing_an_unlink_ends_as_one_of_the_two_orders() {
     for k in 0..120 {
         let (a, b) = (format!("/a{k}"), format!("/b{k}"));
         touch(&net, &mut c[2], a.as_bytes(), &mut rng);
-        let inodes = net
-            .borrow()
-            .servers
-            .iter()
-            .map(|s| s.inodes())
-            .sum::<usize>();
+        let inodes = all_inodes(&net);
         let victim = if k % 2 == 0 { &a } else { &b };
         let [c0, c1, c2] = &mut c[..] else {
             unreachable!()
@@ -521,12 +541,7 @@ fn a_rename_across_servers_racing_an_unlink_ends_as_one_of_the_two_orders() {
             run(&net, c.stat(ROOT_INO, p.as_bytes(), true), rng).map(|s| s.nlink)
         };
         let (at_a, at_b) = (stat(c2, &a, &mut rng), stat(c2, &b, &mut rng));
-        let after = net
-            .borrow()
-            .servers
-            .iter()
-            .map(|s| s.inodes())
-            .sum::<usize>();
+        let after = all_inodes(&net);
         assert_eq!(at_a, Err(Errno::ENOENT), "{k}: the old name is gone");
         let first = match (k % 2, &r[..]) {
             // Unlinking the old name: after the rename it finds nothing; before, the rename
@@ -1445,7 +1460,7 @@ proptest! {
         match (&results[0], &results[1]) {
             (Ok(_), Err(Errno::ENOENT)) => {
                 prop_assert_eq!(run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).err(), Some(Errno::ENOENT));
-                let inodes: usize = net.borrow().servers.iter().map(|s| s.inodes()).sum();
+                let inodes = all_inodes(&net);
                 prop_assert_eq!(inodes, 1, "only the root is left");
             }
             (Err(Errno::ENOTEMPTY), Ok(Some(fd))) => {
@@ -1931,4 +1946,38 @@ fn a_listing_begun_before_its_directory_distributes_itself_lists_every_entry() {
     assert_eq!(listed.len(), names.len(), "every name");
     assert!(listed == names, "each once, in order");
     run(&net, c[1].close(fd), &mut rng).unwrap();
+}
+
+/// What the kernel's client lets a fatal signal cut short: only requests that change
+/// nothing at the server (a lookup, a listing, a stat, a read at its own offset).
+#[test]
+fn only_requests_that_change_nothing_may_be_abandoned() {
+    let queries = [
+        Request::Lookup {
+            dir: ROOT_INO,
+            name: b"a".to_vec(),
+        },
+        Request::Stat { ino: ROOT_INO },
+        Request::Statfs,
+        Request::GetTable,
+        Request::Read {
+            ino: 5,
+            offset: 0,
+            len: 1,
+            desc: None,
+        },
+    ];
+    assert!(queries.iter().all(|r| !r.changes()), "{queries:?}");
+    let changes = [
+        Request::Read {
+            ino: 5,
+            offset: 0,
+            len: 1,
+            desc: Some(1),
+        },
+        Request::Touch { ino: 5, now: T },
+        Request::Unlink { ino: 5, now: T },
+        Request::Hold { dir: ROOT_INO },
+    ];
+    assert!(changes.iter().all(Request::changes), "{changes:?}");
 }
