@@ -612,6 +612,16 @@ impl OpenFile {
         matches!(self.node, Node::Device(Device::Console, _))
     }
 
+    /// [`OpenFile::poll`] and, for a file that counts what arrives to it (an internet socket),
+    /// how many changes brought it something `wanted` asks for, read together: what an
+    /// edge-triggered `epoll` interest compares (`None`: it goes by the file's announcements).
+    pub fn poll_counted(&self, wanted: u16) -> (u16, Option<u64>) {
+        match &self.node {
+            Node::Inet(s) => s.poll_counted(wanted),
+            _ => (self.poll(), None),
+        }
+    }
+
     /// The `poll` events (`POLLIN`, `POLLOUT`, `POLLHUP`, `POLLERR`) that hold now.
     pub fn poll(&self) -> u16 {
         use abi::poll::{POLLERR, POLLHUP, POLLIN, POLLOUT};

@@ -4,10 +4,18 @@
 //! Readiness is what `poll` sees ([`OpenFile::poll`]); waiting sleeps on the same keys
 //! ([`crate::fd::POLL_WAKE`]). Level-triggered interests are reported while ready.
 //! Edge-triggered ones (`EPOLLET`) are reported when a wanted event appears that was not there
-//! at the last report, or when the object announced a change since (a watch flag,
-//! [`crate::proc::wait::PollQueue::watch`]): new data on an already readable pipe or socket
-//! is reported again, as Linux does; a change that readiness does not show (a read that left
-//! data) may be reported once more than Linux would, never less. `EPOLLONESHOT` disables an
+//! at the last report, or when something came since, so that new data on an already readable
+//! pipe or socket is reported again, as Linux does:
+//! - an internet socket counts the polls of its stack instance that brought it something
+//!   wanted (data or a connection to take, room to send, a state change: `Stack::arrivals`),
+//!   and the interest is reported when the count moved. (The instance announces its changes
+//!   under one key for all its sockets: a delayed ACK on another connection is no arrival.)
+//!   An empty datagram behind another unread one is not counted;
+//! - any other file announces its own changes under its own key (a watch flag,
+//!   [`crate::proc::wait::PollQueue::watch`]): a change that readiness does not show (a read
+//!   that left data) may be reported once more than Linux would, never less.
+//!
+//! `EPOLLONESHOT` disables an
 //! interest after one report until `EPOLL_CTL_MOD`. An interest names a descriptor and holds
 //! its open file weakly: it ends when the file is released (closing a descriptor whose file
 //! stays open through a `dup` keeps reporting, as on Linux).
@@ -47,8 +55,11 @@ struct Interest {
     data: u64,
     /// Events reported last (edge-triggered).
     last: u32,
-    /// Raised when the file announces a change (edge-triggered).
+    /// Raised when the file announces a change (edge-triggered, a file that does not count
+    /// its arrivals).
     changed: Arc<AtomicBool>,
+    /// The file's count of arrivals at the last look (edge-triggered, a file that counts).
+    arrivals: u64,
     /// A one-shot interest already reported.
     disabled: bool,
 }
@@ -61,16 +72,20 @@ pub struct Epoll {
     interests: IrqMutex<Vec<Interest>>,
 }
 
-/// What is ready in `f` among `wanted` (plus errors and hang-ups), as epoll bits.
-fn readiness(f: &OpenFile, wanted: u32) -> u32 {
-    let mut ready = f.poll();
+/// What is ready in `f` among `wanted` (plus errors and hang-ups), as epoll bits, and its
+/// count of arrivals, if it keeps one ([`OpenFile::poll_counted`]).
+fn readiness(f: &OpenFile, wanted: u32) -> (u32, Option<u64>) {
+    // The poll bits are epoll's low 16 (`EPOLLRDHUP` among them); the flags above are not
+    // events.
+    let (mut ready, arrivals) = f.poll_counted((wanted & 0xffff) as u16);
     if ready & POLLIN != 0 {
         ready |= POLLRDNORM;
     }
     if ready & POLLOUT != 0 {
         ready |= POLLWRNORM;
     }
-    u32::from(ready) & (wanted | u32::from(POLLERR | POLLHUP))
+    let ready = u32::from(ready) & (wanted | u32::from(POLLERR | POLLHUP));
+    (ready, arrivals)
 }
 
 /// Interest `n` if it still is `f`'s (a concurrent change may have moved the interests).
@@ -101,10 +116,12 @@ impl Epoll {
     /// `EPOLL_CTL_ADD`: `EEXIST` if `fd` with this file is there.
     pub fn add(&self, fd: i32, file: &Arc<OpenFile>, events: u32, data: u64) -> Result<(), Errno> {
         let changed = Arc::new(AtomicBool::new(false));
-        let mut keys = Vec::new();
-        file.poll_keys(&mut keys)?;
-        for k in keys {
-            POLL_WAKE.watch(k, &changed)?;
+        if file.poll_counted(0).1.is_none() {
+            let mut keys = Vec::new();
+            file.poll_keys(&mut keys)?;
+            for k in keys {
+                POLL_WAKE.watch(k, &changed)?;
+            }
         }
         let mut all = self.interests.lock();
         all.retain(|i| i.file.strong_count() > 0);
@@ -125,6 +142,7 @@ impl Epoll {
             data,
             last: 0,
             changed,
+            arrivals: 0,
             disabled: false,
         });
         Ok(())
@@ -185,7 +203,7 @@ impl Epoll {
                 f.poll_keys(keys)?;
             }
         }
-        let ready: Vec<(usize, u32)> = {
+        let ready: Vec<(usize, (u32, Option<u64>))> = {
             let all = self.interests.lock();
             files
                 .iter()
@@ -200,8 +218,12 @@ impl Epoll {
                     break;
                 }
                 let Some(i) = all.get_mut(n) else { continue };
+                let (now, arrivals) = now;
                 let report = if i.events & EPOLLET != 0 {
-                    let changed = i.changed.swap(false, Ordering::AcqRel);
+                    let changed = match arrivals {
+                        Some(n) => core::mem::replace(&mut i.arrivals, n) != n,
+                        None => i.changed.swap(false, Ordering::AcqRel),
+                    };
                     let fresh = now & !i.last != 0;
                     i.last = now;
                     now != 0 && (fresh || changed)
@@ -227,7 +249,7 @@ impl Epoll {
         let all = self.interests.lock();
         let ready = files
             .iter()
-            .any(|(n, f)| same(&all, *n, f).is_some_and(|i| readiness(f, i.events) != 0));
+            .any(|(n, f)| same(&all, *n, f).is_some_and(|i| readiness(f, i.events).0 != 0));
         drop(all);
         drop(files);
         if ready {

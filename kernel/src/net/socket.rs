@@ -187,6 +187,17 @@ impl Socket {
         }
     }
 
+    /// The `poll` events that hold now and, for an internet socket, how many polls of its
+    /// instance brought it something `wanted` asks for (`Stack::arrivals`), read together.
+    pub fn poll_counted(&self, wanted: u16) -> (u16, Option<u64>) {
+        match self.kind {
+            Kind::Inet => self
+                .inst
+                .peek(|s| (s.poll_events(self.id), Some(s.arrivals(self.id, wanted)))),
+            Kind::Packet | Kind::RawIp => (self.poll(), None),
+        }
+    }
+
     /// The key its changes are announced under.
     pub fn poll_key(&self) -> PollKey {
         self.inst.poll_key()

@@ -268,6 +268,78 @@ struct Sock {
     opts: Options,
     /// Who holds it ([`Stack::set_owner`]).
     owner: Owner,
+    /// What the polls brought it ([`Stack::arrivals`]).
+    arrivals: Arrivals,
+}
+
+/// A socket's levels: bytes (connections, for a listener) waiting to be read, bytes waiting
+/// to be sent, the connection's state and whether an error waits. Compared across a poll,
+/// they tell what the poll brought.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Levels {
+    rx: usize,
+    tx: usize,
+    state: Option<tcp::State>,
+    error: bool,
+}
+
+/// The polls that brought a socket something: what an edge-triggered `epoll` interest is
+/// reported again for. Linux reports one at every arrival of data and every freeing of send
+/// room, not only when readiness changes; the instance's one change announcement cannot say
+/// which of its sockets it was about.
+#[derive(Clone, Copy, Debug, Default)]
+struct Arrivals {
+    /// Its levels when the poll under way began.
+    before: Levels,
+    /// Polls after which more waited to be read (a datagram, even an empty one, into an
+    /// empty queue), the connection changed state or an error came.
+    rx: u64,
+    /// Polls after which less waited to be sent (room freed), the connection changed state or
+    /// an error came.
+    tx: u64,
+}
+
+/// `sock`'s levels now.
+fn levels(set: &SocketSet<'static>, sock: &Sock) -> Levels {
+    let error = sock.error.is_some();
+    match &sock.role {
+        Role::Fresh => Levels {
+            error,
+            ..Levels::default()
+        },
+        Role::Listening { ready, .. } => Levels {
+            rx: ready.len(),
+            error,
+            ..Levels::default()
+        },
+        Role::Stream(c) => {
+            let s = set.get::<tcp::Socket>(c.handle);
+            Levels {
+                rx: s.recv_queue(),
+                tx: s.send_queue(),
+                state: Some(s.state()),
+                error,
+            }
+        }
+        Role::Dgram { handle, .. } => {
+            let s = set.get::<udp::Socket>(*handle);
+            Levels {
+                rx: s.recv_queue() + usize::from(s.can_recv()),
+                tx: s.send_queue(),
+                state: None,
+                error,
+            }
+        }
+        Role::Raw { handle, .. } => {
+            let s = set.get::<raw::Socket>(*handle);
+            Levels {
+                rx: s.recv_queue() + usize::from(s.can_recv()),
+                tx: s.send_queue(),
+                state: None,
+                error,
+            }
+        }
+    }
 }
 
 /// What `/proc/net/tcp` and `udp` show of a socket's holder (what `netstat -p` matches with
@@ -605,6 +677,9 @@ impl Stack {
     /// have changed or a frame went out.
     pub fn poll(&mut self, now: Instant, ports: &mut PortMap) -> bool {
         let before = self.dev.tx.len();
+        for sock in self.socks.iter_mut().flatten() {
+            sock.arrivals.before = levels(&self.set, sock);
+        }
         let mut changed = false;
         loop {
             // smoltcp answers a SYN that finds no socket listening with a reset, though the
@@ -651,8 +726,35 @@ impl Stack {
                 capture(&mut self.taps, frame, ifindex, PACKET_OUTGOING, None);
             }
         }
+        for sock in self.socks.iter_mut().flatten() {
+            let (was, now) = (sock.arrivals.before, levels(&self.set, sock));
+            let moved = was.state != now.state || was.error != now.error;
+            if now.rx > was.rx || moved {
+                sock.arrivals.rx += 1;
+            }
+            if now.tx < was.tx || moved {
+                sock.arrivals.tx += 1;
+            }
+        }
         let tapped = core::mem::take(&mut self.tapped);
         changed || self.dev.tx.len() != before || tapped
+    }
+
+    /// How many polls brought socket `id` something of what `wanted` asks for (`POLLIN` or
+    /// `POLLRDHUP`: something to read; `POLLOUT`: room to send): an edge-triggered `epoll`
+    /// interest is reported again when the count moved, and only then (0 for no socket).
+    pub fn arrivals(&self, id: SockId, wanted: u16) -> u64 {
+        let Some(Some(sock)) = self.socks.get(id) else {
+            return 0;
+        };
+        let a = sock.arrivals;
+        let rx = if wanted & (POLLIN | POLLRDHUP) != 0 {
+            a.rx
+        } else {
+            0
+        };
+        let tx = if wanted & POLLOUT != 0 { a.tx } else { 0 };
+        rx.wrapping_add(tx)
     }
 
     /// The position in the inbound queue of the first SYN that would find none of its
@@ -1005,6 +1107,7 @@ impl Stack {
             shut_wr: false,
             opts: Options::default(),
             owner: Owner::default(),
+            arrivals: Arrivals::default(),
         };
         let id = match self.socks.iter().position(Option::is_none) {
             Some(i) => i,

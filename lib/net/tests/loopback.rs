@@ -551,3 +551,81 @@ fn connections_list_sockets_as_proc_net_tcp_and_udp_show_them() {
     );
     assert_eq!(m.s(2).connections(Proto::Tcp), vec![]);
 }
+
+#[test]
+fn arrivals_count_what_came_to_a_socket_not_what_its_instance_did() {
+    use abi::poll::{POLLIN, POLLOUT};
+    let mut m = Machine::new(2);
+    let (l, port) = m.listener(1, 4);
+    let listened = m.s(1).arrivals(l, POLLIN);
+    let c = m.connect(2, port);
+    assert!(
+        m.s(1).arrivals(l, POLLIN) > listened,
+        "a connection to accept"
+    );
+    let a = m.s(1).accept(l).unwrap();
+    // c and a second connection d live on instance 2; only what reaches a counts for a.
+    let d = m.connect(2, port);
+    let b = m.s(1).accept(l).unwrap();
+    let at = |m: &mut Machine| m.s(1).arrivals(a, POLLIN);
+    let start = at(&mut m);
+    m.send(2, c, b"one").unwrap();
+    let one = at(&mut m);
+    assert!(one > start, "data arrived");
+    m.wait(500);
+    assert_eq!(
+        at(&mut m),
+        one,
+        "the delayed ACK of that data brought a nothing"
+    );
+    m.send(2, d, b"other").unwrap();
+    m.send(1, b, b"back").unwrap();
+    m.wait(500);
+    assert_eq!(
+        at(&mut m),
+        one,
+        "traffic on the instance's other connection"
+    );
+    m.send(2, c, b"two").unwrap();
+    let two = at(&mut m);
+    assert!(two > one, "more data, the first still unread");
+    assert_eq!(m.recv(1, a, 100).unwrap(), b"onetwo");
+    m.wait(500);
+    assert_eq!(
+        at(&mut m),
+        two,
+        "reading it, and the window update that follows"
+    );
+    assert_eq!(m.s(1).arrivals(a, 0), 0, "nothing wanted, nothing counted");
+
+    // Room to send: c's data is acknowledged.
+    let room = m.s(2).arrivals(c, POLLOUT);
+    m.send(2, c, b"three").unwrap();
+    m.wait(500);
+    assert!(
+        m.s(2).arrivals(c, POLLOUT) > room,
+        "acknowledged data freed room"
+    );
+    // The peer's FIN changes the state: reported even with data already waiting.
+    let waiting = at(&mut m);
+    m.close(2, c);
+    assert!(at(&mut m) > waiting, "the FIN, with data unread");
+
+    // UDP: each datagram into an empty queue, an empty one too.
+    let u = m.s(1).socket(Proto::Udp).unwrap();
+    m.stacks[1].bind(u, LO, 0, &mut m.ports).unwrap();
+    let to = m.s(1).local_addr(u).unwrap();
+    let v = m.s(2).socket(Proto::Udp).unwrap();
+    for data in [&b"dgram"[..], b""] {
+        let before = m.s(1).arrivals(u, POLLIN);
+        m.stacks[2].send(v, data, Some(to), &mut m.ports).unwrap();
+        m.settle();
+        assert!(
+            m.s(1).arrivals(u, POLLIN) > before,
+            "datagram of {} bytes",
+            data.len()
+        );
+        let mut buf = [0; 16];
+        assert_eq!(m.s(1).recv(u, &mut buf, false).unwrap().0, data.len());
+    }
+}
