@@ -548,12 +548,13 @@ impl Extent {
         }
     }
 
-    /// The client truncated the file to `size` (pages past it are forgotten). A size not
-    /// known stays unknown: the server tells only clients it knows to know it.
+    /// The client truncated the file to `size` (pages from the one holding the new end are
+    /// forgotten: the server may have moved that page to another block). A size not known
+    /// stays unknown: the server tells only clients it knows to know it.
     fn cut(&mut self, size: u64) {
         if let Some(old) = self.size {
             if size < old {
-                self.blocks.split_off(&size.div_ceil(BLOCK_SIZE as u64));
+                self.blocks.split_off(&(size / BLOCK_SIZE as u64));
             }
             self.size = Some(size);
         }

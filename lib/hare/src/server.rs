@@ -1976,16 +1976,29 @@ impl Server {
             blocks,
             deferred,
             ahead,
-            ..
+            writers,
         } = &mut inode.body
         {
             if shrink {
                 let page = BLOCK_SIZE as u64;
-                let cut = blocks.split_off(&size.div_ceil(page));
+                let mut cut = blocks.split_off(&size.div_ceil(page));
                 ahead.split_off(&size.div_ceil(page));
-                if size % page != 0 {
-                    if let Some(&b) = blocks.get(&(size / page)) {
-                        self.zero.push((b, (size % page) as u32));
+                let tail = (size % page) as u32;
+                if let Some(b) = blocks.get_mut(&(size / page)).filter(|_| tail != 0) {
+                    // Another writer may be copying into this block past the new end (a
+                    // write it began knowing the block): zeroed in place, its bytes would
+                    // read as zeros once its `Wrote` moved the end over them. The page
+                    // moves to a new block instead (the head copied, the tail zero) and the
+                    // old one is held back with the cut ones, where [`Server::wrote`] finds
+                    // what was written. Without a free block, the tail is zeroed in place.
+                    let others = writers.iter().any(|&(c, _)| c != from);
+                    match if others { self.free.pop() } else { None } {
+                        Some(new) => {
+                            self.zero.push((new, tail));
+                            self.copy = DataCopy::Blocks(alloc::vec![(*b, new, 0, tail)]);
+                            cut.insert(size / page, core::mem::replace(b, new));
+                        }
+                        None => self.zero.push((*b, tail)),
                     }
                 }
                 if open {

@@ -1634,16 +1634,30 @@ fn known_blocks_are_read_and_written_without_asking_until_another_client_changes
         c[0].stats().invalidations >= 1,
         "told to forget /f's blocks"
     );
-    // Client 1 knows the first 5000 bytes' blocks (its open brought them): it reads them
-    // without asking, but a read reaching the end asks, and so sees client 0's posted write
-    // past it.
+    // Client 1 knows the first page's block (its open brought it): it reads it without
+    // asking. The page holding the new end it forgot with its truncation (another writer
+    // had the file open: the server moved that page to a new block); a read reaching the end
+    // asks, and so sees client 0's posted write past it.
     let asked = c[1].stats().requests;
-    let mut first = vec![0; 5000];
+    let mut first = vec![0; BLOCK_SIZE];
     assert_eq!(
         run(&net, c[1].pread(other, &mut first, 0), &mut rng),
-        Ok(5000)
+        Ok(BLOCK_SIZE)
     );
     assert_eq!(c[1].stats().requests, asked, "below the end it knows");
+    let mut rest = vec![0; 5000 - BLOCK_SIZE];
+    assert_eq!(
+        run(
+            &net,
+            c[1].pread(other, &mut rest, BLOCK_SIZE as u64),
+            &mut rng
+        ),
+        Ok(rest.len())
+    );
+    assert_eq!(c[1].stats().requests, asked + 1, "the page holding the end");
+    assert_eq!(&first[..4], b"bbbb");
+    assert!(first[4..].iter().chain(&rest[..100]).all(|&x| x == b'a'));
+    assert!(rest[100..].iter().all(|&x| x == b'c'));
     run(&net, c[0].pwrite(fd, &[b'd'; 100], 5000, T), &mut rng).unwrap();
     let mut tail = vec![0; 1000];
     assert_eq!(
@@ -1724,6 +1738,82 @@ fn a_posted_write_into_a_block_truncated_since_lands_in_the_file() {
     net.borrow_mut().settle();
     let free = net.borrow().servers[0].stats().free_blocks;
     assert_eq!(u64::from(BLOCKS_PER_SERVER) - free, 1, "the page written");
+}
+
+/// A write into the page holding a new end, racing another client's truncation to the
+/// middle of that page: copied into the block before the truncation and posted after it, it
+/// ends as if the truncation came first (zeros up to it, then its bytes), not as zeros; and
+/// the bytes before the new end stay.
+#[test]
+fn a_write_racing_a_truncation_into_the_same_page_keeps_its_bytes() {
+    for copied_before in [true, false] {
+        let (net, mut c) = world(1, 2, false, true);
+        let mut rng = Rng::new(23);
+        let fd = run(&net, c[0].open(ROOT_INO, b"/f", CREATE, FILE, T), &mut rng).unwrap();
+        run(&net, c[0].write(fd, &[b'a'; BLOCK_SIZE], T), &mut rng).unwrap();
+        let ino = run(&net, c[0].fstat(fd), &mut rng).unwrap().ino;
+        let Reply::Extent { blocks, .. } = net.borrow_mut().direct(
+            0,
+            0,
+            Request::Read {
+                ino,
+                offset: 0,
+                len: 1,
+                desc: None,
+            },
+        ) else {
+            panic!("a read");
+        };
+        let b = blocks[0].expect("the page's block");
+        let other = run(
+            &net,
+            c[1].open(ROOT_INO, b"/f", OpenFlags::default(), FILE, T),
+            &mut rng,
+        )
+        .unwrap();
+        if copied_before {
+            net.borrow().cache().write(b, 200, b"hello");
+        }
+        run(&net, c[1].ftruncate(other, 100, T), &mut rng).unwrap();
+        if !copied_before {
+            net.borrow().cache().write(b, 200, b"hello");
+        }
+        let wrote = Request::Wrote {
+            ino,
+            offset: 200,
+            len: 5,
+            blocks: vec![b],
+            now: T,
+        };
+        assert_eq!(net.borrow_mut().direct(0, 0, wrote), Reply::Done);
+        let mut back = vec![1; BLOCK_SIZE];
+        assert_eq!(
+            run(&net, c[1].pread(other, &mut back, 0), &mut rng),
+            Ok(205)
+        );
+        assert!(back[..100].iter().all(|&x| x == b'a'), "the head kept");
+        assert!(
+            back[100..200].iter().all(|&x| x == 0),
+            "zeros after the cut"
+        );
+        assert_eq!(&back[200..205], b"hello", "copied before: {copied_before}");
+        // The truncating client reads the same through what it knows.
+        let mut again = vec![1; BLOCK_SIZE];
+        assert_eq!(
+            run(&net, c[1].pread(other, &mut again, 0), &mut rng),
+            Ok(205)
+        );
+        assert_eq!(again[..205], back[..205]);
+        run(&net, c[0].close(fd), &mut rng).unwrap();
+        run(&net, c[1].close(other), &mut rng).unwrap();
+        net.borrow_mut().settle();
+        let free = net.borrow().servers[0].stats().free_blocks;
+        assert_eq!(
+            u64::from(BLOCKS_PER_SERVER) - free,
+            1,
+            "the page's one block"
+        );
+    }
 }
 
 /// Appends by two clients at once, each knowing the file's last block: every record lands
