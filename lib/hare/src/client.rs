@@ -564,6 +564,11 @@ impl Extent {
 /// Entries of files no longer open a client keeps in its map of extents (forgotten).
 const EXTENTS_KEPT: usize = 8;
 
+/// Bytes whose blocks a read asks for at least, when the client keeps what it learns (Linux's
+/// default read-ahead is as long): a read of a page at a time (`execve` loading a program
+/// from Hare) then asks once per 32 pages, not once per page.
+pub const READ_AHEAD: usize = 32 * BLOCK_SIZE;
+
 /// Most creates [`Client::take_creates`] reports at once (more are not counted).
 pub const CREATES_KEPT: usize = 1024;
 
@@ -1550,7 +1555,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 None => MAX_IO_BLOCKS * BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize,
             };
             let want = (buf.len() - done).min(room);
-            let (ino, len) = (f.ino, want as u32);
+            // Blocks the client keeps are asked for ahead of the read, so that the reads that
+            // follow (a program's pages, one at a time) find them known.
+            let asked = if kept {
+                want.max(READ_AHEAD).min(room)
+            } else {
+                want
+            };
+            let (ino, len) = (f.ino, asked as u32);
             let req = if direct {
                 Request::Read {
                     ino,

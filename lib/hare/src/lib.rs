@@ -46,7 +46,7 @@ pub mod wire;
 
 pub use client::{
     BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SetAttr, SharedFd, Space,
-    Techniques, Transport,
+    Techniques, Transport, READ_AHEAD,
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Invalidation, Reply, Request, Target};

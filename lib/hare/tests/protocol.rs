@@ -6,9 +6,10 @@ mod common;
 
 use abi::Errno;
 use common::{requests, run, run_all, world, world_with, HClient, Net, Rng, BLOCKS_PER_SERVER};
+use hare::proto::MAX_IO_BLOCKS;
 use hare::{
     Attrs, BufferCache, Courier, Kind, OpenFlags, Reply, Request, Server, ServerId, Space, Target,
-    Techniques, Timespec, BLOCK_SIZE, ROOT_INO,
+    Techniques, Timespec, BLOCK_SIZE, READ_AHEAD, ROOT_INO,
 };
 use proptest::prelude::*;
 use std::cell::RefCell;
@@ -1738,6 +1739,48 @@ fn a_posted_write_into_a_block_truncated_since_lands_in_the_file() {
     net.borrow_mut().settle();
     let free = net.borrow().servers[0].stats().free_blocks;
     assert_eq!(u64::from(BLOCKS_PER_SERVER) - free, 1, "the page written");
+}
+
+/// A file read a page at a time (as `execve` loads a program) asks for its blocks once per
+/// [`READ_AHEAD`] past the first [`MAX_IO_BLOCKS`] (which its open brought), not once per
+/// page, and reads every byte right.
+#[test]
+fn a_file_read_a_page_at_a_time_asks_once_per_read_ahead() {
+    let (net, mut c) = world(1, 2, false, true);
+    let mut rng = Rng::new(24);
+    let pages = MAX_IO_BLOCKS + 100;
+    let data: Vec<u8> = (0..pages * BLOCK_SIZE).map(|i| (i % 251) as u8).collect();
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/prog", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[0].write(fd, &data, T), &mut rng).unwrap();
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let fd = run(
+        &net,
+        c[1].open(ROOT_INO, b"/prog", OpenFlags::default(), FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let asked = c[1].stats().requests;
+    let mut page = vec![0; BLOCK_SIZE];
+    for p in 0..pages {
+        let at = (p * BLOCK_SIZE) as u64;
+        assert_eq!(
+            run(&net, c[1].pread(fd, &mut page, at), &mut rng),
+            Ok(BLOCK_SIZE)
+        );
+        assert_eq!(page, data[p * BLOCK_SIZE..][..BLOCK_SIZE], "page {p}");
+    }
+    let per_ask = READ_AHEAD / BLOCK_SIZE;
+    assert!(
+        c[1].stats().requests - asked <= 100u64.div_ceil(per_ask as u64),
+        "{} requests for {pages} pages",
+        c[1].stats().requests - asked
+    );
+    run(&net, c[1].close(fd), &mut rng).unwrap();
 }
 
 /// A write into the page holding a new end, racing another client's truncation to the

@@ -1870,8 +1870,12 @@ pub fn report() -> String {
         );
     }
     for (core, c) in m.clients.iter().enumerate() {
-        // A client busy with a request is left out rather than waited for.
-        let Some(c) = c.try_lock() else { continue };
+        // A client busy with a request is not waited for (its server may be stopped): it is
+        // said to be busy.
+        let Some(c) = c.try_lock() else {
+            let _ = writeln!(s, "core {core} client: busy");
+            continue;
+        };
         if let Some(c) = c.as_ref() {
             let st = c.stats();
             let _ = writeln!(
