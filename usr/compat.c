@@ -29,9 +29,9 @@
  *   and a shared mapping (r--s);
  * - CPU time: a child spinning until its getrusage says 50 ms shows them in the parent's wait4
  *   rusage, RUSAGE_CHILDREN and times(); getrusage EINVAL for a bad who;
- * - /proc/stat (a cpu line per online core, btime) and /proc/self/stat's utime and stime parse;
- *   the kernel log reads back with klogctl (dmesg's calls) with Linux's EINVALs (natively it
- *   may be refused with EPERM);
+ * - /proc/stat (a cpu line per online core, ctxt, btime) and /proc/self/stat's utime and
+ *   stime parse; ctxt grows over a child's run; the kernel log reads back with klogctl
+ *   (dmesg's calls) with Linux's EINVALs (natively it may be refused with EPERM);
  * - futex: FUTEX_WAIT_BITSET with FUTEX_CLOCK_REALTIME takes an absolute CLOCK_REALTIME
  *   deadline (it ends with ETIMEDOUT when that passes; a child does the wait and the parent
  *   fails the test if it is still waiting 20 s later).
@@ -560,9 +560,22 @@ static void cpu_times(void)
         cpu_us(&child) / 1000);
 }
 
+/* /proc/stat's `ctxt`: the context switches of every core since boot (-1 if missing). */
+static long long context_switches(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    CHECK(f != NULL);
+    char line[512];
+    long long ctxt = -1;
+    while (fgets(line, sizeof line, f))
+        sscanf(line, "ctxt %lld", &ctxt);
+    fclose(f);
+    return ctxt;
+}
+
 static void proc_and_log(void)
 {
-    /* /proc/stat: a "cpu" line of ten counters and a line per online core, btime. */
+    /* /proc/stat: a "cpu" line of ten counters and a line per online core, ctxt, btime. */
     FILE *f = fopen("/proc/stat", "r");
     CHECK(f != NULL);
     char line[512];
@@ -581,6 +594,14 @@ static void proc_and_log(void)
     fclose(f);
     CHECK_EQ(cores, sysconf(_SC_NPROCESSORS_ONLN));
     CHECK(btime > 1000000000L);
+    /* ctxt counts switches: a child that ran and was waited for made some. */
+    long long ctxt = context_switches();
+    CHECK(ctxt > 0);
+    pid_t child = CHECK_SYS(fork());
+    if (child == 0)
+        _exit(0);
+    CHECK_EQ(waitpid(child, NULL, 0), child);
+    CHECK(context_switches() > ctxt);
     /* /proc/self/stat: utime and stime (fields 14 and 15) are numbers. */
     f = fopen("/proc/self/stat", "r");
     CHECK(f != NULL);
@@ -612,7 +633,7 @@ static void proc_and_log(void)
     CHECK_ERRNO(klogctl(3, buf, -1), EINVAL);
     CHECK_ERRNO(klogctl(99, buf, 10), EINVAL);
     free(buf);
-    SAY("/proc/stat (cpu lines for %ld cores, btime) and /proc/self/stat's times parse; the "
+    SAY("/proc/stat (cpu lines for %ld cores, ctxt, btime) and /proc/self/stat's times parse; the "
         "kernel log reads back (%d bytes), EINVAL for a null buffer, a negative length, a bad "
         "type",
         cores, n);

@@ -656,8 +656,9 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
         }
         File::SysStat => {
             // Linux's first four columns (user, nice, system, idle) from the timer ticks each
-            // core counted (100 Hz, Linux's USER_HZ); Reef tells no other kind of time apart
-            // and counts no interrupts or context switches, so those lines are left out.
+            // core counted (100 Hz, Linux's USER_HZ), and `ctxt`, the context switches of
+            // every core; Reef tells no other kind of time apart and counts no interrupts, so
+            // those columns and lines are left out.
             let cores = crate::kcb::online_cores();
             let ticks = |core: usize| {
                 crate::kcb::get(core).map_or([0; 3], |k| {
@@ -677,6 +678,12 @@ fn generate(f: File) -> Result<Vec<u8>, Errno> {
             for &c in &cores {
                 line(&mut s, &alloc::format!("cpu{c}"), ticks(c));
             }
+            let switches: u64 = cores
+                .iter()
+                .filter_map(|&c| crate::kcb::get(c))
+                .map(|k| k.sched.switches.load(core::sync::atomic::Ordering::Relaxed))
+                .sum();
+            let _ = writeln!(s, "ctxt {switches}");
             let boot = crate::time::realtime_offset_ns() / 1_000_000_000;
             let _ = writeln!(s, "btime {boot}");
         }
