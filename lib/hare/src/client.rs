@@ -391,6 +391,14 @@ impl View<'_> {
     }
 }
 
+impl View<'_> {
+    /// Whether the cache (or this walk) holds entry `name` of `dir`, without asking for it.
+    fn holds(&self, dir: Ino, name: &[u8]) -> bool {
+        let key: &dyn EntryKey = &(dir, name);
+        self.entries.contains_key(key) || self.scratch.found.contains_key(key)
+    }
+}
+
 impl Namespace for View<'_> {
     fn kind(&self, ino: Ino) -> Result<Kind, Errno> {
         if self.dirs.contains_key(&ino) || self.scratch.dirs.contains_key(&ino) {
@@ -926,6 +934,14 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         (open, write): (bool, bool),
         now: Timespec,
     ) -> Res<Entry> {
+        // A name the lookup cache holds exists: the cache is as fresh as the walk that found
+        // `dir` (its invalidations applied first), so the name is refused without asking, as
+        // Linux's dentry cache refuses it (busybox `unzip` makes each file's directory again).
+        let key: &dyn EntryKey = &(dir, name);
+        if self.entries.contains_key(key) {
+            self.stats.cache_hits += 1;
+            return Err(Errno::EEXIST.into());
+        }
         let dist = self.distributed(dir).await?;
         let es = self.table.entry_server(dir, name, dist);
         let is = self.inode_server_for(es);
@@ -1217,37 +1233,55 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         now: Timespec,
     ) -> Res<Fd> {
         let ino = if flags.create {
-            let t = if flags.exclusive {
-                self.walk(|v| plan_exclusive(v, start, path)).await?
-            } else {
-                self.walk(|v| walk::plan_create(v, start, path, false))
-                    .await?
-            };
-            match t.existing {
-                Some(ino) => ino,
-                None => {
-                    let opening = (true, !flags.read_only);
-                    let e = match self
-                        .make_named(t.dir, &t.name, NewInode::File, attrs, opening, now)
-                        .await
-                    {
-                        // Created by someone else since the walk: open that one.
-                        Err(Fail::Errno(Errno::EEXIST)) if !flags.exclusive => {
-                            return Err(Fail::Restart)
-                        }
-                        r => r?,
-                    };
-                    // Made in one message, the file's size is known from now on (and its first
-                    // block); made in two, from its first write's reply.
-                    return Ok(self.new_fd(OpenFile {
-                        ino: e.ino,
-                        kind: Kind::File,
-                        offset: 0,
-                        append: flags.append,
-                        shared: None,
-                        read_only: flags.read_only,
-                    }));
+            // A name the cache does not hold is first created without looking it up: most
+            // `O_CREAT` opens make a new file, and the server refuses a taken name.
+            let mut hopeful = !flags.exclusive;
+            loop {
+                let unknown = match hopeful {
+                    true => self.walk(|v| plan_unknown_name(v, start, path)).await?,
+                    false => None,
+                };
+                let looked_up = unknown.is_none();
+                let t = match unknown {
+                    Some(t) => t,
+                    None if flags.exclusive => {
+                        self.walk(|v| plan_exclusive(v, start, path)).await?
+                    }
+                    None => {
+                        self.walk(|v| walk::plan_create(v, start, path, false))
+                            .await?
+                    }
+                };
+                if let Some(ino) = t.existing {
+                    break ino;
                 }
+                let opening = (true, !flags.read_only);
+                let e = match self
+                    .make_named(t.dir, &t.name, NewInode::File, attrs, opening, now)
+                    .await
+                {
+                    // Taken, and not looked up: look it up (a file to open, a symlink to
+                    // follow, a directory).
+                    Err(Fail::Errno(Errno::EEXIST)) if !looked_up => {
+                        hopeful = false;
+                        continue;
+                    }
+                    // Created by someone else since the walk: open that one.
+                    Err(Fail::Errno(Errno::EEXIST)) if !flags.exclusive => {
+                        return Err(Fail::Restart)
+                    }
+                    r => r?,
+                };
+                // Made in one message, the file's size is known from now on (and its first
+                // block); made in two, from its first write's reply.
+                return Ok(self.new_fd(OpenFile {
+                    ino: e.ino,
+                    kind: Kind::File,
+                    offset: 0,
+                    append: flags.append,
+                    shared: None,
+                    read_only: flags.read_only,
+                }));
             }
         } else {
             self.walk(|v| walk::resolve(v, start, path, !flags.nofollow))
@@ -3044,6 +3078,28 @@ fn plan_exclusive(v: &View<'_>, start: Ino, path: &[u8]) -> Result<walk::CreateT
         name,
         existing: None,
     })
+}
+
+/// Where a non-exclusive `O_CREAT` open of `path` would make its file when the cache does not
+/// know the last name (not looked up: the create finds out), or `None` to plan it with
+/// [`walk::plan_create`] (the name is known, or is `.`, `..` or `/`, or ends in a slash).
+fn plan_unknown_name(
+    v: &View<'_>,
+    start: Ino,
+    path: &[u8],
+) -> Result<Option<walk::CreateTarget>, Errno> {
+    let p = walk::resolve_parent(v, start, path)?;
+    let nrfs::Last::Name(name) = p.last else {
+        return Ok(None);
+    };
+    if p.trailing_slash || name.len() > NAME_MAX || v.holds(p.dir, &name) {
+        return Ok(None);
+    }
+    Ok(Some(walk::CreateTarget {
+        dir: p.dir,
+        name,
+        existing: None,
+    }))
 }
 
 /// Checks a name's length as NR-FS does before it looks at the entry.

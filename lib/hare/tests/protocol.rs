@@ -330,10 +330,12 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
 
 #[test]
 fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
-    // One server: every inode and entry is there, so open(O_CREAT) of a new name in a cached
-    // directory is a lookup (is the name there?) and one CreateNamed (§3.7.4), where Create
-    // and AddMap would be two; mkdir, which needs no lookup, is one.
-    let (net, mut c) = world(1, 1, false, true);
+    // One server: every inode and entry is there, so open(O_CREAT) of a name the cache does
+    // not know is one CreateNamed (§3.7.4), where Create and AddMap would be two, and it is
+    // not looked up first; mkdir is one too. A taken name costs more only when it is not
+    // cached: the refused create, the lookup, the open. A cached one is refused (mkdir) or
+    // opened (O_CREAT) without the create.
+    let (net, mut c) = world(1, 2, false, true);
     let mut rng = Rng::new(9);
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
@@ -344,7 +346,7 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
         &mut rng,
     )
     .unwrap();
-    assert_eq!(requests(&net) - before, 2, "lookup, create-and-map");
+    assert_eq!(requests(&net) - before, 1, "create-and-map, no lookup");
     run(&net, c[0].close(fd), &mut rng).unwrap();
     net.borrow_mut().settle();
     let before = requests(&net);
@@ -352,14 +354,81 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     assert_eq!(requests(&net) - before, 1, "create-and-map");
     let st = run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
     assert_eq!(st.nlink, 3, "the new directory's .. counted");
+    let before = requests(&net);
     assert_eq!(
         run(&net, c[0].mkdir(ROOT_INO, b"/d/e", DIR, false, T), &mut rng),
         Err(Errno::EEXIST)
     );
     assert_eq!(
+        requests(&net) - before,
+        0,
+        "a cached name is refused without asking"
+    );
+    // Client 1 knows /d but not f: the create is refused, then f is looked up and opened,
+    // and what client 0 wrote is there.
+    let fd = run(
+        &net,
+        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(run(&net, c[0].write(fd, b"kept", T), &mut rng), Ok(4));
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    run(&net, c[1].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
+    let before = requests(&net);
+    let fd = run(
+        &net,
+        c[1].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(requests(&net) - before, 3, "refused create, lookup, open");
+    let mut buf = [0; 8];
+    assert_eq!(run(&net, c[1].read(fd, &mut buf), &mut rng), Ok(4));
+    assert_eq!(&buf[..4], b"kept");
+    run(&net, c[1].close(fd), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    let before = requests(&net);
+    let fd = run(
+        &net,
+        c[1].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(requests(&net) - before, 1, "cached: the open alone");
+    run(&net, c[1].close(fd), &mut rng).unwrap();
+    // Through a symlink not cached, the create is refused and the link followed: its
+    // target is made.
+    run(
+        &net,
+        c[0].symlink(b"t", ROOT_INO, b"/d/l", FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    let fd = run(
+        &net,
+        c[1].open(ROOT_INO, b"/d/l", CREATE, FILE, T),
+        &mut rng,
+    )
+    .unwrap();
+    run(&net, c[1].close(fd), &mut rng).unwrap();
+    assert_eq!(
+        run(&net, c[1].stat(ROOT_INO, b"/d/t", false), &mut rng).map(|s| s.kind),
+        Ok(Kind::File)
+    );
+    // O_CREAT of a directory not cached: refused, looked up, EISDIR.
+    let fd = run(
+        &net,
+        c[1].open(ROOT_INO, b"/d/e", CREATE, FILE, T),
+        &mut rng,
+    );
+    assert_eq!(fd.err(), Some(Errno::EISDIR));
+    net.borrow_mut().settle();
+    assert_eq!(
         net.borrow().servers[0].inodes(),
-        4,
-        "/, d, f, e: nothing left behind"
+        6,
+        "/, d, f, e, l, t: nothing left behind"
     );
 }
 
