@@ -54,7 +54,7 @@ use nrfs::walk::{self, Exit, Namespace};
 use nrfs::Last;
 
 use crate::proto::{
-    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, MAX_DATA,
+    seek, Entry, Expect, Invalidation, Listing, Name, NewInode, Reply, Request, Target, MAX_DATA,
     MAX_IO_BLOCKS, MAX_POSTED_BLOCKS,
 };
 use crate::shard::ShardTable;
@@ -212,17 +212,6 @@ fn data_kind(kind: Kind) -> Result<(), Errno> {
         Kind::Dir => Err(Errno::EISDIR),
         _ => Err(Errno::EINVAL),
     }
-}
-
-/// One entry of [`Client::read_dir`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DirEntry {
-    /// Name.
-    pub name: Name,
-    /// Inode.
-    pub ino: Ino,
-    /// Kind.
-    pub kind: Kind,
 }
 
 /// What a client counts.
@@ -488,7 +477,7 @@ pub struct Client<T, B> {
     extents: BTreeMap<Ino, Extent>,
     /// The first entries of the listing an open of a directory brought
     /// ([`OpenFlags::list`]), and whether more follow, until the first `read_dir`.
-    listed: BTreeMap<u32, (Vec<(Name, Entry)>, bool)>,
+    listed: BTreeMap<u32, (Listing, bool)>,
     next_fd: u32,
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
@@ -1883,7 +1872,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// `getdents64` of an open directory, all at once: every server's share of a distributed
     /// directory, asked in parallel (§3.7.3), merged in name order. `.` and `..` are the
     /// caller's.
-    pub async fn read_dir(&mut self, fd: Fd) -> Result<Vec<DirEntry>, Errno> {
+    pub async fn read_dir(&mut self, fd: Fd) -> Result<Listing, Errno> {
         let f = self.file(fd)?;
         if f.kind != Kind::Dir {
             return Err(Errno::ENOTDIR);
@@ -1902,8 +1891,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         while at != ROOT_INO {
             let parent = self.walk(|v| v.parent(at)).await.map_err(errno)?;
             let entries = self.list(parent).await?;
-            let e = entries.into_iter().find(|e| e.ino == at);
-            names.push(e.ok_or(Errno::ENOENT)?.name);
+            let e = entries.iter().find(|(_, e)| e.ino == at);
+            names.push(e.ok_or(Errno::ENOENT)?.0.to_vec());
             at = parent;
         }
         if names.is_empty() {
@@ -1918,7 +1907,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// Every entry of directory `dir` (not `.` and `..`), in name order.
-    async fn list(&mut self, dir: Ino) -> Result<Vec<DirEntry>, Errno> {
+    async fn list(&mut self, dir: Ino) -> Result<Listing, Errno> {
         self.list_from(dir, None).await
     }
 
@@ -1937,31 +1926,23 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     async fn list_from(
         &mut self,
         dir: Ino,
-        first: Option<(Vec<(Name, Entry)>, bool)>,
-    ) -> Result<Vec<DirEntry>, Errno> {
-        let dirent = |(name, e): (Name, Entry)| DirEntry {
-            name,
-            ino: e.ino,
-            kind: e.kind,
-        };
-        let mut out = Vec::new();
-        let (mut asking, mut after) = match first {
-            Some((entries, false)) => {
-                out.extend(entries.into_iter().map(dirent));
-                (Vec::new(), Vec::new())
-            }
+        first: Option<(Listing, bool)>,
+    ) -> Result<Listing, Errno> {
+        let (mut out, mut asking, mut after) = match first {
+            Some((entries, false)) => (entries, Vec::new(), Vec::new()),
             // The first batch came from an ordinary directory's home when it was opened; if
             // the directory has distributed itself since (§6.1.2), the entries after it are
             // on every server now.
             Some((entries, true)) => {
-                let last = entries.last().map(|(n, _)| n.clone());
-                out.extend(entries.into_iter().map(dirent));
+                let last = entries.last_name().map(<[u8]>::to_vec);
                 let servers = self.listing_servers(dir).await?;
-                (servers.clone(), vec![last; servers.len()])
+                let after = vec![last; servers.len()];
+                (entries, servers, after)
             }
             None => {
                 let servers = self.listing_servers(dir).await?;
-                (servers.clone(), vec![None; servers.len()])
+                let after = vec![None; servers.len()];
+                (Listing::new(), servers, after)
             }
         };
         while !asking.is_empty() {
@@ -1977,11 +1958,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             for ((s, r), a) in asking.iter().zip(replies).zip(after) {
                 match r {
                     Reply::Dirents { entries, more } => {
-                        let last = entries.last().map(|(n, _)| n.clone()).or(a);
-                        out.extend(entries.into_iter().map(dirent));
                         if more {
                             next.0.push(*s);
-                            next.1.push(last);
+                            next.1.push(entries.last_name().map(<[u8]>::to_vec).or(a));
+                        }
+                        match out.is_empty() {
+                            true => out = entries,
+                            false => out.append(&entries),
                         }
                     }
                     Reply::Err(e) => return Err(e),
@@ -1990,7 +1973,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             }
             (asking, after) = next;
         }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.sort_by_name();
         Ok(out)
     }
 

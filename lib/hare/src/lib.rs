@@ -45,11 +45,11 @@ mod shard;
 pub mod wire;
 
 pub use client::{
-    BufferCache, Client, ClientStats, DirEntry, Fd, OpenFlags, Policy, SetAttr, SharedFd, Space,
-    Techniques, Transport, READ_AHEAD,
+    BufferCache, Client, ClientStats, Fd, OpenFlags, Policy, SetAttr, SharedFd, Space, Techniques,
+    Transport, READ_AHEAD,
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
-pub use proto::{Invalidation, Reply, Request, Target};
+pub use proto::{Entry, Invalidation, Listing, Reply, Request, Target};
 pub use resize::{Courier, ShardState};
 pub use server::{DataCopy, Handled, Server, ServerStats};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};

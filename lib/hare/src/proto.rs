@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec};
+use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX};
 
 /// A file or directory name (one path component, at most 255 bytes).
 pub type Name = Vec<u8>;
@@ -52,6 +52,94 @@ pub struct Entry {
     pub kind: Kind,
     /// A directory whose entries are spread by name hash over every server.
     pub distributed: bool,
+}
+
+/// Directory entries, their names side by side in one buffer: a listing costs two
+/// allocations, not one per name (a listing's names were the kernel heap's largest caller
+/// when directories are walked, and a third of `hared`'s allocations).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The names, one after the other.
+    names: Vec<u8>,
+    /// Each entry: where its name starts in `names`, its length, the entry.
+    items: Vec<(u32, u8, Entry)>,
+}
+
+impl Listing {
+    /// No entries.
+    pub const fn new() -> Listing {
+        Listing {
+            names: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    /// No entries, with room for `entries` of `bytes` of names in all.
+    pub fn with_capacity(entries: usize, bytes: usize) -> Listing {
+        Listing {
+            names: Vec::with_capacity(bytes),
+            items: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Adds `name` (at most [`NAME_MAX`] bytes, as every entry's) with entry `e`.
+    pub fn push(&mut self, name: &[u8], e: Entry) {
+        debug_assert!(name.len() <= NAME_MAX);
+        let len = name.len().min(NAME_MAX);
+        let start = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.extend_from_slice(&name[..len]);
+        self.items.push((start, len as u8, e));
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The name of item `(start, len, _)`.
+    fn name_of(&self, &(start, len, _): &(u32, u8, Entry)) -> &[u8] {
+        let start = start as usize;
+        self.names
+            .get(start..start + usize::from(len))
+            .unwrap_or(&[])
+    }
+
+    /// The entries from the `from`-th on, as (name, entry).
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = (&[u8], Entry)> + '_ {
+        let items = self.items.get(from..).unwrap_or(&[]);
+        items.iter().map(|it| (self.name_of(it), it.2))
+    }
+
+    /// Every entry, as (name, entry).
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Entry)> + '_ {
+        self.iter_from(0)
+    }
+
+    /// The last entry's name.
+    pub fn last_name(&self) -> Option<&[u8]> {
+        self.items.last().map(|it| self.name_of(it))
+    }
+
+    /// Appends `other`'s entries.
+    pub fn append(&mut self, other: &Listing) {
+        self.names.reserve(other.names.len());
+        self.items.reserve(other.items.len());
+        for (name, e) in other.iter() {
+            self.push(name, e);
+        }
+    }
+
+    /// Puts the entries in name order (their names stay where they are).
+    pub fn sort_by_name(&mut self) {
+        let mut items = core::mem::take(&mut self.items);
+        items.sort_unstable_by(|a, b| self.name_of(a).cmp(self.name_of(b)));
+        self.items = items;
+    }
 }
 
 /// What a [`Request::Rename`] must find under the new name, or it changes nothing.
@@ -716,7 +804,7 @@ pub enum Reply {
     /// A batch of a server's share of a directory, and whether more follow.
     Dirents {
         /// The entries, in name order.
-        entries: Vec<(Name, Entry)>,
+        entries: Listing,
         /// More entries follow the last one.
         more: bool,
     },
@@ -740,7 +828,7 @@ pub enum Reply {
         /// The attributes.
         stat: Stat,
         /// The entries, in name order.
-        entries: Vec<(Name, Entry)>,
+        entries: Listing,
         /// More entries follow the last one.
         more: bool,
     },

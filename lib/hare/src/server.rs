@@ -19,8 +19,9 @@ use core::ops::Bound;
 use nrfs::{S_ISGID, S_ISUID, S_IXGRP};
 
 use crate::proto::{
-    seek, Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
-    DIRENT_OVERHEAD, LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART,
+    seek, Entry, Expect, Invalidation, Listing, Name, NewInode, Reply, Request, Target,
+    DIRENTS_BYTES, DIRENT_OVERHEAD, LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS,
+    MAX_PART,
 };
 use crate::resize::ShardState;
 use crate::shard::{inode_shard, Shard, ShardTable, SHARDS};
@@ -1307,8 +1308,8 @@ impl Server {
     /// The entries of `dir` held here from the first name after `after`, in name order, as
     /// many as `budget` bytes hold (each its name and [`DIRENT_OVERHEAD`]); whether more
     /// follow.
-    fn dirents(&self, dir: Ino, after: Option<&Name>, budget: usize) -> (Vec<(Name, Entry)>, bool) {
-        let mut entries = Vec::new();
+    fn dirents(&self, dir: Ino, after: Option<&Name>, budget: usize) -> (Listing, bool) {
+        let mut entries = Listing::with_capacity(budget / (DIRENT_OVERHEAD + 16), budget);
         let mut bytes = 0;
         if let Some(m) = self.entries.get(&dir) {
             let from = match after {
@@ -1320,7 +1321,7 @@ impl Server {
                 if bytes > budget {
                     return (entries, true);
                 }
-                entries.push((n.clone(), *e));
+                entries.push(n, *e);
             }
         }
         (entries, false)

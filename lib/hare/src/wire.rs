@@ -33,7 +33,7 @@ use abi::Errno;
 use msg::{Message, PAYLOAD};
 
 use crate::proto::{
-    Entry, Expect, Invalidation, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
+    Entry, Expect, Invalidation, Listing, Name, NewInode, Reply, Request, Target, DIRENTS_BYTES,
     LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART, MAX_POSTED_BLOCKS,
 };
 use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX, SHARDS};
@@ -291,11 +291,22 @@ impl<'p> In<'p> {
 
     /// A directory entry's name: one valid component.
     fn name(&mut self) -> Result<Name, WireError> {
-        let n = self.var()?;
-        if !valid_name(&n) {
+        Ok(self.name_ref()?.to_vec())
+    }
+
+    /// A name in the page, not copied.
+    fn name_ref(&mut self) -> Result<&'p [u8], WireError> {
+        let len = u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes"));
+        let n = self.bytes(usize::from(len))?;
+        if !valid_name(n) {
             return Err(WireError::Bad("name"));
         }
         Ok(n)
+    }
+
+    /// Bytes of the page not read yet.
+    fn left(&self) -> usize {
+        self.page.len().saturating_sub(self.pos)
     }
 }
 
@@ -1155,23 +1166,23 @@ fn get_table(i: &mut In<'_>) -> Result<ShardTable, WireError> {
 }
 
 /// A listing's entries, in the page.
-fn put_dirents(o: &mut Out<'_>, entries: &[(Name, Entry)]) -> Result<(), WireError> {
-    for (name, e) in entries {
+fn put_dirents(o: &mut Out<'_>, entries: &Listing) -> Result<(), WireError> {
+    for (name, e) in entries.iter() {
         o.bytes(&e.ino.to_le_bytes())?
-            .bytes(&(entry_bits(e) as u16).to_le_bytes())?
+            .bytes(&(entry_bits(&e) as u16).to_le_bytes())?
             .var(name)?;
     }
     Ok(())
 }
 
-/// The `n` entries [`put_dirents`] wrote.
-fn get_dirents(i: &mut In<'_>, n: usize) -> Result<Vec<(Name, Entry)>, WireError> {
-    let mut entries = Vec::new();
+/// The `n` entries [`put_dirents`] wrote, their names copied into one buffer.
+fn get_dirents(i: &mut In<'_>, n: usize) -> Result<Listing, WireError> {
+    let mut entries = Listing::with_capacity(n, i.left());
     for _ in 0..n {
         let ino = i.u64()?;
         let bits = u16::from_le_bytes(i.bytes(2)?.try_into().expect("2 bytes"));
         let e = entry_of(ino, u64::from(bits))?;
-        entries.push((i.name()?, e));
+        entries.push(i.name_ref()?, e);
     }
     Ok(entries)
 }

@@ -649,7 +649,7 @@ async fn apply(c: &mut HClient, fds: &mut HFiles, op: &Op, now: Timespec) -> Ans
                 Ok(fd) => {
                     let r = c.read_dir(fd).await;
                     c.close(fd).await.expect("close a listed directory");
-                    r.map(|v| v.into_iter().map(|e| (e.name, e.ino, e.kind)).collect())
+                    r.map(|v| v.iter().map(|(n, e)| (n.to_vec(), e.ino, e.kind)).collect())
                 }
                 Err(e) => Err(e),
             };

@@ -3,8 +3,8 @@
 
 use abi::Errno;
 use hare::proto::{
-    Entry, Expect, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD, LISTED_BYTES,
-    MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART, MAX_POSTED_BLOCKS,
+    Entry, Expect, Listing, NewInode, Reply, Request, Target, DIRENTS_BYTES, DIRENT_OVERHEAD,
+    LISTED_BYTES, MAX_DATA, MAX_IO_BLOCKS, MAX_MOVED_BLOCKS, MAX_PART, MAX_POSTED_BLOCKS,
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
@@ -363,6 +363,15 @@ fn stat() -> impl Strategy<Value = Stat> {
 }
 
 /// A batch of entries that fits one page, as a server makes it.
+/// The entries as a [`Listing`], in their order.
+fn listing(entries: Vec<(Vec<u8>, Entry)>) -> Listing {
+    let mut l = Listing::new();
+    for (n, e) in &entries {
+        l.push(n, *e);
+    }
+    l
+}
+
 fn dirents() -> impl Strategy<Value = Vec<(Vec<u8>, Entry)>> {
     prop::collection::vec((name(), entry()), 0..40).prop_map(|mut v| {
         let mut bytes = 0;
@@ -436,7 +445,10 @@ fn reply() -> impl Strategy<Value = Reply> {
             }
         ),
         prop::collection::vec(1..=255u8, 1..4095).prop_map(Reply::Target),
-        (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents { entries, more }),
+        (dirents(), any::<bool>()).prop_map(|(entries, more)| Reply::Dirents {
+            entries: listing(entries),
+            more
+        }),
         (stat(), dirents(), any::<bool>()).prop_map(|(stat, mut entries, more)| {
             let mut bytes = 0;
             entries.retain(|(n, _)| {
@@ -445,7 +457,7 @@ fn reply() -> impl Strategy<Value = Reply> {
             });
             Reply::Listed {
                 stat,
-                entries,
+                entries: listing(entries),
                 more,
             }
         }),

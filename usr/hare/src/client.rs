@@ -465,14 +465,14 @@ pub unsafe extern "C" fn hare_list(
         let entries = run_ready(c.client.read_dir(fd));
         run_ready(c.client.close(fd))?;
         let mut used = 0;
-        for e in entries? {
-            if e.name == b"." || e.name == b".." || e.kind == Kind::CharDev {
+        for (name, e) in entries?.iter() {
+            if name == b"." || name == b".." || e.kind == Kind::CharDev {
                 continue;
             }
-            let end = used + e.name.len() + 1;
+            let end = used + name.len() + 1;
             let dst = out.get_mut(used..end).ok_or(Errno::ERANGE)?;
-            dst[..e.name.len()].copy_from_slice(&e.name);
-            dst[e.name.len()] = 0;
+            dst[..name.len()].copy_from_slice(name);
+            dst[name.len()] = 0;
             used = end;
         }
         Ok(used)

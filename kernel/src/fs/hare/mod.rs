@@ -67,7 +67,7 @@ use crate::proc::Thread;
 use crate::sync::IrqMutex;
 use ::hare::wire::{self, PAGE_SIZE};
 use ::hare::{
-    run_ready, Attrs, BufferCache, Client, DirEntry, Fd, Ino, Invalidation, Kind, OpenFlags,
+    run_ready, Attrs, BufferCache, Client, Fd, Ino, Invalidation, Kind, Listing, OpenFlags,
     Policy, Reply, Request, ServerId, SetAttr, ShardTable, Techniques, Transport, BLOCK_SIZE,
     ROOT_INO,
 };
@@ -1459,7 +1459,7 @@ pub struct HareNode {
     /// Its kind (regular file, directory, ...).
     kind: Kind,
     /// A directory's listing, taken when `getdents64` starts at position 0.
-    listing: IrqMutex<Option<Arc<Vec<DirEntry>>>>,
+    listing: IrqMutex<Option<Arc<Listing>>>,
 }
 
 impl Drop for HareNode {
@@ -1575,7 +1575,7 @@ pub struct Entries {
     /// The first position.
     from: u64,
     /// The listing taken when the reading started at position 0.
-    list: Arc<Vec<DirEntry>>,
+    list: Arc<Listing>,
 }
 
 impl Entries {
@@ -1586,8 +1586,8 @@ impl Entries {
         let dots = [&b"."[..], b".."].map(|name| (self.dir, Kind::Dir, name));
         // The listing sliced, not skipped through: a big directory read a buffer at a time
         // would otherwise cost its size squared.
-        let listed = self.list.get(from.saturating_sub(2)..).unwrap_or(&[]);
-        let listed = listed.iter().map(|e| (e.ino, e.kind, &e.name[..]));
+        let listed = self.list.iter_from(from.saturating_sub(2));
+        let listed = listed.map(|(name, e)| (e.ino, e.kind, name));
         dots.into_iter().skip(from).chain(listed)
     }
 }
