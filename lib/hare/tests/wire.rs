@@ -492,6 +492,34 @@ fn table() -> impl Strategy<Value = ShardTable> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
+    /// A listing built from batches in any order, then sorted, has each name with its entry,
+    /// in name order, and `iter_from` starts where it says.
+    #[test]
+    fn a_listing_keeps_each_name_with_its_entry(
+        batches in prop::collection::vec(dirents(), 0..4),
+        from in 0usize..50,
+    ) {
+        let mut all: Vec<(Vec<u8>, Entry)> = Vec::new();
+        let mut merged = Listing::new();
+        for b in &batches {
+            merged.append(&listing(b.clone()));
+            all.extend(b.iter().cloned());
+        }
+        prop_assert_eq!(merged.len(), all.len());
+        let got: Vec<(Vec<u8>, Entry)> = merged.iter().map(|(n, e)| (n.to_vec(), e)).collect();
+        prop_assert_eq!(&got, &all);
+        merged.sort_by_name();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<Vec<u8>> = merged.iter_from(from).map(|(n, _)| n.to_vec()).collect();
+        let want: Vec<Vec<u8>> = all.iter().skip(from).map(|(n, _)| n.clone()).collect();
+        prop_assert_eq!(names, want);
+        for (n, e) in merged.iter() {
+            prop_assert!(all.iter().any(|(m, f)| m.as_slice() == n && *f == e));
+        }
+        let last = all.last().map(|(n, _)| n.clone());
+        prop_assert_eq!(merged.last_name().map(<[u8]>::to_vec), last);
+    }
+
     /// A request comes back from its message and the `page_len` bytes it says it uses (the
     /// rest of the page is not looked at), with its id cut to 48 bits.
     #[test]
