@@ -378,9 +378,7 @@ impl View<'_> {
             None => self.miss(Need::Link(ino)),
         }
     }
-}
 
-impl View<'_> {
     /// Whether the cache (or this walk) holds entry `name` of `dir`, without asking for it.
     fn holds(&self, dir: Ino, name: &[u8]) -> bool {
         let key: &dyn EntryKey = &(dir, name);
@@ -1226,19 +1224,12 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             // `O_CREAT` opens make a new file, and the server refuses a taken name.
             let mut hopeful = !flags.exclusive;
             loop {
-                let unknown = match hopeful {
-                    true => self.walk(|v| plan_unknown_name(v, start, path)).await?,
-                    false => None,
-                };
-                let looked_up = unknown.is_none();
-                let t = match unknown {
-                    Some(t) => t,
-                    None if flags.exclusive => {
-                        self.walk(|v| plan_exclusive(v, start, path)).await?
-                    }
-                    None => {
-                        self.walk(|v| walk::plan_create(v, start, path, false))
-                            .await?
+                let (t, looked_up) = match (flags.exclusive, hopeful) {
+                    (true, _) => (self.walk(|v| plan_exclusive(v, start, path)).await?, false),
+                    (false, true) => self.walk(|v| plan_create_hoping(v, start, path)).await?,
+                    (false, false) => {
+                        let t = self.walk(|v| walk::plan_create(v, start, path, false));
+                        (t.await?, true)
                     }
                 };
                 if let Some(ino) = t.existing {
@@ -1251,7 +1242,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 {
                     // Taken, and not looked up: look it up (a file to open, a symlink to
                     // follow, a directory).
-                    Err(Fail::Errno(Errno::EEXIST)) if !looked_up => {
+                    Err(Fail::Errno(Errno::EEXIST)) if !flags.exclusive && !looked_up => {
                         hopeful = false;
                         continue;
                     }
@@ -3063,26 +3054,28 @@ fn plan_exclusive(v: &View<'_>, start: Ino, path: &[u8]) -> Result<walk::CreateT
     })
 }
 
-/// Where a non-exclusive `O_CREAT` open of `path` would make its file when the cache does not
-/// know the last name (not looked up: the create finds out), or `None` to plan it with
-/// [`walk::plan_create`] (the name is known, or is `.`, `..` or `/`, or ends in a slash).
-fn plan_unknown_name(
+/// Where a non-exclusive `O_CREAT` open of `path` makes or finds its file, and whether the
+/// last name was looked up: a name the cache does not know is not (the create finds out);
+/// a known one, `.`, `..`, `/` or a trailing slash are planned by [`walk::plan_create`].
+fn plan_create_hoping(
     v: &View<'_>,
     start: Ino,
     path: &[u8],
-) -> Result<Option<walk::CreateTarget>, Errno> {
+) -> Result<(walk::CreateTarget, bool), Errno> {
     let p = walk::resolve_parent(v, start, path)?;
-    let nrfs::Last::Name(name) = p.last else {
-        return Ok(None);
-    };
-    if p.trailing_slash || name.len() > NAME_MAX || v.holds(p.dir, &name) {
-        return Ok(None);
+    match p.last {
+        Last::Name(name)
+            if !p.trailing_slash && name.len() <= NAME_MAX && !v.holds(p.dir, &name) =>
+        {
+            let t = walk::CreateTarget {
+                dir: p.dir,
+                name,
+                existing: None,
+            };
+            Ok((t, false))
+        }
+        _ => Ok((walk::plan_create(v, start, path, false)?, true)),
     }
-    Ok(Some(walk::CreateTarget {
-        dir: p.dir,
-        name,
-        existing: None,
-    }))
 }
 
 /// Checks a name's length as NR-FS does before it looks at the entry.

@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec, NAME_MAX};
+use crate::{Attrs, Block, Ino, Kind, ShardTable, Stat, Timespec};
 
 /// A file or directory name (one path component, at most 255 bytes).
 pub type Name = Vec<u8>;
@@ -61,8 +61,8 @@ pub struct Entry {
 pub struct Listing {
     /// The names, one after the other.
     names: Vec<u8>,
-    /// Each entry: where its name starts in `names`, its length, the entry.
-    items: Vec<(u32, u8, Entry)>,
+    /// Each entry: where its name starts and ends in `names`, the entry.
+    items: Vec<(usize, usize, Entry)>,
 }
 
 impl Listing {
@@ -82,13 +82,11 @@ impl Listing {
         }
     }
 
-    /// Adds `name` (at most [`NAME_MAX`] bytes, as every entry's) with entry `e`.
+    /// Adds `name` with entry `e`.
     pub fn push(&mut self, name: &[u8], e: Entry) {
-        debug_assert!(name.len() <= NAME_MAX);
-        let len = name.len().min(NAME_MAX);
-        let start = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.extend_from_slice(&name[..len]);
-        self.items.push((start, len as u8, e));
+        let start = self.names.len();
+        self.names.extend_from_slice(name);
+        self.items.push((start, self.names.len(), e));
     }
 
     /// How many entries.
@@ -101,12 +99,9 @@ impl Listing {
         self.items.is_empty()
     }
 
-    /// The name of item `(start, len, _)`.
-    fn name_of(&self, &(start, len, _): &(u32, u8, Entry)) -> &[u8] {
-        let start = start as usize;
-        self.names
-            .get(start..start + usize::from(len))
-            .unwrap_or(&[])
+    /// The name of item `(start, end, _)`.
+    fn name_of(&self, &(start, end, _): &(usize, usize, Entry)) -> &[u8] {
+        &self.names[start..end]
     }
 
     /// The entries from the `from`-th on, as (name, entry).
@@ -127,11 +122,13 @@ impl Listing {
 
     /// Appends `other`'s entries.
     pub fn append(&mut self, other: &Listing) {
-        self.names.reserve(other.names.len());
-        self.items.reserve(other.items.len());
-        for (name, e) in other.iter() {
-            self.push(name, e);
-        }
+        let shift = self.names.len();
+        self.names.extend_from_slice(&other.names);
+        let moved = other
+            .items
+            .iter()
+            .map(|&(s, e, x)| (s + shift, e + shift, x));
+        self.items.extend(moved);
     }
 
     /// Puts the entries in name order (their names stay where they are).

@@ -225,8 +225,13 @@ impl<'p> In<'p> {
     }
 
     fn var(&mut self) -> Result<Vec<u8>, WireError> {
+        Ok(self.var_ref()?.to_vec())
+    }
+
+    /// A length-prefixed byte string in the page, not copied.
+    fn var_ref(&mut self) -> Result<&'p [u8], WireError> {
         let len = u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes"));
-        Ok(self.bytes(usize::from(len))?.to_vec())
+        self.bytes(usize::from(len))
     }
 
     /// What [`Out::new_inode`] wrote, with a symlink's target from the page; a symlink is
@@ -296,8 +301,7 @@ impl<'p> In<'p> {
 
     /// A name in the page, not copied.
     fn name_ref(&mut self) -> Result<&'p [u8], WireError> {
-        let len = u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes"));
-        let n = self.bytes(usize::from(len))?;
+        let n = self.var_ref()?;
         if !valid_name(n) {
             return Err(WireError::Bad("name"));
         }

@@ -337,16 +337,16 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     // opened (O_CREAT) without the create.
     let (net, mut c) = world(1, 2, false, true);
     let mut rng = Rng::new(9);
+    // Opens /d/f with O_CREAT through `c`: the descriptor and the requests it took.
+    let create_f = |c: &mut HClient, rng: &mut Rng| {
+        let before = requests(&net);
+        let fd = run(&net, c.open(ROOT_INO, b"/d/f", CREATE, FILE, T), rng).unwrap();
+        (fd, requests(&net) - before)
+    };
     run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, false, T), &mut rng).unwrap();
     run(&net, c[0].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
-    let before = requests(&net);
-    let fd = run(
-        &net,
-        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    assert_eq!(requests(&net) - before, 1, "create-and-map, no lookup");
+    let (fd, asked) = create_f(&mut c[0], &mut rng);
+    assert_eq!(asked, 1, "create-and-map, no lookup");
     run(&net, c[0].close(fd), &mut rng).unwrap();
     net.borrow_mut().settle();
     let before = requests(&net);
@@ -366,37 +366,20 @@ fn a_create_whose_inode_and_entry_share_a_server_is_one_message() {
     );
     // Client 1 knows /d but not f: the create is refused, then f is looked up and opened,
     // and what client 0 wrote is there.
-    let fd = run(
-        &net,
-        c[0].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
+    let (fd, _) = create_f(&mut c[0], &mut rng);
     assert_eq!(run(&net, c[0].write(fd, b"kept", T), &mut rng), Ok(4));
     run(&net, c[0].close(fd), &mut rng).unwrap();
     net.borrow_mut().settle();
     run(&net, c[1].stat(ROOT_INO, b"/d", true), &mut rng).unwrap();
-    let before = requests(&net);
-    let fd = run(
-        &net,
-        c[1].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    assert_eq!(requests(&net) - before, 3, "refused create, lookup, open");
+    let (fd, asked) = create_f(&mut c[1], &mut rng);
+    assert_eq!(asked, 3, "refused create, lookup, open");
     let mut buf = [0; 8];
     assert_eq!(run(&net, c[1].read(fd, &mut buf), &mut rng), Ok(4));
     assert_eq!(&buf[..4], b"kept");
     run(&net, c[1].close(fd), &mut rng).unwrap();
     net.borrow_mut().settle();
-    let before = requests(&net);
-    let fd = run(
-        &net,
-        c[1].open(ROOT_INO, b"/d/f", CREATE, FILE, T),
-        &mut rng,
-    )
-    .unwrap();
-    assert_eq!(requests(&net) - before, 1, "cached: the open alone");
+    let (fd, asked) = create_f(&mut c[1], &mut rng);
+    assert_eq!(asked, 1, "cached: the open alone");
     run(&net, c[1].close(fd), &mut rng).unwrap();
     // Through a symlink not cached, the create is refused and the link followed: its
     // target is made.
