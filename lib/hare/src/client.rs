@@ -146,9 +146,10 @@ pub struct OpenFlags {
     pub append: bool,
     /// `O_NOFOLLOW`: a symlink in the last component is not followed.
     pub nofollow: bool,
-    /// The caller lists the directory next (`O_DIRECTORY`, as `opendir` opens): an ordinary
+    /// The caller lists the directory next (`O_DIRECTORY`, as `opendir` opens): a
     /// directory's open brings the first entries of its listing, which the first
-    /// [`Client::read_dir`] takes.
+    /// [`Client::read_dir`] takes; a distributed one's, every server's first batch, asked
+    /// at once.
     pub list: bool,
     /// `O_RDONLY`: the description only reads. One that may write makes its client a
     /// writer of the file for the servers (`Request::Open`'s `write`): the others then ask
@@ -458,6 +459,45 @@ fn in_mount(mount: &[u8], t: &[u8]) -> Result<Vec<u8>, Errno> {
     }
 }
 
+/// A listing an open of a directory began ([`OpenFlags::list`]), which the first
+/// [`Client::read_dir`] finishes.
+enum Begun {
+    /// An ordinary directory's first batch, from its home, and whether more follow.
+    Ordinary(Listing, bool),
+    /// A distributed directory's shares as far as they came.
+    Shares(Batches),
+}
+
+/// A listing being gathered from servers' batches.
+struct Batches {
+    /// The entries so far, in no order.
+    entries: Listing,
+    /// The servers still to ask, each with the name its share goes on after (`None`: from
+    /// its start).
+    asking: Vec<(ServerId, Option<Name>)>,
+}
+
+impl Batches {
+    fn new() -> Batches {
+        Batches {
+            entries: Listing::new(),
+            asking: Vec::new(),
+        }
+    }
+
+    /// Takes server `s`'s batch, after which more of its share follow if `more`. (A batch
+    /// followed by more holds at least one name, as one page holds any name.)
+    fn take(&mut self, s: ServerId, entries: Listing, more: bool) {
+        if let (true, Some(last)) = (more, entries.last_name()) {
+            self.asking.push((s, Some(last.to_vec())));
+        }
+        match self.entries.is_empty() {
+            true => self.entries = entries,
+            false => self.entries.append(&entries),
+        }
+    }
+}
+
 /// A client library instance. See the module documentation.
 pub struct Client<T, B> {
     table: ShardTable,
@@ -473,9 +513,9 @@ pub struct Client<T, B> {
     files: BTreeMap<u32, OpenFile>,
     /// What the client knows of the regular files it has open: size and blocks (§3.3).
     extents: BTreeMap<Ino, Extent>,
-    /// The first entries of the listing an open of a directory brought
-    /// ([`OpenFlags::list`]), and whether more follow, until the first `read_dir`.
-    listed: BTreeMap<u32, (Listing, bool)>,
+    /// The listings the opens of directories began ([`OpenFlags::list`]), until the first
+    /// `read_dir`.
+    listed: BTreeMap<u32, Begun>,
     next_fd: u32,
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
@@ -1271,10 +1311,20 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         let req = Request::Open {
             ino,
             trunc: flags.truncate,
-            // Only an ordinary directory's entries are all at its inode's server.
-            list: flags.list && self.dirs.get(&ino) == Some(&false),
+            list: flags.list,
             write: !flags.read_only,
             now,
+        };
+        let home = self.table.inode_server(ino);
+        // A directory known distributed: the other servers' shares are asked with the open.
+        let others: Vec<ServerId> = match self.dirs.get(&ino) {
+            Some(true) if flags.list => self
+                .table
+                .servers()
+                .into_iter()
+                .filter(|&s| s != home)
+                .collect(),
+            _ => Vec::new(),
         };
         let file = |kind| OpenFile {
             ino,
@@ -1284,7 +1334,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             shared: None,
             read_only: flags.read_only,
         };
-        match self.after_walk(ino, req).await? {
+        let (reply, shares) = match others.is_empty() {
+            true => (self.after_walk(ino, req).await?, Vec::new()),
+            false => self.open_and_list(ino, home, req, others).await?,
+        };
+        match reply {
             Reply::Stat(st) => Ok(self.new_fd(file(st.kind))),
             Reply::Opened {
                 stat,
@@ -1305,12 +1359,57 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 stat,
                 entries,
                 more,
+                distributed,
             } => {
+                self.remember_dir(ino, distributed);
+                let begun = match distributed {
+                    false => Begun::Ordinary(entries, more),
+                    true => {
+                        let mut b = Batches::new();
+                        b.take(home, entries, more);
+                        // The shares not asked with the open (the directory was not known
+                        // distributed), or refused, are asked by the first read_dir.
+                        let mut shares = shares.into_iter();
+                        for s in self.table.servers().into_iter().filter(|&s| s != home) {
+                            match shares.next() {
+                                Some(Reply::Dirents { entries, more }) => b.take(s, entries, more),
+                                _ => b.asking.push((s, None)),
+                            }
+                        }
+                        Begun::Shares(b)
+                    }
+                };
                 let fd = self.new_fd(file(stat.kind));
-                self.listed.insert(fd.0, (entries, more));
+                self.listed.insert(fd.0, begun);
                 Ok(fd)
             }
             _ => Err(Errno::EIO.into()),
+        }
+    }
+
+    /// [`Client::after_walk`]'s `open` (`req`) of distributed directory `dir` at its home,
+    /// with the first batch of each of `others`' shares asked at the same time (§3.7.3,
+    /// §3.7.4): the open's reply, and the others' in their order.
+    async fn open_and_list(
+        &mut self,
+        dir: Ino,
+        home: ServerId,
+        req: Request,
+        others: Vec<ServerId>,
+    ) -> Res<(Reply, Vec<Reply>)> {
+        let mut servers = Vec::with_capacity(others.len() + 1);
+        servers.push(home);
+        servers.extend(&others);
+        let mut reqs = Vec::with_capacity(servers.len());
+        reqs.push(req);
+        reqs.extend(others.iter().map(|_| Request::Dirents { dir, after: None }));
+        let mut replies = self.broadcast_each(&servers, reqs).await;
+        let shares = replies.split_off(1);
+        match replies.pop() {
+            Some(Reply::Err(Errno::ENOENT)) => Err(Fail::Restart),
+            Some(Reply::Err(e)) => Err(e.into()),
+            Some(Reply::Busy) | None => Err(Fail::Restart),
+            Some(r) => Ok((r, shares)),
         }
     }
 
@@ -1912,60 +2011,48 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         })
     }
 
-    /// [`Client::list`], from `first`, the first batch of an ordinary directory's listing
-    /// (and whether more follow), if its open brought it.
-    async fn list_from(
-        &mut self,
-        dir: Ino,
-        first: Option<(Listing, bool)>,
-    ) -> Result<Listing, Errno> {
-        let (mut out, mut asking, mut after) = match first {
-            Some((entries, false)) => (entries, Vec::new(), Vec::new()),
+    /// [`Client::list`], from what `dir`'s open began, if it did.
+    async fn list_from(&mut self, dir: Ino, begun: Option<Begun>) -> Result<Listing, Errno> {
+        let mut b = match begun {
+            Some(Begun::Shares(b)) => b,
+            Some(Begun::Ordinary(entries, false)) => Batches {
+                entries,
+                asking: Vec::new(),
+            },
             // The first batch came from an ordinary directory's home when it was opened; if
             // the directory has distributed itself since (§6.1.2), the entries after it are
             // on every server now.
-            Some((entries, true)) => {
+            Some(Begun::Ordinary(entries, true)) => {
                 let last = entries.last_name().map(<[u8]>::to_vec);
                 let servers = self.listing_servers(dir).await?;
-                let after = vec![last; servers.len()];
-                (entries, servers, after)
+                let asking = servers.into_iter().map(|s| (s, last.clone())).collect();
+                Batches { entries, asking }
             }
             None => {
                 let servers = self.listing_servers(dir).await?;
-                let after = vec![None; servers.len()];
-                (Listing::new(), servers, after)
+                let asking = servers.into_iter().map(|s| (s, None)).collect();
+                Batches {
+                    entries: Listing::new(),
+                    asking,
+                }
             }
         };
-        while !asking.is_empty() {
-            let reqs: Vec<Request> = after
-                .iter()
-                .map(|a| Request::Dirents {
-                    dir,
-                    after: a.clone(),
-                })
-                .collect();
-            let replies = self.broadcast_each(&asking, reqs).await;
-            let mut next = (Vec::new(), Vec::new());
-            for ((s, r), a) in asking.iter().zip(replies).zip(after) {
+        while !b.asking.is_empty() {
+            let (servers, reqs): (Vec<ServerId>, Vec<Request>) = core::mem::take(&mut b.asking)
+                .into_iter()
+                .map(|(s, after)| (s, Request::Dirents { dir, after }))
+                .unzip();
+            let replies = self.broadcast_each(&servers, reqs).await;
+            for (s, r) in servers.into_iter().zip(replies) {
                 match r {
-                    Reply::Dirents { entries, more } => {
-                        if more {
-                            next.0.push(*s);
-                            next.1.push(entries.last_name().map(<[u8]>::to_vec).or(a));
-                        }
-                        match out.is_empty() {
-                            true => out = entries,
-                            false => out.append(&entries),
-                        }
-                    }
+                    Reply::Dirents { entries, more } => b.take(s, entries, more),
                     Reply::Err(e) => return Err(e),
                     _ => return Err(Errno::EIO),
                 }
             }
-            (asking, after) = next;
         }
-        out.sort_by_name();
-        Ok(out)
+        b.entries.sort_by_name();
+        Ok(b.entries)
     }
 
     /// `mkdirat`; `distribute` asks for a distributed directory (§3.4's flag at creation),

@@ -325,9 +325,10 @@ pub enum Request {
     },
     /// `OPEN`: counts one more open file description; truncates a regular file to 0 first
     /// with `trunc` (`O_TRUNC`). Answers the inode's attributes (a regular file's with its
-    /// first blocks, [`Reply::Opened`]); with `list`, a directory
-    /// whose entries all live here (an ordinary one) answers them with the first entries of
-    /// its listing ([`Reply::Listed`], `OPEN` and `DIRENT` coalesced, §3.7.4).
+    /// first blocks, [`Reply::Opened`]); with `list`, a directory answers them with the
+    /// first entries of its listing held here: all of an ordinary directory's, this server's
+    /// share of a distributed one's ([`Reply::Listed`], `OPEN` and `DIRENT` coalesced,
+    /// §3.7.4).
     Open {
         /// The inode.
         ino: Ino,
@@ -819,8 +820,8 @@ pub enum Reply {
         /// the size the client knows.
         alone: bool,
     },
-    /// An open directory's attributes and the first batch of its listing (at most
-    /// [`LISTED_BYTES`] of entries), whether more follow.
+    /// An open directory's attributes and the first batch of its listing held at its
+    /// inode's server (at most [`LISTED_BYTES`] of entries), whether more follow there.
     Listed {
         /// The attributes.
         stat: Stat,
@@ -828,6 +829,9 @@ pub enum Reply {
         entries: Listing,
         /// More entries follow the last one.
         more: bool,
+        /// The directory is distributed: these are the server's share of its entries, the
+        /// other servers hold the rest.
+        distributed: bool,
     },
     /// The answer to [`Request::Export`]: the state's length and the bytes from the offset
     /// asked for.

@@ -773,14 +773,6 @@ impl Server {
                     self.extents.entry(ino).or_default().insert(from);
                 }
                 let stat = self.stat(ino)?;
-                let whole_here = matches!(
-                    self.inode(ino)?.body,
-                    Body::Dir {
-                        distributed: false,
-                        dead: false,
-                        ..
-                    }
-                );
                 if let Body::File { blocks, ahead, .. } = &self.inode(ino)?.body {
                     let pages = stat
                         .size
@@ -796,14 +788,20 @@ impl Server {
                         alone,
                     });
                 }
-                if !(list && whole_here) {
-                    return Ok(Reply::Stat(stat));
-                }
+                let distributed = match self.inode(ino)?.body {
+                    Body::Dir {
+                        distributed,
+                        dead: false,
+                        ..
+                    } if list => distributed,
+                    _ => return Ok(Reply::Stat(stat)),
+                };
                 let (entries, more) = self.dirents(ino, None, LISTED_BYTES);
                 Ok(Reply::Listed {
                     stat,
                     entries,
                     more,
+                    distributed,
                 })
             }
             Request::Close { ino, write } => self.close(from, ino, write, inval),

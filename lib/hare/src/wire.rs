@@ -1349,8 +1349,10 @@ pub fn encode_reply(id: u64, page: u8, r: &Reply, buf: &mut [u8]) -> Result<Mess
             stat,
             entries,
             more,
+            distributed,
         } => {
-            o.w(entries.len() as u64).w(u64::from(*more));
+            o.w(entries.len() as u64)
+                .w(u64::from(*more) | u64::from(*distributed) << 1);
             put_stat(&mut o, stat)?;
             put_dirents(&mut o, entries)?;
             23
@@ -1497,13 +1499,17 @@ pub fn decode_reply(m: &Message, page: &[u8]) -> Result<Reply, WireError> {
         }
         23 => {
             let n = count(i.w(), LISTED_BYTES)?;
-            let more = i.w() != 0;
+            let (more, distributed) = match i.w() {
+                f @ 0..=3 => (f & 1 != 0, f & 2 != 0),
+                _ => return Err(WireError::Bad("listing flags")),
+            };
             let stat = get_stat(&mut i)?;
             let entries = get_dirents(&mut i, n)?;
             Reply::Listed {
                 stat,
                 entries,
                 more,
+                distributed,
             }
         }
         14 => Reply::Shared(i.w()),

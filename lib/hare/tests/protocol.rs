@@ -299,8 +299,8 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
     );
     let h = n.servers[home(e)].handle(7, rmdir(d, b"e", 1 << 40));
     assert!(matches!(h.reply, Reply::Err(_)), "no such inode");
-    // A listing open of a distributed directory or a file answers no listing: its
-    // attributes alone (and a file's blocks).
+    // A listing open of a distributed directory answers its home's share, saying so; of a
+    // file, no listing: its attributes and blocks.
     for i in [s, f] {
         let open = hare::Request::Open {
             ino: i,
@@ -311,7 +311,11 @@ fn forged_rmdirs_and_listing_opens_change_nothing() {
         };
         let h = n.servers[home(i)].handle(7, open);
         assert!(
-            matches!(h.reply, Reply::Stat(_) | Reply::Opened { .. }),
+            match h.reply {
+                Reply::Listed { distributed, .. } => i == s && distributed,
+                Reply::Opened { .. } => i == f,
+                _ => false,
+            },
             "{:?}",
             h.reply
         );
@@ -2130,6 +2134,68 @@ fn a_listing_begun_before_its_directory_distributes_itself_lists_every_entry() {
         .collect();
     assert_eq!(listed.len(), names.len(), "every name");
     assert!(listed == names, "each once, in order");
+    run(&net, c[1].close(fd), &mut rng).unwrap();
+}
+
+/// Opening a distributed directory to list it asks every server at once: its home for the
+/// open and the first batch of its share, each other server for its first batch (§3.7.3,
+/// §3.7.4); the first `read_dir` asks only for what did not fit. A client that saw a
+/// directory ordinary before it distributed itself lists it whole too.
+#[test]
+fn opening_a_distributed_directory_to_list_it_asks_every_server_at_once() {
+    let (net, mut c) = world(3, 2, false, true);
+    let mut rng = Rng::new(27);
+    let mut made = |c: &mut HClient, dir: &str, n: usize, distributed: bool| {
+        let path = format!("/{dir}");
+        run(
+            &net,
+            c.mkdir(ROOT_INO, path.as_bytes(), DIR, distributed, T),
+            &mut rng,
+        )
+        .unwrap();
+        let mut names: Vec<Vec<u8>> = (0..n)
+            .map(|i| format!("a-rather-long-name-so-that-a-page-holds-few-{i:03}").into_bytes())
+            .collect();
+        for name in &names {
+            let mut p = format!("{path}/").into_bytes();
+            p.extend(name);
+            touch(&net, c, &p, &mut rng);
+        }
+        names.sort();
+        names
+    };
+    let small = made(&mut c[0], "small", 6, true);
+    let big = made(&mut c[0], "big", 300, true);
+    let grown = made(&mut c[0], "grown", 40, false);
+    net.borrow_mut().settle();
+    let list = OpenFlags {
+        list: true,
+        ..OpenFlags::default()
+    };
+    let mut rng = Rng::new(28);
+    let names = |v: hare::Listing| v.iter().map(|(n, _)| n.to_vec()).collect::<Vec<_>>();
+    let before = requests(&net);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/small", list, DIR, T), &mut rng).unwrap();
+    assert_eq!(requests(&net) - before, 3, "the open and two Dirents");
+    let listed = names(run(&net, c[0].read_dir(fd), &mut rng).unwrap());
+    assert_eq!(listed, small, "every name once, in order");
+    assert_eq!(requests(&net) - before, 3, "nothing more asked");
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    net.borrow_mut().settle();
+    let before = requests(&net);
+    let fd = run(&net, c[0].open(ROOT_INO, b"/big", list, DIR, T), &mut rng).unwrap();
+    assert_eq!(requests(&net) - before, 3);
+    let listed = names(run(&net, c[0].read_dir(fd), &mut rng).unwrap());
+    assert_eq!(listed, big, "every name once, in order");
+    assert!(requests(&net) - before > 3, "what did not fit asked for");
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let dir = run(&net, c[1].stat(ROOT_INO, b"/grown", true), &mut rng)
+        .unwrap()
+        .ino;
+    assert_eq!(common::distribute(&net, 2, dir), Ok(true));
+    let fd = run(&net, c[1].open(ROOT_INO, b"/grown", list, DIR, T), &mut rng).unwrap();
+    let listed = names(run(&net, c[1].read_dir(fd), &mut rng).unwrap());
+    assert_eq!(listed, grown, "every name once, in order");
     run(&net, c[1].close(fd), &mut rng).unwrap();
 }
 

@@ -449,18 +449,21 @@ fn reply() -> impl Strategy<Value = Reply> {
             entries: listing(entries),
             more
         }),
-        (stat(), dirents(), any::<bool>()).prop_map(|(stat, mut entries, more)| {
-            let mut bytes = 0;
-            entries.retain(|(n, _)| {
-                bytes += n.len() + DIRENT_OVERHEAD;
-                bytes <= LISTED_BYTES
-            });
-            Reply::Listed {
-                stat,
-                entries: listing(entries),
-                more,
+        (stat(), dirents(), any::<bool>(), any::<bool>()).prop_map(
+            |(stat, mut entries, more, distributed)| {
+                let mut bytes = 0;
+                entries.retain(|(n, _)| {
+                    bytes += n.len() + DIRENT_OVERHEAD;
+                    bytes <= LISTED_BYTES
+                });
+                Reply::Listed {
+                    stat,
+                    entries: listing(entries),
+                    more,
+                    distributed,
+                }
             }
-        }),
+        ),
         (
             stat(),
             prop::collection::vec(prop::option::of(0..u32::MAX), 0..=MAX_IO_BLOCKS),
