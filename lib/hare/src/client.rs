@@ -42,6 +42,7 @@
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
@@ -231,6 +232,8 @@ pub struct ClientStats {
     /// Requests sent without waiting for their replies ([`Transport::post`]; counted in
     /// `requests` too).
     pub posted: u64,
+    /// Opens of a directory to list it that found its listing kept ([`Client::read_dir`]).
+    pub listing_hits: u64,
 }
 
 /// What [`Client::statfs`] finds, over every server.
@@ -462,6 +465,8 @@ fn in_mount(mount: &[u8], t: &[u8]) -> Result<Vec<u8>, Errno> {
 /// A listing an open of a directory began ([`OpenFlags::list`]), which the first
 /// [`Client::read_dir`] finishes.
 enum Begun {
+    /// A listing kept since an earlier `read_dir`, whole.
+    Kept(Arc<Listing>),
     /// An ordinary directory's first batch, from its home, and whether more follow.
     Ordinary(Listing, bool),
     /// A distributed directory's shares as far as they came.
@@ -516,6 +521,12 @@ pub struct Client<T, B> {
     /// The listings the opens of directories began ([`OpenFlags::list`]), until the first
     /// `read_dir`.
     listed: BTreeMap<u32, Begun>,
+    /// Whole listings of directories, kept while no server that gave a part of one says it
+    /// changed ([`Invalidation::Listing`]): Reef's addition to the lookup cache (§3.7.1),
+    /// so that listing a directory again asks nothing, as Linux's dentry cache does.
+    listings: BTreeMap<Ino, Arc<Listing>>,
+    /// The bytes of `listings`, at most [`LISTING_BYTES_KEPT`].
+    listing_bytes: usize,
     next_fd: u32,
     /// Where the kernel mounted Hare (empty: as the root), for absolute symlink targets.
     mount_point: Vec<u8>,
@@ -599,6 +610,10 @@ impl Extent {
 /// Entries of files no longer open a client keeps in its map of extents (forgotten).
 const EXTENTS_KEPT: usize = 8;
 
+/// Most bytes the listings a client keeps hold together ([`Listing::bytes`]; a larger
+/// listing is not kept; past it, others are forgotten).
+pub const LISTING_BYTES_KEPT: usize = 512 * 1024;
+
 /// Bytes whose blocks a read asks for at least, when the client keeps what it learns (Linux's
 /// default read-ahead is as long): a read of a page at a time (`execve` loading a program
 /// from Hare) then asks once per 32 pages, not once per page.
@@ -630,6 +645,8 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             files: BTreeMap::new(),
             extents: BTreeMap::new(),
             listed: BTreeMap::new(),
+            listings: BTreeMap::new(),
+            listing_bytes: 0,
             next_fd: 0,
             mount_point: Vec::new(),
             covered: Vec::new(),
@@ -644,6 +661,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     pub fn forget_cache(&mut self) {
         self.entries.clear();
         self.dirs.clear();
+        self.forget_listings();
         self.extents.values_mut().for_each(Extent::forget);
     }
 
@@ -787,6 +805,10 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     }
                     continue;
                 }
+                Invalidation::Listing(dir) => {
+                    self.forget_listing(dir);
+                    continue;
+                }
                 Invalidation::Entries { dir, name } => (dir, name),
             };
             if dir == 0 && name.is_none() {
@@ -912,6 +934,39 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// Forgets entry `name` of `dir` (the lookup cache's, if it has it).
     fn forget(&mut self, dir: Ino, name: &[u8]) {
         self.entries.remove(&(dir, name) as &dyn EntryKey);
+    }
+
+    /// Keeps `listing`, directory `dir`'s whole listing just gathered, if the lookup cache is
+    /// on and it fits in [`LISTING_BYTES_KEPT`] with others forgotten. Every server that
+    /// gave a batch of it counted this client as a lister, so it says when its part changes;
+    /// an invalidation queued while the listing was gathered only makes it forgotten.
+    fn keep_listing(&mut self, dir: Ino, listing: &Arc<Listing>) {
+        let n = listing.bytes();
+        if !self.policy.techniques.lookup_cache || n > LISTING_BYTES_KEPT {
+            return;
+        }
+        self.forget_listing(dir);
+        while self.listing_bytes + n > LISTING_BYTES_KEPT {
+            match self.listings.pop_first() {
+                Some((_, l)) => self.listing_bytes -= l.bytes(),
+                None => break,
+            }
+        }
+        self.listing_bytes += n;
+        self.listings.insert(dir, listing.clone());
+    }
+
+    /// Forgets every kept listing.
+    fn forget_listings(&mut self) {
+        self.listings.clear();
+        self.listing_bytes = 0;
+    }
+
+    /// Forgets directory `dir`'s kept listing.
+    fn forget_listing(&mut self, dir: Ino) {
+        if let Some(l) = self.listings.remove(&dir) {
+            self.listing_bytes -= l.bytes();
+        }
     }
 
     /// Remembers that `dir` is a directory, distributed or not.
@@ -1316,6 +1371,33 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
             now,
         };
         let home = self.table.inode_server(ino);
+        let file = |kind| OpenFile {
+            ino,
+            kind,
+            offset: 0,
+            append: flags.append,
+            shared: None,
+            read_only: flags.read_only,
+        };
+        // A directory listed whole before and unchanged since (the walk applied every
+        // invalidation queued): the open is counted at its server, and waited for by nothing.
+        if let (true, Some(l)) = (flags.list, self.listings.get(&ino)) {
+            let begun = Begun::Kept(l.clone());
+            self.stats.listing_hits += 1;
+            self.stats.requests += 1;
+            self.stats.posted += 1;
+            let counted = Request::Open {
+                ino,
+                trunc: flags.truncate,
+                list: false,
+                write: !flags.read_only,
+                now,
+            };
+            self.transport.post(home, counted);
+            let fd = self.new_fd(file(Kind::Dir));
+            self.listed.insert(fd.0, begun);
+            return Ok(fd);
+        }
         // A directory known distributed: the other servers' shares are asked with the open.
         let others: Vec<ServerId> = match self.dirs.get(&ino) {
             Some(true) if flags.list => self
@@ -1325,14 +1407,6 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                 .filter(|&s| s != home)
                 .collect(),
             _ => Vec::new(),
-        };
-        let file = |kind| OpenFile {
-            ino,
-            kind,
-            offset: 0,
-            append: flags.append,
-            shared: None,
-            read_only: flags.read_only,
         };
         let (reply, shares) = match others.is_empty() {
             true => (self.after_walk(ino, req).await?, Vec::new()),
@@ -1553,10 +1627,13 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// Takes the table of a resize (§6.1.1): requests go where it says from now on. What the
-    /// lookup cache holds stays true (an entry names an inode, wherever it is kept); a
-    /// designated or near server that left is replaced by the first that stays. The caller
-    /// resizes only while this client has no request in flight.
+    /// lookup cache holds stays true (an entry names an inode, wherever it is kept); the kept
+    /// listings are forgotten (a directory's entries may be on other servers now, which have
+    /// not counted this client as a lister); a designated or near server that left is
+    /// replaced by the first that stays. The caller resizes only while this client has no
+    /// request in flight.
     pub fn set_table(&mut self, table: ShardTable) {
+        self.forget_listings();
         let servers = table.servers();
         self.policy.near.retain(|s| servers.contains(s));
         if !servers.contains(&self.policy.local) {
@@ -1962,15 +2039,18 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// `getdents64` of an open directory, all at once: every server's share of a distributed
     /// directory, asked in parallel (§3.7.3), merged in name order. `.` and `..` are the
     /// caller's.
-    pub async fn read_dir(&mut self, fd: Fd) -> Result<Listing, Errno> {
+    pub async fn read_dir(&mut self, fd: Fd) -> Result<Arc<Listing>, Errno> {
         let f = self.file(fd)?;
         if f.kind != Kind::Dir {
             return Err(Errno::ENOTDIR);
         }
-        match self.listed.remove(&fd.0) {
-            Some(first) => self.list_from(f.ino, Some(first)).await,
-            None => self.list(f.ino).await,
-        }
+        let listing = Arc::new(match self.listed.remove(&fd.0) {
+            Some(Begun::Kept(l)) => return Ok(l),
+            Some(begun) => self.list_from(f.ino, Some(begun)).await?,
+            None => self.list(f.ino).await?,
+        });
+        self.keep_listing(f.ino, &listing);
+        Ok(listing)
     }
 
     /// The path of directory `dir` from Hare's root (`getcwd`): up through `..`, each name
@@ -2014,6 +2094,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     /// [`Client::list`], from what `dir`'s open began, if it did.
     async fn list_from(&mut self, dir: Ino, begun: Option<Begun>) -> Result<Listing, Errno> {
         let mut b = match begun {
+            Some(Begun::Kept(l)) => return Ok(Listing::clone(&l)),
             Some(Begun::Shares(b)) => b,
             Some(Begun::Ordinary(entries, false)) => Batches {
                 entries,

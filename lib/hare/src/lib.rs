@@ -46,12 +46,12 @@ pub mod wire;
 
 pub use client::{
     BufferCache, Client, ClientStats, Fd, OpenFlags, Policy, SetAttr, SharedFd, Space, Techniques,
-    Transport, READ_AHEAD,
+    Transport, LISTING_BYTES_KEPT, READ_AHEAD,
 };
 pub use nrfs::{Attrs, Ino, Kind, Stat, Timespec, NAME_MAX, ROOT_INO};
 pub use proto::{Entry, Invalidation, Listing, Reply, Request, Target};
 pub use resize::{Courier, ShardState};
-pub use server::{DataCopy, Handled, Server, ServerStats};
+pub use server::{DataCopy, Handled, Server, ServerStats, LISTERS_MAX};
 pub use shard::{entry_shard, inode_shard, Shard, ShardTable, SHARDS};
 
 /// A file server's number in the fleet.

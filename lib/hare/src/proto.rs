@@ -99,6 +99,11 @@ impl Listing {
         self.items.is_empty()
     }
 
+    /// The bytes it holds: its names and each entry's place.
+    pub fn bytes(&self) -> usize {
+        self.names.len() + self.items.len() * core::mem::size_of::<(usize, usize, Entry)>()
+    }
+
     /// The name of item `(start, end, _)`.
     fn name_of(&self, &(start, end, _): &(usize, usize, Entry)) -> &[u8] {
         &self.names[start..end]
@@ -864,6 +869,9 @@ pub enum Invalidation {
     /// Forget file `ino`'s size and blocks: another client changed them (§3.3's block lists
     /// kept by the client, fresh as lookups are, §3.7.2).
     Extent(Ino),
+    /// Forget the listing of directory `dir`: its entries changed at the server that sends
+    /// this (kept listings, Reef's addition to the lookup cache: fresh as lookups are).
+    Listing(Ino),
 }
 
 impl Invalidation {

@@ -35,6 +35,9 @@ const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 /// `st_size` per directory entry (tmpfs's, as NR-FS reports).
 const DIRENT_SIZE: u64 = 20;
 
+/// Most (directory, client) pairs a server counts as listers ([`Server::add_lister`]).
+pub const LISTERS_MAX: usize = 1 << 14;
+
 /// What the server counts (`/proc/reef/hare`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServerStats {
@@ -233,6 +236,11 @@ pub struct Server {
     entries: BTreeMap<Ino, BTreeMap<Name, Entry>>,
     /// Clients caching each entry (§3.7.1).
     cachers: BTreeMap<(Ino, Name), BTreeSet<ClientId>>,
+    /// Clients that listed each directory's entries here (a batch of `Dirents` or
+    /// `Listed`) and may keep the listing: each is told to forget it at the next change.
+    listers: BTreeMap<Ino, BTreeSet<ClientId>>,
+    /// The pairs in `listers`, at most [`LISTERS_MAX`].
+    lister_pairs: usize,
     /// Clients caching each file's size and blocks (those that opened, read or wrote it).
     extents: BTreeMap<Ino, BTreeSet<ClientId>>,
     /// Directories an `rmdir` holds (at their home server), and by whom.
@@ -282,6 +290,8 @@ impl Server {
             inodes: BTreeMap::new(),
             entries: BTreeMap::new(),
             cachers: BTreeMap::new(),
+            listers: BTreeMap::new(),
+            lister_pairs: 0,
             extents: BTreeMap::new(),
             holds: BTreeMap::new(),
             marks: BTreeSet::new(),
@@ -406,6 +416,7 @@ impl Server {
         self.entries.retain(|_, names| !names.is_empty());
         for (dir, name, _) in &entries {
             self.invalidate(from, *dir, name, inval);
+            self.listing_changed(*dir, inval);
         }
         let inos: Vec<Ino> = self
             .inodes
@@ -542,6 +553,7 @@ impl Server {
             self.invalidate(from, dir, &name, inval);
             entries.push((dir, name, e));
         }
+        self.listing_changed(dir, inval);
         self.entries.retain(|_, names| !names.is_empty());
         let state = ShardState::of_entries(entries);
         self.outgoing = Some((Outgoing::Entries(dir), state.encode()));
@@ -796,6 +808,7 @@ impl Server {
                     } if list => distributed,
                     _ => return Ok(Reply::Stat(stat)),
                 };
+                self.add_lister(ino, from, inval);
                 let (entries, more) = self.dirents(ino, None, LISTED_BYTES);
                 Ok(Reply::Listed {
                     stat,
@@ -971,6 +984,7 @@ impl Server {
                         e.distributed = true;
                     }
                     self.invalidate(from, parent, &name, inval);
+                    self.listing_changed(parent, inval);
                 }
                 Ok(Reply::Done)
             }
@@ -1053,6 +1067,7 @@ impl Server {
             },
             Request::Dirents { dir, after } => {
                 self.check_dir_alive(dir)?;
+                self.add_lister(dir, from, inval);
                 let (entries, more) = self.dirents(dir, after.as_ref(), DIRENTS_BYTES);
                 Ok(Reply::Dirents { entries, more })
             }
@@ -1086,6 +1101,7 @@ impl Server {
             Request::RmdirCommit { dir, now } => {
                 self.marks.remove(&dir);
                 self.entries.remove(&dir);
+                self.listing_changed(dir, inval);
                 if self.table.inode_server(dir) != self.id {
                     self.removed.insert(dir);
                     return Ok(Reply::Done);
@@ -1178,6 +1194,31 @@ impl Server {
         }
     }
 
+    /// `dir`'s entries here changed: every client that listed them forgets its listing
+    /// (`from` too: its listing does not have the change either).
+    fn listing_changed(&mut self, dir: Ino, inval: &mut Vec<(ClientId, Invalidation)>) {
+        if let Some(set) = self.listers.remove(&dir) {
+            self.lister_pairs -= set.len();
+            inval.extend(set.into_iter().map(|c| (c, Invalidation::Listing(dir))));
+        }
+    }
+
+    /// Counts `from` as a lister of `dir`'s entries here. A server that is not `dir`'s home
+    /// cannot tell a directory with no entries here from no directory, so past
+    /// [`LISTERS_MAX`] pairs (a client listing made-up directories) every lister is told to
+    /// forget its listing and none is counted any more.
+    fn add_lister(&mut self, dir: Ino, from: ClientId, inval: &mut Vec<(ClientId, Invalidation)>) {
+        if self.lister_pairs >= LISTERS_MAX {
+            let dirs: Vec<Ino> = self.listers.keys().copied().collect();
+            for d in dirs {
+                self.listing_changed(d, inval);
+            }
+        }
+        if self.listers.entry(dir).or_default().insert(from) {
+            self.lister_pairs += 1;
+        }
+    }
+
     /// Updates `dir`'s link count (by `delta` subdirectories) and times, if it is here.
     fn touch_home(&mut self, dir: Ino, delta: i32, now: Timespec) -> bool {
         if !self.is_home(dir) {
@@ -1227,6 +1268,7 @@ impl Server {
             .or_default()
             .insert(name.clone(), entry);
         self.cachers.entry((dir, name)).or_default().insert(from);
+        self.listing_changed(dir, inval);
         let home = self.touch_home(dir, delta, now);
         let entries = self.entries_held(dir);
         Ok(Reply::Mapped { old, home, entries })
@@ -1289,6 +1331,8 @@ impl Server {
             }
         }
         self.invalidate(from, old_dir, &old_name, inval);
+        self.listing_changed(old_dir, inval);
+        self.listing_changed(new_dir, inval);
         self.touch_home(old_dir, 0, now);
         if let Ok(inode) = self.inode_mut(ino) {
             inode.ctime = now;
@@ -1362,6 +1406,7 @@ impl Server {
         )?;
         if matches!(reply, Reply::Mapped { .. }) {
             self.entries.remove(&ino);
+            self.listing_changed(ino, inval);
             self.bury(ino, now)?;
         }
         Ok(reply)
@@ -1408,6 +1453,7 @@ impl Server {
             }
         }
         self.invalidate(from, dir, &name, inval);
+        self.listing_changed(dir, inval);
         let home = self.touch_home(dir, -i32::from(e.kind == Kind::Dir), now);
         if (unlink || touch) && e.kind != Kind::Dir {
             if let Ok(inode) = self.inode_mut(e.ino) {
@@ -1591,6 +1637,9 @@ impl Server {
         }
         self.extents.remove(&ino);
         self.entries.remove(&ino);
+        if let Some(set) = self.listers.remove(&ino) {
+            self.lister_pairs -= set.len();
+        }
     }
 
     fn stat(&self, ino: Ino) -> Result<Stat, Errno> {

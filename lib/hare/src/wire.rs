@@ -774,6 +774,16 @@ pub fn is_posted(m: &Message) -> bool {
     m.word(0) & POSTED != 0
 }
 
+/// What a server answers a posted request that it handled with `reply`: `Done`, or the
+/// error. Nobody reads more of it, and nothing may go into its page: the client's next
+/// request may be there already (a posted request carries nothing in it).
+pub fn posted_reply(reply: Reply) -> Reply {
+    match reply {
+        Reply::Err(e) => Reply::Err(e),
+        _ => Reply::Done,
+    }
+}
+
 /// How many bytes at the start of its page a request or reply uses: all its receiver needs
 /// to copy (never more than [`PAGE_SIZE`], whatever a peer claims; a peer that claims fewer
 /// bytes than it wrote only makes its own message undecodable).
@@ -1544,6 +1554,9 @@ pub fn is_invalidation(m: &Message) -> bool {
 /// long).
 const EXTENT: u8 = u8::MAX - 1;
 
+/// What an invalidation's length byte holds for [`Invalidation::Listing`].
+const LISTING: u8 = u8::MAX - 2;
+
 /// The message for invalidation `i` (no page: it answers no request): the directory or file
 /// in word 1, then a length byte and the name. A name longer than [`INVALIDATION_NAME_MAX`]
 /// is left out, so the client forgets the whole directory.
@@ -1564,6 +1577,10 @@ pub fn encode_invalidation(i: &Invalidation) -> Message {
             b[8..16].copy_from_slice(&ino.to_le_bytes());
             b[16] = EXTENT;
         }
+        Invalidation::Listing(dir) => {
+            b[8..16].copy_from_slice(&dir.to_le_bytes());
+            b[16] = LISTING;
+        }
     }
     Message::new(u16::from(INVALIDATE), &b).expect("one slot")
 }
@@ -1581,6 +1598,7 @@ pub fn decode_invalidation(m: &Message) -> Result<Invalidation, WireError> {
     let name = match b[16] {
         u8::MAX => None,
         EXTENT => return Ok(Invalidation::Extent(dir)),
+        LISTING => return Ok(Invalidation::Listing(dir)),
         len if usize::from(len) <= INVALIDATION_NAME_MAX => {
             let n = &b[17..17 + usize::from(len)];
             if n.is_empty() || n == b"." || n == b".." || n.iter().any(|&c| c == b'/' || c == 0) {

@@ -204,7 +204,7 @@ fn op_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Op> {
             .prop_map(|(path, follow, uid, gid)| Op::Chown { path, follow, uid, gid }),
         1 => (path(), any::<bool>(), prop::option::of(0..100i64), prop::option::of(0..100i64))
             .prop_map(|(path, follow, atime, mtime)| Op::Utimens { path, follow, atime, mtime }),
-        2 => path().prop_map(|path| Op::List { path }),
+        5 => path().prop_map(|path| Op::List { path }),
     ]
 }
 

@@ -1169,7 +1169,8 @@ fn opening_an_ordinary_directory_to_list_it_brings_its_first_entries() {
     let fd2 = run(&net, c[0].open(ROOT_INO, b"/d", list, FILE, T), &mut rng).unwrap();
     names.push(b"small".to_vec());
     names.sort();
-    let listed = |v: hare::Listing| v.iter().map(|(n, _)| n.to_vec()).collect::<Vec<_>>();
+    let listed =
+        |v: std::sync::Arc<hare::Listing>| v.iter().map(|(n, _)| n.to_vec()).collect::<Vec<_>>();
     let before = requests(&net);
     let first = listed(run(&net, c[0].read_dir(fd2), &mut rng).unwrap());
     assert_eq!(first, names, "every name once, in order");
@@ -2173,7 +2174,8 @@ fn opening_a_distributed_directory_to_list_it_asks_every_server_at_once() {
         ..OpenFlags::default()
     };
     let mut rng = Rng::new(28);
-    let names = |v: hare::Listing| v.iter().map(|(n, _)| n.to_vec()).collect::<Vec<_>>();
+    let names =
+        |v: std::sync::Arc<hare::Listing>| v.iter().map(|(n, _)| n.to_vec()).collect::<Vec<_>>();
     let before = requests(&net);
     let fd = run(&net, c[0].open(ROOT_INO, b"/small", list, DIR, T), &mut rng).unwrap();
     assert_eq!(requests(&net) - before, 3, "the open and two Dirents");
@@ -2197,6 +2199,172 @@ fn opening_a_distributed_directory_to_list_it_asks_every_server_at_once() {
     let listed = names(run(&net, c[1].read_dir(fd), &mut rng).unwrap());
     assert_eq!(listed, grown, "every name once, in order");
     run(&net, c[1].close(fd), &mut rng).unwrap();
+}
+
+/// A listing kept since an earlier `read_dir` answers the next open of its directory to
+/// list it with nothing waited for (the open is posted, to be counted); a change to the
+/// directory by any client, this one too, makes it forgotten before the next open: a create,
+/// an unlink, a rename in and one out, a mkdir and an rmdir, in an ordinary and in a
+/// distributed directory. A directory removed while opened from a kept listing keeps its
+/// attributes until the close, as it does when its open was waited for.
+#[test]
+fn a_kept_listing_is_forgotten_when_its_directory_changes() {
+    let (net, mut c) = world(3, 2, false, true);
+    let mut rng = Rng::new(29);
+    let list = OpenFlags {
+        list: true,
+        ..OpenFlags::default()
+    };
+    // Lists `dir` through `c`: the names, and whether the listing was kept from before
+    // (then the client waited for no reply).
+    let listed = |c: &mut HClient, dir: &str, rng: &mut Rng| {
+        let before = c.stats();
+        let fd = run(&net, c.open(ROOT_INO, dir.as_bytes(), list, DIR, T), rng).unwrap();
+        let names: Vec<String> = run(&net, c.read_dir(fd), rng)
+            .unwrap()
+            .iter()
+            .map(|(n, _)| String::from_utf8(n.to_vec()).unwrap())
+            .collect();
+        run(&net, c.close(fd), rng).unwrap();
+        let after = c.stats();
+        let kept = after.listing_hits - before.listing_hits == 1;
+        let waited = (after.requests - after.posted) - (before.requests - before.posted);
+        assert!(
+            !kept || waited == 0,
+            "{dir}: a kept listing waited for {waited} replies"
+        );
+        (names, kept)
+    };
+    run(&net, c[0].mkdir(ROOT_INO, b"/o", DIR, false, T), &mut rng).unwrap();
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, true, T), &mut rng).unwrap();
+    run(
+        &net,
+        c[0].mkdir(ROOT_INO, b"/away", DIR, false, T),
+        &mut rng,
+    )
+    .unwrap();
+    for dir in ["/o", "/d"] {
+        let p = |name: &str| format!("{dir}/{name}").into_bytes();
+        touch(&net, &mut c[1], &p("a"), &mut rng);
+        assert_eq!(listed(&mut c[0], dir, &mut rng), (vec!["a".into()], false));
+        assert_eq!(listed(&mut c[0], dir, &mut rng), (vec!["a".into()], true));
+        // Which client changes the directory, how, and the names it then holds.
+        type Change<'a> = (usize, &'a dyn Fn(&mut HClient, &mut Rng), &'a [&'a str]);
+        let changes: [Change; 7] = [
+            (1, &|c, rng| touch(&net, c, &p("b"), rng), &["a", "b"]),
+            (
+                1,
+                &|c, rng| run(&net, c.unlink(ROOT_INO, &p("b"), T), rng).unwrap(),
+                &["a"],
+            ),
+            (
+                1,
+                &|c, rng| {
+                    touch(&net, c, b"/away/x", rng);
+                    let to = p("x");
+                    run(
+                        &net,
+                        c.rename(ROOT_INO, b"/away/x", ROOT_INO, &to, 0, T),
+                        rng,
+                    )
+                    .unwrap()
+                },
+                &["a", "x"],
+            ),
+            (
+                1,
+                &|c, rng| {
+                    let from = p("x");
+                    run(
+                        &net,
+                        c.rename(ROOT_INO, &from, ROOT_INO, b"/away/y", 0, T),
+                        rng,
+                    )
+                    .unwrap()
+                },
+                &["a"],
+            ),
+            (
+                1,
+                &|c, rng| run(&net, c.mkdir(ROOT_INO, &p("s"), DIR, false, T), rng).unwrap(),
+                &["a", "s"],
+            ),
+            (
+                1,
+                &|c, rng| run(&net, c.rmdir(ROOT_INO, &p("s"), T), rng).unwrap(),
+                &["a"],
+            ),
+            (0, &|c, rng| touch(&net, c, &p("m"), rng), &["a", "m"]),
+        ];
+        for (k, (by, change, want)) in changes.iter().enumerate() {
+            change(&mut c[*by], &mut rng);
+            let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+            assert_eq!(
+                listed(&mut c[0], dir, &mut rng),
+                (want.clone(), false),
+                "change {k}"
+            );
+            assert_eq!(
+                listed(&mut c[0], dir, &mut rng),
+                (want, true),
+                "change {k}, again"
+            );
+        }
+    }
+    run(&net, c[0].mkdir(ROOT_INO, b"/e", DIR, false, T), &mut rng).unwrap();
+    listed(&mut c[0], "/e", &mut rng);
+    let hits = c[0].stats().listing_hits;
+    let fd = run(&net, c[0].open(ROOT_INO, b"/e", list, DIR, T), &mut rng).unwrap();
+    assert_eq!(
+        c[0].stats().listing_hits,
+        hits + 1,
+        "opened from the kept listing"
+    );
+    run(&net, c[1].rmdir(ROOT_INO, b"/e", T), &mut rng).unwrap();
+    let st = run(&net, c[0].fstat(fd), &mut rng).expect("the open was counted before the rmdir");
+    assert_eq!(st.nlink, 0);
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+}
+
+/// A server counts at most `LISTERS_MAX` listers: a client listing made-up directories
+/// (which a server that is not their home cannot tell from directories with no entries
+/// there) makes every lister forget its listing, and then the kept listings are gathered
+/// afresh, right.
+#[test]
+fn listing_made_up_directories_makes_every_kept_listing_forgotten() {
+    let (net, mut c) = world(2, 1, false, true);
+    let mut rng = Rng::new(31);
+    let list = OpenFlags {
+        list: true,
+        ..OpenFlags::default()
+    };
+    run(&net, c[0].mkdir(ROOT_INO, b"/d", DIR, true, T), &mut rng).unwrap();
+    touch(&net, &mut c[0], b"/d/a", &mut rng);
+    let names = |c: &mut hare::Client<_, _>, rng: &mut Rng| {
+        let fd = run(&net, c.open(ROOT_INO, b"/d", list, DIR, T), rng).unwrap();
+        let l = run(&net, c.read_dir(fd), rng).unwrap();
+        run(&net, c.close(fd), rng).unwrap();
+        l.len()
+    };
+    names(&mut c[0], &mut rng);
+    let hits = c[0].stats().listing_hits;
+    assert_eq!(names(&mut c[0], &mut rng), 1);
+    assert_eq!(c[0].stats().listing_hits, hits + 1, "kept");
+    let table = net.borrow().servers[0].table().clone();
+    for s in table.servers() {
+        let made_up = (1_000_000u64..).filter(|&d| table.inode_server(d) != s);
+        for dir in made_up.take(hare::LISTERS_MAX + 1) {
+            let r = net
+                .borrow_mut()
+                .direct(9, s, Request::Dirents { dir, after: None });
+            assert!(matches!(r, Reply::Dirents { .. }), "{r:?}");
+        }
+    }
+    let hits = c[0].stats().listing_hits;
+    assert_eq!(names(&mut c[0], &mut rng), 1);
+    assert_eq!(c[0].stats().listing_hits, hits, "forgotten, listed again");
+    touch(&net, &mut c[0], b"/d/b", &mut rng);
+    assert_eq!(names(&mut c[0], &mut rng), 2, "counted as a lister again");
 }
 
 /// What the kernel's client lets a fatal signal cut short: only requests that change

@@ -8,7 +8,7 @@ use hare::proto::{
 };
 use hare::wire::{
     decode_invalidation, decode_reply, decode_request, encode_invalidation, encode_reply,
-    encode_request, is_invalidation, page_len, posted_pages, request_id, ID_MASK,
+    encode_request, is_invalidation, page_len, posted_pages, posted_reply, request_id, ID_MASK,
     INVALIDATION_NAME_MAX, PAGE_SIZE,
 };
 use hare::Invalidation;
@@ -545,6 +545,18 @@ proptest! {
         prop_assert_eq!(decode_reply(&m, &buf[..used]).unwrap(), r);
     }
 
+    /// A posted request's answer puts nothing in the page (the client's next request may be
+    /// there) and says only whether it failed.
+    #[test]
+    fn a_posted_requests_answer_needs_no_page(r in reply(), id in any::<u64>(), page in any::<u8>()) {
+        let failed = matches!(r, Reply::Err(_));
+        let m = encode_reply(id, page, &posted_reply(r), &mut []).expect("no page needed");
+        prop_assert_eq!(page_len(&m), 0);
+        let back = decode_reply(&m, &[]).unwrap();
+        prop_assert_eq!(matches!(back, Reply::Err(_)), failed);
+        prop_assert!(failed || back == Reply::Done);
+    }
+
     /// An invalidation comes back with its name when the name fits in the slot, and as "the
     /// whole directory" when it does not; no reply is taken for one.
     #[test]
@@ -560,6 +572,9 @@ proptest! {
         let extent = encode_invalidation(&Invalidation::Extent(dir));
         prop_assert!(is_invalidation(&extent));
         prop_assert_eq!(decode_invalidation(&extent).unwrap(), Invalidation::Extent(dir));
+        let listing = encode_invalidation(&Invalidation::Listing(dir));
+        prop_assert!(is_invalidation(&listing));
+        prop_assert_eq!(decode_invalidation(&listing).unwrap(), Invalidation::Listing(dir));
         let mut buf = vec![0; PAGE_SIZE];
         prop_assert!(!is_invalidation(&encode_reply(id, page, &r, &mut buf).unwrap()));
     }

@@ -189,6 +189,9 @@ pub unsafe extern "C" fn hare_server_handle(
         let m = CMsg::from_message(&wire::encode_invalidation(inv));
         (rt.invalidate)(rt.ctx, *to, &m);
     }
+    if wire::is_posted(&m) {
+        handled.reply = wire::posted_reply(handled.reply);
+    }
     let encoded = wire::encode_reply(id, index, &handled.reply, &mut s.page[..])
         .expect("a reply fits the page its request came with");
     // SAFETY: as above (a request that reaches here had a page); the reply's bytes go back

@@ -1554,7 +1554,7 @@ impl HareNode {
         let list = match cached {
             Some(l) if pos > 0 => l,
             _ => {
-                let l = Arc::new(self.with(|c, fd| run_ready(c.read_dir(fd)))?);
+                let l = self.with(|c, fd| run_ready(c.read_dir(fd)))?;
                 *self.listing.lock() = Some(l.clone());
                 l
             }
@@ -1883,11 +1883,12 @@ pub fn report() -> String {
             let st = c.stats();
             let _ = writeln!(
                 s,
-                "core {core} client: requests {} cache_hits {} invalidations {} restarts {} \
-                 busy_retries {} posted {} refused_posts {} cached_entries {} strays {} \
-                 exchanges {} waited_ns {} waits {}",
+                "core {core} client: requests {} cache_hits {} listing_hits {} invalidations {} \
+                 restarts {} busy_retries {} posted {} refused_posts {} cached_entries {} \
+                 strays {} exchanges {} waited_ns {} waits {}",
                 st.requests,
                 st.cache_hits,
+                st.listing_hits,
                 st.invalidations,
                 st.restarts,
                 st.busy_retries,
