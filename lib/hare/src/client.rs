@@ -2054,13 +2054,24 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
     }
 
     /// The path of directory `dir` from Hare's root (`getcwd`): up through `..`, each name
-    /// found in its parent's listing. `ENOENT` if a directory on the way was removed.
+    /// found in its parent's listing (a kept one: the walk to the parent applied the
+    /// invalidations queued). `ENOENT` if a directory on the way was removed.
     pub async fn dir_path(&mut self, dir: Ino) -> Result<Vec<u8>, Errno> {
         let mut names: Vec<Name> = Vec::new();
         let mut at = dir;
         while at != ROOT_INO {
             let parent = self.walk(|v| v.parent(at)).await.map_err(errno)?;
-            let entries = self.list(parent).await?;
+            let entries = match self.listings.get(&parent) {
+                Some(l) => {
+                    self.stats.listing_hits += 1;
+                    l.clone()
+                }
+                None => {
+                    let l = Arc::new(self.list(parent).await?);
+                    self.keep_listing(parent, &l);
+                    l
+                }
+            };
             let e = entries.iter().find(|(_, e)| e.ino == at);
             names.push(e.ok_or(Errno::ENOENT)?.0.to_vec());
             at = parent;

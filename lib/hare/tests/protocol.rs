@@ -175,6 +175,12 @@ fn a_directory_path_follows_renames_of_its_parents() {
         .ino;
     assert_eq!(run(&net, c[1].dir_path(ino), &mut rng).unwrap(), b"/a/b/c");
     assert_eq!(run(&net, c[1].dir_path(ROOT_INO), &mut rng).unwrap(), b"/");
+    // Again: the three parents' listings are kept; each directory's parent is asked (it is
+    // not cached: a rename elsewhere changes it).
+    let before = (requests(&net), c[1].stats().listing_hits);
+    assert_eq!(run(&net, c[1].dir_path(ino), &mut rng).unwrap(), b"/a/b/c");
+    let after = (requests(&net), c[1].stats().listing_hits);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (3, 3));
     run(
         &net,
         c[0].rename(ROOT_INO, b"/a/b", ROOT_INO, b"/moved", 0, T),
