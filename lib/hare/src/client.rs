@@ -358,6 +358,9 @@ struct View<'a> {
     mount_point: &'a [u8],
     covered: &'a [(Ino, Vec<u8>)],
     entries: &'a BTreeMap<(Ino, Name), Entry>,
+    /// The kept listings: a directory's whole listing answers for any name in it, there or
+    /// not, as fresh as the lookup cache.
+    listings: &'a BTreeMap<Ino, Arc<Listing>>,
     dirs: &'a BTreeMap<Ino, bool>,
     links: &'a BTreeMap<Ino, Vec<u8>>,
     scratch: &'a Scratch,
@@ -386,7 +389,15 @@ impl View<'_> {
     /// Whether the cache (or this walk) holds entry `name` of `dir`, without asking for it.
     fn holds(&self, dir: Ino, name: &[u8]) -> bool {
         let key: &dyn EntryKey = &(dir, name);
-        self.entries.contains_key(key) || self.scratch.found.contains_key(key)
+        self.entries.contains_key(key)
+            || self.scratch.found.contains_key(key)
+            || self.kept(dir, name).is_some_and(|e| e.is_some())
+    }
+
+    /// What `dir`'s kept listing says of `name`: its entry or none (`None` if no listing of
+    /// `dir` is kept).
+    fn kept(&self, dir: Ino, name: &[u8]) -> Option<Option<Entry>> {
+        self.listings.get(&dir).map(|l| l.find(name))
     }
 }
 
@@ -415,6 +426,10 @@ impl Namespace for View<'_> {
         }
         if let Some(&e) = self.scratch.lookup_errors.get(key) {
             return Err(e);
+        }
+        if let Some(kept) = self.kept(dir, name) {
+            self.hits.set(self.hits.get() + 1);
+            return Ok(kept.map(|e| (e.ino, e.kind)));
         }
         self.miss(Need::Lookup(dir, name.to_vec()))
     }
@@ -843,6 +858,7 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
                     mount_point: &self.mount_point,
                     covered: &self.covered,
                     entries: &self.entries,
+                    listings: &self.listings,
                     dirs: &self.dirs,
                     links: &self.links,
                     scratch: &scratch,
@@ -954,6 +970,11 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         }
         self.listing_bytes += n;
         self.listings.insert(dir, listing.clone());
+        // A walk through a directory the listing names needs to know whether it is
+        // distributed, as a lookup's answer would have said.
+        for (_, e) in listing.iter().filter(|(_, e)| e.kind == Kind::Dir) {
+            self.remember_dir(e.ino, e.distributed);
+        }
     }
 
     /// Forgets every kept listing.
@@ -1016,11 +1037,16 @@ impl<T: Transport, B: BufferCache> Client<T, B> {
         (open, write): (bool, bool),
         now: Timespec,
     ) -> Res<Entry> {
-        // A name the lookup cache holds exists: the cache is as fresh as the walk that found
-        // `dir` (its invalidations applied first), so the name is refused without asking, as
-        // Linux's dentry cache refuses it (busybox `unzip` makes each file's directory again).
+        // A name the lookup cache holds, or `dir`'s kept listing, exists: the cache is as
+        // fresh as the walk that found `dir` (its invalidations applied first), so the name is
+        // refused without asking, as Linux's dentry cache refuses it (busybox `unzip` makes
+        // each file's directory again).
         let key: &dyn EntryKey = &(dir, name);
-        if self.entries.contains_key(key) {
+        let listed = self
+            .listings
+            .get(&dir)
+            .is_some_and(|l| l.find(name).is_some());
+        if self.entries.contains_key(key) || listed {
             self.stats.cache_hits += 1;
             return Err(Errno::EEXIST.into());
         }

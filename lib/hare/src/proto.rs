@@ -142,6 +142,15 @@ impl Listing {
         items.sort_unstable_by(|a, b| self.name_of(a).cmp(self.name_of(b)));
         self.items = items;
     }
+
+    /// The entry named `name`, in a listing in name order ([`Listing::sort_by_name`]).
+    pub fn find(&self, name: &[u8]) -> Option<Entry> {
+        let at = self
+            .items
+            .binary_search_by(|it| self.name_of(it).cmp(name))
+            .ok()?;
+        Some(self.items[at].2)
+    }
 }
 
 /// What a [`Request::Rename`] must find under the new name, or it changes nothing.

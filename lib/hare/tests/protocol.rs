@@ -2332,6 +2332,46 @@ fn a_kept_listing_is_forgotten_when_its_directory_changes() {
     run(&net, c[0].close(fd), &mut rng).unwrap();
 }
 
+/// A kept listing answers the lookups of names in its directory, there or not, with no
+/// message until the directory changes: a stat of a name not in it is `ENOENT` and of one
+/// in it asks for the attributes alone, a mkdir of a name in it is `EEXIST`; a name another
+/// client makes then is found.
+#[test]
+fn a_kept_listing_answers_lookups_in_its_directory() {
+    let (net, mut c) = world(3, 2, false, true);
+    let mut rng = Rng::new(33);
+    run(&net, c[1].mkdir(ROOT_INO, b"/d", DIR, true, T), &mut rng).unwrap();
+    touch(&net, &mut c[1], b"/d/a", &mut rng);
+    let list = OpenFlags {
+        list: true,
+        ..OpenFlags::default()
+    };
+    let fd = run(&net, c[0].open(ROOT_INO, b"/d", list, DIR, T), &mut rng).unwrap();
+    assert_eq!(run(&net, c[0].read_dir(fd), &mut rng).unwrap().len(), 1);
+    run(&net, c[0].close(fd), &mut rng).unwrap();
+    let waited = |c: &HClient| c.stats().requests - c.stats().posted;
+    let before = waited(&c[0]);
+    let absent = run(&net, c[0].stat(ROOT_INO, b"/d/nothing", true), &mut rng);
+    assert_eq!(absent.err(), Some(Errno::ENOENT));
+    assert_eq!(waited(&c[0]), before, "not in the listing: nothing asked");
+    let st = run(&net, c[0].stat(ROOT_INO, b"/d/a", true), &mut rng).unwrap();
+    assert_eq!(st.kind, Kind::File);
+    assert_eq!(
+        waited(&c[0]),
+        before + 1,
+        "in it: its attributes alone asked"
+    );
+    let made = run(&net, c[0].mkdir(ROOT_INO, b"/d/a", DIR, false, T), &mut rng);
+    assert_eq!(made, Err(Errno::EEXIST));
+    assert_eq!(
+        waited(&c[0]),
+        before + 1,
+        "a listed name is taken: nothing asked"
+    );
+    touch(&net, &mut c[1], b"/d/nothing", &mut rng);
+    run(&net, c[0].stat(ROOT_INO, b"/d/nothing", true), &mut rng).expect("made since");
+}
+
 /// A server counts at most `LISTERS_MAX` listers: a client listing made-up directories
 /// (which a server that is not their home cannot tell from directories with no entries
 /// there) makes every lister forget its listing, and then the kept listings are gathered
