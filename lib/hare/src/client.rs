@@ -14,6 +14,11 @@
 //! again. Before every walk the client applies the invalidations its transport has queued
 //! (§3.7.2), and a lookup makes the server remember that this client caches the entry.
 //!
+//! A directory's whole listing is kept too (Reef's addition): each server that gave a batch of
+//! it remembers the client as a lister and tells it to forget the listing at the next change
+//! ([`Invalidation::Listing`]). Until then, listing the directory again asks nothing, and the
+//! listing answers the walk's lookups in it, of names there and of names not there.
+//!
 //! # Operations that touch several servers
 //!
 //! A name and its inode can be on different servers (creation affinity, §3.7.5, picks the
@@ -36,8 +41,8 @@
 //!
 //! [`Techniques`] turns each of the thesis's techniques off for the §5.4 ablations: directory
 //! distribution (every directory keeps its entries on its home server), directory broadcast
-//! (a request for every server goes to one after the other), the lookup cache (no entry is
-//! remembered between operations) and creation affinity (an inode goes to its entry's
+//! (a request for every server goes to one after the other), the lookup cache (no entry and
+//! no listing is remembered between operations) and creation affinity (an inode goes to its entry's
 //! server). The answers stay the same; only the messages change.
 
 use alloc::boxed::Box;
