@@ -35,7 +35,8 @@ const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 /// `st_size` per directory entry (tmpfs's, as NR-FS reports).
 const DIRENT_SIZE: u64 = 20;
 
-/// Most (directory, client) pairs a server counts as listers ([`Server::add_lister`]).
+/// Most (directory, client) pairs a server counts as listers of directories' entries; past
+/// it, every lister is told to forget its listing.
 pub const LISTERS_MAX: usize = 1 << 14;
 
 /// What the server counts (`/proc/reef/hare`).
